@@ -1,0 +1,118 @@
+"""Key/value byte codecs for coordinator records.
+
+Key bytes   = int16 record type (big-endian) + Avro body of the key schema.
+Value bytes = int16 record type + int16 schema version + Avro body of that version's schema.
+A ``None`` value is a tombstone (a null Kafka value), which compaction uses to delete the key.
+
+Avro binary encoding of a given schema is deterministic, so equal keys give equal bytes and
+compaction keeps exactly one value per slot.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from fastavro import parse_schema, schemaless_reader, schemaless_writer
+
+from records.avro import from_avro, to_avro
+from records.definitions import DEFINITIONS, RecordDef, RecordType
+
+_KEY_HEADER = struct.Struct(">h")
+_VALUE_HEADER = struct.Struct(">hh")
+
+
+class RecordDecodeError(ValueError):
+    """The bytes are not a record this version of the coordinator can read."""
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorRecord:
+    type: RecordType
+    key: Any
+    value: Any | None  # None = tombstone
+
+
+class _Compiled:
+    __slots__ = ("definition", "key_schema", "value_schemas", "latest_version", "latest_schema")
+
+    def __init__(self, definition: RecordDef) -> None:
+        self.definition = definition
+        self.key_schema = parse_schema(definition.key_schema)
+        self.value_schemas = {v: parse_schema(s) for v, s in definition.value_schemas.items()}
+        self.latest_version = definition.latest_version
+        self.latest_schema = self.value_schemas[self.latest_version]
+
+
+def _write(schema: Any, datum: Any) -> bytes:
+    buf = io.BytesIO()
+    schemaless_writer(buf, schema, to_avro(datum))
+    return buf.getvalue()
+
+
+class RecordCodec:
+    """Encoder/decoder over a set of record definitions (the shipped set by default)."""
+
+    def __init__(self, definitions: tuple[RecordDef, ...] = DEFINITIONS) -> None:
+        self._by_type: dict[int, _Compiled] = {int(d.type): _Compiled(d) for d in definitions}
+
+    def _compiled(self, record_type: int) -> _Compiled:
+        try:
+            return self._by_type[record_type]
+        except KeyError:
+            raise RecordDecodeError(f"unknown record type {record_type}") from None
+
+    def encode_key(self, record_type: RecordType, key: Any) -> bytes:
+        c = self._compiled(record_type)
+        return _KEY_HEADER.pack(record_type) + _write(c.key_schema, key)
+
+    def encode_value(self, record_type: RecordType, value: Any | None, version: int | None = None) -> bytes | None:
+        if value is None:
+            return None
+        c = self._compiled(record_type)
+        v = c.latest_version if version is None else version
+        return _VALUE_HEADER.pack(record_type, v) + _write(c.value_schemas[v], value)
+
+    def encode(self, record: CoordinatorRecord) -> tuple[bytes, bytes | None]:
+        return self.encode_key(record.type, record.key), self.encode_value(record.type, record.value)
+
+    def decode(self, key: bytes | None, value: bytes | None) -> CoordinatorRecord:
+        """Decode one log record; raises RecordDecodeError on anything unreadable."""
+        if key is None or len(key) < _KEY_HEADER.size:
+            raise RecordDecodeError("record has no key or a truncated key header")
+        (record_type,) = _KEY_HEADER.unpack_from(key)
+        c = self._compiled(record_type)
+        try:
+            key_dict = schemaless_reader(io.BytesIO(key[_KEY_HEADER.size :]), c.key_schema, None)
+            key_obj = from_avro(c.definition.key_cls, key_dict)  # type: ignore[arg-type]
+        except Exception as exc:  # fastavro raises several unrelated types on bad bytes
+            raise RecordDecodeError(f"bad key body for record type {record_type}: {exc!r}") from exc
+        if value is None:
+            return CoordinatorRecord(RecordType(record_type), key_obj, None)
+        if len(value) < _VALUE_HEADER.size:
+            raise RecordDecodeError("value shorter than its header")
+        value_type, version = _VALUE_HEADER.unpack_from(value)
+        if value_type != record_type:
+            raise RecordDecodeError(f"value type {value_type} does not match key type {record_type}")
+        writer = c.value_schemas.get(version)
+        if writer is None:
+            raise RecordDecodeError(f"record type {record_type} has no schema version {version}")
+        body = io.BytesIO(value[_VALUE_HEADER.size :])
+        try:
+            reader = None if version == c.latest_version else c.latest_schema
+            value_dict = schemaless_reader(body, writer, reader)
+            value_obj = from_avro(c.definition.value_cls, value_dict)  # type: ignore[arg-type]
+        except Exception as exc:
+            raise RecordDecodeError(f"bad value body for record type {record_type} v{version}: {exc!r}") from exc
+        if body.tell() != len(value) - _VALUE_HEADER.size:
+            raise RecordDecodeError(f"trailing bytes after value body of record type {record_type}")
+        return CoordinatorRecord(RecordType(record_type), key_obj, value_obj)
+
+
+DEFAULT_CODEC = RecordCodec()
+encode_key = DEFAULT_CODEC.encode_key
+encode_value = DEFAULT_CODEC.encode_value
+encode = DEFAULT_CODEC.encode
+decode = DEFAULT_CODEC.decode

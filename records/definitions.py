@@ -1,0 +1,461 @@
+"""Every record type the coordinator writes to its log.
+
+Type ids 1-16 mirror the apiKeys of Apache Kafka's ``__consumer_offsets`` records (seed 004);
+ids from 100 up are this runtime's own records. Each type has a key dataclass (never evolves:
+a key change would break compaction) and a value dataclass whose Avro schema is versioned.
+
+Evolution rule (also in records/README.md): a value schema version, once released, is frozen.
+A new version may only *add* fields, each with a default; the dataclass always matches the
+newest version. Readers resolve any older writer version against the newest schema, so records
+written by any earlier release stay readable. Removing or retyping a field needs a new record type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from records.avro import array, optional, record
+
+
+class RecordType(IntEnum):
+    OFFSET_COMMIT = 1
+    GROUP_METADATA = 2
+    CONSUMER_GROUP_METADATA = 3
+    CONSUMER_GROUP_MEMBER_METADATA = 5
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+    CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+    # Runtime records.
+    SHARD_EPOCH = 100
+    BATCH_ABORT = 101
+
+
+# --- OffsetCommit (1) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitValue:
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+    commit_timestamp: int = 0
+    expire_timestamp: int = -1
+    topic_id: str | None = None
+
+
+# --- GroupMetadata (2), classic groups -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataValue:
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int = -1
+    members: list[ClassicMemberMetadata] = field(default_factory=list)
+
+
+# --- Consumer groups (KIP-848) ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataValue:
+    epoch: int
+    metadata_hash: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberKey:
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicProtocol:
+    name: str
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicMemberInConsumerGroup:
+    session_timeout_ms: int
+    supported_protocols: list[ClassicProtocol] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataValue:
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    subscribed_topic_names: list[str] = field(default_factory=list)
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    classic_member_metadata: ClassicMemberInConsumerGroup | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+    assignment_timestamp: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitions:
+    topic_id: str
+    partitions: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberValue:
+    topic_partitions: list[TopicPartitions] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitionsWithEpochs:
+    topic_id: str
+    partitions: list[int]
+    # Epoch at which each partition (same index) was assigned; fences zombie commits.
+    assignment_epochs: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned_partitions: list[TopicPartitionsWithEpochs] = field(default_factory=list)
+    partitions_pending_revocation: list[TopicPartitionsWithEpochs] = field(
+        default_factory=list
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpressionKey:
+    group: str
+    regex: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpressionValue:
+    topics: list[str]
+    version: int
+    timestamp: int
+
+
+# --- Runtime records ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ShardEpochKey:
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShardEpochValue:
+    """Written by every new owner of a shard before it serves; later records carry the epoch."""
+
+    epoch: int
+    owner: str
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class BatchAbortKey:
+    first_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class BatchAbortValue:
+    """Written by a loader that found an atomic batch cut short at the end of the log."""
+
+    first_offset: int
+    last_offset: int
+    epoch: int
+
+
+# --- Schemas --------------------------------------------------------------------------------
+
+_TOPIC_PARTITIONS = record(
+    "TopicPartitions", [("topic_id", "string"), ("partitions", array("int"))]
+)
+_TOPIC_PARTITIONS_EPOCHS = record(
+    "TopicPartitionsWithEpochs",
+    [
+        ("topic_id", "string"),
+        ("partitions", array("int")),
+        ("assignment_epochs", array("int"), []),
+    ],
+)
+
+
+@dataclass(frozen=True)
+class RecordDef:
+    type: RecordType
+    key_cls: type[Any]
+    key_schema: dict[str, Any]
+    value_cls: type[Any]
+    # version -> schema; frozen once released, newest last.
+    value_schemas: dict[int, dict[str, Any]]
+
+    @property
+    def latest_version(self) -> int:
+        return max(self.value_schemas)
+
+
+DEFINITIONS: tuple[RecordDef, ...] = (
+    RecordDef(
+        RecordType.OFFSET_COMMIT,
+        OffsetCommitKey,
+        record(
+            "OffsetCommitKey",
+            [("group", "string"), ("topic", "string"), ("partition", "int")],
+        ),
+        OffsetCommitValue,
+        {
+            1: record(
+                "OffsetCommitValue",
+                [
+                    ("offset", "long"),
+                    ("leader_epoch", "int", -1),
+                    ("metadata", "string", ""),
+                    ("commit_timestamp", "long", 0),
+                    ("expire_timestamp", "long", -1),
+                    ("topic_id", optional("string"), None),
+                ],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.GROUP_METADATA,
+        GroupMetadataKey,
+        record("GroupMetadataKey", [("group", "string")]),
+        GroupMetadataValue,
+        {
+            1: record(
+                "GroupMetadataValue",
+                [
+                    ("protocol_type", "string"),
+                    ("generation", "int"),
+                    ("protocol", optional("string")),
+                    ("leader", optional("string")),
+                    ("current_state_timestamp", "long", -1),
+                    (
+                        "members",
+                        array(
+                            record(
+                                "ClassicMemberMetadata",
+                                [
+                                    ("member_id", "string"),
+                                    ("group_instance_id", optional("string")),
+                                    ("client_id", "string"),
+                                    ("client_host", "string"),
+                                    ("rebalance_timeout_ms", "int"),
+                                    ("session_timeout_ms", "int"),
+                                    ("subscription", "bytes"),
+                                    ("assignment", "bytes"),
+                                ],
+                            )
+                        ),
+                        [],
+                    ),
+                ],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.CONSUMER_GROUP_METADATA,
+        ConsumerGroupMetadataKey,
+        record("ConsumerGroupMetadataKey", [("group", "string")]),
+        ConsumerGroupMetadataValue,
+        {
+            1: record(
+                "ConsumerGroupMetadataValue",
+                [("epoch", "int"), ("metadata_hash", "long", 0)],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.CONSUMER_GROUP_MEMBER_METADATA,
+        ConsumerGroupMemberKey,
+        record(
+            "ConsumerGroupMemberMetadataKey",
+            [("group", "string"), ("member_id", "string")],
+        ),
+        ConsumerGroupMemberMetadataValue,
+        {
+            1: record(
+                "ConsumerGroupMemberMetadataValue",
+                [
+                    ("client_id", "string"),
+                    ("client_host", "string"),
+                    ("rebalance_timeout_ms", "int"),
+                    ("instance_id", optional("string"), None),
+                    ("rack_id", optional("string"), None),
+                    ("subscribed_topic_names", array("string"), []),
+                    ("subscribed_topic_regex", optional("string"), None),
+                    ("server_assignor", optional("string"), None),
+                    (
+                        "classic_member_metadata",
+                        optional(
+                            record(
+                                "ClassicMemberInConsumerGroup",
+                                [
+                                    ("session_timeout_ms", "int"),
+                                    (
+                                        "supported_protocols",
+                                        array(
+                                            record(
+                                                "ClassicProtocol",
+                                                [
+                                                    ("name", "string"),
+                                                    ("metadata", "bytes"),
+                                                ],
+                                            )
+                                        ),
+                                        [],
+                                    ),
+                                ],
+                            )
+                        ),
+                        None,
+                    ),
+                ],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+        ConsumerGroupTargetAssignmentMetadataKey,
+        record("ConsumerGroupTargetAssignmentMetadataKey", [("group", "string")]),
+        ConsumerGroupTargetAssignmentMetadataValue,
+        {
+            1: record(
+                "ConsumerGroupTargetAssignmentMetadataValue",
+                [("assignment_epoch", "int"), ("assignment_timestamp", "long", 0)],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+        ConsumerGroupMemberKey,
+        record(
+            "ConsumerGroupTargetAssignmentMemberKey",
+            [("group", "string"), ("member_id", "string")],
+        ),
+        ConsumerGroupTargetAssignmentMemberValue,
+        {
+            1: record(
+                "ConsumerGroupTargetAssignmentMemberValue",
+                [("topic_partitions", array(_TOPIC_PARTITIONS), [])],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+        ConsumerGroupMemberKey,
+        record(
+            "ConsumerGroupCurrentMemberAssignmentKey",
+            [("group", "string"), ("member_id", "string")],
+        ),
+        ConsumerGroupCurrentMemberAssignmentValue,
+        {
+            1: record(
+                "ConsumerGroupCurrentMemberAssignmentValue",
+                [
+                    ("member_epoch", "int"),
+                    ("previous_member_epoch", "int"),
+                    ("state", "int"),
+                    ("assigned_partitions", array(_TOPIC_PARTITIONS_EPOCHS), []),
+                    (
+                        "partitions_pending_revocation",
+                        array("TopicPartitionsWithEpochs"),
+                        [],
+                    ),
+                ],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION,
+        ConsumerGroupRegularExpressionKey,
+        record(
+            "ConsumerGroupRegularExpressionKey",
+            [("group", "string"), ("regex", "string")],
+        ),
+        ConsumerGroupRegularExpressionValue,
+        {
+            1: record(
+                "ConsumerGroupRegularExpressionValue",
+                [
+                    ("topics", array("string"), []),
+                    ("version", "long"),
+                    ("timestamp", "long"),
+                ],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.SHARD_EPOCH,
+        ShardEpochKey,
+        record("ShardEpochKey", [("epoch", "int")]),
+        ShardEpochValue,
+        {
+            1: record(
+                "ShardEpochValue",
+                [("epoch", "int"), ("owner", "string"), ("timestamp", "long")],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.BATCH_ABORT,
+        BatchAbortKey,
+        record("BatchAbortKey", [("first_offset", "long")]),
+        BatchAbortValue,
+        {
+            1: record(
+                "BatchAbortValue",
+                [("first_offset", "long"), ("last_offset", "long"), ("epoch", "int")],
+            )
+        },
+    ),
+)

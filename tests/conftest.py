@@ -1,0 +1,51 @@
+"""Shared fixtures.
+
+Integration tests run against a real Kafka-compatible broker: the project's own local broker
+(``deploy.local_broker``, Tansu on loopback) unless ``GROUPCOORD_TEST_BOOTSTRAP`` names an
+existing cluster, in which case the same tests run unchanged against it. Every test uses
+fresh topic names, so a shared cluster is never polluted across tests.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from deploy.local_broker import LocalBroker, free_port
+
+BOOTSTRAP_ENV = "GROUPCOORD_TEST_BOOTSTRAP"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-slow", action="store_true", default=False, help="run long simulations and soak tests")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-slow") or os.environ.get("GROUPCOORD_RUN_SLOW") == "1":
+        return
+    skip_slow = pytest.mark.skip(reason="long run: enable with --run-slow or GROUPCOORD_RUN_SLOW=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip_slow)
+
+
+@pytest.fixture(scope="session")
+def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Bootstrap servers of the broker the integration tests use."""
+    external = os.environ.get(BOOTSTRAP_ENV)
+    if external:
+        yield external
+        return
+    log = Path(tmp_path_factory.mktemp("broker")) / "broker.log"
+    with LocalBroker(port=free_port(), log_file=log) as broker:
+        yield broker.bootstrap
+
+
+@pytest.fixture
+def unique_name() -> str:
+    """A fresh topic/group name per test so tests never share state on a shared cluster."""
+    return f"gc-test-{uuid.uuid4().hex[:12]}"
