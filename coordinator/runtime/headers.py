@@ -1,0 +1,41 @@
+"""Kafka record headers the runtime puts on every record it writes.
+
+``gc.e`` carries the writer's shard epoch (int32): replay ignores records from an epoch older
+than one already seen, which fences a zombie owner. ``gc.b`` marks records of an atomic batch
+(int32 index, int32 count), so a batch cut short by a crash is never half-applied. Headers are
+used instead of value fields because tombstones have no value.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+EPOCH_HEADER = "gc.e"
+BATCH_HEADER = "gc.b"
+_EPOCH = struct.Struct(">i")
+_BATCH = struct.Struct(">ii")
+
+Headers = list[tuple[str, bytes]]
+
+
+def make_headers(epoch: int, index: int, count: int) -> Headers:
+    headers: Headers = [(EPOCH_HEADER, _EPOCH.pack(epoch))]
+    if count > 1:
+        headers.append((BATCH_HEADER, _BATCH.pack(index, count)))
+    return headers
+
+
+def parse_headers(headers: Sequence[tuple[str, bytes | None]] | None) -> tuple[int, tuple[int, int] | None]:
+    """(epoch, (index, count) or None) from a record's headers; malformed headers raise ValueError."""
+    epoch = 0
+    batch: tuple[int, int] | None = None
+    for name, raw in headers or ():
+        if name == EPOCH_HEADER and raw is not None:
+            (epoch,) = _EPOCH.unpack(raw)
+        elif name == BATCH_HEADER and raw is not None:
+            index, count = _BATCH.unpack(raw)
+            if not 0 <= index < count:
+                raise ValueError(f"bad batch header {index}/{count}")
+            batch = (index, count)
+    return epoch, batch

@@ -1,0 +1,253 @@
+"""Kafka I/O of the runtime: the log topic, the idempotent writer and the tailing reader.
+
+Both wrap confluent-kafka clients driven by one background thread each; results are handed
+back through callbacks, which the runtime forwards onto its asyncio loop. Nothing here knows
+about shard state.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
+
+log = logging.getLogger(__name__)
+
+# (index of the record in its append call, error, offset)
+DeliveryCallback = Callable[[int, KafkaError | None, int], None]
+
+
+@dataclass(frozen=True)
+class LogTopicSpec:
+    name: str = "__group_coordinator_log"
+    partitions: int = 16
+    replication_factor: int = 1
+    configs: dict[str, str] = field(default_factory=lambda: {"cleanup.policy": "compact"})
+
+
+class LogTopicError(RuntimeError):
+    pass
+
+
+@retry(
+    retry=retry_if_exception_type(KafkaException),
+    wait=wait_exponential(multiplier=0.2, max=2),
+    stop=stop_after_delay(30),
+    reraise=True,
+)
+def ensure_log_topic(client_config: dict[str, Any], spec: LogTopicSpec) -> int:
+    """Create the log topic if absent; return its partition count (fixed at creation)."""
+    admin = AdminClient(dict(client_config))
+    metadata = admin.list_topics(timeout=10)
+    existing = metadata.topics.get(spec.name)
+    if existing is None or existing.error is not None:
+        futures = admin.create_topics(
+            [NewTopic(spec.name, spec.partitions, spec.replication_factor, config=dict(spec.configs))]
+        )
+        try:
+            futures[spec.name].result(timeout=30)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+        metadata = admin.list_topics(topic=spec.name, timeout=10)
+        existing = metadata.topics.get(spec.name)
+        if existing is None or existing.error is not None or not existing.partitions:
+            raise LogTopicError(f"log topic {spec.name!r} is not visible after creation")
+    return len(existing.partitions)
+
+
+class LogWriter:
+    """The idempotent producer every shard appends through."""
+
+    def __init__(self, client_config: dict[str, Any], topic: str) -> None:
+        self.topic = topic
+        self._config = {
+            **client_config,
+            "enable.idempotence": True,
+            "acks": "all",
+            # Records are batched by the shards themselves (what is queued together is sent
+            # together), so the producer must not add latency of its own.
+            "linger.ms": 0,
+            "max.in.flight.requests.per.connection": 5,
+        }
+        self._producer = Producer(self._config)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll_loop, name="log-writer", daemon=True)
+        self._thread.start()
+
+    def append(
+        self,
+        partition: int,
+        records: Sequence[tuple[bytes, bytes | None, list[tuple[str, bytes]]]],
+        on_delivery: DeliveryCallback,
+    ) -> None:
+        """Append records in order; ``on_delivery(index, err, offset)`` is called once per record.
+
+        Delivery reports may arrive on more than one thread, so each carries its record's index
+        rather than relying on the order of the calls.
+        """
+
+        def reporter(index: int) -> Callable[[KafkaError | None, Message], None]:
+            def report(err: KafkaError | None, msg: Message) -> None:
+                on_delivery(index, err, -1 if err is not None else msg.offset())
+
+            return report
+
+        for index, (key, value, headers) in enumerate(records):
+            while True:
+                try:
+                    self._producer.produce(
+                        self.topic,
+                        key=key,
+                        value=value,
+                        partition=partition,
+                        headers=headers,
+                        on_delivery=reporter(index),
+                    )
+                    break
+                except BufferError:
+                    # Local queue full: wait for the poll thread to drain delivery reports.
+                    time.sleep(0.005)
+
+    def _poll_loop(self) -> None:
+        while not self._stop.is_set():
+            self._producer.poll(0.05)
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._producer.flush(timeout)
+        self._stop.set()
+        self._thread.join(timeout)
+
+
+# Callbacks receive (partition, generation, ...).
+RecordsCallback = Callable[[int, int, list[Message]], None]
+EndCallback = Callable[[int, int, int], None]
+ErrorCallback = Callable[[int, int, KafkaError], None]
+
+
+class LogTailer:
+    """One consumer that reads every owned partition of the log from offset 0 and then tails it.
+
+    It reports records per partition, the end of a partition (``on_end(partition, next_offset)``,
+    used to know when loading is complete) and partition errors. ``stall()`` makes it stop
+    reading without dropping anything, so tests can show that responses wait for the log.
+    """
+
+    def __init__(
+        self,
+        client_config: dict[str, Any],
+        topic: str,
+        on_records: RecordsCallback,
+        on_end: EndCallback,
+        on_error: ErrorCallback,
+        group_id: str = "groupcoord-tailer",
+    ) -> None:
+        self.topic = topic
+        self._on_records = on_records
+        self._on_end = on_end
+        self._on_error = on_error
+        self._consumer = Consumer(
+            {
+                **client_config,
+                "group.id": group_id,
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "enable.partition.eof": True,
+                "isolation.level": "read_uncommitted",
+                "auto.offset.reset": "earliest",
+                # Responses wait on this reader: a long broker-side fetch wait is added latency.
+                "fetch.wait.max.ms": 5,
+                "fetch.error.backoff.ms": 20,
+            }
+        )
+        self._commands: queue.SimpleQueue[tuple[str, int, int]] = queue.SimpleQueue()
+        # partition -> generation of the assignment being read
+        self._assigned: dict[int, int] = {}
+        self._running = threading.Event()
+        self._running.set()
+        self._stalled = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="log-tailer", daemon=True)
+        self._thread.start()
+
+    def assign_from_start(self, partition: int, generation: int) -> None:
+        """Read ``partition`` from offset 0; callbacks carry ``generation`` so stale ones can be told apart."""
+        self._commands.put(("assign", partition, generation))
+
+    def unassign(self, partition: int) -> None:
+        self._commands.put(("unassign", partition, -1))
+
+    def stall(self, timeout: float = 5.0) -> None:
+        """Stop reading; returns once the reader thread has stopped (nothing more is delivered)."""
+        self._stalled.clear()
+        self._running.clear()
+        self._stalled.wait(timeout)
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def _apply_commands(self) -> None:
+        while True:
+            try:
+                op, partition, generation = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            if partition in self._assigned:
+                self._consumer.incremental_unassign([TopicPartition(self.topic, partition)])
+                del self._assigned[partition]
+            if op == "assign":
+                # Assigning always restarts from offset 0: that is what a (re)load is.
+                self._consumer.incremental_assign([TopicPartition(self.topic, partition, OFFSET_BEGINNING)])
+                self._assigned[partition] = generation
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._apply_commands()
+            if not self._running.is_set():
+                self._stalled.set()
+                time.sleep(0.01)
+                continue
+            if not self._assigned:
+                time.sleep(0.01)
+                continue
+            try:
+                messages = self._consumer.consume(num_messages=2000, timeout=0.05)
+            except KafkaException as exc:
+                log.warning("log tailer consume failed: %s", exc)
+                time.sleep(0.1)
+                continue
+            by_partition: dict[int, list[Message]] = {}
+            for msg in messages:
+                err = msg.error()
+                partition = msg.partition()
+                generation = self._assigned.get(partition) if partition is not None else None
+                if generation is None:
+                    if err is not None and partition is None:
+                        log.warning("log tailer error: %s", err)
+                    continue
+                if err is None:
+                    by_partition.setdefault(partition, []).append(msg)
+                    continue
+                pending = by_partition.pop(partition, None)
+                if pending:
+                    self._on_records(partition, generation, pending)
+                if err.code() == KafkaError._PARTITION_EOF:
+                    self._on_end(partition, generation, msg.offset())
+                else:
+                    self._on_error(partition, generation, err)
+            for partition, batch in by_partition.items():
+                self._on_records(partition, self._assigned[partition], batch)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._running.set()
+        self._thread.join(5)
+        self._consumer.close()

@@ -1,0 +1,110 @@
+"""The coordinator runtime: the shards a process owns, one writer, one reader, one asyncio loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
+
+from confluent_kafka import KafkaError, Message
+
+from coordinator.runtime.api import ShardState
+from coordinator.runtime.clock import Clock, SystemClock
+from coordinator.runtime.log import LogTailer, LogTopicSpec, LogWriter, ensure_log_topic
+from coordinator.runtime.shard import LoadReport, Shard, ShardHandlers, ShardNotAvailable, ShardStatus
+
+log = logging.getLogger(__name__)
+
+S = TypeVar("S", bound=ShardState)
+
+
+def default_owner_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class CoordinatorRuntime(Generic[S]):
+    """Owns shards of the log topic. Create it inside a running asyncio loop and ``await start()``."""
+
+    def __init__(
+        self,
+        client_config: dict[str, Any],
+        topic_spec: LogTopicSpec,
+        handlers: ShardHandlers[S],
+        clock: Clock | None = None,
+        owner_id: str | None = None,
+    ) -> None:
+        self.client_config = dict(client_config)
+        self.topic_spec = topic_spec
+        self.topic = topic_spec.name
+        self.handlers = handlers
+        self.clock: Clock = clock or SystemClock()
+        self.owner_id = owner_id or default_owner_id()
+        self.loop = asyncio.get_running_loop()
+        self.partitions = 0
+        self.shards: dict[int, Shard[S]] = {}
+        self.writer: LogWriter
+        self.tailer: LogTailer
+
+    async def start(self, partitions: Iterable[int] | None = None) -> None:
+        """Create the log topic if needed, then begin loading the given shards (all by default)."""
+        self.partitions = await asyncio.to_thread(ensure_log_topic, self.client_config, self.topic_spec)
+        self.writer = LogWriter(self.client_config, self.topic)
+        self.tailer = LogTailer(
+            self.client_config,
+            self.topic,
+            on_records=self._threadsafe(lambda p, g, msgs: self._shard_call(p, "on_records", g, msgs)),
+            on_end=self._threadsafe(lambda p, g, off: self._shard_call(p, "on_end", g, off)),
+            on_error=self._threadsafe(lambda p, g, err: self._shard_call(p, "on_error", g, err)),
+            group_id=f"groupcoord-tailer-{self.owner_id}",
+        )
+        wanted = range(self.partitions) if partitions is None else partitions
+        for p in wanted:
+            self.load_shard(p)
+
+    def _threadsafe(self, fn: Callable[..., None]) -> Callable[..., None]:
+        loop = self.loop
+
+        def call(*args: Any) -> None:
+            loop.call_soon_threadsafe(fn, *args)
+
+        return call
+
+    def _shard_call(self, partition: int, method: str, generation: int, arg: list[Message] | int | KafkaError) -> None:
+        shard = self.shards.get(partition)
+        if shard is not None:
+            getattr(shard, method)(generation, arg)
+
+    def load_shard(self, partition: int) -> Shard[S]:
+        if not 0 <= partition < self.partitions:
+            raise ValueError(f"no partition {partition} in {self.topic} ({self.partitions} partitions)")
+        shard = self.shards.get(partition)
+        if shard is None:
+            shard = Shard(self, partition, self.handlers)
+            self.shards[partition] = shard
+        shard.load()
+        return shard
+
+    def unload_shard(self, partition: int) -> None:
+        shard = self.shards.pop(partition, None)
+        if shard is not None:
+            shard.close()
+
+    def shard(self, partition: int) -> Shard[S]:
+        shard = self.shards.get(partition)
+        if shard is None:
+            raise ShardNotAvailable(partition, ShardStatus.CLOSED, "not owned by this process")
+        return shard
+
+    async def wait_loaded(self, timeout: float | None = None) -> list[LoadReport]:
+        """Wait until every shard is active or has failed; return the reports of the active ones."""
+        await asyncio.wait_for(asyncio.gather(*(s.wait_loaded() for s in self.shards.values())), timeout)
+        return [s.load_report for s in self.shards.values() if s.load_report is not None]
+
+    async def close(self) -> None:
+        for partition in list(self.shards):
+            self.unload_shard(partition)
+        await asyncio.to_thread(self.writer.close)
+        await asyncio.to_thread(self.tailer.close)

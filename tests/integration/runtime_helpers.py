@@ -1,0 +1,49 @@
+"""Helpers to run a coordinator runtime in-process against the test broker."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from coordinator.group_shard import GroupCoordinatorHandlers, GroupCoordinatorShard
+from coordinator.offsets.messages import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopic,
+)
+from coordinator.runtime.log import LogTopicSpec
+from coordinator.runtime.runtime import CoordinatorRuntime
+from coordinator.service.service import GroupCoordinatorService
+
+
+@asynccontextmanager
+async def running_service(
+    bootstrap: str, topic: str, partitions: int = 4, owner: str = "test"
+) -> AsyncIterator[GroupCoordinatorService]:
+    handlers = GroupCoordinatorHandlers()
+    runtime: CoordinatorRuntime[GroupCoordinatorShard] = CoordinatorRuntime(
+        {"bootstrap.servers": bootstrap}, LogTopicSpec(name=topic, partitions=partitions), handlers, owner_id=owner
+    )
+    await runtime.start()
+    await runtime.wait_loaded(timeout=60)
+    try:
+        yield GroupCoordinatorService(runtime, handlers)
+    finally:
+        await runtime.close()
+
+
+def commit_request(group: str, topic: str, offsets: dict[int, int], metadata: str = "") -> OffsetCommitRequest:
+    return OffsetCommitRequest(
+        group_id=group,
+        topics=[
+            OffsetCommitRequestTopic(
+                topic, [OffsetCommitRequestPartition(p, o, committed_metadata=metadata) for p, o in offsets.items()]
+            )
+        ],
+    )
+
+
+def fetch_request(group: str, topic: str, partitions: list[int]) -> list[OffsetFetchRequestGroup]:
+    return [OffsetFetchRequestGroup(group, [OffsetFetchRequestTopic(topic, partitions)])]

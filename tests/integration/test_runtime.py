@@ -1,0 +1,139 @@
+"""The shard runtime against a real broker: write path, read path, loading, failures."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from confluent_kafka import Producer
+
+from coordinator.errors import ErrorCode
+from coordinator.runtime.headers import make_headers
+from coordinator.runtime.shard import ShardStatus
+from records import CoordinatorRecord, RecordType, encode
+from records.definitions import OffsetCommitKey, OffsetCommitValue
+from tests.integration.runtime_helpers import commit_request, fetch_request, running_service
+
+pytestmark = pytest.mark.integration
+
+
+def committed_offset(service, group: str, topic: str, partition: int) -> int:  # type: ignore[no-untyped-def]
+    shard = service.shard_for(group)
+    value = shard.read(lambda s: s.offsets.get(group, topic, partition))
+    return -1 if value is None else value.offset
+
+
+def test_commit_then_fetch(bootstrap: str, unique_name: str) -> None:
+    async def main() -> None:
+        async with running_service(bootstrap, unique_name) as service:
+            response = await service.commit_offsets(commit_request("g1", "orders", {0: 5, 1: 7}, "meta"))
+            assert [p.error_code for t in response.topics for p in t.partitions] == [0, 0]
+            (fetched,) = await service.fetch_offsets(fetch_request("g1", "orders", [0, 1, 2]))
+            rows = [(p.partition_index, p.committed_offset, p.metadata) for p in fetched.topics[0].partitions]
+            assert rows == [(0, 5, "meta"), (1, 7, "meta"), (2, -1, "")]
+
+    asyncio.run(main())
+
+
+def test_response_waits_until_the_record_is_read_back(bootstrap: str, unique_name: str) -> None:
+    async def main() -> None:
+        async with running_service(bootstrap, unique_name) as service:
+            shard = service.shard_for("stalled")
+            service.runtime.tailer.stall()
+            task = asyncio.ensure_future(service.commit_offsets(commit_request("stalled", "t", {0: 42})))
+            await asyncio.sleep(1.5)
+            # The record is in the log (the live state has it) but the reader has not read it
+            # back, so the client has no answer and readers do not see it.
+            assert not task.done()
+            assert shard.live.offsets.get("stalled", "t", 0) is not None
+            assert committed_offset(service, "stalled", "t", 0) == -1
+            service.runtime.tailer.resume()
+            response = await asyncio.wait_for(task, 10)
+            assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
+            assert committed_offset(service, "stalled", "t", 0) == 42
+            assert shard.caught_up and shard.replay_matches()
+
+    asyncio.run(main())
+
+
+def test_two_runtimes_replaying_the_same_log_agree(bootstrap: str, unique_name: str) -> None:
+    async def main() -> None:
+        async with running_service(bootstrap, unique_name, owner="first") as first:
+            await asyncio.gather(
+                *(
+                    first.commit_offsets(commit_request(f"group-{i % 13}", f"topic-{i % 3}", {i % 5: i}))
+                    for i in range(400)
+                )
+            )
+            before = {p: s.live.snapshot() for p, s in first.runtime.shards.items()}
+            assert all(s.replay_matches() for s in first.runtime.shards.values())
+        async with running_service(bootstrap, unique_name, owner="second") as second:
+            after = {p: s.committed.snapshot() for p, s in second.runtime.shards.items()}
+        assert after == before
+        assert sum(len(s["offsets"]) for s in after.values()) == 13
+
+    asyncio.run(main())
+
+
+def _produce(bootstrap: str, topic: str, partition: int, items: list[tuple[bytes, bytes | None, list]]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for key, value, headers in items:
+        producer.produce(topic, key=key, value=value, partition=partition, headers=headers)
+    assert producer.flush(10) == 0
+
+
+def test_unreadable_record_fails_only_its_shard(bootstrap: str, unique_name: str) -> None:
+    async def main() -> None:
+        async with running_service(bootstrap, unique_name) as service:
+            bad = service.partition_for("victim")
+        _produce(bootstrap, unique_name, bad, [(b"\x00\x01garbage", b"\xff\xff\xff", [])])
+        async with running_service(bootstrap, unique_name) as service:
+            shard = service.runtime.shards[bad]
+            assert shard.status is ShardStatus.FAILED
+            assert f"topic {unique_name!r} partition {bad} offset 1" in (shard.error or "")
+            response = await service.commit_offsets(commit_request("victim", "t", {0: 1}))
+            assert response.topics[0].partitions[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+            other = next(g for g in (f"g{i}" for i in range(100)) if service.partition_for(g) != bad)
+            response = await service.commit_offsets(commit_request(other, "t", {0: 1}))
+            assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
+
+    asyncio.run(main())
+
+
+def test_batch_cut_short_is_never_applied(bootstrap: str, unique_name: str) -> None:
+    async def main() -> None:
+        async with running_service(bootstrap, unique_name) as service:
+            partition = service.partition_for("cut")
+            await service.commit_offsets(commit_request("cut", "t", {0: 1}))
+            epoch = service.runtime.shards[partition].epoch
+        # Two records of a three-record batch reach the log, then the writer dies.
+        partial = [
+            encode(CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey("cut", "t", p), OffsetCommitValue(99)))
+            for p in (0, 1)
+        ]
+        _produce(bootstrap, unique_name, partition, [(k, v, make_headers(epoch, i, 3)) for i, (k, v) in enumerate(partial)])
+        for owner in ("after-crash", "again"):
+            async with running_service(bootstrap, unique_name, owner=owner) as service:
+                assert committed_offset(service, "cut", "t", 0) == 1
+                assert committed_offset(service, "cut", "t", 1) == -1
+                await service.commit_offsets(commit_request("cut", "t", {2: 5}))
+                assert committed_offset(service, "cut", "t", 2) == 5
+
+    asyncio.run(main())
+
+
+def test_zombie_writes_are_ignored_on_replay(bootstrap: str, unique_name: str) -> None:
+    async def main() -> None:
+        async with running_service(bootstrap, unique_name, owner="old") as service:
+            partition = service.partition_for("z")
+            await service.commit_offsets(commit_request("z", "t", {0: 1}))
+            old_epoch = service.runtime.shards[partition].epoch
+        async with running_service(bootstrap, unique_name, owner="new") as service:
+            assert service.runtime.shards[partition].epoch == old_epoch + 1
+        # The old owner, not knowing it was replaced, appends under its old epoch.
+        k, v = encode(CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey("z", "t", 0), OffsetCommitValue(666)))
+        _produce(bootstrap, unique_name, partition, [(k, v, make_headers(old_epoch, 0, 1))])
+        async with running_service(bootstrap, unique_name, owner="third") as service:
+            assert committed_offset(service, "z", "t", 0) == 1
+
+    asyncio.run(main())
