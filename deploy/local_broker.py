@@ -107,7 +107,9 @@ class LocalBroker:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise BrokerStartError(f"broker exited with code {self.process.returncode} before accepting connections")
+                raise BrokerStartError(
+                    f"broker exited with code {self.process.returncode} before accepting connections"
+                )
             if _accepts(self.host, self.port):
                 return self
             time.sleep(0.05)

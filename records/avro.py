@@ -44,7 +44,7 @@ def array(items: AvroType) -> dict[str, Any]:
 
 
 @cache
-def _hints(cls: type) -> dict[str, Any]:
+def _hints(cls: Any) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
@@ -60,35 +60,49 @@ def _dataclass_in(tp: Any) -> type | None:
     return None
 
 
-def _convert_in(tp: Any, value: Any) -> Any:
-    if value is None:
-        return None
+Converter = typing.Callable[[Any], Any]
+
+
+def _converter(tp: Any) -> Converter | None:
+    """How to turn a decoded Avro value into a value of type ``tp`` (None: use it as is)."""
     inner = _dataclass_in(tp)
     if inner is not None:
-        return from_avro(inner, value)
-    origin = typing.get_origin(tp)
-    if origin in (list, tuple):
-        (item_tp, *_) = typing.get_args(tp)
-        items = [_convert_in(item_tp, v) for v in value]
-        return tuple(items) if origin is tuple else items
-    return value
+        return lambda v: None if v is None else from_avro(inner, v)
+    if typing.get_origin(tp) is list:
+        (item_tp,) = typing.get_args(tp)
+        item = _converter(item_tp)
+        if item is not None:
+            return lambda v: [item(x) for x in v]
+    return None
 
 
-def from_avro(cls: type[Any], data: dict[str, Any]) -> Any:
+@cache
+def _plan(cls: Any) -> tuple[tuple[str, Converter | None], ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, _converter(hints[f.name])) for f in dataclasses.fields(cls))
+
+
+def from_avro(cls: Any, data: dict[str, Any]) -> Any:
     """Build dataclass ``cls`` from a decoded Avro dict (nested dataclasses included)."""
-    hints = _hints(cls)
-    kwargs = {
-        f.name: _convert_in(hints[f.name], data[f.name])
-        for f in dataclasses.fields(cls)
-        if f.name in data
-    }
+    kwargs = {}
+    for name, convert in _plan(cls):
+        if name in data:
+            value = data[name]
+            kwargs[name] = value if convert is None else convert(value)
     return cls(**kwargs)
+
+
+@cache
+def _field_names(cls: Any) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 def to_avro(obj: Any) -> Any:
     """Dataclass (possibly nested) to the plain structure fastavro writes."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_avro(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (str, int, bytes, float, bool)) or obj is None:
+        return obj
     if isinstance(obj, (list, tuple)):
         return [to_avro(v) for v in obj]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {name: to_avro(getattr(obj, name)) for name in _field_names(type(obj))}
     return obj

@@ -164,9 +164,7 @@ class ConsumerGroupCurrentMemberAssignmentValue:
     previous_member_epoch: int
     state: int
     assigned_partitions: list[TopicPartitionsWithEpochs] = field(default_factory=list)
-    partitions_pending_revocation: list[TopicPartitionsWithEpochs] = field(
-        default_factory=list
-    )
+    partitions_pending_revocation: list[TopicPartitionsWithEpochs] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,9 +213,7 @@ class BatchAbortValue:
 
 # --- Schemas --------------------------------------------------------------------------------
 
-_TOPIC_PARTITIONS = record(
-    "TopicPartitions", [("topic_id", "string"), ("partitions", array("int"))]
-)
+_TOPIC_PARTITIONS = record("TopicPartitions", [("topic_id", "string"), ("partitions", array("int"))])
 _TOPIC_PARTITIONS_EPOCHS = record(
     "TopicPartitionsWithEpochs",
     [
@@ -231,9 +227,9 @@ _TOPIC_PARTITIONS_EPOCHS = record(
 @dataclass(frozen=True)
 class RecordDef:
     type: RecordType
-    key_cls: type[Any]
+    key_cls: Any  # a dataclass type
     key_schema: dict[str, Any]
-    value_cls: type[Any]
+    value_cls: Any  # a dataclass type
     # version -> schema; frozen once released, newest last.
     value_schemas: dict[int, dict[str, Any]]
 

@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 
 class OffsetsConfig(BaseModel):
-    model_config = {"frozen": True}
+    model_config = {"frozen": True, "populate_by_name": True}
 
     offset_metadata_max_bytes: int = Field(4096, ge=0, alias="offset.metadata.max.bytes")
     offsets_retention_minutes: int = Field(7 * 24 * 60, ge=1, alias="offsets.retention.minutes")

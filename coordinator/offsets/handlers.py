@@ -27,7 +27,9 @@ from records.definitions import OffsetCommitKey, OffsetCommitValue
 def _all_partitions(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
     return OffsetCommitResponse(
         [
-            OffsetCommitResponseTopic(t.name, [OffsetCommitResponsePartition(p.partition_index, code) for p in t.partitions])
+            OffsetCommitResponseTopic(
+                t.name, [OffsetCommitResponsePartition(p.partition_index, code) for p in t.partitions]
+            )
             for t in request.topics
         ]
     )

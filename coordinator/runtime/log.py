@@ -97,7 +97,8 @@ class LogWriter:
 
         def reporter(index: int) -> Callable[[KafkaError | None, Message], None]:
             def report(err: KafkaError | None, msg: Message) -> None:
-                on_delivery(index, err, -1 if err is not None else msg.offset())
+                offset = msg.offset() if err is None else None
+                on_delivery(index, err, -1 if offset is None else offset)
 
             return report
 
@@ -109,7 +110,7 @@ class LogWriter:
                         key=key,
                         value=value,
                         partition=partition,
-                        headers=headers,
+                        headers=list(headers),  # type: ignore[arg-type]  # stub is invariant in the tuple type
                         on_delivery=reporter(index),
                     )
                     break
@@ -219,7 +220,13 @@ class LogTailer:
                 time.sleep(0.01)
                 continue
             try:
-                messages = self._consumer.consume(num_messages=2000, timeout=0.05)
+                # consume() with a timeout waits for a full batch; take what is there and
+                # block only on the first record, so a lone record is delivered at once.
+                messages = self._consumer.consume(num_messages=2000, timeout=0)
+                if not messages:
+                    first = self._consumer.poll(0.05)
+                    if first is not None:
+                        messages = [first, *self._consumer.consume(num_messages=1999, timeout=0)]
             except KafkaException as exc:
                 log.warning("log tailer consume failed: %s", exc)
                 time.sleep(0.1)
@@ -228,10 +235,12 @@ class LogTailer:
             for msg in messages:
                 err = msg.error()
                 partition = msg.partition()
-                generation = self._assigned.get(partition) if partition is not None else None
-                if generation is None:
-                    if err is not None and partition is None:
+                if partition is None:
+                    if err is not None:
                         log.warning("log tailer error: %s", err)
+                    continue
+                generation = self._assigned.get(partition)
+                if generation is None:
                     continue
                 if err is None:
                     by_partition.setdefault(partition, []).append(msg)
@@ -240,7 +249,7 @@ class LogTailer:
                 if pending:
                     self._on_records(partition, generation, pending)
                 if err.code() == KafkaError._PARTITION_EOF:
-                    self._on_end(partition, generation, msg.offset())
+                    self._on_end(partition, generation, msg.offset() or 0)
                 else:
                     self._on_error(partition, generation, err)
             for partition, batch in by_partition.items():

@@ -20,13 +20,13 @@ import enum
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from confluent_kafka import KafkaError, Message
 
-from coordinator.runtime.api import CancelTimer, Result, ScheduleTimer, ShardState, TimerOp
+from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer, ShardState, TimerOp
 from coordinator.runtime.headers import make_headers
 from coordinator.runtime.replayer import LogReadError, LogReplayer
 from records import CoordinatorRecord, RecordType, encode
@@ -71,8 +71,9 @@ class ShardNotAvailable(Exception):
 @dataclass(slots=True)
 class _Pending:
     last_offset: int
-    future: asyncio.Future[Any]
+    future: asyncio.Future[Any] | None
     response: Any
+    completions: list[tuple[Hashable, Any]] | None = None
 
 
 @dataclass(slots=True)
@@ -102,6 +103,7 @@ class Shard(Generic[S]):
         self._flush_scheduled = False
         self._pending: deque[_Pending] = deque()
         self._inflight: dict[int, CoordinatorRecord] = {}
+        self._parked: dict[Hashable, asyncio.Future[Any]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._load_started = 0.0
         self._finishing = False
@@ -144,7 +146,7 @@ class Shard(Generic[S]):
         self._loaded.set()
         log.error("shard %d failed: %s", self.partition, reason)
 
-    def _reload(self, reason: str) -> None:
+    def reload(self, reason: str) -> None:
         log.warning("shard %d reloading from the log: %s", self.partition, reason)
         self._fail_all(ShardStatus.LOADING, reason)
         self.load()
@@ -162,7 +164,8 @@ class Shard(Generic[S]):
     def _fail_all(self, status: ShardStatus, detail: str = "") -> None:
         queued, self._queue = self._queue, []
         pending, self._pending = self._pending, deque()
-        futures = [f for _, f in queued] + [p.future for p in pending]
+        parked, self._parked = self._parked, {}
+        futures = [f for _, f in queued] + [p.future for p in pending if p.future is not None] + list(parked.values())
         for fut in futures:
             if not fut.done():
                 fut.set_exception(ShardNotAvailable(self.partition, status, detail))
@@ -176,7 +179,7 @@ class Shard(Generic[S]):
         try:
             for msg in messages:
                 offset = msg.offset()
-                if offset < replayer.next_offset:
+                if offset is None or offset < replayer.next_offset:
                     continue
                 ours = self._inflight.pop(offset, None)
                 replayer.feed(offset, msg.key(), msg.value(), msg.headers(), ours)
@@ -211,10 +214,10 @@ class Shard(Generic[S]):
         if generation != self.generation:
             return
         if error is not None:
-            self._reload(f"append failed: {error}")
+            self.reload(f"append failed: {error}")
         elif offset != expected:
             # Someone else appended to our partition: our state no longer matches the log.
-            self._reload(f"append landed at offset {offset}, expected {expected}")
+            self.reload(f"append landed at offset {offset}, expected {expected}")
 
     # --- loading -------------------------------------------------------------------------
 
@@ -304,7 +307,7 @@ class Shard(Generic[S]):
                     self.live.replay(r)
             except Exception as exc:
                 fut.set_exception(exc)
-                self._reload(f"replay of a new record failed: {exc!r}")
+                self.reload(f"replay of a new record failed: {exc!r}")
                 return
             count = len(encoded)
             for i, (key, value) in enumerate(encoded):
@@ -312,7 +315,15 @@ class Shard(Generic[S]):
                 out.append((key, value, make_headers(self.epoch, i, count)))
                 self.next_offset += 1
             self._apply_timers(result.timers, now)
-            self._pending.append(_Pending(self.next_offset - 1, fut, result.response))
+            if isinstance(result.response, Park):
+                previous = self._parked.pop(result.response.token, None)
+                if previous is not None and not previous.done():
+                    previous.cancel()
+                self._parked[result.response.token] = fut
+                if result.completions:
+                    self._pending.append(_Pending(self.next_offset - 1, None, None, result.completions))
+            else:
+                self._pending.append(_Pending(self.next_offset - 1, fut, result.response, result.completions or None))
         if out:
             self._send(out, first_offset)
         self._release()
@@ -344,8 +355,12 @@ class Shard(Generic[S]):
         pending = self._pending
         while pending and pending[0].last_offset < self.committed_offset:
             p = pending.popleft()
-            if not p.future.done():
+            if p.future is not None and not p.future.done():
                 p.future.set_result(p.response)
+            for token, response in p.completions or ():
+                parked = self._parked.pop(token, None)
+                if parked is not None and not parked.done():
+                    parked.set_result(response)
 
     # --- timers --------------------------------------------------------------------------
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -68,11 +67,13 @@ class GroupCoordinatorService:
             )
 
     async def fetch_offsets(self, groups: list[OffsetFetchRequestGroup]) -> list[OffsetFetchResponseGroup]:
+        """Reads see only committed offsets (the shard's committed state)."""
         out = []
         for group in groups:
             try:
-                out.append(self.shard_for(group.group_id).read(lambda s, g=group: fetch_offsets(s.offsets, g)))
+                committed = self.shard_for(group.group_id).read(lambda state: state.offsets)
             except ShardNotAvailable as exc:
                 out.append(OffsetFetchResponseGroup(group.group_id, [], error_for(exc)))
-        await asyncio.sleep(0)
+                continue
+            out.append(fetch_offsets(committed, group))
         return out

@@ -111,7 +111,9 @@ def test_batch_cut_short_is_never_applied(bootstrap: str, unique_name: str) -> N
             encode(CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey("cut", "t", p), OffsetCommitValue(99)))
             for p in (0, 1)
         ]
-        _produce(bootstrap, unique_name, partition, [(k, v, make_headers(epoch, i, 3)) for i, (k, v) in enumerate(partial)])
+        _produce(
+            bootstrap, unique_name, partition, [(k, v, make_headers(epoch, i, 3)) for i, (k, v) in enumerate(partial)]
+        )
         for owner in ("after-crash", "again"):
             async with running_service(bootstrap, unique_name, owner=owner) as service:
                 assert committed_offset(service, "cut", "t", 0) == 1

@@ -1,0 +1,178 @@
+"""Runtime benchmark: shard load rate and acknowledged-write latency, beside the raw broker.
+
+    python bench/runtime_bench.py [--records 50000] [--writes 500] [--bootstrap HOST:PORT]
+
+Same run, same broker:
+- raw consume rate (records/s reading a partition from offset 0) vs our load rate (records/s
+  replayed while loading a shard);
+- raw produce -> consume round trip (p50/p99, one record at a time) vs our acknowledged-write
+  latency (one OffsetCommit at a time, response released after the read-back).
+Writes JSON to bench/results/runtime.json. Not part of the test suite: timings drift on shared
+machines, which is why every figure stands beside the raw broker's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from rich.progress import Progress
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from coordinator.group_shard import GroupCoordinatorHandlers  # noqa: E402
+from coordinator.offsets.messages import (  # noqa: E402
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from coordinator.runtime.log import LogTopicSpec  # noqa: E402
+from coordinator.runtime.runtime import CoordinatorRuntime  # noqa: E402
+from coordinator.service.service import GroupCoordinatorService  # noqa: E402
+from deploy.local_broker import LocalBroker, free_port  # noqa: E402
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def raw_figures(bootstrap: str, records: int, round_trips: int) -> dict[str, Any]:
+    topic = f"bench-raw-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result()
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "linger.ms": 5})
+    payload = b"x" * 60  # about the size of an encoded OffsetCommit record
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, key=b"k%d" % (i % 1000), value=payload, partition=0)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    producer.flush()
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "bench", "enable.partition.eof": True, "fetch.wait.max.ms": 5}
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    start = time.perf_counter()
+    seen = 0
+    while True:
+        batch = consumer.consume(2000, 1.0)
+        done = False
+        for msg in batch:
+            if msg.error() is None:
+                seen += 1
+            else:
+                done = True
+        if done or not batch:
+            break
+    consume_seconds = time.perf_counter() - start
+    # Round trip: produce one record, wait until the tailing consumer has it.
+    latencies = []
+    p1 = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "linger.ms": 0})
+    for i in range(round_trips):
+        t0 = time.perf_counter()
+        p1.produce(topic, key=b"rt", value=b"%d" % i, partition=0)
+        p1.poll(0)
+        while True:
+            msg = consumer.poll(1.0)
+            if msg is not None and msg.error() is None and msg.key() == b"rt" and msg.value() == b"%d" % i:
+                break
+        latencies.append((time.perf_counter() - t0) * 1000)
+    consumer.close()
+    return {
+        "consume_records": seen,
+        "consume_records_per_s": seen / consume_seconds,
+        "produce_consume_round_trip_ms": {"p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99)},
+    }
+
+
+async def ours(bootstrap: str, records: int, writes: int, progress: Progress) -> dict[str, Any]:
+    topic = f"bench-log-{uuid.uuid4().hex[:8]}"
+    handlers = GroupCoordinatorHandlers()
+    spec = LogTopicSpec(name=topic, partitions=1)
+    config = {"bootstrap.servers": bootstrap}
+    runtime = CoordinatorRuntime(config, spec, handlers, owner_id="bench-writer")
+    await runtime.start()
+    await runtime.wait_loaded(60)
+    service = GroupCoordinatorService(runtime, handlers)
+
+    def request(i: int, partitions: int = 1) -> OffsetCommitRequest:
+        return OffsetCommitRequest(
+            group_id=f"group-{i % 100}",
+            topics=[
+                OffsetCommitRequestTopic(
+                    f"topic-{i % 7}", [OffsetCommitRequestPartition(p, i) for p in range(partitions)]
+                )
+            ],
+        )
+
+    fill = progress.add_task("writing log", total=records)
+    written = 0
+    while written < records:
+        n = min(1000, records - written)
+        await asyncio.gather(*(service.commit_offsets(request(written + i)) for i in range(n)))
+        written += n
+        progress.update(fill, completed=written)
+    latencies = []
+    lat = progress.add_task("ack latency", total=writes)
+    for i in range(writes):
+        t0 = time.perf_counter()
+        await service.commit_offsets(request(i))
+        latencies.append((time.perf_counter() - t0) * 1000)
+        progress.update(lat, advance=1)
+    await runtime.close()
+
+    reader = CoordinatorRuntime(config, spec, handlers, owner_id="bench-loader")
+    t0 = time.perf_counter()
+    await reader.start()
+    (report,) = await reader.wait_loaded(600)
+    load_seconds = time.perf_counter() - t0
+    await reader.close()
+    return {
+        "load_records": report.records,
+        "load_seconds": load_seconds,
+        "load_records_per_s": report.records / report.seconds,
+        "ack_write_latency_ms": {"p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99)},
+        "ack_write_latency_mean_ms": statistics.fmean(latencies),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=50_000)
+    parser.add_argument("--writes", type=int, default=500)
+    parser.add_argument("--bootstrap", default=None)
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "runtime.json"))
+    args = parser.parse_args()
+    broker = None
+    bootstrap = args.bootstrap
+    if bootstrap is None:
+        broker = LocalBroker(port=free_port()).start()
+        bootstrap = broker.bootstrap
+    try:
+        with Progress() as progress:
+            raw = raw_figures(bootstrap, args.records, args.writes)
+            result = asyncio.run(ours(bootstrap, args.records, args.writes, progress))
+    finally:
+        if broker is not None:
+            broker.stop()
+    out = {"broker": "tansu (local)" if broker else bootstrap, "raw": raw, "groupcoord": result}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

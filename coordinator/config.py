@@ -1,0 +1,105 @@
+"""Process configuration: defaults < config file (TOML) < environment (GROUPCOORD_*) < CLI flags."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from coordinator.offsets.config import OffsetsConfig
+
+ENV_PREFIX = "GROUPCOORD_"
+
+
+class ConfigError(ValueError):
+    """A configuration problem, worded for the person who has to fix it (one line)."""
+
+
+def _hostport(value: str) -> str:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ValueError(f"expected HOST:PORT, got {value!r}")
+    return value
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid")
+
+    bootstrap_servers: str | None = Field(
+        None, description="Backing Kafka cluster; when unset, an embedded local broker is started."
+    )
+    listen: str = Field("127.0.0.1:9094", description="HOST:PORT of the Kafka-protocol listener.")
+    advertised_host: str | None = Field(None, description="Host name clients should use; defaults to the listen host.")
+    embedded_broker_listen: str = Field("127.0.0.1:9092", description="Where the embedded broker listens.")
+    log_topic: str = Field("__group_coordinator_log", min_length=1, max_length=249)
+    log_partitions: int = Field(16, ge=1, le=10_000, description="Partition count of the log topic, fixed at creation.")
+    log_replication_factor: int = Field(1, ge=1, le=32, description="Use 3 on a production cluster.")
+    owner_id: str | None = Field(None, description="Name of this process in the log (host:pid by default).")
+    client: dict[str, str] = Field(
+        default_factory=dict, description="Extra librdkafka settings for every client (security.protocol, sasl.*)."
+    )
+    offsets: OffsetsConfig = Field(default_factory=OffsetsConfig)
+    log_level: str = Field("WARNING", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
+
+    _config_file: Path | None = None
+
+    @field_validator("listen", "embedded_broker_listen")
+    @classmethod
+    def _check_hostport(cls, value: str) -> str:
+        return _hostport(value)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings)
+
+    def client_config(self) -> dict[str, Any]:
+        if self.bootstrap_servers is None:
+            raise ConfigError("no bootstrap servers")
+        return {**self.client, "bootstrap.servers": self.bootstrap_servers}
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for e in error.errors():
+        where = ".".join(str(x) for x in e["loc"]) or "config"
+        parts.append(f"{where}: {e['msg']}")
+    return "; ".join(parts)
+
+
+def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build settings from a TOML file, the environment and explicit overrides (None = not given)."""
+    file_values: dict[str, Any] = {}
+    if config_file is not None:
+        try:
+            file_values = tomllib.loads(config_file.read_text())
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {config_file}: {exc.strerror}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {config_file} is not valid TOML: {exc}") from exc
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        # Environment beats the file, explicit flags beat both.
+        from_env = Settings().model_dump(exclude_unset=True, by_alias=False)
+        return Settings(**_deep_merge(_deep_merge(file_values, from_env), given))
+    except ValidationError as exc:
+        raise ConfigError(f"invalid configuration: {_describe(exc)}") from exc

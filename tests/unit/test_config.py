@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coordinator.config import ConfigError, load_settings
+
+
+def test_precedence_file_env_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "gc.toml"
+    config.write_text('log_partitions = 8\nlisten = "127.0.0.1:9500"\n[offsets]\noffsets_retention_minutes = 60\n')
+    s = load_settings(config)
+    assert (s.log_partitions, s.listen, s.offsets.offsets_retention_minutes) == (8, "127.0.0.1:9500", 60)
+    monkeypatch.setenv("GROUPCOORD_LOG_PARTITIONS", "4")
+    monkeypatch.setenv("GROUPCOORD_OFFSETS__OFFSET_METADATA_MAX_BYTES", "10")
+    s = load_settings(config)
+    assert (s.log_partitions, s.offsets.offset_metadata_max_bytes, s.offsets.offsets_retention_minutes) == (4, 10, 60)
+    assert load_settings(config, log_partitions=2, listen=None).log_partitions == 2
+
+
+@pytest.mark.parametrize(
+    "kwargs,needle",
+    [
+        ({"listen": "nowhere"}, "listen: Value error, expected HOST:PORT"),
+        ({"log_partitions": 0}, "log_partitions: Input should be greater than or equal to 1"),
+        ({"log_level": "LOUD"}, "log_level"),
+        ({"bogus": 1}, "bogus: Extra inputs are not permitted"),
+    ],
+)
+def test_bad_values_give_one_readable_line(kwargs: dict[str, object], needle: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(None, **kwargs)
+    message = str(info.value)
+    assert needle in message and "\n" not in message
+
+
+def test_bad_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("log_partitions = [")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_settings(bad)
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_settings(tmp_path / "missing.toml")
