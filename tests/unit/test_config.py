@@ -42,3 +42,9 @@ def test_bad_file(tmp_path: Path) -> None:
         load_settings(bad)
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_settings(tmp_path / "missing.toml")
+
+
+def test_shipped_example_configuration_loads() -> None:
+    example = Path(__file__).resolve().parents[2] / "deploy" / "groupcoord.example.toml"
+    s = load_settings(example)
+    assert s.log_replication_factor == 3 and s.listen == "0.0.0.0:9094"
