@@ -24,6 +24,11 @@ from records import CoordinatorRecord, RecordType
 from records.definitions import OffsetCommitKey, OffsetCommitValue
 
 
+def _java_length(text: str) -> int:
+    # Kafka compares String.length(), i.e. UTF-16 code units, against offset.metadata.max.bytes.
+    return len(text.encode("utf-16-le")) // 2
+
+
 def _all_partitions(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
     return OffsetCommitResponse(
         [
@@ -55,7 +60,7 @@ def commit_offsets(
         (t.name, p.partition_index)
         for t in request.topics
         for p in t.partitions
-        if p.committed_metadata is not None and len(p.committed_metadata.encode()) > config.offset_metadata_max_bytes
+        if p.committed_metadata is not None and _java_length(p.committed_metadata) > config.offset_metadata_max_bytes
     }
     if oversized:
         # Nothing of a request with an oversized metadata is written, so a client never sees

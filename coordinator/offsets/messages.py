@@ -88,3 +88,33 @@ class OffsetFetchResponseGroup:
     group_id: str
     topics: list[OffsetFetchResponseTopic] = field(default_factory=list)
     error_code: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeleteRequestTopic:
+    name: str
+    partitions: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeleteRequest:
+    group_id: str
+    topics: list[OffsetDeleteRequestTopic]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeleteResponsePartition:
+    partition_index: int
+    error_code: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeleteResponseTopic:
+    name: str
+    partitions: list[OffsetDeleteResponsePartition]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeleteResponse:
+    error_code: int = 0
+    topics: list[OffsetDeleteResponseTopic] = field(default_factory=list)
