@@ -1,0 +1,238 @@
+"""Gateway benchmark: consume rate and per-request latency through the gateway vs the broker itself.
+
+    python bench/gateway_bench.py [--records 200000] [--value-bytes 200] [--round-trips 2000] [--rounds 3]
+
+Same run, same broker (a fresh local Tansu on a free loopback port), the gateway in its own
+process as a sidecar would be:
+- a confluent-kafka consumer reading N records from offset 0 by manual assignment, directly and
+  through the gateway (records/s, MB/s; rounds alternate so drift hits both sides alike), with
+  the CPU seconds the broker and the gateway process spent in each round;
+- one request at a time on one connection, directly and through the gateway: ListOffsets (a plain
+  forwarded request) and Metadata (forwarded and rewritten); the difference is the added latency.
+Writes JSON to bench/results/gateway.json. Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import platform
+import statistics
+import struct
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from coordinator.gateway import GatewayConfig, GatewayServer, RequestContext  # noqa: E402
+from coordinator.gateway.framing import RequestHeader  # noqa: E402
+from coordinator.gateway.messages.metadata import MetadataRequest, MetadataRequestTopic  # noqa: E402
+from coordinator.gateway.protocol import encode_request  # noqa: E402
+from coordinator.gateway.schema import Message  # noqa: E402
+from deploy.local_broker import LocalBroker, free_port  # noqa: E402
+
+PARTITIONS = 3
+
+
+class NoGroups:
+    async def handle(self, context: RequestContext, request: Message) -> Message:
+        raise RuntimeError("the benchmark uses no group APIs")
+
+
+def _run_gateway(bootstrap: str, port: int, ready: Any) -> None:
+    async def main() -> None:
+        server = GatewayServer(GatewayConfig(bootstrap_servers=bootstrap, listen_port=port), NoGroups())
+        await server.start()
+        ready.set()
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU a process has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def fill_topic(bootstrap: str, topic: str, records: int, value_bytes: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result()
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1_000_000})
+    value = b"v" * value_bytes
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, key=b"%d" % i, value=value, partition=i % PARTITIONS)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(120) == 0
+
+
+def consume_rate(bootstrap: str, topic: str, records: int) -> dict[str, float]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 52428800,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    count = 0
+    payload = 0
+    start = time.perf_counter()
+    deadline = start + 300
+    while count < records and time.perf_counter() < deadline:
+        for message in consumer.consume(10_000, 1.0):
+            if message.error():
+                raise RuntimeError(str(message.error()))
+            count += 1
+            payload += len(message.value() or b"") + len(message.key() or b"")
+    elapsed = time.perf_counter() - start
+    consumer.close()
+    if count < records:
+        raise RuntimeError(f"only {count} of {records} records arrived")
+    return {"seconds": elapsed, "records_per_s": count / elapsed, "mb_per_s": payload / elapsed / 1e6}
+
+
+def _list_offsets_v1(topic: str, correlation_id: int) -> bytes:
+    client_id = b"bench"
+    body = struct.pack(">ii", -1, 1)  # replica id, one topic
+    body += struct.pack(">h", len(topic)) + topic.encode() + struct.pack(">i", 1)
+    body += struct.pack(">iq", 0, -2)  # partition 0, earliest (Tansu's "latest" is unreliable)
+    header = struct.pack(">hhi", 2, 1, correlation_id) + struct.pack(">h", len(client_id)) + client_id
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def _metadata_v9(topic: str, correlation_id: int) -> bytes:
+    body = MetadataRequest(topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False)
+    return encode_request(RequestHeader(3, 9, correlation_id, "bench"), body)
+
+
+async def _round_trips(address: tuple[str, int], build: Any, topic: str, count: int) -> list[float]:
+    reader, writer = await asyncio.open_connection(*address)
+    samples: list[float] = []
+    try:
+        for i in range(count + 50):
+            start = time.perf_counter()
+            writer.write(build(topic, i))
+            (size,) = struct.unpack(">i", await reader.readexactly(4))
+            await reader.readexactly(size)
+            if i >= 50:  # warm-up: connection set-up, listener creation, caches
+                samples.append((time.perf_counter() - start) * 1e6)
+    finally:
+        writer.close()
+        await writer.wait_closed()
+    return samples
+
+
+def latency(address: tuple[str, int], build: Any, topic: str, count: int) -> dict[str, float]:
+    samples = asyncio.run(_round_trips(address, build, topic, count))
+    return {
+        "p50_us": percentile(samples, 0.5),
+        "p99_us": percentile(samples, 0.99),
+        "mean_us": statistics.fmean(samples),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--value-bytes", type=int, default=200)
+    parser.add_argument("--round-trips", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--output", type=Path, default=ROOT / "bench" / "results" / "gateway.json")
+    args = parser.parse_args()
+
+    ctx = multiprocessing.get_context("spawn")
+    with LocalBroker(port=free_port()) as broker:
+        gateway_port = free_port()
+        ready = ctx.Event()
+        gateway = ctx.Process(target=_run_gateway, args=(broker.bootstrap, gateway_port, ready), daemon=True)
+        gateway.start()
+        try:
+            if not ready.wait(30):
+                raise RuntimeError("gateway did not start")
+            through = f"127.0.0.1:{gateway_port}"
+            topic = f"bench-gw-{uuid.uuid4().hex[:8]}"
+            fill_topic(broker.bootstrap, topic, args.records, args.value_bytes)
+
+            assert broker.process is not None and gateway.pid is not None
+            pids = {"broker_cpu_s": broker.process.pid, "gateway_cpu_s": gateway.pid}
+            consume: dict[str, list[dict[str, float]]] = {"direct": [], "gateway": []}
+            for _ in range(args.rounds):
+                for side, address in (("direct", broker.bootstrap), ("gateway", through)):
+                    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+                    figures = consume_rate(address, topic, args.records)
+                    # CPU beside wall time tells a busy broker from an idle, stalled one.
+                    figures.update({name: cpu_seconds(pid) - before[name] for name, pid in pids.items()})
+                    consume[side].append(figures)
+
+            direct_addr, gateway_addr = (broker.host, broker.port), ("127.0.0.1", gateway_port)
+            requests: dict[str, dict[str, Any]] = {}
+            for name, build in (("list_offsets_v1", _list_offsets_v1), ("metadata_v9", _metadata_v9)):
+                direct = latency(direct_addr, build, topic, args.round_trips)
+                through_gateway = latency(gateway_addr, build, topic, args.round_trips)
+                requests[name] = {
+                    "direct": direct,
+                    "gateway": through_gateway,
+                    "added_p50_us": through_gateway["p50_us"] - direct["p50_us"],
+                    "added_mean_us": through_gateway["mean_us"] - direct["mean_us"],
+                }
+        finally:
+            gateway.terminate()
+            gateway.join(10)
+
+    def median(side: str, key: str) -> float:
+        return statistics.median(r[key] for r in consume[side])
+
+    result = {
+        "benchmark": "gateway",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {"python": platform.python_version(), "cpus": multiprocessing.cpu_count()},
+        "params": {
+            "records": args.records,
+            "value_bytes": args.value_bytes,
+            "partitions": PARTITIONS,
+            "rounds": args.rounds,
+            "round_trips": args.round_trips,
+        },
+        "consume": {
+            side: {
+                "records_per_s_median": median(side, "records_per_s"),
+                "mb_per_s_median": median(side, "mb_per_s"),
+                "rounds": consume[side],
+            }
+            for side in consume
+        },
+        "consume_gateway_over_direct": median("gateway", "records_per_s") / median("direct", "records_per_s"),
+        "request_latency": requests,
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.output.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    tmp.replace(args.output)
+    print(json.dumps({k: result[k] for k in ("consume_gateway_over_direct", "request_latency")}, indent=2))
+    for side in consume:
+        print(side, f"{median(side, 'records_per_s'):.0f} records/s", f"{median(side, 'mb_per_s'):.1f} MB/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""Gateway settings: listener, backing cluster, limits, TLS."""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class TlsSettings(BaseModel):
+    """TLS in the terms Kafka clients use (``ssl.cafile``, ``ssl.certfile``, ``ssl.keyfile``).
+
+    On the listener, ``certfile``/``keyfile`` are the gateway's own identity and ``cafile``, when
+    given with ``require_client_cert``, verifies client certificates. Towards the cluster,
+    ``cafile`` verifies the brokers and ``certfile``/``keyfile`` are the client identity for mTLS.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    cafile: Path | None = None
+    certfile: Path | None = None
+    keyfile: Path | None = None
+    password: str | None = None
+    # ssl.endpoint.identification.algorithm=https; only meaningful towards the cluster.
+    check_hostname: bool = True
+    require_client_cert: bool = False
+
+    def server_context(self) -> ssl.SSLContext:
+        if self.certfile is None:
+            raise ValueError("a TLS listener needs certfile (and keyfile unless the key is in certfile)")
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(self.certfile, self.keyfile, self.password)
+        if self.cafile is not None:
+            ctx.load_verify_locations(self.cafile)
+        ctx.verify_mode = ssl.CERT_REQUIRED if self.require_client_cert else ssl.CERT_NONE
+        return ctx
+
+    def client_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=self.cafile)
+        if self.certfile is not None:
+            ctx.load_cert_chain(self.certfile, self.keyfile, self.password)
+        ctx.check_hostname = self.check_hostname
+        return ctx
+
+
+class GatewayConfig(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    bootstrap_servers: list[str] = Field(min_length=1)
+    listen_host: str = "127.0.0.1"
+    listen_port: int = Field(default=9092, ge=0, lt=65536)
+    # The host clients are told to use for every sidecar listener (defaults to listen_host).
+    advertised_host: str | None = None
+    # Fixed sidecar ports per backing broker node id; brokers not named get an ephemeral port.
+    broker_listen_ports: dict[int, int] = Field(default_factory=dict)
+    # Node id under which Metadata and FindCoordinator present this sidecar's group coordinator.
+    # Kept away from 0..small (real broker ids) and from the top of the int32 range, which the
+    # Java client reserves for coordinator connection ids (Integer.MAX_VALUE - node id).
+    coordinator_node_id: int = Field(default=1_000_000, ge=0, lt=2**31 - 2**20)
+    max_frame_bytes: int = Field(default=100 * 1024 * 1024, gt=0)
+    max_connections: int = Field(default=1000, gt=0)
+    # Requests a client may have outstanding on one connection before the gateway stops reading
+    # from it; bounds the memory a client that never reads its responses can hold.
+    max_in_flight_per_connection: int = Field(default=64, gt=0)
+    upstream_connect_timeout_s: float = Field(default=10.0, gt=0)
+    api_versions_ttl_s: float = Field(default=300.0, ge=0)
+    listener_tls: TlsSettings | None = None
+    upstream_tls: TlsSettings | None = None
+
+    @field_validator("bootstrap_servers", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @property
+    def public_host(self) -> str:
+        return self.advertised_host or self.listen_host
+
+    def bootstrap_addresses(self) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        for entry in self.bootstrap_servers:
+            host, sep, port = entry.rpartition(":")
+            if not sep or not port.isdigit():
+                raise ValueError(f"bootstrap server {entry!r} is not host:port")
+            out.append((host.strip("[]") or "127.0.0.1", int(port)))
+        return out

@@ -1,0 +1,335 @@
+"""One client connection: read frames in order, answer or forward each, write answers in order."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+import struct
+from collections.abc import Awaitable, Coroutine
+from typing import TYPE_CHECKING
+
+from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
+from coordinator.gateway.cluster import UNSUPPORTED_VERSION, ClusterUnavailable
+from coordinator.gateway.codec import CodecError
+from coordinator.gateway.framing import FrameError, RequestHeader, check_frame_size, peek_request, produce_acks
+from coordinator.gateway.handler import RequestContext
+from coordinator.gateway.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
+from coordinator.gateway.messages.describe_cluster import DescribeClusterResponse
+from coordinator.gateway.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinator,
+)
+from coordinator.gateway.messages.metadata import MetadataResponse
+from coordinator.gateway.protocol import decode_request, decode_response, encode_response
+from coordinator.gateway.rewrite import (
+    merge_api_versions,
+    rewrite_describe_cluster,
+    rewrite_find_coordinator,
+    rewrite_metadata,
+)
+from coordinator.gateway.upstream import UpstreamClosed, UpstreamConnection
+
+if TYPE_CHECKING:
+    from coordinator.gateway.server import GatewayServer, Listener
+
+log = logging.getLogger(__name__)
+
+_LEN = struct.Struct(">i")
+_GROUP_KEY_TYPE = 0
+# DescribeCluster can list controllers instead (KIP-919); clients reaching controllers directly do
+# not go through the sidecar, so only broker lists are rewritten.
+_BROKER_ENDPOINTS = 1
+
+
+def _retrieve(task: asyncio.Future[bytes]) -> None:
+    # Answers still queued when a connection closes are never awaited; reading their outcome
+    # keeps asyncio from reporting them as lost exceptions.
+    if not task.cancelled():
+        task.exception()
+
+
+def _spawn(coro: Coroutine[object, object, bytes]) -> asyncio.Task[bytes]:
+    task = asyncio.create_task(coro)
+    task.add_done_callback(_retrieve)
+    return task
+
+
+class CloseConnection(Exception):
+    """Stop serving this client; the message says why (logged once)."""
+
+
+# A queued answer: either a whole frame ready to write, or an upstream payload still needing its
+# length prefix (kept apart so large Fetch responses are never copied).
+Slot = tuple[bool, Awaitable[bytes]]
+
+
+class ClientConnection:
+    def __init__(
+        self,
+        server: GatewayServer,
+        listener: Listener,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        self.server = server
+        self.listener = listener
+        self.reader = reader
+        self.writer = writer
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        self.peer: tuple[str, int] = (str(peer[0]), int(peer[1]))
+        self.queue: asyncio.Queue[Slot | None] = asyncio.Queue(server.config.max_in_flight_per_connection)
+        self.upstream: UpstreamConnection | None = None
+        self._last_local: asyncio.Task[bytes] | None = None
+
+    async def run(self) -> None:
+        writer_task = asyncio.create_task(self._write_loop())
+        reader_task = asyncio.create_task(self._read_loop())
+        try:
+            done, _ = await asyncio.wait({reader_task, writer_task}, return_when=asyncio.FIRST_EXCEPTION)
+            if reader_task in done and reader_task.exception() is None:
+                # Clean EOF: let the answers already owed reach the client before closing.
+                await asyncio.wait({writer_task})
+        finally:
+            for task in (reader_task, writer_task):
+                task.cancel()
+            for task in (reader_task, writer_task):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            for task in (reader_task, writer_task):
+                if task.cancelled():
+                    continue
+                error = task.exception()
+                if isinstance(error, CloseConnection):
+                    log.warning("closing client connection peer=%s:%s reason=%s", *self.peer, error)
+                elif isinstance(error, ConnectionError | ssl.SSLError):
+                    log.debug("client connection lost peer=%s:%s error=%s", *self.peer, error)
+                elif error is not None:
+                    log.error("client connection failed peer=%s:%s", *self.peer, exc_info=error)
+            await self._close()
+
+    async def _close(self) -> None:
+        while not self.queue.empty():
+            slot = self.queue.get_nowait()
+            if slot is not None and isinstance(slot[1], asyncio.Future):
+                slot[1].cancel()
+        if self.upstream is not None:
+            await self.upstream.close()
+        self.writer.close()
+        with contextlib.suppress(OSError, ssl.SSLError):
+            await self.writer.wait_closed()
+
+    async def _read_loop(self) -> None:
+        max_bytes = self.server.config.max_frame_bytes
+        try:
+            while True:
+                try:
+                    prefix = await self.reader.readexactly(4)
+                except asyncio.IncompleteReadError as exc:
+                    if exc.partial:
+                        raise CloseConnection("truncated frame length") from exc
+                    break
+                try:
+                    size = check_frame_size(prefix, max_bytes)
+                    payload = await self.reader.readexactly(size)
+                except FrameError as exc:
+                    raise CloseConnection(str(exc)) from exc
+                except asyncio.IncompleteReadError as exc:
+                    raise CloseConnection("connection closed mid-frame") from exc
+                slot = await self._dispatch(payload)
+                if slot is not None:
+                    await self.queue.put(slot)
+        except (ConnectionError, ssl.SSLError) as exc:
+            log.debug("client connection lost peer=%s:%s error=%s", *self.peer, exc)
+        await self.queue.put(None)
+
+    async def _write_loop(self) -> None:
+        while True:
+            slot = await self.queue.get()
+            if slot is None:
+                return
+            framed, pending = slot
+            try:
+                data = await pending
+            except (UpstreamClosed, ClusterUnavailable) as exc:
+                raise CloseConnection(str(exc)) from exc
+            if framed:
+                self.writer.write(data)
+            else:
+                self.writer.writelines((_LEN.pack(len(data)), data))
+            await self.writer.drain()
+
+    async def _dispatch(self, payload: bytes) -> Slot | None:
+        try:
+            key, version, correlation_id = peek_request(payload)
+        except FrameError as exc:
+            raise CloseConnection(str(exc)) from exc
+        if key == ApiKey.API_VERSIONS:
+            return True, self._ready(await self._api_versions(version, correlation_id))
+        spec = APIS.get(key)
+        if key in GROUP_API_KEYS or key == ApiKey.FIND_COORDINATOR:
+            assert spec is not None
+            if not spec.supports(version):
+                raise CloseConnection(f"unsupported version {spec.name} v{version}")
+            try:
+                request = decode_request(payload)
+            except CodecError as exc:
+                raise CloseConnection(f"malformed {spec.name} v{version}: {exc}") from exc
+            if key == ApiKey.FIND_COORDINATOR:
+                assert isinstance(request.body, FindCoordinatorRequest)
+                if self._is_group_lookup(request.body, version):
+                    return True, self._ready(self._find_group_coordinator(request.body, version, correlation_id))
+                return True, await self._forward(payload, key, version, correlation_id, rewrite=True)
+            return True, self._local(request.header, request.body)
+        if key in (ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER):
+            assert spec is not None
+            if not spec.supports(version):
+                raise CloseConnection(f"{spec.name} v{version} is beyond what the gateway can rewrite")
+            return True, await self._forward(payload, key, version, correlation_id, rewrite=True)
+        self._check_cluster_supports(key, version)
+        expect_response = True
+        if key == ApiKey.PRODUCE:
+            try:
+                expect_response = produce_acks(payload, version) != 0
+            except CodecError as exc:
+                raise CloseConnection(f"malformed Produce v{version}: {exc}") from exc
+        pending = await self._forward(payload, key, version, correlation_id, rewrite=False, expect=expect_response)
+        return (False, pending) if expect_response else None
+
+    @staticmethod
+    def _ready(data: bytes) -> Awaitable[bytes]:
+        fut: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        fut.set_result(data)
+        return fut
+
+    def _check_cluster_supports(self, key: int, version: int) -> None:
+        known = self.server.cluster.cached_ranges(self.listener.node_id)
+        if known is None:
+            return
+        supported = known.get(key)
+        if supported is None:
+            raise CloseConnection(f"unsupported API key {key}")
+        if not supported[0] <= version <= supported[1]:
+            raise CloseConnection(f"unsupported version: API {key} v{version}")
+
+    # --- answered here -------------------------------------------------------------------------
+
+    async def _api_versions(self, version: int, correlation_id: int) -> bytes:
+        try:
+            cluster = await self.server.cluster.api_versions(self.listener.node_id)
+        except ClusterUnavailable as exc:
+            raise CloseConnection(str(exc)) from exc
+        merged = merge_api_versions(cluster)
+        if APIS[ApiKey.API_VERSIONS].supports(version):
+            return encode_response(ApiKey.API_VERSIONS, version, correlation_id, merged)
+        # Per KIP-511: a version we do not know gets a v0 body with error 35 and our versions, so
+        # the client can retry with one we do know.
+        refusal = ApiVersionsResponse(
+            error_code=UNSUPPORTED_VERSION,
+            api_keys=[
+                ApiVersionsResponseApiVersion(api_key=e.api_key, min_version=e.min_version, max_version=e.max_version)
+                for e in merged.api_keys
+            ],
+        )
+        return encode_response(ApiKey.API_VERSIONS, 0, correlation_id, refusal)
+
+    @staticmethod
+    def _is_group_lookup(request: FindCoordinatorRequest, version: int) -> bool:
+        return version == 0 or request.key_type == _GROUP_KEY_TYPE
+
+    def _find_group_coordinator(self, request: FindCoordinatorRequest, version: int, correlation_id: int) -> bytes:
+        locate = self.server.locator.locate
+        response = FindCoordinatorResponse()
+        if version >= 4:
+            for key in request.coordinator_keys:
+                where = locate(key)
+                response.coordinators.append(
+                    FindCoordinatorResponseCoordinator(
+                        key=key,
+                        node_id=where.node_id,
+                        host=where.host,
+                        port=where.port,
+                        error_code=where.error_code,
+                        error_message=where.error_message,
+                    )
+                )
+        else:
+            where = locate(request.key)
+            response.node_id, response.host, response.port = where.node_id, where.host, where.port
+            response.error_code, response.error_message = where.error_code, where.error_message
+        return encode_response(ApiKey.FIND_COORDINATOR, version, correlation_id, response)
+
+    def _local(self, header: RequestHeader, body: object) -> Awaitable[bytes]:
+        previous = self._last_local
+        context = RequestContext(header, self.peer[0], self.peer[1], self.listener.port)
+        task = _spawn(self._call_handler(previous, context, body))
+        self._last_local = task
+        # A broker finishes a request whose client has gone and drops the answer; shielding keeps
+        # a disconnect from cancelling the handler halfway through (say, between its log append
+        # and its reply).
+        return asyncio.shield(task)
+
+    async def _call_handler(self, previous: asyncio.Task[bytes] | None, context: RequestContext, body: object) -> bytes:
+        # One group request at a time per connection, as a broker processes them.
+        if previous is not None:
+            await asyncio.wait({previous})
+        spec = APIS[context.api_key]
+        assert isinstance(body, spec.request)
+        try:
+            response = await self.server.handler.handle(context, body)
+        except Exception as exc:
+            log.exception("group handler failed api=%s version=%s", spec.name, context.api_version)
+            raise CloseConnection(f"group handler failed on {spec.name}: {exc!r}") from exc
+        if not isinstance(response, spec.response):
+            raise CloseConnection(f"group handler returned {type(response).__name__} for {spec.name}")
+        try:
+            return encode_response(context.api_key, context.api_version, context.header.correlation_id, response)
+        except CodecError as exc:
+            raise CloseConnection(f"cannot encode the handler's {spec.name} answer: {exc}") from exc
+
+    # --- forwarded -----------------------------------------------------------------------------
+
+    async def _forward(
+        self, payload: bytes, key: int, version: int, correlation_id: int, rewrite: bool, expect: bool = True
+    ) -> Awaitable[bytes]:
+        upstream = await self._upstream()
+        try:
+            fut = await upstream.send(_LEN.pack(len(payload)) + payload, correlation_id, expect)
+        except (UpstreamClosed, OSError) as exc:
+            raise CloseConnection(f"upstream write failed: {exc}") from exc
+        if not rewrite:
+            return fut
+        return _spawn(self._rewritten(fut, key, version))
+
+    async def _upstream(self) -> UpstreamConnection:
+        if self.upstream is None or self.upstream.closed:
+            if self.upstream is not None:
+                raise CloseConnection("upstream connection lost")
+            try:
+                self.upstream = await self.server.connect_upstream(self.listener)
+            except (TimeoutError, OSError, ssl.SSLError) as exc:
+                raise CloseConnection(f"cannot reach the cluster: {exc}") from exc
+        return self.upstream
+
+    async def _rewritten(self, fut: Awaitable[bytes], key: int, version: int) -> bytes:
+        payload = await fut
+        try:
+            correlation_id, body = decode_response(key, version, payload)
+        except CodecError as exc:
+            raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
+        server = self.server
+        if isinstance(body, MetadataResponse):
+            await server.ensure_broker_listeners({b.node_id: (b.host, b.port) for b in body.brokers})
+            rewrite_metadata(body, server.broker_route, server.coordinator_metadata_node())
+        elif isinstance(body, DescribeClusterResponse) and body.endpoint_type == _BROKER_ENDPOINTS:
+            await server.ensure_broker_listeners({b.broker_id: (b.host, b.port) for b in body.brokers})
+            rewrite_describe_cluster(body, server.broker_route, server.coordinator_cluster_node())
+        elif isinstance(body, FindCoordinatorResponse):
+            nodes = {c.node_id: (c.host, c.port) for c in body.coordinators if c.node_id >= 0}
+            if version < 4 and body.node_id >= 0:
+                nodes[body.node_id] = (body.host, body.port)
+            await server.ensure_broker_listeners(nodes)
+            rewrite_find_coordinator(body, server.broker_route, version)
+        return encode_response(key, version, correlation_id, body)

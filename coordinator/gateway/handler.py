@@ -1,0 +1,65 @@
+"""The contract between the gateway and whatever answers the group APIs.
+
+The gateway decodes each group request into its typed body (``coordinator.gateway.messages``),
+calls ``GroupApiHandler.handle`` and encodes the returned body at the request's version. The
+handler never sees bytes, sockets or headers beyond ``RequestContext``; the gateway never looks
+inside group state.
+
+Request -> response classes (API key): OffsetCommit (8), OffsetFetch (9), JoinGroup (11),
+Heartbeat (12), LeaveGroup (13), SyncGroup (14), DescribeGroups (15), ListGroups (16),
+TxnOffsetCommit (28), DeleteGroups (42), OffsetDelete (47), ConsumerGroupHeartbeat (68),
+ConsumerGroupDescribe (69): ``<Name>Request`` in, ``<Name>Response`` out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from coordinator.gateway.framing import RequestHeader
+from coordinator.gateway.schema import Message
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    header: RequestHeader
+    client_host: str
+    client_port: int
+    # The sidecar port the request arrived on (the main listener or a per-broker listener).
+    listener_port: int
+
+    @property
+    def api_key(self) -> int:
+        return self.header.api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+
+class GroupApiHandler(Protocol):
+    async def handle(self, context: RequestContext, request: Message) -> Message:
+        """Answer one group request.
+
+        Must return an instance of the response class paired with ``type(request)`` (see
+        ``coordinator.gateway.apis.APIS``); fields absent at ``context.api_version`` are ignored
+        when encoding. Calls for one client connection are made one at a time, in request order,
+        as a Kafka broker does. Raising closes that client connection. A call is never cancelled
+        because its client disconnected: it runs to the end and its answer is dropped.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorAddress:
+    node_id: int
+    host: str
+    port: int
+    error_code: int = 0
+    error_message: str | None = None
+
+
+class CoordinatorLocator(Protocol):
+    """Which process coordinates a group; the gateway defaults to "this sidecar"."""
+
+    def locate(self, group_id: str) -> CoordinatorAddress: ...

@@ -1,0 +1,203 @@
+"""The gateway's listeners: one bootstrap/coordinator port plus one port per backing broker.
+
+Every listener answers the group APIs itself and forwards the rest; the bootstrap listener
+forwards to any bootstrap broker, a broker listener to its own broker. Per-broker ports (rather
+than routing each Produce/Fetch by partition leader behind one port) keep forwarding a plain byte
+copy: the client already picks the right broker from Metadata, exactly as it would without us.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+from types import TracebackType
+
+from coordinator.gateway.cluster import ClusterView
+from coordinator.gateway.config import GatewayConfig
+from coordinator.gateway.connection import ClientConnection
+from coordinator.gateway.handler import CoordinatorAddress, CoordinatorLocator, GroupApiHandler
+from coordinator.gateway.messages.describe_cluster import DescribeClusterBroker
+from coordinator.gateway.messages.metadata import MetadataResponseBroker
+from coordinator.gateway.upstream import UpstreamConnection
+
+log = logging.getLogger(__name__)
+
+
+class Listener:
+    """A sidecar port; ``node_id`` is None for the bootstrap/coordinator port."""
+
+    def __init__(self, gateway: GatewayServer, node_id: int | None) -> None:
+        self.gateway = gateway
+        self.node_id = node_id
+        self.port = 0
+        self.server: asyncio.Server | None = None
+
+    async def start(self, port: int) -> None:
+        config = self.gateway.config
+        self.server = await asyncio.start_server(
+            self._accept, config.listen_host, port, ssl=self.gateway.listener_tls, limit=2**20
+        )
+        self.port = int(self.server.sockets[0].getsockname()[1])
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        gateway = self.gateway
+        if len(gateway.connections) >= gateway.config.max_connections:
+            log.warning("refusing connection: max_connections=%s reached", gateway.config.max_connections)
+            writer.close()
+            with contextlib.suppress(OSError, ssl.SSLError):
+                await writer.wait_closed()
+            return
+        connection = ClientConnection(gateway, self, reader, writer)
+        task = asyncio.current_task()
+        assert task is not None
+        gateway.connections[task] = connection
+        try:
+            await connection.run()
+        except asyncio.CancelledError:
+            # Cancelled by stop(); asyncio's stream callback would report a cancelled handler
+            # task as an error, so it ends here.
+            pass
+        finally:
+            gateway.connections.pop(task, None)
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+
+class _SelfLocator:
+    def __init__(self, gateway: GatewayServer) -> None:
+        self.gateway = gateway
+
+    def locate(self, group_id: str) -> CoordinatorAddress:
+        return self.gateway.coordinator_address()
+
+
+class GatewayServer:
+    """Kafka-protocol front of the group coordinator.
+
+    ``handler`` answers the group APIs; ``locator`` says which process coordinates a group
+    (default: this one). ``start()`` binds the bootstrap port; broker ports open as Metadata
+    answers reveal brokers.
+    """
+
+    def __init__(
+        self, config: GatewayConfig, handler: GroupApiHandler, locator: CoordinatorLocator | None = None
+    ) -> None:
+        self.config = config
+        self.handler = handler
+        self.locator: CoordinatorLocator = locator or _SelfLocator(self)
+        self.listener_tls = config.listener_tls.server_context() if config.listener_tls else None
+        self.upstream_tls = config.upstream_tls.client_context() if config.upstream_tls else None
+        self.cluster = ClusterView(
+            config.bootstrap_addresses(),
+            self.upstream_tls,
+            config.upstream_connect_timeout_s,
+            config.api_versions_ttl_s,
+        )
+        self.bootstrap_listener = Listener(self, None)
+        self.broker_listeners: dict[int, Listener] = {}
+        self.connections: dict[asyncio.Task[None], ClientConnection] = {}
+        self._listener_lock = asyncio.Lock()
+        self._collision_logged = False
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.bootstrap_listener.start(self.config.listen_port)
+        log.info("gateway listening on %s:%s", self.config.listen_host, self.bootstrap_listener.port)
+
+    async def stop(self) -> None:
+        listeners = [self.bootstrap_listener, *self.broker_listeners.values()]
+        for listener in listeners:
+            if listener.server is not None:
+                listener.server.close()
+        tasks = list(self.connections)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for listener in listeners:
+            await listener.stop()
+
+    async def __aenter__(self) -> GatewayServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def serve_forever(self) -> None:
+        await self.start()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.stop()
+
+    # --- addresses -----------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return self.bootstrap_listener.port
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.config.public_host}:{self.port}"
+
+    @property
+    def broker_ports(self) -> dict[int, int]:
+        return {node: listener.port for node, listener in self.broker_listeners.items()}
+
+    def coordinator_address(self) -> CoordinatorAddress:
+        return CoordinatorAddress(self.config.coordinator_node_id, self.config.public_host, self.port)
+
+    def coordinator_metadata_node(self) -> MetadataResponseBroker:
+        return MetadataResponseBroker(
+            node_id=self.config.coordinator_node_id, host=self.config.public_host, port=self.port
+        )
+
+    def coordinator_cluster_node(self) -> DescribeClusterBroker:
+        return DescribeClusterBroker(
+            broker_id=self.config.coordinator_node_id, host=self.config.public_host, port=self.port
+        )
+
+    def broker_route(self, node_id: int, host: str, port: int) -> tuple[str, int]:
+        listener = self.broker_listeners.get(node_id)
+        if listener is None:
+            # ensure_broker_listeners runs first; reaching here means the broker is unknown, and
+            # the bootstrap port still forwards to the cluster rather than leaking its address.
+            return self.config.public_host, self.port
+        return self.config.public_host, listener.port
+
+    async def ensure_broker_listeners(self, brokers: dict[int, tuple[str, int]]) -> None:
+        for node_id, address in brokers.items():
+            if node_id == self.config.coordinator_node_id:
+                if not self._collision_logged:
+                    self._collision_logged = True
+                    log.warning("broker node id %s equals coordinator_node_id; that broker is unreachable", node_id)
+                continue
+            self.cluster.brokers[node_id] = address
+            if node_id in self.broker_listeners:
+                continue
+            async with self._listener_lock:
+                if node_id in self.broker_listeners:
+                    continue
+                listener = Listener(self, node_id)
+                await listener.start(self.config.broker_listen_ports.get(node_id, 0))
+                self.broker_listeners[node_id] = listener
+                log.info("broker listener node=%s port=%s forwards_to=%s:%s", node_id, listener.port, *address)
+
+    async def connect_upstream(self, listener: Listener) -> UpstreamConnection:
+        last: Exception | None = None
+        for address in self.cluster.addresses(listener.node_id):
+            try:
+                return await UpstreamConnection.open(address, self.upstream_tls, self.config.upstream_connect_timeout_s)
+            except (TimeoutError, OSError) as exc:
+                last = exc
+        raise ConnectionError(f"no backing broker reachable: {last}")

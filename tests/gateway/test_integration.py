@@ -1,0 +1,283 @@
+"""The gateway in front of a real broker on loopback, with real clients."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import struct
+import subprocess
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinator.gateway import GatewayConfig, TlsSettings
+from coordinator.gateway.apis import ApiKey
+from coordinator.gateway.cluster import fetch_api_versions
+from coordinator.gateway.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from coordinator.gateway.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from coordinator.gateway.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from coordinator.gateway.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from coordinator.gateway.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
+from coordinator.gateway.protocol import decode_response
+from deploy.local_broker import free_port
+from tests.gateway.clients import consume_assigned, consume_group, create_topic, produce
+from tests.gateway.conftest import GatewayThread
+from tests.gateway.fakes import FakeGroupHandler
+from tests.gateway.wire_client import WireClient
+
+pytestmark = [
+    pytest.mark.integration,
+    # kafka-python loads its schemas through a deprecated importlib API.
+    pytest.mark.filterwarnings("ignore:.*is deprecated. Use files:DeprecationWarning"),
+]
+
+PARTITIONS = 3
+RECORDS = 300
+
+
+def _address(bootstrap: str) -> tuple[str, int]:
+    host, _, port = bootstrap.rpartition(":")
+    return host, int(port)
+
+
+def wire(gateway: GatewayThread, test: Callable[[WireClient], Awaitable[Any]]) -> Any:
+    async def main() -> Any:
+        client = await WireClient.connect("127.0.0.1", gateway.server.port)
+        try:
+            return await asyncio.wait_for(test(client), 30)
+        finally:
+            await client.close()
+
+    return asyncio.run(main())
+
+
+def test_produce_and_consume_through_the_gateway(bootstrap: str, gateway: GatewayThread, unique_name: str) -> None:
+    create_topic(gateway.bootstrap, unique_name, PARTITIONS)
+    produce(gateway.bootstrap, unique_name, RECORDS, PARTITIONS)
+    direct = consume_assigned(bootstrap, unique_name, PARTITIONS, RECORDS)
+    assert len(direct) == RECORDS
+    assert consume_assigned(gateway.bootstrap, unique_name, PARTITIONS, RECORDS) == direct
+    # A classic group through the gateway: FindCoordinator, JoinGroup, SyncGroup, OffsetFetch and
+    # commits go to the (fake) handler, fetches to the broker.
+    assert consume_group(gateway.bootstrap, unique_name, f"{unique_name}-g", RECORDS) == direct
+    handler = gateway.handler
+    assert isinstance(handler, FakeGroupHandler)
+    seen = {name for _, _, name in handler.calls}
+    assert {"JoinGroupRequest", "SyncGroupRequest", "OffsetFetchRequest"} <= seen
+
+
+def test_acks_zero_producer(bootstrap: str, gateway: GatewayThread, unique_name: str) -> None:
+    create_topic(bootstrap, unique_name, 1)
+    produce(gateway.bootstrap, unique_name, 50, 1, acks=0)
+    assert len(consume_assigned(bootstrap, unique_name, 1, 50)) == 50
+    # The connection stayed usable: an acks=1 producer still completes.
+    produce(gateway.bootstrap, unique_name, 10, 1, acks=1)
+
+
+def test_kafka_python_admin_lists_topics(bootstrap: str, gateway: GatewayThread, unique_name: str) -> None:
+    from kafka.admin import KafkaAdminClient
+
+    create_topic(bootstrap, unique_name, 2)
+    admin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap)
+    try:
+        assert unique_name in admin.list_topics()
+        cluster = admin.describe_cluster()
+        ports = {b["port"] for b in cluster["brokers"]}
+        assert ports <= {gateway.server.port, *gateway.server.broker_ports.values()}
+    finally:
+        admin.close()
+
+
+def test_api_versions_merge_cluster_and_group_apis(bootstrap: str, gateway: GatewayThread) -> None:
+    cluster = asyncio.run(fetch_api_versions(_address(bootstrap), None, 10))
+    theirs = {k.api_key: (k.min_version, k.max_version) for k in cluster.api_keys}
+
+    async def ask(client: WireClient) -> ApiVersionsResponse:
+        response = await client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t"))
+        assert isinstance(response, ApiVersionsResponse)
+        return response
+
+    merged = wire(gateway, ask)
+    assert merged.error_code == 0
+    ours = {k.api_key: (k.min_version, k.max_version) for k in merged.api_keys}
+    assert ours[ApiKey.CONSUMER_GROUP_HEARTBEAT] == (0, 1)
+    assert ours[ApiKey.CONSUMER_GROUP_DESCRIBE] == (0, 1)
+    assert ours[ApiKey.OFFSET_FETCH] == (1, 10)
+    for key in (ApiKey.PRODUCE, ApiKey.FETCH, 2, 19, 20):
+        if key in theirs:
+            assert ours[key] == theirs[key]
+    assert ours[ApiKey.METADATA][1] <= min(theirs[ApiKey.METADATA][1], 13)
+    assert [k.api_key for k in merged.api_keys] == sorted(ours)
+
+
+def test_api_versions_unknown_version_gets_error_35_with_v0_header(gateway: GatewayThread) -> None:
+    async def ask(client: WireClient) -> bytes:
+        client.send_raw(struct.pack(">i", 10) + struct.pack(">hhih", 18, 99, 77, -1))
+        return await client.read_frame()
+
+    payload = wire(gateway, ask)
+    correlation_id, body = decode_response(ApiKey.API_VERSIONS, 0, payload)
+    assert correlation_id == 77
+    assert isinstance(body, ApiVersionsResponse)
+    assert body.error_code == 35
+    assert (18, 0, 4) in {(k.api_key, k.min_version, k.max_version) for k in body.api_keys}
+
+
+def test_metadata_points_every_broker_at_the_sidecar(bootstrap: str, gateway: GatewayThread, unique_name: str) -> None:
+    create_topic(bootstrap, unique_name, 2)
+    node = gateway.server.config.coordinator_node_id
+
+    async def ask(client: WireClient) -> list[MetadataResponse]:
+        out = []
+        for version in range(0, 13):
+            request = MetadataRequest(topics=[MetadataRequestTopic(name=unique_name)], allow_auto_topic_creation=False)
+            response = await client.call(ApiKey.METADATA, version, request)
+            assert isinstance(response, MetadataResponse)
+            out.append(response)
+        return out
+
+    responses = wire(gateway, ask)
+    broker_ports = gateway.server.broker_ports
+    assert broker_ports
+    for version, response in enumerate(responses):
+        by_id = {b.node_id: (b.host, b.port) for b in response.brokers}
+        assert by_id[node] == ("127.0.0.1", gateway.server.port)
+        for node_id, port in broker_ports.items():
+            assert by_id[node_id] == ("127.0.0.1", port)
+        assert _address(bootstrap)[1] not in {p for _, p in by_id.values()}
+        if version >= 1:
+            assert response.controller_id in broker_ports
+        [topic] = response.topics
+        assert topic.name == unique_name and len(topic.partitions) == 2
+        assert {p.leader_id for p in topic.partitions} <= set(broker_ports)
+
+
+def test_describe_cluster_and_transaction_coordinator_are_rewritten(
+    bootstrap: str, gateway: GatewayThread, unique_name: str
+) -> None:
+    real_port = _address(bootstrap)[1]
+
+    async def ask(client: WireClient) -> tuple[DescribeClusterResponse, FindCoordinatorResponse]:
+        described = await client.call(ApiKey.DESCRIBE_CLUSTER, 0, DescribeClusterRequest())
+        txn = await client.call(
+            ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=1, coordinator_keys=[unique_name])
+        )
+        assert isinstance(described, DescribeClusterResponse) and isinstance(txn, FindCoordinatorResponse)
+        return described, txn
+
+    described, txn = wire(gateway, ask)
+    assert described.error_code == 0
+    assert real_port not in {b.port for b in described.brokers}
+    assert described.controller_id != gateway.server.config.coordinator_node_id
+    [entry] = txn.coordinators
+    assert entry.key == unique_name
+    if entry.error_code == 0:
+        assert (entry.host, entry.port) == ("127.0.0.1", gateway.server.broker_ports[entry.node_id])
+
+
+def test_pipelined_forwarded_and_local_requests_stay_in_order(gateway: GatewayThread) -> None:
+    async def ask(client: WireClient) -> list[int]:
+        plan = []
+        for i in range(30):
+            if i % 3 == 0:
+                plan.append((ApiKey.METADATA, 12, client.send(ApiKey.METADATA, 12, MetadataRequest(topics=None))))
+            elif i % 3 == 1:
+                plan.append((ApiKey.HEARTBEAT, 4, client.send(ApiKey.HEARTBEAT, 4, HeartbeatRequest(group_id="g"))))
+            else:
+                plan.append((ApiKey.API_VERSIONS, 3, client.send(ApiKey.API_VERSIONS, 3, ApiVersionsRequest())))
+        got = []
+        for key, version, _ in plan:
+            cid, body = await client.read(key, version)
+            if key == ApiKey.HEARTBEAT:
+                assert body == HeartbeatResponse()
+            got.append(cid)
+        assert got == [cid for _, _, cid in plan]
+        return got
+
+    wire(gateway, ask)
+
+
+def test_unknown_api_and_unsupported_forwarded_version_close_the_connection(gateway: GatewayThread) -> None:
+    async def probe(client: WireClient) -> None:
+        await client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest())
+        client.send_raw(struct.pack(">i", 10) + struct.pack(">hhih", 999, 0, 5, -1))
+        assert await client.closed_by_peer()
+
+    wire(gateway, probe)
+
+    async def probe_version(client: WireClient) -> None:
+        await client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest())
+        client.send_raw(struct.pack(">i", 10) + struct.pack(">hhih", ApiKey.FETCH, 200, 5, -1))
+        assert await client.closed_by_peer()
+
+    wire(gateway, probe_version)
+
+
+def _make_cert(directory: Path) -> tuple[Path, Path]:
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            "-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost",
+            "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+def test_tls_listener_and_tls_to_the_cluster(bootstrap: str, unique_name: str, tmp_path: Path) -> None:
+    cert, key = _make_cert(tmp_path)
+    create_topic(bootstrap, unique_name, PARTITIONS)
+    produce(bootstrap, unique_name, 60, PARTITIONS)
+    direct = consume_assigned(bootstrap, unique_name, PARTITIONS, 60)
+    tls_front = GatewayConfig(
+        bootstrap_servers=bootstrap, listen_port=0, listener_tls=TlsSettings(certfile=cert, keyfile=key)
+    )
+    with GatewayThread(tls_front, FakeGroupHandler()) as front:
+        ssl_conf = {"security.protocol": "SSL", "ssl.ca.location": str(cert)}
+        assert consume_assigned(front.bootstrap, unique_name, PARTITIONS, 60, **ssl_conf) == direct
+        # A second gateway reaching the first over TLS stands in for a TLS-only cluster.
+        chained = GatewayConfig(
+            bootstrap_servers=front.bootstrap,
+            listen_port=0,
+            coordinator_node_id=2_000_000,
+            upstream_tls=TlsSettings(cafile=cert),
+        )
+        with GatewayThread(chained, FakeGroupHandler()) as back:
+            assert consume_assigned(back.bootstrap, unique_name, PARTITIONS, 60) == direct
+
+
+def test_fixed_broker_ports_and_advertised_host(bootstrap: str) -> None:
+    async def direct_brokers() -> list[int]:
+        client = await WireClient.connect(*_address(bootstrap))
+        try:
+            response = await client.call(ApiKey.METADATA, 1, MetadataRequest(topics=[]))
+            assert isinstance(response, MetadataResponse)
+            return [b.node_id for b in response.brokers]
+        finally:
+            await client.close()
+
+    node_ids = asyncio.run(direct_brokers())
+    fixed = {node_id: free_port() for node_id in node_ids}
+    config = GatewayConfig(
+        bootstrap_servers=bootstrap, listen_port=0, advertised_host="localhost", broker_listen_ports=fixed
+    )
+    with GatewayThread(config, FakeGroupHandler()) as running:
+
+        async def ask(client: WireClient) -> MetadataResponse:
+            response = await client.call(ApiKey.METADATA, 12, MetadataRequest(topics=[]))
+            assert isinstance(response, MetadataResponse)
+            return response
+
+        response = wire(running, ask)
+        advertised = {b.node_id: (b.host, b.port) for b in response.brokers}
+        assert advertised == {
+            **{node_id: ("localhost", port) for node_id, port in fixed.items()},
+            config.coordinator_node_id: ("localhost", running.server.port),
+        }
+        assert running.bootstrap == f"localhost:{running.server.port}"
