@@ -6,9 +6,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from coordinator.gateway.config import TlsSettings
 from coordinator.offsets.config import OffsetsConfig
 
 ENV_PREFIX = "GROUPCOORD_"
@@ -23,6 +24,19 @@ def _hostport(value: str) -> str:
     if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
         raise ValueError(f"expected HOST:PORT, got {value!r}")
     return value
+
+
+class GatewaySettings(BaseModel):
+    """Listener limits and TLS (see coordinator/gateway/config.py for what each one does)."""
+
+    model_config = {"frozen": True, "extra": "forbid"}
+
+    max_frame_bytes: int = Field(100 * 1024 * 1024, gt=0)
+    max_connections: int = Field(1000, gt=0)
+    max_in_flight_per_connection: int = Field(64, gt=0)
+    broker_listen_ports: dict[int, int] = Field(default_factory=dict)
+    listener_tls: TlsSettings | None = None
+    upstream_tls: TlsSettings | None = None
 
 
 class Settings(BaseSettings):
@@ -42,6 +56,7 @@ class Settings(BaseSettings):
         default_factory=dict, description="Extra librdkafka settings for every client (security.protocol, sasl.*)."
     )
     offsets: OffsetsConfig = Field(default_factory=OffsetsConfig)
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     log_level: str = Field("WARNING", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
 
     _config_file: Path | None = None

@@ -93,10 +93,11 @@ async def _serve(settings: Settings, console: Console) -> int:
         host, port = parse_hostport(settings.listen, 9094)
         gateway = GatewayServer(
             GatewayConfig(
-                bootstrap_servers=settings.bootstrap_servers or "",
+                bootstrap_servers=client_config["bootstrap.servers"],
                 listen_host=host,
                 listen_port=port,
                 advertised_host=settings.advertised_host,
+                **settings.gateway.model_dump(),
             ),
             CoordinatorApiHandler(service, metadata),
         )

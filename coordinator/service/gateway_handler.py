@@ -156,13 +156,13 @@ class CoordinatorApiHandler:
         out = []
         for group in groups:
             topics_out = []
-            for t in group.topics:
-                topic_id = ids.get(t.name)
+            for answered in group.topics:
+                topic_id = ids.get(answered.name)
                 if topic_id is None and context.api_version >= 10:
-                    topic_id = await self.topics.uuid_of(t.name)
+                    topic_id = await self.topics.uuid_of(answered.name)
                 topics_out.append(
                     wire_fetch.OffsetFetchResponseTopics(
-                        name=t.name,
+                        name=answered.name,
                         topic_id=topic_id or ZERO_UUID,
                         partitions=[
                             wire_fetch.OffsetFetchResponsePartitions(
@@ -172,7 +172,7 @@ class CoordinatorApiHandler:
                                 metadata=p.metadata,
                                 error_code=p.error_code,
                             )
-                            for p in t.partitions
+                            for p in answered.partitions
                         ],
                     )
                 )

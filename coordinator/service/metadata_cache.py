@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import time
 import uuid
@@ -112,10 +113,8 @@ class MetadataCache:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except asyncio.CancelledError:
-                pass
 
     async def name_of(self, topic_id: uuid.UUID) -> str | None:
         info = self._by_id.get(topic_id)
