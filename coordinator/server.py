@@ -55,7 +55,9 @@ async def _load_with_progress(runtime: CoordinatorRuntime[GroupCoordinatorShard]
             table.add_row(str(partition), shard.status.value, "-", "-", "-", "-")
             continue
         rate = r.records / r.seconds if r.seconds > 0 else 0.0
-        table.add_row(str(partition), shard.status.value, str(r.records), f"{r.seconds:.3f}", f"{rate:,.0f}", str(r.epoch))
+        table.add_row(
+            str(partition), shard.status.value, str(r.records), f"{r.seconds:.3f}", f"{rate:,.0f}", str(r.epoch)
+        )
     console.print(table)
     for partition, shard in sorted(runtime.shards.items()):
         if shard.status is ShardStatus.FAILED:

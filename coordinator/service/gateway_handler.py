@@ -82,7 +82,9 @@ class CoordinatorApiHandler:
                 name=t.name,
                 topic_id=by_name.get(t.name, wire_commit.OffsetCommitRequestTopic()).topic_id,
                 partitions=[
-                    wire_commit.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=p.error_code)
+                    wire_commit.OffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=p.error_code
+                    )
                     for p in t.partitions
                 ],
             )
