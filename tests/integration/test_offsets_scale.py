@@ -1,0 +1,59 @@
+"""10,000 groups x 100 partitions of committed offsets survive a restart intact."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from coordinator.offsets.messages import OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic
+from tests.integration.runtime_helpers import running_service
+
+pytestmark = pytest.mark.integration
+
+GROUPS = 10_000
+PARTITIONS = 100
+
+
+def expected(group: int, partition: int) -> int:
+    return group * 1000 + partition * 7 + 1
+
+
+def request(group: int) -> OffsetCommitRequest:
+    return OffsetCommitRequest(
+        group_id=f"scale-{group}",
+        topics=[
+            OffsetCommitRequestTopic(
+                "events",
+                [
+                    OffsetCommitRequestPartition(p, expected(group, p), committed_metadata=f"m{group % 10}")
+                    for p in range(PARTITIONS)
+                ],
+            )
+        ],
+    )
+
+
+def test_million_offsets_reload_intact(bootstrap: str, unique_name: str) -> None:
+    async def main() -> None:
+        async with running_service(bootstrap, unique_name, partitions=8, owner="writer") as service:
+            for start in range(0, GROUPS, 250):
+                responses = await asyncio.gather(
+                    *(service.commit_offsets(request(g)) for g in range(start, min(GROUPS, start + 250)))
+                )
+                assert all(p.error_code == 0 for r in responses for t in r.topics for p in t.partitions)
+        async with running_service(bootstrap, unique_name, partitions=8, owner="reader") as service:
+            loaded = sum(r.records for r in (s.load_report for s in service.runtime.shards.values()) if r)
+            assert loaded >= GROUPS * PARTITIONS
+            bad = 0
+            for g in range(GROUPS):
+                offsets = service.shard_for(f"scale-{g}").committed.offsets.group_offsets(f"scale-{g}")["events"]
+                if len(offsets) != PARTITIONS:
+                    bad += 1
+                    continue
+                for p, v in offsets.items():
+                    if v.offset != expected(g, p) or v.metadata != f"m{g % 10}":
+                        bad += 1
+            assert bad == 0
+
+    asyncio.run(main())
