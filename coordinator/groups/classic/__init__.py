@@ -1,0 +1,103 @@
+"""The classic group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, KIP-345 static
+membership, eager and KIP-429 cooperative clients) as pure handlers over ``ClassicGroupsState``.
+
+Handlers follow the runtime contract (``coordinator.runtime.api``): ``(state, request, [token,]
+now_ms, config) -> Result``. JoinGroup and SyncGroup may park (``Park(token)``) and are answered
+by a later Result's ``completions``. Timers come back as ``ClassicTimer`` events for
+``classic_on_timer``; after a load, ``classic_on_loaded`` arms the members' sessions.
+"""
+
+from coordinator.groups.classic.config import ClassicGroupConfig
+from coordinator.groups.classic.consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE,
+    Assignment,
+    Subscription,
+    TopicPartitions,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from coordinator.groups.classic.describe import describe_group, describe_groups, list_groups
+from coordinator.groups.classic.group import ClassicGroup
+from coordinator.groups.classic.group_state import ClassicGroupState, IllegalStateTransition
+from coordinator.groups.classic.heartbeat import classic_heartbeat
+from coordinator.groups.classic.join import classic_join
+from coordinator.groups.classic.leave import classic_leave
+from coordinator.groups.classic.log_records import group_metadata_tombstone
+from coordinator.groups.classic.member import ClassicGroupMember
+from coordinator.groups.classic.messages import (
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    LeaveGroupResponseMember,
+    ListedGroup,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    MemberIdentity,
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+    SyncGroupResponse,
+)
+from coordinator.groups.classic.state import ClassicGroupsState
+from coordinator.groups.classic.sync import classic_sync
+from coordinator.groups.classic.timeouts import classic_on_loaded, classic_on_timer, is_classic_timer
+from coordinator.groups.classic.timers import ClassicTimer
+
+__all__ = [
+    "CONSUMER_PROTOCOL_TYPE",
+    "Assignment",
+    "ClassicGroup",
+    "ClassicGroupConfig",
+    "ClassicGroupMember",
+    "ClassicGroupState",
+    "ClassicGroupsState",
+    "ClassicTimer",
+    "DescribeGroupsRequest",
+    "DescribeGroupsResponse",
+    "DescribedGroup",
+    "DescribedGroupMember",
+    "HeartbeatRequest",
+    "HeartbeatResponse",
+    "IllegalStateTransition",
+    "JoinGroupRequest",
+    "JoinGroupRequestProtocol",
+    "JoinGroupResponse",
+    "JoinGroupResponseMember",
+    "LeaveGroupRequest",
+    "LeaveGroupResponse",
+    "LeaveGroupResponseMember",
+    "ListGroupsRequest",
+    "ListGroupsResponse",
+    "ListedGroup",
+    "MemberIdentity",
+    "Subscription",
+    "SyncGroupRequest",
+    "SyncGroupRequestAssignment",
+    "SyncGroupResponse",
+    "TopicPartitions",
+    "classic_heartbeat",
+    "classic_join",
+    "classic_leave",
+    "classic_on_loaded",
+    "classic_on_timer",
+    "classic_sync",
+    "decode_assignment",
+    "decode_subscription",
+    "describe_group",
+    "describe_groups",
+    "encode_assignment",
+    "encode_subscription",
+    "group_metadata_tombstone",
+    "is_classic_timer",
+    "list_groups",
+]

@@ -1,0 +1,44 @@
+"""Heartbeat (GroupMetadataManager.classicGroupHeartbeatToClassicGroup): keeps a member's
+session alive and tells it when a rebalance is under way."""
+
+from __future__ import annotations
+
+from coordinator.errors import ErrorCode
+from coordinator.groups.classic.config import ClassicGroupConfig
+from coordinator.groups.classic.effects import Effects
+from coordinator.groups.classic.group import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE
+from coordinator.groups.classic.messages import HeartbeatRequest, HeartbeatResponse
+from coordinator.groups.classic.rebalance import schedule_heartbeat
+from coordinator.groups.classic.state import ClassicGroupsState
+from coordinator.runtime.api import Result
+
+
+def classic_heartbeat(
+    state: ClassicGroupsState, request: HeartbeatRequest, now_ms: int, config: ClassicGroupConfig
+) -> Result[HeartbeatResponse]:
+    fx = Effects(state.timers)
+    return fx.result(_heartbeat(state, request, now_ms, fx))
+
+
+def _heartbeat(state: ClassicGroupsState, request: HeartbeatRequest, now_ms: int, fx: Effects) -> HeartbeatResponse:
+    if not request.group_id:
+        return HeartbeatResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+    group = state.groups.get(request.group_id)
+    if group is None:
+        return HeartbeatResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
+    if group.state is DEAD:
+        return HeartbeatResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    error = group.validate_member(request.member_id, request.group_instance_id)
+    if error is not ErrorCode.NONE:
+        return HeartbeatResponse(error_code=error)
+    if request.generation_id != group.generation_id:
+        return HeartbeatResponse(error_code=ErrorCode.ILLEGAL_GENERATION)
+    if group.state is EMPTY:
+        return HeartbeatResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
+    schedule_heartbeat(fx, group, group.members[request.member_id], now_ms)
+    if group.state is PREPARING_REBALANCE:
+        return HeartbeatResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)
+    # Kafka answers NONE in CompletingRebalance too: a member may start heartbeating right after
+    # its JoinGroup response, before it has synced; that heartbeat is a normal one.
+    assert group.state in (COMPLETING_REBALANCE, STABLE)
+    return HeartbeatResponse()

@@ -1,0 +1,82 @@
+"""LeaveGroup (GroupMetadataManager.classicGroupLeaveToClassicGroup): one member (v0-2) or a
+batch with a result per member (v3+); static members may be removed by instance id alone."""
+
+from __future__ import annotations
+
+from coordinator.errors import ErrorCode
+from coordinator.groups.classic.config import ClassicGroupConfig
+from coordinator.groups.classic.effects import Effects
+from coordinator.groups.classic.group import COMPLETING_REBALANCE, DEAD, PREPARING_REBALANCE, STABLE
+from coordinator.groups.classic.messages import (
+    LEAVE_BATCH_VERSION,
+    UNKNOWN_MEMBER_ID,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    LeaveGroupResponseMember,
+)
+from coordinator.groups.classic.rebalance import (
+    maybe_complete_join_phase,
+    maybe_prepare_rebalance_or_complete_join,
+    remove_member,
+)
+from coordinator.groups.classic.state import ClassicGroupsState
+from coordinator.groups.classic.timers import heartbeat_key
+from coordinator.runtime.api import Result
+
+
+def classic_leave(
+    state: ClassicGroupsState, request: LeaveGroupRequest, now_ms: int, config: ClassicGroupConfig
+) -> Result[LeaveGroupResponse]:
+    fx = Effects(state.timers)
+    error, members = _leave(state, request, now_ms, config, fx)
+    if request.api_version < LEAVE_BATCH_VERSION:
+        # v0-2 have no per-member results: the first member error becomes the top-level one.
+        if error is ErrorCode.NONE:
+            error = next((ErrorCode(m.error_code) for m in members if m.error_code != ErrorCode.NONE), ErrorCode.NONE)
+        return fx.result(LeaveGroupResponse(error_code=error))
+    return fx.result(LeaveGroupResponse(error_code=error, members=tuple(members)))
+
+
+def _leave(
+    state: ClassicGroupsState, request: LeaveGroupRequest, now_ms: int, config: ClassicGroupConfig, fx: Effects
+) -> tuple[ErrorCode, list[LeaveGroupResponseMember]]:
+    identities = request.identities()
+    if not request.group_id:
+        return ErrorCode.INVALID_GROUP_ID, []
+    group = state.groups.get(request.group_id)
+    if group is None:
+        return ErrorCode.NONE, [
+            LeaveGroupResponseMember(m.member_id, m.group_instance_id, ErrorCode.UNKNOWN_MEMBER_ID) for m in identities
+        ]
+    if group.state is DEAD:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+
+    results: list[LeaveGroupResponseMember] = []
+    removed_any = False
+    for identity in identities:
+        error = ErrorCode.NONE
+        if identity.member_id == UNKNOWN_MEMBER_ID:
+            # Administrative removal of a static member by instance id alone.
+            member_id = (
+                group.static_member_id(identity.group_instance_id) if identity.group_instance_id is not None else None
+            )
+            if member_id is None:
+                error = ErrorCode.UNKNOWN_MEMBER_ID
+            else:
+                remove_member(fx, group, member_id)
+        elif group.is_pending_member(identity.member_id):
+            group.remove(identity.member_id)
+            fx.cancel(heartbeat_key(group.group_id, identity.member_id))
+        else:
+            error = group.validate_member(identity.member_id, identity.group_instance_id)
+            if error is ErrorCode.NONE:
+                remove_member(fx, group, identity.member_id)
+        removed_any = removed_any or error is ErrorCode.NONE
+        results.append(LeaveGroupResponseMember(identity.member_id, identity.group_instance_id, error))
+
+    if removed_any:
+        if group.state in (STABLE, COMPLETING_REBALANCE):
+            maybe_prepare_rebalance_or_complete_join(fx, group, now_ms, config)
+        elif group.state is PREPARING_REBALANCE:
+            maybe_complete_join_phase(fx, group, now_ms, config)
+    return ErrorCode.NONE, results

@@ -1,0 +1,626 @@
+"""A seeded, deterministic simulation of classic-protocol clients against the pure handlers.
+
+Clients behave like the Java consumer: eager ones revoke everything before they rejoin,
+cooperative ones (KIP-429) keep their partitions, advertise them in the subscription, and give
+up only what the assignment moves away, then rejoin so a second rebalance hands those out.
+The leader runs a client-side assignor written here (range for eager, a sticky cooperative one
+that never assigns a partition its owner still has to revoke). Besides all-eager and
+all-cooperative groups, the two stages of KIP-429's rolling upgrade are simulated: clients
+configured with both assignors behave eagerly (as the Java consumer does while an eager
+assignor is configured), and the group's protocol is whatever the coordinator's vote selects.
+
+Faults: crashes (a dead process owns nothing), restarts (static members come back with their
+group.instance.id and no member id), graceful leaves, new members, and coordinator reloads
+(state rebuilt from the log; parked requests fail with NOT_COORDINATOR and clients rejoin).
+
+After every step the checker asserts: no partition is owned by two live clients; generations
+never go backwards (live between reloads, and in the log); a follower replaying the decoded log
+has the same snapshot, and every Stable/Empty live group equals its replayed record. At the
+quiet end every partition is owned by exactly one live member.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import Counter, deque
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from coordinator.errors import ErrorCode
+from coordinator.groups.classic import (
+    Assignment,
+    ClassicGroupConfig,
+    ClassicGroupsState,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+    LeaveGroupRequest,
+    MemberIdentity,
+    Subscription,
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+    SyncGroupResponse,
+    TopicPartitions,
+    classic_heartbeat,
+    classic_join,
+    classic_leave,
+    classic_on_loaded,
+    classic_on_timer,
+    classic_sync,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer
+from records import CoordinatorRecord, decode, encode
+
+GROUP = "sim-group"
+TP = tuple[str, int]
+INT_MAX = 2**31 - 1
+SESSION_TIMEOUT_MS = 10_000
+REBALANCE_TIMEOUT_MS = 20_000
+HEARTBEAT_INTERVAL_MS = 3_000
+
+
+class InvariantViolation(AssertionError):
+    pass
+
+
+# --- client-side assignors ----------------------------------------------------------------------
+
+
+def range_assign(members: list[str], topics: dict[str, int]) -> dict[str, set[TP]]:
+    """Kafka's RangeAssignor with every member subscribed to every topic."""
+    out: dict[str, set[TP]] = {m: set() for m in members}
+    ordered = sorted(members)
+    for topic, count in sorted(topics.items()):
+        base, extra = divmod(count, len(ordered))
+        start = 0
+        for i, member in enumerate(ordered):
+            n = base + (1 if i < extra else 0)
+            out[member].update((topic, p) for p in range(start, start + n))
+            start += n
+    return out
+
+
+def cooperative_sticky_assign(subscriptions: dict[str, Subscription], topics: dict[str, int]) -> dict[str, set[TP]]:
+    """Keep what each member owns up to its fair share; a partition over someone's share is
+    revoked by leaving it out of everyone's assignment this round; free partitions go to the
+    members with the fewest."""
+    all_tps = sorted((t, p) for t, n in topics.items() for p in range(n))
+    members = sorted(subscriptions)
+    claims: dict[TP, tuple[int, str]] = {}
+    for member in members:
+        sub = subscriptions[member]
+        for tps in sub.owned_partitions:
+            for p in tps.partitions:
+                tp = (tps.topic, p)
+                if tps.topic in topics and p < topics[tps.topic]:
+                    current = claims.get(tp)
+                    if current is None or sub.generation_id > current[0]:
+                        claims[tp] = (sub.generation_id, member)
+    owned: dict[str, list[TP]] = {m: [] for m in members}
+    for tp, (_, member) in sorted(claims.items()):
+        owned[member].append(tp)
+    base, extra = divmod(len(all_tps), len(members))
+    by_claims = sorted(members, key=lambda m: (-len(owned[m]), m))
+    quota = {m: base + (1 if i < extra else 0) for i, m in enumerate(by_claims)}
+    out: dict[str, set[TP]] = {m: set(owned[m][: quota[m]]) for m in members}
+    free = [tp for tp in all_tps if tp not in claims]
+    for tp in free:
+        room = [m for m in members if len(out[m]) < quota[m]]
+        target = min(room, key=lambda m: (len(out[m]), m))
+        out[target].add(tp)
+    return out
+
+
+def to_assignment_bytes(tps: set[TP]) -> bytes:
+    by_topic: dict[str, list[int]] = {}
+    for t, p in sorted(tps):
+        by_topic.setdefault(t, []).append(p)
+    return encode_assignment(Assignment(tuple(TopicPartitions(t, tuple(ps)) for t, ps in by_topic.items())))
+
+
+def from_assignment_bytes(data: bytes) -> set[TP]:
+    if not data:
+        return set()
+    return {(tp.topic, p) for tp in decode_assignment(data).assigned_partitions for p in tp.partitions}
+
+
+# --- clients ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Client:
+    name: str
+    instance_id: str | None
+    api_version: int
+    # Assignors in preference order; a client revokes everything before joining (eager) as long
+    # as an eager assignor is among them.
+    assignors: tuple[str, ...]
+    member_id: str = ""
+    generation: int = -1
+    owned: set[TP] = field(default_factory=set)
+    status: str = "idle"  # idle | joining | syncing | stable | dead
+    join_token: Hashable | None = None
+    sync_token: Hashable | None = None
+    protocol_name: str | None = None
+    last_assignments: dict[str, bytes] = field(default_factory=dict)
+    followup_generation: int | None = None
+
+    @property
+    def eager(self) -> bool:
+        return "range" in self.assignors
+
+
+@dataclass
+class Scenario:
+    seed: int
+    # eager | cooperative | upgrade-1 (range-only and both) | upgrade-2 (both and cooperative-only)
+    mode: str
+    topics: dict[str, int]
+    initial_members: int
+    static_share: float
+    initial_delay_ms: int
+    max_size: int
+    chaos_ms: int
+    faults: int
+    # Chance that a JoinGroup/SyncGroup answer never reaches the client (connection dropped);
+    # the client retries, which exercises Kafka's "lost response" paths.
+    loss_rate: float
+
+    @classmethod
+    def random(cls, seed: int, chaos_ms: int = 60_000) -> Scenario:
+        rng = random.Random(seed)
+        topics = {f"t{i}": rng.randint(1, 8) for i in range(rng.randint(1, 3))}
+        return cls(
+            seed=seed,
+            mode=rng.choice(["eager", "cooperative", "eager", "cooperative", "upgrade-1", "upgrade-2"]),
+            topics=topics,
+            initial_members=rng.randint(1, 6),
+            static_share=rng.choice([0.0, 0.5, 1.0]),
+            initial_delay_ms=rng.choice([0, 3000]),
+            max_size=rng.choice([INT_MAX, INT_MAX, INT_MAX, 3]),
+            chaos_ms=chaos_ms,
+            faults=rng.randint(0, 25),
+            loss_rate=rng.choice([0.0, 0.0, 0.05, 0.2]),
+        )
+
+
+class Simulation:
+    def __init__(self, scenario: Scenario) -> None:
+        self.sc = scenario
+        self.rng = random.Random(scenario.seed * 7919 + 1)
+        self.config = ClassicGroupConfig(
+            initial_rebalance_delay_ms=scenario.initial_delay_ms, max_size=scenario.max_size
+        )
+        self.state = ClassicGroupsState()
+        self.follower = ClassicGroupsState()  # the committed state: replays the decoded log
+        self.log: list[CoordinatorRecord] = []
+        self.timers: dict[str, ScheduleTimer] = {}
+        self.now = 0
+        self.events: list[tuple[int, int, str, Any]] = []
+        self.seq = 0
+        self.clients: list[Client] = []
+        self.tokens: dict[Hashable, tuple[Client, str]] = {}
+        self.next_token = 0
+        self.deliveries: deque[tuple[Hashable, Any]] = deque()
+        self.last_generation = 0
+        self.last_logged_generation = 0
+        self.trace: list[str] = []
+        self.stats: Counter[str] = Counter()
+        self.reloads = 0
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    def at(self, when: int, kind: str, payload: Any = None) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (when, self.seq, kind, payload))
+
+    def apply(self, result: Result[Any]) -> None:
+        for record in result.records:
+            self.state.replay(record)
+            key, value = encode(record)
+            decoded = decode(key, value)
+            self.follower.replay(decoded)
+            self.log.append(decoded)
+            if decoded.value is not None:
+                if decoded.value.generation < self.last_logged_generation and decoded.value.members:
+                    raise InvariantViolation(f"logged generation went back to {decoded.value.generation}")
+                self.last_logged_generation = max(self.last_logged_generation, decoded.value.generation)
+        for op in result.timers:
+            if isinstance(op, ScheduleTimer):
+                self.timers[op.key] = op
+            elif isinstance(op, CancelTimer):
+                self.timers.pop(op.key, None)
+        self.deliveries.extend(result.completions)
+
+    def request(self, client: Client, kind: str, handler_result: Result[Any], token: Hashable) -> None:
+        self.apply(handler_result)
+        if isinstance(handler_result.response, Park):
+            return
+        response = handler_result.response
+        if kind == "join" and client.instance_id is not None and not client.member_id and response.error_code == 0:
+            # A restarted static instance took its old place in a Stable group: no rebalance.
+            self.stats["static_rejoin_without_rebalance"] += 1
+        if kind in ("join", "sync", "heartbeat"):
+            self.stats[f"{kind}:{ErrorCode(response.error_code).name}"] += 1
+        if kind == "join" and response.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL:
+            group = self.state.group(GROUP)
+            # Legitimate only against members sharing no protocol with the client; after a reload
+            # a member is known by its chosen protocol alone, so a newcomer can be refused then
+            # (as in Kafka). A group without members must never refuse a consumer.
+            if group is None or not group.members:
+                raise InvariantViolation(f"{client.name} refused with INCONSISTENT_GROUP_PROTOCOL by {group}")
+        self.deliveries.append((token, handler_result.response))
+
+    def new_token(self, client: Client, kind: str) -> Hashable:
+        self.next_token += 1
+        token = self.next_token
+        self.tokens[token] = (client, kind)
+        return token
+
+    def drain(self) -> None:
+        while self.deliveries:
+            token, response = self.deliveries.popleft()
+            client, kind = self.tokens.pop(token)
+            if client.status == "dead":
+                continue
+            current = token in (client.join_token, client.sync_token)
+            if current and kind in ("join", "sync") and self.rng.random() < self.sc.loss_rate:
+                self.stats[f"lost:{kind}"] += 1
+                self.at(self.now + self.rng.randint(100, 2000), "retry", (client, kind, token))
+                continue
+            if kind == "join" and token == client.join_token:
+                self.on_join(client, response)
+            elif kind == "sync" and token == client.sync_token:
+                self.on_sync(client, response)
+            elif kind == "heartbeat":
+                self.on_heartbeat(client, response)
+
+    # --- client behaviour ---------------------------------------------------------------------
+
+    def subscription(self, client: Client) -> bytes:
+        owned: dict[str, list[int]] = {}
+        for t, p in sorted(client.owned):
+            owned.setdefault(t, []).append(p)
+        sub = Subscription(
+            topics=tuple(sorted(self.sc.topics)),
+            owned_partitions=tuple(TopicPartitions(t, tuple(ps)) for t, ps in owned.items()),
+            generation_id=client.generation,
+        )
+        return encode_subscription(sub)
+
+    def send_join(self, client: Client) -> None:
+        if client.eager:
+            client.owned = set()  # eager: revoke everything before rejoining
+        client.status = "joining"
+        metadata = self.subscription(client)
+        token = self.new_token(client, "join")
+        client.join_token = token
+        request = JoinGroupRequest(
+            group_id=GROUP,
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            member_id=client.member_id,
+            protocol_type="consumer",
+            protocols=tuple(JoinGroupRequestProtocol(name, metadata) for name in client.assignors),
+            rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
+            group_instance_id=client.instance_id,
+            api_version=client.api_version,
+            client_id=client.name,
+        )
+        self.request(client, "join", classic_join(self.state, request, token, self.now, self.config), token)
+
+    def reset(self, client: Client, forget_member_id: bool) -> None:
+        client.owned = set()  # partitions lost: the generation is gone
+        client.generation = -1
+        if forget_member_id:
+            client.member_id = ""
+
+    def on_join(self, client: Client, response: JoinGroupResponse) -> None:
+        client.join_token = None
+        error = ErrorCode(response.error_code)
+        if error is ErrorCode.MEMBER_ID_REQUIRED:
+            client.member_id = response.member_id
+            self.send_join(client)
+        elif error in (
+            ErrorCode.FENCED_INSTANCE_ID,
+            ErrorCode.GROUP_MAX_SIZE_REACHED,
+            ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+        ):
+            # Fatal for the Java consumer: the application gets the exception and stops.
+            self.stats[error.name] += 1
+            if error is ErrorCode.FENCED_INSTANCE_ID:
+                self.fenced(client)
+            else:
+                self.kill(client)
+        elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+            self.reset(client, forget_member_id=error is ErrorCode.UNKNOWN_MEMBER_ID)
+            self.send_join(client)
+        elif error is not ErrorCode.NONE:
+            self.retry_join(client)
+        else:
+            client.member_id = response.member_id
+            client.generation = response.generation_id
+            client.protocol_name = response.protocol_name
+            if response.skip_assignment:
+                self.stats["skip_assignment"] += 1
+            assignments: dict[str, bytes] = {}
+            if response.leader == client.member_id and not response.skip_assignment:
+                assignments = self.assign(response.protocol_name, response.members)
+                withheld = self.every_partition() - {
+                    tp for a in assignments.values() for tp in from_assignment_bytes(a)
+                }
+                client.followup_generation = response.generation_id if withheld else None
+            self.send_sync(client, assignments)
+
+    def assign(self, protocol: str | None, members: tuple[JoinGroupResponseMember, ...]) -> dict[str, bytes]:
+        ids = [m.member_id for m in members]
+        self.stats[f"assignor:{protocol}"] += 1
+        if protocol == "cooperative-sticky":
+            subs = {m.member_id: decode_subscription(m.metadata) for m in members}
+            plan = cooperative_sticky_assign(subs, self.sc.topics)
+        else:
+            plan = range_assign(ids, self.sc.topics)
+        return {m: to_assignment_bytes(tps) for m, tps in plan.items()}
+
+    def send_sync(self, client: Client, assignments: dict[str, bytes]) -> None:
+        client.status = "syncing"
+        client.last_assignments = assignments
+        token = self.new_token(client, "sync")
+        client.sync_token = token
+        request = SyncGroupRequest(
+            group_id=GROUP,
+            generation_id=client.generation,
+            member_id=client.member_id,
+            group_instance_id=client.instance_id,
+            protocol_type="consumer",
+            protocol_name=client.protocol_name,
+            assignments=tuple(SyncGroupRequestAssignment(m, a) for m, a in sorted(assignments.items())),
+        )
+        self.request(client, "sync", classic_sync(self.state, request, token, self.now, self.config), token)
+
+    def on_sync(self, client: Client, response: SyncGroupResponse) -> None:
+        client.sync_token = None
+        error = ErrorCode(response.error_code)
+        if error is ErrorCode.NONE:
+            assigned = from_assignment_bytes(response.assignment)
+            revoked = client.owned - assigned
+            client.owned = assigned
+            client.status = "stable"
+            if not client.eager and revoked:
+                self.stats["cooperative_revocations"] += 1
+                self.send_join(client)  # KIP-429: revoked something, so rejoin at once
+            elif client.followup_generation == client.generation:
+                # KIP-429 relies on the revoking member to rejoin. A static member restarted in a
+                # Stable group inherits an assignment that already dropped what its dead
+                # predecessor had to revoke, owns nothing, and so never rejoins; the withheld
+                # partitions would wait for an unrelated rebalance. This leader therefore forces a
+                # follow-up rebalance (a leader's JoinGroup always rebalances) if none came.
+                self.at(self.now + 2 * REBALANCE_TIMEOUT_MS, "followup", (client, client.generation))
+        elif error is ErrorCode.FENCED_INSTANCE_ID:
+            self.fenced(client)
+        elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+            self.reset(client, forget_member_id=error is ErrorCode.UNKNOWN_MEMBER_ID)
+            self.send_join(client)
+        else:
+            self.send_join(client)
+
+    def heartbeat(self, client: Client) -> None:
+        token = self.new_token(client, "heartbeat")
+        request = HeartbeatRequest(GROUP, client.generation, client.member_id, client.instance_id)
+        self.request(client, "heartbeat", classic_heartbeat(self.state, request, self.now, self.config), token)
+
+    def on_heartbeat(self, client: Client, response: Any) -> None:
+        if client.status != "stable":
+            return
+        error = ErrorCode(response.error_code)
+        if error is ErrorCode.NONE:
+            return
+        if error is ErrorCode.FENCED_INSTANCE_ID:
+            self.fenced(client)
+        elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+            self.reset(client, forget_member_id=error is ErrorCode.UNKNOWN_MEMBER_ID)
+            self.send_join(client)
+        else:
+            self.send_join(client)
+
+    def retry_join(self, client: Client) -> None:
+        """Back off before retrying, as clients do, so a refused join cannot spin."""
+        client.status = "backoff"
+        self.at(self.now + 100, "rejoin", client)
+
+    def fenced(self, client: Client) -> None:
+        # One process per instance id here, so only a reload can fence a live one: the log may
+        # still map its instance id to the member id it had before a replacement that was never
+        # persisted (a restart during a rebalance), exactly as in Kafka.
+        if not self.reloads:
+            self.fail(f"{client.name} fenced although it is the only process of its instance")
+        self.kill(client)
+
+    def kill(self, client: Client) -> None:
+        client.status = "dead"
+        client.owned = set()
+        client.join_token = client.sync_token = None
+
+    # --- scenario -----------------------------------------------------------------------------
+
+    def new_client(self, static: bool) -> Client:
+        n = len(self.clients)
+        client = Client(
+            name=f"c{n}",
+            instance_id=f"i{n}" if static else None,
+            api_version=self.rng.choice([5, 9]) if static else self.rng.choice([3, 9]),
+            assignors=self.assignors(),
+        )
+        self.clients.append(client)
+        return client
+
+    def assignors(self) -> tuple[str, ...]:
+        both = ("cooperative-sticky", "range")
+        choices: dict[str, list[tuple[str, ...]]] = {
+            "eager": [("range",)],
+            "cooperative": [("cooperative-sticky",)],
+            "upgrade-1": [("range",), both],
+            "upgrade-2": [both, ("cooperative-sticky",)],
+        }
+        return self.rng.choice(choices[self.sc.mode])
+
+    def start(self, client: Client) -> None:
+        self.send_join(client)
+        self.at(self.now + self.rng.randint(1, HEARTBEAT_INTERVAL_MS), "tick", client)
+
+    def run(self, quiet_ms: int = 240_000) -> None:
+        for _ in range(self.sc.initial_members):
+            self.at(self.rng.randint(0, 2000), "start", self.new_client(self.rng.random() < self.sc.static_share))
+        for _ in range(self.sc.faults):
+            self.at(self.rng.randint(1000, self.sc.chaos_ms), "fault", None)
+        end = self.sc.chaos_ms + quiet_ms
+        while True:
+            next_event = self.events[0][0] if self.events else None
+            next_timer = min((t.deadline_ms for t in self.timers.values()), default=None)
+            candidates = [t for t in (next_event, next_timer) if t is not None]
+            if not candidates or min(candidates) > end:
+                break
+            when = min(candidates)
+            self.now = max(self.now, when)
+            if next_timer is not None and next_timer == when:
+                timer = min((t for t in self.timers.values() if t.deadline_ms == when), key=lambda t: t.key)
+                del self.timers[timer.key]
+                self.apply(classic_on_timer(self.state, timer.event, self.now, self.config))
+                self.trace.append(f"{self.now} timer {timer.key}")
+            else:
+                _, _, kind, payload = heapq.heappop(self.events)
+                self.dispatch(kind, payload)
+            self.drain()
+            self.check()
+        self.now = end
+        self.check_quiet()
+
+    def dispatch(self, kind: str, payload: Any) -> None:
+        self.trace.append(f"{self.now} {kind} {getattr(payload, 'name', payload)}")
+        if kind == "start":
+            if payload.status != "dead":  # it may have crashed before it started
+                self.start(payload)
+        elif kind == "tick":
+            client = payload
+            if client.status == "dead":
+                return
+            if client.status == "stable":
+                self.heartbeat(client)
+            # Jittered, always well inside the session timeout.
+            self.at(self.now + self.rng.randint(HEARTBEAT_INTERVAL_MS // 2, 2 * HEARTBEAT_INTERVAL_MS), "tick", client)
+        elif kind == "retry":
+            client, lost, token = payload
+            # Resend what went unanswered, unless the client has moved on meanwhile.
+            if lost == "join" and client.status == "joining" and client.join_token == token:
+                self.send_join(client)
+            elif lost == "sync" and client.status == "syncing" and client.sync_token == token:
+                self.send_sync(client, client.last_assignments)
+        elif kind == "followup":
+            client, generation = payload
+            if client.status == "stable" and client.generation == generation:
+                self.stats["leader_followup"] += 1
+                self.send_join(client)
+        elif kind == "rejoin":
+            if payload.status == "backoff":
+                self.send_join(payload)
+        elif kind == "restart":
+            old = payload
+            client = Client(old.name, old.instance_id, old.api_version, old.assignors)
+            self.clients[self.clients.index(old)] = client
+            self.start(client)
+        elif kind == "fault":
+            self.fault()
+
+    def fault(self) -> None:
+        alive = [c for c in self.clients if c.status != "dead"]
+        roll = self.rng.random()
+        if roll < 0.3 and alive:
+            victim = self.rng.choice(alive)
+            self.trace.append(f"{self.now} crash {victim.name}")
+            self.kill(victim)
+            if self.rng.random() < 0.7:
+                self.at(self.now + self.rng.randint(100, 2 * SESSION_TIMEOUT_MS), "restart", victim)
+        elif roll < 0.45 and alive:
+            leaver = self.rng.choice(alive)
+            self.trace.append(f"{self.now} leave {leaver.name}")
+            if leaver.member_id:
+                request = LeaveGroupRequest(GROUP, members=(MemberIdentity(leaver.member_id, leaver.instance_id),))
+                self.apply(classic_leave(self.state, request, self.now, self.config))
+            self.kill(leaver)
+        elif roll < 0.75:
+            self.start(self.new_client(self.rng.random() < self.sc.static_share))
+        else:
+            self.reload()
+
+    def reload(self) -> None:
+        """Coordinator failover: rebuild from the log, fail whatever was parked."""
+        self.trace.append(f"{self.now} reload")
+        self.reloads += 1
+        fresh = ClassicGroupsState()
+        for record in self.log:
+            fresh.replay(record)
+        self.state = fresh
+        self.timers.clear()
+        self.apply(classic_on_loaded(fresh, self.now, self.config))
+        group = fresh.group(GROUP)
+        self.last_generation = 0 if group is None else group.generation_id
+        for client in self.clients:
+            if client.status in ("joining", "syncing"):
+                # NOT_COORDINATOR: find the new coordinator and rejoin.
+                client.join_token = client.sync_token = None
+                self.send_join(client)
+
+    # --- invariants ---------------------------------------------------------------------------
+
+    def fail(self, message: str) -> NoReturn:
+        tail = "\n".join(self.trace[-40:])
+        raise InvariantViolation(f"seed {self.sc.seed} at {self.now}: {message}\n{self.sc}\n{tail}")
+
+    def check(self) -> None:
+        seen: dict[TP, str] = {}
+        for client in self.clients:
+            if client.status == "dead":
+                continue
+            for tp in client.owned:
+                if tp in seen:
+                    self.fail(f"{tp} owned by {seen[tp]} and {client.name}")
+                seen[tp] = client.name
+        group = self.state.group(GROUP)
+        if group is not None:
+            if group.generation_id < self.last_generation:
+                self.fail(f"generation went back from {self.last_generation} to {group.generation_id}")
+            self.last_generation = group.generation_id
+        if self.follower.snapshot() != self.state.snapshot():
+            self.fail("replayed log differs from the live persisted state")
+        for group_id, live in self.state.groups.items():
+            if live.state.value in ("Stable", "Empty"):
+                replayed = self.follower.group(group_id)
+                if replayed is None or replayed.to_record_value() != live.to_record_value():
+                    self.fail(f"live {live} is not what its record says")
+
+    def every_partition(self) -> set[TP]:
+        return {(t, p) for t, n in self.sc.topics.items() for p in range(n)}
+
+    def check_quiet(self) -> None:
+        alive = [c for c in self.clients if c.status != "dead"]
+        group = self.state.group(GROUP)
+        every = self.every_partition()
+        if not alive:
+            return
+        if group is None or group.state.value != "Stable":
+            self.fail(f"group not stable at the end: {group}")
+        for client in alive:
+            if client.status != "stable" or client.generation != group.generation_id:
+                self.fail(f"{client} not settled in generation {group.generation_id}")
+        if set(group.members) != {c.member_id for c in alive}:
+            self.fail(f"members {list(group.members)} != live clients {[c.member_id for c in alive]}")
+        owned = [tp for c in alive for tp in c.owned]
+        if sorted(owned) != sorted(every):
+            self.fail(f"partitions not owned exactly once: {sorted(owned)} vs {sorted(every)}")
