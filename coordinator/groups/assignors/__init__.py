@@ -1,0 +1,35 @@
+"""Server-side partition assignors: ``uniform`` (the default) and ``range``."""
+
+from __future__ import annotations
+
+from coordinator.groups.assignors.range import RangeAssignor
+from coordinator.groups.assignors.spec import (
+    GroupAssignment,
+    GroupSpec,
+    MemberSubscriptionSpec,
+    PartitionAssignor,
+    PartitionAssignorError,
+)
+from coordinator.groups.assignors.uniform import UniformAssignor
+
+ASSIGNORS: dict[str, PartitionAssignor] = {"uniform": UniformAssignor(), "range": RangeAssignor()}
+
+
+def assignor(name: str) -> PartitionAssignor:
+    try:
+        return ASSIGNORS[name]
+    except KeyError:
+        raise PartitionAssignorError(f"unknown assignor {name!r}") from None
+
+
+__all__ = [
+    "ASSIGNORS",
+    "GroupAssignment",
+    "GroupSpec",
+    "MemberSubscriptionSpec",
+    "PartitionAssignor",
+    "PartitionAssignorError",
+    "RangeAssignor",
+    "UniformAssignor",
+    "assignor",
+]

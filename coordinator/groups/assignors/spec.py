@@ -1,0 +1,46 @@
+"""What a server-side assignor sees (GroupSpec) and returns (a target assignment per member)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from coordinator.groups.topics import TopicsImage
+
+# member id -> topic id -> partitions
+GroupAssignment = dict[str, dict[str, frozenset[int]]]
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSubscriptionSpec:
+    member_id: str
+    subscribed_topic_ids: frozenset[str]
+    # The member's current *target* assignment: what stickiness preserves.
+    assigned: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    instance_id: str | None = None
+    rack_id: str | None = None
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    members: Mapping[str, MemberSubscriptionSpec]
+
+    def is_homogeneous(self) -> bool:
+        first: frozenset[str] | None = None
+        for m in self.members.values():
+            if first is None:
+                first = m.subscribed_topic_ids
+            elif m.subscribed_topic_ids != first:
+                return False
+        return True
+
+
+class PartitionAssignorError(Exception):
+    """The assignor cannot produce an assignment for this input."""
+
+
+class PartitionAssignor(Protocol):
+    name: str
+
+    def assign(self, group: GroupSpec, topics: TopicsImage) -> GroupAssignment: ...

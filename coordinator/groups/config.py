@@ -1,0 +1,89 @@
+"""``group.consumer.*`` configuration with Apache Kafka's defaults and bounds (seed 004)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+INT_MAX = 2**31 - 1
+
+# Kafka property name -> field name.
+PROPERTY_NAMES: dict[str, str] = {
+    "group.consumer.session.timeout.ms": "session_timeout_ms",
+    "group.consumer.min.session.timeout.ms": "min_session_timeout_ms",
+    "group.consumer.max.session.timeout.ms": "max_session_timeout_ms",
+    "group.consumer.heartbeat.interval.ms": "heartbeat_interval_ms",
+    "group.consumer.min.heartbeat.interval.ms": "min_heartbeat_interval_ms",
+    "group.consumer.max.heartbeat.interval.ms": "max_heartbeat_interval_ms",
+    "group.consumer.max.size": "max_size",
+    "group.consumer.assignors": "assignors",
+    "group.consumer.assignment.interval.ms": "assignment_interval_ms",
+    "group.consumer.regex.refresh.interval.ms": "regex_refresh_interval_ms",
+}
+
+KNOWN_ASSIGNORS = ("uniform", "range")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupConfig:
+    session_timeout_ms: int = 45000
+    min_session_timeout_ms: int = 45000
+    max_session_timeout_ms: int = 60000
+    heartbeat_interval_ms: int = 5000
+    min_heartbeat_interval_ms: int = 5000
+    max_heartbeat_interval_ms: int = 15000
+    max_size: int = INT_MAX
+    # The first assignor is the default when no member asks for one.
+    assignors: tuple[str, ...] = ("uniform", "range")
+    assignment_interval_ms: int = 1000
+    regex_refresh_interval_ms: int = 600000
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                floor = 0 if f.name == "assignment_interval_ms" else 1
+                if not floor <= value <= INT_MAX:
+                    raise ValueError(f"{f.name}={value} out of range [{floor}, {INT_MAX}]")
+        _require(self.min_session_timeout_ms <= self.max_session_timeout_ms, "min session timeout > max")
+        _require(
+            self.min_session_timeout_ms <= self.session_timeout_ms <= self.max_session_timeout_ms,
+            "session timeout outside [min, max]",
+        )
+        _require(self.min_heartbeat_interval_ms <= self.max_heartbeat_interval_ms, "min heartbeat interval > max")
+        _require(
+            self.min_heartbeat_interval_ms <= self.heartbeat_interval_ms <= self.max_heartbeat_interval_ms,
+            "heartbeat interval outside [min, max]",
+        )
+        _require(
+            self.heartbeat_interval_ms < self.session_timeout_ms, "heartbeat interval must be below session timeout"
+        )
+        _require(len(self.assignors) > 0, "at least one assignor is required")
+        _require(len(set(self.assignors)) == len(self.assignors), "duplicate assignor")
+        unknown = [a for a in self.assignors if a not in KNOWN_ASSIGNORS]
+        _require(not unknown, f"unknown assignors {unknown}")
+
+    @property
+    def default_assignor(self) -> str:
+        return self.assignors[0]
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any]) -> ConsumerGroupConfig:
+        """Build from Kafka-style properties (``group.consumer.session.timeout.ms`` = ``45000`` ...)."""
+        kwargs: dict[str, Any] = {}
+        for key, raw in props.items():
+            name = PROPERTY_NAMES.get(key)
+            if name is None:
+                continue
+            if name == "assignors":
+                items = raw.split(",") if isinstance(raw, str) else list(raw)
+                kwargs[name] = tuple(a.strip() for a in items if a.strip())
+            else:
+                kwargs[name] = int(raw)
+        return cls(**kwargs)
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)

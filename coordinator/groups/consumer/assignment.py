@@ -1,0 +1,34 @@
+"""Running the chosen assignor over a (possibly updated) view of a group's members."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from coordinator.groups.assignors import assignor
+from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.consumer.group import ResolvedRegularExpression, choose_assignor
+from coordinator.groups.consumer.member import ConsumerGroupMember, TopicPartitionSet
+from coordinator.groups.consumer.subscriptions import assignor_preferences, member_topic_ids
+from coordinator.groups.consumer.target_assignment import TargetAssignmentBuilder, TargetAssignmentResult
+from coordinator.groups.topics import TopicsImage
+
+
+def can_compute_target(assignment_timestamp: int, now_ms: int, config: ConsumerGroupConfig) -> bool:
+    """Throttle: at most one target assignment per group.consumer.assignment.interval.ms."""
+    return now_ms - assignment_timestamp >= config.assignment_interval_ms
+
+
+def compute_target_assignment(
+    group_id: str,
+    group_epoch: int,
+    members: Mapping[str, ConsumerGroupMember],
+    regexes: Mapping[str, ResolvedRegularExpression],
+    current_targets: Mapping[str, TopicPartitionSet],
+    image: TopicsImage,
+    config: ConsumerGroupConfig,
+    now_ms: int,
+) -> TargetAssignmentResult:
+    name = choose_assignor(assignor_preferences(members.values()), config.assignors, config.default_assignor)
+    subscribed = {mid: member_topic_ids(m, regexes, image) for mid, m in members.items()}
+    builder = TargetAssignmentBuilder(group_id, group_epoch, assignor(name), image)
+    return builder.build(members, subscribed, current_targets, now_ms)

@@ -1,0 +1,118 @@
+"""Read-side views: ConsumerGroupDescribe, ListGroups states, and facts the offsets code needs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.consumer.group import ConsumerGroupState
+from coordinator.groups.consumer.messages import (
+    ConsumerGroupDescribeResponse,
+    DescribedAssignment,
+    DescribedGroup,
+    DescribedMember,
+    DescribedTopicPartitions,
+)
+from coordinator.groups.consumer.state import ConsumerGroupsState
+from coordinator.groups.errors import Errors
+from coordinator.groups.topics import TopicsImage
+
+DEFAULT_CONFIG = ConsumerGroupConfig()
+
+
+def _described(partitions: dict[str, frozenset[int]], image: TopicsImage) -> DescribedAssignment:
+    return DescribedAssignment(
+        [
+            DescribedTopicPartitions(t, image.topic_name(t) or "", sorted(ps))
+            for t, ps in sorted(partitions.items())
+            if ps
+        ]
+    )
+
+
+def consumer_group_describe(
+    state: ConsumerGroupsState,
+    group_ids: Iterable[str],
+    metadata: TopicsImage | None = None,
+    config: ConsumerGroupConfig = DEFAULT_CONFIG,
+) -> ConsumerGroupDescribeResponse:
+    """Describe groups; ``metadata`` supplies topic names (an unknown or absent topic gets "")."""
+    if metadata is None:
+        metadata = TopicsImage.empty()
+    response = ConsumerGroupDescribeResponse()
+    for gid in group_ids:
+        group = state.group(gid)
+        if not gid:
+            response.groups.append(
+                DescribedGroup(error_code=int(Errors.INVALID_GROUP_ID), error_message="GroupId can't be empty.")
+            )
+            continue
+        if group is None:
+            response.groups.append(
+                DescribedGroup(
+                    error_code=int(Errors.GROUP_ID_NOT_FOUND),
+                    error_message=f"Group {gid} not found.",
+                    group_id=gid,
+                    group_state=ConsumerGroupState.DEAD.value,
+                )
+            )
+            continue
+        members = []
+        for mid in sorted(group.members):
+            m = group.members[mid]
+            members.append(
+                DescribedMember(
+                    member_id=mid,
+                    instance_id=m.instance_id,
+                    rack_id=m.rack_id,
+                    member_epoch=m.member_epoch,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    subscribed_topic_names=list(m.subscribed_topic_names),
+                    subscribed_topic_regex=m.subscribed_topic_regex,
+                    assignment=_described(m.assigned_partitions(), metadata),
+                    target_assignment=_described(dict(group.target.get(mid, {})), metadata),
+                )
+            )
+        response.groups.append(
+            DescribedGroup(
+                group_id=gid,
+                group_state=group.state().value,
+                group_epoch=group.group_epoch,
+                assignment_epoch=group.assignment_epoch,
+                assignor_name=group.preferred_assignor(config.assignors, config.default_assignor),
+                members=members,
+            )
+        )
+    return response
+
+
+def list_group_states(state: ConsumerGroupsState, states_filter: Iterable[str] | None = None) -> list[tuple[str, str]]:
+    """(group id, state) for ListGroups; ``states_filter`` matches Kafka's case-insensitive state names."""
+    wanted = {s.lower() for s in states_filter} if states_filter else None
+    out = []
+    for gid in sorted(state.groups):
+        s = state.groups[gid].state().value
+        if wanted is None or s.lower() in wanted:
+            out.append((gid, s))
+    return out
+
+
+def group_state(state: ConsumerGroupsState, group_id: str) -> ConsumerGroupState:
+    group = state.group(group_id)
+    return ConsumerGroupState.DEAD if group is None else group.state()
+
+
+def group_exists(state: ConsumerGroupsState, group_id: str) -> bool:
+    return group_id in state.groups
+
+
+def is_group_empty(state: ConsumerGroupsState, group_id: str) -> bool:
+    group = state.group(group_id)
+    return group is None or not group.members
+
+
+def subscribed_topic_names(state: ConsumerGroupsState, group_id: str) -> frozenset[str]:
+    """Topics the group consumes (names and resolved regexes): their offsets must not expire."""
+    group = state.group(group_id)
+    return frozenset() if group is None else group.subscribed_topic_names()

@@ -1,0 +1,243 @@
+"""ConsumerGroup: the in-memory hard state of one consumer group plus indexes derived from it.
+
+Only ``ConsumerGroupsState.replay`` mutates a group; handlers read it and describe changes as
+records. The indexes (static members, partition owners, subscription counts) are rebuilt by
+the same replay, so they never disagree with the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState, TopicPartitionSet
+from coordinator.groups.topics import TopicsImage
+
+
+class ConsumerGroupState(Enum):
+    """Derived group state (ConsumerGroup.maybeUpdateGroupState); values are Kafka's display strings."""
+
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedRegularExpression:
+    topics: frozenset[str]
+    version: int
+    timestamp: int
+
+
+def _bump(counts: dict[str, int], key: str | None, delta: int) -> None:
+    if key is None:
+        return
+    n = counts.get(key, 0) + delta
+    if n > 0:
+        counts[key] = n
+    else:
+        counts.pop(key, None)
+
+
+class ConsumerGroup:
+    __slots__ = (
+        "group_id",
+        "group_epoch",
+        "metadata_hash",
+        "assignment_epoch",
+        "assignment_timestamp",
+        "members",
+        "target",
+        "regexes",
+        "static_members",
+        "partition_owner",
+        "topic_name_counts",
+        "regex_counts",
+        "assignor_counts",
+        "_subscribed_names",
+    )
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.metadata_hash = 0
+        self.assignment_epoch = 0
+        self.assignment_timestamp = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.target: dict[str, TopicPartitionSet] = {}
+        self.regexes: dict[str, ResolvedRegularExpression] = {}
+        self.static_members: dict[str, str] = {}
+        # (topic id, partition) -> member id currently holding it (assigned or pending revocation):
+        # Kafka's currentPartitionEpoch, the map that keeps two members from owning one partition.
+        self.partition_owner: dict[tuple[str, int], str] = {}
+        self.topic_name_counts: dict[str, int] = {}
+        self.regex_counts: dict[str, int] = {}
+        self.assignor_counts: dict[str, int] = {}
+        self._subscribed_names: frozenset[str] | None = None
+
+    # --- mutation, replay only ---------------------------------------------------------------
+
+    def put_member(self, member: ConsumerGroupMember) -> None:
+        old = self.members.get(member.member_id)
+        if old is not None:
+            self._unindex(old)
+        self.members[member.member_id] = member
+        self._index(member)
+
+    def drop_member(self, member_id: str) -> None:
+        old = self.members.pop(member_id, None)
+        if old is not None:
+            self._unindex(old)
+
+    def put_regex(self, regex: str, resolved: ResolvedRegularExpression | None) -> None:
+        if resolved is None:
+            self.regexes.pop(regex, None)
+        else:
+            self.regexes[regex] = resolved
+        self._subscribed_names = None
+
+    def _index(self, m: ConsumerGroupMember) -> None:
+        if m.instance_id is not None:
+            self.static_members[m.instance_id] = m.member_id
+        for t, ps in m.assigned.items():
+            for p in ps:
+                self.partition_owner[(t, p)] = m.member_id
+        for t, ps in m.pending_revocation.items():
+            for p in ps:
+                self.partition_owner[(t, p)] = m.member_id
+        for name in m.subscribed_topic_names:
+            _bump(self.topic_name_counts, name, 1)
+        _bump(self.regex_counts, m.subscribed_topic_regex, 1)
+        _bump(self.assignor_counts, m.server_assignor, 1)
+        self._subscribed_names = None
+
+    def _unindex(self, m: ConsumerGroupMember) -> None:
+        if m.instance_id is not None and self.static_members.get(m.instance_id) == m.member_id:
+            del self.static_members[m.instance_id]
+        for epochs in (m.assigned, m.pending_revocation):
+            for t, ps in epochs.items():
+                for p in ps:
+                    if self.partition_owner.get((t, p)) == m.member_id:
+                        del self.partition_owner[(t, p)]
+        for name in m.subscribed_topic_names:
+            _bump(self.topic_name_counts, name, -1)
+        _bump(self.regex_counts, m.subscribed_topic_regex, -1)
+        _bump(self.assignor_counts, m.server_assignor, -1)
+        self._subscribed_names = None
+
+    # --- queries -------------------------------------------------------------------------------
+
+    def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
+        member_id = self.static_members.get(instance_id)
+        return None if member_id is None else self.members.get(member_id)
+
+    def owner_of(self, topic_id: str, partition: int) -> str | None:
+        return self.partition_owner.get((topic_id, partition))
+
+    def subscribed_topic_names(self) -> frozenset[str]:
+        """Every topic name the group subscribes to, by name or through a resolved regex."""
+        if self._subscribed_names is None:
+            names = set(self.topic_name_counts)
+            for regex in self.regex_counts:
+                resolved = self.regexes.get(regex)
+                if resolved is not None:
+                    names |= resolved.topics
+            self._subscribed_names = frozenset(names)
+        return self._subscribed_names
+
+    def member_topic_names(self, member: ConsumerGroupMember) -> frozenset[str]:
+        names = frozenset(member.subscribed_topic_names)
+        if member.subscribed_topic_regex is not None:
+            resolved = self.regexes.get(member.subscribed_topic_regex)
+            if resolved is not None:
+                names = names | resolved.topics
+        return names
+
+    def state(self) -> ConsumerGroupState:
+        if not self.members:
+            return ConsumerGroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ConsumerGroupState.ASSIGNING
+        for m in self.members.values():
+            if not m.is_reconciled_to(self.assignment_epoch):
+                return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
+
+    def preferred_assignor(self, configured: Iterable[str], default: str) -> str:
+        return choose_assignor(self.assignor_counts, configured, default)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "group_epoch": self.group_epoch,
+            "metadata_hash": self.metadata_hash,
+            "assignment_epoch": self.assignment_epoch,
+            "assignment_timestamp": self.assignment_timestamp,
+            "members": {mid: member_snapshot(self.members[mid]) for mid in sorted(self.members)},
+            "target": {mid: partitions_snapshot(self.target[mid]) for mid in sorted(self.target)},
+            "regexes": {r: (tuple(sorted(v.topics)), v.version, v.timestamp) for r, v in sorted(self.regexes.items())},
+        }
+
+
+def choose_assignor(counts: Mapping[str, int], configured: Iterable[str], default: str) -> str:
+    """The most common member preference; ties go to the assignor configured first."""
+    order = {name: i for i, name in enumerate(configured)}
+    best: str | None = None
+    for name, n in counts.items():
+        if name not in order:
+            continue
+        if best is None or n > counts[best] or (n == counts[best] and order[name] < order[best]):
+            best = name
+    return default if best is None else best
+
+
+def partitions_snapshot(ps: TopicPartitionSet | Mapping[str, Any]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return tuple((t, tuple(sorted(ps[t]))) for t in sorted(ps) if ps[t])
+
+
+def _epochs_snapshot(epochs: Mapping[str, Mapping[int, int]]) -> tuple[tuple[str, tuple[tuple[int, int], ...]], ...]:
+    return tuple((t, tuple(sorted(epochs[t].items()))) for t in sorted(epochs) if epochs[t])
+
+
+def member_snapshot(m: ConsumerGroupMember) -> tuple[Any, ...]:
+    return (
+        m.instance_id,
+        m.rack_id,
+        m.client_id,
+        m.client_host,
+        m.rebalance_timeout_ms,
+        m.subscribed_topic_names,
+        m.subscribed_topic_regex,
+        m.server_assignor,
+        m.member_epoch,
+        m.previous_member_epoch,
+        int(m.state),
+        _epochs_snapshot(m.assigned),
+        _epochs_snapshot(m.pending_revocation),
+        m.has_metadata,
+        m.has_assignment,
+    )
+
+
+def topic_ids_for(names: Iterable[str], image: TopicsImage) -> frozenset[str]:
+    ids = []
+    for name in names:
+        tid = image.topic_id(name)
+        if tid is not None:
+            ids.append(tid)
+    return frozenset(ids)
+
+
+__all__ = [
+    "ConsumerGroup",
+    "ConsumerGroupState",
+    "MemberState",
+    "ResolvedRegularExpression",
+    "choose_assignor",
+    "member_snapshot",
+    "partitions_snapshot",
+    "topic_ids_for",
+]

@@ -1,0 +1,367 @@
+"""ConsumerGroupHeartbeat: join, heartbeat, reconcile and leave in one RPC (KIP-848).
+
+A regular heartbeat runs Kafka's three steps:
+
+1. create or update the member; bump the group epoch if its subscription, regex or assignor
+   preference changed, the member set changed, or the metadata hash of the subscribed topics
+   changed (topics created, deleted, re-created or grown);
+2. if the target assignment lags the group epoch and the assignment interval has passed, run
+   the assignor over the whole group (TargetAssignmentBuilder);
+3. move this member one step towards its target (CurrentAssignmentBuilder).
+
+Nothing here mutates the state: the result's records, replayed by the runtime, do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.consumer import log_records
+from coordinator.groups.consumer.assignment import can_compute_target, compute_target_assignment
+from coordinator.groups.consumer.current_assignment import CurrentAssignmentBuilder
+from coordinator.groups.consumer.fencing import fence_member
+from coordinator.groups.consumer.group import ConsumerGroup, ResolvedRegularExpression
+from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState, TopicPartitionSet
+from coordinator.groups.consumer.member_id import generate_member_id
+from coordinator.groups.consumer.messages import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    HeartbeatAssignment,
+    HeartbeatTopicPartitions,
+    RequestContext,
+)
+from coordinator.groups.consumer.regex import resolve_regex
+from coordinator.groups.consumer.state import ConsumerGroupsState
+from coordinator.groups.consumer.subscriptions import group_topic_names, member_topic_ids, regexes_in_use
+from coordinator.groups.consumer.timers import (
+    cancel_member_timers,
+    rebalance_key,
+    schedule_assignment,
+    schedule_rebalance,
+    schedule_session,
+)
+from coordinator.groups.consumer.validation import throw_if_member_epoch_invalid, validate_heartbeat_request
+from coordinator.groups.errors import Errors, GroupError
+from coordinator.groups.topics import TopicsImage
+from coordinator.runtime.api import CancelTimer, Result, TimerOp
+from records import CoordinatorRecord
+
+DEFAULT_CONFIG = ConsumerGroupConfig()
+DEFAULT_CONTEXT = RequestContext()
+
+
+def consumer_group_heartbeat(
+    state: ConsumerGroupsState,
+    request: ConsumerGroupHeartbeatRequest,
+    now_ms: int,
+    metadata: TopicsImage,
+    config: ConsumerGroupConfig = DEFAULT_CONFIG,
+    context: RequestContext = DEFAULT_CONTEXT,
+) -> Result[ConsumerGroupHeartbeatResponse]:
+    try:
+        validate_heartbeat_request(request, context.api_version, config)
+        if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return _leave(state, request, metadata)
+        return _heartbeat(state, request, now_ms, metadata, config, context)
+    except GroupError as exc:
+        return Result(ConsumerGroupHeartbeatResponse(error_code=int(exc.error), error_message=exc.message))
+
+
+def _assignment_response(member: ConsumerGroupMember) -> HeartbeatAssignment:
+    return HeartbeatAssignment(
+        [HeartbeatTopicPartitions(t, sorted(ps)) for t, ps in sorted(member.assigned.items()) if ps]
+    )
+
+
+def _same_partitions(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
+    if a.assigned.keys() != b.assigned.keys():
+        return False
+    return all(a.assigned[t].keys() == b.assigned[t].keys() for t in a.assigned)
+
+
+def _leave(
+    state: ConsumerGroupsState, request: ConsumerGroupHeartbeatRequest, image: TopicsImage
+) -> Result[ConsumerGroupHeartbeatResponse]:
+    group = state.group(request.group_id)
+    if group is None:
+        raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Group {request.group_id} is unknown.")
+    member: ConsumerGroupMember | None
+    if request.instance_id is None:
+        member = group.members.get(request.member_id)
+        if member is None:
+            raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Member {request.member_id} is unknown.")
+    else:
+        member = group.static_member(request.instance_id)
+        if member is None:
+            raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
+        if member.member_id != request.member_id:
+            raise GroupError(
+                Errors.FENCED_INSTANCE_ID,
+                f"Static member {request.member_id} with instance id {request.instance_id} "
+                f"was fenced by member {member.member_id}.",
+            )
+    response = ConsumerGroupHeartbeatResponse(member_id=member.member_id, member_epoch=request.member_epoch)
+    if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        # The static member keeps its assignment for a rejoin within the session timeout; what it
+        # was still revoking is released now since it stopped consuming. The session timer keeps
+        # running and removes the member if it does not come back.
+        left = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={})
+        return Result(
+            response,
+            [log_records.current_assignment_record(group.group_id, left)],
+            [CancelTimer(rebalance_key(group.group_id, member.member_id))],
+        )
+    records, timers = fence_member(group, member, image)
+    return Result(response, records, timers)
+
+
+def _replace_static_member_records(
+    group_id: str, old: ConsumerGroupMember, new: ConsumerGroupMember, target: TopicPartitionSet
+) -> list[CoordinatorRecord]:
+    """The new incarnation takes over the old one's assignment; no rebalance."""
+    return [
+        log_records.current_assignment_tombstone(group_id, old.member_id),
+        log_records.target_member_tombstone(group_id, old.member_id),
+        log_records.member_metadata_tombstone(group_id, old.member_id),
+        log_records.member_metadata_record(group_id, new),
+        log_records.target_member_record(group_id, new.member_id, target),
+        log_records.current_assignment_record(group_id, new),
+    ]
+
+
+def _heartbeat(
+    state: ConsumerGroupsState,
+    request: ConsumerGroupHeartbeatRequest,
+    now_ms: int,
+    image: TopicsImage,
+    config: ConsumerGroupConfig,
+    context: RequestContext,
+) -> Result[ConsumerGroupHeartbeatResponse]:
+    group_id = request.group_id
+    epoch = request.member_epoch
+    group = state.group(group_id)
+    if group is None:
+        if epoch != 0:
+            raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Group {group_id} has no member {request.member_id}.")
+        group = ConsumerGroup(group_id)
+
+    member_id = request.member_id
+    if len(group.members) >= config.max_size and (not member_id or member_id not in group.members):
+        raise GroupError(
+            Errors.GROUP_MAX_SIZE_REACHED,
+            f"The consumer group has reached its maximum capacity of {config.max_size} members.",
+        )
+    if not member_id:
+        member_id = generate_member_id(
+            group_id,
+            group.group_epoch,
+            len(group.members),
+            now_ms,
+            context.client_id,
+            context.client_host,
+            request.instance_id,
+            group.members,
+        )
+
+    records: list[CoordinatorRecord] = []
+    timers: list[TimerOp] = []
+    replaced: ConsumerGroupMember | None = None
+    member = _get_or_create_member(group, request, member_id)
+    if request.instance_id is not None and epoch == 0:
+        existing = group.static_member(request.instance_id)
+        if existing is not None and existing.member_id != member_id:
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise GroupError(
+                    Errors.UNRELEASED_INSTANCE_ID,
+                    f"Static member {member_id} with instance id {request.instance_id} cannot join the group "
+                    f"because the instance id is owned by member {existing.member_id}.",
+                )
+            replaced = existing
+            member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            records += _replace_static_member_records(
+                group_id, existing, member, group.target.get(existing.member_id, {})
+            )
+            timers += cancel_member_timers(group_id, existing.member_id)
+
+    # Step 1: the member as this heartbeat describes it.
+    updated = replace(
+        member,
+        instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
+        rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+        rebalance_timeout_ms=(
+            request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms
+        ),
+        server_assignor=request.server_assignor if request.server_assignor is not None else member.server_assignor,
+        subscribed_topic_names=(
+            tuple(sorted(set(request.subscribed_topic_names)))
+            if request.subscribed_topic_names is not None
+            else member.subscribed_topic_names
+        ),
+        subscribed_topic_regex=(
+            (request.subscribed_topic_regex or None)
+            if request.subscribed_topic_regex is not None
+            else member.subscribed_topic_regex
+        ),
+        client_id=context.client_id,
+        client_host=context.client_host,
+        has_metadata=True,
+    )
+    subscription_changed = not updated.subscription_equals(member)
+    # A static member taking over its instance's assignment is the same logical member: no bump.
+    membership_changed = (
+        subscription_changed
+        or updated.server_assignor != member.server_assignor
+        or (member_id not in group.members and replaced is None)
+    )
+    if not member.has_metadata or not updated.metadata_equals(member):
+        records.append(log_records.member_metadata_record(group_id, updated))
+
+    members_view: dict[str, ConsumerGroupMember] | None = None
+    if membership_changed or replaced is not None:
+        members_view = dict(group.members)
+        if replaced is not None:
+            del members_view[replaced.member_id]
+        members_view[member_id] = updated
+    in_use = regexes_in_use(members_view.values()) if members_view is not None else set(group.regex_counts)
+
+    regexes, regex_records = _refresh_regexes(group, in_use, image, now_ms, config)
+    records += regex_records
+
+    if members_view is None and not regex_records:
+        subscribed_names = group.subscribed_topic_names()
+    else:
+        subscribed_names = group_topic_names(
+            members_view.values() if members_view is not None else group.members.values(), regexes
+        )
+    metadata_hash = image.metadata_hash(subscribed_names)
+
+    group_epoch = group.group_epoch
+    if membership_changed or metadata_hash != group.metadata_hash:
+        group_epoch += 1
+        records.append(log_records.group_epoch_record(group_id, group_epoch, metadata_hash))
+
+    # Step 2: the target assignment, at most once per assignment interval.
+    targets: dict[str, TopicPartitionSet] = group.target
+    if replaced is not None:
+        targets = dict(group.target)
+        targets[member_id] = targets.pop(replaced.member_id, {})
+    target_epoch = group.assignment_epoch
+    member_target: TopicPartitionSet = targets.get(member_id, {})
+    if group_epoch > group.assignment_epoch:
+        if can_compute_target(group.assignment_timestamp, now_ms, config):
+            if members_view is None:
+                members_view = dict(group.members)
+                members_view[member_id] = updated
+            result = compute_target_assignment(
+                group_id, group_epoch, members_view, regexes, targets, image, config, now_ms
+            )
+            records += result.records
+            target_epoch = group_epoch
+            member_target = result.targets.get(member_id, {})
+        else:
+            timers.append(schedule_assignment(group_id, group.assignment_timestamp + config.assignment_interval_ms))
+
+    # Step 3: reconcile this member one step.
+    reconciled = updated
+    if not updated.is_reconciled_to(target_epoch) or subscription_changed:
+        replaced_id = replaced.member_id if replaced is not None else None
+
+        def owner_of(topic_id: str, partition: int) -> str | None:
+            owner = group.owner_of(topic_id, partition)
+            return member_id if owner is not None and owner == replaced_id else owner
+
+        reconciled = CurrentAssignmentBuilder(
+            updated,
+            target_epoch,
+            member_target,
+            member_topic_ids(updated, regexes, image),
+            owner_of,
+            request.topic_partitions,
+            subscription_changed,
+        ).build()
+    if not reconciled.has_assignment or not reconciled.assignment_equals(member):
+        records.append(log_records.current_assignment_record(group_id, reconciled))
+        if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
+            timers.append(
+                schedule_rebalance(
+                    group_id, member_id, reconciled.member_epoch, now_ms, reconciled.rebalance_timeout_ms
+                )
+            )
+        else:
+            timers.append(CancelTimer(rebalance_key(group_id, member_id)))
+    timers.append(schedule_session(group_id, member_id, now_ms, config.session_timeout_ms))
+
+    response = ConsumerGroupHeartbeatResponse(
+        member_id=member_id,
+        member_epoch=reconciled.member_epoch,
+        heartbeat_interval_ms=config.heartbeat_interval_ms,
+    )
+    full_request = epoch == 0 or (
+        request.rebalance_timeout_ms != -1
+        and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
+        and request.topic_partitions is not None
+    )
+    if full_request or not _same_partitions(member, reconciled):
+        response.assignment = _assignment_response(reconciled)
+    return Result(response, records, timers)
+
+
+def _get_or_create_member(
+    group: ConsumerGroup, request: ConsumerGroupHeartbeatRequest, member_id: str
+) -> ConsumerGroupMember:
+    epoch = request.member_epoch
+    if request.instance_id is None:
+        member = group.members.get(member_id)
+        if member is None:
+            if epoch != 0:
+                raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of the group.")
+            return ConsumerGroupMember(member_id=member_id)
+        throw_if_member_epoch_invalid(member, epoch, request.topic_partitions)
+        return member
+    existing = group.static_member(request.instance_id)
+    if epoch == 0:
+        if existing is not None and existing.member_id == member_id:
+            return existing
+        # A new static member, or a replacement the caller checks against the existing one.
+        return group.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
+    if existing is None:
+        raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
+    if existing.member_id != member_id:
+        raise GroupError(
+            Errors.FENCED_INSTANCE_ID,
+            f"Static member {member_id} with instance id {request.instance_id} was fenced by member {existing.member_id}.",
+        )
+    throw_if_member_epoch_invalid(existing, epoch, request.topic_partitions)
+    return existing
+
+
+def _refresh_regexes(
+    group: ConsumerGroup, in_use: set[str], image: TopicsImage, now_ms: int, config: ConsumerGroupConfig
+) -> tuple[dict[str, ResolvedRegularExpression], list[CoordinatorRecord]]:
+    """Resolve new regexes, re-resolve on a new metadata image or after the refresh interval,
+    and drop regexes no member uses any more."""
+    regexes = group.regexes
+    records: list[CoordinatorRecord] = []
+    updated: dict[str, ResolvedRegularExpression] | None = None
+    for regex in sorted(in_use):
+        current = regexes.get(regex)
+        if (
+            current is not None
+            and current.version == image.version
+            and now_ms - current.timestamp < config.regex_refresh_interval_ms
+        ):
+            continue
+        topics = resolve_regex(regex, image)
+        if updated is None:
+            updated = dict(regexes)
+        updated[regex] = ResolvedRegularExpression(topics, image.version, now_ms)
+        records.append(log_records.regex_record(group.group_id, regex, topics, image.version, now_ms))
+    for regex in sorted(set(regexes) - in_use):
+        if updated is None:
+            updated = dict(regexes)
+        del updated[regex]
+        records.append(log_records.regex_tombstone(group.group_id, regex))
+    return (regexes if updated is None else updated), records

@@ -1,0 +1,35 @@
+"""Coordinator-generated member ids (ConsumerGroupHeartbeat v0) without randomness.
+
+Kafka draws a random Uuid. A pure handler may not, so the id is a hash of inputs that differ
+between any two joins the coordinator can see: the group epoch moves on every accepted join,
+and the clock, client and member count separate the rest. The format matches Kafka's
+``Uuid.toString()`` (22 characters of URL-safe base64); collisions with a live member are skipped.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Container
+
+
+def generate_member_id(
+    group_id: str,
+    group_epoch: int,
+    member_count: int,
+    now_ms: int,
+    client_id: str,
+    client_host: str,
+    instance_id: str | None,
+    taken: Container[str],
+) -> str:
+    attempt = 0
+    while True:
+        seed = (
+            f"{group_id}\0{group_epoch}\0{member_count}\0{now_ms}\0{client_id}\0{client_host}\0{instance_id}\0{attempt}"
+        )
+        digest = hashlib.blake2b(seed.encode(), digest_size=16).digest()
+        member_id = base64.urlsafe_b64encode(digest).decode().rstrip("=")
+        if member_id not in taken:
+            return member_id
+        attempt += 1

@@ -1,0 +1,35 @@
+"""Regular-expression subscriptions (KIP-848): RE2 syntax, full-name match, resolved by the coordinator."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import re2
+
+from coordinator.groups.errors import Errors, GroupError
+from coordinator.groups.topics import TopicsImage
+
+_OPTIONS = re2.Options()
+# Invalid patterns are a client error answered with INVALID_REGULAR_EXPRESSION, not a server log line.
+_OPTIONS.log_errors = False
+
+
+@lru_cache(maxsize=4096)
+def _compile(regex: str) -> Any:
+    return re2.compile(regex, _OPTIONS)
+
+
+def throw_if_regex_invalid(regex: str) -> None:
+    try:
+        _compile(regex)
+    except re2.error as exc:
+        raise GroupError(
+            Errors.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {regex!r} is not a valid RE2 regex: {exc}"
+        ) from None
+
+
+def resolve_regex(regex: str, image: TopicsImage) -> frozenset[str]:
+    """Topic names of ``image`` the whole of which ``regex`` matches (Kafka uses ``matches()``)."""
+    pattern = _compile(regex)
+    return frozenset(name for name in image.topics if pattern.fullmatch(name) is not None)

@@ -1,0 +1,83 @@
+"""Timer expiries (session timeout, rebalance timeout, throttled assignment) and timers after a load."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.consumer.assignment import can_compute_target, compute_target_assignment
+from coordinator.groups.consumer.fencing import fence_member
+from coordinator.groups.consumer.member import MemberState
+from coordinator.groups.consumer.state import ConsumerGroupsState
+from coordinator.groups.consumer.timers import (
+    AssignmentDue,
+    RebalanceTimeout,
+    SessionTimeout,
+    schedule_assignment,
+    schedule_rebalance,
+    schedule_session,
+)
+from coordinator.groups.topics import TopicsImage
+from coordinator.runtime.api import Result, TimerOp
+
+DEFAULT_CONFIG = ConsumerGroupConfig()
+
+
+def on_timer(
+    state: ConsumerGroupsState,
+    event: Any,
+    now_ms: int,
+    metadata: TopicsImage,
+    config: ConsumerGroupConfig = DEFAULT_CONFIG,
+) -> Result[None]:
+    """Handle a fired timer. Every check is repeated against the current state: a timer may
+    outlive what it was armed for (the member left, was replaced, or moved to a new epoch)."""
+    if isinstance(event, SessionTimeout):
+        group = state.group(event.group_id)
+        member = group.members.get(event.member_id) if group is not None else None
+        if group is None or member is None:
+            return Result(None)
+        records, timers = fence_member(group, member, metadata)
+        return Result(None, records, timers)
+    if isinstance(event, RebalanceTimeout):
+        group = state.group(event.group_id)
+        member = group.members.get(event.member_id) if group is not None else None
+        if (
+            group is None
+            or member is None
+            or member.member_epoch != event.member_epoch
+            or member.state != MemberState.UNREVOKED_PARTITIONS
+        ):
+            return Result(None)
+        records, timers = fence_member(group, member, metadata)
+        return Result(None, records, timers)
+    if isinstance(event, AssignmentDue):
+        group = state.group(event.group_id)
+        if group is None or not group.members or group.group_epoch <= group.assignment_epoch:
+            return Result(None)
+        if not can_compute_target(group.assignment_timestamp, now_ms, config):
+            deadline = group.assignment_timestamp + config.assignment_interval_ms
+            return Result(None, [], [schedule_assignment(group.group_id, deadline)])
+        result = compute_target_assignment(
+            group.group_id, group.group_epoch, group.members, group.regexes, group.target, metadata, config, now_ms
+        )
+        return Result(None, result.records)
+    return Result(None)
+
+
+def on_loaded(state: ConsumerGroupsState, now_ms: int, config: ConsumerGroupConfig = DEFAULT_CONFIG) -> list[TimerOp]:
+    """Timers live in memory only: after a load every member gets a fresh session timeout, members
+    still revoking a fresh rebalance timeout, and lagging groups an assignment timer."""
+    timers: list[TimerOp] = []
+    for gid in sorted(state.groups):
+        group = state.groups[gid]
+        for mid in sorted(group.members):
+            member = group.members[mid]
+            timers.append(schedule_session(gid, mid, now_ms, config.session_timeout_ms))
+            if member.state == MemberState.UNREVOKED_PARTITIONS:
+                timers.append(schedule_rebalance(gid, mid, member.member_epoch, now_ms, member.rebalance_timeout_ms))
+        if group.members and group.group_epoch > group.assignment_epoch:
+            timers.append(
+                schedule_assignment(gid, max(now_ms, group.assignment_timestamp + config.assignment_interval_ms))
+            )
+    return timers

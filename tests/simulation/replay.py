@@ -1,0 +1,25 @@
+"""Replay one simulation seed and print its trace: ``python -m tests.simulation.replay SEED``."""
+
+from __future__ import annotations
+
+import sys
+
+from tests.simulation.sim import InvariantViolation, Scenario, Simulation
+
+
+def main(argv: list[str]) -> int:
+    seed = int(argv[1])
+    sim = Simulation(Scenario.random(seed))
+    try:
+        sim.run()
+    except InvariantViolation as exc:
+        print("\n".join(sim.trace))
+        print(exc)
+        return 1
+    print("\n".join(sim.trace))
+    print(f"seed {seed}: ok after {sim.steps} steps, {sim.committed} commits accepted")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,78 @@
+"""Deterministic simulation of consumer groups: >= 1000 seeded random scenarios per run.
+
+A failure names the seed; ``python -m tests.simulation.replay SEED`` replays it with a trace.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.simulation.sim import InvariantViolation, Scenario, Simulation, run_many, run_seed
+
+CHUNKS = 10
+PER_CHUNK = 100  # 1000 scenarios in the default suite
+
+
+@pytest.mark.parametrize("chunk", range(CHUNKS))
+def test_random_scenarios(chunk: int) -> None:
+    run_many(range(chunk * PER_CHUNK, (chunk + 1) * PER_CHUNK))
+
+
+def test_large_groups() -> None:
+    """The upper end of the default sizes: 50 members, 200 partitions, with every fault."""
+    for seed in range(5):
+        base = Scenario.random(10_000 + seed)
+        sc = Scenario(
+            **{**base.__dict__, "members": 50, "partitions": 200, "topics": 4, "fault_rate": 0.05, "reloads": True}
+        )
+        Simulation(sc).run()
+
+
+def test_same_seed_same_history() -> None:
+    a = run_seed(424242)
+    b = run_seed(424242)
+    assert a.trace == b.trace
+    assert a.coord.state.snapshot() == b.coord.state.snapshot()
+    assert a.coord.log == b.coord.log
+
+
+def test_a_violation_names_the_seed() -> None:
+    sim = Simulation(Scenario.random(7))
+    with pytest.raises(AssertionError, match="seed=7"):
+        sim.fail("boom")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_many_more_scenarios() -> None:
+    run_many(range(100_000, 110_000))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_long_chaos() -> None:
+    run_many(range(200_000, 200_300), chaos_ms=60_000)
+
+
+def test_the_harness_catches_a_coordinator_that_assigns_before_revocation(monkeypatch: pytest.MonkeyPatch) -> None:
+    from coordinator.groups.consumer.current_assignment import CurrentAssignmentBuilder
+
+    monkeypatch.setattr(CurrentAssignmentBuilder, "_owns_any", lambda self, partitions: False)
+    with pytest.raises(InvariantViolation, match="seed="):
+        run_many(range(20))
+
+
+def test_the_harness_catches_commits_accepted_without_partition_epochs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from coordinator.groups.consumer.offset_validation import CommitValidation
+    from coordinator.groups.errors import Errors
+    from tests.simulation import sim
+
+    def member_only(state: object, group_id: str, member_id: str, epoch: int, parts: object = ()) -> CommitValidation:
+        group = sim.ConsumerGroupsState.group(state, group_id)  # type: ignore[arg-type]
+        if group is None or member_id not in group.members:
+            return CommitValidation(Errors.UNKNOWN_MEMBER_ID)
+        return CommitValidation()
+
+    monkeypatch.setattr(sim, "validate_offset_commit", member_only)
+    with pytest.raises(InvariantViolation, match="accepted but it is not the holder"):
+        run_many(range(60))
