@@ -10,6 +10,10 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from coordinator.gateway.config import TlsSettings
+from coordinator.groups.classic.config import PROPERTY_NAMES as CLASSIC_PROPERTIES
+from coordinator.groups.classic.config import ClassicGroupConfig
+from coordinator.groups.config import PROPERTY_NAMES as CONSUMER_PROPERTIES
+from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.offsets.config import OffsetsConfig
 
 ENV_PREFIX = "GROUPCOORD_"
@@ -56,6 +60,10 @@ class Settings(BaseSettings):
         default_factory=dict, description="Extra librdkafka settings for every client (security.protocol, sasl.*)."
     )
     offsets: OffsetsConfig = Field(default_factory=OffsetsConfig)
+    group: dict[str, str] = Field(
+        default_factory=dict,
+        description="Kafka group settings by their broker names, e.g. group.consumer.session.timeout.ms.",
+    )
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     log_level: str = Field("WARNING", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
 
@@ -76,6 +84,23 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings)
+
+    @field_validator("group")
+    @classmethod
+    def _check_group(cls, value: dict[str, str]) -> dict[str, str]:
+        known = set(CONSUMER_PROPERTIES) | set(CLASSIC_PROPERTIES)
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ValueError(f"unknown group settings {unknown}; known: {sorted(known)}")
+        ClassicGroupConfig.from_properties(value)
+        ConsumerGroupConfig.from_properties(value)
+        return value
+
+    def consumer_group_config(self) -> ConsumerGroupConfig:
+        return ConsumerGroupConfig.from_properties(self.group)
+
+    def classic_group_config(self) -> ClassicGroupConfig:
+        return ClassicGroupConfig.from_properties(self.group)
 
     def client_config(self) -> dict[str, Any]:
         if self.bootstrap_servers is None:

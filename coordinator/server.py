@@ -19,7 +19,7 @@ from coordinator.runtime.log import LogTopicSpec
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.shard import ShardStatus
 from coordinator.service.gateway_handler import CoordinatorApiHandler
-from coordinator.service.metadata_cache import MetadataCache
+from coordinator.service.metadata_cache import MetadataCache, TopicInfo
 from coordinator.service.service import GroupCoordinatorService
 from deploy.local_broker import parse_hostport
 
@@ -70,7 +70,13 @@ async def _serve(settings: Settings, console: Console) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     client_config = settings.client_config()
-    handlers = GroupCoordinatorHandlers(offsets_config=settings.offsets)
+    metadata = MetadataCache(client_config)
+    handlers = GroupCoordinatorHandlers(
+        offsets_config=settings.offsets,
+        classic_config=settings.classic_group_config(),
+        consumer_config=settings.consumer_group_config(),
+        metadata=lambda: metadata.image,
+    )
     runtime: CoordinatorRuntime[GroupCoordinatorShard] = CoordinatorRuntime(
         client_config,
         LogTopicSpec(
@@ -86,12 +92,17 @@ async def _serve(settings: Settings, console: Console) -> int:
     except KafkaException as exc:
         console.print(f"[red]error:[/red] cannot reach the cluster or create the log topic: {exc}", highlight=False)
         return 1
-    metadata = MetadataCache(client_config)
     gateway: GatewayServer | None = None
     try:
         await _load_with_progress(runtime, console)
-        metadata.start()
         service = GroupCoordinatorService(runtime, handlers)
+
+        async def drop_offsets(deleted: list[TopicInfo]) -> None:
+            await service.topics_deleted([(t.name, t.id_string) for t in deleted])
+
+        metadata.on_topics_deleted(drop_offsets)
+        await metadata.refresh()
+        metadata.start()
         host, port = parse_hostport(settings.listen, 9094)
         gateway = GatewayServer(
             GatewayConfig(

@@ -46,12 +46,16 @@ def commit_offsets(
     now_ms: int,
     config: OffsetsConfig,
     membership_error: ErrorCode = ErrorCode.NONE,
+    partition_errors: dict[tuple[str, int], ErrorCode] | None = None,
 ) -> Result[OffsetCommitResponse]:
     """Validate, then write one OffsetCommit record per partition as one atomic batch.
 
     ``membership_error`` is the verdict of the group's own commit validation (member epoch or
-    generation), computed by the group logic that owns the group.
+    generation), computed by the group logic that owns the group; ``partition_errors`` names
+    partitions it refuses on their own (a consumer-group member committing a partition it does
+    not own at that epoch): those get their error and are not written.
     """
+    rejected = partition_errors or {}
     if not request.group_id:
         return Result(_all_partitions(request, ErrorCode.INVALID_GROUP_ID))
     if membership_error != ErrorCode.NONE:
@@ -100,8 +104,23 @@ def commit_offsets(
         )
         for t in request.topics
         for p in t.partitions
+        if (t.name, p.partition_index) not in rejected
     ]
-    return Result(_all_partitions(request, ErrorCode.NONE), records)
+    response = OffsetCommitResponse(
+        [
+            OffsetCommitResponseTopic(
+                t.name,
+                [
+                    OffsetCommitResponsePartition(
+                        p.partition_index, rejected.get((t.name, p.partition_index), ErrorCode.NONE)
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ]
+    )
+    return Result(response, records)
 
 
 def fetch_offsets(state: OffsetsState, request: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:

@@ -33,6 +33,9 @@ class GroupRetentionView:
     empty_since_ms: int | None = None
     # A group a membership protocol knows about (else it is a "simple" group of offsets only).
     managed: bool = False
+    # False while the group's protocol forbids expiring anything (a classic group rebalancing,
+    # or one whose protocol type is not "consumer" and that still has members).
+    expires: bool = True
 
 
 def _tombstone(group: str, topic: str, partition: int) -> CoordinatorRecord:
@@ -53,7 +56,9 @@ def expire_offsets(
     state: OffsetsState, group_id: str, view: GroupRetentionView, now_ms: int, retention_ms: int
 ) -> list[CoordinatorRecord]:
     """Tombstones for the group's offsets that have expired; subscribed topics never expire."""
-    out = []
+    out: list[CoordinatorRecord] = []
+    if not view.expires:
+        return out
     for topic, partitions in sorted(state.group_offsets(group_id).items()):
         if topic in view.subscribed_topics:
             continue

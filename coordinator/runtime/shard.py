@@ -282,6 +282,13 @@ class Shard(Generic[S]):
             raise ShardNotAvailable(self.partition, self.status, self.error or "")
         return fn(self.committed)
 
+    def read_live(self, fn: Callable[[S], T]) -> T:
+        """Run ``fn`` on the live state: only for transient protocol state that is never
+        persisted (a classic group's rebalance in progress), which the committed state lacks."""
+        if self.status is not ShardStatus.ACTIVE:
+            raise ShardNotAvailable(self.partition, self.status, self.error or "")
+        return fn(self.live)
+
     def _flush(self) -> None:
         self._flush_scheduled = False
         queued, self._queue = self._queue, []

@@ -11,10 +11,24 @@ from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.gateway.handler import RequestContext
+from coordinator.gateway.messages import consumer_group_describe as wire_cgd
+from coordinator.gateway.messages import consumer_group_heartbeat as wire_cgh
+from coordinator.gateway.messages import delete_groups as wire_delete
+from coordinator.gateway.messages import describe_groups as wire_describe
+from coordinator.gateway.messages import heartbeat as wire_heartbeat
+from coordinator.gateway.messages import join_group as wire_join
+from coordinator.gateway.messages import leave_group as wire_leave
+from coordinator.gateway.messages import list_groups as wire_list
 from coordinator.gateway.messages import offset_commit as wire_commit
+from coordinator.gateway.messages import offset_delete as wire_offset_delete
 from coordinator.gateway.messages import offset_fetch as wire_fetch
+from coordinator.gateway.messages import sync_group as wire_sync
+from coordinator.gateway.messages import txn_offset_commit as wire_txn
 from coordinator.gateway.schema import ZERO_UUID, Message
+from coordinator.groups import classic
+from coordinator.groups import consumer as cg
 from coordinator.offsets import messages as m
+from coordinator.service.convert import convert
 from coordinator.service.metadata_cache import TopicNames
 from coordinator.service.service import GroupCoordinatorService
 
@@ -30,6 +44,17 @@ class CoordinatorApiHandler:
         self._routes: dict[type[Message], Callable[[RequestContext, Any], Awaitable[Message]]] = {
             wire_commit.OffsetCommitRequest: self.offset_commit,
             wire_fetch.OffsetFetchRequest: self.offset_fetch,
+            wire_offset_delete.OffsetDeleteRequest: self.offset_delete,
+            wire_txn.TxnOffsetCommitRequest: self.txn_offset_commit,
+            wire_join.JoinGroupRequest: self.join_group,
+            wire_sync.SyncGroupRequest: self.sync_group,
+            wire_heartbeat.HeartbeatRequest: self.heartbeat,
+            wire_leave.LeaveGroupRequest: self.leave_group,
+            wire_list.ListGroupsRequest: self.list_groups,
+            wire_describe.DescribeGroupsRequest: self.describe_groups,
+            wire_delete.DeleteGroupsRequest: self.delete_groups,
+            wire_cgh.ConsumerGroupHeartbeatRequest: self.consumer_group_heartbeat,
+            wire_cgd.ConsumerGroupDescribeRequest: self.consumer_group_describe,
         }
 
     def serves(self, request_type: type[Message]) -> bool:
@@ -184,3 +209,117 @@ class CoordinatorApiHandler:
                 )
             )
         return wire_fetch.OffsetFetchResponse(groups=out)
+
+    # --- OffsetDelete / TxnOffsetCommit ------------------------------------------------------
+
+    async def offset_delete(
+        self, context: RequestContext, request: wire_offset_delete.OffsetDeleteRequest
+    ) -> wire_offset_delete.OffsetDeleteResponse:
+        answer = await self.service.delete_offsets(
+            m.OffsetDeleteRequest(
+                request.group_id,
+                [m.OffsetDeleteRequestTopic(t.name, [p.partition_index for p in t.partitions]) for t in request.topics],
+            )
+        )
+        return convert(answer, wire_offset_delete.OffsetDeleteResponse)
+
+    async def txn_offset_commit(
+        self, context: RequestContext, request: wire_txn.TxnOffsetCommitRequest
+    ) -> wire_txn.TxnOffsetCommitResponse:
+        # Transactional offsets become visible on the transaction's commit marker, which is
+        # written to the cluster's own __consumer_offsets and never seen by this sidecar. Rather
+        # than pretend, every partition is refused, so the producer fails the transaction.
+        return wire_txn.TxnOffsetCommitResponse(
+            topics=[
+                wire_txn.TxnOffsetCommitResponseTopic(
+                    name=t.name,
+                    partitions=[
+                        wire_txn.TxnOffsetCommitResponsePartition(
+                            partition_index=p.partition_index, error_code=ErrorCode.UNSUPPORTED_VERSION
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in request.topics
+            ]
+        )
+
+    # --- classic protocol --------------------------------------------------------------------
+
+    async def join_group(self, context: RequestContext, request: wire_join.JoinGroupRequest) -> Message:
+        answer = await self.service.join_group(
+            convert(
+                request,
+                classic.JoinGroupRequest,
+                api_version=context.api_version,
+                client_id=context.header.client_id or "",
+                client_host=f"/{context.client_host}",
+            )
+        )
+        response = convert(answer, wire_join.JoinGroupResponse)
+        if response.protocol_name is None and context.api_version < 7:
+            response.protocol_name = ""  # not nullable before v7
+        return response
+
+    async def sync_group(self, context: RequestContext, request: wire_sync.SyncGroupRequest) -> Message:
+        answer = await self.service.sync_group(
+            convert(request, classic.SyncGroupRequest, api_version=context.api_version)
+        )
+        return convert(answer, wire_sync.SyncGroupResponse)
+
+    async def heartbeat(self, context: RequestContext, request: wire_heartbeat.HeartbeatRequest) -> Message:
+        answer = await self.service.heartbeat(
+            convert(request, classic.HeartbeatRequest, api_version=context.api_version)
+        )
+        return convert(answer, wire_heartbeat.HeartbeatResponse)
+
+    async def leave_group(self, context: RequestContext, request: wire_leave.LeaveGroupRequest) -> Message:
+        answer = await self.service.leave_group(
+            convert(request, classic.LeaveGroupRequest, api_version=context.api_version)
+        )
+        return convert(answer, wire_leave.LeaveGroupResponse)
+
+    # --- group administration ----------------------------------------------------------------
+
+    async def list_groups(self, context: RequestContext, request: wire_list.ListGroupsRequest) -> Message:
+        error, groups = await self.service.list_groups(request.states_filter, request.types_filter)
+        return wire_list.ListGroupsResponse(
+            error_code=error, groups=[convert(g, wire_list.ListGroupsResponseListedGroup) for g in groups]
+        )
+
+    async def describe_groups(self, context: RequestContext, request: wire_describe.DescribeGroupsRequest) -> Message:
+        described = await self.service.describe_groups(list(request.groups), context.api_version)
+        return wire_describe.DescribeGroupsResponse(
+            groups=[convert(d, wire_describe.DescribeGroupsResponseDescribedGroup) for d in described]
+        )
+
+    async def delete_groups(self, context: RequestContext, request: wire_delete.DeleteGroupsRequest) -> Message:
+        results = await self.service.delete_groups(list(request.groups_names))
+        return wire_delete.DeleteGroupsResponse(
+            results=[
+                wire_delete.DeleteGroupsResponseDeletableGroupResult(group_id=g, error_code=code) for g, code in results
+            ]
+        )
+
+    # --- consumer protocol -------------------------------------------------------------------
+
+    async def consumer_group_heartbeat(
+        self, context: RequestContext, request: wire_cgh.ConsumerGroupHeartbeatRequest
+    ) -> Message:
+        answer = await self.service.consumer_group_heartbeat(
+            convert(request, cg.ConsumerGroupHeartbeatRequest),
+            cg.RequestContext(
+                api_version=context.api_version,
+                client_id=context.header.client_id or "",
+                client_host=f"/{context.client_host}",
+            ),
+        )
+        return convert(answer, wire_cgh.ConsumerGroupHeartbeatResponse)
+
+    async def consumer_group_describe(
+        self, context: RequestContext, request: wire_cgd.ConsumerGroupDescribeRequest
+    ) -> Message:
+        described = await self.service.consumer_group_describe(list(request.group_ids))
+        return wire_cgd.ConsumerGroupDescribeResponse(
+            groups=[convert(d, wire_cgd.ConsumerGroupDescribeResponseDescribedGroup) for d in described]
+        )

@@ -13,11 +13,14 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
+
+from coordinator.groups.topics import TopicImage, TopicsImage
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +52,24 @@ class TopicInfo:
         return topic_id_string(self.topic_id)
 
 
+_NO_TOPIC = TopicInfo("", uuid.UUID(int=0), 0)
+
+
+def _image(topics: dict[str, TopicInfo], version: int) -> TopicsImage:
+    return TopicsImage.of(
+        (
+            TopicImage(
+                t.name,
+                t.id_string,
+                t.partitions,
+                tuple(frozenset(r for r in racks if r) for racks in t.partition_racks),
+            )
+            for t in topics.values()
+        ),
+        version,
+    )
+
+
 class TopicNames(Protocol):
     async def name_of(self, topic_id: uuid.UUID) -> str | None: ...
 
@@ -69,6 +90,13 @@ class MetadataCache:
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self.version = 0  # bumped whenever the picture changes
+        self.image = TopicsImage.empty()
+        # Topics missing from the last refresh; declared deleted if still missing from the next.
+        self._missing: dict[str, TopicInfo] = {}
+        self._deletion_listeners: list[Callable[[list[TopicInfo]], Awaitable[None]]] = []
+
+    def on_topics_deleted(self, listener: Callable[[list[TopicInfo]], Awaitable[None]]) -> None:
+        self._deletion_listeners.append(listener)
 
     def _fetch(self) -> dict[str, TopicInfo]:
         names = [n for n, t in self._admin.list_topics(timeout=10).topics.items() if t.error is None]
@@ -79,8 +107,9 @@ class MetadataCache:
             try:
                 d = future.result(timeout=10)
             except KafkaException as exc:
-                log.debug("describe %s failed: %s", name, exc)
-                continue
+                if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    continue  # deleted between the listing and the description
+                raise  # a partial picture would look like deleted topics
             racks = tuple(tuple(node.rack or "" for node in p.replicas) for p in d.partitions)
             out[name] = TopicInfo(name, _uuid_from_client(d.topic_id), len(d.partitions), racks)
         return out
@@ -92,11 +121,41 @@ class MetadataCache:
             except KafkaException as exc:
                 log.warning("topic metadata refresh failed: %s", exc)
                 return
+            deleted, topics = self._settle(topics)
             if topics != self.topics:
                 self.version += 1
+                self.image = _image(topics, self.version)
             self.topics = topics
             self._by_id = {t.topic_id: t for t in topics.values()}
             self._last_refresh = time.monotonic()
+        if deleted:
+            log.info("topics deleted: %s", ", ".join(f"{t.name}({t.id_string})" for t in deleted))
+            for listener in self._deletion_listeners:
+                await listener(deleted)
+
+    def _settle(self, fetched: dict[str, TopicInfo]) -> tuple[list[TopicInfo], dict[str, TopicInfo]]:
+        """(deleted incarnations, picture to publish).
+
+        A topic incarnation missing from one refresh stays in the picture; missing from the next
+        one too, it is declared deleted. One bad answer must neither rebalance groups nor wipe
+        offsets. A re-created topic (same name, new id) replaces the old one at once.
+        """
+        published = dict(fetched)
+        still_missing: dict[str, TopicInfo] = {}
+        deleted: list[TopicInfo] = []
+        for name, old in self.topics.items():
+            now = fetched.get(name)
+            if now is not None and now.topic_id == old.topic_id:
+                continue
+            if now is not None:
+                deleted.append(old)  # re-created: the old incarnation is gone for sure
+            elif name in self._missing:
+                deleted.append(old)
+            else:
+                still_missing[name] = old
+                published[name] = old
+        self._missing = still_missing
+        return deleted, published
 
     async def _refresh_if_stale(self, min_age_s: float = 1.0) -> None:
         if time.monotonic() - self._last_refresh >= min_age_s:

@@ -1,18 +1,39 @@
-"""GroupCoordinatorService: routes each group request to the shard that owns the group."""
+"""GroupCoordinatorService: routes each group request to the shard that owns the group.
+
+It knows no group rules: it picks the shard, hands the request to a pure handler through the
+shard's write or read path, and turns an unavailable shard into the Kafka error clients expect.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+import asyncio
+import functools
+import itertools
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorHandlers, GroupCoordinatorShard
+from coordinator.group_shard import (
+    GroupCoordinatorHandlers,
+    GroupCoordinatorShard,
+    GroupSummary,
+    describe_classic_groups,
+    list_groups,
+    offset_fetch_error,
+)
+from coordinator.groups import classic
+from coordinator.groups import consumer as cg
+from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.topics import TopicsImage
 from coordinator.offsets.handlers import fetch_offsets
 from coordinator.offsets.messages import (
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
     OffsetFetchRequestGroup,
     OffsetFetchResponseGroup,
 )
@@ -36,10 +57,25 @@ def error_for(exc: ShardNotAvailable) -> ErrorCode:
     return _STATUS_ERRORS[exc.status]
 
 
+def _describe_classic(live: GroupCoordinatorShard, ids: list[str], api_version: int) -> list[classic.DescribedGroup]:
+    return describe_classic_groups(live, ids, api_version)
+
+
+def _describe_consumer(
+    state: GroupCoordinatorShard, ids: list[str], image: TopicsImage, config: ConsumerGroupConfig
+) -> cg.ConsumerGroupDescribeResponse:
+    return cg.consumer_group_describe(state.consumer, ids, image, config)
+
+
+Op = Callable[[GroupCoordinatorShard, int], Result[T]]
+
+
 class GroupCoordinatorService:
     def __init__(self, runtime: CoordinatorRuntime[GroupCoordinatorShard], handlers: GroupCoordinatorHandlers) -> None:
         self.runtime = runtime
         self.handlers = handlers
+        # Parked requests are answered by token; tokens only need to be unique in this process.
+        self._tokens = itertools.count()
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.runtime.partitions)
@@ -47,16 +83,22 @@ class GroupCoordinatorService:
     def shard_for(self, group_id: str) -> Shard[GroupCoordinatorShard]:
         return self.runtime.shard(self.partition_for(group_id))
 
-    async def _write(self, group_id: str, op: Callable[[GroupCoordinatorShard, int], Result[T]]) -> T:
-        return await self.shard_for(group_id).write(op)
+    async def _write(self, group_id: str, op: Op[T], on_error: Callable[[ErrorCode], T]) -> T:
+        try:
+            return await self.shard_for(group_id).write(op)
+        except ShardNotAvailable as exc:
+            return on_error(error_for(exc))
+
+    def _by_shard(self, group_ids: Iterable[str]) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = defaultdict(list)
+        for group_id in group_ids:
+            out[self.partition_for(group_id)].append(group_id)
+        return out
+
+    # --- offsets -----------------------------------------------------------------------------
 
     async def commit_offsets(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
-        try:
-            return await self._write(
-                request.group_id, lambda state, now: self.handlers.commit_offsets(state, request, now)
-            )
-        except ShardNotAvailable as exc:
-            code = error_for(exc)
+        def failed(code: ErrorCode) -> OffsetCommitResponse:
             return OffsetCommitResponse(
                 [
                     OffsetCommitResponseTopic(
@@ -66,14 +108,136 @@ class GroupCoordinatorService:
                 ]
             )
 
+        return await self._write(
+            request.group_id, lambda state, now: self.handlers.commit_offsets(state, request, now), failed
+        )
+
     async def fetch_offsets(self, groups: list[OffsetFetchRequestGroup]) -> list[OffsetFetchResponseGroup]:
         """Reads see only committed offsets (the shard's committed state)."""
         out = []
         for group in groups:
             try:
-                committed = self.shard_for(group.group_id).read(lambda state: state.offsets)
+                committed = self.shard_for(group.group_id).read(lambda state: state)
             except ShardNotAvailable as exc:
                 out.append(OffsetFetchResponseGroup(group.group_id, [], error_for(exc)))
                 continue
-            out.append(fetch_offsets(committed, group))
+            error = offset_fetch_error(committed, group)
+            if error != ErrorCode.NONE:
+                out.append(OffsetFetchResponseGroup(group.group_id, [], error))
+                continue
+            out.append(fetch_offsets(committed.offsets, group))
         return out
+
+    async def delete_offsets(self, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+        return await self._write(
+            request.group_id,
+            lambda state, now: self.handlers.delete_offsets(state, request, now),
+            lambda code: OffsetDeleteResponse(code),
+        )
+
+    async def topics_deleted(self, topics: list[tuple[str, str]]) -> None:
+        """Drop the offsets of deleted topic incarnations in every shard this process owns."""
+        futures = [
+            shard.submit(lambda state, now: self.handlers.topics_deleted(state, topics))
+            for shard in self.runtime.shards.values()
+            if shard.status is ShardStatus.ACTIVE
+        ]
+        await asyncio.gather(*futures, return_exceptions=True)
+
+    # --- group administration ----------------------------------------------------------------
+
+    async def delete_groups(self, group_ids: list[str]) -> list[tuple[str, int]]:
+        async def one_shard(partition: int, ids: list[str]) -> list[tuple[str, int]]:
+            try:
+                return await self.runtime.shard(partition).write(
+                    lambda state, now: self.handlers.delete_groups(state, ids, now)
+                )
+            except ShardNotAvailable as exc:
+                return [(g, int(error_for(exc))) for g in ids]
+
+        answers = await asyncio.gather(*(one_shard(p, ids) for p, ids in self._by_shard(group_ids).items()))
+        by_group = {g: code for answer in answers for g, code in answer}
+        return [(g, by_group[g]) for g in group_ids]
+
+    async def list_groups(
+        self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
+    ) -> tuple[int, list[GroupSummary]]:
+        """All groups of the shards this process owns; the error is that of a shard that could not answer."""
+        states, types = tuple(states_filter), tuple(types_filter)
+        error = ErrorCode.NONE
+        groups: list[GroupSummary] = []
+        for shard in self.runtime.shards.values():
+            try:
+                groups += shard.read_live(lambda live: list_groups(live, states, types))
+            except ShardNotAvailable as exc:
+                error = error_for(exc)
+        return int(error), sorted(groups, key=lambda g: g.group_id)
+
+    async def describe_groups(self, group_ids: list[str], api_version: int) -> list[classic.DescribedGroup]:
+        out: dict[str, classic.DescribedGroup] = {}
+        for partition, ids in self._by_shard(group_ids).items():
+            try:
+                described = self.runtime.shard(partition).read_live(
+                    functools.partial(_describe_classic, ids=ids, api_version=api_version)
+                )
+            except ShardNotAvailable as exc:
+                described = [classic.DescribedGroup(group_id=g, error_code=error_for(exc)) for g in ids]
+            out.update((d.group_id, d) for d in described)
+        return [out[g] for g in group_ids]
+
+    # --- classic protocol --------------------------------------------------------------------
+
+    async def join_group(self, request: classic.JoinGroupRequest) -> classic.JoinGroupResponse:
+        token = ("join", next(self._tokens))
+        return await self._write(
+            request.group_id,
+            lambda state, now: self.handlers.join_group(state, request, token, now),
+            lambda code: classic.JoinGroupResponse(error_code=code, member_id=request.member_id),
+        )
+
+    async def sync_group(self, request: classic.SyncGroupRequest) -> classic.SyncGroupResponse:
+        token = ("sync", next(self._tokens))
+        return await self._write(
+            request.group_id,
+            lambda state, now: self.handlers.sync_group(state, request, token, now),
+            lambda code: classic.SyncGroupResponse(error_code=code),
+        )
+
+    async def heartbeat(self, request: classic.HeartbeatRequest) -> classic.HeartbeatResponse:
+        return await self._write(
+            request.group_id,
+            lambda state, now: self.handlers.heartbeat(state, request, now),
+            lambda code: classic.HeartbeatResponse(error_code=code),
+        )
+
+    async def leave_group(self, request: classic.LeaveGroupRequest) -> classic.LeaveGroupResponse:
+        return await self._write(
+            request.group_id,
+            lambda state, now: self.handlers.leave_group(state, request, now),
+            lambda code: classic.LeaveGroupResponse(error_code=code),
+        )
+
+    # --- consumer protocol -------------------------------------------------------------------
+
+    async def consumer_group_heartbeat(
+        self, request: cg.ConsumerGroupHeartbeatRequest, context: cg.RequestContext
+    ) -> cg.ConsumerGroupHeartbeatResponse:
+        return await self._write(
+            request.group_id,
+            lambda state, now: self.handlers.consumer_group_heartbeat(state, request, now, context),
+            lambda code: cg.ConsumerGroupHeartbeatResponse(error_code=code),
+        )
+
+    async def consumer_group_describe(self, group_ids: list[str]) -> list[cg.messages.DescribedGroup]:
+        out: dict[str, Any] = {}
+        image = self.handlers.metadata()
+        config = self.handlers.consumer_config
+        for partition, ids in self._by_shard(group_ids).items():
+            try:
+                response = self.runtime.shard(partition).read(
+                    functools.partial(_describe_consumer, ids=ids, image=image, config=config)
+                )
+                out.update((d.group_id, d) for d in response.groups)
+            except ShardNotAvailable as exc:
+                out.update((g, cg.messages.DescribedGroup(error_code=error_for(exc), group_id=g)) for g in ids)
+        return [out[g] for g in group_ids]
