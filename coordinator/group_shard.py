@@ -345,9 +345,7 @@ def list_groups(
         ]
     if (not types or CLASSIC in types) and (not states or "empty" in states):
         # Groups that only ever committed offsets are listed as empty classic groups, like Kafka.
-        out += [
-            GroupSummary(gid, "", "Empty", CLASSIC) for gid in live.offsets.offsets if live.group_type(gid) is None
-        ]
+        out += [GroupSummary(gid, "", "Empty", CLASSIC) for gid in live.offsets.offsets if live.group_type(gid) is None]
     return sorted(out, key=lambda g: g.group_id)
 
 
