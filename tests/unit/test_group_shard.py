@@ -1,0 +1,196 @@
+"""The composed shard: which protocol owns a group id, commit validation, admin, retention."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.errors import ErrorCode
+from coordinator.group_shard import (
+    GroupCoordinatorHandlers,
+    GroupCoordinatorShard,
+    RetentionSweep,
+    describe_classic_groups,
+    list_groups,
+)
+from coordinator.groups import classic
+from coordinator.groups import consumer as cg
+from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.topics import TopicImage, TopicsImage
+from coordinator.offsets.config import OffsetsConfig
+from coordinator.offsets.messages import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetDeleteRequest,
+    OffsetDeleteRequestTopic,
+)
+from coordinator.runtime.api import Park, Result, ScheduleTimer
+from records import decode, encode
+
+IMAGE = TopicsImage.of([TopicImage("t", "TID", 2), TopicImage("u", "UID", 1)], 1)
+HANDLERS = GroupCoordinatorHandlers(
+    offsets_config=OffsetsConfig(offsets_retention_minutes=1),
+    consumer_config=ConsumerGroupConfig(assignment_interval_ms=0),
+    metadata=lambda: IMAGE,
+)
+MINUTE = 60_000
+
+
+def apply(state: GroupCoordinatorShard, result: Result[Any]) -> Any:
+    for record in result.records:
+        state.replay(decode(*encode(record)))
+    return result.response
+
+
+def commit(
+    group: str, offsets: dict[int, int], epoch: int = -1, member: str = "", topic: str = "t", version: int = 9
+) -> OffsetCommitRequest:
+    return OffsetCommitRequest(
+        group,
+        [OffsetCommitRequestTopic(topic, [OffsetCommitRequestPartition(p, o) for p, o in offsets.items()])],
+        generation_id_or_member_epoch=epoch,
+        member_id=member,
+        api_version=version,
+    )
+
+
+def codes(response: Any) -> list[int]:
+    return [p.error_code for t in response.topics for p in t.partitions]
+
+
+def join_consumer(state: GroupCoordinatorShard, group: str, now: int = 0) -> cg.ConsumerGroupHeartbeatResponse:
+    request = cg.ConsumerGroupHeartbeatRequest(
+        group,
+        member_id="m1",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        subscribed_topic_names=["t"],
+        topic_partitions=[],
+    )
+    response = apply(state, HANDLERS.consumer_group_heartbeat(state, request, now, cg.RequestContext(api_version=1)))
+    assert response.error_code == 0
+    return response
+
+
+def test_simple_group_commits() -> None:
+    state = GroupCoordinatorShard()
+    assert codes(apply(state, HANDLERS.commit_offsets(state, commit("s", {0: 5}), 0))) == [0]
+    assert codes(HANDLERS.commit_offsets(state, commit("nope", {0: 5}, epoch=1), 0).response) == [
+        ErrorCode.GROUP_ID_NOT_FOUND
+    ]
+    assert codes(HANDLERS.commit_offsets(state, commit("nope", {0: 5}, epoch=1, version=8), 0).response) == [
+        ErrorCode.ILLEGAL_GENERATION
+    ]
+    assert codes(HANDLERS.commit_offsets(state, commit("s", {0: 5}, epoch=1, member="x"), 0).response) == [
+        ErrorCode.UNKNOWN_MEMBER_ID
+    ]
+
+
+def test_consumer_group_commit_uses_member_and_partition_epochs() -> None:
+    state = GroupCoordinatorShard()
+    response = join_consumer(state, "c")
+    assert response.member_epoch == 1 and response.assignment is not None
+    owned = {tp.topic_id: tp.partitions for tp in response.assignment.topic_partitions}
+    assert owned == {"TID": [0, 1]}
+    ok = HANDLERS.commit_offsets(state, commit("c", {0: 1, 1: 2}, epoch=1, member="m1"), 0)
+    assert codes(apply(state, ok)) == [0, 0] and len(ok.records) == 2
+    assert codes(HANDLERS.commit_offsets(state, commit("c", {0: 1}, epoch=2, member="m1"), 0).response) == [
+        ErrorCode.STALE_MEMBER_EPOCH
+    ]
+    assert codes(HANDLERS.commit_offsets(state, commit("c", {0: 1}, epoch=1, member="ghost"), 0).response) == [
+        ErrorCode.UNKNOWN_MEMBER_ID
+    ]
+    # A partition of a topic the member does not own is refused alone; the owned one is written.
+    mixed = OffsetCommitRequest(
+        "c",
+        [
+            OffsetCommitRequestTopic("t", [OffsetCommitRequestPartition(0, 9)]),
+            OffsetCommitRequestTopic("u", [OffsetCommitRequestPartition(0, 9)]),
+        ],
+        generation_id_or_member_epoch=1,
+        member_id="m1",
+    )
+    result = HANDLERS.commit_offsets(state, mixed, 0)
+    assert codes(result.response) == [0, ErrorCode.STALE_MEMBER_EPOCH]
+    assert [(r.key.topic, r.key.partition) for r in result.records] == [("t", 0)]
+
+
+def test_protocol_ownership_of_a_group_id() -> None:
+    state = GroupCoordinatorShard()
+    apply(state, HANDLERS.commit_offsets(state, commit("g", {0: 5}), 0))
+    join_consumer(state, "g")  # a simple group becomes a consumer group; its offsets stay
+    assert state.group_type("g") == "consumer" and state.offsets.get("g", "t", 0) is not None
+    join = classic.JoinGroupRequest(
+        "g",
+        10000,
+        protocol_type="consumer",
+        protocols=(classic.JoinGroupRequestProtocol("range", b""),),
+        rebalance_timeout_ms=10000,
+    )
+    refused = HANDLERS.join_group(state, join, "tok", 0)
+    assert refused.response.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL and refused.records == []
+    # The member leaves: the empty consumer group turns classic on the next JoinGroup.
+    leave = cg.ConsumerGroupHeartbeatRequest("g", member_id="m1", member_epoch=-1)
+    apply(state, HANDLERS.consumer_group_heartbeat(state, leave, 0, cg.RequestContext(api_version=1)))
+    joined = HANDLERS.join_group(state, join, "tok", 0)
+    apply(state, joined)
+    assert state.group_type("g") == "classic" and state.consumer.group("g") is None
+    assert isinstance(joined.response, Park) or joined.response.error_code in (0, ErrorCode.MEMBER_ID_REQUIRED)
+
+
+def test_delete_groups_and_offset_delete() -> None:
+    state = GroupCoordinatorShard()
+    apply(state, HANDLERS.commit_offsets(state, commit("simple", {0: 1}), 0))
+    join_consumer(state, "busy")
+    apply(state, HANDLERS.commit_offsets(state, commit("busy", {0: 1}, topic="u", epoch=-1), 0))
+    answer = apply(state, HANDLERS.delete_groups(state, ["simple", "busy", "nobody"], 0))
+    assert answer == [("simple", 0), ("busy", ErrorCode.NON_EMPTY_GROUP), ("nobody", ErrorCode.GROUP_ID_NOT_FOUND)]
+    assert not state.offsets.has_group("simple")
+    request = OffsetDeleteRequest("busy", [OffsetDeleteRequestTopic("t", [0]), OffsetDeleteRequestTopic("u", [0])])
+    response = apply(state, HANDLERS.delete_offsets(state, request, 0))
+    assert [[p.error_code for p in t.partitions] for t in response.topics] == [
+        [ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC],
+        [0],
+    ]
+    assert state.offsets.get("busy", "u", 0) is None
+
+
+def test_retention_sweep_expires_and_deletes_empty_groups() -> None:
+    state = GroupCoordinatorShard()
+    apply(state, HANDLERS.commit_offsets(state, commit("simple", {0: 1}), 0))
+    join_consumer(state, "live")
+    apply(state, HANDLERS.commit_offsets(state, commit("live", {0: 1}, epoch=1, member="m1"), 0))
+    apply(state, HANDLERS.commit_offsets(state, commit("live", {0: 1}, topic="u", epoch=-1), 0))
+    early = HANDLERS.on_timer(state, RetentionSweep(), MINUTE - 1)
+    assert early.records == []
+    assert any(isinstance(t, ScheduleTimer) and t.deadline_ms > MINUTE for t in early.timers)
+    apply(state, HANDLERS.on_timer(state, RetentionSweep(), MINUTE))
+    assert not state.offsets.has_group("simple")
+    # The subscribed topic's offset stays; the unsubscribed one expires; the group stays (it has members).
+    assert state.offsets.get("live", "t", 0) is not None and state.offsets.get("live", "u", 0) is None
+    assert state.group_type("live") == "consumer"
+
+
+def test_list_and_describe() -> None:
+    state = GroupCoordinatorShard()
+    apply(state, HANDLERS.commit_offsets(state, commit("simple", {0: 1}), 0))
+    join_consumer(state, "cons")
+    everything = list_groups(state, (), ())
+    assert [(g.group_id, g.group_type, g.protocol_type) for g in everything] == [
+        ("cons", "consumer", "consumer"),
+        ("simple", "classic", ""),
+    ]
+    assert [g.group_id for g in list_groups(state, (), ("consumer",))] == ["cons"]
+    assert [g.group_id for g in list_groups(state, ("empty",), ())] == ["simple"]
+    described = describe_classic_groups(state, ["cons", "simple", "none"], 5)
+    assert described[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    assert (described[1].group_state, described[1].error_code) == ("Empty", 0)
+    assert described[2].group_state == "Dead"
+
+
+def test_on_loaded_arms_retention_and_member_sessions() -> None:
+    state = GroupCoordinatorShard()
+    join_consumer(state, "cons")
+    timers = HANDLERS.on_loaded(state, 100).timers
+    keys = {t.key for t in timers if isinstance(t, ScheduleTimer)}
+    assert "offsets-retention" in keys and any("cons" in k for k in keys)
