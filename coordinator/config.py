@@ -65,6 +65,9 @@ class Settings(BaseSettings):
         description="Kafka group settings by their broker names, e.g. group.consumer.session.timeout.ms.",
     )
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    metadata_refresh_interval_ms: int = Field(
+        10_000, ge=100, description="How often topic metadata (creations, deletions, partitions) is read."
+    )
     log_level: str = Field("WARNING", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
 
     _config_file: Path | None = None

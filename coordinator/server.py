@@ -70,7 +70,7 @@ async def _serve(settings: Settings, console: Console) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     client_config = settings.client_config()
-    metadata = MetadataCache(client_config)
+    metadata = MetadataCache(client_config, settings.metadata_refresh_interval_ms / 1000)
     handlers = GroupCoordinatorHandlers(
         offsets_config=settings.offsets,
         classic_config=settings.classic_group_config(),
