@@ -11,20 +11,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
-from runtime_bench import ROOT, percentile, raw_figures
+from runtime_bench import ROOT, cluster, percentile, raw_figures, write_results
 
 from coordinator.group_shard import GroupCoordinatorHandlers
 from coordinator.offsets.messages import OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic
 from coordinator.runtime.log import LogTopicSpec
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.service.service import GroupCoordinatorService
-from deploy.local_broker import LocalBroker, free_port
 
 
 def request(i: int, partitions: int) -> OffsetCommitRequest:
@@ -82,20 +79,10 @@ def main() -> None:
     parser.add_argument("--bootstrap", default=None)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "offsets.json"))
     args = parser.parse_args()
-    broker = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        broker = LocalBroker(port=free_port()).start()
-        bootstrap = broker.bootstrap
-    try:
+    with cluster(args.bootstrap) as (bootstrap, label):
         raw = raw_figures(bootstrap, 5000, 300)
         result = asyncio.run(ours(bootstrap, args.seconds))
-    finally:
-        if broker is not None:
-            broker.stop()
-    out = {"broker": "tansu (local)" if broker else bootstrap, "raw": raw, "groupcoord": result}
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
-    print(json.dumps(out, indent=2))
+    write_results(args.out, label, raw, result)
 
 
 if __name__ == "__main__":

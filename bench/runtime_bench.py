@@ -20,6 +20,8 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +151,23 @@ async def ours(bootstrap: str, records: int, writes: int, progress: Progress) ->
     }
 
 
+@contextmanager
+def cluster(bootstrap: str | None) -> Iterator[tuple[str, str]]:
+    """(bootstrap servers, label): the given cluster, or a local broker started for the run."""
+    if bootstrap is not None:
+        yield bootstrap, bootstrap
+        return
+    with LocalBroker(port=free_port()) as broker:
+        yield broker.bootstrap, "tansu (local)"
+
+
+def write_results(path: str, label: str, raw: dict[str, Any], ours: Any) -> None:
+    out = {"broker": label, "raw": raw, "groupcoord": ours}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(out, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=50_000)
@@ -156,22 +175,10 @@ def main() -> None:
     parser.add_argument("--bootstrap", default=None)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "runtime.json"))
     args = parser.parse_args()
-    broker = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        broker = LocalBroker(port=free_port()).start()
-        bootstrap = broker.bootstrap
-    try:
-        with Progress() as progress:
-            raw = raw_figures(bootstrap, args.records, args.writes)
-            result = asyncio.run(ours(bootstrap, args.records, args.writes, progress))
-    finally:
-        if broker is not None:
-            broker.stop()
-    out = {"broker": "tansu (local)" if broker else bootstrap, "raw": raw, "groupcoord": result}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
-    print(json.dumps(out, indent=2))
+    with cluster(args.bootstrap) as (bootstrap, label), Progress() as progress:
+        raw = raw_figures(bootstrap, args.records, args.writes)
+        result = asyncio.run(ours(bootstrap, args.records, args.writes, progress))
+    write_results(args.out, label, raw, result)
 
 
 if __name__ == "__main__":
