@@ -77,6 +77,16 @@ class CoordinatorRuntime(Generic[S]):
         if shard is not None:
             getattr(shard, method)(generation, arg)
 
+    def replace_writer(self, failed: LogWriter, error: KafkaError) -> None:
+        """An idempotent producer that hit a fatal error (fenced, out of sequence) cannot be
+        used again; shards reload from the log and append through a new one."""
+        if failed is not self.writer:
+            return  # already replaced
+        old = self.writer
+        log.error("log writer failed fatally (%s); replacing it", error)
+        self.writer = LogWriter(self.client_config, self.topic)
+        self.loop.run_in_executor(None, old.close, 0.0)
+
     def load_shard(self, partition: int) -> Shard[S]:
         if not 0 <= partition < self.partitions:
             raise ValueError(f"no partition {partition} in {self.topic} ({self.partitions} partitions)")

@@ -28,6 +28,7 @@ from confluent_kafka import KafkaError, Message
 
 from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer, ShardState, TimerOp
 from coordinator.runtime.headers import make_headers
+from coordinator.runtime.log import LogWriter
 from coordinator.runtime.replayer import LogReadError, LogReplayer
 from records import CoordinatorRecord, RecordType, encode
 from records.definitions import BatchAbortKey, BatchAbortValue, ShardEpochKey, ShardEpochValue
@@ -210,7 +211,11 @@ class Shard(Generic[S]):
         if error.fatal() or error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
             self._fail(f"log partition unreadable: {error}")
 
-    def on_delivery(self, generation: int, expected: int, error: KafkaError | None, offset: int) -> None:
+    def on_delivery(
+        self, generation: int, expected: int, error: KafkaError | None, offset: int, writer: LogWriter | None = None
+    ) -> None:
+        if error is not None and error.fatal() and writer is not None:
+            self.runtime.replace_writer(writer, error)
         if generation != self.generation:
             return
         if error is not None:
@@ -352,11 +357,12 @@ class Shard(Generic[S]):
     def _send(self, out: list[tuple[bytes, bytes | None, list[tuple[str, bytes]]]], first_offset: int) -> None:
         generation = self.generation
         loop = self.runtime.loop
+        writer = self.runtime.writer
 
         def delivered(index: int, err: KafkaError | None, offset: int) -> None:
-            loop.call_soon_threadsafe(self.on_delivery, generation, first_offset + index, err, offset)
+            loop.call_soon_threadsafe(self.on_delivery, generation, first_offset + index, err, offset, writer)
 
-        self.runtime.writer.append(self.partition, out, delivered)
+        writer.append(self.partition, out, delivered)
 
     def _release(self) -> None:
         pending = self._pending

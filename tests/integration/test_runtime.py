@@ -139,3 +139,22 @@ def test_zombie_writes_are_ignored_on_replay(bootstrap: str, unique_name: str) -
             assert committed_offset(service, "z", "t", 0) == 1
 
     asyncio.run(main())
+
+
+def test_fatal_producer_error_replaces_the_writer_and_reloads(bootstrap: str, unique_name: str) -> None:
+    from confluent_kafka import KafkaError
+
+    async def main() -> None:
+        async with running_service(bootstrap, unique_name) as service:
+            await service.commit_offsets(commit_request("w", "t", {0: 1}))
+            shard = service.shard_for("w")
+            old = service.runtime.writer
+            fatal = KafkaError(KafkaError._FENCED, "fenced by a newer producer", fatal=True)
+            shard.on_delivery(shard.generation, shard.next_offset, fatal, -1, old)
+            assert service.runtime.writer is not old
+            await shard.wait_loaded()
+            response = await service.commit_offsets(commit_request("w", "t", {0: 2}))
+            assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
+            assert committed_offset(service, "w", "t", 0) == 2
+
+    asyncio.run(main())
