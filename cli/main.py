@@ -12,12 +12,17 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from cli.admin import groups_app, offsets_app
+from cli.log import log_app
 from coordinator.config import ConfigError, Settings, load_settings
 from deploy.local_broker import BrokerStartError, LocalBroker, parse_hostport
 
 app = typer.Typer(
     help="A sidecar Kafka group coordinator that keeps its state in a compacted topic.", no_args_is_help=True
 )
+app.add_typer(groups_app, name="groups")
+app.add_typer(offsets_app, name="offsets")
+app.add_typer(log_app, name="log")
 err = Console(stderr=True)
 
 
