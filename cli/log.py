@@ -66,7 +66,7 @@ def dump(
                     break
                 raise typer.BadParameter(str(error))
             seen += 1
-            epoch, _ = parse_headers(msg.headers())
+            epoch, _ = parse_headers(list(msg.headers() or ()))  # type: ignore[arg-type]
             try:
                 record = decode(msg.key(), msg.value())
                 row = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import Any
 
 EPOCH_HEADER = "gc.e"
 BATCH_HEADER = "gc.b"
@@ -26,11 +27,13 @@ def make_headers(epoch: int, index: int, count: int) -> Headers:
     return headers
 
 
-def parse_headers(headers: Sequence[tuple[str, bytes | None]] | None) -> tuple[int, tuple[int, int] | None]:
+def parse_headers(headers: Sequence[tuple[str, Any]] | None) -> tuple[int, tuple[int, int] | None]:
     """(epoch, (index, count) or None) from a record's headers; malformed headers raise ValueError."""
     epoch = 0
     batch: tuple[int, int] | None = None
     for name, raw in headers or ():
+        if isinstance(raw, str):
+            raw = raw.encode()
         if name == EPOCH_HEADER and raw is not None:
             (epoch,) = _EPOCH.unpack(raw)
         elif name == BATCH_HEADER and raw is not None:
