@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.errors import ErrorCode
-from coordinator.groups import classic
+from coordinator.groups import classic, migration
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupConfig, ClassicGroupsState
 from coordinator.groups.config import ConsumerGroupConfig
@@ -157,6 +157,13 @@ class GroupCoordinatorHandlers:
             return self.expire_offsets(state, now_ms)
         if classic.is_classic_timer(event):
             return classic.classic_on_timer(state.classic, event, now_ms, self.classic_config)
+        if self._migration_enabled:
+            # Classic members' join/sync timeouts, and fencing that leaves only classic members.
+            migrated = migration.on_timer(
+                state.classic, state.consumer, event, now_ms, self.metadata(), self.consumer_config, self.classic_config
+            )
+            if migrated is not None:
+                return migrated
         return cg.on_timer(state.consumer, event, now_ms, self.metadata(), self.consumer_config)
 
     # --- offsets -----------------------------------------------------------------------------
@@ -259,13 +266,26 @@ class GroupCoordinatorHandlers:
 
     # --- classic protocol --------------------------------------------------------------------
 
+    @property
+    def _migration_enabled(self) -> bool:
+        """group.consumer.migration.policy=disabled keeps the two protocols apart entirely."""
+        return self.consumer_config.migration_policy != "disabled"
+
+    def _classic_member_in_consumer_group(self, state: GroupCoordinatorShard, group_id: str) -> bool:
+        """A classic request for a consumer group goes to the consumer group's engine."""
+        return self._migration_enabled and state.group_type(group_id) == CONSUMER
+
     def join_group(
         self, state: GroupCoordinatorShard, request: classic.JoinGroupRequest, token: Hashable, now_ms: int
     ) -> Result[classic.JoinGroupResponse]:
         prefix: list[CoordinatorRecord] = []
         if state.group_type(request.group_id) == CONSUMER:
             if not cg.is_group_empty(state.consumer, request.group_id):
-                # Classic members inside a consumer group need online migration (issue 6).
+                if self._migration_enabled:
+                    # A classic member joins (or rejoins) a consumer group: online migration.
+                    return migration.classic_join_to_consumer_group(
+                        state.consumer, request, now_ms, self.metadata(), self.consumer_config, self.classic_config
+                    )
                 return Result(classic.JoinGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             # An empty consumer group becomes a classic group, as Kafka converts it on join.
             prefix = cg.delete_consumer_group(state.consumer, request.group_id).records
@@ -276,16 +296,32 @@ class GroupCoordinatorHandlers:
     def sync_group(
         self, state: GroupCoordinatorShard, request: classic.SyncGroupRequest, token: Hashable, now_ms: int
     ) -> Result[classic.SyncGroupResponse]:
+        if self._classic_member_in_consumer_group(state, request.group_id):
+            return migration.classic_sync_to_consumer_group(
+                state.consumer, request, now_ms, self.metadata(), self.consumer_config
+            )
         return classic.classic_sync(state.classic, request, token, now_ms, self.classic_config)
 
     def heartbeat(
         self, state: GroupCoordinatorShard, request: classic.HeartbeatRequest, now_ms: int
     ) -> Result[classic.HeartbeatResponse]:
+        if self._classic_member_in_consumer_group(state, request.group_id):
+            return migration.classic_heartbeat_to_consumer_group(state.consumer, request, now_ms, self.consumer_config)
         return classic.classic_heartbeat(state.classic, request, now_ms, self.classic_config)
 
     def leave_group(
         self, state: GroupCoordinatorShard, request: classic.LeaveGroupRequest, now_ms: int
     ) -> Result[classic.LeaveGroupResponse]:
+        if request.group_id and self._classic_member_in_consumer_group(state, request.group_id):
+            return migration.classic_leave_to_consumer_group(
+                state.classic,
+                state.consumer,
+                request,
+                now_ms,
+                self.metadata(),
+                self.consumer_config,
+                self.classic_config,
+            )
         return classic.classic_leave(state.classic, request, now_ms, self.classic_config)
 
     # --- consumer protocol -------------------------------------------------------------------
@@ -298,8 +334,26 @@ class GroupCoordinatorHandlers:
         context: cg.RequestContext,
     ) -> Result[cg.ConsumerGroupHeartbeatResponse]:
         prefix: list[CoordinatorRecord] = []
-        if state.group_type(request.group_id) == CLASSIC:
+        kind = state.group_type(request.group_id)
+        if kind == CONSUMER and self._migration_enabled:
+            # A leave may remove the last consumer-protocol member: then the group is downgraded.
+            return migration.consumer_leave(
+                state.classic,
+                state.consumer,
+                request,
+                now_ms,
+                self.metadata(),
+                self.consumer_config,
+                self.classic_config,
+                context,
+            )
+        if kind == CLASSIC:
             if not state.classic.is_empty(request.group_id):
+                if self._migration_enabled:
+                    # Online upgrade: the classic group becomes a consumer group (one batch).
+                    return migration.upgrade_and_join(
+                        state.classic, request, now_ms, self.metadata(), self.consumer_config, context
+                    )
                 return Result(
                     cg.ConsumerGroupHeartbeatResponse(
                         error_code=ErrorCode.GROUP_ID_NOT_FOUND,

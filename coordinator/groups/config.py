@@ -20,9 +20,13 @@ PROPERTY_NAMES: dict[str, str] = {
     "group.consumer.assignors": "assignors",
     "group.consumer.assignment.interval.ms": "assignment_interval_ms",
     "group.consumer.regex.refresh.interval.ms": "regex_refresh_interval_ms",
+    "group.consumer.migration.policy": "migration_policy",
 }
 
 KNOWN_ASSIGNORS = ("uniform", "range")
+# group.consumer.migration.policy (Kafka's ConsumerGroupMigrationPolicy): which online conversions
+# of a non-empty group between the classic and the consumer protocol are allowed.
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +42,7 @@ class ConsumerGroupConfig:
     assignors: tuple[str, ...] = ("uniform", "range")
     assignment_interval_ms: int = 1000
     regex_refresh_interval_ms: int = 600000
+    migration_policy: str = "bidirectional"
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -63,6 +68,20 @@ class ConsumerGroupConfig:
         _require(len(set(self.assignors)) == len(self.assignors), "duplicate assignor")
         unknown = [a for a in self.assignors if a not in KNOWN_ASSIGNORS]
         _require(not unknown, f"unknown assignors {unknown}")
+        _require(
+            self.migration_policy in MIGRATION_POLICIES,
+            f"migration_policy={self.migration_policy!r} is not one of {', '.join(MIGRATION_POLICIES)}",
+        )
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        """A non-empty classic group may become a consumer group (ConsumerGroupMigrationPolicy)."""
+        return self.migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        """A non-empty consumer group may become a classic group again."""
+        return self.migration_policy in ("bidirectional", "downgrade")
 
     @property
     def default_assignor(self) -> str:
@@ -79,6 +98,9 @@ class ConsumerGroupConfig:
             if name == "assignors":
                 items = raw.split(",") if isinstance(raw, str) else list(raw)
                 kwargs[name] = tuple(a.strip() for a in items if a.strip())
+            elif name == "migration_policy":
+                # Kafka parses the policy case-insensitively.
+                kwargs[name] = str(raw).strip().lower()
             else:
                 kwargs[name] = int(raw)
         return cls(**kwargs)

@@ -115,6 +115,15 @@ def test_consumer_group_commit_uses_member_and_partition_epochs() -> None:
     assert [(r.key.topic, r.key.partition) for r in result.records] == [("t", 0)]
 
 
+# group.consumer.migration.policy=disabled: a non-empty group never changes protocol (the online
+# migration under the default policy is tested in tests/groups_migration).
+NO_MIGRATION = GroupCoordinatorHandlers(
+    offsets_config=OffsetsConfig(offsets_retention_minutes=1),
+    consumer_config=ConsumerGroupConfig(assignment_interval_ms=0, migration_policy="disabled"),
+    metadata=lambda: IMAGE,
+)
+
+
 def test_protocol_ownership_of_a_group_id() -> None:
     state = GroupCoordinatorShard()
     apply(state, HANDLERS.commit_offsets(state, commit("g", {0: 5}), 0))
@@ -127,7 +136,7 @@ def test_protocol_ownership_of_a_group_id() -> None:
         protocols=(classic.JoinGroupRequestProtocol("range", b""),),
         rebalance_timeout_ms=10000,
     )
-    refused = HANDLERS.join_group(state, join, "tok", 0)
+    refused = NO_MIGRATION.join_group(state, join, "tok", 0)
     assert refused.response.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL and refused.records == []
     # The member leaves: the empty consumer group turns classic on the next JoinGroup.
     leave = cg.ConsumerGroupHeartbeatRequest("g", member_id="m1", member_epoch=-1)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer.group import ConsumerGroupState
 from coordinator.groups.consumer.messages import (
+    MEMBER_TYPE_CONSUMER,
     ConsumerGroupDescribeResponse,
     DescribedAssignment,
     DescribedGroup,
@@ -72,6 +73,8 @@ def consumer_group_describe(
                     subscribed_topic_regex=m.subscribed_topic_regex,
                     assignment=_described(m.assigned_partitions(), metadata),
                     target_assignment=_described(dict(group.target.get(mid, {})), metadata),
+                    # KIP-1099: 0 = a classic-protocol member inside the consumer group.
+                    member_type=0 if m.uses_classic_protocol else MEMBER_TYPE_CONSUMER,
                 )
             )
         response.groups.append(

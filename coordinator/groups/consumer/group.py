@@ -219,7 +219,15 @@ def member_snapshot(m: ConsumerGroupMember) -> tuple[Any, ...]:
         _epochs_snapshot(m.pending_revocation),
         m.has_metadata,
         m.has_assignment,
+        _classic_snapshot(m),
     )
+
+
+def _classic_snapshot(m: ConsumerGroupMember) -> tuple[Any, ...] | None:
+    c = m.classic_member_metadata
+    if c is None:
+        return None
+    return (c.session_timeout_ms, tuple((p.name, p.metadata) for p in c.supported_protocols))
 
 
 def topic_ids_for(names: Iterable[str], image: TopicsImage) -> frozenset[str]:

@@ -208,6 +208,7 @@ def _heartbeat(
         client_id=context.client_id,
         client_host=context.client_host,
         has_metadata=True,
+        classic_member_metadata=None,
     )
     subscription_changed = not updated.subscription_equals(member)
     # A static member taking over its instance's assignment is the same logical member: no bump.
@@ -365,3 +366,10 @@ def _refresh_regexes(
         del updated[regex]
         records.append(log_records.regex_tombstone(group.group_id, regex))
     return (regexes if updated is None else updated), records
+
+
+def refresh_regexes(
+    group: ConsumerGroup, in_use: set[str], image: TopicsImage, now_ms: int, config: ConsumerGroupConfig
+) -> tuple[dict[str, ResolvedRegularExpression], list[CoordinatorRecord]]:
+    """Public entry to the regex refresh step, for the classic-member handlers of a migration."""
+    return _refresh_regexes(group, in_use, image, now_ms, config)

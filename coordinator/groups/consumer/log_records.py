@@ -47,6 +47,7 @@ def member_metadata_record(group_id: str, m: ConsumerGroupMember) -> Coordinator
             subscribed_topic_names=list(m.subscribed_topic_names),
             subscribed_topic_regex=m.subscribed_topic_regex,
             server_assignor=m.server_assignor,
+            classic_member_metadata=m.classic_member_metadata,
         ),
     )
 

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
+from records.definitions import ClassicMemberInConsumerGroup
+
 # topic id -> partitions
 TopicPartitionSet = Mapping[str, frozenset[int]]
 # topic id -> partition -> epoch at which the member was given the partition (KIP-1251 assignment epochs)
@@ -42,6 +44,13 @@ class ConsumerGroupMember:
     # Which of the member's two records the log holds; the member goes when both are tombstoned.
     has_metadata: bool = False
     has_assignment: bool = False
+    # Set only for a member speaking the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside
+    # a consumer group during an online migration: its session timeout and supported protocols.
+    classic_member_metadata: ClassicMemberInConsumerGroup | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic_member_metadata is not None
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.member_epoch == target_epoch
@@ -75,6 +84,7 @@ class ConsumerGroupMember:
             and self.subscribed_topic_names == other.subscribed_topic_names
             and self.subscribed_topic_regex == other.subscribed_topic_regex
             and self.server_assignor == other.server_assignor
+            and self.classic_member_metadata == other.classic_member_metadata
         )
 
     def assignment_equals(self, other: ConsumerGroupMember) -> bool:

@@ -43,6 +43,9 @@ def validate_offset_commit(
     member = group.members.get(member_id)
     if member is None:
         return CommitValidation(Errors.UNKNOWN_MEMBER_ID)
+    if member.uses_classic_protocol and member_epoch != member.member_epoch:
+        # A classic member's generation is its member epoch (Kafka's validateOffsetCommit).
+        return CommitValidation(Errors.ILLEGAL_GENERATION)
     if member_epoch > member.member_epoch or member_epoch < 0:
         return CommitValidation(Errors.STALE_MEMBER_EPOCH)
     errors: dict[tuple[str, int], Errors] = {}

@@ -42,6 +42,12 @@ class ConsumerGroupsState:
 
     def __init__(self) -> None:
         self.groups: dict[str, ConsumerGroup] = {}
+        # Soft state (never persisted, not in ``snapshot``): the join deadline armed for a classic
+        # member told to rejoin (REBALANCE_IN_PROGRESS), so repeated heartbeats do not push it.
+        self.classic_join_deadlines: dict[tuple[str, str], int] = {}
+        # Soft state: counts member ids handed to classic members (MEMBER_ID_REQUIRED), so two
+        # clients alike in every request field still get different ids.
+        self.classic_member_seq = 0
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
@@ -123,6 +129,7 @@ class ConsumerGroupsState:
                 subscribed_topic_names=tuple(value.subscribed_topic_names),
                 subscribed_topic_regex=value.subscribed_topic_regex,
                 server_assignor=value.server_assignor,
+                classic_member_metadata=value.classic_member_metadata,
                 has_metadata=True,
             )
         )

@@ -73,7 +73,12 @@ def on_loaded(state: ConsumerGroupsState, now_ms: int, config: ConsumerGroupConf
         group = state.groups[gid]
         for mid in sorted(group.members):
             member = group.members[mid]
-            timers.append(schedule_session(gid, mid, now_ms, config.session_timeout_ms))
+            session_ms = (
+                member.classic_member_metadata.session_timeout_ms
+                if member.classic_member_metadata is not None
+                else config.session_timeout_ms
+            )
+            timers.append(schedule_session(gid, mid, now_ms, session_ms))
             if member.state == MemberState.UNREVOKED_PARTITIONS:
                 timers.append(schedule_rebalance(gid, mid, member.member_epoch, now_ms, member.rebalance_timeout_ms))
         if group.members and group.group_epoch > group.assignment_epoch:

@@ -1,0 +1,524 @@
+"""Classic-protocol members inside a consumer group (KIP-848 "Supporting Online Consumer Group
+Upgrade"; Kafka's classicGroupJoinToConsumerGroup, classicGroupSyncToConsumerGroup,
+classicGroupHeartbeatToConsumerGroup and classicGroupLeaveToConsumerGroup).
+
+Each classic member is reconciled on its own by the consumer-group engine:
+
+* JoinGroup updates the member (subscription and owned partitions from its Subscription bytes,
+  supported protocols, session timeout), bumps the group epoch when the subscription or the
+  membership changed, computes the target assignment if due, and moves the member one step
+  towards its target (CurrentAssignmentBuilder: revoke before assign, nothing still owned by
+  another member). The response carries the member epoch as generation; the member is never the
+  leader, so it sends an empty SyncGroup.
+* SyncGroup returns what the member may own now, as ConsumerProtocolAssignment bytes.
+* Heartbeat keeps the session and answers REBALANCE_IN_PROGRESS when the member must rejoin:
+  its epoch lags the group epoch, it must revoke partitions, or partitions it waits for are free.
+* LeaveGroup fences the named members like a consumer-protocol leave.
+
+Nothing here mutates the persisted state; the result's records, replayed, do. The only soft
+state is ``ConsumerGroupsState.classic_join_deadlines``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from coordinator.errors import ErrorCode
+from coordinator.groups.classic import ClassicGroupConfig
+from coordinator.groups.classic.consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE,
+    ConsumerProtocolError,
+    decode_subscription,
+)
+from coordinator.groups.classic.messages import (
+    JOIN_REQUIRES_KNOWN_MEMBER_ID_VERSION,
+    LEAVE_BATCH_VERSION,
+    SYNC_REQUIRES_PROTOCOL_VERSION,
+    UNKNOWN_MEMBER_ID,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    LeaveGroupResponseMember,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.consumer import log_records
+from coordinator.groups.consumer.assignment import can_compute_target, compute_target_assignment
+from coordinator.groups.consumer.current_assignment import CurrentAssignmentBuilder
+from coordinator.groups.consumer.group import ConsumerGroup
+from coordinator.groups.consumer.heartbeat import refresh_regexes
+from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState, TopicPartitionSet
+from coordinator.groups.consumer.member_id import generate_member_id
+from coordinator.groups.consumer.messages import LEAVE_GROUP_STATIC_MEMBER_EPOCH
+from coordinator.groups.consumer.state import ConsumerGroupsState
+from coordinator.groups.consumer.subscriptions import group_topic_names, member_topic_ids, regexes_in_use
+from coordinator.groups.consumer.timers import (
+    cancel_member_timers,
+    rebalance_key,
+    schedule_assignment,
+    schedule_rebalance,
+    schedule_session,
+)
+from coordinator.groups.errors import Errors, GroupError
+from coordinator.groups.migration.convert import (
+    assignment_bytes,
+    classic_metadata,
+    metadata_version,
+    owned_partitions,
+)
+from coordinator.groups.migration.timers import (
+    cancel_classic_member_timers,
+    join_timeout_key,
+    schedule_join_timeout,
+    schedule_sync_timeout,
+    sync_timeout_key,
+)
+from coordinator.groups.topics import TopicsImage
+from coordinator.runtime.api import CancelTimer, Result, TimerOp
+from records import CoordinatorRecord
+
+# --- shared checks ------------------------------------------------------------------------------
+
+
+class Refused(Exception):
+    """A request-level refusal with a classic-protocol error code; nothing is written."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def _error(error: Errors | ErrorCode, message: str) -> Refused:
+    return Refused(ErrorCode(int(error)), message)
+
+
+def validate_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
+    """validateConsumerGroupMember: the instance id maps to this member id, the member exists."""
+    if instance_id is None:
+        member = group.members.get(member_id)
+        if member is None:
+            raise _error(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}.")
+        return member
+    member = group.static_member(instance_id)
+    if member is None:
+        raise _error(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is not a member of group {group.group_id}.")
+    if member.member_id != member_id:
+        raise _error(Errors.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} is fenced.")
+    return member
+
+
+def _require_classic(member: ConsumerGroupMember) -> None:
+    if not member.uses_classic_protocol:
+        raise _error(Errors.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic protocol.")
+
+
+def _require_generation(member: ConsumerGroupMember, generation_id: int) -> None:
+    if generation_id != member.member_epoch:
+        raise _error(
+            Errors.ILLEGAL_GENERATION,
+            f"Member {member.member_id} has epoch {member.member_epoch}, not generation {generation_id}.",
+        )
+
+
+def _session_ms(member: ConsumerGroupMember, config: ConsumerGroupConfig) -> int:
+    c = member.classic_member_metadata
+    return config.session_timeout_ms if c is None else c.session_timeout_ms
+
+
+def _first_protocol_name(member: ConsumerGroupMember) -> str | None:
+    c = member.classic_member_metadata
+    return c.supported_protocols[0].name if c is not None and c.supported_protocols else None
+
+
+def classic_protocols_supported(group: ConsumerGroup, protocol_type: str, names: Iterable[str]) -> bool:
+    """ConsumerGroup.supportsClassicProtocols: the consumer protocol type, and a protocol name
+    every classic member already in the group supports."""
+    wanted = set(names)
+    if protocol_type != CONSUMER_PROTOCOL_TYPE or not wanted:
+        return False
+    for m in group.members.values():
+        c = m.classic_member_metadata
+        if c is not None:
+            wanted &= {p.name for p in c.supported_protocols}
+    return bool(wanted)
+
+
+def waiting_on_unreleased_partition(group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
+    """Whether a partition of the member's target that it does not hold yet is still held by
+    another member (ConsumerGroup.waitingOnUnreleasedPartition)."""
+    for topic_id, partitions in group.target.get(member.member_id, {}).items():
+        held = member.assigned.get(topic_id, {})
+        for p in partitions:
+            if p in held:
+                continue
+            owner = group.owner_of(topic_id, p)
+            if owner is not None and owner != member.member_id:
+                return True
+    return False
+
+
+# --- fencing (leave, timeouts) ------------------------------------------------------------------
+
+
+def fence_members(
+    state: ConsumerGroupsState, group: ConsumerGroup, member_ids: Iterable[str], image: TopicsImage
+) -> tuple[list[CoordinatorRecord], list[TimerOp]]:
+    """Remove members at once: their records tombstoned, one group epoch bump."""
+    gid = group.group_id
+    gone = [mid for mid in dict.fromkeys(member_ids) if mid in group.members]
+    records: list[CoordinatorRecord] = []
+    timers: list[TimerOp] = []
+    if not gone:
+        return records, timers
+    for mid in gone:
+        records += [
+            log_records.current_assignment_tombstone(gid, mid),
+            log_records.target_member_tombstone(gid, mid),
+            log_records.member_metadata_tombstone(gid, mid),
+        ]
+        timers += cancel_member_timers(gid, mid)
+        timers += cancel_classic_member_timers(gid, mid)
+        state.classic_join_deadlines.pop((gid, mid), None)
+    remaining = [m for mid, m in group.members.items() if mid not in gone]
+    still_used = regexes_in_use(remaining)
+    for regex in sorted(regexes_in_use(group.members[mid] for mid in gone) - still_used):
+        if regex in group.regexes:
+            records.append(log_records.regex_tombstone(gid, regex))
+    epoch = group.group_epoch + 1
+    records.append(
+        log_records.group_epoch_record(gid, epoch, image.metadata_hash(group_topic_names(remaining, group.regexes)))
+    )
+    if not remaining:
+        records.append(log_records.target_metadata_record(gid, epoch, 0))
+    return records, timers
+
+
+# --- JoinGroup ----------------------------------------------------------------------------------
+
+
+def classic_join_to_consumer_group(
+    state: ConsumerGroupsState,
+    request: JoinGroupRequest,
+    now_ms: int,
+    image: TopicsImage,
+    config: ConsumerGroupConfig,
+    classic_config: ClassicGroupConfig,
+) -> Result[JoinGroupResponse]:
+    try:
+        return _join(state, request, now_ms, image, config, classic_config)
+    except Refused as exc:
+        return Result(JoinGroupResponse(error_code=exc.error, member_id=request.member_id))
+    except GroupError:
+        # The reconciliation refused the member's state (written by a newer coordinator): the
+        # classic client must start over with a new member id.
+        return Result(JoinGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID, member_id=request.member_id))
+
+
+def _join(
+    state: ConsumerGroupsState,
+    request: JoinGroupRequest,
+    now_ms: int,
+    image: TopicsImage,
+    config: ConsumerGroupConfig,
+    classic_config: ClassicGroupConfig,
+) -> Result[JoinGroupResponse]:
+    gid = request.group_id
+    group = state.group(gid)
+    assert group is not None
+    if not classic_config.min_session_timeout_ms <= request.session_timeout_ms <= classic_config.max_session_timeout_ms:
+        raise _error(
+            ErrorCode.INVALID_SESSION_TIMEOUT, f"Session timeout {request.session_timeout_ms} is out of range."
+        )
+
+    instance_id = request.group_instance_id
+    is_unknown = request.member_id == UNKNOWN_MEMBER_ID
+    member_id = request.member_id
+    if is_unknown:
+        state.classic_member_seq += 1
+        member_id = generate_member_id(
+            gid,
+            group.group_epoch,
+            state.classic_member_seq,
+            now_ms,
+            request.client_id,
+            request.client_host,
+            instance_id,
+            group.members,
+        )
+    if len(group.members) >= config.max_size and member_id not in group.members:
+        raise _error(
+            Errors.GROUP_MAX_SIZE_REACHED,
+            f"The consumer group has reached its maximum capacity of {config.max_size} members.",
+        )
+    if not classic_protocols_supported(group, request.protocol_type, (p.name for p in request.protocols)):
+        raise _error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "The group does not support these protocols.")
+    if is_unknown and instance_id is None and request.api_version >= JOIN_REQUIRES_KNOWN_MEMBER_ID_VERSION:
+        return Result(JoinGroupResponse(error_code=ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
+
+    records: list[CoordinatorRecord] = []
+    timers: list[TimerOp] = []
+    replaced: ConsumerGroupMember | None = None
+    if instance_id is None:
+        existing = group.members.get(member_id)
+        if existing is not None:
+            _require_classic(existing)
+        member = existing or ConsumerGroupMember(member_id=member_id)
+    else:
+        existing = group.static_member(instance_id)
+        if existing is None:
+            if not is_unknown and member_id not in group.members:
+                raise _error(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+            member = group.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
+        elif is_unknown:
+            if not existing.uses_classic_protocol and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise _error(
+                    Errors.UNRELEASED_INSTANCE_ID,
+                    f"Instance id {instance_id} is still owned by member {existing.member_id}.",
+                )
+            # A restarted static instance takes over the old member and its assignment.
+            replaced = existing
+            member = replace(existing, member_id=member_id)
+            target = group.target.get(existing.member_id, {})
+            records += [
+                log_records.current_assignment_tombstone(gid, existing.member_id),
+                log_records.target_member_tombstone(gid, existing.member_id),
+                log_records.member_metadata_tombstone(gid, existing.member_id),
+                log_records.member_metadata_record(gid, member),
+                log_records.target_member_record(gid, member_id, target),
+                log_records.current_assignment_record(gid, member),
+            ]
+            timers += cancel_member_timers(gid, existing.member_id)
+            timers += cancel_classic_member_timers(gid, existing.member_id)
+            state.classic_join_deadlines.pop((gid, existing.member_id), None)
+        elif existing.member_id != member_id:
+            raise _error(
+                Errors.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} is fenced."
+            )
+        else:
+            _require_classic(existing)
+            member = existing
+
+    try:
+        subscription = decode_subscription(request.protocols[0].metadata)
+    except ConsumerProtocolError as exc:
+        raise _error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Malformed consumer protocol subscription: {exc}") from exc
+
+    # Step 1: the member as this JoinGroup describes it.
+    updated = replace(
+        member,
+        instance_id=instance_id if instance_id is not None else member.instance_id,
+        rack_id=subscription.rack_id if subscription.rack_id is not None else member.rack_id,
+        rebalance_timeout_ms=request.effective_rebalance_timeout_ms,
+        subscribed_topic_names=tuple(sorted(set(subscription.topics))),
+        client_id=request.client_id,
+        client_host=request.client_host,
+        has_metadata=True,
+        classic_member_metadata=classic_metadata(request.session_timeout_ms, request.protocols),
+    )
+    subscription_changed = not updated.subscription_equals(member)
+    membership_changed = subscription_changed or (member_id not in group.members and replaced is None)
+    if not member.has_metadata or not updated.metadata_equals(member) or replaced is not None:
+        records.append(log_records.member_metadata_record(gid, updated))
+
+    members_view: dict[str, ConsumerGroupMember] | None = None
+    if membership_changed or replaced is not None:
+        members_view = dict(group.members)
+        if replaced is not None:
+            del members_view[replaced.member_id]
+        members_view[member_id] = updated
+    in_use = regexes_in_use(members_view.values()) if members_view is not None else set(group.regex_counts)
+    regexes, regex_records = refresh_regexes(group, in_use, image, now_ms, config)
+    records += regex_records
+    if members_view is None and not regex_records:
+        subscribed_names = group.subscribed_topic_names()
+    else:
+        subscribed_names = group_topic_names(
+            members_view.values() if members_view is not None else group.members.values(), regexes
+        )
+    metadata_hash = image.metadata_hash(subscribed_names)
+    group_epoch = group.group_epoch
+    if membership_changed or metadata_hash != group.metadata_hash:
+        group_epoch += 1
+        records.append(log_records.group_epoch_record(gid, group_epoch, metadata_hash))
+
+    # Step 2: the target assignment, at most once per assignment interval.
+    targets: dict[str, TopicPartitionSet] = group.target
+    if replaced is not None:
+        targets = dict(group.target)
+        targets[member_id] = targets.pop(replaced.member_id, {})
+    target_epoch = group.assignment_epoch
+    member_target: TopicPartitionSet = targets.get(member_id, {})
+    if group_epoch > group.assignment_epoch:
+        if can_compute_target(group.assignment_timestamp, now_ms, config):
+            if members_view is None:
+                members_view = dict(group.members)
+                members_view[member_id] = updated
+            result = compute_target_assignment(gid, group_epoch, members_view, regexes, targets, image, config, now_ms)
+            records += result.records
+            target_epoch = group_epoch
+            member_target = result.targets.get(member_id, {})
+        else:
+            timers.append(schedule_assignment(gid, group.assignment_timestamp + config.assignment_interval_ms))
+
+    # Step 3: reconcile with what the member says it owns (Subscription owned partitions).
+    reconciled = updated
+    if not updated.is_reconciled_to(target_epoch) or subscription_changed:
+        replaced_id = replaced.member_id if replaced is not None else None
+
+        def owner_of(topic_id: str, partition: int) -> str | None:
+            owner = group.owner_of(topic_id, partition)
+            return member_id if owner is not None and owner == replaced_id else owner
+
+        reconciled = CurrentAssignmentBuilder(
+            updated,
+            target_epoch,
+            member_target,
+            member_topic_ids(updated, regexes, image),
+            owner_of,
+            owned_partitions(subscription, image),
+            subscription_changed,
+        ).build()
+    if not reconciled.has_assignment or not reconciled.assignment_equals(member) or replaced is not None:
+        records.append(log_records.current_assignment_record(gid, reconciled))
+    if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
+        timers.append(
+            schedule_rebalance(gid, member_id, reconciled.member_epoch, now_ms, reconciled.rebalance_timeout_ms)
+        )
+    else:
+        timers.append(CancelTimer(rebalance_key(gid, member_id)))
+    state.classic_join_deadlines.pop((gid, member_id), None)
+    timers.append(CancelTimer(join_timeout_key(gid, member_id)))
+    timers.append(schedule_session(gid, member_id, now_ms, request.session_timeout_ms))
+    timers.append(schedule_sync_timeout(gid, member_id, now_ms, request.effective_rebalance_timeout_ms))
+
+    response = JoinGroupResponse(
+        generation_id=reconciled.member_epoch,
+        protocol_type=CONSUMER_PROTOCOL_TYPE,
+        protocol_name=request.protocols[0].name,
+        leader="",
+        member_id=member_id,
+    )
+    return Result(response, records, timers)
+
+
+# --- SyncGroup ----------------------------------------------------------------------------------
+
+
+def classic_sync_to_consumer_group(
+    state: ConsumerGroupsState, request: SyncGroupRequest, now_ms: int, image: TopicsImage, config: ConsumerGroupConfig
+) -> Result[SyncGroupResponse]:
+    try:
+        return _sync(state, request, now_ms, image, config)
+    except Refused as exc:
+        return Result(SyncGroupResponse(error_code=int(exc.error)))
+
+
+def _sync(
+    state: ConsumerGroupsState, request: SyncGroupRequest, now_ms: int, image: TopicsImage, config: ConsumerGroupConfig
+) -> Result[SyncGroupResponse]:
+    if request.api_version >= SYNC_REQUIRES_PROTOCOL_VERSION and (
+        request.protocol_type is None or request.protocol_name is None
+    ):
+        raise _error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "SyncGroup v5+ must name the protocol type and name.")
+    group = state.group(request.group_id)
+    assert group is not None
+    member = validate_member(group, request.member_id, request.group_instance_id)
+    _require_classic(member)
+    _require_generation(member, request.generation_id)
+    protocol_name = _first_protocol_name(member)
+    if (request.protocol_type is not None and request.protocol_type != CONSUMER_PROTOCOL_TYPE) or (
+        request.protocol_name is not None and request.protocol_name != protocol_name
+    ):
+        raise _error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "The protocol does not match the member's JoinGroup.")
+    if group.group_epoch > member.member_epoch and member.state != MemberState.UNREVOKED_PARTITIONS:
+        # A newer epoch exists: rejoin first. A member still revoking keeps its epoch as the
+        # generation and must learn (here) what to give up.
+        raise _error(Errors.REBALANCE_IN_PROGRESS, "A rebalance is in progress: rejoin the group.")
+    gid = group.group_id
+    assert member.classic_member_metadata is not None
+    version = metadata_version(member.classic_member_metadata.supported_protocols[0].metadata)
+    timers: list[TimerOp] = [
+        CancelTimer(sync_timeout_key(gid, member.member_id)),
+        schedule_session(gid, member.member_id, now_ms, _session_ms(member, config)),
+    ]
+    return Result(
+        SyncGroupResponse(
+            protocol_type=request.protocol_type or CONSUMER_PROTOCOL_TYPE,
+            protocol_name=request.protocol_name or protocol_name,
+            assignment=assignment_bytes(member.assigned, image, version),
+        ),
+        [],
+        timers,
+    )
+
+
+# --- Heartbeat ----------------------------------------------------------------------------------
+
+
+def classic_heartbeat_to_consumer_group(
+    state: ConsumerGroupsState, request: HeartbeatRequest, now_ms: int, config: ConsumerGroupConfig
+) -> Result[HeartbeatResponse]:
+    group = state.group(request.group_id)
+    assert group is not None
+    try:
+        member = validate_member(group, request.member_id, request.group_instance_id)
+        _require_classic(member)
+        _require_generation(member, request.generation_id)
+    except Refused as exc:
+        return Result(HeartbeatResponse(error_code=int(exc.error)))
+    gid = group.group_id
+    mid = member.member_id
+    timers: list[TimerOp] = [schedule_session(gid, mid, now_ms, _session_ms(member, config))]
+    error = ErrorCode.NONE
+    if (
+        member.member_epoch < group.group_epoch
+        or member.state == MemberState.UNREVOKED_PARTITIONS
+        or (member.state == MemberState.UNRELEASED_PARTITIONS and not waiting_on_unreleased_partition(group, member))
+    ):
+        error = ErrorCode.REBALANCE_IN_PROGRESS
+        if (gid, mid) not in state.classic_join_deadlines:
+            # The member must rejoin within its rebalance timeout; later heartbeats keep the deadline.
+            deadline = now_ms + max(member.rebalance_timeout_ms, 0)
+            state.classic_join_deadlines[(gid, mid)] = deadline
+            timers.append(schedule_join_timeout(gid, mid, deadline))
+    return Result(HeartbeatResponse(error_code=error), [], timers)
+
+
+# --- LeaveGroup ---------------------------------------------------------------------------------
+
+
+def leaving_members(
+    group: ConsumerGroup, request: LeaveGroupRequest
+) -> tuple[list[str], list[LeaveGroupResponseMember]]:
+    """The members a LeaveGroup validly names, and the per-member answers."""
+    valid: list[str] = []
+    answers: list[LeaveGroupResponseMember] = []
+    for identity in request.identities():
+        error = ErrorCode.NONE
+        member: ConsumerGroupMember | None = None
+        if identity.member_id == UNKNOWN_MEMBER_ID:
+            member = group.static_member(identity.group_instance_id) if identity.group_instance_id is not None else None
+            if member is None:
+                error = ErrorCode.UNKNOWN_MEMBER_ID
+        else:
+            try:
+                member = validate_member(group, identity.member_id, identity.group_instance_id)
+            except Refused as exc:
+                error = exc.error
+        if member is not None and error is ErrorCode.NONE:
+            valid.append(member.member_id)
+        answers.append(LeaveGroupResponseMember(identity.member_id, identity.group_instance_id, error))
+    return valid, answers
+
+
+def leave_response(request: LeaveGroupRequest, answers: list[LeaveGroupResponseMember]) -> LeaveGroupResponse:
+    if request.api_version < LEAVE_BATCH_VERSION:
+        error = next((ErrorCode(a.error_code) for a in answers if a.error_code != ErrorCode.NONE), ErrorCode.NONE)
+        return LeaveGroupResponse(error_code=error)
+    return LeaveGroupResponse(members=tuple(answers))

@@ -1,0 +1,332 @@
+"""Converting a non-empty group between the two protocols (Kafka's convertToConsumerGroup and
+convertToClassicGroup).
+
+Upgrade: the first consumer-protocol member joining a classic group turns it into a consumer
+group. The classic generation becomes the group epoch and the target assignment epoch; every
+classic member becomes a consumer-group member that keeps speaking the classic protocol
+(``classic_member_metadata``), subscribed to what its Subscription names and owning what its
+classic Assignment gave it, at the generation as member epoch. Offsets are not touched.
+
+Downgrade: when the last consumer-protocol member leaves (or is fenced) and every remaining
+member speaks the classic protocol, the consumer group becomes a classic group again: one
+GroupMetadata record with the members' subscriptions and current assignments (generation: the
+group epoch + 1, see ``classic_group_of``), the consumer records tombstoned, and the live group
+put in PreparingRebalance so every member rejoins through the classic protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from coordinator.groups.classic import ClassicGroupConfig, ClassicGroupsState
+from coordinator.groups.classic.consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE,
+    LATEST_ASSIGNMENT_VERSION,
+    Assignment,
+    ConsumerProtocolError,
+    Subscription,
+    TopicPartitions,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+)
+from coordinator.groups.classic.effects import Effects
+from coordinator.groups.classic.group import STABLE, ClassicGroup
+from coordinator.groups.classic.member import ClassicGroupMember
+from coordinator.groups.classic.messages import JoinGroupRequestProtocol
+from coordinator.groups.classic.rebalance import prepare_rebalance, schedule_heartbeat
+from coordinator.groups.classic.timers import heartbeat_key, join_key, sync_key
+from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.consumer import log_records
+from coordinator.groups.consumer.group import ConsumerGroup
+from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState, PartitionEpochs
+from coordinator.groups.consumer.messages import HeartbeatTopicPartitions
+from coordinator.groups.consumer.state import ConsumerGroupsState
+from coordinator.groups.consumer.subscriptions import group_topic_names
+from coordinator.groups.consumer.timers import assignment_key, cancel_member_timers, schedule_session
+from coordinator.groups.errors import Errors, GroupError
+from coordinator.groups.migration.timers import cancel_classic_member_timers
+from coordinator.groups.topics import TopicsImage
+from coordinator.runtime.api import CancelTimer, Result, TimerOp
+from records import CoordinatorRecord
+from records.definitions import ClassicMemberInConsumerGroup, ClassicProtocol
+
+# --- translating the embedded consumer protocol -----------------------------------------------
+
+
+def partitions_by_id(items: Iterable[TopicPartitions], image: TopicsImage) -> dict[str, frozenset[int]]:
+    """Topic names -> topic ids; topics or partitions the metadata does not know are dropped."""
+    out: dict[str, set[int]] = {}
+    for tp in items:
+        topic_id = image.topic_id(tp.topic)
+        if topic_id is None:
+            continue
+        count = image.partition_count(topic_id)
+        valid = {p for p in tp.partitions if 0 <= p < count}
+        if valid:
+            out.setdefault(topic_id, set()).update(valid)
+    return {t: frozenset(ps) for t, ps in out.items()}
+
+
+def owned_partitions(subscription: Subscription, image: TopicsImage) -> list[HeartbeatTopicPartitions]:
+    """What a classic member says it owns (Subscription v1+), as a heartbeat's owned partitions."""
+    by_id = partitions_by_id(subscription.owned_partitions, image)
+    return [HeartbeatTopicPartitions(t, sorted(ps)) for t, ps in sorted(by_id.items())]
+
+
+def assignment_bytes(partitions: Mapping[str, Iterable[int]], image: TopicsImage, version: int) -> bytes:
+    """A member's partitions (by topic id) as ConsumerProtocolAssignment bytes (by topic name)."""
+    items = []
+    for topic_id in sorted(partitions, key=lambda t: image.topic_name(t) or ""):
+        name = image.topic_name(topic_id)
+        ps = sorted(partitions[topic_id])
+        if name is not None and ps:
+            items.append(TopicPartitions(name, tuple(ps)))
+    return encode_assignment(Assignment(tuple(items)), version)
+
+
+def metadata_version(metadata: bytes) -> int:
+    """The version a classic member speaks (the Subscription's), within what we can write."""
+    if len(metadata) < 2:
+        return LATEST_ASSIGNMENT_VERSION
+    version = int.from_bytes(metadata[:2], "big", signed=True)
+    return min(max(version, 0), LATEST_ASSIGNMENT_VERSION)
+
+
+def classic_metadata(
+    session_timeout_ms: int, protocols: Iterable[JoinGroupRequestProtocol]
+) -> ClassicMemberInConsumerGroup:
+    return ClassicMemberInConsumerGroup(
+        session_timeout_ms=session_timeout_ms,
+        supported_protocols=[ClassicProtocol(p.name, p.metadata) for p in protocols],
+    )
+
+
+def _epochs(partitions: Mapping[str, frozenset[int]], epoch: int) -> PartitionEpochs:
+    return {t: dict.fromkeys(sorted(ps), epoch) for t, ps in partitions.items() if ps}
+
+
+# --- upgrade: classic -> consumer ---------------------------------------------------------------
+
+
+def validate_online_upgrade(group: ClassicGroup, config: ConsumerGroupConfig) -> GroupError | None:
+    """Why this non-empty classic group cannot become a consumer group now (None: it can)."""
+    gid = group.group_id
+    if not config.upgrade_enabled:
+        return GroupError(
+            Errors.GROUP_ID_NOT_FOUND,
+            f"Cannot upgrade classic group {gid} to consumer group because online upgrade is disabled.",
+        )
+    if not group.uses_consumer_protocol():
+        return GroupError(
+            Errors.GROUP_ID_NOT_FOUND,
+            f"Cannot upgrade classic group {gid} to consumer group because the group does not use "
+            "the consumer embedded protocol.",
+        )
+    if len(group.members) > config.max_size:
+        return GroupError(
+            Errors.GROUP_ID_NOT_FOUND,
+            f"Cannot upgrade classic group {gid} to consumer group because the group size exceeds "
+            "the consumer group maximum size.",
+        )
+    if group.state is not STABLE or group.pending_sync_members:
+        # Only a settled generation says who owns what; a rebalancing group is retried shortly.
+        return GroupError(
+            Errors.COORDINATOR_LOAD_IN_PROGRESS,
+            f"Classic group {gid} is rebalancing; it is converted to a consumer group once it is stable.",
+        )
+    return None
+
+
+def consumer_members_of(group: ClassicGroup, image: TopicsImage) -> list[ConsumerGroupMember]:
+    """The classic members as consumer-group members (ConsumerGroup.fromClassicGroup)."""
+    generation = group.generation_id
+    out = []
+    try:
+        for m in group.members.values():
+            subscription = decode_subscription(m.metadata(group.protocol_name))
+            assignment = decode_assignment(m.assignment) if m.assignment else Assignment()
+            assigned = partitions_by_id(assignment.assigned_partitions, image)
+            out.append(
+                ConsumerGroupMember(
+                    member_id=m.member_id,
+                    instance_id=m.group_instance_id,
+                    rack_id=subscription.rack_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    subscribed_topic_names=tuple(sorted(set(subscription.topics))),
+                    member_epoch=generation,
+                    previous_member_epoch=generation,
+                    state=MemberState.STABLE,
+                    assigned=_epochs(assigned, generation),
+                    has_metadata=True,
+                    has_assignment=True,
+                    classic_member_metadata=classic_metadata(m.session_timeout_ms, m.supported_protocols),
+                )
+            )
+    except (ConsumerProtocolError, KeyError) as exc:
+        raise GroupError(
+            Errors.GROUP_ID_NOT_FOUND,
+            f"Cannot upgrade classic group {group.group_id} to consumer group because the embedded "
+            "consumer protocol is malformed.",
+        ) from exc
+    return out
+
+
+def upgrade_records(group: ClassicGroup, image: TopicsImage) -> list[CoordinatorRecord]:
+    """The consumer-group records of the converted group (createConsumerGroupRecords)."""
+    gid = group.group_id
+    generation = group.generation_id
+    members = sorted(consumer_members_of(group, image), key=lambda m: m.member_id)
+    records = [log_records.member_metadata_record(gid, m) for m in members]
+    metadata_hash = image.metadata_hash(group_topic_names(members, {}))
+    records.append(log_records.group_epoch_record(gid, generation, metadata_hash))
+    records += [log_records.target_member_record(gid, m.member_id, m.assigned) for m in members]
+    # Timestamp 0: no assignor ran for this group yet, so the first bump is not throttled.
+    records.append(log_records.target_metadata_record(gid, generation, 0))
+    records += [log_records.current_assignment_record(gid, m) for m in members]
+    return records
+
+
+def classic_teardown_timers(state: ClassicGroupsState, group: ClassicGroup) -> list[TimerOp]:
+    """Cancel the classic group's own timers (they would find no classic group anyway)."""
+    fx = Effects(state.timers)
+    for member_id in list(group.members) + list(group.pending_join_members):
+        fx.cancel(heartbeat_key(group.group_id, member_id))
+    fx.cancel(join_key(group.group_id))
+    fx.cancel(sync_key(group.group_id))
+    return fx.timers
+
+
+def converted_session_timers(group_id: str, members: Iterable[ConsumerGroupMember], now_ms: int) -> list[TimerOp]:
+    timers: list[TimerOp] = []
+    for m in members:
+        assert m.classic_member_metadata is not None
+        timers.append(schedule_session(group_id, m.member_id, now_ms, m.classic_member_metadata.session_timeout_ms))
+    return timers
+
+
+def scratch_state(records: Iterable[CoordinatorRecord]) -> ConsumerGroupsState:
+    """A consumer state holding only the converted group, to run the joining heartbeat against."""
+    scratch = ConsumerGroupsState()
+    for record in records:
+        scratch.replay(record)
+    return scratch
+
+
+# --- downgrade: consumer -> classic -------------------------------------------------------------
+
+
+def downgrade_allowed(
+    group: ConsumerGroup,
+    leaving: Iterable[str],
+    config: ConsumerGroupConfig,
+    classic_config: ClassicGroupConfig,
+) -> bool:
+    """validateOnlineDowngradeWithFencedMembers: only classic members would remain, at least one."""
+    gone = set(leaving)
+    remaining = [m for mid, m in group.members.items() if mid not in gone]
+    if not remaining or not all(m.uses_classic_protocol for m in remaining):
+        return False
+    if not config.downgrade_enabled:
+        return False
+    return len(remaining) <= classic_config.max_size
+
+
+def consumer_group_tombstones(group: ConsumerGroup) -> list[CoordinatorRecord]:
+    gid = group.group_id
+    records: list[CoordinatorRecord] = []
+    for mid in sorted(group.members):
+        records.append(log_records.current_assignment_tombstone(gid, mid))
+    for mid in sorted(group.target):
+        records.append(log_records.target_member_tombstone(gid, mid))
+    records.append(log_records.target_metadata_tombstone(gid))
+    for mid in sorted(group.members):
+        records.append(log_records.member_metadata_tombstone(gid, mid))
+    for regex in sorted(group.regexes):
+        records.append(log_records.regex_tombstone(gid, regex))
+    records.append(log_records.group_epoch_tombstone(gid))
+    return records
+
+
+def classic_group_of(
+    group: ConsumerGroup, leaving: Iterable[str], image: TopicsImage, now_ms: int
+) -> ClassicGroup | None:
+    """ClassicGroup.fromConsumerGroup; None if the remaining members share no protocol."""
+    gone = set(leaving)
+    classic = ClassicGroup(
+        group.group_id,
+        state=STABLE,
+        current_state_timestamp=now_ms,
+        # One past the group epoch, where Kafka keeps the group epoch. Kafka's record at the group
+        # epoch reloads as a settled Stable generation that every member still holds, so a
+        # coordinator failover before the rebalance completes would leave the leaving member's
+        # partitions assigned to nobody, for good. A generation no member holds makes every
+        # member rejoin (ILLEGAL_GENERATION), whether or not the coordinator reloads meanwhile.
+        generation_id=group.group_epoch + 1,
+        protocol_type=CONSUMER_PROTOCOL_TYPE,
+    )
+    for mid in sorted(group.members):
+        m = group.members[mid]
+        if mid in gone or m.classic_member_metadata is None:
+            continue
+        protocols = tuple(
+            JoinGroupRequestProtocol(p.name, p.metadata) for p in m.classic_member_metadata.supported_protocols
+        )
+        if not protocols:
+            return None
+        classic.add(
+            ClassicGroupMember(
+                member_id=mid,
+                group_instance_id=m.instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                session_timeout_ms=m.classic_member_metadata.session_timeout_ms,
+                protocol_type=CONSUMER_PROTOCOL_TYPE,
+                supported_protocols=protocols,
+                assignment=assignment_bytes(m.assigned, image, metadata_version(protocols[0].metadata)),
+            )
+        )
+    if not classic.members or not classic.candidate_protocols():
+        return None
+    classic.protocol_name = classic.select_protocol()
+    classic.subscribed_topics = classic.compute_subscribed_topics()
+    return classic
+
+
+def downgrade(
+    classic_state: ClassicGroupsState,
+    group: ConsumerGroup,
+    leaving: Iterable[str],
+    image: TopicsImage,
+    now_ms: int,
+    classic_config: ClassicGroupConfig,
+) -> Result[None] | None:
+    """Convert ``group`` (minus ``leaving``) to a classic group in PreparingRebalance.
+
+    Returns None, changing nothing, when the remaining members cannot form a classic group.
+    Otherwise the live classic group is installed at once (its soft state: the join barrier and
+    the members' session timers), and its GroupMetadata record, replayed after the consumer
+    tombstones, is recognised as its own write.
+    """
+    gone = list(leaving)
+    classic = classic_group_of(group, gone, image, now_ms)
+    if classic is None:
+        return None
+    gid = group.group_id
+    records = consumer_group_tombstones(group)
+    timers: list[TimerOp] = []
+    for mid in sorted(group.members):
+        timers += cancel_member_timers(gid, mid)
+        timers += cancel_classic_member_timers(gid, mid)
+    timers.append(CancelTimer(assignment_key(gid)))
+    fx = Effects(classic_state.timers)
+    classic_state.groups[gid] = classic
+    fx.write_group_metadata(classic)
+    for member in classic.members.values():
+        schedule_heartbeat(fx, classic, member, now_ms)
+    # Every member must rejoin through the classic protocol (Kafka prepares a rebalance too).
+    prepare_rebalance(fx, classic, now_ms, classic_config)
+    return Result(None, records + fx.records, timers + fx.timers, fx.completions)

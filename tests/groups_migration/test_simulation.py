@@ -1,0 +1,33 @@
+"""The seeded migration simulation: 200 scenarios in the suite (more with --run-slow)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from tests.groups_migration.sim import run_seed
+
+
+def _run(seeds: range) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for seed in seeds:
+        total.update(run_seed(seed).stats)
+    return total
+
+
+def test_rolling_classic_consumer_classic_200_scenarios() -> None:
+    stats = _run(range(200))
+    # The scenarios really migrate: groups are upgraded and downgraded, classic and consumer
+    # members share consumer groups, and faults happen.
+    assert stats["upgrade"] >= 150 and stats["downgrade"] >= 150, stats
+    assert stats["mixed-steps"] > 1000 and stats["crash"] > 50 and stats["reload"] > 50, stats
+    # Halfway through the rolls the group settled with classic and consumer members together.
+    assert stats["quiet-mixed"] >= 150, stats
+    assert stats["end:classic"] == 200
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_rolling_many_more_scenarios() -> None:
+    _run(range(200, 3000))
