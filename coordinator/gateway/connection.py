@@ -22,6 +22,7 @@ from coordinator.gateway.messages.find_coordinator import (
     FindCoordinatorResponse,
     FindCoordinatorResponseCoordinator,
 )
+from coordinator.gateway.messages.list_groups import ListGroupsResponse
 from coordinator.gateway.messages.metadata import MetadataResponse
 from coordinator.gateway.protocol import decode_request, decode_response, encode_response
 from coordinator.gateway.rewrite import (
@@ -177,6 +178,11 @@ class ClientConnection:
                 request = decode_request(payload)
             except CodecError as exc:
                 raise CloseConnection(f"malformed {spec.name} v{version}: {exc}") from exc
+            if key == ApiKey.LIST_GROUPS and self.listener.node_id is not None:
+                # A node lists only the groups it coordinates, and admin clients ask every node
+                # and merge the answers; a broker port coordinates none, so each group is listed
+                # once (by the coordinator port).
+                return True, self._ready(encode_response(key, version, correlation_id, ListGroupsResponse()))
             if key == ApiKey.FIND_COORDINATOR:
                 assert isinstance(request.body, FindCoordinatorRequest)
                 if self._is_group_lookup(request.body, version):

@@ -1,0 +1,62 @@
+"""Real clients through the gateway: one ``groupcoord serve`` child process per test module.
+
+The process serves a fresh log topic on the session broker (``bootstrap``). Server-side group
+settings come through the environment exactly as an operator would pass them, so the KIP-848
+heartbeat interval is 1 s instead of 5 s and the classic initial rebalance delay is short; that
+keeps rebalances quick without touching anything the clients send.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from deploy.local_broker import free_port
+from tests.integration.serve_process import ServeProcess
+
+# Parsed by pydantic-settings as JSON into Settings.group (coordinator/config.py).
+GROUP_SETTINGS = {
+    "group.consumer.heartbeat.interval.ms": "1000",
+    "group.consumer.min.heartbeat.interval.ms": "1000",
+    "group.initial.rebalance.delay.ms": "500",
+}
+HEARTBEAT_INTERVAL_MS = 1000
+
+
+@pytest.fixture(scope="module")
+def sidecar(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """One coordinator process for the whole module; its stderr is kept in the pytest temp dir."""
+    log = tmp_path_factory.mktemp("sidecar") / "serve.log"
+    serve = ServeProcess(bootstrap, free_port(), f"gc-clients-log-{uuid.uuid4().hex[:12]}", log=log)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GROUPCOORD_GROUP", json.dumps(GROUP_SETTINGS))
+        # New topics reach the coordinator's metadata cache within a second instead of ten.
+        env.setenv("GROUPCOORD_METADATA_REFRESH_INTERVAL_MS", "1000")
+        try:
+            serve.start()
+        except BaseException:
+            if serve.proc is not None and serve.proc.poll() is None:
+                serve.kill9()
+            raise
+    try:
+        yield serve
+    finally:
+        try:
+            serve.stop()
+        finally:
+            if serve.proc is not None and serve.proc.poll() is None:
+                serve.kill9()
+
+
+@pytest.fixture(autouse=True)
+def sidecar_survives(sidecar: ServeProcess) -> Iterator[None]:
+    """Fail loudly (with the tail of its log) if the coordinator process died during a test."""
+    yield
+    assert sidecar.proc is not None
+    code = sidecar.proc.poll()
+    if code is not None:
+        tail = sidecar.log.read_text()[-4000:] if sidecar.log else ""
+        pytest.fail(f"the groupcoord serve process exited with code {code} during the test; log tail:\n{tail}")
