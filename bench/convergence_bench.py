@@ -6,8 +6,8 @@ Scenarios, all with confluent-kafka (librdkafka) consumers and their default tim
 - the backing broker's own classic coordinator (clients talk to the broker directly);
 - through groupcoord: classic eager (range), classic cooperative (cooperative-sticky), and the
   consumer protocol (KIP-848, server defaults: 5 s heartbeat interval).
-"Converged" = every partition owned by exactly one member (per the rebalance callbacks), each
-member's own assignment agrees, and the new member owns something. JSON to
+"Converged" = every partition owned by exactly one member (per the rebalance callbacks), the
+members balanced within one partition, and each member's own assignment agrees. JSON to
 bench/results/convergence.json.
 """
 
@@ -63,6 +63,9 @@ class Group:
             return False
         if newcomer is not None and newcomer not in self.owner.values():
             return False
+        counts = [sum(1 for n in self.owner.values() if n == name) for name, _ in self.members]
+        if max(counts) - min(counts) > 1:
+            return False  # a converged group is also a balanced one
         return all(
             {tp.partition for tp in c.assignment()} == {p for p, n in self.owner.items() if n == name}
             for name, c in self.members
