@@ -14,7 +14,7 @@ Nothing here mutates the state: the result's records, replayed by the runtime, d
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import log_records
@@ -220,6 +220,84 @@ def _heartbeat(
     if not member.has_metadata or not updated.metadata_equals(member):
         records.append(log_records.member_metadata_record(group_id, updated))
 
+    step = update_group_epoch_and_target(group, member_id, updated, replaced, membership_changed, image, now_ms, config)
+    records += step.records
+    timers += step.timers
+    target_epoch, member_target, regexes = step.target_epoch, step.member_target, step.regexes
+
+    # Step 3: reconcile this member one step.
+    reconciled = updated
+    if not updated.is_reconciled_to(target_epoch) or subscription_changed:
+        replaced_id = replaced.member_id if replaced is not None else None
+
+        def owner_of(topic_id: str, partition: int) -> str | None:
+            owner = group.owner_of(topic_id, partition)
+            return member_id if owner is not None and owner == replaced_id else owner
+
+        reconciled = CurrentAssignmentBuilder(
+            updated,
+            target_epoch,
+            member_target,
+            member_topic_ids(updated, regexes, image),
+            owner_of,
+            request.topic_partitions,
+            subscription_changed,
+        ).build()
+    if not reconciled.has_assignment or not reconciled.assignment_equals(member):
+        records.append(log_records.current_assignment_record(group_id, reconciled))
+        if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
+            timers.append(
+                schedule_rebalance(
+                    group_id, member_id, reconciled.member_epoch, now_ms, reconciled.rebalance_timeout_ms
+                )
+            )
+        else:
+            timers.append(CancelTimer(rebalance_key(group_id, member_id)))
+    timers.append(schedule_session(group_id, member_id, now_ms, config.session_timeout_ms))
+
+    response = ConsumerGroupHeartbeatResponse(
+        member_id=member_id,
+        member_epoch=reconciled.member_epoch,
+        heartbeat_interval_ms=config.heartbeat_interval_ms,
+    )
+    full_request = epoch == 0 or (
+        request.rebalance_timeout_ms != -1
+        and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
+        and request.topic_partitions is not None
+    )
+    if full_request or not _same_partitions(member, reconciled):
+        response.assignment = _assignment_response(reconciled)
+    return Result(response, records, timers)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupUpdate:
+    """What steps 1 (group epoch) and 2 (target assignment) of a member update decided."""
+
+    records: list[CoordinatorRecord]
+    timers: list[TimerOp]
+    group_epoch: int
+    target_epoch: int
+    member_target: TopicPartitionSet
+    regexes: dict[str, ResolvedRegularExpression]
+
+
+def update_group_epoch_and_target(
+    group: ConsumerGroup,
+    member_id: str,
+    updated: ConsumerGroupMember,
+    replaced: ConsumerGroupMember | None,
+    membership_changed: bool,
+    image: TopicsImage,
+    now_ms: int,
+    config: ConsumerGroupConfig,
+) -> GroupUpdate:
+    """Bump the group epoch if the member set, the subscriptions or the subscribed topics'
+    metadata changed, then recompute the target assignment when it lags (at most once per
+    assignment interval). Shared by consumer-protocol heartbeats and classic members' joins."""
+    group_id = group.group_id
+    records: list[CoordinatorRecord] = []
+    timers: list[TimerOp] = []
     members_view: dict[str, ConsumerGroupMember] | None = None
     if membership_changed or replaced is not None:
         members_view = dict(group.members)
@@ -265,49 +343,7 @@ def _heartbeat(
         else:
             timers.append(schedule_assignment(group_id, group.assignment_timestamp + config.assignment_interval_ms))
 
-    # Step 3: reconcile this member one step.
-    reconciled = updated
-    if not updated.is_reconciled_to(target_epoch) or subscription_changed:
-        replaced_id = replaced.member_id if replaced is not None else None
-
-        def owner_of(topic_id: str, partition: int) -> str | None:
-            owner = group.owner_of(topic_id, partition)
-            return member_id if owner is not None and owner == replaced_id else owner
-
-        reconciled = CurrentAssignmentBuilder(
-            updated,
-            target_epoch,
-            member_target,
-            member_topic_ids(updated, regexes, image),
-            owner_of,
-            request.topic_partitions,
-            subscription_changed,
-        ).build()
-    if not reconciled.has_assignment or not reconciled.assignment_equals(member):
-        records.append(log_records.current_assignment_record(group_id, reconciled))
-        if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
-            timers.append(
-                schedule_rebalance(
-                    group_id, member_id, reconciled.member_epoch, now_ms, reconciled.rebalance_timeout_ms
-                )
-            )
-        else:
-            timers.append(CancelTimer(rebalance_key(group_id, member_id)))
-    timers.append(schedule_session(group_id, member_id, now_ms, config.session_timeout_ms))
-
-    response = ConsumerGroupHeartbeatResponse(
-        member_id=member_id,
-        member_epoch=reconciled.member_epoch,
-        heartbeat_interval_ms=config.heartbeat_interval_ms,
-    )
-    full_request = epoch == 0 or (
-        request.rebalance_timeout_ms != -1
-        and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
-        and request.topic_partitions is not None
-    )
-    if full_request or not _same_partitions(member, reconciled):
-        response.assignment = _assignment_response(reconciled)
-    return Result(response, records, timers)
+    return GroupUpdate(records, timers, group_epoch, target_epoch, member_target, regexes)
 
 
 def _get_or_create_member(
@@ -366,10 +402,3 @@ def _refresh_regexes(
         del updated[regex]
         records.append(log_records.regex_tombstone(group.group_id, regex))
     return (regexes if updated is None else updated), records
-
-
-def refresh_regexes(
-    group: ConsumerGroup, in_use: set[str], image: TopicsImage, now_ms: int, config: ConsumerGroupConfig
-) -> tuple[dict[str, ResolvedRegularExpression], list[CoordinatorRecord]]:
-    """Public entry to the regex refresh step, for the classic-member handlers of a migration."""
-    return _refresh_regexes(group, in_use, image, now_ms, config)

@@ -48,11 +48,10 @@ from coordinator.groups.classic.messages import (
 )
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import log_records
-from coordinator.groups.consumer.assignment import can_compute_target, compute_target_assignment
 from coordinator.groups.consumer.current_assignment import CurrentAssignmentBuilder
 from coordinator.groups.consumer.group import ConsumerGroup
-from coordinator.groups.consumer.heartbeat import refresh_regexes
-from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState, TopicPartitionSet
+from coordinator.groups.consumer.heartbeat import update_group_epoch_and_target
+from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.groups.consumer.member_id import generate_member_id
 from coordinator.groups.consumer.messages import LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from coordinator.groups.consumer.state import ConsumerGroupsState
@@ -60,7 +59,6 @@ from coordinator.groups.consumer.subscriptions import group_topic_names, member_
 from coordinator.groups.consumer.timers import (
     cancel_member_timers,
     rebalance_key,
-    schedule_assignment,
     schedule_rebalance,
     schedule_session,
 )
@@ -326,45 +324,10 @@ def _join(
     if not member.has_metadata or not updated.metadata_equals(member) or replaced is not None:
         records.append(log_records.member_metadata_record(gid, updated))
 
-    members_view: dict[str, ConsumerGroupMember] | None = None
-    if membership_changed or replaced is not None:
-        members_view = dict(group.members)
-        if replaced is not None:
-            del members_view[replaced.member_id]
-        members_view[member_id] = updated
-    in_use = regexes_in_use(members_view.values()) if members_view is not None else set(group.regex_counts)
-    regexes, regex_records = refresh_regexes(group, in_use, image, now_ms, config)
-    records += regex_records
-    if members_view is None and not regex_records:
-        subscribed_names = group.subscribed_topic_names()
-    else:
-        subscribed_names = group_topic_names(
-            members_view.values() if members_view is not None else group.members.values(), regexes
-        )
-    metadata_hash = image.metadata_hash(subscribed_names)
-    group_epoch = group.group_epoch
-    if membership_changed or metadata_hash != group.metadata_hash:
-        group_epoch += 1
-        records.append(log_records.group_epoch_record(gid, group_epoch, metadata_hash))
-
-    # Step 2: the target assignment, at most once per assignment interval.
-    targets: dict[str, TopicPartitionSet] = group.target
-    if replaced is not None:
-        targets = dict(group.target)
-        targets[member_id] = targets.pop(replaced.member_id, {})
-    target_epoch = group.assignment_epoch
-    member_target: TopicPartitionSet = targets.get(member_id, {})
-    if group_epoch > group.assignment_epoch:
-        if can_compute_target(group.assignment_timestamp, now_ms, config):
-            if members_view is None:
-                members_view = dict(group.members)
-                members_view[member_id] = updated
-            result = compute_target_assignment(gid, group_epoch, members_view, regexes, targets, image, config, now_ms)
-            records += result.records
-            target_epoch = group_epoch
-            member_target = result.targets.get(member_id, {})
-        else:
-            timers.append(schedule_assignment(gid, group.assignment_timestamp + config.assignment_interval_ms))
+    step = update_group_epoch_and_target(group, member_id, updated, replaced, membership_changed, image, now_ms, config)
+    records += step.records
+    timers += step.timers
+    target_epoch, member_target, regexes = step.target_epoch, step.member_target, step.regexes
 
     # Step 3: reconcile with what the member says it owns (Subscription owned partitions).
     reconciled = updated
