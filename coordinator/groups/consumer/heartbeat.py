@@ -223,26 +223,11 @@ def _heartbeat(
     step = update_group_epoch_and_target(group, member_id, updated, replaced, membership_changed, image, now_ms, config)
     records += step.records
     timers += step.timers
-    target_epoch, member_target, regexes = step.target_epoch, step.member_target, step.regexes
 
     # Step 3: reconcile this member one step.
-    reconciled = updated
-    if not updated.is_reconciled_to(target_epoch) or subscription_changed:
-        replaced_id = replaced.member_id if replaced is not None else None
-
-        def owner_of(topic_id: str, partition: int) -> str | None:
-            owner = group.owner_of(topic_id, partition)
-            return member_id if owner is not None and owner == replaced_id else owner
-
-        reconciled = CurrentAssignmentBuilder(
-            updated,
-            target_epoch,
-            member_target,
-            member_topic_ids(updated, regexes, image),
-            owner_of,
-            request.topic_partitions,
-            subscription_changed,
-        ).build()
+    reconciled = reconcile_member(
+        group, member_id, updated, replaced, step, image, request.topic_partitions, subscription_changed
+    )
     if not reconciled.has_assignment or not reconciled.assignment_equals(member):
         records.append(log_records.current_assignment_record(group_id, reconciled))
         if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
@@ -344,6 +329,37 @@ def update_group_epoch_and_target(
             timers.append(schedule_assignment(group_id, group.assignment_timestamp + config.assignment_interval_ms))
 
     return GroupUpdate(records, timers, group_epoch, target_epoch, member_target, regexes)
+
+
+def reconcile_member(
+    group: ConsumerGroup,
+    member_id: str,
+    updated: ConsumerGroupMember,
+    replaced: ConsumerGroupMember | None,
+    step: GroupUpdate,
+    image: TopicsImage,
+    owned: list[HeartbeatTopicPartitions] | None,
+    subscription_changed: bool,
+) -> ConsumerGroupMember:
+    """Step 3: move the member one step towards its target (CurrentAssignmentBuilder). A static
+    member that replaced ``replaced`` inherits what its predecessor still owns."""
+    if updated.is_reconciled_to(step.target_epoch) and not subscription_changed:
+        return updated
+    replaced_id = replaced.member_id if replaced is not None else None
+
+    def owner_of(topic_id: str, partition: int) -> str | None:
+        owner = group.owner_of(topic_id, partition)
+        return member_id if owner is not None and owner == replaced_id else owner
+
+    return CurrentAssignmentBuilder(
+        updated,
+        step.target_epoch,
+        step.member_target,
+        member_topic_ids(updated, step.regexes, image),
+        owner_of,
+        owned,
+        subscription_changed,
+    ).build()
 
 
 def _get_or_create_member(

@@ -48,14 +48,13 @@ from coordinator.groups.classic.messages import (
 )
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import log_records
-from coordinator.groups.consumer.current_assignment import CurrentAssignmentBuilder
 from coordinator.groups.consumer.group import ConsumerGroup
-from coordinator.groups.consumer.heartbeat import update_group_epoch_and_target
+from coordinator.groups.consumer.heartbeat import reconcile_member, update_group_epoch_and_target
 from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.groups.consumer.member_id import generate_member_id
 from coordinator.groups.consumer.messages import LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from coordinator.groups.consumer.state import ConsumerGroupsState
-from coordinator.groups.consumer.subscriptions import group_topic_names, member_topic_ids, regexes_in_use
+from coordinator.groups.consumer.subscriptions import group_topic_names, regexes_in_use
 from coordinator.groups.consumer.timers import (
     cancel_member_timers,
     rebalance_key,
@@ -327,26 +326,11 @@ def _join(
     step = update_group_epoch_and_target(group, member_id, updated, replaced, membership_changed, image, now_ms, config)
     records += step.records
     timers += step.timers
-    target_epoch, member_target, regexes = step.target_epoch, step.member_target, step.regexes
 
     # Step 3: reconcile with what the member says it owns (Subscription owned partitions).
-    reconciled = updated
-    if not updated.is_reconciled_to(target_epoch) or subscription_changed:
-        replaced_id = replaced.member_id if replaced is not None else None
-
-        def owner_of(topic_id: str, partition: int) -> str | None:
-            owner = group.owner_of(topic_id, partition)
-            return member_id if owner is not None and owner == replaced_id else owner
-
-        reconciled = CurrentAssignmentBuilder(
-            updated,
-            target_epoch,
-            member_target,
-            member_topic_ids(updated, regexes, image),
-            owner_of,
-            owned_partitions(subscription, image),
-            subscription_changed,
-        ).build()
+    reconciled = reconcile_member(
+        group, member_id, updated, replaced, step, image, owned_partitions(subscription, image), subscription_changed
+    )
     if not reconciled.has_assignment or not reconciled.assignment_equals(member) or replaced is not None:
         records.append(log_records.current_assignment_record(gid, reconciled))
     if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
