@@ -48,13 +48,13 @@ def _hints(cls: Any) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def _dataclass_in(tp: Any) -> type | None:
+def dataclass_in(tp: Any) -> type | None:
     """The dataclass named by ``tp`` if ``tp`` is ``D`` or ``D | None``."""
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         return tp
     if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
         for arg in typing.get_args(tp):
-            found = _dataclass_in(arg)
+            found = dataclass_in(arg)
             if found is not None:
                 return found
     return None
@@ -65,7 +65,7 @@ Converter = typing.Callable[[Any], Any]
 
 def _converter(tp: Any) -> Converter | None:
     """How to turn a decoded Avro value into a value of type ``tp`` (None: use it as is)."""
-    inner = _dataclass_in(tp)
+    inner = dataclass_in(tp)
     if inner is not None:
         return lambda v: None if v is None else from_avro(inner, v)
     if typing.get_origin(tp) is list:

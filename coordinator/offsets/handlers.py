@@ -29,7 +29,8 @@ def _java_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def _all_partitions(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
+def commit_response(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
+    """The same answer for every partition of ``request``."""
     return OffsetCommitResponse(
         [
             OffsetCommitResponseTopic(
@@ -57,9 +58,9 @@ def commit_offsets(
     """
     rejected = partition_errors or {}
     if not request.group_id:
-        return Result(_all_partitions(request, ErrorCode.INVALID_GROUP_ID))
+        return Result(commit_response(request, ErrorCode.INVALID_GROUP_ID))
     if membership_error != ErrorCode.NONE:
-        return Result(_all_partitions(request, membership_error))
+        return Result(commit_response(request, membership_error))
     oversized = {
         (t.name, p.partition_index)
         for t in request.topics

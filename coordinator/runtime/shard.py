@@ -321,11 +321,7 @@ class Shard(Generic[S]):
                 fut.set_exception(exc)
                 self.reload(f"replay of a new record failed: {exc!r}")
                 return
-            count = len(encoded)
-            for i, (key, value) in enumerate(encoded):
-                self._inflight[self.next_offset] = result.records[i]
-                out.append((key, value, make_headers(self.epoch, i, count)))
-                self.next_offset += 1
+            self._stage(result.records, encoded, out)
             self._apply_timers(result.timers, now)
             if isinstance(result.response, Park):
                 previous = self._parked.pop(result.response.token, None)
@@ -344,15 +340,25 @@ class Shard(Generic[S]):
         self, records: list[CoordinatorRecord], fut: asyncio.Future[Any], response: Any, atomic: bool = True
     ) -> None:
         first_offset = self.next_offset
-        count = len(records) if atomic else 1
-        out = []
-        for i, r in enumerate(records):
-            key, value = encode(r)
-            self._inflight[self.next_offset] = r
-            out.append((key, value, make_headers(self.epoch, i if atomic else 0, count)))
-            self.next_offset += 1
+        out: list[tuple[bytes, bytes | None, list[tuple[str, bytes]]]] = []
+        self._stage(records, [encode(r) for r in records], out, atomic)
         self._pending.append(_Pending(self.next_offset - 1, fut, response))
         self._send(out, first_offset)
+
+    def _stage(
+        self,
+        records: list[CoordinatorRecord],
+        encoded: list[tuple[bytes, bytes | None]],
+        out: list[tuple[bytes, bytes | None, list[tuple[str, bytes]]]],
+        atomic: bool = True,
+    ) -> None:
+        """Give the records their offsets (remembered, so reading them back skips decoding) and
+        their headers: the shard epoch, and the batch position when they must apply together."""
+        count = len(records) if atomic else 1
+        for i, (record, (key, value)) in enumerate(zip(records, encoded, strict=True)):
+            self._inflight[self.next_offset] = record
+            out.append((key, value, make_headers(self.epoch, i if atomic else 0, count)))
+            self.next_offset += 1
 
     def _send(self, out: list[tuple[bytes, bytes | None, list[tuple[str, bytes]]]], first_offset: int) -> None:
         generation = self.generation

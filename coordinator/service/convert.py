@@ -17,21 +17,11 @@ from functools import cache
 from typing import Any, TypeVar, cast
 
 from coordinator.service.metadata_cache import topic_id_string, topic_id_uuid
+from records.avro import dataclass_in
 
 T = TypeVar("T")
 
 _MISSING = object()
-
-
-def _struct_of(tp: Any) -> type | None:
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        return tp
-    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
-        for arg in typing.get_args(tp):
-            found = _struct_of(arg)
-            if found is not None:
-                return found
-    return None
 
 
 def _sequence_of(tp: Any) -> tuple[type, type | None] | None:
@@ -41,7 +31,7 @@ def _sequence_of(tp: Any) -> tuple[type, type | None] | None:
         origin = typing.get_origin(candidate)
         if origin in (list, tuple):
             args = typing.get_args(candidate)
-            return origin, _struct_of(args[0]) if args else None
+            return origin, dataclass_in(args[0]) if args else None
     return None
 
 
@@ -64,7 +54,7 @@ def _topic_id(value: Any, tp: Any) -> Any:
 def _value(value: Any, tp: Any) -> Any:
     if value is None:
         return None
-    struct = _struct_of(tp)
+    struct = dataclass_in(tp)
     if struct is not None and dataclasses.is_dataclass(value):
         return convert(value, struct)
     seq = _sequence_of(tp)

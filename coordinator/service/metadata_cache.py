@@ -183,10 +183,9 @@ class MetadataCache:
         return info.name if info else None
 
     async def uuid_of(self, name: str) -> uuid.UUID | None:
+        # Cache only: this runs on every OffsetCommit, and a topic too new to be known yet is
+        # committed without an id (the background refresh learns it within one interval).
         info = self.topics.get(name)
-        if info is None:
-            await self._refresh_if_stale()
-            info = self.topics.get(name)
         return info.topic_id if info else None
 
     async def id_of(self, name: str) -> str | None:

@@ -26,12 +26,10 @@ from coordinator.groups import classic
 from coordinator.groups import consumer as cg
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.topics import TopicsImage
-from coordinator.offsets.handlers import fetch_offsets
+from coordinator.offsets.handlers import commit_response, fetch_offsets
 from coordinator.offsets.messages import (
     OffsetCommitRequest,
     OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
     OffsetDeleteRequest,
     OffsetDeleteResponse,
     OffsetFetchRequestGroup,
@@ -98,18 +96,10 @@ class GroupCoordinatorService:
     # --- offsets -----------------------------------------------------------------------------
 
     async def commit_offsets(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
-        def failed(code: ErrorCode) -> OffsetCommitResponse:
-            return OffsetCommitResponse(
-                [
-                    OffsetCommitResponseTopic(
-                        t.name, [OffsetCommitResponsePartition(p.partition_index, code) for p in t.partitions]
-                    )
-                    for t in request.topics
-                ]
-            )
-
         return await self._write(
-            request.group_id, lambda state, now: self.handlers.commit_offsets(state, request, now), failed
+            request.group_id,
+            lambda state, now: self.handlers.commit_offsets(state, request, now),
+            lambda code: commit_response(request, code),
         )
 
     async def fetch_offsets(self, groups: list[OffsetFetchRequestGroup]) -> list[OffsetFetchResponseGroup]:
