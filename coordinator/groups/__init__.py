@@ -4,5 +4,5 @@
 * ``coordinator.groups.assignors``: server-side assignors ``uniform`` and ``range``.
 * ``coordinator.groups.config``: ``group.consumer.*`` configuration.
 * ``coordinator.groups.topics``: topic metadata passed in as data (``TopicsImage``).
-* ``coordinator.groups.errors``: Kafka error codes (``Errors``).
+* ``coordinator.groups.errors``: Kafka error codes (``ErrorCode``).
 """

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.errors import ErrorCode
 from coordinator.groups.consumer import ConsumerGroupsState, MemberState
-from coordinator.groups.errors import Errors
 from tests.groups.harness import GROUP, Coordinator, assigned, image, topic, tps
 
 FOO = "id-foo"
@@ -183,7 +183,7 @@ def test_member_failure() -> None:
     assert c.group().state().value == "Stable"
     # The fenced member is told so.
     r = c.beat("A", 3, tps(FOO, 0, 1))
-    assert r.error_code == Errors.UNKNOWN_MEMBER_ID
+    assert r.error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_partition_added() -> None:

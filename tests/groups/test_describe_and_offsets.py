@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.errors import ErrorCode
 from coordinator.groups.config import INT_MAX, ConsumerGroupConfig
 from coordinator.groups.consumer import (
     consumer_group_describe,
@@ -15,7 +16,6 @@ from coordinator.groups.consumer import (
     validate_offset_commit,
     validate_offset_fetch,
 )
-from coordinator.groups.errors import Errors
 from tests.groups.harness import Coordinator, image, topic, tps
 
 FOO = "id-foo"
@@ -44,7 +44,7 @@ def test_describe() -> None:
     c.join("B", ["foo"], instance_id="b")
     resp = consumer_group_describe(c.state, ["grp", "nope"], c.metadata, c.config)
     g, missing = resp.groups
-    assert missing.error_code == Errors.GROUP_ID_NOT_FOUND and missing.group_id == "nope"
+    assert missing.error_code == ErrorCode.GROUP_ID_NOT_FOUND and missing.group_id == "nope"
     assert (g.group_id, g.group_state, g.group_epoch, g.assignment_epoch, g.assignor_name) == (
         "grp",
         "Reconciling",
@@ -82,40 +82,40 @@ def test_offset_commit_validation_uses_partition_assignment_epochs() -> None:
     c.beat("A", 1, tps(FOO, 0, 1, 2, 3))  # revoking 2, 3
     ok = validate_offset_commit(c.state, "grp", "A", 1, [(FOO, 0), (FOO, 2)])
     # Partitions being revoked can still be committed: that is what a revoking consumer does.
-    assert ok.error == Errors.NONE and ok.partition_errors == {}
+    assert ok.error == ErrorCode.NONE and ok.partition_errors == {}
     c.beat("A", 1, tps(FOO, 0, 1))  # A moves to epoch 2, keeps 0 and 1 (assigned at 1)
     c.beat("B", 2, tps(FOO))  # B gets 2 and 3 at epoch 2
     # A lagging one epoch behind may commit what it held since then...
     assert validate_offset_commit(c.state, "grp", "A", 1, [(FOO, 0), (FOO, 1)]).partition_errors == {}
     # ...but not what moved to B.
     v = validate_offset_commit(c.state, "grp", "A", 2, [(FOO, 2)])
-    assert v.partition_errors == {(FOO, 2): Errors.STALE_MEMBER_EPOCH}
+    assert v.partition_errors == {(FOO, 2): ErrorCode.STALE_MEMBER_EPOCH}
     # B's partitions were assigned at epoch 2: a commit claiming epoch 1 is stale.
     assert validate_offset_commit(c.state, "grp", "B", 1, [(FOO, 2)]).partition_errors == {
-        (FOO, 2): Errors.STALE_MEMBER_EPOCH
+        (FOO, 2): ErrorCode.STALE_MEMBER_EPOCH
     }
-    assert validate_offset_commit(c.state, "grp", "B", 3, [(FOO, 2)]).error == Errors.STALE_MEMBER_EPOCH
-    assert validate_offset_commit(c.state, "grp", "Z", 2, [(FOO, 2)]).error == Errors.UNKNOWN_MEMBER_ID
-    assert validate_offset_commit(c.state, "nope", "A", 2).error == Errors.GROUP_ID_NOT_FOUND
+    assert validate_offset_commit(c.state, "grp", "B", 3, [(FOO, 2)]).error == ErrorCode.STALE_MEMBER_EPOCH
+    assert validate_offset_commit(c.state, "grp", "Z", 2, [(FOO, 2)]).error == ErrorCode.UNKNOWN_MEMBER_ID
+    assert validate_offset_commit(c.state, "nope", "A", 2).error == ErrorCode.GROUP_ID_NOT_FOUND
     # Admin commits (-1) only to empty groups.
-    assert validate_offset_commit(c.state, "grp", "", -1).error == Errors.UNKNOWN_MEMBER_ID
-    assert validate_offset_fetch(c.state, "grp", "A", 2) == Errors.NONE
-    assert validate_offset_fetch(c.state, "grp", "A", 1) == Errors.STALE_MEMBER_EPOCH
-    assert validate_offset_fetch(c.state, "grp", "Z", 1) == Errors.UNKNOWN_MEMBER_ID
-    assert validate_offset_fetch(c.state, "grp", None, -1) == Errors.NONE
+    assert validate_offset_commit(c.state, "grp", "", -1).error == ErrorCode.UNKNOWN_MEMBER_ID
+    assert validate_offset_fetch(c.state, "grp", "A", 2) == ErrorCode.NONE
+    assert validate_offset_fetch(c.state, "grp", "A", 1) == ErrorCode.STALE_MEMBER_EPOCH
+    assert validate_offset_fetch(c.state, "grp", "Z", 1) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert validate_offset_fetch(c.state, "grp", None, -1) == ErrorCode.NONE
     c.beat("A", -1)
     c.beat("B", -1)
-    assert validate_offset_commit(c.state, "grp", "", -1).error == Errors.NONE
+    assert validate_offset_commit(c.state, "grp", "", -1).error == ErrorCode.NONE
 
 
 def test_delete_group() -> None:
     c = Coordinator(image(topic("foo", 1)))
     c.join("A", ["foo"])
-    assert delete_consumer_group(c.state, "grp").response == Errors.NON_EMPTY_GROUP
-    assert delete_consumer_group(c.state, "x").response == Errors.GROUP_ID_NOT_FOUND
+    assert delete_consumer_group(c.state, "grp").response == ErrorCode.NON_EMPTY_GROUP
+    assert delete_consumer_group(c.state, "x").response == ErrorCode.GROUP_ID_NOT_FOUND
     c.beat("A", -1)
     result = delete_consumer_group(c.state, "grp")
-    assert result.response == Errors.NONE
+    assert result.response == ErrorCode.NONE
     c.apply(result)
     assert not group_exists(c.state, "grp")
     assert c.replayed() == c.state.snapshot() == {}

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from coordinator.errors import ErrorCode
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import ConsumerGroupHeartbeatRequest
-from coordinator.groups.errors import Errors
 from records import RecordType
 from tests.groups.harness import GROUP, Coordinator, assigned, image, topic, tps
 
@@ -20,7 +20,7 @@ def join_regex(c: Coordinator, member: str, regex: str) -> object:
 def test_regex_resolves_against_metadata() -> None:
     c = Coordinator(image(topic("orders-eu", 2), topic("orders-us", 1), topic("payments", 3)))
     r = join_regex(c, "A", "orders-.*")
-    assert r.error_code == Errors.NONE  # type: ignore[attr-defined]
+    assert r.error_code == ErrorCode.NONE  # type: ignore[attr-defined]
     g = c.group()
     assert g.regexes["orders-.*"].topics == frozenset({"orders-eu", "orders-us"})
     assert c.target("A") == {"id-orders-eu": [0, 1], "id-orders-us": [0]}
@@ -62,7 +62,7 @@ def test_unused_regex_is_tombstoned_and_switching_to_names() -> None:
     c = Coordinator(image(topic("x1", 2), topic("y", 1)))
     join_regex(c, "A", "x.*")
     r = c.beat("A", 1, tps("id-x1", 0, 1), subscribed_topic_regex="", subscribed_topic_names=["y"])
-    assert r.error_code == Errors.NONE
+    assert r.error_code == ErrorCode.NONE
     assert "x.*" not in c.group().regexes
     tomb = [rec for rec in c.log if rec.type == RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION and rec.value is None]
     assert len(tomb) == 1

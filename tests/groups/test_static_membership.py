@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from coordinator.errors import ErrorCode
 from coordinator.groups.consumer import MemberState
-from coordinator.groups.errors import Errors
 from tests.groups.harness import Coordinator, assigned, image, topic, tps
 
 FOO = "id-foo"
@@ -24,7 +24,7 @@ def test_bounce_keeps_assignment_without_rebalance() -> None:
     c = stable_pair()
     epochs = c.epochs()
     r = c.beat("B1", -2, instance_id="b")
-    assert (r.error_code, r.member_epoch) == (Errors.NONE, -2)
+    assert (r.error_code, r.member_epoch) == (ErrorCode.NONE, -2)
     assert c.member("B1") == (-2, [2, 3], [])
     assert c.epochs() == epochs  # no rebalance for a static leave
     # Nobody else gets B's partitions while it is away.
@@ -32,7 +32,7 @@ def test_bounce_keeps_assignment_without_rebalance() -> None:
     assert c.member("A1") == (2, [0, 1], [])
     # The restarted process (new member id, same instance id) takes over the assignment.
     r = c.join("B2", ["foo"], instance_id="b")
-    assert (r.error_code, r.member_id, r.member_epoch, assigned(r)) == (Errors.NONE, "B2", 2, [2, 3])
+    assert (r.error_code, r.member_id, r.member_epoch, assigned(r)) == (ErrorCode.NONE, "B2", 2, [2, 3])
     g = c.group()
     assert "B1" not in g.members and "B1" not in g.target
     assert c.target("B2") == {FOO: [2, 3]}
@@ -46,7 +46,7 @@ def test_bounce_keeps_assignment_without_rebalance() -> None:
 def test_replacing_a_present_static_member_is_rejected() -> None:
     c = stable_pair()
     r = c.join("B2", ["foo"], instance_id="b")
-    assert r.error_code == Errors.UNRELEASED_INSTANCE_ID
+    assert r.error_code == ErrorCode.UNRELEASED_INSTANCE_ID
     assert "B2" not in c.group().members
 
 
@@ -64,7 +64,7 @@ def test_static_member_that_does_not_return_is_fenced() -> None:
 def test_static_member_leaving_for_good_with_minus_one() -> None:
     c = stable_pair()
     r = c.beat("B1", -1, instance_id="b")
-    assert (r.error_code, r.member_epoch) == (Errors.NONE, -1)
+    assert (r.error_code, r.member_epoch) == (ErrorCode.NONE, -1)
     assert "B1" not in c.group().members
 
 
@@ -85,7 +85,7 @@ def test_static_leave_releases_partitions_being_revoked() -> None:
     r = c.beat("C1", 3, tps(FOO))
     assert assigned(r) == revoking
     r = c.join("B2", ["foo"], instance_id="b")
-    assert r.error_code == Errors.NONE
+    assert r.error_code == ErrorCode.NONE
     assert c.group().members["B2"].state == MemberState.STABLE
     assert c.replayed() == c.state.snapshot()
 
@@ -93,4 +93,4 @@ def test_static_leave_releases_partitions_being_revoked() -> None:
 def test_rejoin_with_same_member_id_is_not_a_replacement() -> None:
     c = stable_pair()
     r = c.join("B1", ["foo"], instance_id="b")
-    assert (r.error_code, r.member_id, assigned(r)) == (Errors.NONE, "B1", [2, 3])
+    assert (r.error_code, r.member_id, assigned(r)) == (ErrorCode.NONE, "B1", [2, 3])

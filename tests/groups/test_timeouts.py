@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coordinator.errors import ErrorCode
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import (
     AssignmentDue,
@@ -11,7 +12,6 @@ from coordinator.groups.consumer import (
     on_loaded,
     on_timer,
 )
-from coordinator.groups.errors import Errors
 from coordinator.runtime.api import ScheduleTimer
 from records import RecordType
 from tests.groups.harness import Coordinator, assigned, image, topic, tps
@@ -44,7 +44,7 @@ def test_session_timeout_tombstones_member_and_bumps_epoch() -> None:
     ]
     assert written[3].type == RecordType.CONSUMER_GROUP_METADATA and written[3].value.epoch == 3
     assert "B" not in c.group().members
-    assert c.beat("B", 2, tps(FOO)).error_code == Errors.UNKNOWN_MEMBER_ID
+    assert c.beat("B", 2, tps(FOO)).error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_stale_session_timer_is_a_no_op() -> None:

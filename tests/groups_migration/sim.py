@@ -40,7 +40,6 @@ from coordinator.groups.classic.consumer_protocol import (
 )
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import ConsumerGroupState
-from coordinator.groups.errors import Errors
 from coordinator.groups.topics import TopicImage, TopicsImage
 from coordinator.offsets.config import OffsetsConfig
 from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer
@@ -375,9 +374,9 @@ class Simulation:
         self.apply(result)
         r = result.response
         assert isinstance(r, cg.ConsumerGroupHeartbeatResponse)
-        error = Errors(r.error_code)
+        error = ErrorCode(r.error_code)
         self.stats[f"cghb:{error.name}"] += 1
-        if error is Errors.NONE:
+        if error is ErrorCode.NONE:
             if r.member_epoch < c.epoch:
                 self.fail(f"{c.name} epoch went back {c.epoch} -> {r.member_epoch}")
             c.epoch = r.member_epoch
@@ -386,7 +385,7 @@ class Simulation:
                 c.owned = {(self.ids[tp.topic_id], p) for tp in r.assignment.topic_partitions for p in tp.partitions}
                 c.next_beat = self.now  # acknowledge promptly, like the real client
             return
-        if error in (Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID, Errors.GROUP_ID_NOT_FOUND):
+        if error in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.GROUP_ID_NOT_FOUND):
             self.lose(c)
             c.epoch = 0
         # COORDINATOR_LOAD_IN_PROGRESS and other retriable errors: just retry later.

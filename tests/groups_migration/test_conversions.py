@@ -13,7 +13,6 @@ from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupState
 from coordinator.groups.classic.consumer_protocol import decode_subscription
 from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.errors import Errors
 from coordinator.runtime.api import ScheduleTimer
 from records import RecordType
 from records.definitions import GroupMetadataValue
@@ -90,7 +89,7 @@ def test_upgrade_refusals_write_nothing() -> None:
     s = Shard()
     s.load(classic_group_record(5, {"B": [0, 1, 2]}))
     # Not epoch 0.
-    assert s.cg_beat("A", 3).error_code == Errors.GROUP_ID_NOT_FOUND
+    assert s.cg_beat("A", 3).error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert s.kind() == "classic"
     log_len = len(s.log)
     # A rebalancing classic group: retry later (retriable), nothing written.
@@ -99,7 +98,7 @@ def test_upgrade_refusals_write_nothing() -> None:
     token = s2.join("B", protocols=("range", "roundrobin"))  # metadata changed: rebalance
     assert s2.classic_group().state is ClassicGroupState.PREPARING_REBALANCE, token
     n = len(s2.log)
-    assert s2.cg_join("A").error_code == Errors.COORDINATOR_LOAD_IN_PROGRESS
+    assert s2.cg_join("A").error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     assert len(s2.log) == n and s2.kind() == "classic"
     assert len(s.log) == log_len
 
@@ -111,7 +110,7 @@ def test_upgrade_needs_the_consumer_protocol_type() -> None:
     s.load(replace(record, value=replace(record.value, protocol_type="connect")))
     n = len(s.log)
     response = s.cg_join("A")
-    assert response.error_code == Errors.GROUP_ID_NOT_FOUND and len(s.log) == n and s.kind() == "classic"
+    assert response.error_code == ErrorCode.GROUP_ID_NOT_FOUND and len(s.log) == n and s.kind() == "classic"
 
 
 # --- policies -------------------------------------------------------------------------------
@@ -120,7 +119,7 @@ def test_upgrade_needs_the_consumer_protocol_type() -> None:
 def test_policy_disabled_keeps_todays_refusals() -> None:
     s = Shard(policy="disabled")
     s.load(classic_group_record(5, {"B": [0, 1, 2]}))
-    assert s.cg_join("A").error_code == Errors.GROUP_ID_NOT_FOUND
+    assert s.cg_join("A").error_code == ErrorCode.GROUP_ID_NOT_FOUND
     other = Shard(policy="disabled")
     assert other.cg_join("A").error_code == 0
     assert other.join("", api_version=9).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
@@ -129,7 +128,7 @@ def test_policy_disabled_keeps_todays_refusals() -> None:
 def test_policy_downgrade_refuses_upgrade() -> None:
     s = Shard(policy="downgrade")
     s.load(classic_group_record(5, {"B": [0, 1, 2]}))
-    assert s.cg_join("A").error_code == Errors.GROUP_ID_NOT_FOUND
+    assert s.cg_join("A").error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert s.kind() == "classic"
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator.errors import ErrorCode
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import (
     ConsumerGroupHeartbeatRequest,
@@ -29,7 +30,6 @@ from coordinator.groups.consumer import (
     on_timer,
     validate_offset_commit,
 )
-from coordinator.groups.errors import Errors
 from coordinator.groups.topics import TopicImage, TopicsImage
 from coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
 from records import CoordinatorRecord, decode, encode
@@ -427,7 +427,7 @@ class Simulation:
     def on_request(self, slot: int, incarnation: int, seq: int, req: ConsumerGroupHeartbeatRequest) -> None:
         c = self.coord
         if self.now < c.loading_until:
-            response = heartbeat_error_response(Errors.COORDINATOR_LOAD_IN_PROGRESS)
+            response = heartbeat_error_response(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         else:
             before = c.state.snapshot() if self.steps % self.sc.check_purity_every == 0 else None
             result = consumer_group_heartbeat(
@@ -461,9 +461,9 @@ class Simulation:
         err = resp.error_code
         if m.leaving:
             return
-        if err in (Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID):
+        if err in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID):
             # Abandon everything without committing (we may not own it any more), rejoin from 0.
-            self.trace.append(f"{self.now} {m.member_id} fenced ({Errors(err).name}), rejoins")
+            self.trace.append(f"{self.now} {m.member_id} fenced ({ErrorCode(err).name}), rejoins")
             m.owned = set()
             m.epoch = 0
             m.need_full = True
@@ -471,7 +471,7 @@ class Simulation:
             m.pending_target = None
             self.schedule(self.now + 50, "tick", (m.slot, m.incarnation))
             return
-        if err != Errors.NONE:
+        if err != ErrorCode.NONE:
             # UNRELEASED_INSTANCE_ID (the previous incarnation is still there) or loading: retry.
             m.need_full = True
             self.schedule(self.now + 300, "tick", (m.slot, m.incarnation))
@@ -534,7 +534,7 @@ class Simulation:
         group = self.coord.state.group(GROUP)
         cm = group.members.get(member_id) if group is not None else None
         for tp in parts:
-            if v.error == Errors.NONE and tp not in v.partition_errors:
+            if v.error == ErrorCode.NONE and tp not in v.partition_errors:
                 self.committed += 1
                 if cm is None or not cm.owns(*tp):
                     self.fail(f"commit of {tp} by {member_id}@{epoch} accepted but it is not the holder")

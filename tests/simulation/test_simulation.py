@@ -63,14 +63,14 @@ def test_the_harness_catches_a_coordinator_that_assigns_before_revocation(monkey
 
 
 def test_the_harness_catches_commits_accepted_without_partition_epochs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from coordinator.errors import ErrorCode
     from coordinator.groups.consumer.offset_validation import CommitValidation
-    from coordinator.groups.errors import Errors
     from tests.simulation import sim
 
     def member_only(state: object, group_id: str, member_id: str, epoch: int, parts: object = ()) -> CommitValidation:
         group = sim.ConsumerGroupsState.group(state, group_id)  # type: ignore[arg-type]
         if group is None or member_id not in group.members:
-            return CommitValidation(Errors.UNKNOWN_MEMBER_ID)
+            return CommitValidation(ErrorCode.UNKNOWN_MEMBER_ID)
         return CommitValidation()
 
     monkeypatch.setattr(sim, "validate_offset_commit", member_only)

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
+from coordinator.errors import ErrorCode, GroupError
 from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState, PartitionEpochs, TopicPartitionSet
 from coordinator.groups.consumer.messages import HeartbeatTopicPartitions
-from coordinator.groups.errors import Errors, GroupError
 
 # (topic id, partition) -> member id of the current holder, or None.
 OwnerLookup = Callable[[str, int], "str | None"]
@@ -61,7 +61,7 @@ class CurrentAssignmentBuilder:
         # UNKNOWN: written by a newer coordinator we were downgraded from; start the member over.
         if self.owned is None or len(self.owned) > 0:
             raise GroupError(
-                Errors.FENCED_MEMBER_EPOCH,
+                ErrorCode.FENCED_MEMBER_EPOCH,
                 "The consumer group member is in an unknown state. It must abandon all its partitions and rejoin.",
             )
         return self._compute_next_assignment(self.target_epoch)

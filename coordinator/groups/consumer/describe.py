@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from coordinator.errors import ErrorCode
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer.group import ConsumerGroupState
 from coordinator.groups.consumer.messages import (
@@ -15,7 +16,6 @@ from coordinator.groups.consumer.messages import (
     DescribedTopicPartitions,
 )
 from coordinator.groups.consumer.state import ConsumerGroupsState
-from coordinator.groups.errors import Errors
 from coordinator.groups.topics import TopicsImage
 
 DEFAULT_CONFIG = ConsumerGroupConfig()
@@ -45,13 +45,13 @@ def consumer_group_describe(
         group = state.group(gid)
         if not gid:
             response.groups.append(
-                DescribedGroup(error_code=int(Errors.INVALID_GROUP_ID), error_message="GroupId can't be empty.")
+                DescribedGroup(error_code=int(ErrorCode.INVALID_GROUP_ID), error_message="GroupId can't be empty.")
             )
             continue
         if group is None:
             response.groups.append(
                 DescribedGroup(
-                    error_code=int(Errors.GROUP_ID_NOT_FOUND),
+                    error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
                     error_message=f"Group {gid} not found.",
                     group_id=gid,
                     group_state=ConsumerGroupState.DEAD.value,

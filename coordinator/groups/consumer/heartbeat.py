@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from coordinator.errors import ErrorCode, GroupError
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import log_records
 from coordinator.groups.consumer.assignment import can_compute_target, compute_target_assignment
@@ -44,7 +45,6 @@ from coordinator.groups.consumer.timers import (
     schedule_session,
 )
 from coordinator.groups.consumer.validation import throw_if_member_epoch_invalid, validate_heartbeat_request
-from coordinator.groups.errors import Errors, GroupError
 from coordinator.groups.topics import TopicsImage
 from coordinator.runtime.api import CancelTimer, Result, TimerOp
 from records import CoordinatorRecord
@@ -87,19 +87,19 @@ def _leave(
 ) -> Result[ConsumerGroupHeartbeatResponse]:
     group = state.group(request.group_id)
     if group is None:
-        raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Group {request.group_id} is unknown.")
+        raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Group {request.group_id} is unknown.")
     member: ConsumerGroupMember | None
     if request.instance_id is None:
         member = group.members.get(request.member_id)
         if member is None:
-            raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Member {request.member_id} is unknown.")
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {request.member_id} is unknown.")
     else:
         member = group.static_member(request.instance_id)
         if member is None:
-            raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
         if member.member_id != request.member_id:
             raise GroupError(
-                Errors.FENCED_INSTANCE_ID,
+                ErrorCode.FENCED_INSTANCE_ID,
                 f"Static member {request.member_id} with instance id {request.instance_id} "
                 f"was fenced by member {member.member_id}.",
             )
@@ -145,13 +145,13 @@ def _heartbeat(
     group = state.group(group_id)
     if group is None:
         if epoch != 0:
-            raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Group {group_id} has no member {request.member_id}.")
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Group {group_id} has no member {request.member_id}.")
         group = ConsumerGroup(group_id)
 
     member_id = request.member_id
     if len(group.members) >= config.max_size and (not member_id or member_id not in group.members):
         raise GroupError(
-            Errors.GROUP_MAX_SIZE_REACHED,
+            ErrorCode.GROUP_MAX_SIZE_REACHED,
             f"The consumer group has reached its maximum capacity of {config.max_size} members.",
         )
     if not member_id:
@@ -175,7 +175,7 @@ def _heartbeat(
         if existing is not None and existing.member_id != member_id:
             if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 raise GroupError(
-                    Errors.UNRELEASED_INSTANCE_ID,
+                    ErrorCode.UNRELEASED_INSTANCE_ID,
                     f"Static member {member_id} with instance id {request.instance_id} cannot join the group "
                     f"because the instance id is owned by member {existing.member_id}.",
                 )
@@ -370,7 +370,7 @@ def _get_or_create_member(
         member = group.members.get(member_id)
         if member is None:
             if epoch != 0:
-                raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of the group.")
+                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of the group.")
             return ConsumerGroupMember(member_id=member_id)
         throw_if_member_epoch_invalid(member, epoch, request.topic_partitions)
         return member
@@ -381,10 +381,10 @@ def _get_or_create_member(
         # A new static member, or a replacement the caller checks against the existing one.
         return group.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
     if existing is None:
-        raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
+        raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
     if existing.member_id != member_id:
         raise GroupError(
-            Errors.FENCED_INSTANCE_ID,
+            ErrorCode.FENCED_INSTANCE_ID,
             f"Static member {member_id} with instance id {request.instance_id} was fenced by member {existing.member_id}.",
         )
     throw_if_member_epoch_invalid(existing, epoch, request.topic_partitions)

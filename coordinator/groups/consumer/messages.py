@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from coordinator.groups.errors import Errors
+from coordinator.errors import ErrorCode
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -55,7 +55,7 @@ class HeartbeatAssignment:
 @dataclass(slots=True)
 class ConsumerGroupHeartbeatResponse:
     throttle_time_ms: int = 0
-    error_code: int = Errors.NONE
+    error_code: int = ErrorCode.NONE
     error_message: str | None = None
     member_id: str | None = None
     member_epoch: int = 0
@@ -63,7 +63,7 @@ class ConsumerGroupHeartbeatResponse:
     assignment: HeartbeatAssignment | None = None
 
 
-def heartbeat_error_response(error: Errors, message: str | None = None) -> ConsumerGroupHeartbeatResponse:
+def heartbeat_error_response(error: ErrorCode, message: str | None = None) -> ConsumerGroupHeartbeatResponse:
     """The answer for a heartbeat the group logic never saw (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS ...)."""
     return ConsumerGroupHeartbeatResponse(error_code=int(error), error_message=message)
 
@@ -103,7 +103,7 @@ class DescribedMember:
 
 @dataclass(slots=True)
 class DescribedGroup:
-    error_code: int = Errors.NONE
+    error_code: int = ErrorCode.NONE
     error_message: str | None = None
     group_id: str = ""
     group_state: str = ""

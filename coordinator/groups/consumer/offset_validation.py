@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from coordinator.errors import ErrorCode
 from coordinator.groups.consumer import log_records
 from coordinator.groups.consumer.state import ConsumerGroupsState
-from coordinator.groups.errors import Errors
 from coordinator.runtime.api import Result
 from records import CoordinatorRecord
 
@@ -22,8 +22,8 @@ from records import CoordinatorRecord
 class CommitValidation:
     """``error`` fails the whole request; otherwise ``partition_errors`` names rejected partitions."""
 
-    error: Errors = Errors.NONE
-    partition_errors: dict[tuple[str, int], Errors] = field(default_factory=dict)
+    error: ErrorCode = ErrorCode.NONE
+    partition_errors: dict[tuple[str, int], ErrorCode] = field(default_factory=dict)
 
 
 def validate_offset_commit(
@@ -36,52 +36,52 @@ def validate_offset_commit(
     """Check a commit of ``partitions`` (topic id, partition) by ``member_id`` at ``member_epoch``."""
     group = state.group(group_id)
     if group is None:
-        return CommitValidation(Errors.GROUP_ID_NOT_FOUND)
+        return CommitValidation(ErrorCode.GROUP_ID_NOT_FOUND)
     if member_epoch < 0 and not group.members:
         # Admin clients and consumers without group management commit to an empty group.
         return CommitValidation()
     member = group.members.get(member_id)
     if member is None:
-        return CommitValidation(Errors.UNKNOWN_MEMBER_ID)
+        return CommitValidation(ErrorCode.UNKNOWN_MEMBER_ID)
     if member.uses_classic_protocol and member_epoch != member.member_epoch:
         # A classic member's generation is its member epoch (Kafka's validateOffsetCommit).
-        return CommitValidation(Errors.ILLEGAL_GENERATION)
+        return CommitValidation(ErrorCode.ILLEGAL_GENERATION)
     if member_epoch > member.member_epoch or member_epoch < 0:
-        return CommitValidation(Errors.STALE_MEMBER_EPOCH)
-    errors: dict[tuple[str, int], Errors] = {}
+        return CommitValidation(ErrorCode.STALE_MEMBER_EPOCH)
+    errors: dict[tuple[str, int], ErrorCode] = {}
     for topic_id, partition in partitions:
         assigned_at = member.assignment_epoch_of(topic_id, partition)
         if assigned_at is None or assigned_at > member_epoch:
-            errors[(topic_id, partition)] = Errors.STALE_MEMBER_EPOCH
-    return CommitValidation(Errors.NONE, errors)
+            errors[(topic_id, partition)] = ErrorCode.STALE_MEMBER_EPOCH
+    return CommitValidation(ErrorCode.NONE, errors)
 
 
 def validate_offset_fetch(
     state: ConsumerGroupsState, group_id: str, member_id: str | None, member_epoch: int
-) -> Errors:
+) -> ErrorCode:
     """OffsetFetch v9+: a member fetching with its id must be current; anonymous fetches pass."""
     if member_id is None or member_epoch < 0:
-        return Errors.NONE
+        return ErrorCode.NONE
     group = state.group(group_id)
     if group is None:
-        return Errors.GROUP_ID_NOT_FOUND
+        return ErrorCode.GROUP_ID_NOT_FOUND
     member = group.members.get(member_id)
     if member is None:
-        return Errors.UNKNOWN_MEMBER_ID
+        return ErrorCode.UNKNOWN_MEMBER_ID
     if member_epoch != member.member_epoch:
-        return Errors.STALE_MEMBER_EPOCH
-    return Errors.NONE
+        return ErrorCode.STALE_MEMBER_EPOCH
+    return ErrorCode.NONE
 
 
-def delete_consumer_group(state: ConsumerGroupsState, group_id: str) -> Result[Errors]:
+def delete_consumer_group(state: ConsumerGroupsState, group_id: str) -> Result[ErrorCode]:
     """DeleteGroups for a consumer group: only an empty group goes; its records are tombstoned."""
     group = state.group(group_id)
     if group is None:
-        return Result(Errors.GROUP_ID_NOT_FOUND)
+        return Result(ErrorCode.GROUP_ID_NOT_FOUND)
     if group.members:
-        return Result(Errors.NON_EMPTY_GROUP)
+        return Result(ErrorCode.NON_EMPTY_GROUP)
     records: list[CoordinatorRecord] = [log_records.regex_tombstone(group_id, r) for r in sorted(group.regexes)]
     records += [log_records.target_member_tombstone(group_id, m) for m in sorted(group.target)]
     records.append(log_records.target_metadata_tombstone(group_id))
     records.append(log_records.group_epoch_tombstone(group_id))
-    return Result(Errors.NONE, records)
+    return Result(ErrorCode.NONE, records)

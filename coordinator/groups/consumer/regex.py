@@ -7,7 +7,7 @@ from typing import Any
 
 import re2
 
-from coordinator.groups.errors import Errors, GroupError
+from coordinator.errors import ErrorCode, GroupError
 from coordinator.groups.topics import TopicsImage
 
 _OPTIONS = re2.Options()
@@ -25,7 +25,7 @@ def throw_if_regex_invalid(regex: str) -> None:
         _compile(regex)
     except re2.error as exc:
         raise GroupError(
-            Errors.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {regex!r} is not a valid RE2 regex: {exc}"
+            ErrorCode.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {regex!r} is not a valid RE2 regex: {exc}"
         ) from None
 
 

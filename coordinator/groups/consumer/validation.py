@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coordinator.errors import ErrorCode, GroupError
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer.member import ConsumerGroupMember
 from coordinator.groups.consumer.messages import (
@@ -12,11 +13,10 @@ from coordinator.groups.consumer.messages import (
     HeartbeatTopicPartitions,
 )
 from coordinator.groups.consumer.regex import throw_if_regex_invalid
-from coordinator.groups.errors import Errors, GroupError
 
 
 def _invalid(message: str) -> GroupError:
-    return GroupError(Errors.INVALID_REQUEST, message)
+    return GroupError(ErrorCode.INVALID_REQUEST, message)
 
 
 def validate_heartbeat_request(
@@ -55,7 +55,7 @@ def validate_heartbeat_request(
     if has_names and has_regex:
         raise _invalid("SubscribedTopicNames and SubscribedTopicRegex cannot be used together.")
     if request.server_assignor is not None and request.server_assignor not in config.assignors:
-        raise GroupError(Errors.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {request.server_assignor} is not supported.")
+        raise GroupError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {request.server_assignor} is not supported.")
     if has_regex:
         assert request.subscribed_topic_regex is not None
         throw_if_regex_invalid(request.subscribed_topic_regex)
@@ -86,7 +86,7 @@ def throw_if_member_epoch_invalid(
         return
     if received_epoch > member.member_epoch:
         raise GroupError(
-            Errors.FENCED_MEMBER_EPOCH,
+            ErrorCode.FENCED_MEMBER_EPOCH,
             f"The member epoch {received_epoch} is greater than the coordinator's {member.member_epoch}; "
             "the member must abandon all its partitions and rejoin.",
         )
@@ -94,7 +94,7 @@ def throw_if_member_epoch_invalid(
         received_epoch != member.previous_member_epoch or not is_subset(owned, member)
     ):
         raise GroupError(
-            Errors.FENCED_MEMBER_EPOCH,
+            ErrorCode.FENCED_MEMBER_EPOCH,
             f"The member epoch {received_epoch} is smaller than the coordinator's {member.member_epoch}; "
             "the member must abandon all its partitions and rejoin.",
         )

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from coordinator.errors import ErrorCode
+from coordinator.errors import ErrorCode, GroupError
 from coordinator.groups.classic import ClassicGroupConfig
 from coordinator.groups.classic.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
@@ -61,7 +61,6 @@ from coordinator.groups.consumer.timers import (
     schedule_rebalance,
     schedule_session,
 )
-from coordinator.groups.errors import Errors, GroupError
 from coordinator.groups.migration.convert import (
     assignment_bytes,
     classic_metadata,
@@ -82,17 +81,8 @@ from records import CoordinatorRecord
 # --- shared checks ------------------------------------------------------------------------------
 
 
-class Refused(Exception):
-    """A request-level refusal with a classic-protocol error code; nothing is written."""
-
-    def __init__(self, error: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error = error
-        self.message = message
-
-
-def _error(error: Errors | ErrorCode, message: str) -> Refused:
-    return Refused(ErrorCode(int(error)), message)
+def _error(error: ErrorCode, message: str) -> GroupError:
+    return GroupError(error, message)
 
 
 def validate_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
@@ -100,25 +90,29 @@ def validate_member(group: ConsumerGroup, member_id: str, instance_id: str | Non
     if instance_id is None:
         member = group.members.get(member_id)
         if member is None:
-            raise _error(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}.")
+            raise _error(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}.")
         return member
     member = group.static_member(instance_id)
     if member is None:
-        raise _error(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is not a member of group {group.group_id}.")
+        raise _error(
+            ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is not a member of group {group.group_id}."
+        )
     if member.member_id != member_id:
-        raise _error(Errors.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} is fenced.")
+        raise _error(
+            ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} is fenced."
+        )
     return member
 
 
 def _require_classic(member: ConsumerGroupMember) -> None:
     if not member.uses_classic_protocol:
-        raise _error(Errors.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic protocol.")
+        raise _error(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic protocol.")
 
 
 def _require_generation(member: ConsumerGroupMember, generation_id: int) -> None:
     if generation_id != member.member_epoch:
         raise _error(
-            Errors.ILLEGAL_GENERATION,
+            ErrorCode.ILLEGAL_GENERATION,
             f"Member {member.member_id} has epoch {member.member_epoch}, not generation {generation_id}.",
         )
 
@@ -209,12 +203,8 @@ def classic_join_to_consumer_group(
 ) -> Result[JoinGroupResponse]:
     try:
         return _join(state, request, now_ms, image, config, classic_config)
-    except Refused as exc:
+    except GroupError as exc:
         return Result(JoinGroupResponse(error_code=exc.error, member_id=request.member_id))
-    except GroupError:
-        # The reconciliation refused the member's state (written by a newer coordinator): the
-        # classic client must start over with a new member id.
-        return Result(JoinGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID, member_id=request.member_id))
 
 
 def _join(
@@ -250,7 +240,7 @@ def _join(
         )
     if len(group.members) >= config.max_size and member_id not in group.members:
         raise _error(
-            Errors.GROUP_MAX_SIZE_REACHED,
+            ErrorCode.GROUP_MAX_SIZE_REACHED,
             f"The consumer group has reached its maximum capacity of {config.max_size} members.",
         )
     if not classic_protocols_supported(group, request.protocol_type, (p.name for p in request.protocols)):
@@ -270,12 +260,12 @@ def _join(
         existing = group.static_member(instance_id)
         if existing is None:
             if not is_unknown and member_id not in group.members:
-                raise _error(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+                raise _error(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
             member = group.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
         elif is_unknown:
             if not existing.uses_classic_protocol and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 raise _error(
-                    Errors.UNRELEASED_INSTANCE_ID,
+                    ErrorCode.UNRELEASED_INSTANCE_ID,
                     f"Instance id {instance_id} is still owned by member {existing.member_id}.",
                 )
             # A restarted static instance takes over the old member and its assignment.
@@ -295,7 +285,7 @@ def _join(
             state.classic_join_deadlines.pop((gid, existing.member_id), None)
         elif existing.member_id != member_id:
             raise _error(
-                Errors.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} is fenced."
+                ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} is fenced."
             )
         else:
             _require_classic(existing)
@@ -328,9 +318,21 @@ def _join(
     timers += step.timers
 
     # Step 3: reconcile with what the member says it owns (Subscription owned partitions).
-    reconciled = reconcile_member(
-        group, member_id, updated, replaced, step, image, owned_partitions(subscription, image), subscription_changed
-    )
+    try:
+        reconciled = reconcile_member(
+            group,
+            member_id,
+            updated,
+            replaced,
+            step,
+            image,
+            owned_partitions(subscription, image),
+            subscription_changed,
+        )
+    except GroupError as exc:
+        # The reconciliation refused the member's state (written by a newer coordinator): the
+        # classic client must start over with a new member id.
+        raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, exc.message) from exc
     if not reconciled.has_assignment or not reconciled.assignment_equals(member) or replaced is not None:
         records.append(log_records.current_assignment_record(gid, reconciled))
     if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
@@ -362,7 +364,7 @@ def classic_sync_to_consumer_group(
 ) -> Result[SyncGroupResponse]:
     try:
         return _sync(state, request, now_ms, image, config)
-    except Refused as exc:
+    except GroupError as exc:
         return Result(SyncGroupResponse(error_code=int(exc.error)))
 
 
@@ -386,7 +388,7 @@ def _sync(
     if group.group_epoch > member.member_epoch and member.state != MemberState.UNREVOKED_PARTITIONS:
         # A newer epoch exists: rejoin first. A member still revoking keeps its epoch as the
         # generation and must learn (here) what to give up.
-        raise _error(Errors.REBALANCE_IN_PROGRESS, "A rebalance is in progress: rejoin the group.")
+        raise _error(ErrorCode.REBALANCE_IN_PROGRESS, "A rebalance is in progress: rejoin the group.")
     gid = group.group_id
     assert member.classic_member_metadata is not None
     version = metadata_version(member.classic_member_metadata.supported_protocols[0].metadata)
@@ -417,7 +419,7 @@ def classic_heartbeat_to_consumer_group(
         member = validate_member(group, request.member_id, request.group_instance_id)
         _require_classic(member)
         _require_generation(member, request.generation_id)
-    except Refused as exc:
+    except GroupError as exc:
         return Result(HeartbeatResponse(error_code=int(exc.error)))
     gid = group.group_id
     mid = member.member_id
@@ -456,7 +458,7 @@ def leaving_members(
         else:
             try:
                 member = validate_member(group, identity.member_id, identity.group_instance_id)
-            except Refused as exc:
+            except GroupError as exc:
                 error = exc.error
         if member is not None and error is ErrorCode.NONE:
             valid.append(member.member_id)

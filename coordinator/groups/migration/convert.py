@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from coordinator.errors import ErrorCode, GroupError
 from coordinator.groups.classic import ClassicGroupConfig, ClassicGroupsState
 from coordinator.groups.classic.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
@@ -44,7 +45,6 @@ from coordinator.groups.consumer.messages import HeartbeatTopicPartitions
 from coordinator.groups.consumer.state import ConsumerGroupsState
 from coordinator.groups.consumer.subscriptions import group_topic_names
 from coordinator.groups.consumer.timers import assignment_key, cancel_member_timers, schedule_session
-from coordinator.groups.errors import Errors, GroupError
 from coordinator.groups.migration.timers import cancel_classic_member_timers
 from coordinator.groups.topics import TopicsImage
 from coordinator.runtime.api import CancelTimer, Result, TimerOp
@@ -114,25 +114,25 @@ def validate_online_upgrade(group: ClassicGroup, config: ConsumerGroupConfig) ->
     gid = group.group_id
     if not config.upgrade_enabled:
         return GroupError(
-            Errors.GROUP_ID_NOT_FOUND,
+            ErrorCode.GROUP_ID_NOT_FOUND,
             f"Cannot upgrade classic group {gid} to consumer group because online upgrade is disabled.",
         )
     if not group.uses_consumer_protocol():
         return GroupError(
-            Errors.GROUP_ID_NOT_FOUND,
+            ErrorCode.GROUP_ID_NOT_FOUND,
             f"Cannot upgrade classic group {gid} to consumer group because the group does not use "
             "the consumer embedded protocol.",
         )
     if len(group.members) > config.max_size:
         return GroupError(
-            Errors.GROUP_ID_NOT_FOUND,
+            ErrorCode.GROUP_ID_NOT_FOUND,
             f"Cannot upgrade classic group {gid} to consumer group because the group size exceeds "
             "the consumer group maximum size.",
         )
     if group.state is not STABLE or group.pending_sync_members:
         # Only a settled generation says who owns what; a rebalancing group is retried shortly.
         return GroupError(
-            Errors.COORDINATOR_LOAD_IN_PROGRESS,
+            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
             f"Classic group {gid} is rebalancing; it is converted to a consumer group once it is stable.",
         )
     return None
@@ -167,7 +167,7 @@ def consumer_members_of(group: ClassicGroup, image: TopicsImage) -> list[Consume
             )
     except (ConsumerProtocolError, KeyError) as exc:
         raise GroupError(
-            Errors.GROUP_ID_NOT_FOUND,
+            ErrorCode.GROUP_ID_NOT_FOUND,
             f"Cannot upgrade classic group {group.group_id} to consumer group because the embedded "
             "consumer protocol is malformed.",
         ) from exc

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from coordinator.errors import ErrorCode, GroupError
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupConfig, ClassicGroupsState, group_metadata_tombstone
 from coordinator.groups.classic.messages import LeaveGroupRequest, LeaveGroupResponse
@@ -16,7 +17,6 @@ from coordinator.groups.consumer.member import MemberState
 from coordinator.groups.consumer.messages import LEAVE_GROUP_MEMBER_EPOCH
 from coordinator.groups.consumer.state import ConsumerGroupsState
 from coordinator.groups.consumer.timers import RebalanceTimeout, SessionTimeout
-from coordinator.groups.errors import Errors, GroupError
 from coordinator.groups.migration.classic_members import fence_members, leave_response, leaving_members
 from coordinator.groups.migration.convert import (
     classic_teardown_timers,
@@ -53,7 +53,7 @@ def upgrade_and_join(
     gid = group.group_id
     if request.member_epoch != 0:
         return _heartbeat_error(
-            GroupError(Errors.GROUP_ID_NOT_FOUND, f"Group {gid} is a classic group; join with member epoch 0.")
+            GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is a classic group; join with member epoch 0.")
         )
     refusal = validate_online_upgrade(group, config)
     if refusal is not None:
@@ -64,7 +64,7 @@ def upgrade_and_join(
     except GroupError as exc:
         return _heartbeat_error(exc)
     joined = cg.consumer_group_heartbeat(scratch_state(conversion), request, now_ms, image, config, context)
-    if joined.response.error_code != Errors.NONE:  # type: ignore[union-attr]
+    if joined.response.error_code != ErrorCode.NONE:  # type: ignore[union-attr]
         return Result(joined.response)
     records: list[CoordinatorRecord] = [group_metadata_tombstone(gid), *conversion, *joined.records]
     timers: list[TimerOp] = [
@@ -116,7 +116,7 @@ def consumer_leave(
     group = consumer_state.group(request.group_id)
     if (
         request.member_epoch != LEAVE_GROUP_MEMBER_EPOCH
-        or response.error_code != Errors.NONE
+        or response.error_code != ErrorCode.NONE
         or group is None
         or response.member_id is None
         or not downgrade_allowed(group, [response.member_id], config, classic_config)
