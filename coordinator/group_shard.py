@@ -17,6 +17,7 @@ from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupConfig, ClassicGroupsState
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import ConsumerGroupsState
+from coordinator.groups.group import CLASSIC, CONSUMER, CommitVerdict, Group, GroupSummary
 from coordinator.groups.topics import TopicsImage
 from coordinator.offsets.config import OffsetsConfig
 from coordinator.offsets.handlers import commit_offsets
@@ -36,11 +37,9 @@ from coordinator.offsets.retention import (
     offsets_of_deleted_topic,
 )
 from coordinator.offsets.state import OffsetsState
-from coordinator.runtime.api import Park, Result, ScheduleTimer, TimerOp
+from coordinator.runtime.api import Result, ScheduleTimer, TimerOp
 from records import CoordinatorRecord, RecordType
 
-CLASSIC = "classic"
-CONSUMER = "consumer"
 RETENTION_TIMER = "offsets-retention"
 
 
@@ -70,56 +69,34 @@ class GroupCoordinatorShard:
             "consumer": self.consumer.snapshot(),
         }
 
+    def group(self, group_id: str) -> Group | None:
+        """The group a membership protocol manages under this id (None: unknown, or offsets only)."""
+        consumer = self.consumer.group(group_id)
+        if consumer is not None:
+            return consumer
+        return self.classic.group(group_id)
+
     def group_type(self, group_id: str) -> str | None:
-        """Which membership protocol manages the group (None: unknown, or offsets only)."""
-        if self.consumer.group(group_id) is not None:
-            return CONSUMER
-        if self.classic.has_group(group_id):
-            return CLASSIC
-        return None
+        group = self.group(group_id)
+        return None if group is None else group.type
 
     def group_known(self, group_id: str) -> bool:
-        return self.group_type(group_id) is not None or self.offsets.has_group(group_id)
+        return self.group(group_id) is not None or self.offsets.has_group(group_id)
 
     def retention_view(self, group_id: str) -> GroupRetentionView:
-        if self.consumer.group(group_id) is not None:
-            return GroupRetentionView(
-                subscribed_topics=cg.subscribed_topic_names(self.consumer, group_id),
-                is_empty=cg.is_group_empty(self.consumer, group_id),
-                managed=True,
-            )
-        if self.classic.has_group(group_id):
-            empty = self.classic.is_empty(group_id)
-            group = self.classic.group(group_id)
-            assert group is not None
-            empty_since = group.current_state_timestamp if empty and group.protocol_type else None
-            return GroupRetentionView(
-                subscribed_topics=self.classic.subscribed_topics(group_id) or frozenset(),
-                is_empty=empty,
-                empty_since_ms=empty_since,
-                managed=True,
-                expires=group.offset_expiration_base_ms(0) is not None,
-            )
-        return GroupRetentionView()
+        group = self.group(group_id)
+        return GroupRetentionView() if group is None else group.retention_view()
 
 
-def simple_group_commit_error(shard: GroupCoordinatorShard, request: OffsetCommitRequest) -> ErrorCode:
+def simple_group_commit_verdict(shard: GroupCoordinatorShard, request: OffsetCommitRequest) -> CommitVerdict:
     """Commit validation for a group that no membership protocol manages (a "simple" group)."""
     if request.generation_id_or_member_epoch < 0:
         # Admin clients and consumers without group management commit with -1.
-        return ErrorCode.NONE
+        return CommitVerdict()
     if not shard.group_known(request.group_id):
-        return ErrorCode.GROUP_ID_NOT_FOUND if request.api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
+        return CommitVerdict(ErrorCode.GROUP_ID_NOT_FOUND if request.api_version >= 9 else ErrorCode.ILLEGAL_GENERATION)
     # A simple group has no members, so no member id and generation can match.
-    return ErrorCode.UNKNOWN_MEMBER_ID
-
-
-@dataclass(frozen=True, slots=True)
-class GroupSummary:
-    group_id: str
-    protocol_type: str
-    group_state: str
-    group_type: str
+    return CommitVerdict(ErrorCode.UNKNOWN_MEMBER_ID)
 
 
 def _empty_image() -> TopicsImage:
@@ -171,45 +148,25 @@ class GroupCoordinatorHandlers:
     def commit_offsets(
         self, state: GroupCoordinatorShard, request: OffsetCommitRequest, now_ms: int
     ) -> Result[OffsetCommitResponse]:
-        partition_errors: dict[tuple[str, int], ErrorCode] = {}
-        kind = state.group_type(request.group_id)
-        if kind == CONSUMER:
-            image = self.metadata()
-            ids = {t.name: t.topic_id or image.topic_id(t.name) or "" for t in request.topics}
-            verdict = cg.validate_offset_commit(
-                state.consumer,
-                request.group_id,
-                request.member_id,
-                request.generation_id_or_member_epoch,
-                [(ids[t.name], p.partition_index) for t in request.topics for p in t.partitions],
-            )
-            error = ErrorCode(int(verdict.error))
-            by_id = {v: k for k, v in ids.items()}
-            partition_errors = {(by_id[tid], p): ErrorCode(int(e)) for (tid, p), e in verdict.partition_errors.items()}
-        elif kind == CLASSIC:
-            error = (
-                state.classic.validate_offset_commit(
-                    request.group_id,
-                    request.member_id,
-                    request.group_instance_id,
-                    request.generation_id_or_member_epoch,
-                )
-                or ErrorCode.NONE
-            )
-        else:
-            error = simple_group_commit_error(state, request)
+        group = state.group(request.group_id)
+        verdict = (
+            group.validate_offset_commit(request, self.metadata())
+            if group is not None
+            else simple_group_commit_verdict(state, request)
+        )
+        error, partition_errors = verdict.error, dict(verdict.partition_errors)
         return commit_offsets(state.offsets, request, now_ms, self.offsets_config, error, partition_errors)
 
     def delete_offsets(
         self, state: GroupCoordinatorShard, request: OffsetDeleteRequest, now_ms: int
     ) -> Result[OffsetDeleteResponse]:
-        kind = state.group_type(request.group_id)
-        if kind == CLASSIC:
-            error = state.classic.validate_offset_delete(request.group_id)
-            if error != ErrorCode.NONE:
-                return Result(OffsetDeleteResponse(error))
-        view = state.retention_view(request.group_id) if kind is not None else None
-        return delete_offsets(state.offsets, request, view)
+        group = state.group(request.group_id)
+        if group is None:
+            return delete_offsets(state.offsets, request, None)
+        error = group.validate_offset_delete()
+        if error != ErrorCode.NONE:
+            return Result(OffsetDeleteResponse(error))
+        return delete_offsets(state.offsets, request, group.retention_view())
 
     def expire_offsets(self, state: GroupCoordinatorShard, now_ms: int) -> Result[None]:
         """The periodic sweep: expired offsets become tombstones; a group left empty with no
@@ -233,12 +190,8 @@ class GroupCoordinatorHandlers:
     # --- group administration ----------------------------------------------------------------
 
     def _delete_group_records(self, state: GroupCoordinatorShard, group_id: str) -> list[CoordinatorRecord]:
-        kind = state.group_type(group_id)
-        if kind == CONSUMER:
-            return cg.delete_consumer_group(state.consumer, group_id).records
-        if kind == CLASSIC:
-            return state.classic.delete_group_records(group_id)
-        return []
+        group = state.group(group_id)
+        return [] if group is None else group.tombstones()
 
     def delete_groups(
         self, state: GroupCoordinatorShard, group_ids: list[str], now_ms: int
@@ -247,13 +200,9 @@ class GroupCoordinatorHandlers:
         answers: list[tuple[str, int]] = []
         records: list[CoordinatorRecord] = []
         for group_id in group_ids:
-            kind = state.group_type(group_id)
-            if kind == CONSUMER:
-                verdict = cg.delete_consumer_group(state.consumer, group_id).response
-                assert not isinstance(verdict, Park)
-                error = ErrorCode(int(verdict))
-            elif kind == CLASSIC:
-                error = state.classic.validate_delete_group(group_id)
+            group = state.group(group_id)
+            if group is not None:
+                error = group.validate_delete()
             elif state.offsets.has_group(group_id):
                 error = ErrorCode.NONE
             else:
@@ -279,8 +228,9 @@ class GroupCoordinatorHandlers:
         self, state: GroupCoordinatorShard, request: classic.JoinGroupRequest, token: Hashable, now_ms: int
     ) -> Result[classic.JoinGroupResponse]:
         prefix: list[CoordinatorRecord] = []
-        if state.group_type(request.group_id) == CONSUMER:
-            if not cg.is_group_empty(state.consumer, request.group_id):
+        group = state.group(request.group_id)
+        if group is not None and group.type == CONSUMER:
+            if not group.is_empty():
                 if self._migration_enabled:
                     # A classic member joins (or rejoins) a consumer group: online migration.
                     return migration.classic_join_to_consumer_group(
@@ -288,7 +238,7 @@ class GroupCoordinatorHandlers:
                     )
                 return Result(classic.JoinGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             # An empty consumer group becomes a classic group, as Kafka converts it on join.
-            prefix = cg.delete_consumer_group(state.consumer, request.group_id).records
+            prefix = group.tombstones()
         result = classic.classic_join(state.classic, request, token, now_ms, self.classic_config)
         result.records[:0] = prefix
         return result
@@ -334,7 +284,8 @@ class GroupCoordinatorHandlers:
         context: cg.RequestContext,
     ) -> Result[cg.ConsumerGroupHeartbeatResponse]:
         prefix: list[CoordinatorRecord] = []
-        kind = state.group_type(request.group_id)
+        group = state.group(request.group_id)
+        kind = None if group is None else group.type
         if kind == CONSUMER and self._migration_enabled:
             # A leave may remove the last consumer-protocol member: then the group is downgraded.
             return migration.consumer_leave(
@@ -347,8 +298,8 @@ class GroupCoordinatorHandlers:
                 self.classic_config,
                 context,
             )
-        if kind == CLASSIC:
-            if not state.classic.is_empty(request.group_id):
+        if group is not None and group.type == CLASSIC:
+            if not group.is_empty():
                 if self._migration_enabled:
                     # Online upgrade: the classic group becomes a consumer group (one batch).
                     return migration.upgrade_and_join(
@@ -362,7 +313,7 @@ class GroupCoordinatorHandlers:
                     )
                 )
             # An empty classic group is replaced by a consumer group (Kafka does the same).
-            prefix = state.classic.delete_group_records(request.group_id)
+            prefix = group.tombstones()
         result = cg.consumer_group_heartbeat(
             state.consumer, request, now_ms, self.metadata(), self.consumer_config, context
         )
@@ -374,14 +325,8 @@ class GroupCoordinatorHandlers:
 
 
 def offset_fetch_error(state: GroupCoordinatorShard, request: OffsetFetchRequestGroup) -> ErrorCode:
-    kind = state.group_type(request.group_id)
-    if kind == CONSUMER:
-        return ErrorCode(
-            int(cg.validate_offset_fetch(state.consumer, request.group_id, request.member_id, request.member_epoch))
-        )
-    if kind == CLASSIC:
-        return state.classic.validate_offset_fetch(request.group_id) or ErrorCode.NONE
-    return ErrorCode.NONE
+    group = state.group(request.group_id)
+    return ErrorCode.NONE if group is None else group.validate_offset_fetch(request.member_id, request.member_epoch)
 
 
 def list_groups(
@@ -389,14 +334,12 @@ def list_groups(
 ) -> list[GroupSummary]:
     states = {s.lower() for s in states_filter}
     types = {t.lower() for t in types_filter}
+    groups: list[Group] = [*live.consumer.groups.values(), *live.classic.groups.values()]
     out = [
-        GroupSummary(g.group_id, g.protocol_type, g.group_state, g.group_type)
-        for g in classic.list_groups(live.classic, tuple(states), tuple(types))
+        g.listed()
+        for g in groups
+        if (not types or g.type in types) and (not states or g.listed().group_state.lower() in states)
     ]
-    if not types or CONSUMER in types:
-        out += [
-            GroupSummary(gid, CONSUMER, s, CONSUMER) for gid, s in cg.list_group_states(live.consumer, states or None)
-        ]
     if (not types or CLASSIC in types) and (not states or "empty" in states):
         # Groups that only ever committed offsets are listed as empty classic groups, like Kafka.
         out += [GroupSummary(gid, "", "Empty", CLASSIC) for gid in live.offsets.offsets if live.group_type(gid) is None]
