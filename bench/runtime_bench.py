@@ -32,7 +32,7 @@ from rich.progress import Progress
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from coordinator.group_shard import GroupCoordinatorHandlers  # noqa: E402
+from coordinator.group_shard import GroupCoordinatorShard  # noqa: E402
 from coordinator.offsets.messages import (  # noqa: E402
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -102,7 +102,7 @@ def raw_figures(bootstrap: str, records: int, round_trips: int) -> dict[str, Any
 
 async def ours(bootstrap: str, records: int, writes: int, progress: Progress) -> dict[str, Any]:
     topic = f"bench-log-{uuid.uuid4().hex[:8]}"
-    handlers = GroupCoordinatorHandlers()
+    handlers = GroupCoordinatorShard()
     spec = LogTopicSpec(name=topic, partitions=1)
     config = {"bootstrap.servers": bootstrap}
     runtime = CoordinatorRuntime(config, spec, handlers, owner_id="bench-writer")

@@ -8,10 +8,11 @@ from dataclasses import replace
 import pytest
 
 from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorShard
+from coordinator.group_shard import GroupCoordinatorState
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupState
 from coordinator.groups.classic.consumer_protocol import decode_subscription
+from coordinator.groups.classic.messages import JoinGroupResponse
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.runtime.api import ScheduleTimer
 from records import RecordType
@@ -91,16 +92,24 @@ def test_upgrade_refusals_write_nothing() -> None:
     # Not epoch 0.
     assert s.cg_beat("A", 3).error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert s.kind() == "classic"
-    log_len = len(s.log)
-    # A rebalancing classic group: retry later (retriable), nothing written.
-    s2 = Shard()
-    s2.load(classic_group_record(5, {"B": [0, 1, 2], "C": [3, 4, 5]}))
-    token = s2.join("B", protocols=("range", "roundrobin"))  # metadata changed: rebalance
-    assert s2.classic_group().state is ClassicGroupState.PREPARING_REBALANCE, token
-    n = len(s2.log)
-    assert s2.cg_join("A").error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-    assert len(s2.log) == n and s2.kind() == "classic"
-    assert len(s.log) == log_len
+    assert s.cg_beat("A", 3).error_message == f"Group {GROUP} is not a consumer group."
+    assert s.kind() == "classic"
+    assert len(s.log) == 1
+
+
+def test_online_upgrade_while_rebalancing_answers_parked_requests_rebalance_in_progress() -> None:
+    """Kafka's convertToConsumerGroup checks no classic state: it completes the parked JoinGroup
+    and SyncGroup futures with REBALANCE_IN_PROGRESS and converts at once."""
+    s = Shard()
+    s.load(classic_group_record(5, {"B": [0, 1, 2], "C": [3, 4, 5]}))
+    token = s.join("B", protocols=("range", "roundrobin"))  # metadata changed: rebalance
+    assert s.classic_group().state is ClassicGroupState.PREPARING_REBALANCE
+    assert s.cg_join("A").error_code == ErrorCode.NONE
+    assert s.kind() == "consumer"
+    parked = s.answer(token)
+    assert isinstance(parked, JoinGroupResponse) and parked.error_code == ErrorCode.REBALANCE_IN_PROGRESS
+    assert set(s.members()) == {"A", "B", "C"}
+    s.check_replay()
 
 
 def test_upgrade_needs_the_consumer_protocol_type() -> None:
@@ -116,13 +125,15 @@ def test_upgrade_needs_the_consumer_protocol_type() -> None:
 # --- policies -------------------------------------------------------------------------------
 
 
-def test_policy_disabled_keeps_todays_refusals() -> None:
+def test_policy_disabled_refuses_conversions_only() -> None:
     s = Shard(policy="disabled")
     s.load(classic_group_record(5, {"B": [0, 1, 2]}))
     assert s.cg_join("A").error_code == ErrorCode.GROUP_ID_NOT_FOUND
     other = Shard(policy="disabled")
     assert other.cg_join("A").error_code == 0
-    assert other.join("", api_version=9).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    # Routing ignores the policy: a classic member joins the non-empty consumer group.
+    assert other.join("", api_version=9).error_code == ErrorCode.MEMBER_ID_REQUIRED
+    assert other.kind() == "consumer"
 
 
 def test_policy_downgrade_refuses_upgrade() -> None:
@@ -374,7 +385,7 @@ def test_classic_leave_of_all_classic_members_keeps_the_consumer_group() -> None
 
 def test_reload_keeps_classic_members_and_their_sessions() -> None:
     s = converted()
-    fresh_state = GroupCoordinatorShard()
+    fresh_state = GroupCoordinatorState()
     for record in s.log:
         fresh_state.replay(record)
     loaded = s.handlers.on_loaded(fresh_state, s.now)
@@ -421,7 +432,7 @@ def test_downgrade_survives_a_coordinator_reload_before_the_rebalance() -> None:
     _leave_consumer(s, "A")
     assert s.kind() == "classic"
     # A new coordinator loads the log before the members rejoined.
-    fresh = GroupCoordinatorShard()
+    fresh = GroupCoordinatorState()
     for record in s.log:
         fresh.replay(record)
     s.state = fresh

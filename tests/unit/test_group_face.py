@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorShard
+from coordinator.group_shard import GroupCoordinatorState
 from coordinator.groups import classic
 from coordinator.groups.classic.group import ClassicGroup
 from coordinator.groups.consumer.group import ConsumerGroup
@@ -17,7 +17,7 @@ def faces(c: ClassicGroup, g: ConsumerGroup) -> list[Group]:
 
 
 def test_both_group_types_implement_the_group_face() -> None:
-    state = GroupCoordinatorShard()
+    state = GroupCoordinatorState()
     join_consumer(state, "cg")
     apply(
         state,

@@ -25,7 +25,6 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from coordinator.errors import ErrorCode, GroupError
-from coordinator.groups.classic import ClassicGroupConfig
 from coordinator.groups.classic.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
     ConsumerProtocolError,
@@ -61,6 +60,7 @@ from coordinator.groups.consumer.timers import (
     schedule_rebalance,
     schedule_session,
 )
+from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.groups.migration.convert import (
     assignment_bytes,
     classic_metadata,
@@ -194,27 +194,17 @@ def fence_members(
 
 
 def classic_join_to_consumer_group(
-    state: ConsumerGroupsState,
-    request: JoinGroupRequest,
-    now_ms: int,
-    image: TopicsImage,
-    config: ConsumerGroupConfig,
-    classic_config: ClassicGroupConfig,
+    state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupContext
 ) -> Result[JoinGroupResponse]:
     try:
-        return _join(state, request, now_ms, image, config, classic_config)
+        return _join(state, request, ctx)
     except GroupError as exc:
         return Result(JoinGroupResponse(error_code=exc.error, member_id=request.member_id))
 
 
-def _join(
-    state: ConsumerGroupsState,
-    request: JoinGroupRequest,
-    now_ms: int,
-    image: TopicsImage,
-    config: ConsumerGroupConfig,
-    classic_config: ClassicGroupConfig,
-) -> Result[JoinGroupResponse]:
+def _join(state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupContext) -> Result[JoinGroupResponse]:
+    ctx = ctx.for_request(RequestContext(request.api_version, request.client_id, request.client_host))
+    now_ms, image, config, classic_config = ctx.now_ms, ctx.image, ctx.consumer, ctx.classic
     gid = request.group_id
     group = state.group(gid)
     assert group is not None
@@ -228,16 +218,7 @@ def _join(
     member_id = request.member_id
     if is_unknown:
         state.classic_member_seq += 1
-        member_id = generate_member_id(
-            gid,
-            group.group_epoch,
-            state.classic_member_seq,
-            now_ms,
-            request.client_id,
-            request.client_host,
-            instance_id,
-            group.members,
-        )
+        member_id = generate_member_id(group, instance_id, ctx, state.classic_member_seq)
     if len(group.members) >= config.max_size and member_id not in group.members:
         raise _error(
             ErrorCode.GROUP_MAX_SIZE_REACHED,
@@ -313,21 +294,14 @@ def _join(
     if not member.has_metadata or not updated.metadata_equals(member) or replaced is not None:
         records.append(log_records.member_metadata_record(gid, updated))
 
-    step = update_group_epoch_and_target(group, member_id, updated, replaced, membership_changed, image, now_ms, config)
+    step = update_group_epoch_and_target(group, updated, replaced, membership_changed, ctx)
     records += step.records
     timers += step.timers
 
     # Step 3: reconcile with what the member says it owns (Subscription owned partitions).
     try:
         reconciled = reconcile_member(
-            group,
-            member_id,
-            updated,
-            replaced,
-            step,
-            image,
-            owned_partitions(subscription, image),
-            subscription_changed,
+            group, updated, step, image, owned_partitions(subscription, image), subscription_changed
         )
     except GroupError as exc:
         # The reconciliation refused the member's state (written by a newer coordinator): the
@@ -360,17 +334,16 @@ def _join(
 
 
 def classic_sync_to_consumer_group(
-    state: ConsumerGroupsState, request: SyncGroupRequest, now_ms: int, image: TopicsImage, config: ConsumerGroupConfig
+    state: ConsumerGroupsState, request: SyncGroupRequest, ctx: GroupContext
 ) -> Result[SyncGroupResponse]:
     try:
-        return _sync(state, request, now_ms, image, config)
+        return _sync(state, request, ctx)
     except GroupError as exc:
         return Result(SyncGroupResponse(error_code=int(exc.error)))
 
 
-def _sync(
-    state: ConsumerGroupsState, request: SyncGroupRequest, now_ms: int, image: TopicsImage, config: ConsumerGroupConfig
-) -> Result[SyncGroupResponse]:
+def _sync(state: ConsumerGroupsState, request: SyncGroupRequest, ctx: GroupContext) -> Result[SyncGroupResponse]:
+    now_ms, image, config = ctx.now_ms, ctx.image, ctx.consumer
     if request.api_version >= SYNC_REQUIRES_PROTOCOL_VERSION and (
         request.protocol_type is None or request.protocol_name is None
     ):
@@ -411,8 +384,9 @@ def _sync(
 
 
 def classic_heartbeat_to_consumer_group(
-    state: ConsumerGroupsState, request: HeartbeatRequest, now_ms: int, config: ConsumerGroupConfig
+    state: ConsumerGroupsState, request: HeartbeatRequest, ctx: GroupContext
 ) -> Result[HeartbeatResponse]:
+    now_ms, config = ctx.now_ms, ctx.consumer
     group = state.group(request.group_id)
     assert group is not None
     try:

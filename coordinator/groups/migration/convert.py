@@ -16,7 +16,8 @@ put in PreparingRebalance so every member rejoins through the classic protocol.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any
 
 from coordinator.errors import ErrorCode, GroupError
 from coordinator.groups.classic import ClassicGroupConfig, ClassicGroupsState
@@ -34,7 +35,7 @@ from coordinator.groups.classic.consumer_protocol import (
 from coordinator.groups.classic.effects import Effects
 from coordinator.groups.classic.group import STABLE, ClassicGroup
 from coordinator.groups.classic.member import ClassicGroupMember
-from coordinator.groups.classic.messages import JoinGroupRequestProtocol
+from coordinator.groups.classic.messages import JoinGroupRequestProtocol, JoinGroupResponse, SyncGroupResponse
 from coordinator.groups.classic.rebalance import prepare_rebalance, schedule_heartbeat
 from coordinator.groups.classic.timers import heartbeat_key, join_key, sync_key
 from coordinator.groups.config import ConsumerGroupConfig
@@ -45,11 +46,12 @@ from coordinator.groups.consumer.messages import HeartbeatTopicPartitions
 from coordinator.groups.consumer.state import ConsumerGroupsState
 from coordinator.groups.consumer.subscriptions import group_topic_names
 from coordinator.groups.consumer.timers import assignment_key, cancel_member_timers, schedule_session
+from coordinator.groups.context import GroupContext
 from coordinator.groups.migration.timers import cancel_classic_member_timers
 from coordinator.groups.topics import TopicsImage
 from coordinator.runtime.api import CancelTimer, Result, TimerOp
 from records import CoordinatorRecord
-from records.definitions import ClassicMemberInConsumerGroup, ClassicProtocol
+from records.definitions import ClassicMemberInConsumerGroup, ClassicProtocol, GroupMetadataValue
 
 # --- translating the embedded consumer protocol -----------------------------------------------
 
@@ -129,23 +131,34 @@ def validate_online_upgrade(group: ClassicGroup, config: ConsumerGroupConfig) ->
             f"Cannot upgrade classic group {gid} to consumer group because the group size exceeds "
             "the consumer group maximum size.",
         )
-    if group.state is not STABLE or group.pending_sync_members:
-        # Only a settled generation says who owns what; a rebalancing group is retried shortly.
-        return GroupError(
-            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-            f"Classic group {gid} is rebalancing; it is converted to a consumer group once it is stable.",
-        )
+    # No state check: a group in PreparingRebalance/CompletingRebalance converts at once, as in
+    # Kafka; its members keep what their last Stable generation gave them and the parked
+    # requests are answered REBALANCE_IN_PROGRESS (``parked_answers``).
     return None
 
 
-def consumer_members_of(group: ClassicGroup, image: TopicsImage) -> list[ConsumerGroupMember]:
+def owned_assignments(group: ClassicGroup, last_stable: GroupMetadataValue | None) -> dict[str, bytes]:
+    """What each member may still own. In a Stable group: its assignment. In a rebalance the live
+    assignments may already be reset (CompletingRebalance -> PreparingRebalance clears them)
+    while cooperative clients keep consuming, so the last Stable generation's record says what
+    each member may hold; the consumer group then waits for those partitions to be released."""
+    if group.state is STABLE:
+        return {m.member_id: m.assignment for m in group.members.values()}
+    recorded = {m.member_id: m.assignment for m in last_stable.members} if last_stable is not None else {}
+    return {mid: recorded.get(mid, b"") for mid in group.members}
+
+
+def consumer_members_of(
+    group: ClassicGroup, image: TopicsImage, assignments: Mapping[str, bytes]
+) -> list[ConsumerGroupMember]:
     """The classic members as consumer-group members (ConsumerGroup.fromClassicGroup)."""
     generation = group.generation_id
     out = []
     try:
         for m in group.members.values():
             subscription = decode_subscription(m.metadata(group.protocol_name))
-            assignment = decode_assignment(m.assignment) if m.assignment else Assignment()
+            owned = assignments.get(m.member_id, b"")
+            assignment = decode_assignment(owned) if owned else Assignment()
             assigned = partitions_by_id(assignment.assigned_partitions, image)
             out.append(
                 ConsumerGroupMember(
@@ -174,11 +187,13 @@ def consumer_members_of(group: ClassicGroup, image: TopicsImage) -> list[Consume
     return out
 
 
-def upgrade_records(group: ClassicGroup, image: TopicsImage) -> list[CoordinatorRecord]:
+def upgrade_records(
+    group: ClassicGroup, image: TopicsImage, assignments: Mapping[str, bytes]
+) -> list[CoordinatorRecord]:
     """The consumer-group records of the converted group (createConsumerGroupRecords)."""
     gid = group.group_id
     generation = group.generation_id
-    members = sorted(consumer_members_of(group, image), key=lambda m: m.member_id)
+    members = sorted(consumer_members_of(group, image, assignments), key=lambda m: m.member_id)
     records = [log_records.member_metadata_record(gid, m) for m in members]
     metadata_hash = image.metadata_hash(group_topic_names(members, {}))
     records.append(log_records.group_epoch_record(gid, generation, metadata_hash))
@@ -205,6 +220,20 @@ def converted_session_timers(group_id: str, members: Iterable[ConsumerGroupMembe
         assert m.classic_member_metadata is not None
         timers.append(schedule_session(group_id, m.member_id, now_ms, m.classic_member_metadata.session_timeout_ms))
     return timers
+
+
+def parked_answers(group: ClassicGroup) -> list[tuple[Hashable, Any]]:
+    """REBALANCE_IN_PROGRESS for every JoinGroup/SyncGroup parked in the classic group's
+    rebalance (completeAllJoinFutures / completeAllSyncFutures on conversion)."""
+    out: list[tuple[Hashable, Any]] = []
+    for m in group.members.values():
+        if m.awaiting_join is not None:
+            out.append(
+                (m.awaiting_join, JoinGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id))
+            )
+        if m.awaiting_sync is not None:
+            out.append((m.awaiting_sync, SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)))
+    return out
 
 
 def scratch_state(records: Iterable[CoordinatorRecord]) -> ConsumerGroupsState:
@@ -297,12 +326,7 @@ def classic_group_of(
 
 
 def downgrade(
-    classic_state: ClassicGroupsState,
-    group: ConsumerGroup,
-    leaving: Iterable[str],
-    image: TopicsImage,
-    now_ms: int,
-    classic_config: ClassicGroupConfig,
+    classic_state: ClassicGroupsState, group: ConsumerGroup, leaving: Iterable[str], ctx: GroupContext
 ) -> Result[None] | None:
     """Convert ``group`` (minus ``leaving``) to a classic group in PreparingRebalance.
 
@@ -312,7 +336,8 @@ def downgrade(
     tombstones, is recognised as its own write.
     """
     gone = list(leaving)
-    classic = classic_group_of(group, gone, image, now_ms)
+    now_ms = ctx.now_ms
+    classic = classic_group_of(group, gone, ctx.image, now_ms)
     if classic is None:
         return None
     gid = group.group_id
@@ -328,5 +353,5 @@ def downgrade(
     for member in classic.members.values():
         schedule_heartbeat(fx, classic, member, now_ms)
     # Every member must rejoin through the classic protocol (Kafka prepares a rebalance too).
-    prepare_rebalance(fx, classic, now_ms, classic_config)
+    prepare_rebalance(fx, classic, now_ms, ctx.classic)
     return Result(None, records + fx.records, timers + fx.timers, fx.completions)
