@@ -70,6 +70,9 @@ class ClassicGroup:
         # GroupMetadata values this group emitted that replay has not applied yet; lets replay
         # tell our own write (keep the soft state) from a record to load (rebuild from it).
         self.unreplayed_writes: deque[GroupMetadataValue] = deque()
+        # Loaded from a record that names members but no leader: a generation no join phase
+        # completed (a downgrade's), so the group must rebalance once loaded (see ``from_record``).
+        self.rebalance_on_load = False
 
     # --- queries ----------------------------------------------------------------------------
 
@@ -456,4 +459,7 @@ class ClassicGroup:
                 )
             )
         group.subscribed_topics = group.compute_subscribed_topics()
+        # Every completed join phase elects a leader, so a non-empty record without one was written
+        # by a downgrade whose rebalance had not completed yet.
+        group.rebalance_on_load = bool(value.members) and value.leader is None
         return group

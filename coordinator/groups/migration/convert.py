@@ -9,14 +9,16 @@ classic Assignment gave it, at the generation as member epoch. Offsets are not t
 
 Downgrade: when the last consumer-protocol member leaves (or is fenced) and every remaining
 member speaks the classic protocol, the consumer group becomes a classic group again: one
-GroupMetadata record with the members' subscriptions and current assignments (generation: the
-group epoch + 1, see ``classic_group_of``), the consumer records tombstoned, and the live group
-put in PreparingRebalance so every member rejoins through the classic protocol.
+GroupMetadata record with the members' subscriptions and target assignments at generation = the
+group epoch (see ``classic_group_of``), the consumer records tombstoned, and the live group put in
+PreparingRebalance so every member rejoins through the classic protocol (also after a failover:
+see ``downgrade``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from coordinator.errors import ErrorCode, GroupError
@@ -288,12 +290,10 @@ def classic_group_of(
         group.group_id,
         state=STABLE,
         current_state_timestamp=now_ms,
-        # One past the group epoch, where Kafka keeps the group epoch. Kafka's record at the group
-        # epoch reloads as a settled Stable generation that every member still holds, so a
-        # coordinator failover before the rebalance completes would leave the leaving member's
-        # partitions assigned to nobody, for good. A generation no member holds makes every
-        # member rejoin (ILLEGAL_GENERATION), whether or not the coordinator reloads meanwhile.
-        generation_id=group.group_epoch + 1,
+        # The group epoch, as Kafka's ClassicGroup.fromConsumerGroup: the remaining members hold
+        # this generation, so they get REBALANCE_IN_PROGRESS (not ILLEGAL_GENERATION) and may
+        # still commit while they rejoin.
+        generation_id=group.group_epoch,
         protocol_type=CONSUMER_PROTOCOL_TYPE,
     )
     for mid in sorted(group.members):
@@ -315,7 +315,9 @@ def classic_group_of(
                 session_timeout_ms=m.classic_member_metadata.session_timeout_ms,
                 protocol_type=CONSUMER_PROTOCOL_TYPE,
                 supported_protocols=protocols,
-                assignment=assignment_bytes(m.assigned, image, metadata_version(protocols[0].metadata)),
+                # The target assignment (what the member is converging to), as Kafka does; the
+                # rebalance prepared right after hands out the leaving members' partitions.
+                assignment=assignment_bytes(group.target.get(mid, {}), image, metadata_version(protocols[0].metadata)),
             )
         )
     if not classic.members or not classic.candidate_protocols():
@@ -349,7 +351,12 @@ def downgrade(
     timers.append(CancelTimer(assignment_key(gid)))
     fx = Effects(classic_state.timers)
     classic_state.groups[gid] = classic
-    fx.write_group_metadata(classic)
+    # Written without a leader. The record alone would reload as a settled Stable generation that
+    # leaves the departed members' partitions assigned to nobody until some later rebalance; no
+    # completed join phase writes a record without a leader, so a loaded group in that shape is
+    # rebalanced on load (classic_on_loaded), and a failover cannot strand partitions. Clients
+    # never see the leader field of the record.
+    fx.write_group_metadata(classic, replace(classic.to_record_value(), leader=None))
     for member in classic.members.values():
         schedule_heartbeat(fx, classic, member, now_ms)
     # Every member must rejoin through the classic protocol (Kafka prepares a rebalance too).
