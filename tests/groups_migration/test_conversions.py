@@ -333,6 +333,28 @@ def test_cooperative_classic_member_revokes_before_the_new_owner_gets_its_partit
     s.check_replay()
 
 
+def test_classic_members_get_no_rebalance_timeout_only_a_join_timer_on_rebalance_in_progress() -> None:
+    """Kafka's maybeReconcile schedules the rebalance timeout only for consumer-protocol members;
+    a classic member's join timer is armed by the REBALANCE_IN_PROGRESS answer of a Heartbeat or
+    a SyncGroup (scheduleConsumerGroupJoinTimeoutIfAbsent)."""
+    s = _consumer_group_with_x()
+    s.join("C", api_version=3)
+    s.cg_beat("X", 1, owned=[0, 1, 2, 3, 4, 5])
+    s.cg_beat("X", 1, owned=s.members()["X"][1])
+    s.join("C", api_version=3)
+    owned_c = partitions_of(s.sync("C", 2).assignment)
+    s.cg_join("Y")
+    join_timer, rebalance_timer = f"migration-join\x00{GROUP}\x00C", f"consumer-rebalance\x00{GROUP}\x00C"
+    assert join_timer not in s.timers
+    assert s.sync("C", 2).error_code == ErrorCode.REBALANCE_IN_PROGRESS
+    assert join_timer in s.timers
+    joined = s.join("C", owned=owned_c, api_version=3)
+    assert joined.generation_id == 2 and s.members()["C"][2]  # still revoking
+    assert join_timer not in s.timers and rebalance_timer not in s.timers
+    assert s.heartbeat("C", 2) == ErrorCode.REBALANCE_IN_PROGRESS
+    assert join_timer in s.timers and rebalance_timer not in s.timers
+
+
 def test_classic_member_sync_and_heartbeat_errors() -> None:
     s = _consumer_group_with_x()
     s.join("C", api_version=3)

@@ -57,7 +57,6 @@ from coordinator.groups.consumer.subscriptions import group_topic_names, regexes
 from coordinator.groups.consumer.timers import (
     cancel_member_timers,
     rebalance_key,
-    schedule_rebalance,
     schedule_session,
 )
 from coordinator.groups.context import GroupContext, RequestContext
@@ -309,12 +308,9 @@ def _join(state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupConte
         raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, exc.message) from exc
     if not reconciled.has_assignment or not reconciled.assignment_equals(member) or replaced is not None:
         records.append(log_records.current_assignment_record(gid, reconciled))
-    if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
-        timers.append(
-            schedule_rebalance(gid, member_id, reconciled.member_epoch, now_ms, reconciled.rebalance_timeout_ms)
-        )
-    else:
-        timers.append(CancelTimer(rebalance_key(gid, member_id)))
+    # No rebalance timeout: a classic member only has the join and sync timers (Kafka's
+    # maybeReconcile); one still revoking is told to rejoin, which arms its join timer.
+    timers.append(CancelTimer(rebalance_key(gid, member_id)))
     state.classic_join_deadlines.pop((gid, member_id), None)
     timers.append(CancelTimer(join_timeout_key(gid, member_id)))
     timers.append(schedule_session(gid, member_id, now_ms, request.session_timeout_ms))
@@ -359,9 +355,14 @@ def _sync(state: ConsumerGroupsState, request: SyncGroupRequest, ctx: GroupConte
     ):
         raise _error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "The protocol does not match the member's JoinGroup.")
     if group.group_epoch > member.member_epoch and member.state != MemberState.UNREVOKED_PARTITIONS:
-        # A newer epoch exists: rejoin first. A member still revoking keeps its epoch as the
-        # generation and must learn (here) what to give up.
-        raise _error(ErrorCode.REBALANCE_IN_PROGRESS, "A rebalance is in progress: rejoin the group.")
+        # A newer epoch exists: rejoin first, within the join timeout (throwIfRebalanceInProgress).
+        # A member still revoking keeps its epoch as the generation and must learn (here) what to
+        # give up.
+        return Result(
+            SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS),
+            [],
+            join_timeout_if_absent(state, group, member, now_ms),
+        )
     gid = group.group_id
     assert member.classic_member_metadata is not None
     version = metadata_version(member.classic_member_metadata.supported_protocols[0].metadata)
@@ -405,12 +406,21 @@ def classic_heartbeat_to_consumer_group(
         or (member.state == MemberState.UNRELEASED_PARTITIONS and not waiting_on_unreleased_partition(group, member))
     ):
         error = ErrorCode.REBALANCE_IN_PROGRESS
-        if (gid, mid) not in state.classic_join_deadlines:
-            # The member must rejoin within its rebalance timeout; later heartbeats keep the deadline.
-            deadline = now_ms + max(member.rebalance_timeout_ms, 0)
-            state.classic_join_deadlines[(gid, mid)] = deadline
-            timers.append(schedule_join_timeout(gid, mid, deadline))
+        timers += join_timeout_if_absent(state, group, member, now_ms)
     return Result(HeartbeatResponse(error_code=error), [], timers)
+
+
+def join_timeout_if_absent(
+    state: ConsumerGroupsState, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int
+) -> list[TimerOp]:
+    """A classic member told REBALANCE_IN_PROGRESS must rejoin within its rebalance timeout;
+    later answers keep the deadline (scheduleConsumerGroupJoinTimeoutIfAbsent)."""
+    key = (group.group_id, member.member_id)
+    if key in state.classic_join_deadlines:
+        return []
+    deadline = now_ms + max(member.rebalance_timeout_ms, 0)
+    state.classic_join_deadlines[key] = deadline
+    return [schedule_join_timeout(group.group_id, member.member_id, deadline)]
 
 
 # --- LeaveGroup ---------------------------------------------------------------------------------
