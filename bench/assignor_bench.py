@@ -34,6 +34,7 @@ from coordinator.groups.consumer import (  # noqa: E402
     consumer_group_heartbeat,
 )
 from coordinator.groups.consumer.target_assignment import TargetAssignmentBuilder  # noqa: E402
+from coordinator.groups.context import GroupContext  # noqa: E402
 from coordinator.groups.topics import TopicImage, TopicsImage  # noqa: E402
 
 
@@ -122,7 +123,7 @@ def bench_heartbeats(members: int, partitions: int, rounds: int) -> dict[str, An
     now = 0
 
     def send(req: ConsumerGroupHeartbeatRequest) -> Any:
-        result = consumer_group_heartbeat(state, req, now, img, config)
+        result = consumer_group_heartbeat(state, req, GroupContext(now, img, config))
         for r in result.records:
             state.replay(r)
         return result.response

@@ -17,7 +17,7 @@ from typing import Any
 
 from runtime_bench import ROOT, cluster, percentile, raw_figures, write_results
 
-from coordinator.group_shard import GroupCoordinatorHandlers
+from coordinator.group_shard import GroupCoordinatorShard
 from coordinator.offsets.messages import OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic
 from coordinator.runtime.log import LogTopicSpec
 from coordinator.runtime.runtime import CoordinatorRuntime
@@ -60,7 +60,7 @@ async def measure(service: GroupCoordinatorService, partitions: int, seconds: fl
 
 
 async def ours(bootstrap: str, seconds: float) -> list[dict[str, Any]]:
-    handlers = GroupCoordinatorHandlers()
+    handlers = GroupCoordinatorShard()
     runtime: Any = CoordinatorRuntime(
         {"bootstrap.servers": bootstrap}, LogTopicSpec(name=f"bench-{uuid.uuid4().hex[:8]}", partitions=1), handlers
     )

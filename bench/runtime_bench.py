@@ -36,7 +36,7 @@ from rich.progress import Progress
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from coordinator.group_shard import GroupCoordinatorHandlers, GroupCoordinatorShard  # noqa: E402
+from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState  # noqa: E402
 from coordinator.offsets.messages import (  # noqa: E402
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -110,7 +110,7 @@ def raw_figures(bootstrap: str, records: int, round_trips: int) -> dict[str, Any
 
 async def ours(bootstrap: str, records: int, writes: int, progress: Progress) -> dict[str, Any]:
     topic = f"bench-log-{uuid.uuid4().hex[:8]}"
-    handlers = GroupCoordinatorHandlers()
+    handlers = GroupCoordinatorShard()
     spec = LogTopicSpec(name=topic, partitions=1)
     config = {"bootstrap.servers": bootstrap}
     runtime = CoordinatorRuntime(config, spec, handlers, owner_id="bench-writer")
@@ -175,7 +175,7 @@ def replay_figures(records: int) -> dict[str, Any]:
             )
             log.append((*encode(record), make_headers(1, 0, 1)))
         for path, deferred in (("load", True), ("tail", False)):
-            replayer = LogReplayer("bench", 0, [GroupCoordinatorShard()], deferred=deferred)
+            replayer = LogReplayer("bench", 0, [GroupCoordinatorState()], deferred=deferred)
             t0 = time.perf_counter()
             for offset, (key, value, headers) in enumerate(log):
                 replayer.feed(offset, key, value, headers)

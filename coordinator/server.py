@@ -14,7 +14,7 @@ from rich.table import Table
 from coordinator.config import Settings
 from coordinator.gateway.config import GatewayConfig
 from coordinator.gateway.server import GatewayServer
-from coordinator.group_shard import GroupCoordinatorHandlers, GroupCoordinatorShard
+from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.runtime.log import LogTopicSpec
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.shard import ShardStatus
@@ -29,7 +29,7 @@ def run(settings: Settings, console: Console) -> int:
     return asyncio.run(_serve(settings, console))
 
 
-async def _load_with_progress(runtime: CoordinatorRuntime[GroupCoordinatorShard], console: Console) -> None:
+async def _load_with_progress(runtime: CoordinatorRuntime[GroupCoordinatorState], console: Console) -> None:
     started = time.perf_counter()
     with Progress(
         TextColumn("loading shards"),
@@ -71,13 +71,13 @@ async def _serve(settings: Settings, console: Console) -> int:
         loop.add_signal_handler(sig, stop.set)
     client_config = settings.client_config()
     metadata = MetadataCache(client_config, settings.metadata_refresh_interval_ms / 1000)
-    handlers = GroupCoordinatorHandlers(
+    handlers = GroupCoordinatorShard(
         offsets_config=settings.offsets,
         classic_config=settings.classic_group_config(),
         consumer_config=settings.consumer_group_config(),
         metadata=lambda: metadata.image,
     )
-    runtime: CoordinatorRuntime[GroupCoordinatorShard] = CoordinatorRuntime(
+    runtime: CoordinatorRuntime[GroupCoordinatorState] = CoordinatorRuntime(
         client_config,
         LogTopicSpec(
             name=settings.log_topic,

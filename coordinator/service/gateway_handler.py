@@ -57,9 +57,6 @@ class CoordinatorApiHandler:
             wire_cgd.ConsumerGroupDescribeRequest: self.consumer_group_describe,
         }
 
-    def serves(self, request_type: type[Message]) -> bool:
-        return request_type in self._routes
-
     async def handle(self, context: RequestContext, request: Message) -> Message:
         route = self._routes.get(type(request))
         if route is None:

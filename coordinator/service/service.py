@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 from coordinator.errors import ErrorCode
 from coordinator.group_shard import (
-    GroupCoordinatorHandlers,
     GroupCoordinatorShard,
+    GroupCoordinatorState,
     GroupSummary,
     describe_classic_groups,
     list_groups,
@@ -55,21 +55,17 @@ def error_for(exc: ShardNotAvailable) -> ErrorCode:
     return _STATUS_ERRORS[exc.status]
 
 
-def _describe_classic(live: GroupCoordinatorShard, ids: list[str], api_version: int) -> list[classic.DescribedGroup]:
-    return describe_classic_groups(live, ids, api_version)
-
-
 def _describe_consumer(
-    state: GroupCoordinatorShard, ids: list[str], image: TopicsImage, config: ConsumerGroupConfig
+    state: GroupCoordinatorState, ids: list[str], image: TopicsImage, config: ConsumerGroupConfig
 ) -> cg.ConsumerGroupDescribeResponse:
     return cg.consumer_group_describe(state.consumer, ids, image, config)
 
 
-Op = Callable[[GroupCoordinatorShard, int], Result[T]]
+Op = Callable[[GroupCoordinatorState, int], Result[T]]
 
 
 class GroupCoordinatorService:
-    def __init__(self, runtime: CoordinatorRuntime[GroupCoordinatorShard], handlers: GroupCoordinatorHandlers) -> None:
+    def __init__(self, runtime: CoordinatorRuntime[GroupCoordinatorState], handlers: GroupCoordinatorShard) -> None:
         self.runtime = runtime
         self.handlers = handlers
         # Parked requests are answered by token; tokens only need to be unique in this process.
@@ -78,7 +74,7 @@ class GroupCoordinatorService:
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.runtime.partitions)
 
-    def shard_for(self, group_id: str) -> Shard[GroupCoordinatorShard]:
+    def shard_for(self, group_id: str) -> Shard[GroupCoordinatorState]:
         return self.runtime.shard(self.partition_for(group_id))
 
     async def _write(self, group_id: str, op: Op[T], on_error: Callable[[ErrorCode], T]) -> T:
@@ -168,7 +164,7 @@ class GroupCoordinatorService:
         for partition, ids in self._by_shard(group_ids).items():
             try:
                 described = self.runtime.shard(partition).read_live(
-                    functools.partial(_describe_classic, ids=ids, api_version=api_version)
+                    functools.partial(describe_classic_groups, group_ids=ids, api_version=api_version)
                 )
             except ShardNotAvailable as exc:
                 described = [classic.DescribedGroup(group_id=g, error_code=error_for(exc)) for g in ids]

@@ -15,6 +15,7 @@ from coordinator.groups.consumer import (
     consumer_group_heartbeat,
     on_timer,
 )
+from coordinator.groups.context import GroupContext
 from coordinator.groups.topics import TopicImage, TopicsImage
 from coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
 from records import CoordinatorRecord, decode, encode
@@ -57,14 +58,10 @@ class Coordinator:
                 self.timers.pop(op.key, None)
 
     def heartbeat(self, request: ConsumerGroupHeartbeatRequest, api_version: int = 1) -> ConsumerGroupHeartbeatResponse:
-        result = consumer_group_heartbeat(
-            self.state,
-            request,
-            self.now,
-            self.metadata,
-            self.config,
-            RequestContext(api_version, "client", "/127.0.0.1"),
+        ctx = GroupContext(
+            self.now, self.metadata, self.config, request=RequestContext(api_version, "client", "/127.0.0.1")
         )
+        result = consumer_group_heartbeat(self.state, request, ctx)
         self.apply(result)
         return result.response
 

@@ -1,4 +1,4 @@
-"""Drives the composed shard (GroupCoordinatorHandlers) the way the runtime does, for groups that
+"""Drives the composed shard (GroupCoordinatorShard) the way the runtime does, for groups that
 move between the classic and the consumer protocol: records go through the real codec before
 replay, timers are kept by key, parked requests are answered by completions, and the whole log
 can be replayed into a fresh shard to compare with the live state."""
@@ -10,7 +10,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.group_shard import GroupCoordinatorHandlers, GroupCoordinatorShard
+from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.groups import classic
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupConfig
@@ -59,7 +59,7 @@ def partitions_of(assignment_bytes: bytes) -> list[int]:
 class Shard:
     policy: str = "bidirectional"
     metadata: TopicsImage = field(default_factory=image)
-    state: GroupCoordinatorShard = field(default_factory=GroupCoordinatorShard)
+    state: GroupCoordinatorState = field(default_factory=GroupCoordinatorState)
     log: list[CoordinatorRecord] = field(default_factory=list)
     timers: dict[str, ScheduleTimer] = field(default_factory=dict)
     answers: dict[Hashable, Any] = field(default_factory=dict)
@@ -67,7 +67,7 @@ class Shard:
     _tokens: itertools.count[int] = field(default_factory=itertools.count)
 
     def __post_init__(self) -> None:
-        self.handlers = GroupCoordinatorHandlers(
+        self.handlers = GroupCoordinatorShard(
             offsets_config=OffsetsConfig(),
             classic_config=ClassicGroupConfig(initial_rebalance_delay_ms=0),
             consumer_config=ConsumerGroupConfig(assignment_interval_ms=0, migration_policy=self.policy),
@@ -108,7 +108,7 @@ class Shard:
                 self.apply(self.handlers.on_timer(self.state, op.event, self.now))
 
     def replayed(self) -> Any:
-        fresh = GroupCoordinatorShard()
+        fresh = GroupCoordinatorState()
         for record in self.log:
             fresh.replay(record)
         return fresh.snapshot()

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorHandlers, GroupCoordinatorShard
+from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.groups import classic
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupConfig, ClassicGroupState
@@ -107,7 +107,7 @@ class Simulation:
         self.rng = random.Random(sc.seed * 31 + 7)
         self.image = TopicsImage.of([TopicImage(t, f"id-{t}", n) for t, n in sorted(sc.topics.items())], 1)
         self.ids = {f"id-{t}": t for t in sc.topics}
-        self.handlers = GroupCoordinatorHandlers(
+        self.handlers = GroupCoordinatorShard(
             offsets_config=OffsetsConfig(),
             classic_config=ClassicGroupConfig(initial_rebalance_delay_ms=0),
             consumer_config=ConsumerGroupConfig(
@@ -119,8 +119,8 @@ class Simulation:
             ),
             metadata=lambda: self.image,
         )
-        self.state = GroupCoordinatorShard()
-        self.follower = GroupCoordinatorShard()
+        self.state = GroupCoordinatorState()
+        self.follower = GroupCoordinatorState()
         self.log: list[CoordinatorRecord] = []
         self.timers: dict[str, ScheduleTimer] = {}
         self.tokens: dict[Hashable, tuple[Client, str]] = {}
@@ -180,7 +180,7 @@ class Simulation:
     def reload(self) -> None:
         """A new coordinator loads the log; parked requests fail and clients retry."""
         self.stats["reload"] += 1
-        fresh = GroupCoordinatorShard()
+        fresh = GroupCoordinatorState()
         for record in self.log:
             fresh.replay(record)
         self.state = fresh

@@ -8,10 +8,11 @@ from dataclasses import replace
 import pytest
 
 from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorShard
+from coordinator.group_shard import GroupCoordinatorState
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupState
 from coordinator.groups.classic.consumer_protocol import decode_subscription
+from coordinator.groups.classic.messages import JoinGroupResponse
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.runtime.api import ScheduleTimer
 from records import RecordType
@@ -91,16 +92,24 @@ def test_upgrade_refusals_write_nothing() -> None:
     # Not epoch 0.
     assert s.cg_beat("A", 3).error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert s.kind() == "classic"
-    log_len = len(s.log)
-    # A rebalancing classic group: retry later (retriable), nothing written.
-    s2 = Shard()
-    s2.load(classic_group_record(5, {"B": [0, 1, 2], "C": [3, 4, 5]}))
-    token = s2.join("B", protocols=("range", "roundrobin"))  # metadata changed: rebalance
-    assert s2.classic_group().state is ClassicGroupState.PREPARING_REBALANCE, token
-    n = len(s2.log)
-    assert s2.cg_join("A").error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-    assert len(s2.log) == n and s2.kind() == "classic"
-    assert len(s.log) == log_len
+    assert s.cg_beat("A", 3).error_message == f"Group {GROUP} is not a consumer group."
+    assert s.kind() == "classic"
+    assert len(s.log) == 1
+
+
+def test_online_upgrade_while_rebalancing_answers_parked_requests_rebalance_in_progress() -> None:
+    """Kafka's convertToConsumerGroup checks no classic state: it completes the parked JoinGroup
+    and SyncGroup futures with REBALANCE_IN_PROGRESS and converts at once."""
+    s = Shard()
+    s.load(classic_group_record(5, {"B": [0, 1, 2], "C": [3, 4, 5]}))
+    token = s.join("B", protocols=("range", "roundrobin"))  # metadata changed: rebalance
+    assert s.classic_group().state is ClassicGroupState.PREPARING_REBALANCE
+    assert s.cg_join("A").error_code == ErrorCode.NONE
+    assert s.kind() == "consumer"
+    parked = s.answer(token)
+    assert isinstance(parked, JoinGroupResponse) and parked.error_code == ErrorCode.REBALANCE_IN_PROGRESS
+    assert set(s.members()) == {"A", "B", "C"}
+    s.check_replay()
 
 
 def test_upgrade_needs_the_consumer_protocol_type() -> None:
@@ -116,13 +125,15 @@ def test_upgrade_needs_the_consumer_protocol_type() -> None:
 # --- policies -------------------------------------------------------------------------------
 
 
-def test_policy_disabled_keeps_todays_refusals() -> None:
+def test_policy_disabled_refuses_conversions_only() -> None:
     s = Shard(policy="disabled")
     s.load(classic_group_record(5, {"B": [0, 1, 2]}))
     assert s.cg_join("A").error_code == ErrorCode.GROUP_ID_NOT_FOUND
     other = Shard(policy="disabled")
     assert other.cg_join("A").error_code == 0
-    assert other.join("", api_version=9).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    # Routing ignores the policy: a classic member joins the non-empty consumer group.
+    assert other.join("", api_version=9).error_code == ErrorCode.MEMBER_ID_REQUIRED
+    assert other.kind() == "consumer"
 
 
 def test_policy_downgrade_refuses_upgrade() -> None:
@@ -162,7 +173,9 @@ def _leave_consumer(s: Shard, member_id: str) -> None:
     assert response.error_code == 0 and response.member_epoch == -1
 
 
-def test_downgrade_when_the_last_consumer_member_leaves() -> None:
+def test_downgrade_keeps_generation_as_group_epoch_with_target_assignments_then_rebalances() -> None:
+    """Kafka's ClassicGroup.fromConsumerGroup + prepareRebalance: the remaining classic members
+    hold the generation, get REBALANCE_IN_PROGRESS and may commit at it while they rejoin."""
     s = converted()
     # Let everyone settle at epoch 6.
     s.cg_beat("A", 6, owned=[])
@@ -175,31 +188,31 @@ def test_downgrade_when_the_last_consumer_member_leaves() -> None:
     members = s.members()
     assert sorted(p for _, ps, _ in members.values() for p in ps) == [0, 1, 2, 3, 4, 5]
     group_epoch = s.epochs()[0]
+    targets = s.targets()
     _leave_consumer(s, "A")
 
     assert s.kind() == "classic" and s.state.consumer.group(GROUP) is None
     g = s.classic_group()
     assert g.state is ClassicGroupState.PREPARING_REBALANCE
-    # One past the group epoch: no member holds that generation, so all of them rejoin, even if
-    # the coordinator reloads before the rebalance completes.
-    assert g.generation_id == group_epoch + 1 and g.protocol_name == "range" and g.protocol_type == "consumer"
-    assert s.state.classic.records[GROUP].generation == group_epoch + 1
+    assert g.generation_id == group_epoch and g.protocol_name == "range" and g.protocol_type == "consumer"
     record = s.state.classic.records[GROUP]
+    assert record.generation == group_epoch and record.leader is None
     assert [m.member_id for m in record.members] == ["B", "C"]
     assert {m.member_id: partitions_of(m.assignment) for m in record.members} == {
-        "B": members["B"][1],
-        "C": members["C"][1],
+        "B": targets["B"],
+        "C": targets["C"],
     }
     assert all(decode_subscription(m.subscription).topics == ("foo",) for m in record.members)
     assert s.state.offsets.get(GROUP, "foo", 0) is not None
     s.check_replay()
 
-    # The members rejoin through the classic protocol and the group settles.
-    assert s.heartbeat("B", group_epoch) == ErrorCode.ILLEGAL_GENERATION
+    # The members are told to rejoin, may commit meanwhile, and the group settles at epoch + 1.
+    assert s.heartbeat("B", group_epoch) == ErrorCode.REBALANCE_IN_PROGRESS
+    assert s.commit("B", group_epoch, {0: 42}) == [0]
     tb = s.join("B", owned=members["B"][1])
     tc = s.join("C", owned=members["C"][1])
     jb, jc = s.answer(tb), s.answer(tc)
-    assert jb.generation_id == jc.generation_id == group_epoch + 2
+    assert jb.generation_id == jc.generation_id == group_epoch + 1
     leader = jb if jb.leader == "B" else jc
     assert leader.members
     plan = {"B": assignment([0, 1, 2]), "C": assignment([3, 4, 5])}
@@ -320,6 +333,28 @@ def test_cooperative_classic_member_revokes_before_the_new_owner_gets_its_partit
     s.check_replay()
 
 
+def test_classic_members_get_no_rebalance_timeout_only_a_join_timer_on_rebalance_in_progress() -> None:
+    """Kafka's maybeReconcile schedules the rebalance timeout only for consumer-protocol members;
+    a classic member's join timer is armed by the REBALANCE_IN_PROGRESS answer of a Heartbeat or
+    a SyncGroup (scheduleConsumerGroupJoinTimeoutIfAbsent)."""
+    s = _consumer_group_with_x()
+    s.join("C", api_version=3)
+    s.cg_beat("X", 1, owned=[0, 1, 2, 3, 4, 5])
+    s.cg_beat("X", 1, owned=s.members()["X"][1])
+    s.join("C", api_version=3)
+    owned_c = partitions_of(s.sync("C", 2).assignment)
+    s.cg_join("Y")
+    join_timer, rebalance_timer = f"migration-join\x00{GROUP}\x00C", f"consumer-rebalance\x00{GROUP}\x00C"
+    assert join_timer not in s.timers
+    assert s.sync("C", 2).error_code == ErrorCode.REBALANCE_IN_PROGRESS
+    assert join_timer in s.timers
+    joined = s.join("C", owned=owned_c, api_version=3)
+    assert joined.generation_id == 2 and s.members()["C"][2]  # still revoking
+    assert join_timer not in s.timers and rebalance_timer not in s.timers
+    assert s.heartbeat("C", 2) == ErrorCode.REBALANCE_IN_PROGRESS
+    assert join_timer in s.timers and rebalance_timer not in s.timers
+
+
 def test_classic_member_sync_and_heartbeat_errors() -> None:
     s = _consumer_group_with_x()
     s.join("C", api_version=3)
@@ -374,7 +409,7 @@ def test_classic_leave_of_all_classic_members_keeps_the_consumer_group() -> None
 
 def test_reload_keeps_classic_members_and_their_sessions() -> None:
     s = converted()
-    fresh_state = GroupCoordinatorShard()
+    fresh_state = GroupCoordinatorState()
     for record in s.log:
         fresh_state.replay(record)
     loaded = s.handlers.on_loaded(fresh_state, s.now)
@@ -414,29 +449,32 @@ def test_static_classic_member_restarts_inside_a_consumer_group() -> None:
     s.check_replay()
 
 
-def test_downgrade_survives_a_coordinator_reload_before_the_rebalance() -> None:
+def test_downgraded_group_reloaded_before_its_rebalance_rebalances_on_load() -> None:
+    """The reload concern, solved where clients cannot see it: a failover before the rebalance
+    completes loads the downgrade's record (no leader) and prepares the rebalance again, so the
+    leaving member's partitions are not stranded and members keep their generation."""
     s = converted()
     s.cg_beat("A", 6, owned=[])
     group_epoch = s.epochs()[0]
     _leave_consumer(s, "A")
     assert s.kind() == "classic"
     # A new coordinator loads the log before the members rejoined.
-    fresh = GroupCoordinatorShard()
+    fresh = GroupCoordinatorState()
     for record in s.log:
         fresh.replay(record)
     s.state = fresh
     s.timers.clear()
     s.apply(s.handlers.on_loaded(s.state, s.now))
-    assert s.classic_group().state is ClassicGroupState.STABLE
-    # No member holds the recorded generation: all rejoin, and the leader hands out everything,
-    # the partitions A had included.
-    assert s.heartbeat("B", group_epoch) == ErrorCode.ILLEGAL_GENERATION
+    assert s.classic_group().state is ClassicGroupState.PREPARING_REBALANCE
+    # The members hold the recorded generation: told to rejoin, and the leader hands out
+    # everything, the partitions A had included.
+    assert s.heartbeat("B", group_epoch) == ErrorCode.REBALANCE_IN_PROGRESS
     assert s.heartbeat("C", 5) == ErrorCode.ILLEGAL_GENERATION
     tb = s.join("B")
     tc = s.join("C")
     jb, jc = s.answer(tb), s.answer(tc)
     leader = jb if jb.members else jc
-    assert leader.generation_id == group_epoch + 2
+    assert leader.generation_id == group_epoch + 1
     s.sync(leader.member_id, leader.generation_id, {"B": assignment([0, 1, 2]), "C": assignment([3, 4, 5])})
     follower = "C" if leader.member_id == "B" else "B"
     assert partitions_of(s.sync(follower, leader.generation_id).assignment) in ([0, 1, 2], [3, 4, 5])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from coordinator.group_shard import GroupCoordinatorHandlers, GroupCoordinatorShard
+from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.offsets.messages import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -22,8 +22,8 @@ from coordinator.service.service import GroupCoordinatorService
 async def running_service(
     bootstrap: str, topic: str, partitions: int = 4, owner: str = "test"
 ) -> AsyncIterator[GroupCoordinatorService]:
-    handlers = GroupCoordinatorHandlers()
-    runtime: CoordinatorRuntime[GroupCoordinatorShard] = CoordinatorRuntime(
+    handlers = GroupCoordinatorShard()
+    runtime: CoordinatorRuntime[GroupCoordinatorState] = CoordinatorRuntime(
         {"bootstrap.servers": bootstrap}, LogTopicSpec(name=topic, partitions=partitions), handlers, owner_id=owner
     )
     await runtime.start()

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorHandlers, GroupCoordinatorShard
+from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.offsets.config import OffsetsConfig
 from coordinator.offsets.messages import OffsetDeleteRequest, OffsetDeleteRequestTopic
 from coordinator.runtime.clock import ManualClock
@@ -18,11 +18,11 @@ from tests.integration.runtime_helpers import commit_request, fetch_request
 
 pytestmark = pytest.mark.integration
 
-HANDLERS = GroupCoordinatorHandlers(offsets_config=OffsetsConfig(offsets_retention_minutes=1))
+HANDLERS = GroupCoordinatorShard(offsets_config=OffsetsConfig(offsets_retention_minutes=1))
 
 
 async def start(bootstrap: str, topic: str, clock: ManualClock) -> GroupCoordinatorService:
-    runtime: CoordinatorRuntime[GroupCoordinatorShard] = CoordinatorRuntime(
+    runtime: CoordinatorRuntime[GroupCoordinatorState] = CoordinatorRuntime(
         {"bootstrap.servers": bootstrap}, LogTopicSpec(name=topic, partitions=2), HANDLERS, clock=clock
     )
     await runtime.start()

@@ -30,6 +30,7 @@ from coordinator.groups.consumer import (
     on_timer,
     validate_offset_commit,
 )
+from coordinator.groups.context import GroupContext
 from coordinator.groups.topics import TopicImage, TopicsImage
 from coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
 from records import CoordinatorRecord, decode, encode
@@ -430,9 +431,8 @@ class Simulation:
             response = heartbeat_error_response(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         else:
             before = c.state.snapshot() if self.steps % self.sc.check_purity_every == 0 else None
-            result = consumer_group_heartbeat(
-                c.state, req, self.now, c.metadata, c.config, RequestContext(1, "sim", "/sim")
-            )
+            ctx = GroupContext(self.now, c.metadata, c.config, request=RequestContext(1, "sim", "/sim"))
+            result = consumer_group_heartbeat(c.state, req, ctx)
             if before is not None and c.state.snapshot() != before:
                 self.fail("a handler mutated the state")
             c.apply(result)

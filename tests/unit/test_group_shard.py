@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.group_shard import (
-    GroupCoordinatorHandlers,
     GroupCoordinatorShard,
+    GroupCoordinatorState,
     RetentionSweep,
     describe_classic_groups,
     list_groups,
 )
 from coordinator.groups import classic
 from coordinator.groups import consumer as cg
+from coordinator.groups.classic.consumer_protocol import Subscription, encode_subscription
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.topics import TopicImage, TopicsImage
 from coordinator.offsets.config import OffsetsConfig
@@ -28,7 +30,7 @@ from coordinator.runtime.api import Park, Result, ScheduleTimer
 from records import decode, encode
 
 IMAGE = TopicsImage.of([TopicImage("t", "TID", 2), TopicImage("u", "UID", 1)], 1)
-HANDLERS = GroupCoordinatorHandlers(
+HANDLERS = GroupCoordinatorShard(
     offsets_config=OffsetsConfig(offsets_retention_minutes=1),
     consumer_config=ConsumerGroupConfig(assignment_interval_ms=0),
     metadata=lambda: IMAGE,
@@ -36,7 +38,7 @@ HANDLERS = GroupCoordinatorHandlers(
 MINUTE = 60_000
 
 
-def apply(state: GroupCoordinatorShard, result: Result[Any]) -> Any:
+def apply(state: GroupCoordinatorState, result: Result[Any]) -> Any:
     for record in result.records:
         state.replay(decode(*encode(record)))
     return result.response
@@ -58,7 +60,7 @@ def codes(response: Any) -> list[int]:
     return [p.error_code for t in response.topics for p in t.partitions]
 
 
-def join_consumer(state: GroupCoordinatorShard, group: str, now: int = 0) -> cg.ConsumerGroupHeartbeatResponse:
+def join_consumer(state: GroupCoordinatorState, group: str, now: int = 0) -> cg.ConsumerGroupHeartbeatResponse:
     request = cg.ConsumerGroupHeartbeatRequest(
         group,
         member_id="m1",
@@ -73,7 +75,7 @@ def join_consumer(state: GroupCoordinatorShard, group: str, now: int = 0) -> cg.
 
 
 def test_simple_group_commits() -> None:
-    state = GroupCoordinatorShard()
+    state = GroupCoordinatorState()
     assert codes(apply(state, HANDLERS.commit_offsets(state, commit("s", {0: 5}), 0))) == [0]
     assert codes(HANDLERS.commit_offsets(state, commit("nope", {0: 5}, epoch=1), 0).response) == [
         ErrorCode.GROUP_ID_NOT_FOUND
@@ -87,7 +89,7 @@ def test_simple_group_commits() -> None:
 
 
 def test_consumer_group_commit_uses_member_and_partition_epochs() -> None:
-    state = GroupCoordinatorShard()
+    state = GroupCoordinatorState()
     response = join_consumer(state, "c")
     assert response.member_epoch == 1 and response.assignment is not None
     owned = {tp.topic_id: tp.partitions for tp in response.assignment.topic_partitions}
@@ -116,8 +118,8 @@ def test_consumer_group_commit_uses_member_and_partition_epochs() -> None:
 
 
 # group.consumer.migration.policy=disabled: a non-empty group never changes protocol (the online
-# migration under the default policy is tested in tests/groups_migration).
-NO_MIGRATION = GroupCoordinatorHandlers(
+# migration under the default policy is tested in tests/groups_migration), but routing ignores it.
+NO_MIGRATION = GroupCoordinatorShard(
     offsets_config=OffsetsConfig(offsets_retention_minutes=1),
     consumer_config=ConsumerGroupConfig(assignment_interval_ms=0, migration_policy="disabled"),
     metadata=lambda: IMAGE,
@@ -125,7 +127,7 @@ NO_MIGRATION = GroupCoordinatorHandlers(
 
 
 def test_protocol_ownership_of_a_group_id() -> None:
-    state = GroupCoordinatorShard()
+    state = GroupCoordinatorState()
     apply(state, HANDLERS.commit_offsets(state, commit("g", {0: 5}), 0))
     join_consumer(state, "g")  # a simple group becomes a consumer group; its offsets stay
     assert state.group_type("g") == "consumer" and state.offsets.get("g", "t", 0) is not None
@@ -136,8 +138,6 @@ def test_protocol_ownership_of_a_group_id() -> None:
         protocols=(classic.JoinGroupRequestProtocol("range", b""),),
         rebalance_timeout_ms=10000,
     )
-    refused = NO_MIGRATION.join_group(state, join, "tok", 0)
-    assert refused.response.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL and refused.records == []
     # The member leaves: the empty consumer group turns classic on the next JoinGroup.
     leave = cg.ConsumerGroupHeartbeatRequest("g", member_id="m1", member_epoch=-1)
     apply(state, HANDLERS.consumer_group_heartbeat(state, leave, 0, cg.RequestContext(api_version=1)))
@@ -147,8 +147,45 @@ def test_protocol_ownership_of_a_group_id() -> None:
     assert isinstance(joined.response, Park) or joined.response.error_code in (0, ErrorCode.MEMBER_ID_REQUIRED)
 
 
+def test_migration_policy_disabled_governs_conversions_only() -> None:
+    """Kafka's classicGroupJoin sends every JoinGroup for a non-empty consumer group to
+    classicGroupJoinToConsumerGroup whatever the policy; the policy is read only to convert."""
+    state = GroupCoordinatorState()
+    join_consumer(state, "g")
+    join = classic.JoinGroupRequest(
+        "g",
+        10000,
+        protocol_type="consumer",
+        protocols=(classic.JoinGroupRequestProtocol("range", encode_subscription(Subscription(("t",)))),),
+        rebalance_timeout_ms=10000,
+    )
+    first = NO_MIGRATION.join_group(state, join, "tok", 0)
+    assert isinstance(first.response, classic.JoinGroupResponse)
+    assert first.response.error_code == ErrorCode.MEMBER_ID_REQUIRED and first.records == []
+    member_id = first.response.member_id
+    joined = apply(state, NO_MIGRATION.join_group(state, replace(join, member_id=member_id), "tok", 0))
+    assert joined.error_code == ErrorCode.NONE and joined.generation_id > 0
+    group = state.consumer.group("g")
+    assert state.group_type("g") == "consumer" and group is not None and group.members[member_id].uses_classic_protocol
+    # A consumer-protocol heartbeat to a non-empty classic group would convert it: refused.
+    apply(state, NO_MIGRATION.join_group(state, replace(join, group_id="k", member_id="", api_version=3), "t2", 0))
+    assert state.group_type("k") == "classic"
+    request = cg.ConsumerGroupHeartbeatRequest(
+        "k",
+        member_id="m9",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        subscribed_topic_names=["t"],
+        topic_partitions=[],
+    )
+    refused = NO_MIGRATION.consumer_group_heartbeat(state, request, 0, cg.RequestContext(api_version=1))
+    assert isinstance(refused.response, cg.ConsumerGroupHeartbeatResponse) and refused.records == []
+    assert refused.response.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    assert refused.response.error_message == "Group k is not a consumer group."
+
+
 def test_delete_groups_and_offset_delete() -> None:
-    state = GroupCoordinatorShard()
+    state = GroupCoordinatorState()
     apply(state, HANDLERS.commit_offsets(state, commit("simple", {0: 1}), 0))
     join_consumer(state, "busy")
     apply(state, HANDLERS.commit_offsets(state, commit("busy", {0: 1}, topic="u", epoch=-1), 0))
@@ -165,7 +202,7 @@ def test_delete_groups_and_offset_delete() -> None:
 
 
 def test_retention_sweep_expires_and_deletes_empty_groups() -> None:
-    state = GroupCoordinatorShard()
+    state = GroupCoordinatorState()
     apply(state, HANDLERS.commit_offsets(state, commit("simple", {0: 1}), 0))
     join_consumer(state, "live")
     apply(state, HANDLERS.commit_offsets(state, commit("live", {0: 1}, epoch=1, member="m1"), 0))
@@ -181,7 +218,7 @@ def test_retention_sweep_expires_and_deletes_empty_groups() -> None:
 
 
 def test_list_and_describe() -> None:
-    state = GroupCoordinatorShard()
+    state = GroupCoordinatorState()
     apply(state, HANDLERS.commit_offsets(state, commit("simple", {0: 1}), 0))
     join_consumer(state, "cons")
     everything = list_groups(state, (), ())
@@ -191,14 +228,25 @@ def test_list_and_describe() -> None:
     ]
     assert [g.group_id for g in list_groups(state, (), ("consumer",))] == ["cons"]
     assert [g.group_id for g in list_groups(state, ("empty",), ())] == ["simple"]
-    described = describe_classic_groups(state, ["cons", "simple", "none"], 5)
+    described = describe_classic_groups(state, ["cons", "simple", "none"], 6)
     assert described[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert (described[1].group_state, described[1].error_code) == ("Empty", 0)
     assert described[2].group_state == "Dead"
 
 
+def test_describe_groups_v0_to_v5_on_a_consumer_group_answers_none_with_state_dead() -> None:
+    state = GroupCoordinatorState()
+    join_consumer(state, "cons")
+    for version in range(6):
+        [described] = describe_classic_groups(state, ["cons"], version)
+        assert (described.error_code, described.group_state, described.error_message) == (0, "Dead", None)
+    [described] = describe_classic_groups(state, ["cons"], 6)
+    assert (described.error_code, described.group_state) == (ErrorCode.GROUP_ID_NOT_FOUND, "Dead")
+    assert described.error_message == "Group cons is not a classic group."
+
+
 def test_on_loaded_arms_retention_and_member_sessions() -> None:
-    state = GroupCoordinatorShard()
+    state = GroupCoordinatorState()
     join_consumer(state, "cons")
     timers = HANDLERS.on_loaded(state, 100).timers
     keys = {t.key for t in timers if isinstance(t, ScheduleTimer)}

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.group_shard import GroupCoordinatorShard
+from coordinator.group_shard import GroupCoordinatorState
 from coordinator.runtime.headers import make_headers
 from coordinator.runtime.replayer import LogReadError, LogReplayer
 from records import CoordinatorRecord, RecordType, encode
@@ -46,8 +46,8 @@ def shard_epoch(epoch: int) -> CoordinatorRecord:
     return CoordinatorRecord(RecordType.SHARD_EPOCH, ShardEpochKey(epoch), ShardEpochValue(epoch, "p", 0))
 
 
-def replay(entries: list[Entry], deferred: bool) -> tuple[GroupCoordinatorShard, LogReplayer]:
-    state = GroupCoordinatorShard()
+def replay(entries: list[Entry], deferred: bool) -> tuple[GroupCoordinatorState, LogReplayer]:
+    state = GroupCoordinatorState()
     replayer = LogReplayer("log", 0, [state], deferred=deferred)
     for offset, (key, value, headers) in enumerate(entries):
         replayer.feed(offset, key, value, headers)
@@ -108,7 +108,7 @@ def test_an_unreadable_surviving_record_fails_the_deferred_load_naming_its_offse
     log.add(commit("g", 0, 1), 1)
     key, _ = encode(commit("g", 1, 1))
     log.entries.append((key, b"\x00\x01\x00\x01garbage", make_headers(1, 0, 1)))
-    state = GroupCoordinatorShard()
+    state = GroupCoordinatorState()
     replayer = LogReplayer("log", 7, [state], deferred=True)
     for offset, (k, v, h) in enumerate(log.entries):
         replayer.feed(offset, k, v, h)

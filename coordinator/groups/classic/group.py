@@ -18,8 +18,14 @@ from coordinator.groups.classic.consumer_protocol import (
     subscribed_topics,
 )
 from coordinator.groups.classic.group_state import ClassicGroupState, check_transition
+from coordinator.groups.classic.log_records import group_metadata_tombstone
 from coordinator.groups.classic.member import ClassicGroupMember
 from coordinator.groups.classic.messages import JoinGroupRequestProtocol, JoinGroupResponseMember
+from coordinator.groups.group import CLASSIC, CommitVerdict, GroupSummary
+from coordinator.groups.topics import TopicsImage
+from coordinator.offsets.messages import OffsetCommitRequest
+from coordinator.offsets.retention import GroupRetentionView
+from records import CoordinatorRecord
 from records.definitions import ClassicMemberMetadata, GroupMetadataValue
 
 EMPTY = ClassicGroupState.EMPTY
@@ -30,6 +36,10 @@ DEAD = ClassicGroupState.DEAD
 
 
 class ClassicGroup:
+    """Implements ``coordinator.groups.group.Group``."""
+
+    type = CLASSIC
+
     def __init__(
         self,
         group_id: str,
@@ -60,6 +70,9 @@ class ClassicGroup:
         # GroupMetadata values this group emitted that replay has not applied yet; lets replay
         # tell our own write (keep the soft state) from a record to load (rebuild from it).
         self.unreplayed_writes: deque[GroupMetadataValue] = deque()
+        # Loaded from a record that names members but no leader: a generation no join phase
+        # completed (a downgrade's), so the group must rebalance once loaded (see ``from_record``).
+        self.rebalance_on_load = False
 
     # --- queries ----------------------------------------------------------------------------
 
@@ -311,9 +324,16 @@ class ClassicGroup:
 
     # --- validation for offsets and admin ---------------------------------------------------
 
-    def validate_offset_commit(
+    def validate_offset_commit(self, request: OffsetCommitRequest, image: TopicsImage) -> CommitVerdict:
+        error = self.validate_commit_generation(
+            request.member_id, request.group_instance_id, request.generation_id_or_member_epoch
+        )
+        return CommitVerdict(error)
+
+    def validate_commit_generation(
         self, member_id: str, group_instance_id: str | None, generation_id: int, is_transactional: bool = False
     ) -> ErrorCode:
+        """Kafka's ClassicGroup.validateOffsetCommit: a classic commit names a generation, never partitions."""
         if self.state is DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and self.state is EMPTY:
@@ -332,7 +352,7 @@ class ClassicGroup:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
-    def validate_offset_fetch(self) -> ErrorCode:
+    def validate_offset_fetch(self, member_id: str | None = None, member_epoch: int = -1) -> ErrorCode:
         return ErrorCode.GROUP_ID_NOT_FOUND if self.state is DEAD else ErrorCode.NONE
 
     def validate_offset_delete(self) -> ErrorCode:
@@ -342,12 +362,31 @@ class ClassicGroup:
             return ErrorCode.NON_EMPTY_GROUP
         return ErrorCode.NONE
 
-    def validate_delete_group(self) -> ErrorCode:
+    def validate_delete(self) -> ErrorCode:
         if self.state is DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if self.state is not EMPTY:
             return ErrorCode.NON_EMPTY_GROUP
         return ErrorCode.NONE
+
+    def tombstones(self) -> list[CoordinatorRecord]:
+        return [group_metadata_tombstone(self.group_id)]
+
+    def subscribed_topic_names(self) -> frozenset[str]:
+        return self.subscribed_topics or frozenset()
+
+    def listed(self) -> GroupSummary:
+        return GroupSummary(self.group_id, self.protocol_type or "", self.state.value, CLASSIC)
+
+    def retention_view(self) -> GroupRetentionView:
+        empty = self.is_empty()
+        return GroupRetentionView(
+            subscribed_topics=self.subscribed_topic_names(),
+            is_empty=empty,
+            empty_since_ms=self.current_state_timestamp if empty and self.protocol_type else None,
+            managed=True,
+            expires=self.offset_expiration_base_ms(0) is not None,
+        )
 
     # --- the GroupMetadata record -----------------------------------------------------------
 
@@ -420,4 +459,7 @@ class ClassicGroup:
                 )
             )
         group.subscribed_topics = group.compute_subscribed_topics()
+        # Every completed join phase elects a leader, so a non-empty record without one was written
+        # by a downgrade whose rebalance had not completed yet.
+        group.rebalance_on_load = bool(value.members) and value.leader is None
         return group

@@ -88,7 +88,7 @@ class ClassicGroupsState:
         group = self.groups.get(group_id)
         if group is None:
             return None
-        return group.validate_offset_commit(member_id, group_instance_id, generation_id, is_transactional)
+        return group.validate_commit_generation(member_id, group_instance_id, generation_id, is_transactional)
 
     def validate_offset_fetch(self, group_id: str) -> ErrorCode | None:
         group = self.groups.get(group_id)
@@ -100,7 +100,7 @@ class ClassicGroupsState:
 
     def validate_delete_group(self, group_id: str) -> ErrorCode:
         group = self.groups.get(group_id)
-        return ErrorCode.GROUP_ID_NOT_FOUND if group is None else group.validate_delete_group()
+        return ErrorCode.GROUP_ID_NOT_FOUND if group is None else group.validate_delete()
 
     def delete_group_records(self, group_id: str) -> list[CoordinatorRecord]:
         """The records that delete a group (call after ``validate_delete_group`` said NONE)."""

@@ -48,12 +48,14 @@ def classic_on_timer(
 
 
 def classic_on_loaded(state: ClassicGroupsState, now_ms: int, config: ClassicGroupConfig) -> Result[None]:
-    """Arm every loaded member's session; rebalance a group now over ``group.max.size``."""
+    """Arm every loaded member's session; rebalance a group now over ``group.max.size``, or one
+    whose rebalance a failover interrupted (a downgraded group: ``ClassicGroup.rebalance_on_load``)."""
     fx = Effects(state.timers)
     for group in state.groups.values():
         for member in group.members.values():
             schedule_heartbeat(fx, group, member, now_ms)
-        if len(group.members) > config.max_size:
+        if len(group.members) > config.max_size or group.rebalance_on_load:
+            group.rebalance_on_load = False
             prepare_rebalance(fx, group, now_ms, config)
     return fx.result(None)
 

@@ -10,10 +10,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from coordinator.errors import ErrorCode
+from coordinator.groups.consumer import log_records
 from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState, TopicPartitionSet
+from coordinator.groups.group import CONSUMER, CommitVerdict, GroupSummary
 from coordinator.groups.topics import TopicsImage
+from coordinator.offsets.messages import OffsetCommitRequest
+from coordinator.offsets.retention import GroupRetentionView
+from records import CoordinatorRecord
+
+if TYPE_CHECKING:
+    from coordinator.groups.consumer.state import ConsumerGroupsState
 
 
 class ConsumerGroupState(Enum):
@@ -44,6 +53,10 @@ def _bump(counts: dict[str, int], key: str | None, delta: int) -> None:
 
 
 class ConsumerGroup:
+    """Implements ``coordinator.groups.group.Group``."""
+
+    type = CONSUMER
+
     __slots__ = (
         "group_id",
         "group_epoch",
@@ -166,6 +179,68 @@ class ConsumerGroup:
             if not m.is_reconciled_to(self.assignment_epoch):
                 return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
+
+    # --- the Group face (offsets, retention, admin) ---------------------------------------------
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        return topic in self.subscribed_topic_names()
+
+    def _alone(self) -> ConsumerGroupsState:
+        """A ConsumerGroupsState holding only this group, for the state-level validators.
+        Imported here: ``state`` (and ``offset_validation`` through it) import this module."""
+        from coordinator.groups.consumer.state import ConsumerGroupsState
+
+        state = ConsumerGroupsState()
+        state.groups[self.group_id] = self
+        return state
+
+    def validate_offset_commit(self, request: OffsetCommitRequest, image: TopicsImage) -> CommitVerdict:
+        """Delegates to ``offset_validation.validate_offset_commit``, which checks partitions by
+        topic id; the verdict names them back as the request did."""
+        from coordinator.groups.consumer import offset_validation
+
+        ids = {t.name: t.topic_id or image.topic_id(t.name) or "" for t in request.topics}
+        verdict = offset_validation.validate_offset_commit(
+            self._alone(),
+            self.group_id,
+            request.member_id,
+            request.generation_id_or_member_epoch,
+            [(ids[t.name], p.partition_index) for t in request.topics for p in t.partitions],
+        )
+        by_id = {v: k for k, v in ids.items()}
+        return CommitVerdict(verdict.error, {(by_id[tid], p): e for (tid, p), e in verdict.partition_errors.items()})
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
+        from coordinator.groups.consumer import offset_validation
+
+        return offset_validation.validate_offset_fetch(self._alone(), self.group_id, member_id, member_epoch)
+
+    def validate_offset_delete(self) -> ErrorCode:
+        # Kafka's ConsumerGroup.validateOffsetDelete accepts any state: subscribed topics are
+        # refused per partition (GROUP_SUBSCRIBED_TO_TOPIC) by the offsets code.
+        return ErrorCode.NONE
+
+    def validate_delete(self) -> ErrorCode:
+        return ErrorCode.NON_EMPTY_GROUP if self.members else ErrorCode.NONE
+
+    def tombstones(self) -> list[CoordinatorRecord]:
+        gid = self.group_id
+        records = [log_records.regex_tombstone(gid, r) for r in sorted(self.regexes)]
+        records += [log_records.target_member_tombstone(gid, m) for m in sorted(self.target)]
+        records.append(log_records.target_metadata_tombstone(gid))
+        records.append(log_records.group_epoch_tombstone(gid))
+        return records
+
+    def listed(self) -> GroupSummary:
+        return GroupSummary(self.group_id, CONSUMER, self.state().value, CONSUMER)
+
+    def retention_view(self) -> GroupRetentionView:
+        return GroupRetentionView(
+            subscribed_topics=self.subscribed_topic_names(), is_empty=self.is_empty(), managed=True
+        )
 
     def preferred_assignor(self, configured: Iterable[str], default: str) -> str:
         return choose_assignor(self.assignor_counts, configured, default)

@@ -32,7 +32,6 @@ from coordinator.groups.consumer.messages import (
     ConsumerGroupHeartbeatResponse,
     HeartbeatAssignment,
     HeartbeatTopicPartitions,
-    RequestContext,
 )
 from coordinator.groups.consumer.regex import resolve_regex
 from coordinator.groups.consumer.state import ConsumerGroupsState
@@ -45,27 +44,20 @@ from coordinator.groups.consumer.timers import (
     schedule_session,
 )
 from coordinator.groups.consumer.validation import throw_if_member_epoch_invalid, validate_heartbeat_request
+from coordinator.groups.context import GroupContext
 from coordinator.groups.topics import TopicsImage
 from coordinator.runtime.api import CancelTimer, Result, TimerOp
 from records import CoordinatorRecord
 
-DEFAULT_CONFIG = ConsumerGroupConfig()
-DEFAULT_CONTEXT = RequestContext()
-
 
 def consumer_group_heartbeat(
-    state: ConsumerGroupsState,
-    request: ConsumerGroupHeartbeatRequest,
-    now_ms: int,
-    metadata: TopicsImage,
-    config: ConsumerGroupConfig = DEFAULT_CONFIG,
-    context: RequestContext = DEFAULT_CONTEXT,
+    state: ConsumerGroupsState, request: ConsumerGroupHeartbeatRequest, ctx: GroupContext
 ) -> Result[ConsumerGroupHeartbeatResponse]:
     try:
-        validate_heartbeat_request(request, context.api_version, config)
+        validate_heartbeat_request(request, ctx.request.api_version, ctx.consumer)
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-            return _leave(state, request, metadata)
-        return _heartbeat(state, request, now_ms, metadata, config, context)
+            return _leave(state, request, ctx.image)
+        return _heartbeat(state, request, ctx)
     except GroupError as exc:
         return Result(ConsumerGroupHeartbeatResponse(error_code=int(exc.error), error_message=exc.message))
 
@@ -133,13 +125,9 @@ def _replace_static_member_records(
 
 
 def _heartbeat(
-    state: ConsumerGroupsState,
-    request: ConsumerGroupHeartbeatRequest,
-    now_ms: int,
-    image: TopicsImage,
-    config: ConsumerGroupConfig,
-    context: RequestContext,
+    state: ConsumerGroupsState, request: ConsumerGroupHeartbeatRequest, ctx: GroupContext
 ) -> Result[ConsumerGroupHeartbeatResponse]:
+    now_ms, config, context = ctx.now_ms, ctx.consumer, ctx.request
     group_id = request.group_id
     epoch = request.member_epoch
     group = state.group(group_id)
@@ -155,16 +143,7 @@ def _heartbeat(
             f"The consumer group has reached its maximum capacity of {config.max_size} members.",
         )
     if not member_id:
-        member_id = generate_member_id(
-            group_id,
-            group.group_epoch,
-            len(group.members),
-            now_ms,
-            context.client_id,
-            context.client_host,
-            request.instance_id,
-            group.members,
-        )
+        member_id = generate_member_id(group, request.instance_id, ctx, len(group.members))
 
     records: list[CoordinatorRecord] = []
     timers: list[TimerOp] = []
@@ -220,14 +199,12 @@ def _heartbeat(
     if not member.has_metadata or not updated.metadata_equals(member):
         records.append(log_records.member_metadata_record(group_id, updated))
 
-    step = update_group_epoch_and_target(group, member_id, updated, replaced, membership_changed, image, now_ms, config)
+    step = update_group_epoch_and_target(group, updated, replaced, membership_changed, ctx)
     records += step.records
     timers += step.timers
 
     # Step 3: reconcile this member one step.
-    reconciled = reconcile_member(
-        group, member_id, updated, replaced, step, image, request.topic_partitions, subscription_changed
-    )
+    reconciled = reconcile_member(group, updated, step, ctx.image, request.topic_partitions, subscription_changed)
     if not reconciled.has_assignment or not reconciled.assignment_equals(member):
         records.append(log_records.current_assignment_record(group_id, reconciled))
         if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
@@ -265,22 +242,22 @@ class GroupUpdate:
     target_epoch: int
     member_target: TopicPartitionSet
     regexes: dict[str, ResolvedRegularExpression]
+    # The static member the updated one replaced (it inherits what its predecessor owns).
+    replaced: ConsumerGroupMember | None = None
 
 
 def update_group_epoch_and_target(
     group: ConsumerGroup,
-    member_id: str,
     updated: ConsumerGroupMember,
     replaced: ConsumerGroupMember | None,
     membership_changed: bool,
-    image: TopicsImage,
-    now_ms: int,
-    config: ConsumerGroupConfig,
+    ctx: GroupContext,
 ) -> GroupUpdate:
     """Bump the group epoch if the member set, the subscriptions or the subscribed topics'
     metadata changed, then recompute the target assignment when it lags (at most once per
     assignment interval). Shared by consumer-protocol heartbeats and classic members' joins."""
-    group_id = group.group_id
+    group_id, member_id = group.group_id, updated.member_id
+    image, now_ms, config = ctx.image, ctx.now_ms, ctx.consumer
     records: list[CoordinatorRecord] = []
     timers: list[TimerOp] = []
     members_view: dict[str, ConsumerGroupMember] | None = None
@@ -328,14 +305,12 @@ def update_group_epoch_and_target(
         else:
             timers.append(schedule_assignment(group_id, group.assignment_timestamp + config.assignment_interval_ms))
 
-    return GroupUpdate(records, timers, group_epoch, target_epoch, member_target, regexes)
+    return GroupUpdate(records, timers, group_epoch, target_epoch, member_target, regexes, replaced)
 
 
 def reconcile_member(
     group: ConsumerGroup,
-    member_id: str,
     updated: ConsumerGroupMember,
-    replaced: ConsumerGroupMember | None,
     step: GroupUpdate,
     image: TopicsImage,
     owned: list[HeartbeatTopicPartitions] | None,
@@ -345,7 +320,8 @@ def reconcile_member(
     member that replaced ``replaced`` inherits what its predecessor still owns."""
     if updated.is_reconciled_to(step.target_epoch) and not subscription_changed:
         return updated
-    replaced_id = replaced.member_id if replaced is not None else None
+    member_id = updated.member_id
+    replaced_id = step.replaced.member_id if step.replaced is not None else None
 
     def owner_of(topic_id: str, partition: int) -> str | None:
         owner = group.owner_of(topic_id, partition)

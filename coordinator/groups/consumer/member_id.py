@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Container
+from typing import TYPE_CHECKING
+
+from coordinator.groups.context import GroupContext
+
+if TYPE_CHECKING:
+    from coordinator.groups.consumer.group import ConsumerGroup
 
 
-def generate_member_id(
-    group_id: str,
-    group_epoch: int,
-    member_count: int,
-    now_ms: int,
-    client_id: str,
-    client_host: str,
-    instance_id: str | None,
-    taken: Container[str],
-) -> str:
+def generate_member_id(group: ConsumerGroup, instance_id: str | None, ctx: GroupContext, member_count: int) -> str:
+    """``member_count`` separates joins alike in every other input (the members so far, or a counter)."""
+    group_id, group_epoch, taken = group.group_id, group.group_epoch, group.members
+    now_ms, client_id, client_host = ctx.now_ms, ctx.request.client_id, ctx.request.client_host
     attempt = 0
     while True:
         seed = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from coordinator.errors import ErrorCode
+from coordinator.groups.context import RequestContext as RequestContext  # re-exported
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -16,15 +17,6 @@ LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 CLIENT_GENERATED_MEMBER_ID_VERSION = 1
 # Describe v1 adds MemberType; 1 = a member speaking the consumer protocol.
 MEMBER_TYPE_CONSUMER = 1
-
-
-@dataclass(frozen=True, slots=True)
-class RequestContext:
-    """What Kafka takes from the request header and connection rather than the body."""
-
-    api_version: int = 1
-    client_id: str = ""
-    client_host: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,10 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from coordinator.errors import ErrorCode
-from coordinator.groups.consumer import log_records
 from coordinator.groups.consumer.state import ConsumerGroupsState
 from coordinator.runtime.api import Result
-from records import CoordinatorRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +76,5 @@ def delete_consumer_group(state: ConsumerGroupsState, group_id: str) -> Result[E
     group = state.group(group_id)
     if group is None:
         return Result(ErrorCode.GROUP_ID_NOT_FOUND)
-    if group.members:
-        return Result(ErrorCode.NON_EMPTY_GROUP)
-    records: list[CoordinatorRecord] = [log_records.regex_tombstone(group_id, r) for r in sorted(group.regexes)]
-    records += [log_records.target_member_tombstone(group_id, m) for m in sorted(group.target)]
-    records.append(log_records.target_metadata_tombstone(group_id))
-    records.append(log_records.group_epoch_tombstone(group_id))
-    return Result(ErrorCode.NONE, records)
+    error = group.validate_delete()
+    return Result(error, group.tombstones() if error == ErrorCode.NONE else [])

@@ -1,11 +1,11 @@
 """Online migration of non-empty groups between the classic and the consumer protocol
 (KIP-848 "Supporting Online Consumer Group Upgrade", ``group.consumer.migration.policy``).
 
-* ``upgrade_and_join``: the first consumer-protocol member converts a stable classic group.
-* ``classic_*_to_consumer_group``: classic members inside a consumer group, reconciled one by
-  one by the consumer-group engine through JoinGroup/SyncGroup/Heartbeat/LeaveGroup.
-* ``consumer_leave`` / ``fence_or_downgrade`` / ``on_timer``: when only classic members remain,
-  the group becomes a classic group again and rebalances.
+* ``classic_members``: classic members inside a consumer group, reconciled one by one by the
+  consumer-group engine through JoinGroup/SyncGroup/Heartbeat/LeaveGroup.
+* ``convert``: the conversions themselves (upgrade records, downgrade to a classic group).
+
+Which request converts a group, and when, is decided in ``coordinator.groups.routing``.
 """
 
 from coordinator.groups.migration.classic_members import (
@@ -14,14 +14,6 @@ from coordinator.groups.migration.classic_members import (
     classic_sync_to_consumer_group,
 )
 from coordinator.groups.migration.convert import downgrade, downgrade_allowed, upgrade_records, validate_online_upgrade
-from coordinator.groups.migration.handlers import (
-    classic_leave_to_consumer_group,
-    consumer_leave,
-    fence_or_downgrade,
-    is_migration_timer,
-    on_timer,
-    upgrade_and_join,
-)
 from coordinator.groups.migration.timers import ClassicMemberJoinTimeout, ClassicMemberSyncTimeout
 
 __all__ = [
@@ -29,15 +21,9 @@ __all__ = [
     "ClassicMemberSyncTimeout",
     "classic_heartbeat_to_consumer_group",
     "classic_join_to_consumer_group",
-    "classic_leave_to_consumer_group",
     "classic_sync_to_consumer_group",
-    "consumer_leave",
     "downgrade",
     "downgrade_allowed",
-    "fence_or_downgrade",
-    "is_migration_timer",
-    "on_timer",
-    "upgrade_and_join",
     "upgrade_records",
     "validate_online_upgrade",
 ]

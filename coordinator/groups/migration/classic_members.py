@@ -25,7 +25,6 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from coordinator.errors import ErrorCode, GroupError
-from coordinator.groups.classic import ClassicGroupConfig
 from coordinator.groups.classic.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
     ConsumerProtocolError,
@@ -58,9 +57,9 @@ from coordinator.groups.consumer.subscriptions import group_topic_names, regexes
 from coordinator.groups.consumer.timers import (
     cancel_member_timers,
     rebalance_key,
-    schedule_rebalance,
     schedule_session,
 )
+from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.groups.migration.convert import (
     assignment_bytes,
     classic_metadata,
@@ -194,27 +193,17 @@ def fence_members(
 
 
 def classic_join_to_consumer_group(
-    state: ConsumerGroupsState,
-    request: JoinGroupRequest,
-    now_ms: int,
-    image: TopicsImage,
-    config: ConsumerGroupConfig,
-    classic_config: ClassicGroupConfig,
+    state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupContext
 ) -> Result[JoinGroupResponse]:
     try:
-        return _join(state, request, now_ms, image, config, classic_config)
+        return _join(state, request, ctx)
     except GroupError as exc:
         return Result(JoinGroupResponse(error_code=exc.error, member_id=request.member_id))
 
 
-def _join(
-    state: ConsumerGroupsState,
-    request: JoinGroupRequest,
-    now_ms: int,
-    image: TopicsImage,
-    config: ConsumerGroupConfig,
-    classic_config: ClassicGroupConfig,
-) -> Result[JoinGroupResponse]:
+def _join(state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupContext) -> Result[JoinGroupResponse]:
+    ctx = ctx.for_request(RequestContext(request.api_version, request.client_id, request.client_host))
+    now_ms, image, config, classic_config = ctx.now_ms, ctx.image, ctx.consumer, ctx.classic
     gid = request.group_id
     group = state.group(gid)
     assert group is not None
@@ -228,16 +217,7 @@ def _join(
     member_id = request.member_id
     if is_unknown:
         state.classic_member_seq += 1
-        member_id = generate_member_id(
-            gid,
-            group.group_epoch,
-            state.classic_member_seq,
-            now_ms,
-            request.client_id,
-            request.client_host,
-            instance_id,
-            group.members,
-        )
+        member_id = generate_member_id(group, instance_id, ctx, state.classic_member_seq)
     if len(group.members) >= config.max_size and member_id not in group.members:
         raise _error(
             ErrorCode.GROUP_MAX_SIZE_REACHED,
@@ -313,21 +293,14 @@ def _join(
     if not member.has_metadata or not updated.metadata_equals(member) or replaced is not None:
         records.append(log_records.member_metadata_record(gid, updated))
 
-    step = update_group_epoch_and_target(group, member_id, updated, replaced, membership_changed, image, now_ms, config)
+    step = update_group_epoch_and_target(group, updated, replaced, membership_changed, ctx)
     records += step.records
     timers += step.timers
 
     # Step 3: reconcile with what the member says it owns (Subscription owned partitions).
     try:
         reconciled = reconcile_member(
-            group,
-            member_id,
-            updated,
-            replaced,
-            step,
-            image,
-            owned_partitions(subscription, image),
-            subscription_changed,
+            group, updated, step, image, owned_partitions(subscription, image), subscription_changed
         )
     except GroupError as exc:
         # The reconciliation refused the member's state (written by a newer coordinator): the
@@ -335,12 +308,9 @@ def _join(
         raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, exc.message) from exc
     if not reconciled.has_assignment or not reconciled.assignment_equals(member) or replaced is not None:
         records.append(log_records.current_assignment_record(gid, reconciled))
-    if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
-        timers.append(
-            schedule_rebalance(gid, member_id, reconciled.member_epoch, now_ms, reconciled.rebalance_timeout_ms)
-        )
-    else:
-        timers.append(CancelTimer(rebalance_key(gid, member_id)))
+    # No rebalance timeout: a classic member only has the join and sync timers (Kafka's
+    # maybeReconcile); one still revoking is told to rejoin, which arms its join timer.
+    timers.append(CancelTimer(rebalance_key(gid, member_id)))
     state.classic_join_deadlines.pop((gid, member_id), None)
     timers.append(CancelTimer(join_timeout_key(gid, member_id)))
     timers.append(schedule_session(gid, member_id, now_ms, request.session_timeout_ms))
@@ -360,17 +330,16 @@ def _join(
 
 
 def classic_sync_to_consumer_group(
-    state: ConsumerGroupsState, request: SyncGroupRequest, now_ms: int, image: TopicsImage, config: ConsumerGroupConfig
+    state: ConsumerGroupsState, request: SyncGroupRequest, ctx: GroupContext
 ) -> Result[SyncGroupResponse]:
     try:
-        return _sync(state, request, now_ms, image, config)
+        return _sync(state, request, ctx)
     except GroupError as exc:
         return Result(SyncGroupResponse(error_code=int(exc.error)))
 
 
-def _sync(
-    state: ConsumerGroupsState, request: SyncGroupRequest, now_ms: int, image: TopicsImage, config: ConsumerGroupConfig
-) -> Result[SyncGroupResponse]:
+def _sync(state: ConsumerGroupsState, request: SyncGroupRequest, ctx: GroupContext) -> Result[SyncGroupResponse]:
+    now_ms, image, config = ctx.now_ms, ctx.image, ctx.consumer
     if request.api_version >= SYNC_REQUIRES_PROTOCOL_VERSION and (
         request.protocol_type is None or request.protocol_name is None
     ):
@@ -386,9 +355,14 @@ def _sync(
     ):
         raise _error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "The protocol does not match the member's JoinGroup.")
     if group.group_epoch > member.member_epoch and member.state != MemberState.UNREVOKED_PARTITIONS:
-        # A newer epoch exists: rejoin first. A member still revoking keeps its epoch as the
-        # generation and must learn (here) what to give up.
-        raise _error(ErrorCode.REBALANCE_IN_PROGRESS, "A rebalance is in progress: rejoin the group.")
+        # A newer epoch exists: rejoin first, within the join timeout (throwIfRebalanceInProgress).
+        # A member still revoking keeps its epoch as the generation and must learn (here) what to
+        # give up.
+        return Result(
+            SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS),
+            [],
+            join_timeout_if_absent(state, group, member, now_ms),
+        )
     gid = group.group_id
     assert member.classic_member_metadata is not None
     version = metadata_version(member.classic_member_metadata.supported_protocols[0].metadata)
@@ -411,8 +385,9 @@ def _sync(
 
 
 def classic_heartbeat_to_consumer_group(
-    state: ConsumerGroupsState, request: HeartbeatRequest, now_ms: int, config: ConsumerGroupConfig
+    state: ConsumerGroupsState, request: HeartbeatRequest, ctx: GroupContext
 ) -> Result[HeartbeatResponse]:
+    now_ms, config = ctx.now_ms, ctx.consumer
     group = state.group(request.group_id)
     assert group is not None
     try:
@@ -431,12 +406,21 @@ def classic_heartbeat_to_consumer_group(
         or (member.state == MemberState.UNRELEASED_PARTITIONS and not waiting_on_unreleased_partition(group, member))
     ):
         error = ErrorCode.REBALANCE_IN_PROGRESS
-        if (gid, mid) not in state.classic_join_deadlines:
-            # The member must rejoin within its rebalance timeout; later heartbeats keep the deadline.
-            deadline = now_ms + max(member.rebalance_timeout_ms, 0)
-            state.classic_join_deadlines[(gid, mid)] = deadline
-            timers.append(schedule_join_timeout(gid, mid, deadline))
+        timers += join_timeout_if_absent(state, group, member, now_ms)
     return Result(HeartbeatResponse(error_code=error), [], timers)
+
+
+def join_timeout_if_absent(
+    state: ConsumerGroupsState, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int
+) -> list[TimerOp]:
+    """A classic member told REBALANCE_IN_PROGRESS must rejoin within its rebalance timeout;
+    later answers keep the deadline (scheduleConsumerGroupJoinTimeoutIfAbsent)."""
+    key = (group.group_id, member.member_id)
+    if key in state.classic_join_deadlines:
+        return []
+    deadline = now_ms + max(member.rebalance_timeout_ms, 0)
+    state.classic_join_deadlines[key] = deadline
+    return [schedule_join_timeout(group.group_id, member.member_id, deadline)]
 
 
 # --- LeaveGroup ---------------------------------------------------------------------------------

@@ -9,14 +9,17 @@ classic Assignment gave it, at the generation as member epoch. Offsets are not t
 
 Downgrade: when the last consumer-protocol member leaves (or is fenced) and every remaining
 member speaks the classic protocol, the consumer group becomes a classic group again: one
-GroupMetadata record with the members' subscriptions and current assignments (generation: the
-group epoch + 1, see ``classic_group_of``), the consumer records tombstoned, and the live group
-put in PreparingRebalance so every member rejoins through the classic protocol.
+GroupMetadata record with the members' subscriptions and target assignments at generation = the
+group epoch (see ``classic_group_of``), the consumer records tombstoned, and the live group put in
+PreparingRebalance so every member rejoins through the classic protocol (also after a failover:
+see ``downgrade``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import replace
+from typing import Any
 
 from coordinator.errors import ErrorCode, GroupError
 from coordinator.groups.classic import ClassicGroupConfig, ClassicGroupsState
@@ -34,7 +37,7 @@ from coordinator.groups.classic.consumer_protocol import (
 from coordinator.groups.classic.effects import Effects
 from coordinator.groups.classic.group import STABLE, ClassicGroup
 from coordinator.groups.classic.member import ClassicGroupMember
-from coordinator.groups.classic.messages import JoinGroupRequestProtocol
+from coordinator.groups.classic.messages import JoinGroupRequestProtocol, JoinGroupResponse, SyncGroupResponse
 from coordinator.groups.classic.rebalance import prepare_rebalance, schedule_heartbeat
 from coordinator.groups.classic.timers import heartbeat_key, join_key, sync_key
 from coordinator.groups.config import ConsumerGroupConfig
@@ -45,11 +48,12 @@ from coordinator.groups.consumer.messages import HeartbeatTopicPartitions
 from coordinator.groups.consumer.state import ConsumerGroupsState
 from coordinator.groups.consumer.subscriptions import group_topic_names
 from coordinator.groups.consumer.timers import assignment_key, cancel_member_timers, schedule_session
+from coordinator.groups.context import GroupContext
 from coordinator.groups.migration.timers import cancel_classic_member_timers
 from coordinator.groups.topics import TopicsImage
 from coordinator.runtime.api import CancelTimer, Result, TimerOp
 from records import CoordinatorRecord
-from records.definitions import ClassicMemberInConsumerGroup, ClassicProtocol
+from records.definitions import ClassicMemberInConsumerGroup, ClassicProtocol, GroupMetadataValue
 
 # --- translating the embedded consumer protocol -----------------------------------------------
 
@@ -129,23 +133,34 @@ def validate_online_upgrade(group: ClassicGroup, config: ConsumerGroupConfig) ->
             f"Cannot upgrade classic group {gid} to consumer group because the group size exceeds "
             "the consumer group maximum size.",
         )
-    if group.state is not STABLE or group.pending_sync_members:
-        # Only a settled generation says who owns what; a rebalancing group is retried shortly.
-        return GroupError(
-            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-            f"Classic group {gid} is rebalancing; it is converted to a consumer group once it is stable.",
-        )
+    # No state check: a group in PreparingRebalance/CompletingRebalance converts at once, as in
+    # Kafka; its members keep what their last Stable generation gave them and the parked
+    # requests are answered REBALANCE_IN_PROGRESS (``parked_answers``).
     return None
 
 
-def consumer_members_of(group: ClassicGroup, image: TopicsImage) -> list[ConsumerGroupMember]:
+def owned_assignments(group: ClassicGroup, last_stable: GroupMetadataValue | None) -> dict[str, bytes]:
+    """What each member may still own. In a Stable group: its assignment. In a rebalance the live
+    assignments may already be reset (CompletingRebalance -> PreparingRebalance clears them)
+    while cooperative clients keep consuming, so the last Stable generation's record says what
+    each member may hold; the consumer group then waits for those partitions to be released."""
+    if group.state is STABLE:
+        return {m.member_id: m.assignment for m in group.members.values()}
+    recorded = {m.member_id: m.assignment for m in last_stable.members} if last_stable is not None else {}
+    return {mid: recorded.get(mid, b"") for mid in group.members}
+
+
+def consumer_members_of(
+    group: ClassicGroup, image: TopicsImage, assignments: Mapping[str, bytes]
+) -> list[ConsumerGroupMember]:
     """The classic members as consumer-group members (ConsumerGroup.fromClassicGroup)."""
     generation = group.generation_id
     out = []
     try:
         for m in group.members.values():
             subscription = decode_subscription(m.metadata(group.protocol_name))
-            assignment = decode_assignment(m.assignment) if m.assignment else Assignment()
+            owned = assignments.get(m.member_id, b"")
+            assignment = decode_assignment(owned) if owned else Assignment()
             assigned = partitions_by_id(assignment.assigned_partitions, image)
             out.append(
                 ConsumerGroupMember(
@@ -174,11 +189,13 @@ def consumer_members_of(group: ClassicGroup, image: TopicsImage) -> list[Consume
     return out
 
 
-def upgrade_records(group: ClassicGroup, image: TopicsImage) -> list[CoordinatorRecord]:
+def upgrade_records(
+    group: ClassicGroup, image: TopicsImage, assignments: Mapping[str, bytes]
+) -> list[CoordinatorRecord]:
     """The consumer-group records of the converted group (createConsumerGroupRecords)."""
     gid = group.group_id
     generation = group.generation_id
-    members = sorted(consumer_members_of(group, image), key=lambda m: m.member_id)
+    members = sorted(consumer_members_of(group, image, assignments), key=lambda m: m.member_id)
     records = [log_records.member_metadata_record(gid, m) for m in members]
     metadata_hash = image.metadata_hash(group_topic_names(members, {}))
     records.append(log_records.group_epoch_record(gid, generation, metadata_hash))
@@ -205,6 +222,20 @@ def converted_session_timers(group_id: str, members: Iterable[ConsumerGroupMembe
         assert m.classic_member_metadata is not None
         timers.append(schedule_session(group_id, m.member_id, now_ms, m.classic_member_metadata.session_timeout_ms))
     return timers
+
+
+def parked_answers(group: ClassicGroup) -> list[tuple[Hashable, Any]]:
+    """REBALANCE_IN_PROGRESS for every JoinGroup/SyncGroup parked in the classic group's
+    rebalance (completeAllJoinFutures / completeAllSyncFutures on conversion)."""
+    out: list[tuple[Hashable, Any]] = []
+    for m in group.members.values():
+        if m.awaiting_join is not None:
+            out.append(
+                (m.awaiting_join, JoinGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id))
+            )
+        if m.awaiting_sync is not None:
+            out.append((m.awaiting_sync, SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)))
+    return out
 
 
 def scratch_state(records: Iterable[CoordinatorRecord]) -> ConsumerGroupsState:
@@ -259,12 +290,10 @@ def classic_group_of(
         group.group_id,
         state=STABLE,
         current_state_timestamp=now_ms,
-        # One past the group epoch, where Kafka keeps the group epoch. Kafka's record at the group
-        # epoch reloads as a settled Stable generation that every member still holds, so a
-        # coordinator failover before the rebalance completes would leave the leaving member's
-        # partitions assigned to nobody, for good. A generation no member holds makes every
-        # member rejoin (ILLEGAL_GENERATION), whether or not the coordinator reloads meanwhile.
-        generation_id=group.group_epoch + 1,
+        # The group epoch, as Kafka's ClassicGroup.fromConsumerGroup: the remaining members hold
+        # this generation, so they get REBALANCE_IN_PROGRESS (not ILLEGAL_GENERATION) and may
+        # still commit while they rejoin.
+        generation_id=group.group_epoch,
         protocol_type=CONSUMER_PROTOCOL_TYPE,
     )
     for mid in sorted(group.members):
@@ -286,7 +315,9 @@ def classic_group_of(
                 session_timeout_ms=m.classic_member_metadata.session_timeout_ms,
                 protocol_type=CONSUMER_PROTOCOL_TYPE,
                 supported_protocols=protocols,
-                assignment=assignment_bytes(m.assigned, image, metadata_version(protocols[0].metadata)),
+                # The target assignment (what the member is converging to), as Kafka does; the
+                # rebalance prepared right after hands out the leaving members' partitions.
+                assignment=assignment_bytes(group.target.get(mid, {}), image, metadata_version(protocols[0].metadata)),
             )
         )
     if not classic.members or not classic.candidate_protocols():
@@ -297,12 +328,7 @@ def classic_group_of(
 
 
 def downgrade(
-    classic_state: ClassicGroupsState,
-    group: ConsumerGroup,
-    leaving: Iterable[str],
-    image: TopicsImage,
-    now_ms: int,
-    classic_config: ClassicGroupConfig,
+    classic_state: ClassicGroupsState, group: ConsumerGroup, leaving: Iterable[str], ctx: GroupContext
 ) -> Result[None] | None:
     """Convert ``group`` (minus ``leaving``) to a classic group in PreparingRebalance.
 
@@ -312,7 +338,8 @@ def downgrade(
     tombstones, is recognised as its own write.
     """
     gone = list(leaving)
-    classic = classic_group_of(group, gone, image, now_ms)
+    now_ms = ctx.now_ms
+    classic = classic_group_of(group, gone, ctx.image, now_ms)
     if classic is None:
         return None
     gid = group.group_id
@@ -324,9 +351,14 @@ def downgrade(
     timers.append(CancelTimer(assignment_key(gid)))
     fx = Effects(classic_state.timers)
     classic_state.groups[gid] = classic
-    fx.write_group_metadata(classic)
+    # Written without a leader. The record alone would reload as a settled Stable generation that
+    # leaves the departed members' partitions assigned to nobody until some later rebalance; no
+    # completed join phase writes a record without a leader, so a loaded group in that shape is
+    # rebalanced on load (classic_on_loaded), and a failover cannot strand partitions. Clients
+    # never see the leader field of the record.
+    fx.write_group_metadata(classic, replace(classic.to_record_value(), leader=None))
     for member in classic.members.values():
         schedule_heartbeat(fx, classic, member, now_ms)
     # Every member must rejoin through the classic protocol (Kafka prepares a rebalance too).
-    prepare_rebalance(fx, classic, now_ms, classic_config)
+    prepare_rebalance(fx, classic, now_ms, ctx.classic)
     return Result(None, records + fx.records, timers + fx.timers, fx.completions)

@@ -1,0 +1,42 @@
+"""GroupContext: what one request (or timer) is handled against, as one value.
+
+Kafka keeps these in GroupMetadataManager's fields (time, metadata image, configs) and in the
+RequestContext (header and connection). Here they travel together so that a handler's signature
+says what it decides on, not how many things it was handed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from coordinator.groups.classic.config import ClassicGroupConfig
+from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.topics import TopicsImage
+from coordinator.offsets.config import OffsetsConfig
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """What Kafka takes from the request header and connection rather than the body."""
+
+    api_version: int = 1
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupContext:
+    now_ms: int = 0
+    image: TopicsImage = field(default_factory=TopicsImage.empty)
+    consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
+    classic: ClassicGroupConfig = field(default_factory=ClassicGroupConfig)
+    offsets: OffsetsConfig = field(default_factory=OffsetsConfig)
+    request: RequestContext = field(default_factory=RequestContext)
+
+    @property
+    def migration_enabled(self) -> bool:
+        """group.consumer.migration.policy governs conversions between the protocols, nothing else."""
+        return self.consumer.migration_policy != "disabled"
+
+    def for_request(self, request: RequestContext) -> GroupContext:
+        return replace(self, request=request)

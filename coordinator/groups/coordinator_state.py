@@ -1,0 +1,57 @@
+"""GroupCoordinatorState: the whole state of one log partition (offsets, classic groups,
+consumer groups), rebuilt by the one ``replay`` used both when loading and when writing.
+
+Kafka keeps this in GroupMetadataManager and OffsetMetadataManager; the handlers over it are
+``coordinator.group_shard.GroupCoordinatorShard``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.groups.classic.state import ClassicGroupsState
+from coordinator.groups.consumer.state import ConsumerGroupsState
+from coordinator.groups.group import Group
+from coordinator.offsets.retention import GroupRetentionView
+from coordinator.offsets.state import OffsetsState
+from records import CoordinatorRecord, RecordType
+
+
+class GroupCoordinatorState:
+    def __init__(self) -> None:
+        self.offsets = OffsetsState()
+        self.classic = ClassicGroupsState()
+        self.consumer = ConsumerGroupsState()
+
+    def replay(self, record: CoordinatorRecord) -> None:
+        if record.type == RecordType.OFFSET_COMMIT:
+            self.offsets.replay(record)
+        elif record.type == RecordType.GROUP_METADATA:
+            self.classic.replay(record)
+        else:
+            self.consumer.replay(record)
+
+    def snapshot(self) -> Any:
+        return {
+            "offsets": self.offsets.snapshot(),
+            "classic": self.classic.snapshot(),
+            "consumer": self.consumer.snapshot(),
+        }
+
+    def group(self, group_id: str) -> Group | None:
+        """The group a membership protocol manages under this id (None: unknown, or offsets only)."""
+        consumer = self.consumer.group(group_id)
+        if consumer is not None:
+            return consumer
+        return self.classic.group(group_id)
+
+    def group_type(self, group_id: str) -> str | None:
+        group = self.group(group_id)
+        return None if group is None else group.type
+
+    def group_known(self, group_id: str) -> bool:
+        return self.group(group_id) is not None or self.offsets.has_group(group_id)
+
+    def retention_view(self, group_id: str) -> GroupRetentionView:
+        group = self.group(group_id)
+        return GroupRetentionView() if group is None else group.retention_view()

@@ -1,0 +1,80 @@
+"""Group: the face every group type shows the shard (Kafka's ``Group.java``).
+
+Offsets, retention, DeleteGroups and ListGroups ask a group these questions without knowing which
+membership protocol manages it; ``ClassicGroup`` and ``ConsumerGroup`` answer them. A third
+protocol would add one class, not a branch in every handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from coordinator.errors import ErrorCode
+from coordinator.groups.topics import TopicsImage
+from coordinator.offsets.messages import OffsetCommitRequest
+from coordinator.offsets.retention import GroupRetentionView
+from records import CoordinatorRecord
+
+CLASSIC = "classic"
+CONSUMER = "consumer"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """One row of ListGroups."""
+
+    group_id: str
+    protocol_type: str
+    group_state: str
+    group_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class CommitVerdict:
+    """``error`` refuses the whole commit; otherwise ``partition_errors`` (keyed by topic name and
+    partition, as the request names them) refuses single partitions."""
+
+    error: ErrorCode = ErrorCode.NONE
+    partition_errors: Mapping[tuple[str, int], ErrorCode] = field(default_factory=dict)
+
+
+class Group(Protocol):
+    """What the shard asks of a group, whichever protocol manages it."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def type(self) -> str:
+        """``classic`` or ``consumer`` (Kafka's GroupType)."""
+        ...
+
+    def is_empty(self) -> bool: ...
+
+    def subscribed_topic_names(self) -> frozenset[str]:
+        """Topics the members consume now (their offsets do not expire)."""
+        ...
+
+    def is_subscribed_to_topic(self, topic: str) -> bool: ...
+
+    def validate_offset_commit(self, request: OffsetCommitRequest, image: TopicsImage) -> CommitVerdict: ...
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode: ...
+
+    def validate_offset_delete(self) -> ErrorCode: ...
+
+    def validate_delete(self) -> ErrorCode:
+        """DeleteGroups (Kafka's validateGroupDelete)."""
+        ...
+
+    def tombstones(self) -> list[CoordinatorRecord]:
+        """The records that delete the group (Kafka's createGroupTombstoneRecords)."""
+        ...
+
+    def listed(self) -> GroupSummary: ...
+
+    def retention_view(self) -> GroupRetentionView:
+        """What offset expiration needs (Kafka's offsetExpirationCondition and isSubscribedToTopic)."""
+        ...
