@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -32,7 +33,11 @@ class _App(typer.Typer):
             try:
                 report(exc)
             except typer.Exit as done:
-                sys.exit(done.exit_code)
+                # Leave at once: a client with a request still pending may otherwise call back
+                # into an interpreter that is shutting down (librdkafka's threads are not ours).
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(done.exit_code)
 
 
 app = _App(
