@@ -84,6 +84,11 @@ def describe(c: Conn, admin: AdminClient, groups: list[str]) -> dict[str, Consum
 
 
 def committed(c: Conn, admin: AdminClient, group: str) -> dict[tuple[str, int], TopicPartition]:
+    # Ask DescribeGroups first: confluent-kafka's offset listing crashes the process (SIGSEGV) on a
+    # group-level error such as COORDINATOR_NOT_AVAILABLE from a shard that failed to load.
+    d = describe(c, admin, [group])[group]
+    if isinstance(d, str) and d != "the group does not exist":
+        fail(f"group {group!r}: {d}")
     future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=c.timeout)[group]
     result = c.wait(future, f"cannot read the offsets of group {group!r}")
     offsets: dict[tuple[str, int], TopicPartition] = {}

@@ -161,8 +161,8 @@ def test_log_skip_lets_a_shard_with_an_unreadable_record_load(bootstrap: str, un
 
     serve = ServeProcess(bootstrap, free_port(), topic, partitions=2).start()
     try:
-        # (Not ``offsets show``: confluent-kafka's list_consumer_group_offsets crashes the process on
-        # the COORDINATOR_NOT_AVAILABLE answer of a failed shard; DescribeGroups reports it.)
+        line = one_error_line(cli("offsets", "show", other, "-b", serve.bootstrap, "--timeout", "5"))
+        assert f"group {other!r}: the coordinator is not available" in line
         failed = cli("groups", "describe", other, "--state", "-b", serve.bootstrap, "--timeout", "5")
         assert failed.returncode == 1
         assert f"group {other!r}: the coordinator is not available" in failed.stderr
