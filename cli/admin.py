@@ -32,6 +32,7 @@ from cli.common import (
     print_table,
     watermarks,
 )
+from cli.wire import ConsumerGroupInfo, describe_consumer_groups
 
 groups_app = typer.Typer(help="List, describe and delete groups.", no_args_is_help=True)
 offsets_app = typer.Typer(help="Show, reset and delete committed offsets.", no_args_is_help=True)
@@ -196,16 +197,31 @@ def _offset_rows(c: Conn, admin: AdminClient, group: str, d: ConsumerGroupDescri
     return rows
 
 
-def _member_rows(group: str, d: ConsumerGroupDescription, verbose: bool) -> list[dict[str, Any]]:
+def consumer_group_info(c: Conn, groups: list[str]) -> dict[str, ConsumerGroupInfo] | None:
+    """Member protocols and epochs of the consumer-type groups; None when they cannot be read."""
+    if c.config().get("security.protocol", "PLAINTEXT").upper() != "PLAINTEXT" or not groups:
+        return None
+    try:
+        return describe_consumer_groups(c.bootstrap, groups, c.timeout)
+    except (OSError, ValueError):
+        return None
+
+
+def _member_rows(
+    group: str, d: ConsumerGroupDescription, verbose: bool, info: dict[str, ConsumerGroupInfo] | None
+) -> list[dict[str, Any]]:
     rows = []
     for m in sorted(d.members, key=lambda m: m.member_id):
         assigned = _assignment(m)
+        protocol, epoch = _protocol_and_epoch(group, d, m.member_id, info)
         row: dict[str, Any] = {
             "group": group,
             "consumer-id": m.member_id,
             "group-instance-id": m.group_instance_id,
             "host": m.host,
             "client-id": m.client_id,
+            "protocol": protocol,
+            "epoch": epoch,
             "#partitions": len(assigned),
         }
         if verbose:
@@ -215,14 +231,29 @@ def _member_rows(group: str, d: ConsumerGroupDescription, verbose: bool) -> list
     return rows
 
 
-def _state_row(group: str, d: ConsumerGroupDescription) -> dict[str, Any]:
+def _protocol_and_epoch(
+    group: str, d: ConsumerGroupDescription, member_id: str, info: dict[str, ConsumerGroupInfo] | None
+) -> tuple[str | None, int | None]:
+    if d.type is ConsumerGroupType.CLASSIC:
+        return "classic", None  # a classic group's members all speak it; its epoch is the generation
+    if info is None or group not in info:
+        return None, None
+    return info[group].members.get(member_id, (None, None))
+
+
+def _state_row(group: str, d: ConsumerGroupDescription, info: dict[str, ConsumerGroupInfo] | None) -> dict[str, Any]:
     coordinator = d.coordinator
+    protocols = sorted({p for p, _ in info[group].members.values()}) if info and group in info else []
+    if d.type is ConsumerGroupType.CLASSIC and d.members:
+        protocols = ["classic"]
     return {
         "group": group,
         "type": _name(d.type),
         "state": _name(d.state),
         "assignment-strategy": d.partition_assignor or None,
         "#members": len(d.members),
+        "member-protocols": ",".join(protocols) or None,
+        "group-epoch": info[group].group_epoch if info and group in info else None,
         "coordinator": f"{coordinator.host}:{coordinator.port} ({coordinator.id})" if coordinator else None,
     }
 
@@ -258,12 +289,16 @@ def describe_groups(
         described = describe(c, admin, names)
         failures = {g: d for g, d in described.items() if isinstance(d, str)}
         found = {g: d for g, d in described.items() if not isinstance(d, str)}
+        consumer_groups = [g for g, d in found.items() if d.type is ConsumerGroupType.CONSUMER]
+        info = consumer_group_info(c, consumer_groups) if view != "offsets" else None
         if view == "state":
-            rows = [_state_row(g, d) for g, d in found.items()]
-            columns = ["group", "type", "state", "assignment-strategy", "#members", "coordinator"]
+            rows = [_state_row(g, d, info) for g, d in found.items()]
+            columns = ["group", "type", "state", "assignment-strategy", "#members", "member-protocols"]
+            columns += ["group-epoch", "coordinator"]
         elif view == "members":
-            rows = [r for g, d in found.items() for r in _member_rows(g, d, verbose)]
-            columns = ["group", "consumer-id", "group-instance-id", "host", "client-id", "#partitions"]
+            rows = [r for g, d in found.items() for r in _member_rows(g, d, verbose, info)]
+            columns = ["group", "consumer-id", "group-instance-id", "host", "client-id", "protocol", "epoch"]
+            columns += ["#partitions"]
             columns += ["assignment", "target-assignment"] if verbose else []
         else:
             rows = [r for g, d in found.items() for r in _offset_rows(c, admin, g, d)]

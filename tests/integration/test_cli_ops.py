@@ -13,6 +13,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -243,3 +244,70 @@ def test_offsets_delete_and_delete_several_groups(sidecar: ServeProcess, unique_
     assert by_group[f"{topic}-a"]["deleted"] and by_group[f"{topic}-b"]["deleted"]
     assert by_group[f"{topic}-none"]["error"] == "the group does not exist"
     assert f"cannot delete group '{topic}-none': the group does not exist" in result.stderr
+
+
+def json_documents(text: str) -> list[Any]:
+    decoder, docs, pos = json.JSONDecoder(), [], 0
+    while pos < len(text):
+        if text[pos].isspace():
+            pos += 1
+            continue
+        doc, pos = decoder.raw_decode(text, pos)
+        docs.append(doc)
+    return docs
+
+
+def test_describe_shows_each_members_protocol_while_a_group_migrates(sidecar: ServeProcess, unique_name: str) -> None:
+    topic, group = unique_name, f"{unique_name}-mixed"
+    make_topic(sidecar.bootstrap, topic, 3, 1)
+    time.sleep(1.5)
+    classic = Consumer({"bootstrap.servers": sidecar.bootstrap, "group.id": group, "enable.auto.commit": False})
+    classic.subscribe([topic])
+    modern: Consumer | None = None
+    try:
+        deadline = time.monotonic() + 60
+        while not classic.assignment() and time.monotonic() < deadline:
+            classic.poll(0.2)
+        state = json.loads(cli("groups", "describe", group, "--state", "-b", sidecar.bootstrap, "--json").stdout)
+        assert (state["groups"][0]["type"], state["groups"][0]["member-protocols"]) == ("classic", "classic")
+
+        # A consumer-protocol member joins: the group becomes a consumer group with a classic member in it.
+        modern = Consumer(
+            {
+                "bootstrap.servers": sidecar.bootstrap,
+                "group.id": group,
+                "group.protocol": "consumer",
+                "enable.auto.commit": False,
+            }
+        )
+        modern.subscribe([topic])
+        members: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            classic.poll(0.1)
+            modern.poll(0.1)
+            shown = cli("groups", "describe", group, "--members", "-b", sidecar.bootstrap, "--json")
+            members = {m["protocol"]: m for m in json.loads(shown.stdout)["groups"]}
+            if set(members) == {"classic", "consumer"}:
+                break
+        assert set(members) == {"classic", "consumer"}
+        assert all(isinstance(m["epoch"], int) and m["epoch"] > 0 for m in members.values())
+
+        # --watch keeps printing until the group is stable, then exits 0.
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", "groups", "describe", group, "--state", "--watch", "--json"]
+            + ["-b", sidecar.bootstrap],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        while watch.poll() is None and time.monotonic() < deadline + 60:
+            classic.poll(0.1)
+            modern.poll(0.1)
+        stdout, stderr = watch.communicate(timeout=30)
+        assert watch.returncode == 0, stderr
+        final = json_documents(stdout)[-1]["groups"][0]
+        assert (final["type"], final["state"], final["member-protocols"]) == ("consumer", "stable", "classic,consumer")
+    finally:
+        classic.close()
+        if modern is not None:
+            modern.close()
