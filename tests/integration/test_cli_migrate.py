@@ -161,6 +161,9 @@ def test_log_skip_lets_a_shard_with_an_unreadable_record_load(bootstrap: str, un
 
     serve = ServeProcess(bootstrap, free_port(), topic, partitions=2).start()
     try:
+        # ListGroups' error is reported, never an empty or partial list.
+        listed = one_error_line(cli("groups", "list", "-b", serve.bootstrap, "--timeout", "5"))
+        assert "listing groups failed: the coordinator is not available" in listed
         line = one_error_line(cli("offsets", "show", other, "-b", serve.bootstrap, "--timeout", "5"))
         assert f"group {other!r}: the coordinator is not available" in line
         failed = cli("groups", "describe", other, "--state", "-b", serve.bootstrap, "--timeout", "5")

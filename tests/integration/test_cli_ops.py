@@ -85,8 +85,23 @@ def test_version_and_errors_are_one_line() -> None:
     bad_env = cli("serve", "--listen", "127.0.0.1:1", env={"GROUPCOORD_GROUP": "notjson"})
     assert 'field "group"' in one_error_line(bad_env)
     assert "greater than or equal to 1" in one_error_line(cli("serve", "--partitions", "-1"))
+    started = time.monotonic()
+    line = one_error_line(cli("log", "dump", "--group", "g", "-b", f"127.0.0.1:{port}", "--timeout", "2"))
+    assert f"cannot reach 127.0.0.1:{port} within 2s" in line and time.monotonic() - started < 30
     line = one_error_line(cli("groups", "list", "--command-config", "/nonexistent/client.properties"))
     assert "cannot read --command-config" in line
+
+
+def test_log_dump_names_a_missing_topic_or_partition(bootstrap: str, sidecar: ServeProcess) -> None:
+    log_topic = sidecar.args[sidecar.args.index("--log-topic") + 1]
+    assert "topic 'nope-topic' does not exist" in one_error_line(
+        cli("log", "dump", "--partition", "0", "-b", bootstrap, "--topic", "nope-topic")
+    )
+    assert "has no partition 7 (it has 2)" in one_error_line(
+        cli("log", "dump", "--partition", "7", "-b", bootstrap, "--topic", log_topic)
+    )
+    dumped = cli("log", "dump", "--partition", "0", "-b", bootstrap, "--topic", log_topic, "--json")
+    assert json.loads(dumped.stdout.splitlines()[0])["type"] == "SHARD_EPOCH"
 
 
 def test_command_config_properties_reach_the_client(sidecar: ServeProcess, tmp_path: object) -> None:
