@@ -137,8 +137,16 @@ class Conn:
         try:
             admin.list_topics(timeout=self.timeout)
         except KafkaException as exc:
+            admin.poll(0)  # librdkafka's queued log lines are handed over on poll
             why = _last_line.last
-            reason = f" ({why.split(': ', 1)[-1]})" if why else ""
+            # e.g. "... Connect to ipv4#127.0.0.1:1 failed: Connection refused (after 0ms in state CONNECT)"
+            # or "... Failed to resolve 'host:9092': Name or service not known (after 1ms ...)".
+            why = why.split(" (after", 1)[0]
+            if "failed: " in why:
+                why = why.rsplit("failed: ", 1)[1]
+            elif "Failed to resolve" in why:
+                why = why[why.index("Failed to resolve") :]
+            reason = f" ({why})" if why else ""
             fail(f"cannot reach {self.bootstrap} within {self.timeout:g}s: {describe_error(exc.args[0])}{reason}")
 
     def wait(self, future: Any, what: str) -> Any:
