@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 
 from cli.admin import SIDECAR, _connect, active_members, committed, list_group_ids, offsets_app
 from cli.common import (
@@ -87,18 +87,66 @@ def read_plan_file(path: Path, groups: list[str]) -> dict[tuple[str, str, int], 
     return plan
 
 
-def offsets_for_time(c: Conn, tps: list[TopicPartition], ms: int) -> dict[tuple[str, int], int]:
-    """First offset whose timestamp is at or after ``ms``; -1 when there is none."""
+def offsets_for_time(
+    c: Conn, tps: list[TopicPartition], ms: int, marks: dict[tuple[str, int], tuple[int, int]]
+) -> dict[tuple[str, int], int]:
+    """First offset whose record timestamp is at or after ``ms``; the log end when there is none.
+
+    The cluster's ListOffsets answer is checked against the records themselves (the local
+    development broker ignores the timestamp and answers 0); when it does not hold, the offset is
+    found by binary search over the partition, reading one record per step (this assumes
+    timestamps that grow with offsets, as CreateTime from one producer or LogAppendTime do)."""
     consumer = c.consumer()
     try:
-        found = consumer.offsets_for_times(
-            [TopicPartition(tp.topic, tp.partition, ms) for tp in tps], timeout=c.timeout
-        )
-    except Exception as exc:
-        fail(f"cannot look up offsets by time: {describe_error(exc.args[0] if exc.args else exc)}")
+        try:
+            listed = consumer.offsets_for_times(
+                [TopicPartition(tp.topic, tp.partition, ms) for tp in tps], timeout=c.timeout
+            )
+        except Exception as exc:
+            fail(f"cannot look up offsets by time: {describe_error(exc.args[0] if exc.args else exc)}")
+        result: dict[tuple[str, int], int] = {}
+        for tp in listed:
+            key = (tp.topic, tp.partition)
+            result[key] = _first_at_or_after(c, consumer, key, ms, marks[key], tp.offset)
+        return result
     finally:
         consumer.close()
-    return {(tp.topic, tp.partition): tp.offset for tp in found}
+
+
+def _stamp(c: Conn, consumer: Consumer, key: tuple[str, int], offset: int) -> tuple[int, int]:
+    """(offset, timestamp) of the first record at or after ``offset``."""
+    consumer.assign([TopicPartition(key[0], key[1], offset)])
+    deadline = time.monotonic() + c.timeout
+    while time.monotonic() < deadline:
+        for msg in consumer.consume(1, 0.5):
+            if msg.error() is None:
+                return msg.offset() or 0, msg.timestamp()[1]
+    fail(f"cannot read {key[0]}-{key[1]} at offset {offset} within {c.timeout:g}s")
+
+
+def _first_at_or_after(
+    c: Conn, consumer: Consumer, key: tuple[str, int], ms: int, marks: tuple[int, int], listed: int
+) -> int:
+    earliest, latest = marks
+    if listed < 0 or listed >= latest:
+        # "No record at or after that time": true only if the last record is older.
+        if latest == earliest or _stamp(c, consumer, key, latest - 1)[1] < ms:
+            return latest
+    elif (
+        listed >= earliest
+        and _stamp(c, consumer, key, listed)[1] >= ms
+        and (listed == earliest or _stamp(c, consumer, key, listed - 1)[1] < ms)
+    ):
+        return listed
+    lo, hi = earliest, latest
+    while lo < hi:
+        mid = (lo + hi) // 2
+        found, ts = _stamp(c, consumer, key, mid)
+        if ts >= ms:
+            hi = mid
+        else:
+            lo = found + 1
+    return lo
 
 
 @offsets_app.command("reset")
@@ -186,7 +234,9 @@ def reset_offsets(
     per_group = {g: check_partitions(counts, scope) for g, scope in wanted.items()}
     all_tps = sorted({(tp.topic, tp.partition) for tps in per_group.values() for tp in tps})
     marks = watermarks(c, [TopicPartition(t, p) for t, p in all_tps])
-    by_time = offsets_for_time(c, [TopicPartition(t, p) for t, p in all_tps], when_ms) if when_ms is not None else {}
+    by_time = (
+        offsets_for_time(c, [TopicPartition(t, p) for t, p in all_tps], when_ms, marks) if when_ms is not None else {}
+    )
 
     rows: list[dict[str, Any]] = []
     for g in groups:
@@ -209,8 +259,7 @@ def reset_offsets(
                     fail(f"cannot shift group {g!r} {tp.topic}-{tp.partition}: it has no committed offset")
                 target = now + shift_by
             elif strategy in ("--to-datetime", "--by-duration"):
-                found = by_time.get(key, -1)
-                target = latest if found < 0 else found
+                target = by_time[key]
             else:
                 target = from_plan[(g, tp.topic, tp.partition)]
             rows.append(

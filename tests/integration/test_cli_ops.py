@@ -227,8 +227,10 @@ def test_reset_plans_clamps_and_executes(sidecar: ServeProcess, unique_name: str
     assert shown() == {0: 7, 1: 0, 2: 9}
     before = cli("offsets", "reset", "--group", group, "--all-topics", "--by-duration", "PT1H", *b, "--json")
     assert [r["new-offset"] for r in json.loads(before.stdout)["plan"]] == [0, 0, 0]
-    # (--to-datetime uses ListOffsets by timestamp, which the local broker answers with 0 for a time
-    # after every record, so only its parsing is checked here.)
+    future = cli(
+        "offsets", "reset", "--group", group, "--all-topics", "--to-datetime", "2999-01-01T00:00:00", *b, "--json"
+    )
+    assert [r["new-offset"] for r in json.loads(future.stdout)["plan"]] == [100, 100, 100]
     assert "expected YYYY-MM-DD" in one_error_line(
         cli("offsets", "reset", "--group", group, "--all-topics", "--to-datetime", "yesterday", *b)
     )
@@ -240,6 +242,31 @@ def test_reset_plans_clamps_and_executes(sidecar: ServeProcess, unique_name: str
         cli("offsets", "reset", "--group", group, "--topic", f"{topic}:3", "--to-earliest", *b)
     )
     assert "exactly one strategy" in one_error_line(cli("offsets", "reset", "--group", group, "--topic", topic, *b))
+
+
+def test_reset_to_datetime_finds_the_first_record_at_or_after_that_time(
+    sidecar: ServeProcess, unique_name: str
+) -> None:
+    topic, group = unique_name, f"{unique_name}-t"
+    admin = AdminClient({"bootstrap.servers": sidecar.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    producer = Producer({"bootstrap.servers": sidecar.bootstrap})
+    base = 1_700_000_000_000  # 2023-11-14T22:13:20Z; one record a minute
+    for i in range(30):
+        producer.produce(topic, b"x", partition=0, timestamp=base + i * 60_000)
+    assert producer.flush(15) == 0
+    b = ["--group", group, "--topic", topic, "-b", sidecar.bootstrap, "--json"]
+    for when, expected in (
+        ("2023-11-14T22:13:20", 0),  # exactly the first record
+        ("2023-11-14T22:30:50", 18),  # between records 17 and 18
+        ("2023-11-14T23:30:50+01:00", 18),  # the same instant, another zone
+        ("2023-11-14T22:42:20Z", 29),  # exactly the last record
+        ("2023-11-14T22:42:21Z", 30),  # after every record: the log end
+        ("2020-01-01T00:00:00", 0),
+    ):
+        plan = cli("offsets", "reset", "--to-datetime", when, *b)
+        assert plan.returncode == 0, plan.stderr
+        assert [r["new-offset"] for r in json.loads(plan.stdout)["plan"]] == [expected], when
 
 
 def test_offsets_delete_and_delete_several_groups(sidecar: ServeProcess, unique_name: str) -> None:
