@@ -231,6 +231,18 @@ def _member_rows(
     return rows
 
 
+def migration_policy(config: Path | None) -> str:
+    """group.consumer.migration.policy as ``groupcoord serve`` would read it here (file < environment)."""
+    from coordinator.config import ConfigError, load_settings
+
+    try:
+        return load_settings(config).consumer_group_config().migration_policy
+    except ConfigError as exc:
+        fail(str(exc))
+    except Exception as exc:  # pydantic-settings' own errors (a GROUPCOORD_* value that is not JSON)
+        fail(f"invalid configuration: {exc}")
+
+
 def _protocol_and_epoch(
     group: str, d: ConsumerGroupDescription, member_id: str, info: dict[str, ConsumerGroupInfo] | None
 ) -> tuple[str | None, int | None]:
@@ -269,6 +281,15 @@ def describe_groups(
     watch: Annotated[
         bool, typer.Option("--watch", help="With --state: refresh every second until every group is stable or empty.")
     ] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help="The coordinator's TOML configuration, for its migration policy (the Kafka protocol does not"
+            " expose it; GROUPCOORD_* environment variables count too, as for serve).",
+        ),
+    ] = None,
     bootstrap: Bootstrap = SIDECAR,
     command_config: CommandConfig = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
@@ -282,6 +303,7 @@ def describe_groups(
     if verbose and not members:
         fail("--verbose goes with --members")
     view = "members" if members else "state" if state or watch else "offsets"
+    policy = migration_policy(config) if view == "state" else None
     c, admin = _connect(bootstrap, command_config, timeout)
     names = [g["group"] for g in list_group_ids(c, admin)] if all_groups else list(dict.fromkeys(groups or []))
     deadline = time.monotonic() + max(timeout, 60.0) * 10 if watch else 0.0
@@ -292,9 +314,9 @@ def describe_groups(
         consumer_groups = [g for g, d in found.items() if d.type is ConsumerGroupType.CONSUMER]
         info = consumer_group_info(c, consumer_groups) if view != "offsets" else None
         if view == "state":
-            rows = [_state_row(g, d, info) for g, d in found.items()]
+            rows = [{**_state_row(g, d, info), "migration-policy": policy} for g, d in found.items()]
             columns = ["group", "type", "state", "assignment-strategy", "#members", "member-protocols"]
-            columns += ["group-epoch", "coordinator"]
+            columns += ["group-epoch", "migration-policy", "coordinator"]
         elif view == "members":
             rows = [r for g, d in found.items() for r in _member_rows(g, d, verbose, info)]
             columns = ["group", "consumer-id", "group-instance-id", "host", "client-id", "protocol", "epoch"]

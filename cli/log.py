@@ -162,6 +162,7 @@ def skip(
     force: Annotated[bool, typer.Option("--force", help="Skip even a record that is readable.")] = False,
     command_config: CommandConfig = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the decision as JSON.")] = False,
 ) -> None:
     """Record in the log a decision to load the shard without the record at OFFSET.
 
@@ -181,7 +182,11 @@ def skip(
             " drop state (use --force to skip it anyway)"
         )
     decision = LogSkipValue(offset, f"{getpass.getuser()}@{socket.gethostname()}", int(time.time() * 1000), reason)
+    shown = {"topic": topic, "partition": partition, "executed": execute, "decision": _plain(decision)}
     if not execute:
+        if as_json:
+            print(json.dumps({**shown, "record": row["value"]}))
+            return
         out.print(
             f"would write to {topic}-{partition}: skip offset {offset} ({row['value']}), by {decision.operator},"
             f" reason {reason!r}\ndry run: nothing changed (add --execute to write the decision)",
@@ -201,6 +206,9 @@ def skip(
     error, msg = outcome[0]
     if error is not None:
         fail(f"cannot write the decision: {describe_error(error)}")
+    if as_json:
+        print(json.dumps({**shown, "written_at": msg.offset()}))
+        return
     out.print(
         f"wrote the decision to skip {topic}-{partition} offset {offset} at offset {msg.offset()};"
         " the shard loads past it on its next load (restart the coordinator if the shard is failed)",

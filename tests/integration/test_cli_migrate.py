@@ -192,7 +192,9 @@ def test_log_skip_lets_a_shard_with_an_unreadable_record_load(bootstrap: str, un
     assert dry.returncode == 0 and "dry run" in dry.stdout
     readable = one_error_line(cli("log", "skip", *b[:2], "--offset", "0", *b[4:]))
     assert "is readable (SHARD_EPOCH)" in readable
-    assert cli("log", "skip", *b, "--execute").returncode == 0
+    written = cli("log", "skip", *b, "--execute", "--json")
+    assert written.returncode == 0, written.stderr
+    assert json.loads(written.stdout)["decision"]["offset"] == bad_offset
     dump = cli("log", "dump", "--partition", str(shard), "-b", bootstrap, "--topic", topic, "--json")
     decisions = [r for r in map(json.loads, dump.stdout.splitlines()) if r["type"] == "LOG_SKIP"]
     assert [(d["value"]["offset"], d["value"]["reason"]) for d in decisions] == [(bad_offset, "test: corrupt write")]

@@ -312,6 +312,12 @@ def test_describe_shows_each_members_protocol_while_a_group_migrates(sidecar: Se
             classic.poll(0.2)
         state = json.loads(cli("groups", "describe", group, "--state", "-b", sidecar.bootstrap, "--json").stdout)
         assert (state["groups"][0]["type"], state["groups"][0]["member-protocols"]) == ("classic", "classic")
+        assert state["groups"][0]["migration-policy"] == "bidirectional"  # the default, as serve has it
+        policy = {"GROUPCOORD_GROUP": json.dumps({"group.consumer.migration.policy": "upgrade"})}
+        state = json.loads(
+            cli("groups", "describe", group, "--state", "-b", sidecar.bootstrap, "--json", env=policy).stdout
+        )
+        assert state["groups"][0]["migration-policy"] == "upgrade"
 
         # A consumer-protocol member joins: the group becomes a consumer group with a classic member in it.
         modern = Consumer(
