@@ -1,149 +1,489 @@
-"""``groupcoord groups`` and ``groupcoord offsets``: inspect and reset groups through the sidecar.
+"""``groupcoord groups`` and ``groupcoord offsets``: inspect, reset and delete groups through the sidecar.
 
-These talk Kafka to the sidecar's listener with confluent-kafka's AdminClient, exactly as any
-operator tool would, so they show what clients see. Tables for people, ``--json`` for scripts.
+These talk Kafka to the sidecar's listener (confluent-kafka's AdminClient, kafka-python for
+OffsetDelete, which confluent-kafka lacks), exactly as any operator tool would, so they show what
+clients see. Tables for people, ``--json`` for scripts; the column names follow
+kafka-consumer-groups.sh.
 """
 
 from __future__ import annotations
 
-import json
+import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
-from rich.console import Console
-from rich.table import Table
+from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, ConsumerGroupType, TopicPartition
+from confluent_kafka.admin import AdminClient, ConsumerGroupDescription
+
+from cli.common import (
+    DEFAULT_TIMEOUT,
+    AsJson,
+    Bootstrap,
+    CommandConfig,
+    Conn,
+    Timeout,
+    describe_error,
+    emit_json,
+    err,
+    fail,
+    out,
+    parse_topic_spec,
+    print_table,
+    watermarks,
+)
+from cli.wire import ConsumerGroupInfo, describe_consumer_groups
 
 groups_app = typer.Typer(help="List, describe and delete groups.", no_args_is_help=True)
-offsets_app = typer.Typer(help="Show and reset committed offsets.", no_args_is_help=True)
-out = Console()
-err = Console(stderr=True)
+offsets_app = typer.Typer(help="Show, reset and delete committed offsets.", no_args_is_help=True)
 
-Bootstrap = Annotated[str, typer.Option("--bootstrap-servers", "-b", help="The sidecar's HOST:PORT.")]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-
-
-def _admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
+SIDECAR = "127.0.0.1:9094"
+_STATES = {s.name.lower(): s for s in ConsumerGroupState if s is not ConsumerGroupState.UNKNOWN}
+_TYPES = {t.name.lower(): t for t in ConsumerGroupType if t is not ConsumerGroupType.UNKNOWN}
 
 
-def _fail(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(1)
+def _name(value: Any) -> str:
+    return str(getattr(value, "name", value)).lower()
 
 
-def _result(admin: AdminClient, future: Any) -> Any:
-    # ``admin`` is passed along so the client outlives the request: a collected AdminClient
-    # fails its pending futures with "handle destroyed".
-    try:
-        return future.result(timeout=30)
-    except KafkaException as exc:
-        _fail(str(exc.args[0]))
-    except Exception as exc:  # confluent-kafka raises plain exceptions for timeouts
-        _fail(repr(exc))
-    finally:
-        del admin
+# --- shared lookups ---------------------------------------------------------------------------
 
 
-def _emit(rows: list[dict[str, Any]], columns: list[str], as_json: bool, title: str) -> None:
-    if as_json:
-        print(json.dumps(rows, indent=2))
-        return
-    table = Table(title=title)
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*(str(row.get(c, "")) for c in columns))
-    out.print(table)
-
-
-@groups_app.command("list")
-def list_groups(bootstrap: Bootstrap = "127.0.0.1:9094", as_json: AsJson = False) -> None:
-    """Every group the coordinator knows, with its type and state."""
-    result = _result(admin := _admin(bootstrap), admin.list_consumer_groups(request_timeout=30))
-    rows = [
+def list_group_ids(c: Conn, admin: AdminClient) -> list[dict[str, Any]]:
+    result = c.wait(admin.list_consumer_groups(request_timeout=c.timeout), "cannot list groups")
+    if result.errors:
+        fail("listing groups failed: " + "; ".join(describe_error(getattr(e, "args", [e])[0]) for e in result.errors))
+    return [
         {
             "group": g.group_id,
-            "type": getattr(g.type, "name", str(g.type)).lower(),
-            "state": getattr(g.state, "name", str(g.state)).lower(),
+            "type": _name(g.type),
+            "state": _name(g.state),
             "simple": g.is_simple_consumer_group,
         }
         for g in sorted(result.valid, key=lambda g: g.group_id)
     ]
-    _emit(rows, ["group", "type", "state", "simple"], as_json, "groups")
+
+
+def describe(c: Conn, admin: AdminClient, groups: list[str]) -> dict[str, ConsumerGroupDescription | str]:
+    """Each group's description, or why it could not be described (in words)."""
+    futures = admin.describe_consumer_groups(groups, request_timeout=c.timeout)
+    result: dict[str, ConsumerGroupDescription | str] = {}
+    for group in groups:
+        try:
+            d = futures[group].result(timeout=c.timeout)
+        except TimeoutError:
+            result[group] = f"no answer from {c.bootstrap} within {c.timeout:g}s"
+            continue
+        except Exception as exc:
+            result[group] = describe_error(exc.args[0] if exc.args else exc)
+            continue
+        if d.state in (ConsumerGroupState.DEAD, ConsumerGroupState.UNKNOWN) and not d.members:
+            result[group] = "the group does not exist"
+        else:
+            result[group] = d
+    return result
+
+
+def committed(c: Conn, admin: AdminClient, group: str) -> dict[tuple[str, int], TopicPartition]:
+    # Ask DescribeGroups first: confluent-kafka's offset listing crashes the process (SIGSEGV) on a
+    # group-level error such as COORDINATOR_NOT_AVAILABLE from a shard that failed to load.
+    d = describe(c, admin, [group])[group]
+    if isinstance(d, str) and d != "the group does not exist":
+        fail(f"group {group!r}: {d}")
+    future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=c.timeout)[group]
+    result = c.wait(future, f"cannot read the offsets of group {group!r}")
+    offsets: dict[tuple[str, int], TopicPartition] = {}
+    for tp in result.topic_partitions:
+        if tp.error is not None:
+            fail(f"group {group!r}: {tp.topic}-{tp.partition}: {describe_error(tp.error)}")
+        if tp.offset >= 0:
+            offsets[(tp.topic, tp.partition)] = tp
+    return offsets
+
+
+def active_members(c: Conn, admin: AdminClient, group: str) -> int:
+    d = describe(c, admin, [group])[group]
+    if isinstance(d, str):
+        if d == "the group does not exist":
+            return 0
+        fail(f"group {group!r}: {d}")
+    return len(d.members)
+
+
+def _connect(bootstrap: str, command_config: Path | None, timeout: float) -> tuple[Conn, AdminClient]:
+    c = Conn(bootstrap, command_config, timeout)
+    admin = c.admin()
+    c.check_reachable(admin)
+    return c, admin
+
+
+# --- groups list ----------------------------------------------------------------------------
+
+
+@groups_app.command("list")
+def list_groups(
+    state: Annotated[
+        list[str] | None, typer.Option("--state", help=f"Only groups in this state ({', '.join(_STATES)}).")
+    ] = None,
+    type_: Annotated[
+        list[str] | None, typer.Option("--type", help="Only groups of this type (classic, consumer).")
+    ] = None,
+    bootstrap: Bootstrap = SIDECAR,
+    command_config: CommandConfig = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    as_json: AsJson = False,
+) -> None:
+    """Every group the coordinator knows, with its type and state."""
+    states = {s.lower().replace("-", "_") for s in state or []}
+    types = {t.lower() for t in type_ or []}
+    aliases = {"preparing_rebalance": "preparing_rebalancing", "completing_rebalance": "completing_rebalancing"}
+    states = {aliases.get(s, s) for s in states}
+    for s in states - set(_STATES):
+        fail(f"--state {s!r}: expected one of {', '.join(_STATES)}")
+    for t in types - set(_TYPES):
+        fail(f"--type {t!r}: expected one of {', '.join(_TYPES)}")
+    c, admin = _connect(bootstrap, command_config, timeout)
+    rows = [
+        g
+        for g in list_group_ids(c, admin)
+        if (not states or g["state"] in states) and (not types or g["type"] in types)
+    ]
+    if as_json:
+        emit_json(rows)
+    else:
+        print_table(None, ["group", "type", "state", "simple"], rows)
+
+
+# --- groups describe ------------------------------------------------------------------------
+
+
+def _assignment(m: Any, target: bool = False) -> list[tuple[str, int]]:
+    a = m.target_assignment if target else m.assignment
+    if a is None:
+        return []
+    return sorted((tp.topic, tp.partition) for tp in a.topic_partitions)
+
+
+def _fmt(tps: list[tuple[str, int]]) -> str:
+    return ",".join(f"{t}-{p}" for t, p in tps)
+
+
+def _offset_rows(c: Conn, admin: AdminClient, group: str, d: ConsumerGroupDescription) -> list[dict[str, Any]]:
+    owner: dict[tuple[str, int], Any] = {}
+    for member in d.members:
+        for tp in _assignment(member):
+            owner[tp] = member
+    commits = committed(c, admin, group)
+    keys = sorted(set(commits) | set(owner))
+    marks = watermarks(c, [TopicPartition(t, p) for t, p in keys])
+    rows = []
+    for key in keys:
+        current = commits[key].offset if key in commits else None
+        end = marks.get(key, (None, None))[1]
+        m = owner.get(key)
+        rows.append(
+            {
+                "group": group,
+                "topic": key[0],
+                "partition": key[1],
+                "current-offset": current,
+                "log-end-offset": end,
+                "lag": None if current is None or end is None else max(end - current, 0),
+                "consumer-id": m.member_id if m else None,
+                "host": m.host if m else None,
+                "client-id": m.client_id if m else None,
+            }
+        )
+    return rows
+
+
+def consumer_group_info(c: Conn, groups: list[str]) -> dict[str, ConsumerGroupInfo] | None:
+    """Member protocols and epochs of the consumer-type groups; None when they cannot be read."""
+    if c.config().get("security.protocol", "PLAINTEXT").upper() != "PLAINTEXT" or not groups:
+        return None
+    try:
+        return describe_consumer_groups(c.bootstrap, groups, c.timeout)
+    except (OSError, ValueError):
+        return None
+
+
+def _member_rows(
+    group: str, d: ConsumerGroupDescription, verbose: bool, info: dict[str, ConsumerGroupInfo] | None
+) -> list[dict[str, Any]]:
+    rows = []
+    for m in sorted(d.members, key=lambda m: m.member_id):
+        assigned = _assignment(m)
+        protocol, epoch = _protocol_and_epoch(group, d, m.member_id, info)
+        row: dict[str, Any] = {
+            "group": group,
+            "consumer-id": m.member_id,
+            "group-instance-id": m.group_instance_id,
+            "host": m.host,
+            "client-id": m.client_id,
+            "protocol": protocol,
+            "epoch": epoch,
+            "#partitions": len(assigned),
+        }
+        if verbose:
+            row["assignment"] = _fmt(assigned)
+            row["target-assignment"] = _fmt(_assignment(m, target=True)) if m.target_assignment else None
+        rows.append(row)
+    return rows
+
+
+def migration_policy(config: Path | None) -> str:
+    """group.consumer.migration.policy as ``groupcoord serve`` would read it here (file < environment)."""
+    from coordinator.config import ConfigError, load_settings
+
+    try:
+        return load_settings(config).consumer_group_config().migration_policy
+    except ConfigError as exc:
+        fail(str(exc))
+    except Exception as exc:  # pydantic-settings' own errors (a GROUPCOORD_* value that is not JSON)
+        fail(f"invalid configuration: {exc}")
+
+
+def _protocol_and_epoch(
+    group: str, d: ConsumerGroupDescription, member_id: str, info: dict[str, ConsumerGroupInfo] | None
+) -> tuple[str | None, int | None]:
+    if d.type is ConsumerGroupType.CLASSIC:
+        return "classic", None  # a classic group's members all speak it; its epoch is the generation
+    if info is None or group not in info:
+        return None, None
+    return info[group].members.get(member_id, (None, None))
+
+
+def _state_row(group: str, d: ConsumerGroupDescription, info: dict[str, ConsumerGroupInfo] | None) -> dict[str, Any]:
+    coordinator = d.coordinator
+    protocols = sorted({p for p, _ in info[group].members.values()}) if info and group in info else []
+    if d.type is ConsumerGroupType.CLASSIC and d.members:
+        protocols = ["classic"]
+    return {
+        "group": group,
+        "type": _name(d.type),
+        "state": _name(d.state),
+        "assignment-strategy": d.partition_assignor or None,
+        "#members": len(d.members),
+        "member-protocols": ",".join(protocols) or None,
+        "group-epoch": info[group].group_epoch if info and group in info else None,
+        "coordinator": f"{coordinator.host}:{coordinator.port} ({coordinator.id})" if coordinator else None,
+    }
 
 
 @groups_app.command("describe")
-def describe_group(
-    group: Annotated[str, typer.Argument(help="Group id.")],
-    bootstrap: Bootstrap = "127.0.0.1:9094",
+def describe_groups(
+    groups: Annotated[list[str] | None, typer.Argument(help="Group ids.", show_default=False)] = None,
+    all_groups: Annotated[bool, typer.Option("--all-groups", help="Every group.")] = False,
+    offsets: Annotated[bool, typer.Option("--offsets", help="Offsets and lag per partition (the default).")] = False,
+    members: Annotated[bool, typer.Option("--members", help="One row per member.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", help="With --members: each member's assignment.")] = False,
+    state: Annotated[bool, typer.Option("--state", help="Type, state, assignor and member count.")] = False,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="With --state: refresh every second until every group is stable or empty.")
+    ] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help="The coordinator's TOML configuration, for its migration policy (the Kafka protocol does not"
+            " expose it; GROUPCOORD_* environment variables count too, as for serve).",
+        ),
+    ] = None,
+    bootstrap: Bootstrap = SIDECAR,
+    command_config: CommandConfig = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
     as_json: AsJson = False,
 ) -> None:
-    """Members of a group and the partitions each one owns."""
-    d = _result(admin := _admin(bootstrap), admin.describe_consumer_groups([group], request_timeout=30)[group])
-    rows = [
-        {
-            "member": m.member_id,
-            "instance": m.group_instance_id or "",
-            "client": m.client_id,
-            "host": m.host,
-            "partitions": ", ".join(
-                f"{tp.topic}-{tp.partition}"
-                for tp in sorted(m.assignment.topic_partitions, key=lambda tp: (tp.topic, tp.partition))
-            ),
-        }
-        for m in d.members
-    ]
-    state = getattr(d.state, "name", str(d.state)).lower()
-    if as_json:
-        print(json.dumps({"group": group, "state": state, "assignor": d.partition_assignor, "members": rows}, indent=2))
-        return
-    _emit(rows, ["member", "instance", "client", "host", "partitions"], False, f"{group} ({state})")
+    """Describe groups like kafka-consumer-groups.sh --describe (--offsets, --members, --state)."""
+    if sum([offsets, members, state]) > 1:
+        fail("give at most one of --offsets, --members, --state")
+    if bool(groups) == all_groups:
+        fail("name one or more groups, or give --all-groups")
+    if verbose and not members:
+        fail("--verbose goes with --members")
+    view = "members" if members else "state" if state or watch else "offsets"
+    policy = migration_policy(config) if view == "state" else None
+    c, admin = _connect(bootstrap, command_config, timeout)
+    names = [g["group"] for g in list_group_ids(c, admin)] if all_groups else list(dict.fromkeys(groups or []))
+    deadline = time.monotonic() + max(timeout, 60.0) * 10 if watch else 0.0
+    while True:
+        described = describe(c, admin, names)
+        failures = {g: d for g, d in described.items() if isinstance(d, str)}
+        found = {g: d for g, d in described.items() if not isinstance(d, str)}
+        consumer_groups = [g for g, d in found.items() if d.type is ConsumerGroupType.CONSUMER]
+        info = consumer_group_info(c, consumer_groups) if view != "offsets" else None
+        if view == "state":
+            rows = [{**_state_row(g, d, info), "migration-policy": policy} for g, d in found.items()]
+            columns = ["group", "type", "state", "assignment-strategy", "#members", "member-protocols"]
+            columns += ["group-epoch", "migration-policy", "coordinator"]
+        elif view == "members":
+            rows = [r for g, d in found.items() for r in _member_rows(g, d, verbose, info)]
+            columns = ["group", "consumer-id", "group-instance-id", "host", "client-id", "protocol", "epoch"]
+            columns += ["#partitions"]
+            columns += ["assignment", "target-assignment"] if verbose else []
+        else:
+            rows = [r for g, d in found.items() for r in _offset_rows(c, admin, g, d)]
+            columns = ["group", "topic", "partition", "current-offset", "log-end-offset", "lag"]
+            columns += ["consumer-id", "host", "client-id"]
+        settled = all(r["state"] in ("stable", "empty") for r in rows) if view == "state" else True
+        if as_json:
+            emit_json({"groups": rows, "errors": {g: why for g, why in failures.items()}})
+        else:
+            print_table(None, columns, rows)
+        for g, why in failures.items():
+            err.print(f"[red]error:[/red] group {g!r}: {why}", highlight=False)
+        if not watch or settled or failures or time.monotonic() > deadline:
+            break
+        time.sleep(1.0)
+    if failures:
+        raise typer.Exit(1)
+
+
+# --- groups delete --------------------------------------------------------------------------
 
 
 @groups_app.command("delete")
-def delete_group(
-    group: Annotated[str, typer.Argument(help="Group id (must be empty).")],
-    bootstrap: Bootstrap = "127.0.0.1:9094",
+def delete_groups(
+    groups: Annotated[list[str], typer.Argument(help="Group ids (each must have no active members).")],
+    bootstrap: Bootstrap = SIDECAR,
+    command_config: CommandConfig = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    as_json: AsJson = False,
 ) -> None:
-    """Delete an empty group and its offsets."""
-    _result(admin := _admin(bootstrap), admin.delete_consumer_groups([group], request_timeout=30)[group])
-    out.print(f"deleted {group}")
+    """Delete empty groups and their offsets; each group gets its own result."""
+    c, admin = _connect(bootstrap, command_config, timeout)
+    names = list(dict.fromkeys(groups))
+    futures = admin.delete_consumer_groups(names, request_timeout=c.timeout)
+    results: list[dict[str, Any]] = []
+    for group in names:
+        try:
+            futures[group].result(timeout=c.timeout)
+            results.append({"group": group, "deleted": True, "error": None})
+        except TimeoutError:
+            results.append({"group": group, "deleted": False, "error": f"no answer within {c.timeout:g}s"})
+        except Exception as exc:
+            results.append(
+                {"group": group, "deleted": False, "error": describe_error(exc.args[0] if exc.args else exc)}
+            )
+    if as_json:
+        emit_json(results)
+    for r in results:
+        if r["deleted"]:
+            if not as_json:
+                out.print(f"deleted group {r['group']!r}", highlight=False)
+        else:
+            err.print(f"[red]error:[/red] cannot delete group {r['group']!r}: {r['error']}", highlight=False)
+    if any(not r["deleted"] for r in results):
+        raise typer.Exit(1)
+
+
+# --- offsets show / delete ------------------------------------------------------------------
 
 
 @offsets_app.command("show")
 def show_offsets(
     group: Annotated[str, typer.Argument(help="Group id.")],
-    bootstrap: Bootstrap = "127.0.0.1:9094",
+    bootstrap: Bootstrap = SIDECAR,
+    command_config: CommandConfig = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
     as_json: AsJson = False,
 ) -> None:
     """Committed offsets of a group."""
-    request = [ConsumerGroupTopicPartitions(group)]
-    result = _result(admin := _admin(bootstrap), admin.list_consumer_group_offsets(request, request_timeout=30)[group])
+    c, admin = _connect(bootstrap, command_config, timeout)
     rows = [
-        {"topic": tp.topic, "partition": tp.partition, "offset": tp.offset, "metadata": tp.metadata or ""}
-        for tp in sorted(result.topic_partitions, key=lambda tp: (tp.topic, tp.partition))
+        {"topic": t, "partition": p, "offset": tp.offset, "metadata": tp.metadata or ""}
+        for (t, p), tp in sorted(committed(c, admin, group).items())
     ]
-    _emit(rows, ["topic", "partition", "offset", "metadata"], as_json, f"offsets of {group}")
+    if as_json:
+        emit_json(rows)
+    else:
+        print_table(f"offsets of {group}", ["topic", "partition", "offset", "metadata"], rows)
 
 
-@offsets_app.command("reset")
-def reset_offsets(
-    group: Annotated[str, typer.Argument(help="Group id (must have no active members).")],
-    topic: Annotated[str, typer.Option(help="Topic to reset.")],
-    to_offset: Annotated[int, typer.Option(help="Offset to set.", min=0)],
-    partitions: Annotated[str, typer.Option(help="Comma-separated partitions.")] = "0",
-    bootstrap: Bootstrap = "127.0.0.1:9094",
+def _kafka_python_config(c: Conn) -> dict[str, Any]:
+    """The few librdkafka properties kafka-python understands, renamed."""
+    props = {k: v for k, v in c.config().items() if isinstance(v, str)}
+    names = {
+        "security.protocol": "security_protocol",
+        "sasl.mechanism": "sasl_mechanism",
+        "sasl.mechanisms": "sasl_mechanism",
+        "sasl.username": "sasl_plain_username",
+        "sasl.password": "sasl_plain_password",
+        "ssl.ca.location": "ssl_cafile",
+        "ssl.certificate.location": "ssl_certfile",
+        "ssl.key.location": "ssl_keyfile",
+        "ssl.key.password": "ssl_password",
+    }
+    conf: dict[str, Any] = {names[k]: v for k, v in props.items() if k in names}
+    conf["bootstrap_servers"] = c.bootstrap.split(",")
+    conf["request_timeout_ms"] = int(c.timeout * 1000) + 1000
+    conf["client_id"] = "groupcoord-cli"
+    return conf
+
+
+@offsets_app.command("delete")
+def delete_offsets(
+    group: Annotated[str, typer.Option("--group", help="Group id.")],
+    topic: Annotated[list[str], typer.Option("--topic", help="TOPIC or TOPIC:P,P (repeatable).")],
+    bootstrap: Bootstrap = SIDECAR,
+    command_config: CommandConfig = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    as_json: AsJson = False,
 ) -> None:
-    """Set a group's committed offsets (AlterConsumerGroupOffsets)."""
+    """Delete a group's committed offsets for some partitions (OffsetDelete). Refused for partitions
+    the group's members are subscribed to."""
+    import logging
+
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError as PyKafkaError
+
+    logging.getLogger("kafka").setLevel(logging.CRITICAL + 1)
+    c, admin = _connect(bootstrap, command_config, timeout)
+    wanted = dict(parse_topic_spec(t) for t in topic)
+    commits = committed(c, admin, group)
+    tps: list[tuple[str, int]] = []
+    for t, parts in wanted.items():
+        have = sorted(p for (ct, p) in commits if ct == t)
+        tps += [(t, p) for p in (parts if parts is not None else have)]
+    if not tps:
+        fail(f"group {group!r} has no committed offsets for {', '.join(wanted)}")
     try:
-        wanted = [int(p) for p in partitions.split(",") if p.strip()]
-    except ValueError:
-        _fail(f"--partitions must be comma-separated numbers, got {partitions!r}")
-    request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, to_offset) for p in wanted])]
-    result = _result(admin := _admin(bootstrap), admin.alter_consumer_group_offsets(request, request_timeout=30)[group])
-    failed = [tp for tp in result.topic_partitions if tp.error is not None]
-    if failed:
-        _fail("; ".join(f"{tp.topic}-{tp.partition}: {tp.error}" for tp in failed))
-    out.print(f"{group}: {topic} partitions {wanted} now at {to_offset}")
+        client = KafkaAdminClient(**_kafka_python_config(c))
+    except PyKafkaError as exc:
+        fail(f"cannot connect to {c.bootstrap}: {exc}")
+    try:
+        result = client.delete_group_offsets(group, [_py_tp(t, p) for t, p in tps])
+    except PyKafkaError as exc:
+        fail(f"cannot delete offsets of group {group!r}: {_py_error_words(exc)}")
+    finally:
+        client.close()
+    rows = []
+    for tp, error in sorted(result.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+        words = None if error is None or getattr(error, "errno", 0) == 0 else _py_error_words(error)
+        rows.append({"group": group, "topic": tp.topic, "partition": tp.partition, "error": words})
+    if as_json:
+        emit_json(rows)
+    else:
+        for r in rows:
+            status = "deleted" if r["error"] is None else f"not deleted: {r['error']}"
+            out.print(f"{group} {r['topic']}-{r['partition']}: {status}", highlight=False)
+    if any(r["error"] for r in rows):
+        raise typer.Exit(1)
+
+
+def _py_tp(topic: str, partition: int) -> Any:
+    from kafka.structs import TopicPartition as PyTopicPartition
+
+    return PyTopicPartition(topic, partition)
+
+
+def _py_error_words(error: Any) -> str:
+    name = type(error).__name__ if not isinstance(error, type) else error.__name__
+    words = {
+        "GroupSubscribedToTopicError": "the group's members are subscribed to that topic (stop its consumers first)",
+        "GroupIdNotFoundError": "the group does not exist",
+        "NonEmptyGroupError": "the group still has active members (stop its consumers first)",
+        "UnknownTopicOrPartitionError": "the topic or partition does not exist",
+    }
+    return words.get(name, getattr(error, "description", None) or name)

@@ -3,32 +3,78 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from pydantic_settings import SettingsError
 from rich.console import Console
 
+import cli.reset  # noqa: F401  (registers ``offsets reset``)
 from cli.admin import groups_app, offsets_app
+from cli.common import CliError, report
 from cli.log import log_app
+from cli.migrate import migrate_app
 from coordinator.config import ConfigError, Settings, load_settings
 from deploy.local_broker import BrokerStartError, LocalBroker, parse_hostport
 
-app = typer.Typer(
-    help="A sidecar Kafka group coordinator that keeps its state in a compacted topic.", no_args_is_help=True
+
+class _App(typer.Typer):
+    """Every command's refusals and failures end as one line and exit code 1, never a traceback."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except CliError as exc:
+            try:
+                report(exc)
+            except typer.Exit as done:
+                # Leave at once: a client with a request still pending may otherwise call back
+                # into an interpreter that is shutting down (librdkafka's threads are not ours).
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(done.exit_code)
+
+
+app = _App(
+    help="A sidecar Kafka group coordinator that keeps its state in a compacted topic.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
 )
 app.add_typer(groups_app, name="groups")
 app.add_typer(offsets_app, name="offsets")
 app.add_typer(log_app, name="log")
+app.add_typer(migrate_app, name="migrate")
 err = Console(stderr=True)
 
 
 def fail(message: str) -> None:
     err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"groupcoord {version('groupcoord')}")
+        except PackageNotFoundError:
+            print("groupcoord (not installed)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main(
+    show_version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True)
+    ] = False,
+) -> None:
+    """A sidecar Kafka group coordinator that keeps its state in a compacted topic."""
 
 
 def configure_logging(level: str) -> None:
@@ -93,6 +139,8 @@ def serve(
         )
     except ConfigError as exc:
         fail(str(exc))
+    except SettingsError as exc:  # an environment value that is not valid JSON, for instance
+        fail(f"invalid configuration: {exc} ({exc.__cause__})" if exc.__cause__ else f"invalid configuration: {exc}")
     configure_logging(settings.log_level)
     from coordinator.server import run
 

@@ -31,6 +31,7 @@ class RecordType(IntEnum):
     # Runtime records.
     SHARD_EPOCH = 100
     BATCH_ABORT = 101
+    LOG_SKIP = 102
 
 
 # --- OffsetCommit (1) -------------------------------------------------------------------
@@ -209,6 +210,25 @@ class BatchAbortValue:
     first_offset: int
     last_offset: int
     epoch: int
+
+
+# --- LogSkip (102), runtime -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LogSkipKey:
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogSkipValue:
+    """An operator's decision (``groupcoord log skip``) to load the shard without the unreadable
+    record at ``offset`` of the same partition: who decided, when (ms since the epoch) and why."""
+
+    offset: int
+    operator: str
+    timestamp: int
+    reason: str
 
 
 # --- Schemas --------------------------------------------------------------------------------
@@ -451,6 +471,18 @@ DEFINITIONS: tuple[RecordDef, ...] = (
             1: record(
                 "BatchAbortValue",
                 [("first_offset", "long"), ("last_offset", "long"), ("epoch", "int")],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.LOG_SKIP,
+        LogSkipKey,
+        record("LogSkipKey", [("offset", "long")]),
+        LogSkipValue,
+        {
+            1: record(
+                "LogSkipValue",
+                [("offset", "long"), ("operator", "string"), ("timestamp", "long"), ("reason", "string")],
             )
         },
     ),

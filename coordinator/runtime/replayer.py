@@ -6,7 +6,13 @@ Besides decoding, it enforces the runtime's log rules (see ``headers``):
 - a ``BatchAbort`` record, written by a new owner that found a batch cut short at the end of the
   log, discards the buffered records at or after the offset it names;
 - records written under a shard epoch older than one already seen come from a fenced owner
-  (a zombie) and are ignored.
+  (a zombie) and are ignored;
+- a ``LogSkip`` record, written by an operator (``groupcoord log skip``), names the offset of an
+  unreadable record that the load may pass over. It is necessarily written *after* the bad
+  record, so a deferred load does not fail at an unreadable record: it notes the offset, reads on,
+  and fails in ``finish`` only for unreadable offsets that no ``LogSkip`` named. A skipped record
+  counts as absent (its key keeps no value from it). Tailing still fails at once on an unreadable
+  record that no decision already covers; the shard's next load then applies the decision.
 
 Loading (``deferred=True``) decodes only the last effective record of each key. Keys are
 deterministic bytes, so "the last record applied per key bytes, in the order of those last
@@ -28,7 +34,7 @@ from records import CoordinatorRecord, RecordCodec, RecordDecodeError, RecordTyp
 from records.codec import DEFAULT_CODEC, record_type_of
 
 # The runtime's own records drive the log rules, so they are decoded as soon as they are read.
-_RUNTIME_TYPES = frozenset({int(RecordType.SHARD_EPOCH), int(RecordType.BATCH_ABORT)})
+_RUNTIME_TYPES = frozenset({int(RecordType.SHARD_EPOCH), int(RecordType.BATCH_ABORT), int(RecordType.LOG_SKIP)})
 
 # A record read during a deferred load: (offset, key bytes, value bytes).
 _Raw = tuple[int, bytes, bytes | None]
@@ -38,7 +44,10 @@ class LogReadError(RuntimeError):
     """A record in the log could not be read; names where it is."""
 
     def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
-        super().__init__(f"unreadable record in topic {topic!r} partition {partition} offset {offset}: {reason}")
+        super().__init__(
+            f"unreadable record in topic {topic!r} partition {partition} offset {offset}: {reason}"
+            f" (to load the shard without it: groupcoord log skip --partition {partition} --offset {offset})"
+        )
         self.topic = topic
         self.partition = partition
         self.offset = offset
@@ -62,6 +71,9 @@ class LogReplayer:
         self.read = 0  # records consumed, whatever became of them
         self.applied = 0  # records replayed into the targets
         self.skipped = 0  # records of a fenced epoch
+        self.skip_decisions: dict[int, str] = {}  # offset -> reason, from LogSkip records
+        self.unreadable_skipped = 0  # unreadable records passed over by a skip decision
+        self._unreadable: dict[int, str] = {}  # deferred load: unreadable offset -> why, awaiting a decision
         self._buffer: list[tuple[int, CoordinatorRecord | _Raw]] = []
         # Deferred load: key bytes -> last effective raw record, kept in the order of those records.
         self._latest: dict[bytes, _Raw] | None = {} if deferred else None
@@ -80,16 +92,29 @@ class LogReplayer:
     ) -> None:
         """Consume the record at ``offset``; ``decoded`` skips decoding a record we wrote ourselves."""
         try:
-            epoch, batch = parse_headers(headers)
-            record_type = record_type_of(key)
-        except (RecordDecodeError, ValueError) as exc:
-            raise LogReadError(self.topic, self.partition, offset, str(exc)) from exc
-        assert key is not None  # record_type_of checked it
-        raw: _Raw = (offset, key, value)
-        if record_type in _RUNTIME_TYPES:
-            runtime_record = decoded if decoded is not None else self._decode(raw)
+            try:
+                epoch, batch = parse_headers(headers)
+                record_type = record_type_of(key)
+            except (RecordDecodeError, ValueError) as exc:
+                raise LogReadError(self.topic, self.partition, offset, str(exc)) from exc
+            assert key is not None  # record_type_of checked it
+            raw: _Raw = (offset, key, value)
+            if record_type in _RUNTIME_TYPES:
+                runtime_record = decoded if decoded is not None else self._decode(raw)
+        except LogReadError as exc:
+            self._pass_unreadable(offset, exc)
+            self.next_offset = offset + 1
+            self.read += 1
+            return
         self.next_offset = offset + 1
         self.read += 1
+        if record_type == RecordType.LOG_SKIP:
+            # An operator's decision counts whatever epoch wrote it: it is not the state of a group.
+            if runtime_record.value is not None:
+                self.skip_decisions[runtime_record.value.offset] = runtime_record.value.reason
+                if self._unreadable.pop(runtime_record.value.offset, None) is not None:
+                    self.unreadable_skipped += 1
+            return
         if record_type == RecordType.SHARD_EPOCH:
             if runtime_record.value is not None and runtime_record.value.epoch >= self.max_epoch:
                 self._flush()
@@ -130,9 +155,24 @@ class LogReplayer:
         """End a deferred load: decode and replay the last effective record of every key, in
         log order; from now on records are applied as they are fed. (Records of a batch still
         open stay buffered raw: they are decoded only if the batch completes.)"""
+        if self._unreadable:
+            offset = min(self._unreadable)
+            raise LogReadError(self.topic, self.partition, offset, self._unreadable[offset])
         latest, self._latest = self._latest, None
         for raw in (latest or {}).values():
-            self._apply(raw)
+            try:
+                self._apply(raw)
+            except LogReadError as exc:
+                self._pass_unreadable(raw[0], exc)
+
+    def _pass_unreadable(self, offset: int, exc: LogReadError) -> None:
+        """Go past an unreadable record if a decision covers it (or, loading, may still come)."""
+        if offset in self.skip_decisions:
+            self.unreadable_skipped += 1
+        elif self._latest is not None:
+            self._unreadable[offset] = str(exc.__cause__ or exc)
+        else:
+            raise exc
 
     def _decode(self, raw: _Raw) -> CoordinatorRecord:
         offset, key, value = raw

@@ -11,6 +11,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from deploy.local_broker import free_port
 from tests.integration.serve_process import ServeProcess
+from tests.integration.test_cli_ops import make_topic
 
 pytestmark = pytest.mark.integration
 
@@ -21,16 +22,18 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_inspect_reset_delete_and_dump(bootstrap: str, unique_name: str) -> None:
     serve = ServeProcess(bootstrap, free_port(), unique_name, partitions=1).start()
+    t = f"{unique_name}-t"
     try:
+        make_topic(bootstrap, t, 2, 10)
         c = Consumer({"bootstrap.servers": serve.bootstrap, "group.id": "ops", "enable.auto.commit": False})
-        c.commit(offsets=[TopicPartition("t", 0, 5), TopicPartition("t", 1, 6)], asynchronous=False)
+        c.commit(offsets=[TopicPartition(t, 0, 5), TopicPartition(t, 1, 6)], asynchronous=False)
         c.close()
         listed = json.loads(cli("groups", "list", "-b", serve.bootstrap, "--json").stdout)
         assert {"group": "ops", "type": "classic", "state": "empty", "simple": True} in listed
         shown = json.loads(cli("offsets", "show", "ops", "-b", serve.bootstrap, "--json").stdout)
         assert [(r["partition"], r["offset"]) for r in shown] == [(0, 5), (1, 6)]
         reset = cli(
-            "offsets", "reset", "ops", "--topic", "t", "--to-offset", "2", "--partitions", "0,1", "-b", serve.bootstrap
+            "offsets", "reset", "--group", "ops", "--topic", t, "--to-offset", "2", "--execute", "-b", serve.bootstrap
         )
         assert reset.returncode == 0, reset.stderr
         shown = json.loads(cli("offsets", "show", "ops", "-b", serve.bootstrap, "--json").stdout)
@@ -41,6 +44,6 @@ def test_inspect_reset_delete_and_dump(bootstrap: str, unique_name: str) -> None
         assert [r["value"]["offset"] for r in rows if r["type"] == "OFFSET_COMMIT"] == [5, 6, 2, 2]
         assert cli("groups", "delete", "ops", "-b", serve.bootstrap).returncode == 0
         missing = cli("groups", "delete", "ops", "-b", serve.bootstrap)
-        assert missing.returncode == 1 and "GROUP_ID_NOT_FOUND" in missing.stderr
+        assert missing.returncode == 1 and "cannot delete group 'ops': the group does not exist" in missing.stderr
     finally:
         serve.stop()

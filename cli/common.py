@@ -1,0 +1,310 @@
+"""What every connecting command shares: connection options, client settings, errors and output.
+
+- Connection settings like Kafka's tools: ``--bootstrap-servers``, ``--command-config FILE``
+  (librdkafka properties, e.g. ``security.protocol``, ``ssl.*``, ``sasl.*``) and ``--timeout``.
+- librdkafka's own log lines never reach the terminal: every client gets a Python ``logger``
+  that keeps only the last line, which is used to say *why* a broker could not be reached.
+- Errors are one line on stderr and a non-zero exit code; Kafka error codes become words.
+- Tables are printed at their natural width when stdout is not a terminal, so nothing piped
+  is cut at 80 columns.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+from rich.console import Console
+from rich.table import Table
+
+# Far wider than any table: rich then renders each table at its natural width, never wrapped.
+_PIPE_WIDTH = 100_000
+out = Console(width=None if sys.stdout.isatty() else _PIPE_WIDTH, soft_wrap=not sys.stdout.isatty())
+err = Console(stderr=True, soft_wrap=True)
+
+Bootstrap = Annotated[
+    str, typer.Option("--bootstrap-servers", "-b", envvar="GROUPCOORD_CLI_BOOTSTRAP", help="The sidecar's HOST:PORT.")
+]
+CommandConfig = Annotated[
+    Path | None,
+    typer.Option(
+        "--command-config",
+        help="File of librdkafka properties (key=value lines: security.protocol, ssl.*, sasl.*).",
+        exists=False,
+    ),
+]
+Timeout = Annotated[float, typer.Option("--timeout", help="Seconds to wait for the cluster.", min=0.1)]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+DEFAULT_TIMEOUT = 10.0
+
+
+class CliError(Exception):
+    """A failure to report as one line (exit code 1)."""
+
+
+def fail(message: str) -> NoReturn:
+    raise CliError(message)
+
+
+def report(exc: CliError) -> NoReturn:
+    err.print(f"[red]error:[/red] {exc}", highlight=False, markup=True, soft_wrap=True)
+    raise typer.Exit(1)
+
+
+class _LastLine(logging.Handler):
+    """Keeps librdkafka's last log line (to explain a failure) instead of printing it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.last = ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.last = record.getMessage()
+
+
+_rdkafka_log = logging.getLogger("groupcoord.cli.librdkafka")
+_rdkafka_log.propagate = False
+_rdkafka_log.setLevel(logging.DEBUG)
+_last_line = _LastLine()
+_rdkafka_log.addHandler(_last_line)
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """Java-style properties: ``key=value`` (or ``key: value``) lines, ``#``/``!`` comments."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        fail(f"cannot read --command-config {path}: {exc.strerror or exc}")
+    props: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
+        if sep < 0:
+            fail(f"{path}:{number}: expected key=value, got {line!r}")
+        props[line[:sep].strip()] = line[sep + 1 :].strip()
+    return props
+
+
+@dataclass
+class Conn:
+    """How to reach one cluster (the sidecar, or a backing cluster)."""
+
+    bootstrap: str
+    command_config: Path | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    _props: dict[str, str] | None = field(default=None, repr=False)
+
+    def config(self, **extra: Any) -> dict[str, Any]:
+        if self._props is None:
+            self._props = read_properties(self.command_config) if self.command_config else {}
+        timeout_ms = int(self.timeout * 1000)
+        conf: dict[str, Any] = {
+            "socket.timeout.ms": max(timeout_ms, 10),
+            "socket.connection.setup.timeout.ms": max(timeout_ms, 1000),
+            "log_level": 3,
+            **self._props,
+            "bootstrap.servers": self.bootstrap,
+            "logger": _rdkafka_log,
+            **extra,
+        }
+        return conf
+
+    def admin(self) -> AdminClient:
+        try:
+            return AdminClient(self.config())
+        except KafkaException as exc:
+            fail(f"bad client settings: {describe_error(exc.args[0])}")
+
+    def consumer(self, **extra: Any) -> Consumer:
+        try:
+            return Consumer(self.config(**{"group.id": "groupcoord-cli", "enable.auto.commit": False, **extra}))
+        except KafkaException as exc:
+            fail(f"bad client settings: {describe_error(exc.args[0])}")
+
+    def check_reachable(self, admin: AdminClient) -> None:
+        """Fail in one line, within the timeout, if no broker of ``bootstrap`` answers."""
+        try:
+            admin.list_topics(timeout=self.timeout)
+        except KafkaException as exc:
+            admin.poll(0)  # librdkafka's queued log lines are handed over on poll
+            why = _last_line.last
+            # e.g. "... Connect to ipv4#127.0.0.1:1 failed: Connection refused (after 0ms in state CONNECT)"
+            # or "... Failed to resolve 'host:9092': Name or service not known (after 1ms ...)".
+            why = why.split(" (after", 1)[0]
+            if "failed: " in why:
+                why = why.rsplit("failed: ", 1)[1]
+            elif "Failed to resolve" in why:
+                why = why[why.index("Failed to resolve") :]
+            reason = f" ({why})" if why else ""
+            fail(f"cannot reach {self.bootstrap} within {self.timeout:g}s: {describe_error(exc.args[0])}{reason}")
+
+    def wait(self, future: Any, what: str) -> Any:
+        try:
+            return future.result(timeout=self.timeout)
+        except KafkaException as exc:
+            fail(f"{what}: {describe_error(exc.args[0])}")
+        except TimeoutError:
+            fail(f"{what}: no answer from {self.bootstrap} within {self.timeout:g}s")
+
+
+def conn(bootstrap: str, command_config: Path | None, timeout: float) -> Conn:
+    return Conn(bootstrap, command_config, timeout)
+
+
+# Kafka error codes in words, for the refusals an operator meets.
+_WORDS: dict[int, str] = {
+    KafkaError.GROUP_ID_NOT_FOUND: "the group does not exist",
+    KafkaError.NON_EMPTY_GROUP: "the group still has active members (stop its consumers first)",
+    KafkaError.UNKNOWN_MEMBER_ID: "the group has active members (stop its consumers first)",
+    KafkaError.REBALANCE_IN_PROGRESS: "the group is rebalancing: it has active members (stop its consumers first)",
+    KafkaError.GROUP_SUBSCRIBED_TO_TOPIC: "the group's members are subscribed to that topic (stop its consumers first)",
+    KafkaError.INVALID_GROUP_ID: "the group id is not valid",
+    KafkaError.GROUP_AUTHORIZATION_FAILED: "not authorized for this group",
+    KafkaError.TOPIC_AUTHORIZATION_FAILED: "not authorized for this topic",
+    KafkaError.UNKNOWN_TOPIC_OR_PART: "the topic or partition does not exist",
+    KafkaError.COORDINATOR_NOT_AVAILABLE: "the coordinator is not available (is its shard loaded?)",
+    KafkaError.NOT_COORDINATOR: "the coordinator moved; try again",
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS: "the coordinator is still loading; try again",
+    KafkaError.OFFSET_METADATA_TOO_LARGE: "the offset metadata is too large",
+    KafkaError._TIMED_OUT: "timed out",
+    KafkaError._TRANSPORT: "no connection",
+    KafkaError._ALL_BROKERS_DOWN: "no broker reachable",
+}
+
+
+def describe_error(error: Any) -> str:
+    if isinstance(error, KafkaError):
+        words = _WORDS.get(error.code())
+        if words is not None:
+            return words
+        text = error.str()
+        return text.split(": ", 1)[-1] if text.startswith(("Broker: ", "Local: ")) else text
+    return str(error)
+
+
+# --- output ---------------------------------------------------------------------------------
+
+
+def emit_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, default=str))
+
+
+def table(title: str | None, columns: list[str], rows: list[dict[str, Any]]) -> Table:
+    t = Table(title=title, title_justify="left")
+    for column in columns:
+        t.add_column(column.upper(), overflow="fold", no_wrap=not sys.stdout.isatty())
+    for row in rows:
+        t.add_row(*("-" if row.get(c) is None else str(row.get(c)) for c in columns))
+    return t
+
+
+def print_table(title: str | None, columns: list[str], rows: list[dict[str, Any]]) -> None:
+    out.print(table(title, columns, rows))
+
+
+# --- partitions and watermarks -----------------------------------------------------------------
+
+
+def parse_topic_spec(spec: str) -> tuple[str, list[int] | None]:
+    """``topic`` or ``topic:0,1,2`` (Kafka's --topic syntax for resets)."""
+    topic, sep, parts = spec.partition(":")
+    if not topic:
+        fail(f"--topic {spec!r}: empty topic name")
+    if not sep:
+        return topic, None
+    try:
+        partitions = sorted({int(p) for p in parts.split(",") if p.strip()})
+    except ValueError:
+        fail(f"--topic {spec!r}: partitions must be comma-separated numbers")
+    if not partitions or partitions[0] < 0:
+        fail(f"--topic {spec!r}: partitions must be numbers >= 0")
+    return topic, partitions
+
+
+def topic_partitions(admin: AdminClient, c: Conn, topics: list[str]) -> dict[str, int]:
+    """Partition count of each topic; a missing topic is an error."""
+    try:
+        md = admin.list_topics(timeout=c.timeout)
+    except KafkaException as exc:
+        fail(f"cannot read topics from {c.bootstrap}: {describe_error(exc.args[0])}")
+    counts: dict[str, int] = {}
+    for topic in topics:
+        t = md.topics.get(topic)
+        if t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+            fail(f"topic {topic!r} does not exist")
+        counts[topic] = len(t.partitions)
+    return counts
+
+
+def check_partitions(counts: dict[str, int], wanted: dict[str, list[int] | None]) -> list[TopicPartition]:
+    tps: list[TopicPartition] = []
+    for topic, parts in wanted.items():
+        n = counts[topic]
+        for p in parts if parts is not None else range(n):
+            if p >= n:
+                fail(f"topic {topic!r} has no partition {p} (it has {n})")
+            tps.append(TopicPartition(topic, p))
+    return tps
+
+
+def watermarks(c: Conn, tps: list[TopicPartition]) -> dict[tuple[str, int], tuple[int, int]]:
+    """(log start, high watermark) per partition, as a Fetch reports them.
+
+    The local broker's ListOffsets "latest" is wrong, so the consumer's cached watermarks are
+    read after a fetch reached each partition (a first message or end-of-partition)."""
+    result: dict[tuple[str, int], tuple[int, int]] = {}
+    if not tps:
+        return result
+    consumer = c.consumer(**{"enable.partition.eof": True, "queued.max.messages.kbytes": 1024})
+    try:
+        consumer.assign([TopicPartition(tp.topic, tp.partition, -2) for tp in tps])  # -2: earliest
+        pending = {(tp.topic, tp.partition) for tp in tps}
+        deadline = time.monotonic() + c.timeout
+        while pending and time.monotonic() < deadline:
+            for msg in consumer.consume(500, 0.2):
+                key = (msg.topic(), msg.partition())
+                error = msg.error()
+                if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                    fail(f"cannot read {key[0]}-{key[1]}: {describe_error(error)}")
+                if key in pending:
+                    lo, hi = consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
+                    if hi >= 0:
+                        result[key] = (max(lo, 0), hi)
+                        pending.discard(key)
+                        consumer.pause([TopicPartition(*key)])
+        if pending:
+            names = ", ".join(f"{t}-{p}" for t, p in sorted(pending))
+            fail(f"no fetch answer for {names} within {c.timeout:g}s")
+    finally:
+        consumer.close()
+    return result
+
+
+def guarded(fn: Callable[..., None]) -> Callable[..., None]:
+    """Turn a CliError raised by a command into one line on stderr and exit code 1."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+        except CliError as exc:
+            report(exc)
+
+    return wrapper
+
+
+def chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

@@ -1,0 +1,210 @@
+"""``groupcoord migrate import|export`` and ``log skip``, against the local broker's own group
+coordinator, a real ``groupcoord serve`` and real consumers."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from coordinator.runtime.headers import make_headers
+from coordinator.service.partitioning import partition_for
+from deploy.local_broker import free_port
+from tests.integration.serve_process import ServeProcess
+from tests.integration.test_cli_ops import cli, one_error_line
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def sidecar(bootstrap: str) -> Iterator[ServeProcess]:
+    serve = ServeProcess(bootstrap, free_port(), f"gc-cli-mig-{uuid.uuid4().hex[:10]}", partitions=2)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GROUPCOORD_GROUP", json.dumps({"group.initial.rebalance.delay.ms": "300"}))
+        env.setenv("GROUPCOORD_METADATA_REFRESH_INTERVAL_MS", "1000")
+        serve.start()
+    try:
+        yield serve
+    finally:
+        serve.stop()
+
+
+def consume(bootstrap: str, group: str, topic: str, expect: int, commit: bool) -> list[tuple[int, int]]:
+    """(partition, offset) of up to ``expect`` records read by a real subscribing consumer."""
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    c.subscribe([topic])
+    seen: list[tuple[int, int]] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(seen) < expect and time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is None or msg.error() is not None:
+                continue
+            seen.append((msg.partition(), msg.offset()))
+        if commit and seen:
+            last = seen[-1]
+            c.commit(offsets=[TopicPartition(topic, last[0], last[1] + 1)], asynchronous=False)
+        # Nothing more arrives beyond what was asked for (a reprocessed record would show here).
+        extra = c.poll(2.0)
+        if extra is not None and extra.error() is None:
+            seen.append((extra.partition(), extra.offset()))
+    finally:
+        c.close()
+    return seen
+
+
+def test_import_then_a_consumer_through_the_sidecar_resumes_exactly_there(
+    bootstrap: str, sidecar: ServeProcess, unique_name: str
+) -> None:
+    topic, group = unique_name, f"{unique_name}-app"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(20):
+        producer.produce(topic, str(i).encode(), partition=0)
+    assert producer.flush(15) == 0
+
+    # The application, pointed at the cluster itself, reads 8 records and commits there.
+    first = consume(bootstrap, group, topic, 8, commit=True)
+    assert [o for _, o in first][:8] == list(range(8))
+    committed_at = 8  # the app committed its position after its 8th record
+
+    b = ["--cluster", bootstrap, "--sidecar", sidecar.bootstrap, "--group", group]
+    plan = cli("migrate", "import", *b, "--json")
+    assert plan.returncode == 0, plan.stderr
+    rows = json.loads(plan.stdout)
+    assert rows["executed"] is False
+    assert [(r["topic"], r["partition"], r["offset"], r["sidecar-now"]) for r in rows["offsets"]] == [
+        (topic, 0, committed_at, None)
+    ]
+    shown = cli("offsets", "show", group, "-b", sidecar.bootstrap, "--json")
+    assert json.loads(shown.stdout) == []  # the plan wrote nothing
+
+    done = cli("migrate", "import", *b, "--execute")
+    assert done.returncode == 0, done.stderr
+    assert "copied and verified 1 offset(s)" in done.stdout
+
+    # The same application, now pointed at the sidecar, resumes exactly there.
+    second = consume(sidecar.bootstrap, group, topic, 20 - committed_at, commit=True)
+    # No record reprocessed (nothing before 8), none skipped (every one of 8..19), nothing extra.
+    assert [o for _, o in second] == list(range(committed_at, 20))
+
+    # The way back: export refuses nothing here (no members), and the cluster gets offset 20.
+    back = cli("migrate", "export", *b, "--execute", "--json")
+    assert back.returncode == 0, back.stderr
+    assert [r["offset"] for r in json.loads(back.stdout)["offsets"]] == [20]
+
+
+def test_import_refuses_a_group_with_active_members(bootstrap: str, sidecar: ServeProcess, unique_name: str) -> None:
+    topic, group = unique_name, f"{unique_name}-live"
+    admin = AdminClient({"bootstrap.servers": sidecar.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    time.sleep(1.5)
+    c = Consumer({"bootstrap.servers": sidecar.bootstrap, "group.id": group, "enable.auto.commit": False})
+    c.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 60
+        while not c.assignment() and time.monotonic() < deadline:
+            c.poll(0.2)
+        line = one_error_line(
+            cli("migrate", "import", "--cluster", bootstrap, "--sidecar", sidecar.bootstrap, "--group", group)
+        )
+        assert f"group {group!r} has 1 active member(s) on the sidecar" in line
+    finally:
+        c.close()
+
+
+def test_log_skip_lets_a_shard_with_an_unreadable_record_load(bootstrap: str, unique_name: str) -> None:
+    topic = f"gc-cli-skip-{uuid.uuid4().hex[:10]}"
+    serve = ServeProcess(bootstrap, free_port(), topic, partitions=2)
+    serve.start()
+    broken, other = (
+        "g-broken",
+        next(f"g-other-{i}" for i in range(100) if partition_for(f"g-other-{i}", 2) == partition_for("g-broken", 2)),
+    )
+    shard = partition_for(broken, 2)
+    try:
+        c = Consumer({"bootstrap.servers": serve.bootstrap, "group.id": broken, "enable.auto.commit": False})
+        c.commit(offsets=[TopicPartition("t", 0, 5)], asynchronous=False)
+        c.close()
+        c = Consumer({"bootstrap.servers": serve.bootstrap, "group.id": other, "enable.auto.commit": False})
+        c.commit(offsets=[TopicPartition("t", 0, 11)], asynchronous=False)
+        c.close()
+    finally:
+        serve.stop()
+
+    # An undecodable record (an OffsetCommit key header over garbage) lands in that shard.
+    producer = Producer({"bootstrap.servers": bootstrap})
+    delivered: list[int] = []
+    producer.produce(
+        topic,
+        b"\x00\x01\x00\x01junk",
+        b"\x00\x01junk",
+        partition=shard,
+        headers=make_headers(99, 0, 1),
+        on_delivery=lambda e, m: delivered.append(m.offset()),
+    )
+    assert producer.flush(15) == 0
+    (bad_offset,) = delivered
+
+    serve = ServeProcess(bootstrap, free_port(), topic, partitions=2).start()
+    try:
+        # ListGroups' error is reported, never an empty or partial list.
+        listed = one_error_line(cli("groups", "list", "-b", serve.bootstrap, "--timeout", "5"))
+        assert "listing groups failed: the coordinator is not available" in listed
+        line = one_error_line(cli("offsets", "show", other, "-b", serve.bootstrap, "--timeout", "5"))
+        assert f"group {other!r}: the coordinator is not available" in line
+        failed = cli("groups", "describe", other, "--state", "-b", serve.bootstrap, "--timeout", "5")
+        assert failed.returncode == 1
+        assert f"group {other!r}: the coordinator is not available" in failed.stderr
+    finally:
+        serve.stop()
+
+    dump = cli("log", "dump", "--group", broken, "-b", bootstrap, "--topic", topic, "--json")
+    assert dump.returncode == 0, dump.stderr
+    assert [r["offset"] for r in map(json.loads, dump.stdout.splitlines()) if r["type"] == "UNREADABLE"] == [bad_offset]
+
+    b = [
+        "--partition",
+        str(shard),
+        "--offset",
+        str(bad_offset),
+        "--reason",
+        "test: corrupt write",
+        "-b",
+        bootstrap,
+        "--topic",
+        topic,
+    ]
+    dry = cli("log", "skip", *b)
+    assert dry.returncode == 0 and "dry run" in dry.stdout
+    readable = one_error_line(cli("log", "skip", *b[:2], "--offset", "0", *b[4:]))
+    assert "is readable (SHARD_EPOCH)" in readable
+    written = cli("log", "skip", *b, "--execute", "--json")
+    assert written.returncode == 0, written.stderr
+    assert json.loads(written.stdout)["decision"]["offset"] == bad_offset
+    dump = cli("log", "dump", "--partition", str(shard), "-b", bootstrap, "--topic", topic, "--json")
+    decisions = [r for r in map(json.loads, dump.stdout.splitlines()) if r["type"] == "LOG_SKIP"]
+    assert [(d["value"]["offset"], d["value"]["reason"]) for d in decisions] == [(bad_offset, "test: corrupt write")]
+    assert "@" in decisions[0]["value"]["operator"]
+
+    serve = ServeProcess(bootstrap, free_port(), topic, partitions=2).start()
+    try:
+        for group, offset in ((broken, 5), (other, 11)):
+            shown = cli("offsets", "show", group, "-b", serve.bootstrap, "--json")
+            assert shown.returncode == 0, shown.stderr
+            assert [(r["partition"], r["offset"]) for r in json.loads(shown.stdout)] == [(0, offset)]
+    finally:
+        serve.stop()
