@@ -38,6 +38,13 @@ class GatewaySettings(BaseModel):
     max_frame_bytes: int = Field(100 * 1024 * 1024, gt=0)
     max_connections: int = Field(1000, gt=0)
     max_in_flight_per_connection: int = Field(64, gt=0)
+    max_connections_per_ip: int = Field(1000, gt=0)
+    max_buffered_bytes: int = Field(512 * 1024 * 1024, gt=0)
+    max_buffered_bytes_per_connection: int = Field(100 * 1024 * 1024, gt=0)
+    connections_max_idle_ms: int = Field(600_000, gt=0)
+    request_read_timeout_ms: int = Field(30_000, gt=0)
+    tls_handshake_timeout_ms: int = Field(10_000, gt=0)
+    max_group_request_elements: int = Field(10_000, gt=0)
     broker_listen_ports: dict[int, int] = Field(default_factory=dict)
     listener_tls: TlsSettings | None = None
     upstream_tls: TlsSettings | None = None

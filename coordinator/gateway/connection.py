@@ -15,6 +15,7 @@ from coordinator.gateway.cluster import UNSUPPORTED_VERSION, ClusterUnavailable
 from coordinator.gateway.codec import CodecError
 from coordinator.gateway.framing import FrameError, RequestHeader, check_frame_size, peek_request, produce_acks
 from coordinator.gateway.handler import RequestContext
+from coordinator.gateway.limits import ByteBudget, ConnectionBudget, count_elements, truncate_error_messages
 from coordinator.gateway.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
 from coordinator.gateway.messages.describe_cluster import DescribeClusterResponse
 from coordinator.gateway.messages.find_coordinator import (
@@ -62,6 +63,10 @@ class CloseConnection(Exception):
     """Stop serving this client; the message says why (logged once)."""
 
 
+class IdleConnection(CloseConnection):
+    """Closed for idleness: routine, logged at debug level."""
+
+
 # A queued answer: either a whole frame ready to write, or an upstream payload still needing its
 # length prefix (kept apart so large Fetch responses are never copied).
 Slot = tuple[bool, Awaitable[bytes]]
@@ -83,6 +88,10 @@ class ClientConnection:
         self.peer: tuple[str, int] = (str(peer[0]), int(peer[1]))
         self.queue: asyncio.Queue[Slot | None] = asyncio.Queue(server.config.max_in_flight_per_connection)
         self.upstream: UpstreamConnection | None = None
+        # Answers queued and not yet written; an idle timeout never fires while any are owed.
+        self.outstanding = 0
+        config = server.config
+        self.budget = ConnectionBudget(ByteBudget(config.max_buffered_bytes_per_connection), server.buffer_budget)
         self._last_local: asyncio.Task[bytes] | None = None
 
     async def run(self) -> None:
@@ -103,7 +112,9 @@ class ClientConnection:
                 if task.cancelled():
                     continue
                 error = task.exception()
-                if isinstance(error, CloseConnection):
+                if isinstance(error, IdleConnection):
+                    log.debug("closing client connection peer=%s:%s reason=%s", *self.peer, error)
+                elif isinstance(error, CloseConnection):
                     log.warning("closing client connection peer=%s:%s reason=%s", *self.peer, error)
                 elif isinstance(error, ConnectionError | ssl.SSLError):
                     log.debug("client connection lost peer=%s:%s error=%s", *self.peer, error)
@@ -118,35 +129,63 @@ class ClientConnection:
                 slot[1].cancel()
         if self.upstream is not None:
             await self.upstream.close()
+        self.budget.close()
         self.writer.close()
         with contextlib.suppress(OSError, ssl.SSLError):
             await self.writer.wait_closed()
 
     async def _read_loop(self) -> None:
-        max_bytes = self.server.config.max_frame_bytes
+        config = self.server.config
+        max_bytes = config.max_frame_bytes
+        read_s = config.request_read_timeout_ms / 1000
+        budget = self.server.buffer_budget
         try:
             while True:
-                try:
-                    prefix = await self.reader.readexactly(4)
-                except asyncio.IncompleteReadError as exc:
-                    if exc.partial:
-                        raise CloseConnection("truncated frame length") from exc
+                first = await self._next_frame_start()
+                if not first:
                     break
                 try:
+                    async with asyncio.timeout(read_s):
+                        prefix = first + await self.reader.readexactly(3)
                     size = check_frame_size(prefix, max_bytes)
-                    payload = await self.reader.readexactly(size)
+                    # Waiting for budget stops reading from this client (TCP pushes back); the
+                    # read deadline starts once the budget is granted.
+                    grant = await budget.acquire(size)
+                    try:
+                        async with asyncio.timeout(read_s):
+                            payload = await self.reader.readexactly(size)
+                        slot = await self._dispatch(payload)
+                        del payload
+                    finally:
+                        budget.release(grant)
                 except FrameError as exc:
                     raise CloseConnection(str(exc)) from exc
                 except asyncio.IncompleteReadError as exc:
                     raise CloseConnection("connection closed mid-frame") from exc
-                slot = await self._dispatch(payload)
+                except TimeoutError as exc:
+                    raise CloseConnection(
+                        f"frame not complete within request_read_timeout_ms={read_s * 1000:.0f}"
+                    ) from exc
                 if slot is not None:
+                    self.outstanding += 1
                     await self.queue.put(slot)
         except (ConnectionError, ssl.SSLError) as exc:
             log.debug("client connection lost peer=%s:%s error=%s", *self.peer, exc)
         await self.queue.put(None)
 
+    async def _next_frame_start(self) -> bytes:
+        """The first byte of the next frame (b"" at EOF); closes a connection idle for too long."""
+        idle_s = self.server.config.connections_max_idle_ms / 1000
+        while True:
+            try:
+                async with asyncio.timeout(idle_s):
+                    return await self.reader.read(1)
+            except TimeoutError:
+                if self.outstanding == 0:
+                    raise IdleConnection(f"idle for connections_max_idle_ms={idle_s * 1000:.0f}") from None
+
     async def _write_loop(self) -> None:
+        idle_s = self.server.config.connections_max_idle_ms / 1000
         while True:
             slot = await self.queue.get()
             if slot is None:
@@ -160,7 +199,15 @@ class ClientConnection:
                 self.writer.write(data)
             else:
                 self.writer.writelines((_LEN.pack(len(data)), data))
-            await self.writer.drain()
+            try:
+                # A client that stops reading its answers is as idle as one that stops sending.
+                async with asyncio.timeout(idle_s):
+                    await self.writer.drain()
+            except TimeoutError:
+                raise CloseConnection(f"answers unread for connections_max_idle_ms={idle_s * 1000:.0f}") from None
+            if not framed:
+                self.budget.release_for(len(data))
+            self.outstanding -= 1
 
     async def _dispatch(self, payload: bytes) -> Slot | None:
         try:
@@ -178,6 +225,12 @@ class ClientConnection:
                 request = decode_request(payload)
             except CodecError as exc:
                 raise CloseConnection(f"malformed {spec.name} v{version}: {exc}") from exc
+            limit = self.server.config.max_group_request_elements
+            elements = count_elements(request.body, limit)
+            if elements > limit:
+                raise CloseConnection(
+                    f"{spec.name} v{version} carries more than max_group_request_elements={limit} array elements"
+                )
             if key == ApiKey.LIST_GROUPS and self.listener.node_id is not None:
                 # A node lists only the groups it coordinates, and admin clients ask every node
                 # and merge the answers; a broker port coordinates none, so each group is listed
@@ -290,6 +343,7 @@ class ClientConnection:
             raise CloseConnection(f"group handler failed on {spec.name}: {exc!r}") from exc
         if not isinstance(response, spec.response):
             raise CloseConnection(f"group handler returned {type(response).__name__} for {spec.name}")
+        truncate_error_messages(response)
         try:
             return encode_response(context.api_key, context.api_version, context.header.correlation_id, response)
         except CodecError as exc:
@@ -314,13 +368,15 @@ class ClientConnection:
             if self.upstream is not None:
                 raise CloseConnection("upstream connection lost")
             try:
-                self.upstream = await self.server.connect_upstream(self.listener)
+                self.upstream = await self.server.connect_upstream(self.listener, self.budget)
             except (TimeoutError, OSError, ssl.SSLError) as exc:
                 raise CloseConnection(f"cannot reach the cluster: {exc}") from exc
         return self.upstream
 
     async def _rewritten(self, fut: Awaitable[bytes], key: int, version: int) -> bytes:
         payload = await fut
+        # The answer is re-encoded below and written as a framed slot; its budget ends here.
+        self.budget.release_for(len(payload))
         try:
             correlation_id, body = decode_response(key, version, payload)
         except CodecError as exc:
