@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -48,6 +48,8 @@ class GatewaySettings(BaseModel):
     broker_listen_ports: dict[int, int] = Field(default_factory=dict)
     listener_tls: TlsSettings | None = None
     upstream_tls: TlsSettings | None = None
+    authentication: Literal["none", "required"] = "none"
+    allow_shared_upstream_identity: bool = False
 
 
 class Settings(BaseSettings):

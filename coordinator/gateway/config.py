@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ssl
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -86,6 +87,18 @@ class GatewayConfig(BaseModel):
     api_versions_ttl_s: float = Field(default=300.0, ge=0)
     listener_tls: TlsSettings | None = None
     upstream_tls: TlsSettings | None = None
+    # "required": a connection must authenticate (SASL relayed to the cluster, or a verified TLS
+    # client certificate) before any group API is answered or anything but ApiVersions,
+    # SaslHandshake and SaslAuthenticate is forwarded.
+    authentication: Literal["none", "required"] = "none"
+    # With upstream_tls.certfile, every forwarded request of a client that did not authenticate
+    # itself with SASL would reach the cluster as the sidecar's own principal. That is refused
+    # (the connection is closed) unless the operator sets this.
+    allow_shared_upstream_identity: bool = False
+
+    @property
+    def shares_upstream_identity(self) -> bool:
+        return self.upstream_tls is not None and self.upstream_tls.certfile is not None
 
     @field_validator("bootstrap_servers", mode="before")
     @classmethod

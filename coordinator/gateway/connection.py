@@ -7,13 +7,21 @@ import contextlib
 import logging
 import ssl
 import struct
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING
 
 from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
 from coordinator.gateway.cluster import UNSUPPORTED_VERSION, ClusterUnavailable
-from coordinator.gateway.codec import CodecError
-from coordinator.gateway.framing import FrameError, RequestHeader, check_frame_size, peek_request, produce_acks
+from coordinator.gateway.codec import CodecError, decode_struct
+from coordinator.gateway.framing import (
+    FrameError,
+    RequestHeader,
+    check_frame_size,
+    decode_request_header,
+    decode_response_header,
+    peek_request,
+    produce_acks,
+)
 from coordinator.gateway.handler import RequestContext
 from coordinator.gateway.limits import ByteBudget, ConnectionBudget, count_elements, truncate_error_messages
 from coordinator.gateway.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
@@ -25,6 +33,12 @@ from coordinator.gateway.messages.find_coordinator import (
 )
 from coordinator.gateway.messages.list_groups import ListGroupsResponse
 from coordinator.gateway.messages.metadata import MetadataResponse
+from coordinator.gateway.messages.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 from coordinator.gateway.protocol import decode_request, decode_response, encode_response
 from coordinator.gateway.rewrite import (
     merge_api_versions,
@@ -32,7 +46,9 @@ from coordinator.gateway.rewrite import (
     rewrite_find_coordinator,
     rewrite_metadata,
 )
+from coordinator.gateway.schema import Message
 from coordinator.gateway.upstream import UpstreamClosed, UpstreamConnection
+from coordinator.security.sasl import SaslRefused, SaslSession
 
 if TYPE_CHECKING:
     from coordinator.gateway.server import GatewayServer, Listener
@@ -51,6 +67,18 @@ def _retrieve(task: asyncio.Future[bytes]) -> None:
     # keeps asyncio from reporting them as lost exceptions.
     if not task.cancelled():
         task.exception()
+
+
+def _certificate_principal(writer: asyncio.StreamWriter) -> str | None:
+    """The common name of a verified client certificate (Kafka would map the full DN; see README)."""
+    cert = writer.get_extra_info("peercert")
+    if not cert:
+        return None
+    for rdn in cert.get("subject", ()):
+        for name, value in rdn:
+            if name == "commonName" and value:
+                return str(value)
+    return None
 
 
 def _spawn(coro: Coroutine[object, object, bytes]) -> asyncio.Task[bytes]:
@@ -93,6 +121,12 @@ class ClientConnection:
         config = server.config
         self.budget = ConnectionBudget(ByteBudget(config.max_buffered_bytes_per_connection), server.buffer_budget)
         self._last_local: asyncio.Task[bytes] | None = None
+        self.session = SaslSession()
+        subject = (
+            _certificate_principal(writer) if config.listener_tls and config.listener_tls.require_client_cert else None
+        )
+        if subject is not None:
+            self.session.authenticate_externally(subject)
 
     async def run(self) -> None:
         writer_task = asyncio.create_task(self._write_loop())
@@ -216,6 +250,14 @@ class ClientConnection:
             raise CloseConnection(str(exc)) from exc
         if key == ApiKey.API_VERSIONS:
             return True, self._ready(await self._api_versions(version, correlation_id))
+        if key == ApiKey.SASL_HANDSHAKE:
+            return False, await self._sasl_handshake(payload, version, correlation_id)
+        if key == ApiKey.SASL_AUTHENTICATE:
+            return False, await self._sasl_authenticate(payload, version, correlation_id)
+        if self.server.config.authentication == "required" and not self.session.authenticated:
+            # What a Kafka broker does with any other request before (or after an expired)
+            # authentication: close the connection.
+            raise CloseConnection(f"API {key} v{version} before authentication")
         spec = APIS.get(key)
         if key in GROUP_API_KEYS or key == ApiKey.FIND_COORDINATOR:
             assert spec is not None
@@ -322,7 +364,8 @@ class ClientConnection:
 
     def _local(self, header: RequestHeader, body: object) -> Awaitable[bytes]:
         previous = self._last_local
-        context = RequestContext(header, self.peer[0], self.peer[1], self.listener.port)
+        principal = self.session.principal if self.session.authenticated else None
+        context = RequestContext(header, self.peer[0], self.peer[1], self.listener.port, principal)
         task = _spawn(self._call_handler(previous, context, body))
         self._last_local = task
         # A broker finishes a request whose client has gone and drops the answer; shielding keeps
@@ -354,6 +397,7 @@ class ClientConnection:
     async def _forward(
         self, payload: bytes, key: int, version: int, correlation_id: int, rewrite: bool, expect: bool = True
     ) -> Awaitable[bytes]:
+        self._check_may_forward(key)
         upstream = await self._upstream()
         try:
             fut = await upstream.send(_LEN.pack(len(payload)) + payload, correlation_id, expect)
@@ -362,6 +406,85 @@ class ClientConnection:
         if not rewrite:
             return fut
         return _spawn(self._rewritten(fut, key, version))
+
+    def _check_may_forward(self, key: int) -> None:
+        config = self.server.config
+        if key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+            return
+        if config.shares_upstream_identity and not config.allow_shared_upstream_identity and not self.session.sasl_used:
+            # The upstream connection would present the sidecar's own client certificate: the
+            # request would reach the cluster under the sidecar's principal, not the client's.
+            raise CloseConnection(
+                f"API {key} would reach the cluster as the sidecar's principal (upstream_tls.certfile); "
+                "authenticate with SASL, or set allow_shared_upstream_identity"
+            )
+
+    # --- SASL, relayed -------------------------------------------------------------------------
+
+    async def _sasl_handshake(self, payload: bytes, version: int, correlation_id: int) -> Awaitable[bytes]:
+        if version < 1:
+            # v0 is followed by raw SASL tokens without Kafka framing; the gateway advertises v1+.
+            raise CloseConnection("SaslHandshake v0 is not supported through the gateway")
+        request = self._decode_sasl(payload, SaslHandshakeRequest, ApiKey.SASL_HANDSHAKE, version)
+        assert isinstance(request, SaslHandshakeRequest)
+        mechanism = request.mechanism
+
+        def seen(body: Message) -> None:
+            assert isinstance(body, SaslHandshakeResponse)
+            self.session.handshake(mechanism, body.error_code)
+
+        fut = await self._forward(payload, ApiKey.SASL_HANDSHAKE, version, correlation_id, rewrite=False)
+        return _spawn(self._observed(fut, ApiKey.SASL_HANDSHAKE, version, seen))
+
+    async def _sasl_authenticate(self, payload: bytes, version: int, correlation_id: int) -> Awaitable[bytes]:
+        request = self._decode_sasl(payload, SaslAuthenticateRequest, ApiKey.SASL_AUTHENTICATE, version)
+        assert isinstance(request, SaslAuthenticateRequest)
+        try:
+            self.session.client_message(request.auth_bytes)
+        except SaslRefused as exc:
+            if self.server.config.authentication == "required":
+                raise CloseConnection(str(exc)) from exc
+
+        def seen(body: Message) -> None:
+            assert isinstance(body, SaslAuthenticateResponse)
+            self.session.server_message(body.error_code, body.auth_bytes, body.session_lifetime_ms)
+            if self.session.authenticated:
+                log.info(
+                    "client authenticated peer=%s:%s principal=User:%s mechanism=%s",
+                    *self.peer,
+                    self.session.principal,
+                    self.session.mechanism,
+                )
+
+        fut = await self._forward(payload, ApiKey.SASL_AUTHENTICATE, version, correlation_id, rewrite=False)
+        return _spawn(self._observed(fut, ApiKey.SASL_AUTHENTICATE, version, seen))
+
+    @staticmethod
+    def _decode_sasl(payload: bytes, cls: type[Message], key: int, version: int) -> Message:
+        if version not in cls.VALID:
+            raise CloseConnection(f"unsupported version {cls.__name__.removesuffix('Request')} v{version}")
+        flexible = version in cls.FLEXIBLE
+        try:
+            _, pos = decode_request_header(payload, 2 if flexible else 1)
+            return decode_struct(cls, memoryview(payload)[pos:], version, flexible)
+        except CodecError as exc:
+            raise CloseConnection(f"malformed API {key} v{version}: {exc}") from exc
+
+    async def _observed(self, fut: Awaitable[bytes], key: int, version: int, seen: Callable[[Message], None]) -> bytes:
+        payload = await fut
+        cls = SaslHandshakeResponse if key == ApiKey.SASL_HANDSHAKE else SaslAuthenticateResponse
+        flexible = version in cls.FLEXIBLE
+        try:
+            _, pos = decode_response_header(payload, 1 if flexible else 0)
+            body = decode_struct(cls, memoryview(payload)[pos:], version, flexible)
+        except CodecError as exc:
+            raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
+        try:
+            seen(body)
+        except SaslRefused as exc:
+            if self.server.config.authentication == "required":
+                raise CloseConnection(str(exc)) from exc
+        return payload
 
     async def _upstream(self) -> UpstreamConnection:
         if self.upstream is None or self.upstream.closed:
