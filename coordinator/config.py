@@ -30,6 +30,27 @@ def _hostport(value: str) -> str:
     return value
 
 
+class AuthorizationSettings(BaseModel):
+    """Where ACLs come from when ``gateway.authentication = "required"`` (see README, Security)."""
+
+    model_config = {"frozen": True, "extra": "forbid"}
+
+    # "cluster": DescribeAcls on the backing cluster, refreshed; "file": a local JSON/TOML file.
+    acls: Literal["cluster", "file"] = "cluster"
+    acl_file: Path | None = None
+    refresh_interval_ms: int = Field(30_000, ge=1000)
+    # Kafka's super.users: principals ("User:<name>") allowed everything.
+    super_users: list[str] = Field(default_factory=list)
+
+    @field_validator("super_users")
+    @classmethod
+    def _check_principals(cls, value: list[str]) -> list[str]:
+        for principal in value:
+            if not principal.startswith("User:") or len(principal) <= 5:
+                raise ValueError(f"super user {principal!r} must look like 'User:<name>'")
+        return value
+
+
 class GatewaySettings(BaseModel):
     """Listener limits and TLS (see coordinator/gateway/config.py for what each one does)."""
 
@@ -50,6 +71,7 @@ class GatewaySettings(BaseModel):
     upstream_tls: TlsSettings | None = None
     authentication: Literal["none", "required"] = "none"
     allow_shared_upstream_identity: bool = False
+    authorization: AuthorizationSettings = Field(default_factory=AuthorizationSettings)
 
 
 class Settings(BaseSettings):

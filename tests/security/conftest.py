@@ -149,11 +149,61 @@ def _toml(value: object) -> str:
     return f'"{value}"'
 
 
+# Tenants: alice owns groups "alice-*", bob owns "bob-*"; both may read topics "shared-*" except
+# that bob is denied "shared-secret"; only alice reads "alice-only-*"; gcadmin is a super user.
+ACLS = """
+[[acls]]
+principal = "User:alice"
+resource_type = "GROUP"
+resource_name = "alice-"
+pattern_type = "PREFIXED"
+operation = "ALL"
+
+[[acls]]
+principal = "User:bob"
+resource_type = "GROUP"
+resource_name = "bob-"
+pattern_type = "PREFIXED"
+operation = "ALL"
+
+[[acls]]
+principal = "User:*"
+resource_type = "TOPIC"
+resource_name = "shared-"
+pattern_type = "PREFIXED"
+operation = "READ"
+
+[[acls]]
+principal = "User:bob"
+resource_type = "TOPIC"
+resource_name = "shared-secret"
+operation = "READ"
+permission = "DENY"
+
+[[acls]]
+principal = "User:alice"
+resource_type = "TOPIC"
+resource_name = "alice-only-"
+pattern_type = "PREFIXED"
+operation = "READ"
+"""
+
+
 @pytest.fixture(scope="module")
 def sidecar(sasl_cluster: SaslCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
     directory = tmp_path_factory.mktemp("sidecar")
     port = free_port()
-    config = sidecar_config(directory / "sidecar.toml", sasl_cluster.bootstrap, port, {"authentication": "required"})
+    acl_file = directory / "acls.toml"
+    acl_file.write_text(ACLS)
+    authorization = f"""
+[gateway.authorization]
+acls = "file"
+acl_file = "{acl_file}"
+super_users = ["User:gcadmin"]
+"""
+    config = sidecar_config(
+        directory / "sidecar.toml", sasl_cluster.bootstrap, port, {"authentication": "required"}, authorization
+    )
     running = Sidecar(config, port, directory / "sidecar.log")
     try:
         yield running

@@ -140,7 +140,7 @@ def run(coro: Callable[[], Awaitable[None]]) -> None:
 
 @pytest.fixture(scope="module")
 def victim(sasl_cluster: SaslCluster, sidecar: Sidecar) -> tuple[str, str]:
-    group, topic = f"victim-{uuid.uuid4().hex[:8]}", f"topic-{uuid.uuid4().hex[:8]}"
+    group, topic = f"alice-victim-{uuid.uuid4().hex[:8]}", f"shared-{uuid.uuid4().hex[:8]}"
     create_topic(sasl_cluster, topic)
 
     async def setup() -> None:
@@ -156,7 +156,7 @@ def victim(sasl_cluster: SaslCluster, sidecar: Sidecar) -> tuple[str, str]:
 
 
 async def assert_victim_intact(sidecar: Sidecar, group: str, topic: str) -> None:
-    client = await authenticated(sidecar, "bob")
+    client = await authenticated(sidecar, "alice")
     assert await committed(client, group, topic) == 42
     assert group in await listed(client)
     await client.close()
@@ -171,7 +171,7 @@ def test_unauthenticated_request_closes_the_connection(
     before = len(sasl_cluster.front.seen)
 
     async def scenario() -> None:
-        bystander = await authenticated(sidecar, "bob")
+        bystander = await authenticated(sidecar, "alice")
         attacker = await connect(sidecar)
         attacker.send(key, version, body)
         assert await attacker.closed_by_peer()
@@ -238,7 +238,7 @@ def test_scram_login_through_the_sidecar_opens_the_group_apis(
 
     async def scenario() -> None:
         client = await connect(sidecar)
-        final = await scram_login(client, mechanism, "bob", "bob-secret")
+        final = await scram_login(client, mechanism, "alice", "alice-secret")
         assert final.error_code == 0, final.error_message
         assert await committed(client, group, topic) == 42
         await client.close()
@@ -247,7 +247,7 @@ def test_scram_login_through_the_sidecar_opens_the_group_apis(
 
 
 def test_confluent_kafka_with_sasl_through_the_sidecar(sasl_cluster: SaslCluster, sidecar: Sidecar) -> None:
-    topic, group = f"e2e-{uuid.uuid4().hex[:8]}", f"e2e-group-{uuid.uuid4().hex[:8]}"
+    topic, group = f"shared-e2e-{uuid.uuid4().hex[:8]}", f"alice-e2e-{uuid.uuid4().hex[:8]}"
     create_topic(sasl_cluster, topic, partitions=1)
     config = {
         "bootstrap.servers": sidecar.bootstrap,
