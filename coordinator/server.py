@@ -144,10 +144,16 @@ async def _serve(settings: Settings, console: Console) -> int:
                 listen_host=host,
                 listen_port=port,
                 advertised_host=settings.advertised_host,
+                protected_topics=[settings.log_topic],
                 **settings.gateway.model_dump(exclude={"authorization"}),
             ),
-            SecuredHandler(CoordinatorApiHandler(service, metadata), metadata, authorizer),
+            SecuredHandler(
+                CoordinatorApiHandler(service, metadata), metadata, authorizer, frozenset({settings.log_topic})
+            ),
         )
+        log_topic_id = await metadata.uuid_of(settings.log_topic)
+        if log_topic_id is not None:
+            gateway.protected.add_id(log_topic_id)
         try:
             await gateway.start()
         except OSError as exc:

@@ -95,6 +95,8 @@ class GatewayConfig(BaseModel):
     # itself with SASL would reach the cluster as the sidecar's own principal. That is refused
     # (the connection is closed) unless the operator sets this.
     allow_shared_upstream_identity: bool = False
+    # Topics no client may reach through the gateway (the coordinator's log topic).
+    protected_topics: list[str] = Field(default_factory=list)
 
     @property
     def shares_upstream_identity(self) -> bool:

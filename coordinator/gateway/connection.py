@@ -32,13 +32,14 @@ from coordinator.gateway.messages.find_coordinator import (
     FindCoordinatorResponseCoordinator,
 )
 from coordinator.gateway.messages.list_groups import ListGroupsResponse
-from coordinator.gateway.messages.metadata import MetadataResponse
+from coordinator.gateway.messages.metadata import MetadataRequest, MetadataResponse
 from coordinator.gateway.messages.sasl import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+from coordinator.gateway.protect import names_topics
 from coordinator.gateway.protocol import decode_request, decode_response, encode_response
 from coordinator.gateway.rewrite import (
     merge_api_versions,
@@ -284,18 +285,31 @@ class ClientConnection:
                     return True, self._ready(self._find_group_coordinator(request.body, version, correlation_id))
                 return True, await self._forward(payload, key, version, correlation_id, rewrite=True)
             return True, self._local(request.header, request.body)
+        protected = self.server.protected
         if key in (ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER):
             assert spec is not None
             if not spec.supports(version):
                 raise CloseConnection(f"{spec.name} v{version} is beyond what the gateway can rewrite")
-            return True, await self._forward(payload, key, version, correlation_id, rewrite=True)
+            named = False
+            if key == ApiKey.METADATA and protected:
+                try:
+                    metadata_request = decode_request(payload).body
+                except CodecError as exc:
+                    raise CloseConnection(f"malformed Metadata v{version}: {exc}") from exc
+                assert isinstance(metadata_request, MetadataRequest)
+                named = names_topics(metadata_request, version)
+            return True, await self._forward(payload, key, version, correlation_id, rewrite=True, named=named)
         self._check_cluster_supports(key, version)
         expect_response = True
         if key == ApiKey.PRODUCE:
             try:
                 expect_response = produce_acks(payload, version) != 0
+                if protected and protected.in_produce(payload, version):
+                    raise CloseConnection("Produce to the coordinator's log topic")
             except CodecError as exc:
                 raise CloseConnection(f"malformed Produce v{version}: {exc}") from exc
+        elif protected and protected.mentioned_in(payload):
+            raise CloseConnection(f"API {key} v{version} names the coordinator's log topic")
         pending = await self._forward(payload, key, version, correlation_id, rewrite=False, expect=expect_response)
         return (False, pending) if expect_response else None
 
@@ -395,7 +409,14 @@ class ClientConnection:
     # --- forwarded -----------------------------------------------------------------------------
 
     async def _forward(
-        self, payload: bytes, key: int, version: int, correlation_id: int, rewrite: bool, expect: bool = True
+        self,
+        payload: bytes,
+        key: int,
+        version: int,
+        correlation_id: int,
+        rewrite: bool,
+        expect: bool = True,
+        named: bool = False,
     ) -> Awaitable[bytes]:
         self._check_may_forward(key)
         upstream = await self._upstream()
@@ -405,7 +426,7 @@ class ClientConnection:
             raise CloseConnection(f"upstream write failed: {exc}") from exc
         if not rewrite:
             return fut
-        return _spawn(self._rewritten(fut, key, version))
+        return _spawn(self._rewritten(fut, key, version, named))
 
     def _check_may_forward(self, key: int) -> None:
         config = self.server.config
@@ -496,7 +517,7 @@ class ClientConnection:
                 raise CloseConnection(f"cannot reach the cluster: {exc}") from exc
         return self.upstream
 
-    async def _rewritten(self, fut: Awaitable[bytes], key: int, version: int) -> bytes:
+    async def _rewritten(self, fut: Awaitable[bytes], key: int, version: int, named: bool = False) -> bytes:
         payload = await fut
         # The answer is re-encoded below and written as a framed slot; its budget ends here.
         self.budget.release_for(len(payload))
@@ -506,6 +527,8 @@ class ClientConnection:
             raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
         server = self.server
         if isinstance(body, MetadataResponse):
+            if server.protected:
+                server.protected.filter_metadata(named, body)
             await server.ensure_broker_listeners({b.node_id: (b.host, b.port) for b in body.brokers})
             rewrite_metadata(body, server.broker_route, server.coordinator_metadata_node())
         elif isinstance(body, DescribeClusterResponse) and body.endpoint_type == _BROKER_ENDPOINTS:

@@ -23,6 +23,7 @@ from coordinator.gateway.handler import CoordinatorAddress, CoordinatorLocator, 
 from coordinator.gateway.limits import ByteBudget, ConnectionBudget
 from coordinator.gateway.messages.describe_cluster import DescribeClusterBroker
 from coordinator.gateway.messages.metadata import MetadataResponseBroker
+from coordinator.gateway.protect import ProtectedTopics
 from coordinator.gateway.upstream import UpstreamConnection
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,7 @@ class GatewayServer:
         self.connections: dict[asyncio.Task[None], ClientConnection | None] = {}
         self.per_ip: dict[str, int] = {}
         self.buffer_budget = ByteBudget(config.max_buffered_bytes)
+        self.protected = ProtectedTopics(config.protected_topics)
         self._last_refusal_log = float("-inf")
         self._refusals_unlogged = 0
         self._listener_lock = asyncio.Lock()

@@ -65,10 +65,18 @@ _REFUSALS: dict[type[Message], Callable[[], Message]] = {
 class SecuredHandler:
     """Wraps the coordinator's handler; ``authorizer=None`` leaves only the chunking."""
 
-    def __init__(self, inner: GroupApiHandler, topics: TopicNames, authorizer: AclAuthorizer | None = None) -> None:
+    def __init__(
+        self,
+        inner: GroupApiHandler,
+        topics: TopicNames,
+        authorizer: AclAuthorizer | None = None,
+        protected_topics: frozenset[str] = frozenset(),
+    ) -> None:
         self.inner = inner
         self.topics = topics
         self.authorizer = authorizer
+        # Offsets are never committed for these (the coordinator's log topic), whatever the ACLs.
+        self.protected_topics = protected_topics
         self._routes: dict[type[Message], Callable[[RequestContext, Any], Awaitable[Message]]] = {
             wire_commit.OffsetCommitRequest: self._offset_commit,
             wire_fetch.OffsetFetchRequest: self._offset_fetch,
@@ -185,18 +193,22 @@ class SecuredHandler:
                 ]
             )
 
-        if self.authorizer is None:
-            return await self.inner.handle(context, request)
         if not self._allowed(context, Operation.READ, ResourceType.GROUP, request.group_id):
             return refuse_all(GROUP_DENIED)
         allowed, denied = [], []
         for t in request.topics:
             name = await self._topic_name(t.name, t.topic_id)
-            if name is not None and self._allowed(context, Operation.READ, ResourceType.TOPIC, name):
+            if name in self.protected_topics:
+                denied.append(t)
+            elif self.authorizer is None or (
+                name is not None and self._allowed(context, Operation.READ, ResourceType.TOPIC, name)
+            ):
                 allowed.append(t)
             else:
                 # Unknown topic ids are refused too: a caller must not learn which ids exist.
                 denied.append(t)
+        if not denied:
+            return await self.inner.handle(context, request)
         answer_topics: list[wire_commit.OffsetCommitResponseTopic] = []
         if allowed:
             request.topics = allowed

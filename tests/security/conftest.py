@@ -77,8 +77,9 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) ->
 class Sidecar:
     """``groupcoord serve`` as a child process, configured by a TOML file."""
 
-    def __init__(self, config: Path, port: int, log: Path) -> None:
+    def __init__(self, config: Path, port: int, log: Path, log_topic: str = "") -> None:
         self.port = port
+        self.log_topic = log_topic
         self.log = log
         self.lines: queue.Queue[str] = queue.Queue()
         self.proc = subprocess.Popen(
@@ -118,12 +119,14 @@ class Sidecar:
                 self.proc.wait()
 
 
-def sidecar_config(path: Path, bootstrap: str, port: int, gateway: dict[str, object], extra: str = "") -> Path:
+def sidecar_config(
+    path: Path, bootstrap: str, port: int, gateway: dict[str, object], extra: str = "", log_topic: str = ""
+) -> Path:
     gateway_lines = "\n".join(f"{k} = {_toml(v)}" for k, v in gateway.items())
     path.write_text(
         f"""bootstrap_servers = "{bootstrap}"
 listen = "127.0.0.1:{port}"
-log_topic = "__gc_log_{uuid.uuid4().hex[:8]}"
+log_topic = "{log_topic or "__gc_log_" + uuid.uuid4().hex[:8]}"
 log_partitions = 2
 log_level = "INFO"
 
@@ -201,10 +204,16 @@ acls = "file"
 acl_file = "{acl_file}"
 super_users = ["User:gcadmin"]
 """
+    log_topic = f"__gc_log_{uuid.uuid4().hex[:8]}"
     config = sidecar_config(
-        directory / "sidecar.toml", sasl_cluster.bootstrap, port, {"authentication": "required"}, authorization
+        directory / "sidecar.toml",
+        sasl_cluster.bootstrap,
+        port,
+        {"authentication": "required"},
+        authorization,
+        log_topic=log_topic,
     )
-    running = Sidecar(config, port, directory / "sidecar.log")
+    running = Sidecar(config, port, directory / "sidecar.log", log_topic)
     try:
         yield running
     finally:
