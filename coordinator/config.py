@@ -66,6 +66,7 @@ class GatewaySettings(BaseModel):
     request_read_timeout_ms: int = Field(30_000, gt=0)
     tls_handshake_timeout_ms: int = Field(10_000, gt=0)
     max_group_request_elements: int = Field(10_000, gt=0)
+    max_group_request_bytes: int = Field(2 * 1024 * 1024, gt=0)
     broker_listen_ports: dict[int, int] = Field(default_factory=dict)
     listener_tls: TlsSettings | None = None
     upstream_tls: TlsSettings | None = None

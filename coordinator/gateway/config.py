@@ -83,6 +83,9 @@ class GatewayConfig(BaseModel):
     # Array elements (groups, topics, partitions, members, ids; nested arrays summed) one group
     # request may carry; a larger request closes the connection, as an unparseable one does.
     max_group_request_elements: int = Field(default=10_000, gt=0)
+    # Group requests are small; a larger frame is refused before it is decoded (decoding a
+    # multi-megabyte array would itself hold the event loop).
+    max_group_request_bytes: int = Field(default=2 * 1024 * 1024, gt=0)
     upstream_connect_timeout_s: float = Field(default=10.0, gt=0)
     api_versions_ttl_s: float = Field(default=300.0, ge=0)
     listener_tls: TlsSettings | None = None

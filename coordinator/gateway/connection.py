@@ -264,6 +264,11 @@ class ClientConnection:
             assert spec is not None
             if not spec.supports(version):
                 raise CloseConnection(f"unsupported version {spec.name} v{version}")
+            limit_bytes = self.server.config.max_group_request_bytes
+            if len(payload) > limit_bytes:
+                raise CloseConnection(
+                    f"{spec.name} of {len(payload)} bytes exceeds max_group_request_bytes={limit_bytes}"
+                )
             try:
                 request = decode_request(payload)
             except CodecError as exc:

@@ -44,7 +44,7 @@ from coordinator.service.metadata_cache import TopicNames
 
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-CHUNK = 500
+CHUNK = 100
 
 _READ_GROUP_TOP_LEVEL: tuple[type[Message], ...] = (
     wire_join.JoinGroupRequest,

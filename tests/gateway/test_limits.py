@@ -231,3 +231,16 @@ def test_tls_handshakes_in_progress_count_and_time_out(tmp_path: Path) -> None:
             w.close()
 
     run(body, max_connections=2, tls_handshake_timeout_ms=300, listener_tls=TlsSettings(certfile=cert, keyfile=key))
+
+
+def test_large_group_frames_are_refused_before_decoding() -> None:
+    async def body(server: GatewayServer, handler: ScriptedHandler) -> None:
+        bad, good = await connect(server), await connect(server)
+        bad.send(DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=[f"group-{i:06d}" for i in range(500)]))
+        assert await bad.closed_by_peer()
+        assert await good.call(HEARTBEAT, 4, heartbeat()) == HeartbeatResponse()
+        assert [name for _, _, name in handler.calls] == ["HeartbeatRequest"]
+        for client in (bad, good):
+            await client.close()
+
+    run(body, max_group_request_bytes=4096)
