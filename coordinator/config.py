@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -30,6 +30,27 @@ def _hostport(value: str) -> str:
     return value
 
 
+class AuthorizationSettings(BaseModel):
+    """Where ACLs come from when ``gateway.authentication = "required"`` (see README, Security)."""
+
+    model_config = {"frozen": True, "extra": "forbid"}
+
+    # "cluster": DescribeAcls on the backing cluster, refreshed; "file": a local JSON/TOML file.
+    acls: Literal["cluster", "file"] = "cluster"
+    acl_file: Path | None = None
+    refresh_interval_ms: int = Field(30_000, ge=1000)
+    # Kafka's super.users: principals ("User:<name>") allowed everything.
+    super_users: list[str] = Field(default_factory=list)
+
+    @field_validator("super_users")
+    @classmethod
+    def _check_principals(cls, value: list[str]) -> list[str]:
+        for principal in value:
+            if not principal.startswith("User:") or len(principal) <= 5:
+                raise ValueError(f"super user {principal!r} must look like 'User:<name>'")
+        return value
+
+
 class GatewaySettings(BaseModel):
     """Listener limits and TLS (see coordinator/gateway/config.py for what each one does)."""
 
@@ -38,9 +59,20 @@ class GatewaySettings(BaseModel):
     max_frame_bytes: int = Field(100 * 1024 * 1024, gt=0)
     max_connections: int = Field(1000, gt=0)
     max_in_flight_per_connection: int = Field(64, gt=0)
+    max_connections_per_ip: int = Field(1000, gt=0)
+    max_buffered_bytes: int = Field(512 * 1024 * 1024, gt=0)
+    max_buffered_bytes_per_connection: int = Field(100 * 1024 * 1024, gt=0)
+    connections_max_idle_ms: int = Field(600_000, gt=0)
+    request_read_timeout_ms: int = Field(30_000, gt=0)
+    tls_handshake_timeout_ms: int = Field(10_000, gt=0)
+    max_group_request_elements: int = Field(10_000, gt=0)
+    max_group_request_bytes: int = Field(2 * 1024 * 1024, gt=0)
     broker_listen_ports: dict[int, int] = Field(default_factory=dict)
     listener_tls: TlsSettings | None = None
     upstream_tls: TlsSettings | None = None
+    authentication: Literal["none", "required"] = "none"
+    allow_shared_upstream_identity: bool = False
+    authorization: AuthorizationSettings = Field(default_factory=AuthorizationSettings)
 
 
 class Settings(BaseSettings):

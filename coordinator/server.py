@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from typing import Any
 
 from confluent_kafka import KafkaException
 from rich.console import Console
@@ -18,8 +19,10 @@ from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.runtime.log import LogTopicSpec
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.shard import ShardStatus
+from coordinator.security.authorizer import AclAuthorizer, AclError, ClusterAclSource, load_acl_file
 from coordinator.service.gateway_handler import CoordinatorApiHandler
 from coordinator.service.metadata_cache import MetadataCache, TopicInfo
+from coordinator.service.secured_handler import SecuredHandler
 from coordinator.service.service import GroupCoordinatorService
 from deploy.local_broker import parse_hostport
 
@@ -64,6 +67,31 @@ async def _load_with_progress(runtime: CoordinatorRuntime[GroupCoordinatorState]
             console.print(f"[red]shard {partition} failed to load:[/red] {shard.error}", highlight=False)
 
 
+async def _authorization(
+    settings: Settings, client_config: dict[str, Any]
+) -> tuple[AclAuthorizer | None, ClusterAclSource | None]:
+    """The ACL authorizer (only when authentication is required) and, for cluster ACLs, its refresher."""
+    if settings.gateway.authentication != "required":
+        return None, None
+    config = settings.gateway.authorization
+    authorizer = AclAuthorizer(super_users=config.super_users)
+    if config.acls == "file":
+        if config.acl_file is None:
+            raise AclError("gateway.authorization.acls = 'file' needs gateway.authorization.acl_file")
+        authorizer.replace(load_acl_file(config.acl_file))
+        return authorizer, None
+    source = ClusterAclSource(client_config, authorizer, config.refresh_interval_ms / 1000)
+    try:
+        await source.refresh()
+    except Exception as exc:  # KafkaException, or a timeout: either way the sidecar cannot authorize
+        raise AclError(
+            f"cannot read ACLs from the cluster (DescribeAcls): {exc}; a cluster without an authorizer needs "
+            "gateway.authorization.acls = 'file'"
+        ) from exc
+    source.start()
+    return authorizer, source
+
+
 async def _serve(settings: Settings, console: Console) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -93,6 +121,7 @@ async def _serve(settings: Settings, console: Console) -> int:
         console.print(f"[red]error:[/red] cannot reach the cluster or create the log topic: {exc}", highlight=False)
         return 1
     gateway: GatewayServer | None = None
+    acl_source: ClusterAclSource | None = None
     try:
         await _load_with_progress(runtime, console)
         service = GroupCoordinatorService(runtime, handlers)
@@ -104,16 +133,27 @@ async def _serve(settings: Settings, console: Console) -> int:
         await metadata.refresh()
         metadata.start()
         host, port = parse_hostport(settings.listen, 9094)
+        try:
+            authorizer, acl_source = await _authorization(settings, client_config)
+        except (AclError, KafkaException, OSError) as exc:
+            console.print(f"[red]error:[/red] {exc}", highlight=False)
+            return 1
         gateway = GatewayServer(
             GatewayConfig(
                 bootstrap_servers=client_config["bootstrap.servers"],
                 listen_host=host,
                 listen_port=port,
                 advertised_host=settings.advertised_host,
-                **settings.gateway.model_dump(),
+                protected_topics=[settings.log_topic],
+                **settings.gateway.model_dump(exclude={"authorization"}),
             ),
-            CoordinatorApiHandler(service, metadata),
+            SecuredHandler(
+                CoordinatorApiHandler(service, metadata), metadata, authorizer, frozenset({settings.log_topic})
+            ),
         )
+        log_topic_id = await metadata.uuid_of(settings.log_topic)
+        if log_topic_id is not None:
+            gateway.protected.add_id(log_topic_id)
         try:
             await gateway.start()
         except OSError as exc:
@@ -125,5 +165,7 @@ async def _serve(settings: Settings, console: Console) -> int:
     finally:
         if gateway is not None:
             await gateway.stop()
+        if acl_source is not None:
+            await acl_source.stop()
         await metadata.stop()
         await runtime.close()

@@ -30,6 +30,10 @@ _I64 = struct.Struct(">q")
 _U16 = struct.Struct(">H")
 _F64 = struct.Struct(">d")
 
+# Kafka's generated readers and writers refuse strings longer than a classic int16 length allows,
+# in flexible (compact) versions too, where the varint length could otherwise say anything.
+MAX_STRING_BYTES = 0x7FFF
+
 
 def read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
     value = 0
@@ -135,6 +139,8 @@ def _blob(flexible: bool, nullable: bool, text: bool, classic: struct.Struct) ->
             if not nullable:
                 raise CodecError("null in a non-nullable field")
             return None, pos
+        if text and n > MAX_STRING_BYTES:
+            raise CodecError(f"string of {n} bytes exceeds the {MAX_STRING_BYTES}-byte limit")
         end = pos + n
         if end > len(buf):
             raise CodecError("truncated string or bytes")
@@ -153,6 +159,8 @@ def _blob(flexible: bool, nullable: bool, text: bool, classic: struct.Struct) ->
             write_len(out, -1)
             return
         raw = value.encode("utf-8") if text else bytes(value)
+        if text and len(raw) > MAX_STRING_BYTES:
+            raise CodecError(f"string of {len(raw)} bytes exceeds the {MAX_STRING_BYTES}-byte limit")
         write_len(out, len(raw))
         out += raw
 

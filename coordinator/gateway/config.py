@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ssl
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -60,13 +61,49 @@ class GatewayConfig(BaseModel):
     coordinator_node_id: int = Field(default=1_000_000, ge=0, lt=2**31 - 2**20)
     max_frame_bytes: int = Field(default=100 * 1024 * 1024, gt=0)
     max_connections: int = Field(default=1000, gt=0)
+    # Kafka's max.connections.per.ip: connections from one client address (TLS handshakes in
+    # progress included); the rest are closed at accept.
+    max_connections_per_ip: int = Field(default=1000, gt=0)
     # Requests a client may have outstanding on one connection before the gateway stops reading
     # from it; bounds the memory a client that never reads its responses can hold.
     max_in_flight_per_connection: int = Field(default=64, gt=0)
+    # Bytes held at once across all connections: request frames being read plus forwarded answers
+    # not yet written. A connection that cannot get budget stops reading until some is freed.
+    max_buffered_bytes: int = Field(default=512 * 1024 * 1024, gt=0)
+    # Forwarded answers one connection may hold unwritten (a client that does not read stalls only
+    # its own upstream connection).
+    max_buffered_bytes_per_connection: int = Field(default=100 * 1024 * 1024, gt=0)
+    # Kafka's connections.max.idle.ms: a connection with nothing read and nothing owed for this
+    # long is closed.
+    connections_max_idle_ms: int = Field(default=600_000, gt=0)
+    # Once a frame has started, the rest of it (prefix and body) must arrive within this time;
+    # stops slowloris senders holding a buffer and a connection slot.
+    request_read_timeout_ms: int = Field(default=30_000, gt=0)
+    tls_handshake_timeout_ms: int = Field(default=10_000, gt=0)
+    # Array elements (groups, topics, partitions, members, ids; nested arrays summed) one group
+    # request may carry; a larger request closes the connection, as an unparseable one does.
+    max_group_request_elements: int = Field(default=10_000, gt=0)
+    # Group requests are small; a larger frame is refused before it is decoded (decoding a
+    # multi-megabyte array would itself hold the event loop).
+    max_group_request_bytes: int = Field(default=2 * 1024 * 1024, gt=0)
     upstream_connect_timeout_s: float = Field(default=10.0, gt=0)
     api_versions_ttl_s: float = Field(default=300.0, ge=0)
     listener_tls: TlsSettings | None = None
     upstream_tls: TlsSettings | None = None
+    # "required": a connection must authenticate (SASL relayed to the cluster, or a verified TLS
+    # client certificate) before any group API is answered or anything but ApiVersions,
+    # SaslHandshake and SaslAuthenticate is forwarded.
+    authentication: Literal["none", "required"] = "none"
+    # With upstream_tls.certfile, every forwarded request of a client that did not authenticate
+    # itself with SASL would reach the cluster as the sidecar's own principal. That is refused
+    # (the connection is closed) unless the operator sets this.
+    allow_shared_upstream_identity: bool = False
+    # Topics no client may reach through the gateway (the coordinator's log topic).
+    protected_topics: list[str] = Field(default_factory=list)
+
+    @property
+    def shares_upstream_identity(self) -> bool:
+        return self.upstream_tls is not None and self.upstream_tls.certfile is not None
 
     @field_validator("bootstrap_servers", mode="before")
     @classmethod

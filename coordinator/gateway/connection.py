@@ -7,14 +7,23 @@ import contextlib
 import logging
 import ssl
 import struct
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING
 
 from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
 from coordinator.gateway.cluster import UNSUPPORTED_VERSION, ClusterUnavailable
-from coordinator.gateway.codec import CodecError
-from coordinator.gateway.framing import FrameError, RequestHeader, check_frame_size, peek_request, produce_acks
+from coordinator.gateway.codec import CodecError, decode_struct
+from coordinator.gateway.framing import (
+    FrameError,
+    RequestHeader,
+    check_frame_size,
+    decode_request_header,
+    decode_response_header,
+    peek_request,
+    produce_acks,
+)
 from coordinator.gateway.handler import RequestContext
+from coordinator.gateway.limits import ByteBudget, ConnectionBudget, count_elements, truncate_error_messages
 from coordinator.gateway.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
 from coordinator.gateway.messages.describe_cluster import DescribeClusterResponse
 from coordinator.gateway.messages.find_coordinator import (
@@ -23,7 +32,14 @@ from coordinator.gateway.messages.find_coordinator import (
     FindCoordinatorResponseCoordinator,
 )
 from coordinator.gateway.messages.list_groups import ListGroupsResponse
-from coordinator.gateway.messages.metadata import MetadataResponse
+from coordinator.gateway.messages.metadata import MetadataRequest, MetadataResponse
+from coordinator.gateway.messages.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from coordinator.gateway.protect import names_topics
 from coordinator.gateway.protocol import decode_request, decode_response, encode_response
 from coordinator.gateway.rewrite import (
     merge_api_versions,
@@ -31,7 +47,9 @@ from coordinator.gateway.rewrite import (
     rewrite_find_coordinator,
     rewrite_metadata,
 )
+from coordinator.gateway.schema import Message
 from coordinator.gateway.upstream import UpstreamClosed, UpstreamConnection
+from coordinator.security.sasl import SaslRefused, SaslSession
 
 if TYPE_CHECKING:
     from coordinator.gateway.server import GatewayServer, Listener
@@ -52,6 +70,18 @@ def _retrieve(task: asyncio.Future[bytes]) -> None:
         task.exception()
 
 
+def _certificate_principal(writer: asyncio.StreamWriter) -> str | None:
+    """The common name of a verified client certificate (Kafka would map the full DN; see README)."""
+    cert = writer.get_extra_info("peercert")
+    if not cert:
+        return None
+    for rdn in cert.get("subject", ()):
+        for name, value in rdn:
+            if name == "commonName" and value:
+                return str(value)
+    return None
+
+
 def _spawn(coro: Coroutine[object, object, bytes]) -> asyncio.Task[bytes]:
     task = asyncio.create_task(coro)
     task.add_done_callback(_retrieve)
@@ -60,6 +90,10 @@ def _spawn(coro: Coroutine[object, object, bytes]) -> asyncio.Task[bytes]:
 
 class CloseConnection(Exception):
     """Stop serving this client; the message says why (logged once)."""
+
+
+class IdleConnection(CloseConnection):
+    """Closed for idleness: routine, logged at debug level."""
 
 
 # A queued answer: either a whole frame ready to write, or an upstream payload still needing its
@@ -83,7 +117,17 @@ class ClientConnection:
         self.peer: tuple[str, int] = (str(peer[0]), int(peer[1]))
         self.queue: asyncio.Queue[Slot | None] = asyncio.Queue(server.config.max_in_flight_per_connection)
         self.upstream: UpstreamConnection | None = None
+        # Answers queued and not yet written; an idle timeout never fires while any are owed.
+        self.outstanding = 0
+        config = server.config
+        self.budget = ConnectionBudget(ByteBudget(config.max_buffered_bytes_per_connection), server.buffer_budget)
         self._last_local: asyncio.Task[bytes] | None = None
+        self.session = SaslSession()
+        subject = (
+            _certificate_principal(writer) if config.listener_tls and config.listener_tls.require_client_cert else None
+        )
+        if subject is not None:
+            self.session.authenticate_externally(subject)
 
     async def run(self) -> None:
         writer_task = asyncio.create_task(self._write_loop())
@@ -103,7 +147,9 @@ class ClientConnection:
                 if task.cancelled():
                     continue
                 error = task.exception()
-                if isinstance(error, CloseConnection):
+                if isinstance(error, IdleConnection):
+                    log.debug("closing client connection peer=%s:%s reason=%s", *self.peer, error)
+                elif isinstance(error, CloseConnection):
                     log.warning("closing client connection peer=%s:%s reason=%s", *self.peer, error)
                 elif isinstance(error, ConnectionError | ssl.SSLError):
                     log.debug("client connection lost peer=%s:%s error=%s", *self.peer, error)
@@ -118,35 +164,63 @@ class ClientConnection:
                 slot[1].cancel()
         if self.upstream is not None:
             await self.upstream.close()
+        self.budget.close()
         self.writer.close()
         with contextlib.suppress(OSError, ssl.SSLError):
             await self.writer.wait_closed()
 
     async def _read_loop(self) -> None:
-        max_bytes = self.server.config.max_frame_bytes
+        config = self.server.config
+        max_bytes = config.max_frame_bytes
+        read_s = config.request_read_timeout_ms / 1000
+        budget = self.server.buffer_budget
         try:
             while True:
-                try:
-                    prefix = await self.reader.readexactly(4)
-                except asyncio.IncompleteReadError as exc:
-                    if exc.partial:
-                        raise CloseConnection("truncated frame length") from exc
+                first = await self._next_frame_start()
+                if not first:
                     break
                 try:
+                    async with asyncio.timeout(read_s):
+                        prefix = first + await self.reader.readexactly(3)
                     size = check_frame_size(prefix, max_bytes)
-                    payload = await self.reader.readexactly(size)
+                    # Waiting for budget stops reading from this client (TCP pushes back); the
+                    # read deadline starts once the budget is granted.
+                    grant = await budget.acquire(size)
+                    try:
+                        async with asyncio.timeout(read_s):
+                            payload = await self.reader.readexactly(size)
+                        slot = await self._dispatch(payload)
+                        del payload
+                    finally:
+                        budget.release(grant)
                 except FrameError as exc:
                     raise CloseConnection(str(exc)) from exc
                 except asyncio.IncompleteReadError as exc:
                     raise CloseConnection("connection closed mid-frame") from exc
-                slot = await self._dispatch(payload)
+                except TimeoutError as exc:
+                    raise CloseConnection(
+                        f"frame not complete within request_read_timeout_ms={read_s * 1000:.0f}"
+                    ) from exc
                 if slot is not None:
+                    self.outstanding += 1
                     await self.queue.put(slot)
         except (ConnectionError, ssl.SSLError) as exc:
             log.debug("client connection lost peer=%s:%s error=%s", *self.peer, exc)
         await self.queue.put(None)
 
+    async def _next_frame_start(self) -> bytes:
+        """The first byte of the next frame (b"" at EOF); closes a connection idle for too long."""
+        idle_s = self.server.config.connections_max_idle_ms / 1000
+        while True:
+            try:
+                async with asyncio.timeout(idle_s):
+                    return await self.reader.read(1)
+            except TimeoutError:
+                if self.outstanding == 0:
+                    raise IdleConnection(f"idle for connections_max_idle_ms={idle_s * 1000:.0f}") from None
+
     async def _write_loop(self) -> None:
+        idle_s = self.server.config.connections_max_idle_ms / 1000
         while True:
             slot = await self.queue.get()
             if slot is None:
@@ -160,7 +234,15 @@ class ClientConnection:
                 self.writer.write(data)
             else:
                 self.writer.writelines((_LEN.pack(len(data)), data))
-            await self.writer.drain()
+            try:
+                # A client that stops reading its answers is as idle as one that stops sending.
+                async with asyncio.timeout(idle_s):
+                    await self.writer.drain()
+            except TimeoutError:
+                raise CloseConnection(f"answers unread for connections_max_idle_ms={idle_s * 1000:.0f}") from None
+            if not framed:
+                self.budget.release_for(len(data))
+            self.outstanding -= 1
 
     async def _dispatch(self, payload: bytes) -> Slot | None:
         try:
@@ -169,15 +251,34 @@ class ClientConnection:
             raise CloseConnection(str(exc)) from exc
         if key == ApiKey.API_VERSIONS:
             return True, self._ready(await self._api_versions(version, correlation_id))
+        if key == ApiKey.SASL_HANDSHAKE:
+            return False, await self._sasl_handshake(payload, version, correlation_id)
+        if key == ApiKey.SASL_AUTHENTICATE:
+            return False, await self._sasl_authenticate(payload, version, correlation_id)
+        if self.server.config.authentication == "required" and not self.session.authenticated:
+            # What a Kafka broker does with any other request before (or after an expired)
+            # authentication: close the connection.
+            raise CloseConnection(f"API {key} v{version} before authentication")
         spec = APIS.get(key)
         if key in GROUP_API_KEYS or key == ApiKey.FIND_COORDINATOR:
             assert spec is not None
             if not spec.supports(version):
                 raise CloseConnection(f"unsupported version {spec.name} v{version}")
+            limit_bytes = self.server.config.max_group_request_bytes
+            if len(payload) > limit_bytes:
+                raise CloseConnection(
+                    f"{spec.name} of {len(payload)} bytes exceeds max_group_request_bytes={limit_bytes}"
+                )
             try:
                 request = decode_request(payload)
             except CodecError as exc:
                 raise CloseConnection(f"malformed {spec.name} v{version}: {exc}") from exc
+            limit = self.server.config.max_group_request_elements
+            elements = count_elements(request.body, limit)
+            if elements > limit:
+                raise CloseConnection(
+                    f"{spec.name} v{version} carries more than max_group_request_elements={limit} array elements"
+                )
             if key == ApiKey.LIST_GROUPS and self.listener.node_id is not None:
                 # A node lists only the groups it coordinates, and admin clients ask every node
                 # and merge the answers; a broker port coordinates none, so each group is listed
@@ -189,18 +290,31 @@ class ClientConnection:
                     return True, self._ready(self._find_group_coordinator(request.body, version, correlation_id))
                 return True, await self._forward(payload, key, version, correlation_id, rewrite=True)
             return True, self._local(request.header, request.body)
+        protected = self.server.protected
         if key in (ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER):
             assert spec is not None
             if not spec.supports(version):
                 raise CloseConnection(f"{spec.name} v{version} is beyond what the gateway can rewrite")
-            return True, await self._forward(payload, key, version, correlation_id, rewrite=True)
+            named = False
+            if key == ApiKey.METADATA and protected:
+                try:
+                    metadata_request = decode_request(payload).body
+                except CodecError as exc:
+                    raise CloseConnection(f"malformed Metadata v{version}: {exc}") from exc
+                assert isinstance(metadata_request, MetadataRequest)
+                named = names_topics(metadata_request, version)
+            return True, await self._forward(payload, key, version, correlation_id, rewrite=True, named=named)
         self._check_cluster_supports(key, version)
         expect_response = True
         if key == ApiKey.PRODUCE:
             try:
                 expect_response = produce_acks(payload, version) != 0
+                if protected and protected.in_produce(payload, version):
+                    raise CloseConnection("Produce to the coordinator's log topic")
             except CodecError as exc:
                 raise CloseConnection(f"malformed Produce v{version}: {exc}") from exc
+        elif protected and protected.mentioned_in(payload):
+            raise CloseConnection(f"API {key} v{version} names the coordinator's log topic")
         pending = await self._forward(payload, key, version, correlation_id, rewrite=False, expect=expect_response)
         return (False, pending) if expect_response else None
 
@@ -269,7 +383,8 @@ class ClientConnection:
 
     def _local(self, header: RequestHeader, body: object) -> Awaitable[bytes]:
         previous = self._last_local
-        context = RequestContext(header, self.peer[0], self.peer[1], self.listener.port)
+        principal = self.session.principal if self.session.authenticated else None
+        context = RequestContext(header, self.peer[0], self.peer[1], self.listener.port, principal)
         task = _spawn(self._call_handler(previous, context, body))
         self._last_local = task
         # A broker finishes a request whose client has gone and drops the answer; shielding keeps
@@ -290,6 +405,7 @@ class ClientConnection:
             raise CloseConnection(f"group handler failed on {spec.name}: {exc!r}") from exc
         if not isinstance(response, spec.response):
             raise CloseConnection(f"group handler returned {type(response).__name__} for {spec.name}")
+        truncate_error_messages(response)
         try:
             return encode_response(context.api_key, context.api_version, context.header.correlation_id, response)
         except CodecError as exc:
@@ -298,8 +414,16 @@ class ClientConnection:
     # --- forwarded -----------------------------------------------------------------------------
 
     async def _forward(
-        self, payload: bytes, key: int, version: int, correlation_id: int, rewrite: bool, expect: bool = True
+        self,
+        payload: bytes,
+        key: int,
+        version: int,
+        correlation_id: int,
+        rewrite: bool,
+        expect: bool = True,
+        named: bool = False,
     ) -> Awaitable[bytes]:
+        self._check_may_forward(key)
         upstream = await self._upstream()
         try:
             fut = await upstream.send(_LEN.pack(len(payload)) + payload, correlation_id, expect)
@@ -307,26 +431,109 @@ class ClientConnection:
             raise CloseConnection(f"upstream write failed: {exc}") from exc
         if not rewrite:
             return fut
-        return _spawn(self._rewritten(fut, key, version))
+        return _spawn(self._rewritten(fut, key, version, named))
+
+    def _check_may_forward(self, key: int) -> None:
+        config = self.server.config
+        if key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+            return
+        if config.shares_upstream_identity and not config.allow_shared_upstream_identity and not self.session.sasl_used:
+            # The upstream connection would present the sidecar's own client certificate: the
+            # request would reach the cluster under the sidecar's principal, not the client's.
+            raise CloseConnection(
+                f"API {key} would reach the cluster as the sidecar's principal (upstream_tls.certfile); "
+                "authenticate with SASL, or set allow_shared_upstream_identity"
+            )
+
+    # --- SASL, relayed -------------------------------------------------------------------------
+
+    async def _sasl_handshake(self, payload: bytes, version: int, correlation_id: int) -> Awaitable[bytes]:
+        if version < 1:
+            # v0 is followed by raw SASL tokens without Kafka framing; the gateway advertises v1+.
+            raise CloseConnection("SaslHandshake v0 is not supported through the gateway")
+        request = self._decode_sasl(payload, SaslHandshakeRequest, ApiKey.SASL_HANDSHAKE, version)
+        assert isinstance(request, SaslHandshakeRequest)
+        mechanism = request.mechanism
+
+        def seen(body: Message) -> None:
+            assert isinstance(body, SaslHandshakeResponse)
+            self.session.handshake(mechanism, body.error_code)
+
+        fut = await self._forward(payload, ApiKey.SASL_HANDSHAKE, version, correlation_id, rewrite=False)
+        return _spawn(self._observed(fut, ApiKey.SASL_HANDSHAKE, version, seen))
+
+    async def _sasl_authenticate(self, payload: bytes, version: int, correlation_id: int) -> Awaitable[bytes]:
+        request = self._decode_sasl(payload, SaslAuthenticateRequest, ApiKey.SASL_AUTHENTICATE, version)
+        assert isinstance(request, SaslAuthenticateRequest)
+        try:
+            self.session.client_message(request.auth_bytes)
+        except SaslRefused as exc:
+            if self.server.config.authentication == "required":
+                raise CloseConnection(str(exc)) from exc
+
+        def seen(body: Message) -> None:
+            assert isinstance(body, SaslAuthenticateResponse)
+            self.session.server_message(body.error_code, body.auth_bytes, body.session_lifetime_ms)
+            if self.session.authenticated:
+                log.info(
+                    "client authenticated peer=%s:%s principal=User:%s mechanism=%s",
+                    *self.peer,
+                    self.session.principal,
+                    self.session.mechanism,
+                )
+
+        fut = await self._forward(payload, ApiKey.SASL_AUTHENTICATE, version, correlation_id, rewrite=False)
+        return _spawn(self._observed(fut, ApiKey.SASL_AUTHENTICATE, version, seen))
+
+    @staticmethod
+    def _decode_sasl(payload: bytes, cls: type[Message], key: int, version: int) -> Message:
+        if version not in cls.VALID:
+            raise CloseConnection(f"unsupported version {cls.__name__.removesuffix('Request')} v{version}")
+        flexible = version in cls.FLEXIBLE
+        try:
+            _, pos = decode_request_header(payload, 2 if flexible else 1)
+            return decode_struct(cls, memoryview(payload)[pos:], version, flexible)
+        except CodecError as exc:
+            raise CloseConnection(f"malformed API {key} v{version}: {exc}") from exc
+
+    async def _observed(self, fut: Awaitable[bytes], key: int, version: int, seen: Callable[[Message], None]) -> bytes:
+        payload = await fut
+        cls = SaslHandshakeResponse if key == ApiKey.SASL_HANDSHAKE else SaslAuthenticateResponse
+        flexible = version in cls.FLEXIBLE
+        try:
+            _, pos = decode_response_header(payload, 1 if flexible else 0)
+            body = decode_struct(cls, memoryview(payload)[pos:], version, flexible)
+        except CodecError as exc:
+            raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
+        try:
+            seen(body)
+        except SaslRefused as exc:
+            if self.server.config.authentication == "required":
+                raise CloseConnection(str(exc)) from exc
+        return payload
 
     async def _upstream(self) -> UpstreamConnection:
         if self.upstream is None or self.upstream.closed:
             if self.upstream is not None:
                 raise CloseConnection("upstream connection lost")
             try:
-                self.upstream = await self.server.connect_upstream(self.listener)
+                self.upstream = await self.server.connect_upstream(self.listener, self.budget)
             except (TimeoutError, OSError, ssl.SSLError) as exc:
                 raise CloseConnection(f"cannot reach the cluster: {exc}") from exc
         return self.upstream
 
-    async def _rewritten(self, fut: Awaitable[bytes], key: int, version: int) -> bytes:
+    async def _rewritten(self, fut: Awaitable[bytes], key: int, version: int, named: bool = False) -> bytes:
         payload = await fut
+        # The answer is re-encoded below and written as a framed slot; its budget ends here.
+        self.budget.release_for(len(payload))
         try:
             correlation_id, body = decode_response(key, version, payload)
         except CodecError as exc:
             raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
         server = self.server
         if isinstance(body, MetadataResponse):
+            if server.protected:
+                server.protected.filter_metadata(named, body)
             await server.ensure_broker_listeners({b.node_id: (b.host, b.port) for b in body.brokers})
             rewrite_metadata(body, server.broker_route, server.coordinator_metadata_node())
         elif isinstance(body, DescribeClusterResponse) and body.endpoint_type == _BROKER_ENDPOINTS:

@@ -27,6 +27,8 @@ class RequestContext:
     client_port: int
     # The sidecar port the request arrived on (the main listener or a per-broker listener).
     listener_port: int
+    # The authenticated user name (Kafka principal "User:<name>"), None when not authenticated.
+    principal: str | None = None
 
     @property
     def api_key(self) -> int:

@@ -24,6 +24,9 @@ SERVED_LOCALLY: frozenset[int] = GROUP_API_KEYS | {ApiKey.API_VERSIONS}
 REWRITTEN: frozenset[int] = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER})
 
 
+SASL_RANGES: dict[int, tuple[int, int]] = {ApiKey.SASL_HANDSHAKE: (1, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
+
+
 def served_versions() -> dict[int, tuple[int, int]]:
     return {key: (APIS[key].min_version, APIS[key].max_version) for key in SERVED_LOCALLY}
 
@@ -36,6 +39,10 @@ def merge_api_versions(cluster: ApiVersionsResponse) -> ApiVersionsResponse:
         if entry.api_key in REWRITTEN:
             spec = APIS[entry.api_key]
             low, high = max(low, spec.min_version), min(high, spec.max_version)
+        elif entry.api_key in SASL_RANGES:
+            # The gateway follows SASL exchanges: v0 handshakes (unframed tokens) and versions it
+            # cannot decode are not offered.
+            low, high = max(low, SASL_RANGES[entry.api_key][0]), min(high, SASL_RANGES[entry.api_key][1])
         if low <= high:
             ranges[entry.api_key] = (low, high)
     if ApiKey.FIND_COORDINATOR not in ranges:

@@ -12,17 +12,43 @@ import asyncio
 import contextlib
 import logging
 import ssl
+import time
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 
 from coordinator.gateway.cluster import ClusterView
 from coordinator.gateway.config import GatewayConfig
 from coordinator.gateway.connection import ClientConnection
 from coordinator.gateway.handler import CoordinatorAddress, CoordinatorLocator, GroupApiHandler
+from coordinator.gateway.limits import ByteBudget, ConnectionBudget
 from coordinator.gateway.messages.describe_cluster import DescribeClusterBroker
 from coordinator.gateway.messages.metadata import MetadataResponseBroker
+from coordinator.gateway.protect import ProtectedTopics
 from coordinator.gateway.upstream import UpstreamConnection
 
 log = logging.getLogger(__name__)
+
+
+class _AcceptProtocol(asyncio.StreamReaderProtocol):
+    """A stream protocol that, on a TLS port, reads nothing before ``start_tls`` takes over.
+
+    Otherwise the ClientHello could land in the plain StreamReader before the TLS layer exists.
+    """
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        callback: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+        loop: asyncio.AbstractEventLoop,
+        tls: bool,
+    ) -> None:
+        super().__init__(reader, callback, loop)
+        self._tls = tls
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self._tls and isinstance(transport, asyncio.ReadTransport):
+            transport.pause_reading()
+        super().connection_made(transport)
 
 
 class Listener:
@@ -36,24 +62,44 @@ class Listener:
 
     async def start(self, port: int) -> None:
         config = self.gateway.config
-        self.server = await asyncio.start_server(
-            self._accept, config.listen_host, port, ssl=self.gateway.listener_tls, limit=2**20
+        loop = asyncio.get_running_loop()
+        tls = self.gateway.listener_tls is not None
+        # TLS is started per connection in _accept (not by the server), so a handshake in
+        # progress already holds a connection slot and runs under its own deadline.
+        self.server = await loop.create_server(
+            lambda: _AcceptProtocol(asyncio.StreamReader(limit=2**20, loop=loop), self._accept, loop, tls),
+            config.listen_host,
+            port,
         )
         self.port = int(self.server.sockets[0].getsockname()[1])
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         gateway = self.gateway
-        if len(gateway.connections) >= gateway.config.max_connections:
-            log.warning("refusing connection: max_connections=%s reached", gateway.config.max_connections)
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        host = str(peer[0])
+        refusal = gateway.admit(host)
+        if refusal is not None:
+            gateway.log_refusal(refusal)
             writer.close()
             with contextlib.suppress(OSError, ssl.SSLError):
                 await writer.wait_closed()
             return
-        connection = ClientConnection(gateway, self, reader, writer)
         task = asyncio.current_task()
         assert task is not None
-        gateway.connections[task] = connection
+        gateway.connections[task] = None
+        gateway.per_ip[host] = gateway.per_ip.get(host, 0) + 1
         try:
+            if gateway.listener_tls is not None:
+                try:
+                    await asyncio.wait_for(
+                        writer.start_tls(gateway.listener_tls), gateway.config.tls_handshake_timeout_ms / 1000
+                    )
+                except (TimeoutError, OSError, ssl.SSLError) as exc:
+                    log.debug("TLS handshake failed peer=%s:%s error=%s", host, peer[1], exc)
+                    writer.close()
+                    return
+            connection = ClientConnection(gateway, self, reader, writer)
+            gateway.connections[task] = connection
             await connection.run()
         except asyncio.CancelledError:
             # Cancelled by stop(); asyncio's stream callback would report a cancelled handler
@@ -61,6 +107,11 @@ class Listener:
             pass
         finally:
             gateway.connections.pop(task, None)
+            left = gateway.per_ip.get(host, 1) - 1
+            if left > 0:
+                gateway.per_ip[host] = left
+            else:
+                gateway.per_ip.pop(host, None)
 
     async def stop(self) -> None:
         if self.server is not None:
@@ -100,9 +151,35 @@ class GatewayServer:
         )
         self.bootstrap_listener = Listener(self, None)
         self.broker_listeners: dict[int, Listener] = {}
-        self.connections: dict[asyncio.Task[None], ClientConnection] = {}
+        # None while the connection is still in its TLS handshake.
+        self.connections: dict[asyncio.Task[None], ClientConnection | None] = {}
+        self.per_ip: dict[str, int] = {}
+        self.buffer_budget = ByteBudget(config.max_buffered_bytes)
+        self.protected = ProtectedTopics(config.protected_topics)
+        self._last_refusal_log = float("-inf")
+        self._refusals_unlogged = 0
         self._listener_lock = asyncio.Lock()
         self._collision_logged = False
+
+    def admit(self, host: str) -> str | None:
+        """Why a new connection from ``host`` is refused, or None to accept it."""
+        config = self.config
+        if len(self.connections) >= config.max_connections:
+            return f"max_connections={config.max_connections} reached"
+        if self.per_ip.get(host, 0) >= config.max_connections_per_ip:
+            return f"max_connections_per_ip={config.max_connections_per_ip} reached for {host}"
+        return None
+
+    def log_refusal(self, reason: str) -> None:
+        # A flood of refused connections must not become a flood of log lines.
+        now = time.monotonic()
+        if now - self._last_refusal_log < 10.0:
+            self._refusals_unlogged += 1
+            return
+        extra = f" ({self._refusals_unlogged} more refusals not logged)" if self._refusals_unlogged else ""
+        log.warning("refusing connection: %s%s", reason, extra)
+        self._last_refusal_log = now
+        self._refusals_unlogged = 0
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -193,11 +270,13 @@ class GatewayServer:
                 self.broker_listeners[node_id] = listener
                 log.info("broker listener node=%s port=%s forwards_to=%s:%s", node_id, listener.port, *address)
 
-    async def connect_upstream(self, listener: Listener) -> UpstreamConnection:
+    async def connect_upstream(self, listener: Listener, budget: ConnectionBudget | None = None) -> UpstreamConnection:
         last: Exception | None = None
         for address in self.cluster.addresses(listener.node_id):
             try:
-                return await UpstreamConnection.open(address, self.upstream_tls, self.config.upstream_connect_timeout_s)
+                return await UpstreamConnection.open(
+                    address, self.upstream_tls, self.config.upstream_connect_timeout_s, budget
+                )
             except (TimeoutError, OSError) as exc:
                 last = exc
         raise ConnectionError(f"no backing broker reachable: {last}")

@@ -17,6 +17,7 @@ import struct
 from collections import deque
 
 from coordinator.gateway.framing import FrameError, peek_correlation_id
+from coordinator.gateway.limits import ConnectionBudget
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +56,17 @@ def _retrieve(fut: asyncio.Future[bytes]) -> None:
 
 
 class UpstreamConnection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: tuple[str, int]) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        address: tuple[str, int],
+        budget: ConnectionBudget | None = None,
+    ) -> None:
         self.address = address
+        # Each answer's bytes are taken from the budget before it is read; the client connection
+        # gives them back once the answer is written.
+        self._budget = budget
         self._reader = reader
         self._writer = writer
         self._pending: deque[tuple[int, asyncio.Future[bytes]]] = deque()
@@ -64,9 +74,15 @@ class UpstreamConnection:
         self._task = asyncio.create_task(self._read_loop(), name=f"upstream-{address[0]}:{address[1]}")
 
     @classmethod
-    async def open(cls, address: tuple[str, int], tls: ssl.SSLContext | None, timeout: float) -> UpstreamConnection:
+    async def open(
+        cls,
+        address: tuple[str, int],
+        tls: ssl.SSLContext | None,
+        timeout: float,
+        budget: ConnectionBudget | None = None,
+    ) -> UpstreamConnection:
         reader, writer = await open_stream(address, tls, timeout)
-        return cls(reader, writer, address)
+        return cls(reader, writer, address, budget)
 
     @property
     def closed(self) -> bool:
@@ -93,7 +109,13 @@ class UpstreamConnection:
         reason: BaseException = UpstreamClosed("upstream closed the connection")
         try:
             while True:
-                payload = await read_frame(self._reader, MAX_UPSTREAM_FRAME)
+                prefix = await self._reader.readexactly(4)
+                size = int(_LEN.unpack(prefix)[0])
+                if size < 0:
+                    raise FrameError(f"negative frame length {size}")
+                if self._budget is not None:
+                    await self._budget.acquire(size)
+                payload = await self._reader.readexactly(size)
                 if not self._pending:
                     raise FrameError("response with no request outstanding")
                 expected, fut = self._pending.popleft()

@@ -1,0 +1,141 @@
+"""Bounds on what clients can make the gateway hold: bytes buffered, elements per request, message sizes.
+
+``ByteBudget`` is a counting semaphore in bytes. The gateway has one for all connections (partial
+request frames and forwarded answers not yet written) and one per connection (forwarded answers);
+a reader that cannot get budget simply stops reading, so TCP pushes back on the sender.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import fields, is_dataclass
+from typing import Any
+
+# Error messages are truncated to this many characters before they are sent back: a refusal
+# should never echo a megabyte regex or group id to the client.
+MAX_ERROR_MESSAGE_CHARS = 512
+
+
+class ByteBudget:
+    """Up to ``capacity`` bytes held at once; waiters are served first come, first served.
+
+    A request for more than the whole capacity is granted the whole capacity, so one large frame
+    can still pass (alone) instead of waiting forever.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.used = 0
+        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+
+    def grant_for(self, n: int) -> int:
+        return min(max(n, 0), self.capacity)
+
+    async def acquire(self, n: int) -> int:
+        """Wait until ``grant_for(n)`` bytes are free, take them, and return that amount."""
+        n = self.grant_for(n)
+        if not self._waiters and self.used + n <= self.capacity:
+            self.used += n
+            return n
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (n, fut)
+        self._waiters.append(entry)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if entry in self._waiters:
+                self._waiters.remove(entry)
+            elif fut.done() and not fut.cancelled():
+                # Granted just as we were cancelled: give it back.
+                self.release(n)
+            raise
+        return n
+
+    def release(self, n: int) -> None:
+        self.used = max(0, self.used - n)
+        while self._waiters:
+            wanted, fut = self._waiters[0]
+            if fut.done():
+                self._waiters.popleft()
+                continue
+            if self.used + wanted > self.capacity:
+                break
+            self._waiters.popleft()
+            self.used += wanted
+            fut.set_result(None)
+
+
+class ConnectionBudget:
+    """One connection's share: bytes count against its own budget and the global one.
+
+    Everything still held when the connection closes is returned to the global budget, so a
+    client that disconnects with unread answers leaks nothing.
+    """
+
+    def __init__(self, own: ByteBudget, shared: ByteBudget) -> None:
+        self.own = own
+        self.shared = shared
+        self.held_own = 0
+        self.held_shared = 0
+
+    async def acquire(self, n: int) -> tuple[int, int]:
+        mine = await self.own.acquire(n)
+        self.held_own += mine
+        try:
+            theirs = await self.shared.acquire(n)
+        except BaseException:
+            self.release((mine, 0))
+            raise
+        self.held_shared += theirs
+        return mine, theirs
+
+    def release(self, grant: tuple[int, int]) -> None:
+        mine, theirs = grant
+        mine, theirs = min(mine, self.held_own), min(theirs, self.held_shared)
+        self.held_own -= mine
+        self.held_shared -= theirs
+        self.own.release(mine)
+        self.shared.release(theirs)
+
+    def release_for(self, n: int) -> None:
+        """Release what ``acquire(n)`` took (grants are a pure function of ``n``)."""
+        self.release((self.own.grant_for(n), self.shared.grant_for(n)))
+
+    def close(self) -> None:
+        self.release((self.held_own, self.held_shared))
+
+
+def count_elements(value: Any, limit: int) -> int:
+    """Array elements in a decoded message, nested arrays included; stops counting past ``limit``."""
+    total = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            total += len(item)
+            if total > limit:
+                return total
+            stack.extend(x for x in item if isinstance(x, list) or is_dataclass(x))
+        elif is_dataclass(item):
+            for f in fields(item):
+                child = getattr(item, f.name)
+                if isinstance(child, list) or is_dataclass(child):
+                    stack.append(child)
+    return total
+
+
+def truncate_error_messages(value: Any, limit: int = MAX_ERROR_MESSAGE_CHARS) -> None:
+    """Shorten every ``error_message`` string field of a response, in place."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(x for x in item if isinstance(x, list) or is_dataclass(x))
+        elif is_dataclass(item):
+            for f in fields(item):
+                child = getattr(item, f.name)
+                if f.name == "error_message" and isinstance(child, str) and len(child) > limit:
+                    setattr(item, f.name, child[:limit] + "...")
+                elif isinstance(child, list) or is_dataclass(child):
+                    stack.append(child)

@@ -1,0 +1,301 @@
+"""A ``GroupApiHandler`` wrapper: Kafka's ACL checks for the group APIs, and batch requests in yielding chunks.
+
+Authorization (when an ``AclAuthorizer`` is given) follows what a Kafka broker checks per API:
+
+- READ on the group: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat,
+  OffsetCommit (plus READ on each topic committed; others get TOPIC_AUTHORIZATION_FAILED);
+- DESCRIBE on the group: OffsetFetch (topics the caller may not DESCRIBE are refused when named,
+  left out when all are asked for), DescribeGroups, ConsumerGroupDescribe; ListGroups lists only
+  the groups the caller may DESCRIBE (all of them with DESCRIBE on the cluster);
+- DELETE on the group: DeleteGroups, OffsetDelete (plus READ on each topic, as Kafka does).
+
+Refusals carry GROUP_AUTHORIZATION_FAILED / TOPIC_AUTHORIZATION_FAILED where Kafka puts them.
+No group rule lives here: allowed requests go to the wrapped handler unchanged.
+
+Requests naming many groups (DescribeGroups, DeleteGroups, ConsumerGroupDescribe, OffsetFetch
+v8+) are passed on in chunks, yielding to the event loop between chunks, so one large request
+cannot hold up every other client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from coordinator.errors import ErrorCode
+from coordinator.gateway.handler import GroupApiHandler, RequestContext
+from coordinator.gateway.messages import consumer_group_describe as wire_cgd
+from coordinator.gateway.messages import consumer_group_heartbeat as wire_cgh
+from coordinator.gateway.messages import delete_groups as wire_delete
+from coordinator.gateway.messages import describe_groups as wire_describe
+from coordinator.gateway.messages import heartbeat as wire_heartbeat
+from coordinator.gateway.messages import join_group as wire_join
+from coordinator.gateway.messages import leave_group as wire_leave
+from coordinator.gateway.messages import list_groups as wire_list
+from coordinator.gateway.messages import offset_commit as wire_commit
+from coordinator.gateway.messages import offset_delete as wire_offset_delete
+from coordinator.gateway.messages import offset_fetch as wire_fetch
+from coordinator.gateway.messages import sync_group as wire_sync
+from coordinator.gateway.schema import ZERO_UUID, Message
+from coordinator.security.authorizer import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
+from coordinator.service.metadata_cache import TopicNames
+
+GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
+TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+CHUNK = 100
+
+_READ_GROUP_TOP_LEVEL: tuple[type[Message], ...] = (
+    wire_join.JoinGroupRequest,
+    wire_sync.SyncGroupRequest,
+    wire_heartbeat.HeartbeatRequest,
+    wire_leave.LeaveGroupRequest,
+    wire_cgh.ConsumerGroupHeartbeatRequest,
+)
+_REFUSALS: dict[type[Message], Callable[[], Message]] = {
+    wire_join.JoinGroupRequest: lambda: wire_join.JoinGroupResponse(error_code=GROUP_DENIED, protocol_name=None),
+    wire_sync.SyncGroupRequest: lambda: wire_sync.SyncGroupResponse(error_code=GROUP_DENIED),
+    wire_heartbeat.HeartbeatRequest: lambda: wire_heartbeat.HeartbeatResponse(error_code=GROUP_DENIED),
+    wire_leave.LeaveGroupRequest: lambda: wire_leave.LeaveGroupResponse(error_code=GROUP_DENIED),
+    wire_cgh.ConsumerGroupHeartbeatRequest: lambda: wire_cgh.ConsumerGroupHeartbeatResponse(error_code=GROUP_DENIED),
+}
+
+
+class SecuredHandler:
+    """Wraps the coordinator's handler; ``authorizer=None`` leaves only the chunking."""
+
+    def __init__(
+        self,
+        inner: GroupApiHandler,
+        topics: TopicNames,
+        authorizer: AclAuthorizer | None = None,
+        protected_topics: frozenset[str] = frozenset(),
+    ) -> None:
+        self.inner = inner
+        self.topics = topics
+        self.authorizer = authorizer
+        # Offsets are never committed for these (the coordinator's log topic), whatever the ACLs.
+        self.protected_topics = protected_topics
+        self._routes: dict[type[Message], Callable[[RequestContext, Any], Awaitable[Message]]] = {
+            wire_commit.OffsetCommitRequest: self._offset_commit,
+            wire_fetch.OffsetFetchRequest: self._offset_fetch,
+            wire_offset_delete.OffsetDeleteRequest: self._offset_delete,
+            wire_list.ListGroupsRequest: self._list_groups,
+            wire_describe.DescribeGroupsRequest: self._describe_groups,
+            wire_delete.DeleteGroupsRequest: self._delete_groups,
+            wire_cgd.ConsumerGroupDescribeRequest: self._consumer_group_describe,
+        }
+
+    async def handle(self, context: RequestContext, request: Message) -> Message:
+        if self.authorizer is not None and isinstance(request, _READ_GROUP_TOP_LEVEL):
+            group_id = request.group_id  # type: ignore[attr-defined]
+            if not self._allowed(context, Operation.READ, ResourceType.GROUP, group_id):
+                return _REFUSALS[type(request)]()
+        route = self._routes.get(type(request))
+        if route is not None:
+            return await route(context, request)
+        return await self.inner.handle(context, request)
+
+    def _allowed(self, context: RequestContext, operation: Operation, resource: ResourceType, name: str) -> bool:
+        if self.authorizer is None:
+            return True
+        return self.authorizer.authorize(context.principal, context.client_host, operation, resource, name)
+
+    # --- batches, chunked -----------------------------------------------------------------------
+
+    async def _chunked(self, context: RequestContext, request: Message, field: str, out_field: str) -> list[Any]:
+        """Pass ``request`` on in chunks of its ``field`` list; the answers' ``out_field`` lists, joined."""
+        items = getattr(request, field)
+        answers: list[Any] = []
+        for start in range(0, len(items), CHUNK):
+            part = copy.copy(request)
+            setattr(part, field, items[start : start + CHUNK])
+            response = await self.inner.handle(context, part)
+            answers.extend(getattr(response, out_field))
+            if start + CHUNK < len(items):
+                await asyncio.sleep(0)
+        return answers
+
+    async def _describe_groups(self, context: RequestContext, request: wire_describe.DescribeGroupsRequest) -> Message:
+        wanted = list(request.groups)
+        allowed = [g for g in wanted if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g)]
+        request.groups = allowed
+        described = await self._chunked(context, request, "groups", "groups") if allowed else []
+        by_id = {d.group_id: d for d in described}
+        out = [
+            by_id.get(g) or wire_describe.DescribeGroupsResponseDescribedGroup(group_id=g, error_code=GROUP_DENIED)
+            for g in wanted
+        ]
+        return wire_describe.DescribeGroupsResponse(groups=out)
+
+    async def _consumer_group_describe(
+        self, context: RequestContext, request: wire_cgd.ConsumerGroupDescribeRequest
+    ) -> Message:
+        wanted = list(request.group_ids)
+        allowed = [g for g in wanted if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g)]
+        request.group_ids = allowed
+        described = await self._chunked(context, request, "group_ids", "groups") if allowed else []
+        by_id = {d.group_id: d for d in described}
+        out = [
+            by_id.get(g)
+            or wire_cgd.ConsumerGroupDescribeResponseDescribedGroup(
+                group_id=g, error_code=GROUP_DENIED, error_message="Group authorization failed."
+            )
+            for g in wanted
+        ]
+        return wire_cgd.ConsumerGroupDescribeResponse(groups=out)
+
+    async def _delete_groups(self, context: RequestContext, request: wire_delete.DeleteGroupsRequest) -> Message:
+        wanted = list(request.groups_names)
+        allowed = [g for g in wanted if self._allowed(context, Operation.DELETE, ResourceType.GROUP, g)]
+        request.groups_names = allowed
+        results = await self._chunked(context, request, "groups_names", "results") if allowed else []
+        by_id = {r.group_id: r for r in results}
+        out = [
+            by_id.get(g) or wire_delete.DeleteGroupsResponseDeletableGroupResult(group_id=g, error_code=GROUP_DENIED)
+            for g in wanted
+        ]
+        return wire_delete.DeleteGroupsResponse(results=out)
+
+    async def _list_groups(self, context: RequestContext, request: wire_list.ListGroupsRequest) -> Message:
+        response = await self.inner.handle(context, request)
+        assert isinstance(response, wire_list.ListGroupsResponse)
+        if self._allowed(context, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+            return response
+        response.groups = [
+            g for g in response.groups if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g.group_id)
+        ]
+        return response
+
+    # --- offsets ---------------------------------------------------------------------------------
+
+    async def _topic_name(self, name: str, topic_id: Any) -> str | None:
+        if topic_id is not None and topic_id != ZERO_UUID:
+            return await self.topics.name_of(topic_id)
+        return name
+
+    async def _offset_commit(self, context: RequestContext, request: wire_commit.OffsetCommitRequest) -> Message:
+        def refuse_all(code: int) -> Message:
+            return wire_commit.OffsetCommitResponse(
+                topics=[
+                    wire_commit.OffsetCommitResponseTopic(
+                        name=t.name,
+                        topic_id=t.topic_id,
+                        partitions=[
+                            wire_commit.OffsetCommitResponsePartition(
+                                partition_index=p.partition_index, error_code=code
+                            )
+                            for p in t.partitions
+                        ],
+                    )
+                    for t in request.topics
+                ]
+            )
+
+        if not self._allowed(context, Operation.READ, ResourceType.GROUP, request.group_id):
+            return refuse_all(GROUP_DENIED)
+        allowed, denied = [], []
+        for t in request.topics:
+            name = await self._topic_name(t.name, t.topic_id)
+            if name in self.protected_topics:
+                denied.append(t)
+            elif self.authorizer is None or (
+                name is not None and self._allowed(context, Operation.READ, ResourceType.TOPIC, name)
+            ):
+                allowed.append(t)
+            else:
+                # Unknown topic ids are refused too: a caller must not learn which ids exist.
+                denied.append(t)
+        if not denied:
+            return await self.inner.handle(context, request)
+        answer_topics: list[wire_commit.OffsetCommitResponseTopic] = []
+        if allowed:
+            request.topics = allowed
+            response = await self.inner.handle(context, request)
+            assert isinstance(response, wire_commit.OffsetCommitResponse)
+            answer_topics = list(response.topics)
+        for t in denied:
+            answer_topics.append(
+                wire_commit.OffsetCommitResponseTopic(
+                    name=t.name,
+                    topic_id=t.topic_id,
+                    partitions=[
+                        wire_commit.OffsetCommitResponsePartition(
+                            partition_index=p.partition_index, error_code=TOPIC_DENIED
+                        )
+                        for p in t.partitions
+                    ],
+                )
+            )
+        return wire_commit.OffsetCommitResponse(topics=answer_topics)
+
+    async def _offset_delete(self, context: RequestContext, request: wire_offset_delete.OffsetDeleteRequest) -> Message:
+        if self.authorizer is None:
+            return await self.inner.handle(context, request)
+        if not self._allowed(context, Operation.DELETE, ResourceType.GROUP, request.group_id):
+            return wire_offset_delete.OffsetDeleteResponse(error_code=GROUP_DENIED)
+        allowed = [t for t in request.topics if self._allowed(context, Operation.READ, ResourceType.TOPIC, t.name)]
+        denied = [t for t in request.topics if t not in allowed]
+        request.topics = allowed
+        response = await self.inner.handle(context, request)
+        assert isinstance(response, wire_offset_delete.OffsetDeleteResponse)
+        for t in denied:
+            response.topics.append(
+                wire_offset_delete.OffsetDeleteResponseTopic(
+                    name=t.name,
+                    partitions=[
+                        wire_offset_delete.OffsetDeleteResponsePartition(
+                            partition_index=p.partition_index, error_code=TOPIC_DENIED
+                        )
+                        for p in t.partitions
+                    ],
+                )
+            )
+        return response
+
+    async def _offset_fetch(self, context: RequestContext, request: wire_fetch.OffsetFetchRequest) -> Message:
+        if context.api_version < 8:
+            return await self._offset_fetch_single(context, request)
+        groups = list(request.groups)
+        allowed = [g for g in groups if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g.group_id)]
+        request.groups = allowed
+        answered = await self._chunked(context, request, "groups", "groups") if allowed else []
+        by_id = {g.group_id: g for g in answered}
+        out = []
+        for g in groups:
+            found = by_id.get(g.group_id)
+            if found is None:
+                out.append(wire_fetch.OffsetFetchResponseGroup(group_id=g.group_id, error_code=GROUP_DENIED))
+                continue
+            named = g.topics is not None
+            topics_out = []
+            for t in found.topics:
+                if self._allowed(context, Operation.DESCRIBE, ResourceType.TOPIC, t.name):
+                    topics_out.append(t)
+                elif named:
+                    for p in t.partitions:
+                        p.committed_offset, p.metadata, p.error_code = -1, "", TOPIC_DENIED
+                    topics_out.append(t)
+            found.topics = topics_out
+            out.append(found)
+        return wire_fetch.OffsetFetchResponse(groups=out)
+
+    async def _offset_fetch_single(self, context: RequestContext, request: wire_fetch.OffsetFetchRequest) -> Message:
+        if not self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, request.group_id):
+            return wire_fetch.OffsetFetchResponse(error_code=GROUP_DENIED)
+        response = await self.inner.handle(context, request)
+        assert isinstance(response, wire_fetch.OffsetFetchResponse)
+        if self.authorizer is None:
+            return response
+        named = request.topics is not None
+        kept = []
+        for t in response.topics:
+            if self._allowed(context, Operation.DESCRIBE, ResourceType.TOPIC, t.name):
+                kept.append(t)
+            elif named:
+                for p in t.partitions:
+                    p.committed_offset, p.metadata, p.error_code = -1, "", TOPIC_DENIED
+                kept.append(t)
+        response.topics = kept
+        return response

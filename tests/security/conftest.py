@@ -1,0 +1,220 @@
+"""Fixtures: the local broker behind a SASL front (test fixture), and ``groupcoord serve`` in front of that."""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from deploy.local_broker import broker_binary, free_port
+from tests.security.sasl_front import SaslFront
+
+USERS = {"alice": "alice-secret", "bob": "bob-secret", "gcadmin": "gcadmin-secret"}
+
+
+class SaslCluster:
+    def __init__(self, front: SaslFront, bootstrap: str) -> None:
+        self.front = front
+        self.bootstrap = bootstrap
+
+
+@pytest.fixture(scope="module")
+def sasl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslCluster]:
+    """A Tansu broker that advertises the SASL front's address, so every client path goes through it."""
+    broker_port, front_port = free_port(), free_port()
+    log = open(tmp_path_factory.mktemp("sasl-broker") / "broker.log", "ab")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            broker_binary(),
+            "broker",
+            "--listener-url",
+            f"tcp://127.0.0.1:{broker_port}",
+            "--advertised-listener-url",
+            f"tcp://127.0.0.1:{front_port}",
+            "--storage-engine",
+            "memory://tansu/",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "RUST_LOG": "warn"},
+    )
+    try:
+        _wait_port(broker_port, proc)
+        with SaslFront(front_port, ("127.0.0.1", broker_port), dict(USERS)) as front:
+            yield SaslCluster(front, f"127.0.0.1:{front_port}")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"broker exited with {proc.returncode}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError("broker did not start")
+
+
+class Sidecar:
+    """``groupcoord serve`` as a child process, configured by a TOML file."""
+
+    def __init__(self, config: Path, port: int, log: Path, log_topic: str = "") -> None:
+        self.port = port
+        self.log_topic = log_topic
+        self.log = log
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", "serve", "--config", str(config)],
+            stdout=subprocess.PIPE,
+            stderr=open(log, "ab"),  # noqa: SIM115
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        stdout = self.proc.stdout
+
+        def pump() -> None:
+            for line in stdout:
+                self.lines.put(line.rstrip("\n"))
+
+        threading.Thread(target=pump, daemon=True).start()
+        while True:
+            try:
+                line = self.lines.get(timeout=90)
+            except queue.Empty:
+                self.stop()
+                raise RuntimeError(f"sidecar did not start; see {log}") from None
+            if line.startswith("listening on "):
+                return
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def sidecar_config(
+    path: Path, bootstrap: str, port: int, gateway: dict[str, object], extra: str = "", log_topic: str = ""
+) -> Path:
+    gateway_lines = "\n".join(f"{k} = {_toml(v)}" for k, v in gateway.items())
+    path.write_text(
+        f"""bootstrap_servers = "{bootstrap}"
+listen = "127.0.0.1:{port}"
+log_topic = "{log_topic or "__gc_log_" + uuid.uuid4().hex[:8]}"
+log_partitions = 2
+log_level = "INFO"
+
+[client]
+"security.protocol" = "SASL_PLAINTEXT"
+"sasl.mechanism" = "SCRAM-SHA-256"
+"sasl.username" = "gcadmin"
+"sasl.password" = "gcadmin-secret"
+
+[gateway]
+{gateway_lines}
+{extra}
+"""
+    )
+    return path
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return f'"{value}"'
+
+
+# Tenants: alice owns groups "alice-*", bob owns "bob-*"; both may read topics "shared-*" except
+# that bob is denied "shared-secret"; only alice reads "alice-only-*"; gcadmin is a super user.
+ACLS = """
+[[acls]]
+principal = "User:alice"
+resource_type = "GROUP"
+resource_name = "alice-"
+pattern_type = "PREFIXED"
+operation = "ALL"
+
+[[acls]]
+principal = "User:bob"
+resource_type = "GROUP"
+resource_name = "bob-"
+pattern_type = "PREFIXED"
+operation = "ALL"
+
+[[acls]]
+principal = "User:*"
+resource_type = "TOPIC"
+resource_name = "shared-"
+pattern_type = "PREFIXED"
+operation = "READ"
+
+[[acls]]
+principal = "User:bob"
+resource_type = "TOPIC"
+resource_name = "shared-secret"
+operation = "READ"
+permission = "DENY"
+
+[[acls]]
+principal = "User:alice"
+resource_type = "TOPIC"
+resource_name = "alice-only-"
+pattern_type = "PREFIXED"
+operation = "READ"
+"""
+
+
+@pytest.fixture(scope="module")
+def sidecar(sasl_cluster: SaslCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
+    directory = tmp_path_factory.mktemp("sidecar")
+    port = free_port()
+    acl_file = directory / "acls.toml"
+    acl_file.write_text(ACLS)
+    authorization = f"""
+[gateway.authorization]
+acls = "file"
+acl_file = "{acl_file}"
+super_users = ["User:gcadmin"]
+"""
+    log_topic = f"__gc_log_{uuid.uuid4().hex[:8]}"
+    config = sidecar_config(
+        directory / "sidecar.toml",
+        sasl_cluster.bootstrap,
+        port,
+        {"authentication": "required"},
+        authorization,
+        log_topic=log_topic,
+    )
+    running = Sidecar(config, port, directory / "sidecar.log", log_topic)
+    try:
+        yield running
+    finally:
+        running.stop()

@@ -1,0 +1,200 @@
+"""TEST FIXTURE: a SASL-enforcing front for the local broker (which cannot enforce SASL with memory storage).
+
+Behaves like Kafka's SaslServerAuthenticator on the wire: before authentication only ApiVersions,
+SaslHandshake (v1) and SaslAuthenticate are accepted, and any other request closes the connection;
+PLAIN and SCRAM-SHA-256/512 (verified with ``scramp``) are offered; a failed SaslAuthenticate is
+answered with SASL_AUTHENTICATION_FAILED and the connection is closed. After authentication, every
+request is relayed byte for byte to the broker behind it. It also records which principal sent
+which API, so tests can see what reached the "cluster" and as whom.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from scramp import ScramMechanism
+
+from coordinator.gateway.codec import decode_struct, encode_struct
+from coordinator.gateway.framing import decode_request_header, peek_request, produce_acks
+from coordinator.gateway.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
+from coordinator.gateway.messages.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from coordinator.gateway.protocol import decode_response, encode_response
+
+API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE, PRODUCE = 18, 17, 36, 0
+MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM = 58, 33
+
+
+class _Close(Exception):
+    pass
+
+
+@dataclass
+class SaslFront:
+    listen_port: int
+    broker: tuple[str, int]
+    users: dict[str, str]
+    # (principal or None, api key) for every request that reached the broker behind the front.
+    seen: list[tuple[str | None, int]] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._scram: dict[str, ScramMechanism] = {m: ScramMechanism(m) for m in MECHANISMS[1:]}
+        self._auth_info: dict[tuple[str, str], Any] = {
+            (mech, user): self._scram[mech].make_auth_info(password, iteration_count=4096)
+            for mech in self._scram
+            for user, password in self.users.items()
+        }
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="sasl-front", daemon=True)
+        self._server: asyncio.Server | None = None
+
+    def __enter__(self) -> SaslFront:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+        self.loop.close()
+
+    async def _start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.listen_port)
+
+    async def _stop(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in asyncio.all_tasks():
+            if task is not asyncio.current_task():
+                task.cancel()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        principal: str | None = None
+        mechanism: str | None = None
+        scram_server: Any = None
+        try:
+            while True:
+                try:
+                    prefix = await reader.readexactly(4)
+                    payload = await reader.readexactly(struct.unpack(">i", prefix)[0])
+                except asyncio.IncompleteReadError:
+                    return
+                key, version, correlation_id = peek_request(payload)
+                if key == SASL_HANDSHAKE:
+                    _, pos = decode_request_header(payload, 1)
+                    chosen = decode_struct(SaslHandshakeRequest, memoryview(payload)[pos:], version, False).mechanism
+                    ok = chosen in MECHANISMS
+                    mechanism = chosen if ok else None
+                    body = SaslHandshakeResponse(
+                        error_code=0 if ok else UNSUPPORTED_SASL_MECHANISM, mechanisms=list(MECHANISMS)
+                    )
+                    writer.write(_frame(correlation_id, SaslHandshakeResponse, version, body, False))
+                    await writer.drain()
+                    continue
+                if key == SASL_AUTHENTICATE:
+                    flexible = version >= 2
+                    _, pos = decode_request_header(payload, 2 if flexible else 1)
+                    token = decode_struct(SaslAuthenticateRequest, memoryview(payload)[pos:], version, flexible)
+                    reply, done, who = self._authenticate(mechanism, token.auth_bytes, scram_server)
+                    if isinstance(who, tuple):  # SCRAM: the server object for the next step
+                        scram_server, who = who
+                    writer.write(_frame(correlation_id, SaslAuthenticateResponse, version, reply, flexible))
+                    await writer.drain()
+                    if reply.error_code:
+                        self.failures.append(reply.error_message or "")
+                        return  # Kafka closes the connection after a failed authentication
+                    if done:
+                        principal = who
+                    continue
+                if key != API_VERSIONS and principal is None:
+                    return  # like Kafka: any other request before authentication closes the connection
+                if upstream is None:
+                    upstream = await asyncio.open_connection(*self.broker)
+                self.seen.append((principal, key))
+                up_reader, up_writer = upstream
+                up_writer.write(prefix + payload)
+                await up_writer.drain()
+                if key == PRODUCE and produce_acks(payload, version) == 0:
+                    continue
+                answer_prefix = await up_reader.readexactly(4)
+                answer = await up_reader.readexactly(struct.unpack(">i", answer_prefix)[0])
+                if key == API_VERSIONS:
+                    writer.write(_with_sasl_apis(answer, version))
+                else:
+                    writer.write(answer_prefix + answer)
+                await writer.drain()
+        except (ConnectionError, _Close):
+            return
+        finally:
+            if upstream is not None:
+                upstream[1].close()
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    def _authenticate(
+        self, mechanism: str | None, token: bytes, scram_server: Any
+    ) -> tuple[SaslAuthenticateResponse, bool, Any]:
+        def refuse(message: str) -> tuple[SaslAuthenticateResponse, bool, Any]:
+            return SaslAuthenticateResponse(error_code=SASL_AUTHENTICATION_FAILED, error_message=message), False, None
+
+        if mechanism is None:
+            return refuse("no SASL mechanism chosen")
+        if mechanism == "PLAIN":
+            parts = token.decode("utf-8", "replace").split("\x00")
+            if len(parts) == 3 and self.users.get(parts[1]) == parts[2] and parts[0] in ("", parts[1]):
+                return SaslAuthenticateResponse(), True, parts[1]
+            return refuse("Authentication failed: Invalid username or password")
+        try:
+            if scram_server is None:
+                named: list[str] = []
+
+                def lookup(user: str) -> Any:
+                    named.append(user)
+                    return self._auth_info[(mechanism, user)]
+
+                server = self._scram[mechanism].make_server(lookup)
+                server.set_client_first(token.decode("utf-8"))
+                first = SaslAuthenticateResponse(auth_bytes=server.get_server_first().encode())
+                return first, False, ((server, named[0]), None)
+            server, user = scram_server
+            server.set_client_final(token.decode("utf-8"))
+            reply = SaslAuthenticateResponse(auth_bytes=server.get_server_final().encode())
+            return reply, True, (None, user)
+        except Exception:
+            return refuse("Authentication failed during authentication due to invalid credentials with SASL mechanism")
+
+
+def _frame(correlation_id: int, cls: type, version: int, body: Any, flexible: bool) -> bytes:
+    out = bytearray(struct.pack(">i", correlation_id))
+    if flexible:
+        out.append(0)
+    encode_struct(body, version, flexible, out)
+    return struct.pack(">i", len(out)) + bytes(out)
+
+
+def _with_sasl_apis(answer: bytes, version: int) -> bytes:
+    try:
+        correlation_id, body = decode_response(API_VERSIONS, version, answer)
+    except ValueError:
+        return struct.pack(">i", len(answer)) + answer  # an error answer (e.g. unsupported version)
+    assert isinstance(body, ApiVersionsResponse)
+    keys = {k.api_key for k in body.api_keys}
+    for key, high in ((SASL_HANDSHAKE, 1), (SASL_AUTHENTICATE, 2)):
+        if key not in keys:
+            body.api_keys.append(ApiVersionsResponseApiVersion(api_key=key, min_version=0, max_version=high))
+    body.api_keys.sort(key=lambda k: k.api_key)
+    return encode_response(API_VERSIONS, version, correlation_id, body)

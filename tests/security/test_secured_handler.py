@@ -1,0 +1,120 @@
+"""SecuredHandler without a cluster: chunked batches that yield, and Produce topic parsing for the log-topic guard."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import uuid
+
+from coordinator.gateway import RequestContext
+from coordinator.gateway.codec import write_uvarint
+from coordinator.gateway.framing import RequestHeader, encode_request_header
+from coordinator.gateway.messages.describe_groups import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    DescribeGroupsResponseDescribedGroup,
+)
+from coordinator.gateway.protect import ProtectedTopics, produce_topics
+from coordinator.gateway.schema import Message
+from coordinator.service.secured_handler import CHUNK, SecuredHandler
+
+
+class CountingInner:
+    def __init__(self) -> None:
+        self.chunks: list[int] = []
+
+    async def handle(self, context: RequestContext, request: Message) -> Message:
+        assert isinstance(request, DescribeGroupsRequest)
+        self.chunks.append(len(request.groups))
+        return DescribeGroupsResponse(
+            groups=[DescribeGroupsResponseDescribedGroup(group_id=g, group_state="Empty") for g in request.groups]
+        )
+
+
+class NoTopics:
+    async def name_of(self, topic_id: uuid.UUID) -> str | None:
+        return None
+
+    async def id_of(self, name: str) -> str | None:
+        return None
+
+    async def uuid_of(self, name: str) -> uuid.UUID | None:
+        return None
+
+
+def test_large_describe_is_chunked_and_yields_to_other_clients() -> None:
+    inner = CountingInner()
+    handler = SecuredHandler(inner, NoTopics())
+    context = RequestContext(RequestHeader(15, 5, 1, "c"), "127.0.0.1", 1, 2)
+    groups = [f"g{i}" for i in range(CHUNK * 4 + 7)]
+    ticks: list[int] = []
+
+    async def other_client() -> None:
+        while True:
+            ticks.append(len(inner.chunks))
+            await asyncio.sleep(0)
+
+    async def main() -> Message:
+        bystander = asyncio.create_task(other_client())
+        try:
+            return await handler.handle(context, DescribeGroupsRequest(groups=list(groups)))
+        finally:
+            bystander.cancel()
+
+    answer = asyncio.run(main())
+    assert isinstance(answer, DescribeGroupsResponse)
+    assert [g.group_id for g in answer.groups] == groups
+    assert inner.chunks == [CHUNK] * 4 + [7]
+    # The other task ran between chunks, not only before or after the whole request.
+    assert len(set(ticks) & {1, 2, 3, 4}) >= 3
+
+
+def _produce(version: int, topics: list[str]) -> bytes:
+    flexible = version >= 9
+    out = bytearray()
+    encode_request_header(RequestHeader(0, version, 1, "p"), 2 if flexible else 1, out)
+
+    def string(value: str) -> None:
+        raw = value.encode()
+        if flexible:
+            write_uvarint(out, len(raw) + 1)
+        else:
+            out.extend(struct.pack(">h", len(raw)))
+        out.extend(raw)
+
+    if version >= 3:
+        string("txn")
+    out.extend(struct.pack(">hi", 1, 1000))
+    count = len(topics)
+    if flexible:
+        write_uvarint(out, count + 1)
+    else:
+        out.extend(struct.pack(">i", count))
+    for name in topics:
+        string(name)
+        records = b"__gc_log_in_the_payload" * 3  # record bytes naming the topic do not count
+        if flexible:
+            write_uvarint(out, 2)
+            out.extend(struct.pack(">i", 0))
+            write_uvarint(out, len(records) + 1)
+            out.extend(records)
+            out.append(0)
+            out.append(0)
+        else:
+            out.extend(struct.pack(">i", 1))
+            out.extend(struct.pack(">i", 0))
+            out.extend(struct.pack(">i", len(records)))
+            out.extend(records)
+    if flexible:
+        out.append(0)
+    return bytes(out)
+
+
+def test_produce_topics_are_parsed_past_the_records() -> None:
+    guard = ProtectedTopics(["__gc_log"])
+    for version in (3, 7, 9, 11):
+        payload = _produce(version, ["orders", "__gc_log"])
+        assert produce_topics(payload, version) == (["orders", "__gc_log"], [])
+        assert guard.in_produce(payload, version)
+        innocent = _produce(version, ["orders"])
+        assert not guard.in_produce(innocent, version)
