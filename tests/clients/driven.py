@@ -56,6 +56,7 @@ class Driver:
         self.ownership = Ownership()
         self.members: dict[str, DrivenMember] = {}
         self.errors: list[str] = []
+        self.raw: list[str] = []  # every event line, for failure messages
         self.log = log
         self._events: queue.Queue[str | None] = queue.Queue()
         self._stderr = open(log, "w")  # noqa: SIM115 - closed in stop()
@@ -108,6 +109,7 @@ class Driver:
                 return
 
     def _apply(self, line: str) -> None:
+        self.raw.append(line.rstrip("\n"))
         try:
             event: dict[str, Any] = json.loads(line)
         except json.JSONDecodeError:
@@ -117,6 +119,9 @@ class Driver:
         if kind == "ready":
             self._ready = True
             return
+        if kind == "error":
+            self.errors.append(f"{event.get('member')}: {event['error']}")
+            raise AssertionError(f"{self.errors[-1]}\n{self.tail()}")
         member = self.members[event["member"]]
         partitions = [int(p) for p in event.get("partitions", [])]
         offsets = {int(p): int(o) for p, o in event.get("offsets", {}).items()}
@@ -145,9 +150,11 @@ class Driver:
             member.view = set(partitions)
         elif kind == "left":
             member.left = True
-        elif kind == "error":
-            self.errors.append(f"{member.name}: {event['error']}")
-            raise AssertionError(f"{self.errors[-1]}\n{self.tail()}")
+
+    def describe(self) -> str:
+        """The ownership history, the last events and the driver's log, for a failure message."""
+        events = "\n".join(self.raw[-60:])
+        return f"{self.ownership.describe()}\nlast events:\n{events}\ndriver log:\n{self.tail()}"
 
     def tail(self) -> str:
         self._stderr.flush()
@@ -184,9 +191,7 @@ class Driver:
             wait_for(until, PHASE_TIMEOUT, what, self.pump)
         except AssertionError as exc:
             views = {m.name: sorted(m.view) for m in self.live()}
-            raise AssertionError(
-                f"{exc}\nclient views={views}\n{self.ownership.describe()}\ndriver log:\n{self.tail()}"
-            ) from None
+            raise AssertionError(f"{exc}\nclient views={views}\n{self.describe()}") from None
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -229,8 +234,8 @@ def run_group_scenario(
     for i in range(3):
         driver.join(f"m{i}")
     driver.wait(caught_up_and_settled(expected), "three members to settle")
-    assert ownership.violations == [], ownership.describe()
-    assert sorted(len(ownership.of(f"m{i}")) for i in range(3)) == [2, 2, 2], ownership.describe()
+    assert ownership.violations == [], driver.describe()
+    assert sorted(len(ownership.of(f"m{i}")) for i in range(3)) == [2, 2, 2], driver.describe()
 
     # 2. A fourth member joins while records keep arriving.
     before = {m.name: ownership.of(m.name) for m in driver.live()}
@@ -239,16 +244,16 @@ def run_group_scenario(
     arriving = produce(sidecar_bootstrap, topic, PER_PARTITION, PARTITIONS, "b")
     expected |= arriving
     driver.wait(caught_up_and_settled(expected), "the fourth member to settle")
-    assert ownership.violations == [], ownership.describe()
+    assert ownership.violations == [], driver.describe()
     after = {m.name: ownership.of(m.name) for m in driver.live()}
-    assert after["m3"], ownership.describe()
+    assert after["m3"], driver.describe()
     if incremental:
         for name, kept in before.items():
             # Only shrinks: nothing new, and what it keeps was never revoked in between.
-            assert after[name] <= kept, ownership.describe()
-            assert ownership.since(mark, name, "assign") == set(), ownership.describe()
-            assert ownership.since(mark, name, "revoke") == kept - after[name], ownership.describe()
-            assert ownership.since(mark, name, "lost") == set(), ownership.describe()
+            assert after[name] <= kept, driver.describe()
+            assert ownership.since(mark, name, "assign") == set(), driver.describe()
+            assert ownership.since(mark, name, "revoke") == kept - after[name], driver.describe()
+            assert ownership.since(mark, name, "lost") == set(), driver.describe()
             # It kept consuming its partitions through the rebalance.
             assert {r for r in arriving if r[0] in after[name]} <= set(driver.members[name].records)
 
@@ -257,17 +262,17 @@ def run_group_scenario(
     before = {m.name: ownership.of(m.name) for m in driver.live() if m.name != "m0"}
     mark = len(ownership.history)
     driver.leave("m0")
-    assert ownership.of("m0") == set(), ownership.describe()
+    assert ownership.of("m0") == set(), driver.describe()
     expected |= produce(sidecar_bootstrap, topic, PER_PARTITION, PARTITIONS, "c")
     driver.wait(caught_up_and_settled(expected), "the leave to settle")
-    assert ownership.violations == [], ownership.describe()
+    assert ownership.violations == [], driver.describe()
     after = {m.name: ownership.of(m.name) for m in driver.live()}
     assert gone <= set().union(*after.values())
     if incremental:
         for name, kept in before.items():
-            assert kept <= after[name], ownership.describe()
-            assert ownership.since(mark, name, "revoke") == set(), ownership.describe()
-            assert ownership.since(mark, name, "lost") == set(), ownership.describe()
+            assert kept <= after[name], driver.describe()
+            assert ownership.since(mark, name, "revoke") == set(), driver.describe()
+            assert ownership.since(mark, name, "lost") == set(), driver.describe()
 
     # 4. Everything consumed and committed, and the commits read back through the sidecar.
     errors = [e for m in driver.members.values() for e in m.commit_errors]
@@ -286,6 +291,6 @@ def run_group_scenario(
     fresh = driver.join("m4")
     driver.wait(lambda: len(fresh.records) >= len(later) and not driver.pending(), "the new member to catch up")
     assert sorted(fresh.records) == sorted(later)
-    assert ownership.violations == [], ownership.describe()
+    assert ownership.violations == [], driver.describe()
     high = {p: max(o for q, o in later if q == p) + 1 for p in range(PARTITIONS)}
     assert committed_offsets(sidecar_bootstrap, group, topic, PARTITIONS) == high
