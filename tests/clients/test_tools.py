@@ -1,9 +1,7 @@
-"""kafka-python, the admin clients and kcat through the gateway."""
+"""kafka-python and the admin clients through the gateway (kcat: test_kcat.py)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -341,54 +339,3 @@ def test_offset_delete_refused_while_a_member_subscribes(
             assert {(tp.topic, tp.partition): om.offset for tp, om in left.items()} == {(subscribed, 1): 3}, kind
     finally:
         admin.close()
-
-
-def kcat_binary() -> str:
-    found = shutil.which("kcat") or shutil.which("kafkacat")
-    if found is None:
-        pytest.skip("kcat is not installed (apt-get install kcat); the kcat check needs the real binary")
-    return found
-
-
-def test_kcat_balanced_consumer(bootstrap: str, sidecar: ServeProcess, unique_name: str) -> None:
-    kcat = kcat_binary()
-    topic, group = unique_name, f"{unique_name}-kcat"
-    create_topic(bootstrap, topic, 3)
-    expected = produce(sidecar.bootstrap, topic, 10, 3)
-    # kcat's own librdkafka speaks the classic protocol; -c makes it exit (and commit) after N records.
-    out = subprocess.run(
-        [
-            kcat,
-            "-b",
-            sidecar.bootstrap,
-            "-G",
-            group,
-            "-X",
-            "auto.offset.reset=earliest",
-            "-X",
-            "session.timeout.ms=6000",
-            "-X",
-            "heartbeat.interval.ms=500",
-            "-q",
-            "-f",
-            "%p %o %s\\n",
-            "-c",
-            str(len(expected)),
-            topic,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    assert out.returncode == 0, out.stderr
-    consumed = {(int(p), int(o)) for p, o, _ in (line.split(" ", 2) for line in out.stdout.splitlines())}
-    assert consumed == expected
-    # kcat committed what it consumed when it closed.
-    from confluent_kafka import Consumer
-
-    reader = Consumer({"bootstrap.servers": sidecar.bootstrap, "group.id": group})
-    try:
-        committed = reader.committed([TopicPartition(topic, p) for p in range(3)], timeout=10)
-        assert {tp.partition: tp.offset for tp in committed} == {p: 10 for p in range(3)}
-    finally:
-        reader.close()
