@@ -141,3 +141,27 @@ def read_range(config: Mapping[str, Any], topic: str, partition: int, start: int
                 yield msg
     finally:
         consumer.close()
+
+
+def topic_names(config: Mapping[str, Any], timeout: float = 30.0) -> dict[str, str]:
+    """Topic id (the log's string form, url-safe base64) -> topic name, for every topic of the cluster."""
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AdminClient
+
+    from coordinator.service.metadata_cache import _uuid_from_client, topic_id_string
+
+    admin = AdminClient(dict(config))
+    try:
+        names = [n for n, t in admin.list_topics(timeout=timeout).topics.items() if t.error is None]
+    except KafkaException as exc:
+        raise ClusterError(f"cannot list topics: {exc.args[0]}") from None
+    out: dict[str, str] = {}
+    if not names:
+        return out
+    for name, future in admin.describe_topics(TopicCollection(names)).items():
+        try:
+            described = future.result(timeout=timeout)
+        except KafkaException:
+            continue  # deleted meanwhile: its id stays unnamed
+        out[topic_id_string(_uuid_from_client(described.topic_id))] = name
+    return out
