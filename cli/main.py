@@ -19,6 +19,7 @@ from cli.admin import groups_app, offsets_app
 from cli.common import CliError, report
 from cli.log import log_app
 from cli.migrate import migrate_app
+from cli.pipeline import pipeline_app
 from coordinator.config import ConfigError, Settings, load_settings
 from deploy.local_broker import BrokerStartError, LocalBroker, parse_hostport
 
@@ -49,6 +50,7 @@ app.add_typer(groups_app, name="groups")
 app.add_typer(offsets_app, name="offsets")
 app.add_typer(log_app, name="log")
 app.add_typer(migrate_app, name="migrate")
+app.add_typer(pipeline_app, name="pipeline")
 err = Console(stderr=True)
 
 

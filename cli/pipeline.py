@@ -1,0 +1,314 @@
+"""``groupcoord pipeline``: Spark jobs over the coordinator log (needs the ``spark`` extra and Java 17+).
+
+Every job reads the log topic straight from the backing cluster (``-b``), so it works whether a
+coordinator runs or not; ``import`` is the one that talks to a running sidecar (``--sidecar``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pipeline_app = typer.Typer(help="Spark jobs over the coordinator log: snapshot, audit, lag, history, import.")
+out = Console()
+err = Console(stderr=True)
+
+Bootstrap = Annotated[str, typer.Option("--bootstrap-servers", "-b", help="The backing cluster (where the log is).")]
+CommandConfig = Annotated[
+    Path | None, typer.Option("--command-config", help="librdkafka properties file (TLS/SASL settings).")
+]
+Master = Annotated[
+    str | None, typer.Option("--master", help="Spark master (default local[*]; spark-submit's when run under it).")
+]
+LogTopic = Annotated[str, typer.Option("--topic", help="Log topic.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _config(bootstrap: str, command_config: Path | None) -> dict[str, str]:
+    from pipeline.cluster import ClusterError, read_properties
+
+    settings: dict[str, str] = {}
+    if command_config is not None:
+        try:
+            settings.update(read_properties(command_config))
+        except ClusterError as exc:
+            _fail(str(exc))
+    settings["bootstrap.servers"] = bootstrap
+    return settings
+
+
+@contextmanager
+def _spark(master: str | None, quiet: bool) -> Iterator[SparkSession]:
+    import os
+
+    try:
+        from pipeline.source import session
+    except ImportError:
+        _fail("the pipeline needs the spark extra: pip install 'groupcoord[spark]' (and Java 17+)")
+    # Under spark-submit the master comes from spark-submit itself.
+    if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        master = "local[*]"
+    from pyspark.sql import SparkSession
+
+    # A session already running in this process (a notebook, the tests) is used and left running.
+    owned = SparkSession.getActiveSession() is None
+    if not quiet:
+        err.print(f"starting Spark ({master or 'from spark-submit'})", highlight=False)
+    try:
+        spark = session(master)
+    except Exception as exc:  # no Java, bad master URL: one line, not a JVM trace
+        _fail(f"cannot start Spark: {str(exc).splitlines()[0] if str(exc) else exc!r}")
+    try:
+        yield spark
+    except typer.Exit:
+        raise
+    except Exception as exc:
+        _fail(_one_line(exc))
+    finally:
+        if owned:
+            spark.stop()
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    for line in text.splitlines():
+        for marker in ("ClusterError: ", "RecordDecodeError: "):
+            if marker in line:
+                return line.split(marker, 1)[1]
+    return text.splitlines()[0] if text else repr(exc)
+
+
+def _step(quiet: bool, message: str) -> None:
+    if not quiet:
+        err.print(f"• {message}", highlight=False)
+
+
+def _table(title: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
+    table = Table(title=title)
+    for c in columns:
+        table.add_column(c)
+    for r in rows:
+        table.add_row(*("" if r.get(c) is None else str(r.get(c)) for c in columns))
+    out.print(table)
+
+
+def _jsonable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()} for r in rows]
+
+
+@pipeline_app.command()
+def snapshot(
+    out_dir: Annotated[str, typer.Option("--out", help="Directory for the tables (DIR/offsets, DIR/groups, ...).")],
+    bootstrap: Bootstrap,
+    fmt: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
+    command_config: CommandConfig = None,
+    master: Master = None,
+    topic: LogTopic = "__group_coordinator_log",
+    as_json: AsJson = False,
+) -> None:
+    """The current state of every group, computed from the log with the runtime's replay rules."""
+    if fmt not in ("parquet", "csv"):
+        _fail(f"--format must be parquet or csv, got {fmt!r}")
+    config = _config(bootstrap, command_config)
+    from pipeline.cluster import topic_names
+    from pipeline.jobs import load_log, snapshot_tables, with_status, write_tables
+
+    with _spark(master, as_json) as spark:
+        _step(as_json, f"reading {topic} from {bootstrap}")
+        status_log = with_status(load_log(spark, config, topic)).persist()
+        records = status_log.count()
+        _step(as_json, f"{records} records read; resolving topic ids")
+        names = topic_names(config)
+        _step(as_json, f"writing tables to {out_dir} ({fmt})")
+        counts = write_tables(snapshot_tables(spark, status_log, names), out_dir, fmt)
+    summary = {"records": records, "out": out_dir, "format": fmt, "tables": counts}
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    _table(
+        f"snapshot of {records} log records -> {out_dir}",
+        [{"table": k, "rows": v} for k, v in counts.items()],
+        ["table", "rows"],
+    )
+
+
+@pipeline_app.command()
+def audit(
+    bootstrap: Bootstrap,
+    command_config: CommandConfig = None,
+    master: Master = None,
+    topic: LogTopic = "__group_coordinator_log",
+    as_json: AsJson = False,
+) -> None:
+    """Check DESIGN.md's invariants across the whole log; exit code 1 if any is violated."""
+    config = _config(bootstrap, command_config)
+    from pipeline.jobs import audit as run_audit
+    from pipeline.jobs import load_log, with_status
+
+    with _spark(master, as_json) as spark:
+        _step(as_json, f"auditing {topic} on {bootstrap}")
+        status_log = with_status(load_log(spark, config, topic)).persist()
+        records = status_log.count()
+        violations = [r.asDict() for r in run_audit(status_log).collect()]
+    if as_json:
+        print(json.dumps({"records": records, "violations": violations}, indent=2))
+    elif violations:
+        _table(
+            f"{len(violations)} violations in {records} records",
+            violations,
+            ["check", "group_id", "partition", "offset", "detail"],
+        )
+    else:
+        out.print(f"ok: {records} records, no violations")
+    if violations:
+        raise typer.Exit(1)
+
+
+@pipeline_app.command()
+def lag(
+    bootstrap: Bootstrap,
+    command_config: CommandConfig = None,
+    master: Master = None,
+    topic: LogTopic = "__group_coordinator_log",
+    group: Annotated[str | None, typer.Option("--group", help="Only this group.")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Committed offsets against the data topics' end offsets, per partition and per group."""
+    config = _config(bootstrap, command_config)
+    from pyspark.sql import functions as F
+
+    from pipeline.jobs import lag as run_lag
+    from pipeline.jobs import load_log, snapshot_tables, with_status
+
+    with _spark(master, as_json) as spark:
+        _step(as_json, f"reading {topic} from {bootstrap}")
+        status_log = with_status(load_log(spark, config, topic)).persist()
+        offsets = snapshot_tables(spark, status_log, {})["offsets"]
+        if group is not None:
+            offsets = offsets.where(F.col("group_id") == group)
+        _step(as_json, "reading end offsets of the data topics")
+        result = run_lag(spark, offsets, config)
+    if as_json:
+        print(json.dumps({"partitions": result.rows, "groups": result.totals}, indent=2))
+        return
+    _table(
+        "lag per partition", result.rows, ["group_id", "topic", "partition", "committed_offset", "end_offset", "lag"]
+    )
+    _table("lag per group", result.totals, ["group_id", "partitions", "total_lag"])
+
+
+@pipeline_app.command()
+def history(
+    group: Annotated[str, typer.Option("--group", help="Group id.")],
+    bootstrap: Bootstrap,
+    command_config: CommandConfig = None,
+    master: Master = None,
+    topic: LogTopic = "__group_coordinator_log",
+    as_json: AsJson = False,
+) -> None:
+    """Timeline of one group: epochs, members joining and leaving, assignments, commits per minute."""
+    config = _config(bootstrap, command_config)
+    from pipeline.jobs import history as run_history
+    from pipeline.jobs import load_log, with_status
+
+    with _spark(master, as_json) as spark:
+        _step(as_json, f"reading {topic} from {bootstrap}")
+        events, commits = run_history(with_status(load_log(spark, config, topic)), group)
+    if as_json:
+        print(json.dumps({"group": group, "events": events, "commits_per_minute": commits}, indent=2))
+        return
+    if not events and not commits:
+        _fail(f"no records of group {group!r} in {topic}", 1)
+    _table(f"history of {group}", events, ["time", "offset", "event", "member", "detail"])
+    _table("commits per minute", commits, ["minute", "commits", "partitions"])
+
+
+def _read_offsets(source: Path, master: str | None, quiet: bool) -> list[tuple[str, str, int, int, str]]:
+    """(group, topic, partition, offset, metadata) from a snapshot directory or a CSV file."""
+    if source.is_file():
+        rows: list[tuple[str, str, int, int, str]] = []
+        with source.open(newline="") as f:
+            for number, fields in enumerate(csv.reader(f), 1):
+                if not fields or (number == 1 and not fields[-1].strip().lstrip("-").isdigit()):
+                    continue  # blank line or header
+                if len(fields) < 4:
+                    _fail(f"{source}:{number}: expected group,topic,partition,offset")
+                try:
+                    rows.append((fields[0], fields[1], int(fields[2]), int(fields[3]), ""))
+                except ValueError:
+                    _fail(f"{source}:{number}: partition and offset must be numbers")
+        return rows
+    table = source / "offsets" if (source / "offsets").is_dir() else source
+    if not table.is_dir():
+        _fail(f"{source}: neither a CSV file nor a snapshot directory with an offsets table")
+    with _spark(master, quiet) as spark:
+        parquet = any(p.suffix == ".parquet" for p in table.iterdir())
+        reader = spark.read if parquet else spark.read.option("header", True).option("inferSchema", True)
+        df = reader.parquet(str(table)) if parquet else reader.csv(str(table))
+        return [
+            (r.group_id, r.topic, int(r.partition), int(r.committed_offset), r.metadata or "")
+            for r in df.select("group_id", "topic", "partition", "committed_offset", "metadata").collect()
+        ]
+
+
+@pipeline_app.command("import")
+def import_offsets(
+    source: Annotated[Path, typer.Option("--from", help="A snapshot directory (its offsets table) or a CSV file.")],
+    sidecar: Annotated[str, typer.Option("--sidecar", "-s", help="The running sidecar's HOST:PORT.")],
+    execute: Annotated[bool, typer.Option("--execute", help="Commit (default: dry run).")] = False,
+    batch_size: Annotated[int, typer.Option(help="Partitions per OffsetCommit.", min=1)] = 500,
+    command_config: CommandConfig = None,
+    master: Master = None,
+    as_json: AsJson = False,
+) -> None:
+    """Bulk-load offsets into a running sidecar through its OffsetCommit path (groups with members refused)."""
+    from pipeline.importer import ImportError_, import_plan, run_import
+
+    if not source.exists():
+        _fail(f"{source}: no such file or directory")
+    rows = _read_offsets(source, master, as_json)
+    config = _config(sidecar, command_config)
+    by_group: dict[str, list[tuple[str, int, int, str]]] = defaultdict(list)
+    for g, t, p, o, m in rows:
+        by_group[g].append((t, p, o, m))
+    try:
+        plan = import_plan(config, by_group)
+        result = run_import(config, plan, batch_size) if execute else None
+    except ImportError_ as exc:
+        _fail(str(exc))
+    summary = [
+        {
+            "group": g.group,
+            "partitions": len(g.offsets),
+            "action": g.refusal or ("committed" if execute else "would commit"),
+            "failed": (result or {}).get(g.group, 0),
+        }
+        for g in plan
+    ]
+    if as_json:
+        print(json.dumps({"executed": execute, "groups": summary}, indent=2))
+    else:
+        _table(
+            "import" + ("" if execute else " (dry run: add --execute to commit)"),
+            summary,
+            ["group", "partitions", "action", "failed"],
+        )
+    if any(g.refusal for g in plan) or any((result or {}).values()):
+        raise typer.Exit(1)

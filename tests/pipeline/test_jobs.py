@@ -1,0 +1,282 @@
+"""The pipeline jobs against a log written by a real coordinator, checked against that coordinator's answers."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer
+from confluent_kafka.admin import AdminClient
+from pyspark.sql import SparkSession
+from typer.testing import CliRunner
+
+from cli.main import app
+from coordinator.runtime.headers import make_headers
+from pipeline.cluster import read_range, topic_names, watermarks
+from pipeline.jobs import audit, history, lag, load_log, snapshot_tables, with_status, write_tables
+from records import RecordType, encode_key, encode_value
+from records.definitions import (
+    ConsumerGroupMemberKey,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupTargetAssignmentMemberValue,
+    TopicPartitions,
+)
+from tests.clients.support import create_topic, wait_for
+from tests.pipeline.conftest import DATA_PARTITIONS, LOG_PARTITIONS, PER_PARTITION, WrittenLog
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+runner = CliRunner()
+
+
+def _admin(wl: WrittenLog) -> AdminClient:
+    return AdminClient({"bootstrap.servers": wl.sidecar})
+
+
+def _offset_fetch(admin: AdminClient, group: str) -> dict[tuple[str, int], int]:
+    result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=30)[group]
+    return {(tp.topic, tp.partition): tp.offset for tp in result.result(30).topic_partitions if tp.offset >= 0}
+
+
+def _status_log(spark: SparkSession, wl: WrittenLog, topic: str | None = None):  # type: ignore[no-untyped-def]
+    return with_status(load_log(spark, {"bootstrap.servers": wl.bootstrap}, topic or wl.log_topic))
+
+
+def test_snapshot_equals_what_the_coordinator_serves(
+    spark: SparkSession, written_log: WrittenLog, tmp_path: Path
+) -> None:
+    wl = written_log
+    counts = write_tables(
+        snapshot_tables(spark, _status_log(spark, wl), topic_names({"bootstrap.servers": wl.bootstrap})),
+        str(tmp_path),
+        "parquet",
+    )
+    assert set(counts) == {"offsets", "groups", "members", "target_assignments", "current_assignments"}
+    tables = {name: spark.read.parquet(str(tmp_path / name)).collect() for name in counts}
+    admin = _admin(wl)
+    groups = [wl.live_group, wl.gone_group, wl.classic_group]
+
+    # Offsets: exactly what OffsetFetch answers, for every group.
+    for g in groups:
+        mine = {(r.topic, r.partition): r.committed_offset for r in tables["offsets"] if r.group_id == g}
+        assert mine == _offset_fetch(admin, g), g
+        assert len(mine) == DATA_PARTITIONS
+
+    # Groups, members and assignments: what ConsumerGroupDescribe / DescribeGroups answer.
+    described = {g: f.result(30) for g, f in admin.describe_consumer_groups(groups, request_timeout=30).items()}
+    snap_groups = {r.group_id: r for r in tables["groups"] if r.group_id in groups}
+    assert set(snap_groups) == set(groups)
+    for g in groups:
+        d = described[g]
+        assert snap_groups[g].state.lower() == d.state.name.lower(), g
+        assert snap_groups[g].members == len(d.members), g
+        assert snap_groups[g].type == ("classic" if g == wl.classic_group else "consumer")
+        members = {r.member_id for r in tables["members"] if r.group_id == g}
+        assert members == {m.member_id for m in d.members}, g
+        owned = {
+            (r.member_id, r.topic, r.partition)
+            for r in tables["current_assignments"]
+            if r.group_id == g and not r.pending_revocation
+        }
+        assert owned == {
+            (m.member_id, tp.topic, tp.partition) for m in d.members for tp in m.assignment.topic_partitions
+        }, g
+    live = snap_groups[wl.live_group]
+    assert live.state == "Stable" and live.members == 2 and live.group_epoch == live.assignment_epoch
+    # A stable group's target assignment is what its members own.
+    target = {(r.member_id, r.topic, r.partition) for r in tables["target_assignments"] if r.group_id == wl.live_group}
+    owned_live = {
+        (r.member_id, r.topic, r.partition) for r in tables["current_assignments"] if r.group_id == wl.live_group
+    }
+    assert target == owned_live and len(target) == DATA_PARTITIONS
+
+
+def test_snapshot_cli_writes_csv(spark: SparkSession, written_log: WrittenLog, tmp_path: Path) -> None:
+    wl = written_log
+    result = runner.invoke(
+        app,
+        [
+            "pipeline",
+            "snapshot",
+            "-b",
+            wl.bootstrap,
+            "--topic",
+            wl.log_topic,
+            "--out",
+            str(tmp_path),
+            "--format",
+            "csv",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["tables"]["offsets"] >= 3 * DATA_PARTITIONS
+    header = next((tmp_path / "offsets").glob("*.csv")).read_text().splitlines()[0]
+    assert header.startswith("group_id,topic,partition,committed_offset")
+
+
+def test_audit_passes_on_the_real_log(spark: SparkSession, written_log: WrittenLog) -> None:
+    assert audit(_status_log(spark, written_log)).collect() == []
+
+
+def _forge(wl: WrittenLog) -> tuple[str, int, int]:
+    """A copy of the live group's log partition plus two forged records; (topic, offset1, offset2)."""
+    from coordinator.service.partitioning import partition_for
+
+    source = partition_for(wl.live_group, LOG_PARTITIONS)
+    config = {"bootstrap.servers": wl.bootstrap}
+    end = watermarks(config, [(wl.log_topic, source)])[(wl.log_topic, source)][1]
+    topic = f"gc-pl-forged-{uuid.uuid4().hex[:8]}"
+    create_topic(wl.bootstrap, topic, 1)
+    producer = Producer({"bootstrap.servers": wl.bootstrap, "enable.idempotence": True})
+    shard_epoch = 0
+    group_epoch = 0
+    target_of_a: ConsumerGroupTargetAssignmentMemberValue | None = None
+    member_a = ""
+    from records import decode
+
+    for msg in read_range(config, wl.log_topic, source, 0, end):
+        producer.produce(topic, key=msg.key(), value=msg.value(), headers=msg.headers(), partition=0)
+        rec = decode(msg.key(), msg.value())
+        if rec.type == RecordType.SHARD_EPOCH and rec.value is not None:
+            shard_epoch = rec.value.epoch
+        if rec.value is not None and getattr(rec.key, "group", None) == wl.live_group:
+            if rec.type == RecordType.CONSUMER_GROUP_METADATA:
+                group_epoch = rec.value.epoch
+            if rec.type == RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER and rec.value.topic_partitions:
+                target_of_a, member_a = rec.value, rec.key.member_id
+    assert producer.flush(30) == 0 and target_of_a is not None and group_epoch > 1
+    offsets: list[int] = []
+
+    def delivered(err: object, msg: object) -> None:
+        assert err is None
+        offsets.append(msg.offset())  # type: ignore[attr-defined]
+
+    # 1. A member nobody has heard of is given the partitions member A already has.
+    stolen = ConsumerGroupTargetAssignmentMemberValue(
+        [TopicPartitions(tp.topic_id, tp.partitions) for tp in target_of_a.topic_partitions]
+    )
+    producer.produce(
+        topic,
+        key=encode_key(
+            RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, ConsumerGroupMemberKey(wl.live_group, "forged-member")
+        ),
+        value=encode_value(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, stolen),
+        headers=make_headers(shard_epoch, 0, 1),
+        partition=0,
+        on_delivery=delivered,
+    )
+    producer.flush(30)
+    # 2. The group epoch goes back by one.
+    producer.produce(
+        topic,
+        key=encode_key(RecordType.CONSUMER_GROUP_METADATA, ConsumerGroupMetadataKey(wl.live_group)),
+        value=encode_value(RecordType.CONSUMER_GROUP_METADATA, ConsumerGroupMetadataValue(group_epoch - 1)),
+        headers=make_headers(shard_epoch, 0, 1),
+        partition=0,
+        on_delivery=delivered,
+    )
+    assert producer.flush(30) == 0 and len(offsets) == 2
+    assert member_a
+    return topic, offsets[0], offsets[1]
+
+
+def test_audit_names_forged_records(spark: SparkSession, written_log: WrittenLog) -> None:
+    wl = written_log
+    topic, stolen_at, backwards_at = _forge(wl)
+    found = {(v.check, v.group_id, v.offset) for v in audit(_status_log(spark, wl, topic)).collect()}
+    # The epoch going back also leaves the members above their group's epoch: named at the same record.
+    assert found == {
+        ("partition-two-members", wl.live_group, stolen_at),
+        ("epoch-backwards", wl.live_group, backwards_at),
+        ("member-epoch-above-group", wl.live_group, backwards_at),
+    }
+    result = runner.invoke(app, ["pipeline", "audit", "-b", wl.bootstrap, "--topic", topic, "--json"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert {(v["check"], v["offset"]) for v in report["violations"]} == {
+        ("partition-two-members", stolen_at),
+        ("epoch-backwards", backwards_at),
+        ("member-epoch-above-group", backwards_at),
+    }
+
+
+def test_lag_matches_offset_fetch_and_high_watermarks(spark: SparkSession, written_log: WrittenLog) -> None:
+    wl = written_log
+    producer = Producer({"bootstrap.servers": wl.bootstrap})
+    extra = {0: 3, 1: 1}
+    for p, n in extra.items():
+        for i in range(n):
+            producer.produce(wl.data_topic, value=f"late-{i}".encode(), partition=p)
+    assert producer.flush(30) == 0
+    config = {"bootstrap.servers": wl.bootstrap}
+    offsets = snapshot_tables(spark, _status_log(spark, wl), {})["offsets"]
+    result = lag(spark, offsets, config)
+    admin = _admin(wl)
+    for g in (wl.live_group, wl.gone_group, wl.classic_group):
+        fetched = _offset_fetch(admin, g)
+        expected = {
+            (wl.data_topic, p): PER_PARTITION + extra.get(p, 0) - fetched[(wl.data_topic, p)]
+            for p in range(DATA_PARTITIONS)
+        }
+        mine = {(r["topic"], r["partition"]): r["lag"] for r in result.rows if r["group_id"] == g}
+        assert mine == expected, g
+        total = next(t for t in result.totals if t["group_id"] == g)
+        assert total["total_lag"] == sum(expected.values()) == sum(extra.values())
+
+
+def test_history_of_a_group(spark: SparkSession, written_log: WrittenLog) -> None:
+    wl = written_log
+    status_log = _status_log(spark, wl)
+    events, commits = history(status_log, wl.gone_group)
+    kinds = [e["event"] for e in events]
+    assert "epoch" in kinds and "target-assignment" in kinds
+    joined = [e for e in events if e["event"] == "member-joined"]
+    left = [e for e in events if e["event"] == "member-left"]
+    assert len(joined) == 1 and "gone-a" in joined[0]["detail"]
+    assert len(left) == 1 and left[0]["member"] == joined[0]["member"]
+    assert joined[0]["offset"] < left[0]["offset"]
+    commit_records = status_log.where(
+        (status_log.group_id == wl.gone_group) & (status_log.record_type == "OFFSET_COMMIT") & ~status_log.tombstone
+    ).count()
+    assert sum(c["commits"] for c in commits) == commit_records > 0
+    result = runner.invoke(
+        app, ["pipeline", "history", "--group", wl.classic_group, "-b", wl.bootstrap, "--topic", wl.log_topic, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert any(e["event"] == "generation" for e in report["events"])
+
+
+def test_import_commits_through_the_sidecar(written_log: WrittenLog, tmp_path: Path) -> None:
+    wl = written_log
+    group = f"gc-pl-import-{uuid.uuid4().hex[:8]}"
+    wanted = {p: 10 + p for p in range(DATA_PARTITIONS)}
+    source = tmp_path / "offsets.csv"
+    source.write_text(
+        "group,topic,partition,offset\n"
+        + "".join(f"{group},{wl.data_topic},{p},{o}\n" for p, o in wanted.items())
+        + f"{wl.live_group},{wl.data_topic},0,1\n"
+    )
+    admin = _admin(wl)
+    dry = runner.invoke(app, ["pipeline", "import", "--from", str(source), "-s", wl.sidecar, "--json"])
+    assert dry.exit_code == 1, dry.output  # the live group is refused
+    plan = {g["group"]: g for g in json.loads(dry.stdout)["groups"]}
+    assert plan[group]["action"] == "would commit" and plan[group]["partitions"] == DATA_PARTITIONS
+    assert plan[wl.live_group]["action"].startswith("refused")
+    assert _offset_fetch(admin, group) == {}
+    before_live = _offset_fetch(admin, wl.live_group)
+    done = runner.invoke(
+        app, ["pipeline", "import", "--from", str(source), "-s", wl.sidecar, "--execute", "--batch-size", "3"]
+    )
+    assert done.exit_code == 1, done.output  # still refusing the live group, the rest is committed
+    assert "committed" in done.output, done.output
+    wait_for(
+        lambda: _offset_fetch(admin, group) == {(wl.data_topic, p): o for p, o in wanted.items()},
+        10,
+        "imported offsets",
+    )
+    assert _offset_fetch(admin, wl.live_group) == before_live
