@@ -6,7 +6,7 @@ Converts the gateway's wire messages to the service's models and back; holds no 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from coordinator.errors import ErrorCode
@@ -68,71 +68,64 @@ class CoordinatorApiHandler:
     async def offset_commit(
         self, context: RequestContext, request: wire_commit.OffsetCommitRequest
     ) -> wire_commit.OffsetCommitResponse:
-        topics = []
-        unknown: list[wire_commit.OffsetCommitRequestTopic] = []
+        """Topic identity is resolved once per request topic (by id from v10, by name before);
+        the answer is built against the request's own topic objects, so a v10 client gets its
+        topic ids back. As in Kafka's KafkaApis, partitions of topics (or partition indexes) the
+        cluster does not have are answered before the coordinator and never stored."""
+        by_id = context.api_version >= 10
+        answers: list[list[tuple[int, int] | None]] = []  # per request topic, per partition: (index, error) or None
+        topics: list[m.OffsetCommitRequestTopic] = []
         for t in request.topics:
-            name, topic_id = await self._resolve(t.name, t.topic_id)
-            if name is None:
-                unknown.append(t)
+            info = await self.topics.lookup(t.name, t.topic_id if by_id else None)
+            if info is None:
+                missing = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                answers.append([(p.partition_index, missing) for p in t.partitions])
                 continue
-            topics.append(
-                m.OffsetCommitRequestTopic(
-                    name,
-                    [
+            local: list[tuple[int, int] | None] = []
+            valid = []
+            for p in t.partitions:
+                if 0 <= p.partition_index < info.partitions:
+                    local.append(None)
+                    valid.append(
                         m.OffsetCommitRequestPartition(
                             p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata
                         )
-                        for p in t.partitions
-                    ],
-                    topic_id,
+                    )
+                else:
+                    local.append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            answers.append(local)
+            if valid:
+                topics.append(m.OffsetCommitRequestTopic(info.name, valid, info.id_string))
+        coordinator_answers: Iterator[tuple[int, int]] = iter(())
+        if topics:
+            answer = await self.service.commit_offsets(
+                m.OffsetCommitRequest(
+                    group_id=request.group_id,
+                    topics=topics,
+                    generation_id_or_member_epoch=request.generation_id_or_member_epoch,
+                    member_id=request.member_id,
+                    group_instance_id=request.group_instance_id,
+                    retention_time_ms=request.retention_time_ms,
+                    api_version=context.api_version,
                 )
             )
-        answer = await self.service.commit_offsets(
-            m.OffsetCommitRequest(
-                group_id=request.group_id,
-                topics=topics,
-                generation_id_or_member_epoch=request.generation_id_or_member_epoch,
-                member_id=request.member_id,
-                group_instance_id=request.group_instance_id,
-                retention_time_ms=request.retention_time_ms,
-                api_version=context.api_version,
-            )
-        )
-        by_name = {t.name: t for t in request.topics}
-        out = [
-            wire_commit.OffsetCommitResponseTopic(
-                name=t.name,
-                topic_id=by_name.get(t.name, wire_commit.OffsetCommitRequestTopic()).topic_id,
-                partitions=[
-                    wire_commit.OffsetCommitResponsePartition(
-                        partition_index=p.partition_index, error_code=p.error_code
-                    )
-                    for p in t.partitions
-                ],
-            )
-            for t in answer.topics
-        ]
-        out += [
-            wire_commit.OffsetCommitResponseTopic(
-                name=t.name,
-                topic_id=t.topic_id,
-                partitions=[
-                    wire_commit.OffsetCommitResponsePartition(
-                        partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_ID
-                    )
-                    for p in t.partitions
-                ],
-            )
-            for t in unknown
-        ]
+            # The service answers the topics it was given, in order: one answer per valid partition.
+            coordinator_answers = iter([(p.partition_index, p.error_code) for t in answer.topics for p in t.partitions])
+        out = []
+        for t, local in zip(request.topics, answers, strict=True):
+            partitions = []
+            for partition in local:
+                index, code = partition if partition is not None else next(coordinator_answers)
+                partitions.append(wire_commit.OffsetCommitResponsePartition(partition_index=index, error_code=code))
+            out.append(wire_commit.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=partitions))
         return wire_commit.OffsetCommitResponse(topics=out)
 
     async def _resolve(self, name: str, topic_id: Any) -> tuple[str | None, str | None]:
-        """(name, topic id) of a request topic named by name (v0-9) or by id (v10+)."""
-        if topic_id is not None and topic_id != ZERO_UUID:
-            resolved = await self.topics.name_of(topic_id)
-            return resolved, str(topic_id)
-        return name, await self.topics.id_of(name)
+        """(name, topic id in the log's string form) of a request topic named by name (v0-9) or by id (v10+)."""
+        info = await self.topics.lookup(name, topic_id)
+        if info is None:
+            return (None, None) if topic_id is not None and topic_id != ZERO_UUID else (name, None)
+        return info.name, info.id_string
 
     # --- OffsetFetch ---------------------------------------------------------------------
 
@@ -165,21 +158,37 @@ class CoordinatorApiHandler:
             )
         wanted = []
         ids: dict[str, Any] = {}
+        # Per group: the topics named by an id the cluster does not know (v10+): UNKNOWN_TOPIC_ID.
+        unknown: list[list[Any]] = []
         for g in request.groups:
             topics = None
+            unknown.append([])
             if g.topics is not None:
                 topics = []
                 for t in g.topics:
-                    name, _ = await self._resolve(t.name, t.topic_id)
+                    name, _ = await self._resolve(t.name, t.topic_id if context.api_version >= 10 else None)
                     if name is None:
+                        unknown[-1].append(t)
                         continue
                     ids[name] = t.topic_id
                     topics.append(m.OffsetFetchRequestTopic(name, list(t.partition_indexes)))
             wanted.append(m.OffsetFetchRequestGroup(g.group_id, topics, g.member_id, g.member_epoch))
         groups = await self.service.fetch_offsets(wanted)
         out = []
-        for group in groups:
-            topics_out = []
+        for group, missing in zip(groups, unknown, strict=True):
+            topics_out = [
+                wire_fetch.OffsetFetchResponseTopics(
+                    name=t.name,
+                    topic_id=t.topic_id,
+                    partitions=[
+                        wire_fetch.OffsetFetchResponsePartitions(
+                            partition_index=p, committed_offset=-1, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+                        )
+                        for p in t.partition_indexes
+                    ],
+                )
+                for t in missing
+            ]
             for answered in group.topics:
                 topic_id = ids.get(answered.name)
                 if topic_id is None and context.api_version >= 10:

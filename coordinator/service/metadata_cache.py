@@ -71,6 +71,12 @@ def _image(topics: dict[str, TopicInfo], version: int) -> TopicsImage:
 
 
 class TopicNames(Protocol):
+    async def lookup(self, name: str, topic_id: uuid.UUID | None) -> TopicInfo | None: ...
+
+    def refresh_soon(self) -> None: ...
+
+    def knows(self, name: str) -> bool: ...
+
     async def name_of(self, topic_id: uuid.UUID) -> str | None: ...
 
     async def id_of(self, name: str) -> str | None: ...
@@ -80,6 +86,9 @@ class TopicNames(Protocol):
 
 class MetadataCache:
     """Implements ``TopicNames``; ``topics`` is the latest complete picture of the cluster."""
+
+    # On-demand refreshes (a request naming a topic the picture lacks) happen at most this often.
+    ON_DEMAND_MIN_AGE_S = 0.5
 
     def __init__(self, client_config: dict[str, Any], refresh_interval_s: float = 10.0) -> None:
         self._admin = AdminClient(dict(client_config))
@@ -94,6 +103,7 @@ class MetadataCache:
         # Topics missing from the last refresh; declared deleted if still missing from the next.
         self._missing: dict[str, TopicInfo] = {}
         self._deletion_listeners: list[Callable[[list[TopicInfo]], Awaitable[None]]] = []
+        self._soon: asyncio.Task[None] | None = None
 
     def on_topics_deleted(self, listener: Callable[[list[TopicInfo]], Awaitable[None]]) -> None:
         self._deletion_listeners.append(listener)
@@ -157,7 +167,7 @@ class MetadataCache:
         self._missing = still_missing
         return deleted, published
 
-    async def _refresh_if_stale(self, min_age_s: float = 1.0) -> None:
+    async def _refresh_if_stale(self, min_age_s: float = ON_DEMAND_MIN_AGE_S) -> None:
         if time.monotonic() - self._last_refresh >= min_age_s:
             await self.refresh()
 
@@ -174,6 +184,34 @@ class MetadataCache:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+    async def lookup(self, name: str, topic_id: uuid.UUID | None) -> TopicInfo | None:
+        """The topic a request names, by id (OffsetCommit/OffsetFetch v10+) or by name. A miss
+        refreshes the picture (at most once a second) before it counts: the topic may be newer
+        than the last periodic refresh."""
+        by_id = topic_id is not None and topic_id != _NO_TOPIC.topic_id
+
+        def find() -> TopicInfo | None:
+            return self._by_id.get(topic_id) if by_id and topic_id is not None else self.topics.get(name)
+
+        info = find()
+        if info is None:
+            await self._refresh_if_stale()
+            info = find()
+        return info
+
+    def refresh_soon(self) -> None:
+        """A client subscribed to a topic the picture lacks: refresh now rather than at the next
+        interval, so its first assignment does not wait up to ``refresh_interval_s``. Rate
+        limited like every on-demand refresh."""
+        if self._soon is not None and not self._soon.done():
+            return
+        if time.monotonic() - self._last_refresh < self.ON_DEMAND_MIN_AGE_S:
+            return
+        self._soon = asyncio.get_running_loop().create_task(self._refresh_if_stale(self.ON_DEMAND_MIN_AGE_S))
+
+    def knows(self, name: str) -> bool:
+        return name in self.topics
 
     async def name_of(self, topic_id: uuid.UUID) -> str | None:
         info = self._by_id.get(topic_id)

@@ -75,7 +75,7 @@ def test_accessors_for_offsets() -> None:
     assert subscribed_topic_names(c.state, "grp") == frozenset({"foo", "bar"})
 
 
-def test_offset_commit_validation_uses_partition_assignment_epochs() -> None:
+def test_kip1251_offset_commit_validation_uses_partition_assignment_epochs_for_older_epochs() -> None:
     c = Coordinator(image(topic("foo", 4)))
     c.join("A", ["foo"])  # A gets 0..3 at epoch 1
     c.join("B", ["foo"])
@@ -86,14 +86,13 @@ def test_offset_commit_validation_uses_partition_assignment_epochs() -> None:
     c.beat("A", 1, tps(FOO, 0, 1))  # A moves to epoch 2, keeps 0 and 1 (assigned at 1)
     c.beat("B", 2, tps(FOO))  # B gets 2 and 3 at epoch 2
     # A lagging one epoch behind may commit what it held since then...
-    assert validate_offset_commit(c.state, "grp", "A", 1, [(FOO, 0), (FOO, 1)]).partition_errors == {}
-    # ...but not what moved to B.
-    v = validate_offset_commit(c.state, "grp", "A", 2, [(FOO, 2)])
-    assert v.partition_errors == {(FOO, 2): ErrorCode.STALE_MEMBER_EPOCH}
+    assert validate_offset_commit(c.state, "grp", "A", 1, [(FOO, 0), (FOO, 1)]).error == ErrorCode.NONE
+    # ...but not what moved to B: the whole commit is stale (KIP-1251).
+    assert validate_offset_commit(c.state, "grp", "A", 1, [(FOO, 0), (FOO, 2)]).error == ErrorCode.STALE_MEMBER_EPOCH
+    # At its current epoch a member's commit is not checked partition by partition (Kafka 4.4).
+    assert validate_offset_commit(c.state, "grp", "A", 2, [(FOO, 2)]).error == ErrorCode.NONE
     # B's partitions were assigned at epoch 2: a commit claiming epoch 1 is stale.
-    assert validate_offset_commit(c.state, "grp", "B", 1, [(FOO, 2)]).partition_errors == {
-        (FOO, 2): ErrorCode.STALE_MEMBER_EPOCH
-    }
+    assert validate_offset_commit(c.state, "grp", "B", 1, [(FOO, 2)]).error == ErrorCode.STALE_MEMBER_EPOCH
     assert validate_offset_commit(c.state, "grp", "B", 3, [(FOO, 2)]).error == ErrorCode.STALE_MEMBER_EPOCH
     assert validate_offset_commit(c.state, "grp", "Z", 2, [(FOO, 2)]).error == ErrorCode.UNKNOWN_MEMBER_ID
     assert validate_offset_commit(c.state, "nope", "A", 2).error == ErrorCode.GROUP_ID_NOT_FOUND

@@ -17,6 +17,7 @@ from coordinator.groups import classic
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic.consumer_protocol import Subscription, encode_subscription
 from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.consumer import log_records
 from coordinator.groups.topics import TopicImage, TopicsImage
 from coordinator.offsets.config import OffsetsConfig
 from coordinator.offsets.messages import (
@@ -28,6 +29,7 @@ from coordinator.offsets.messages import (
 )
 from coordinator.runtime.api import Park, Result, ScheduleTimer
 from records import decode, encode
+from records.definitions import ClassicMemberInConsumerGroup, ClassicProtocol
 
 IMAGE = TopicsImage.of([TopicImage("t", "TID", 2), TopicImage("u", "UID", 1)], 1)
 HANDLERS = GroupCoordinatorShard(
@@ -88,7 +90,7 @@ def test_simple_group_commits() -> None:
     ]
 
 
-def test_consumer_group_commit_uses_member_and_partition_epochs() -> None:
+def test_consumer_group_commit_checks_the_member() -> None:
     state = GroupCoordinatorState()
     response = join_consumer(state, "c")
     assert response.member_epoch == 1 and response.assignment is not None
@@ -96,13 +98,26 @@ def test_consumer_group_commit_uses_member_and_partition_epochs() -> None:
     assert owned == {"TID": [0, 1]}
     ok = HANDLERS.commit_offsets(state, commit("c", {0: 1, 1: 2}, epoch=1, member="m1"), 0)
     assert codes(apply(state, ok)) == [0, 0] and len(ok.records) == 2
-    assert codes(HANDLERS.commit_offsets(state, commit("c", {0: 1}, epoch=2, member="m1"), 0).response) == [
-        ErrorCode.STALE_MEMBER_EPOCH
-    ]
     assert codes(HANDLERS.commit_offsets(state, commit("c", {0: 1}, epoch=1, member="ghost"), 0).response) == [
         ErrorCode.UNKNOWN_MEMBER_ID
     ]
-    # A partition of a topic the member does not own is refused alone; the owned one is written.
+
+
+def _set_member(state: GroupCoordinatorState, group: str, **changes: Any) -> None:
+    """Put the member m1 in the given shape through the log, as a later heartbeat would have."""
+    consumer_group = state.consumer.group(group)
+    assert consumer_group is not None
+    member = replace(consumer_group.members["m1"], **changes)
+    for record in (
+        log_records.member_metadata_record(group, member),
+        log_records.current_assignment_record(group, member),
+    ):
+        state.replay(decode(*encode(record)))
+
+
+def test_kip1251_commit_at_the_current_member_epoch_is_not_checked_per_partition() -> None:
+    state = GroupCoordinatorState()
+    join_consumer(state, "c")  # epoch 1, owns t-0 and t-1, not u-0
     mixed = OffsetCommitRequest(
         "c",
         [
@@ -113,8 +128,48 @@ def test_consumer_group_commit_uses_member_and_partition_epochs() -> None:
         member_id="m1",
     )
     result = HANDLERS.commit_offsets(state, mixed, 0)
-    assert codes(result.response) == [0, ErrorCode.STALE_MEMBER_EPOCH]
-    assert [(r.key.topic, r.key.partition) for r in result.records] == [("t", 0)]
+    assert codes(result.response) == [0, 0]
+    assert [(r.key.topic, r.key.partition) for r in result.records] == [("t", 0), ("u", 0)]
+
+
+def test_kip1251_commit_with_a_newer_member_epoch_is_stale_and_writes_nothing() -> None:
+    state = GroupCoordinatorState()
+    join_consumer(state, "c")
+    result = HANDLERS.commit_offsets(state, commit("c", {0: 1, 1: 1}, epoch=2, member="m1"), 0)
+    assert codes(result.response) == [ErrorCode.STALE_MEMBER_EPOCH] * 2 and result.records == []
+
+
+def test_kip1251_commit_with_an_older_epoch_checks_assignment_epochs_and_is_refused_whole() -> None:
+    state = GroupCoordinatorState()
+    join_consumer(state, "c")
+    # The member is at epoch 3: t-0 was given to it at epoch 1, t-1 only at epoch 3.
+    _set_member(state, "c", member_epoch=3, previous_member_epoch=1, assigned={"TID": {0: 1, 1: 3}})
+    ok = HANDLERS.commit_offsets(state, commit("c", {0: 5}, epoch=1, member="m1"), 0)
+    assert codes(ok.response) == [0] and len(ok.records) == 1
+    refused = HANDLERS.commit_offsets(state, commit("c", {0: 5, 1: 5}, epoch=2, member="m1"), 0)
+    assert codes(refused.response) == [ErrorCode.STALE_MEMBER_EPOCH] * 2 and refused.records == []
+    not_assigned = HANDLERS.commit_offsets(state, commit("c", {0: 5}, epoch=2, member="m1", topic="u"), 0)
+    assert codes(not_assigned.response) == [ErrorCode.STALE_MEMBER_EPOCH] and not_assigned.records == []
+
+
+def test_kip1251_classic_member_of_a_consumer_group_gets_a_generation_check_only() -> None:
+    state = GroupCoordinatorState()
+    join_consumer(state, "c")
+    _set_member(
+        state, "c", classic_member_metadata=ClassicMemberInConsumerGroup(30_000, [ClassicProtocol("range", b"")])
+    )
+    # A partition it does not own, at its generation: accepted (never error 113 for a classic client).
+    ok = HANDLERS.commit_offsets(state, commit("c", {0: 4}, epoch=1, member="m1", topic="u", version=8), 0)
+    assert codes(ok.response) == [0] and len(ok.records) == 1
+    wrong = HANDLERS.commit_offsets(state, commit("c", {0: 4}, epoch=0, member="m1", version=8), 0)
+    assert codes(wrong.response) == [ErrorCode.ILLEGAL_GENERATION] and wrong.records == []
+
+
+def test_commit_below_v9_from_a_consumer_protocol_member_is_unsupported_version() -> None:
+    state = GroupCoordinatorState()
+    join_consumer(state, "c")
+    result = HANDLERS.commit_offsets(state, commit("c", {0: 1}, epoch=1, member="m1", version=8), 0)
+    assert codes(result.response) == [ErrorCode.UNSUPPORTED_VERSION] and result.records == []
 
 
 # group.consumer.migration.policy=disabled: a non-empty group never changes protocol (the online

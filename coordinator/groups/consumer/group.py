@@ -209,6 +209,7 @@ class ConsumerGroup:
             request.member_id,
             request.generation_id_or_member_epoch,
             [(ids[t.name], p.partition_index) for t in request.topics for p in t.partitions],
+            request.api_version,
         )
         by_id = {v: k for k, v in ids.items()}
         return CommitVerdict(verdict.error, {(by_id[tid], p): e for (tid, p), e in verdict.partition_errors.items()})

@@ -1,9 +1,11 @@
 """Member checks for OffsetCommit / OffsetFetch on consumer groups (KIP-848, KIP-1251).
 
-A commit is accepted for a partition only when ``assignment epoch of the partition for this
-member <= request epoch <= member epoch``: a member committing with an older epoch (its response
-was lost, or it is still revoking) may commit partitions it held since then, and a zombie that
-lost a partition cannot overwrite the new owner's offsets.
+Kafka 4.4's ``ConsumerGroup.validateOffsetCommit``: a commit at the member's current epoch is
+accepted as is; a newer epoch is STALE_MEMBER_EPOCH; an older epoch (the member's response was
+lost, or it is still revoking) is accepted only if every committed partition was assigned to the
+member at or before that epoch, so a zombie that lost a partition cannot overwrite the new owner's
+offsets. A refusal refuses the whole request: nothing of it is written. Classic members inside a
+consumer group are checked like classic members: the generation must be the member epoch.
 """
 
 from __future__ import annotations
@@ -24,12 +26,17 @@ class CommitValidation:
     partition_errors: dict[tuple[str, int], ErrorCode] = field(default_factory=dict)
 
 
+# OffsetCommit v9 introduced member epochs; members speaking the consumer protocol must use it.
+MEMBER_EPOCH_COMMIT_VERSION = 9
+
+
 def validate_offset_commit(
     state: ConsumerGroupsState,
     group_id: str,
     member_id: str,
     member_epoch: int,
     partitions: Iterable[tuple[str, int]] = (),
+    api_version: int = MEMBER_EPOCH_COMMIT_VERSION,
 ) -> CommitValidation:
     """Check a commit of ``partitions`` (topic id, partition) by ``member_id`` at ``member_epoch``."""
     group = state.group(group_id)
@@ -41,17 +48,20 @@ def validate_offset_commit(
     member = group.members.get(member_id)
     if member is None:
         return CommitValidation(ErrorCode.UNKNOWN_MEMBER_ID)
-    if member.uses_classic_protocol and member_epoch != member.member_epoch:
-        # A classic member's generation is its member epoch (Kafka's validateOffsetCommit).
-        return CommitValidation(ErrorCode.ILLEGAL_GENERATION)
-    if member_epoch > member.member_epoch or member_epoch < 0:
+    if member.uses_classic_protocol:
+        # A classic member's generation is its member epoch; classic clients do not know error 113.
+        return CommitValidation(ErrorCode.NONE if member_epoch == member.member_epoch else ErrorCode.ILLEGAL_GENERATION)
+    if api_version < MEMBER_EPOCH_COMMIT_VERSION:
+        return CommitValidation(ErrorCode.UNSUPPORTED_VERSION)
+    if member_epoch > member.member_epoch:
         return CommitValidation(ErrorCode.STALE_MEMBER_EPOCH)
-    errors: dict[tuple[str, int], ErrorCode] = {}
+    if member_epoch == member.member_epoch:
+        return CommitValidation()
     for topic_id, partition in partitions:
         assigned_at = member.assignment_epoch_of(topic_id, partition)
         if assigned_at is None or assigned_at > member_epoch:
-            errors[(topic_id, partition)] = ErrorCode.STALE_MEMBER_EPOCH
-    return CommitValidation(ErrorCode.NONE, errors)
+            return CommitValidation(ErrorCode.STALE_MEMBER_EPOCH)
+    return CommitValidation()
 
 
 def validate_offset_fetch(
