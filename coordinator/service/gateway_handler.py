@@ -312,6 +312,11 @@ class CoordinatorApiHandler:
     async def consumer_group_heartbeat(
         self, context: RequestContext, request: wire_cgh.ConsumerGroupHeartbeatRequest
     ) -> Message:
+        names = request.subscribed_topic_names or ()
+        if request.subscribed_topic_regex or any(not self.topics.knows(name) for name in names):
+            # A topic created a moment ago (or one a new regex may match) must not wait for the
+            # next periodic refresh to be assigned: learn about it now; a later heartbeat sees it.
+            self.topics.refresh_soon()
         answer = await self.service.consumer_group_heartbeat(
             convert(request, cg.ConsumerGroupHeartbeatRequest),
             cg.RequestContext(

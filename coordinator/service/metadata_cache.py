@@ -88,7 +88,7 @@ class MetadataCache:
     """Implements ``TopicNames``; ``topics`` is the latest complete picture of the cluster."""
 
     # On-demand refreshes (a request naming a topic the picture lacks) happen at most this often.
-    ON_DEMAND_MIN_AGE_S = 0.5
+    ON_DEMAND_GAP_S = 0.1
 
     def __init__(self, client_config: dict[str, Any], refresh_interval_s: float = 10.0) -> None:
         self._admin = AdminClient(dict(client_config))
@@ -104,6 +104,9 @@ class MetadataCache:
         self._missing: dict[str, TopicInfo] = {}
         self._deletion_listeners: list[Callable[[list[TopicInfo]], Awaitable[None]]] = []
         self._soon: asyncio.Task[None] | None = None
+        self._on_demand = asyncio.Lock()
+        self._last_start = 0.0  # when the latest refresh started
+        self._completed_start = 0.0  # when the latest completed refresh started
 
     def on_topics_deleted(self, listener: Callable[[list[TopicInfo]], Awaitable[None]]) -> None:
         self._deletion_listeners.append(listener)
@@ -126,11 +129,13 @@ class MetadataCache:
 
     async def refresh(self) -> None:
         async with self._lock:
+            started = self._last_start = time.monotonic()
             try:
                 topics = await asyncio.to_thread(self._fetch)
             except KafkaException as exc:
                 log.warning("topic metadata refresh failed: %s", exc)
                 return
+            self._completed_start = started
             deleted, topics = self._settle(topics)
             if topics != self.topics:
                 self.version += 1
@@ -167,7 +172,7 @@ class MetadataCache:
         self._missing = still_missing
         return deleted, published
 
-    async def _refresh_if_stale(self, min_age_s: float = ON_DEMAND_MIN_AGE_S) -> None:
+    async def _refresh_if_stale(self, min_age_s: float = 1.0) -> None:
         if time.monotonic() - self._last_refresh >= min_age_s:
             await self.refresh()
 
@@ -187,8 +192,8 @@ class MetadataCache:
 
     async def lookup(self, name: str, topic_id: uuid.UUID | None) -> TopicInfo | None:
         """The topic a request names, by id (OffsetCommit/OffsetFetch v10+) or by name. A miss
-        refreshes the picture (at most once a second) before it counts: the topic may be newer
-        than the last periodic refresh."""
+        waits for a refresh that started after the request arrived before it counts: the topic
+        may be newer than the last periodic refresh (Kafka's brokers learn of it at once)."""
         by_id = topic_id is not None and topic_id != _NO_TOPIC.topic_id
 
         def find() -> TopicInfo | None:
@@ -196,19 +201,27 @@ class MetadataCache:
 
         info = find()
         if info is None:
-            await self._refresh_if_stale()
+            await self._refreshed_since(time.monotonic())
             info = find()
         return info
 
     def refresh_soon(self) -> None:
         """A client subscribed to a topic the picture lacks: refresh now rather than at the next
-        interval, so its first assignment does not wait up to ``refresh_interval_s``. Rate
-        limited like every on-demand refresh."""
-        if self._soon is not None and not self._soon.done():
-            return
-        if time.monotonic() - self._last_refresh < self.ON_DEMAND_MIN_AGE_S:
-            return
-        self._soon = asyncio.get_running_loop().create_task(self._refresh_if_stale(self.ON_DEMAND_MIN_AGE_S))
+        interval, so its first assignment does not wait up to ``refresh_interval_s``."""
+        if self._soon is None or self._soon.done():
+            self._soon = asyncio.get_running_loop().create_task(self._refreshed_since(time.monotonic()))
+
+    async def _refreshed_since(self, since: float) -> None:
+        """Return once a refresh that started at or after ``since`` has completed. On-demand
+        refreshes go one at a time and at most every ``ON_DEMAND_GAP_S``, so requests naming
+        topics that do not exist cannot flood the cluster with metadata requests."""
+        async with self._on_demand:
+            if self._completed_start >= since:
+                return
+            wait = self._last_start + self.ON_DEMAND_GAP_S - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            await self.refresh()
 
     def knows(self, name: str) -> bool:
         return name in self.topics

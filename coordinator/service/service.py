@@ -193,7 +193,11 @@ class GroupCoordinatorService:
         return await self._write(
             request.group_id,
             lambda state, now: self.handlers.heartbeat(state, request, now),
-            lambda code: classic.HeartbeatResponse(error_code=code),
+            # Kafka's GroupCoordinatorService answers a classic Heartbeat NONE while the shard
+            # loads, so that a loading coordinator is not stormed by rejoins.
+            lambda code: classic.HeartbeatResponse(
+                error_code=ErrorCode.NONE if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else code
+            ),
         )
 
     async def leave_group(self, request: classic.LeaveGroupRequest) -> classic.LeaveGroupResponse:

@@ -1,0 +1,45 @@
+"""How the service answers requests whose shard cannot serve them."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from coordinator.errors import ErrorCode
+from coordinator.group_shard import GroupCoordinatorShard
+from coordinator.groups import classic
+from coordinator.runtime.shard import ShardNotAvailable, ShardStatus
+from coordinator.service.service import GroupCoordinatorService
+
+
+class _Shard:
+    def __init__(self, status: ShardStatus) -> None:
+        self.status = status
+
+    async def write(self, op: Any) -> Any:
+        raise ShardNotAvailable(0, self.status)
+
+
+class _Runtime:
+    partitions = 1
+
+    def __init__(self, status: ShardStatus) -> None:
+        self._shard = _Shard(status)
+
+    def shard(self, partition: int) -> _Shard:
+        return self._shard
+
+
+def _heartbeat(status: ShardStatus) -> int:
+    service = GroupCoordinatorService(_Runtime(status), GroupCoordinatorShard())  # type: ignore[arg-type]
+    request = classic.HeartbeatRequest("g", 1, "m")
+    return asyncio.run(service.heartbeat(request)).error_code
+
+
+def test_classic_heartbeat_during_shard_load_answers_none() -> None:
+    assert _heartbeat(ShardStatus.LOADING) == ErrorCode.NONE
+
+
+def test_classic_heartbeat_to_a_shard_this_process_does_not_own_is_not_coordinator() -> None:
+    assert _heartbeat(ShardStatus.CLOSED) == ErrorCode.NOT_COORDINATOR
+    assert _heartbeat(ShardStatus.FAILED) == ErrorCode.COORDINATOR_NOT_AVAILABLE
