@@ -529,15 +529,22 @@ class Simulation:
             self.schedule(self.now + self.net.latency(), "commit_arrive", (m.member_id, m.epoch, parts))
 
     def check_commit(self, member_id: str, epoch: int, parts: list[TP]) -> None:
-        """5. Only the current holder of a partition may commit it; zombies and stale epochs fail."""
+        """5. Fenced members and newer epochs fail; a commit at an older epoch is accepted only for
+        partitions the member was given at or before that epoch (KIP-1251, Kafka 4.4). At its
+        current epoch a member's commit is not checked partition by partition."""
         v = validate_offset_commit(self.coord.state, GROUP, member_id, epoch, parts)
         group = self.coord.state.group(GROUP)
         cm = group.members.get(member_id) if group is not None else None
+        if v.error != ErrorCode.NONE:
+            return
+        if cm is None or epoch > cm.member_epoch:
+            self.fail(f"commit by {member_id}@{epoch} accepted but the member is gone or behind the request")
+            return
         for tp in parts:
-            if v.error == ErrorCode.NONE and tp not in v.partition_errors:
-                self.committed += 1
-                if cm is None or not cm.owns(*tp):
-                    self.fail(f"commit of {tp} by {member_id}@{epoch} accepted but it is not the holder")
+            self.committed += 1
+            assigned_at = cm.assignment_epoch_of(*tp)
+            if epoch < cm.member_epoch and (assigned_at is None or assigned_at > epoch):
+                self.fail(f"commit of {tp} by {member_id}@{epoch} accepted but it was not assigned at that epoch")
             else:
                 self.rejected += 1
 

@@ -74,5 +74,5 @@ def test_the_harness_catches_commits_accepted_without_partition_epochs(monkeypat
         return CommitValidation()
 
     monkeypatch.setattr(sim, "validate_offset_commit", member_only)
-    with pytest.raises(InvariantViolation, match="accepted but it is not the holder"):
+    with pytest.raises(InvariantViolation, match="accepted but it was not assigned at that epoch"):
         run_many(range(60))

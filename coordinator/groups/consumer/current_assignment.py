@@ -53,9 +53,9 @@ class CurrentAssignmentBuilder:
         if m.state == MemberState.UNREVOKED_PARTITIONS:
             if self._owns_any(m.pending_revocation):
                 return self._drop_unsubscribed() if self.subscription_changed else m
-            # Revocation acknowledged: one epoch forward at most, and never past the target
-            # (a subscription change can put a member here before a new target exists).
-            return self._compute_next_assignment(min(m.member_epoch + 1, self.target_epoch))
+            # Revocation acknowledged: if the target asks for more revocation the member stays on
+            # its epoch (Kafka's computeNextAssignment(memberEpoch)); otherwise it reaches the target.
+            return self._compute_next_assignment(m.member_epoch)
         if m.state == MemberState.UNRELEASED_PARTITIONS:
             return self._compute_next_assignment(m.member_epoch)
         # UNKNOWN: written by a newer coordinator we were downgraded from; start the member over.
@@ -85,9 +85,15 @@ class CurrentAssignmentBuilder:
         pending: dict[str, dict[int, int]] = {t: dict(ps) for t, ps in m.pending_revocation.items()}
         for t, ps in dropped.items():
             pending.setdefault(t, {}).update(ps)
+        # Kafka's updateCurrentAssignment: the epoch stays, and the previous epoch becomes it.
         if self._owns_any(pending):
-            return replace(m, state=MemberState.UNREVOKED_PARTITIONS, assigned=assigned, pending_revocation=pending)
-        return replace(m, assigned=assigned)
+            return replace(
+                m.with_epoch(m.member_epoch),
+                state=MemberState.UNREVOKED_PARTITIONS,
+                assigned=assigned,
+                pending_revocation=pending,
+            )
+        return replace(m.with_epoch(m.member_epoch), assigned=assigned)
 
     def _compute_next_assignment(self, member_epoch: int) -> ConsumerGroupMember:
         m = self.member
@@ -129,8 +135,9 @@ class CurrentAssignmentBuilder:
         for t, ps in pending_assignment.items():
             slot = new_assigned.setdefault(t, {})
             for p in ps:
-                # A partition the member is still revoking and now gets back keeps its epoch.
-                slot[p] = m.pending_revocation.get(t, {}).get(p, self.target_epoch)
+                # Every newly assigned partition, even one the member was revoking and gets back,
+                # carries the target epoch (KIP-1251 commit checks compare against it).
+                slot[p] = self.target_epoch
         state = MemberState.UNRELEASED_PARTITIONS if has_unreleased else MemberState.STABLE
         return replace(
             m.with_epoch(self.target_epoch),
