@@ -82,6 +82,10 @@ def test_version_and_errors_are_one_line() -> None:
         assert f"cannot reach 127.0.0.1:{port} within 2s" in line and "Connection refused" in line
         assert time.monotonic() - started < 30  # bounded by --timeout, not librdkafka's defaults
     assert "expected one of" in one_error_line(cli("groups", "list", "--state", "sleepy", "-b", "127.0.0.1:1"))
+    usage = cli("offsets", "reset", "--group", "g", "--partitions", "0")
+    assert usage.returncode == 2 and "No such option: --partitions" in one_error_line(usage)
+    bad_value = cli("log", "dump", "--partition", "-1")
+    assert bad_value.returncode == 2 and "'--partition'" in one_error_line(bad_value)
     bad_env = cli("serve", "--listen", "127.0.0.1:1", env={"GROUPCOORD_GROUP": "notjson"})
     assert 'field "group"' in one_error_line(bad_env)
     assert "greater than or equal to 1" in one_error_line(cli("serve", "--partitions", "-1"))
