@@ -31,7 +31,7 @@ from cli.common import (
     Timeout,
     describe_error,
     emit_json,
-    err,
+    error_line,
     fail,
     out,
     parse_topic_spec,
@@ -348,7 +348,7 @@ def describe_groups(
         else:
             print_table(None, columns, rows)
         for g, why in failures.items():
-            err.print(f"[red]error:[/red] group {g!r}: {why}", highlight=False)
+            error_line(f"group {g!r}: {why}")
         if not watch or settled or failures or time.monotonic() > deadline:
             break
         time.sleep(1.0)
@@ -389,7 +389,7 @@ def delete_groups(
             if not as_json:
                 out.print(f"deleted group {r['group']!r}", highlight=False)
         else:
-            err.print(f"[red]error:[/red] cannot delete group {r['group']!r}: {r['error']}", highlight=False)
+            error_line(f"cannot delete group {r['group']!r}: {r['error']}")
     if any(not r["deleted"] for r in results):
         raise typer.Exit(1)
 

@@ -15,7 +15,6 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -24,6 +23,7 @@ import typer
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 # Far wider than any table: rich then renders each table at its natural width, never wrapped.
@@ -39,7 +39,6 @@ CommandConfig = Annotated[
     typer.Option(
         "--command-config",
         help="File of librdkafka properties (key=value lines: security.protocol, ssl.*, sasl.*).",
-        exists=False,
     ),
 ]
 Timeout = Annotated[float, typer.Option("--timeout", help="Seconds to wait for the cluster.", min=0.1)]
@@ -55,8 +54,13 @@ def fail(message: str) -> NoReturn:
     raise CliError(message)
 
 
+def error_line(message: str) -> None:
+    """``error: MESSAGE`` on stderr; the message is never read as rich markup."""
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+
+
 def report(exc: CliError) -> NoReturn:
-    err.print(f"[red]error:[/red] {exc}", highlight=False, markup=True, soft_wrap=True)
+    error_line(str(exc))
     raise typer.Exit(1)
 
 
@@ -156,10 +160,6 @@ class Conn:
             fail(f"{what}: {describe_error(exc.args[0])}")
         except TimeoutError:
             fail(f"{what}: no answer from {self.bootstrap} within {self.timeout:g}s")
-
-
-def conn(bootstrap: str, command_config: Path | None, timeout: float) -> Conn:
-    return Conn(bootstrap, command_config, timeout)
 
 
 # Kafka error codes in words, for the refusals an operator meets.
@@ -295,22 +295,3 @@ def watermarks(c: Conn, tps: list[TopicPartition], strict: bool = True) -> dict[
     finally:
         consumer.close()
     return result
-
-
-def guarded(fn: Callable[..., None]) -> Callable[..., None]:
-    """Turn a CliError raised by a command into one line on stderr and exit code 1."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        try:
-            fn(*args, **kwargs)
-        except CliError as exc:
-            report(exc)
-
-    return wrapper
-
-
-def chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]

@@ -16,7 +16,7 @@ from rich.console import Console
 
 import cli.reset  # noqa: F401  (registers ``offsets reset``)
 from cli.admin import groups_app, offsets_app
-from cli.common import CliError, report
+from cli.common import CliError, error_line, report
 from cli.log import log_app
 from cli.migrate import migrate_app
 from coordinator.config import ConfigError, Settings, load_settings
@@ -47,7 +47,7 @@ class _App(typer.Typer):
                 print(ctx.get_help(), file=sys.stderr)
             else:
                 hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-                err.print(f"[red]error:[/red] {exc.format_message()}{hint}", highlight=False, soft_wrap=True)
+                error_line(f"{exc.format_message()}{hint}")
             _leave(int(exc.exit_code))
         _leave(code if isinstance(code, int) else 0)
 
@@ -73,7 +73,7 @@ err = Console(stderr=True)
 
 
 def fail(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    error_line(message)
     raise typer.Exit(2)
 
 
