@@ -107,13 +107,21 @@ def committed(c: Conn, admin: AdminClient, group: str) -> dict[tuple[str, int], 
     return offsets
 
 
-def active_members(c: Conn, admin: AdminClient, group: str) -> int:
+def activity(c: Conn, admin: AdminClient, group: str) -> str | None:
+    """Why the group counts as active (in words), or None if it is empty or unknown.
+
+    Members are the first sign; a group in a live state without members listed (some brokers'
+    own coordinators describe them so) counts as active too, as Kafka's tools require Empty/Dead."""
     d = describe(c, admin, [group])[group]
     if isinstance(d, str):
         if d == "the group does not exist":
-            return 0
+            return None
         fail(f"group {group!r}: {d}")
-    return len(d.members)
+    if d.members:
+        return f"has {len(d.members)} active member(s)"
+    if d.state not in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD, ConsumerGroupState.UNKNOWN):
+        return f"is {_name(d.state)} (it has active members)"
+    return None
 
 
 def _connect(bootstrap: str, command_config: Path | None, timeout: float) -> tuple[Conn, AdminClient]:
