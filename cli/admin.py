@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, ConsumerGroupType, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription
 
 from cli.common import (
@@ -25,7 +31,7 @@ from cli.common import (
     Timeout,
     describe_error,
     emit_json,
-    err,
+    error_line,
     fail,
     out,
     parse_topic_spec,
@@ -101,13 +107,21 @@ def committed(c: Conn, admin: AdminClient, group: str) -> dict[tuple[str, int], 
     return offsets
 
 
-def active_members(c: Conn, admin: AdminClient, group: str) -> int:
+def activity(c: Conn, admin: AdminClient, group: str) -> str | None:
+    """Why the group counts as active (in words), or None if it is empty or unknown.
+
+    Members are the first sign; a group in a live state without members listed (some brokers'
+    own coordinators describe them so) counts as active too, as Kafka's tools require Empty/Dead."""
     d = describe(c, admin, [group])[group]
     if isinstance(d, str):
         if d == "the group does not exist":
-            return 0
+            return None
         fail(f"group {group!r}: {d}")
-    return len(d.members)
+    if d.members:
+        return f"has {len(d.members)} active member(s)"
+    if d.state not in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD, ConsumerGroupState.UNKNOWN):
+        return f"is {_name(d.state)} (it has active members)"
+    return None
 
 
 def _connect(bootstrap: str, command_config: Path | None, timeout: float) -> tuple[Conn, AdminClient]:
@@ -168,32 +182,42 @@ def _fmt(tps: list[tuple[str, int]]) -> str:
     return ",".join(f"{t}-{p}" for t, p in tps)
 
 
-def _offset_rows(c: Conn, admin: AdminClient, group: str, d: ConsumerGroupDescription) -> list[dict[str, Any]]:
-    owner: dict[tuple[str, int], Any] = {}
-    for member in d.members:
-        for tp in _assignment(member):
-            owner[tp] = member
-    commits = committed(c, admin, group)
-    keys = sorted(set(commits) | set(owner))
-    marks = watermarks(c, [TopicPartition(t, p) for t, p in keys])
+def _offset_rows(c: Conn, admin: AdminClient, found: dict[str, ConsumerGroupDescription]) -> list[dict[str, Any]]:
+    """Kafka's --describe --offsets rows: committed and assigned partitions, with log end and lag."""
+    per_group = []
+    for group, d in found.items():
+        owner: dict[tuple[str, int], Any] = {}
+        for member in d.members:
+            for tp in _assignment(member):
+                owner[tp] = member
+        per_group.append((group, owner, committed(c, admin, group)))
+    every = sorted({key for _, owner, commits in per_group for key in set(commits) | set(owner)})
+    try:
+        known = admin.list_topics(timeout=c.timeout).topics
+        every = [(t, p) for t, p in every if t in known and p in known[t].partitions]
+    except KafkaException as exc:
+        fail(f"cannot read topics from {c.bootstrap}: {describe_error(exc.args[0])}")
+    # One fetch for all groups; a partition that cannot be read (a deleted topic) shows no log end.
+    marks = watermarks(c, [TopicPartition(t, p) for t, p in every], strict=False)
     rows = []
-    for key in keys:
-        current = commits[key].offset if key in commits else None
-        end = marks.get(key, (None, None))[1]
-        m = owner.get(key)
-        rows.append(
-            {
-                "group": group,
-                "topic": key[0],
-                "partition": key[1],
-                "current-offset": current,
-                "log-end-offset": end,
-                "lag": None if current is None or end is None else max(end - current, 0),
-                "consumer-id": m.member_id if m else None,
-                "host": m.host if m else None,
-                "client-id": m.client_id if m else None,
-            }
-        )
+    for group, owner, commits in per_group:
+        for key in sorted(set(commits) | set(owner)):
+            current = commits[key].offset if key in commits else None
+            end = marks.get(key, (None, None))[1]
+            m = owner.get(key)
+            rows.append(
+                {
+                    "group": group,
+                    "topic": key[0],
+                    "partition": key[1],
+                    "current-offset": current,
+                    "log-end-offset": end,
+                    "lag": None if current is None or end is None else max(end - current, 0),
+                    "consumer-id": m.member_id if m else None,
+                    "host": m.host if m else None,
+                    "client-id": m.client_id if m else None,
+                }
+            )
     return rows
 
 
@@ -323,7 +347,7 @@ def describe_groups(
             columns += ["#partitions"]
             columns += ["assignment", "target-assignment"] if verbose else []
         else:
-            rows = [r for g, d in found.items() for r in _offset_rows(c, admin, g, d)]
+            rows = _offset_rows(c, admin, found)
             columns = ["group", "topic", "partition", "current-offset", "log-end-offset", "lag"]
             columns += ["consumer-id", "host", "client-id"]
         settled = all(r["state"] in ("stable", "empty") for r in rows) if view == "state" else True
@@ -332,7 +356,7 @@ def describe_groups(
         else:
             print_table(None, columns, rows)
         for g, why in failures.items():
-            err.print(f"[red]error:[/red] group {g!r}: {why}", highlight=False)
+            error_line(f"group {g!r}: {why}")
         if not watch or settled or failures or time.monotonic() > deadline:
             break
         time.sleep(1.0)
@@ -373,7 +397,7 @@ def delete_groups(
             if not as_json:
                 out.print(f"deleted group {r['group']!r}", highlight=False)
         else:
-            err.print(f"[red]error:[/red] cannot delete group {r['group']!r}: {r['error']}", highlight=False)
+            error_line(f"cannot delete group {r['group']!r}: {r['error']}")
     if any(not r["deleted"] for r in results):
         raise typer.Exit(1)
 

@@ -15,7 +15,6 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -24,6 +23,7 @@ import typer
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 # Far wider than any table: rich then renders each table at its natural width, never wrapped.
@@ -39,7 +39,6 @@ CommandConfig = Annotated[
     typer.Option(
         "--command-config",
         help="File of librdkafka properties (key=value lines: security.protocol, ssl.*, sasl.*).",
-        exists=False,
     ),
 ]
 Timeout = Annotated[float, typer.Option("--timeout", help="Seconds to wait for the cluster.", min=0.1)]
@@ -55,8 +54,13 @@ def fail(message: str) -> NoReturn:
     raise CliError(message)
 
 
+def error_line(message: str) -> None:
+    """``error: MESSAGE`` on stderr; the message is never read as rich markup."""
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+
+
 def report(exc: CliError) -> NoReturn:
-    err.print(f"[red]error:[/red] {exc}", highlight=False, markup=True, soft_wrap=True)
+    error_line(str(exc))
     raise typer.Exit(1)
 
 
@@ -158,10 +162,6 @@ class Conn:
             fail(f"{what}: no answer from {self.bootstrap} within {self.timeout:g}s")
 
 
-def conn(bootstrap: str, command_config: Path | None, timeout: float) -> Conn:
-    return Conn(bootstrap, command_config, timeout)
-
-
 # Kafka error codes in words, for the refusals an operator meets.
 _WORDS: dict[int, str] = {
     KafkaError.GROUP_ID_NOT_FOUND: "the group does not exist",
@@ -258,8 +258,9 @@ def check_partitions(counts: dict[str, int], wanted: dict[str, list[int] | None]
     return tps
 
 
-def watermarks(c: Conn, tps: list[TopicPartition]) -> dict[tuple[str, int], tuple[int, int]]:
-    """(log start, high watermark) per partition, as a Fetch reports them.
+def watermarks(c: Conn, tps: list[TopicPartition], strict: bool = True) -> dict[tuple[str, int], tuple[int, int]]:
+    """(log start, high watermark) per partition, as a Fetch reports them. Not ``strict``: a
+    partition that cannot be read is left out instead of failing.
 
     The local broker's ListOffsets "latest" is wrong, so the consumer's cached watermarks are
     read after a fetch reached each partition (a first message or end-of-partition)."""
@@ -275,36 +276,22 @@ def watermarks(c: Conn, tps: list[TopicPartition]) -> dict[tuple[str, int], tupl
             for msg in consumer.consume(500, 0.2):
                 key = (msg.topic(), msg.partition())
                 error = msg.error()
+                if msg.topic() is None:
+                    continue  # a client-wide event (a lost connection): librdkafka retries, the deadline bounds it
                 if error is not None and error.code() != KafkaError._PARTITION_EOF:
-                    fail(f"cannot read {key[0]}-{key[1]}: {describe_error(error)}")
+                    if strict or key not in pending:
+                        fail(f"cannot read {key[0]}-{key[1]}: {describe_error(error)}")
+                    pending.discard(key)
+                    continue
                 if key in pending:
                     lo, hi = consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
                     if hi >= 0:
                         result[key] = (max(lo, 0), hi)
                         pending.discard(key)
                         consumer.pause([TopicPartition(*key)])
-        if pending:
+        if pending and strict:
             names = ", ".join(f"{t}-{p}" for t, p in sorted(pending))
             fail(f"no fetch answer for {names} within {c.timeout:g}s")
     finally:
         consumer.close()
     return result
-
-
-def guarded(fn: Callable[..., None]) -> Callable[..., None]:
-    """Turn a CliError raised by a command into one line on stderr and exit code 1."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        try:
-            fn(*args, **kwargs)
-        except CliError as exc:
-            report(exc)
-
-    return wrapper
-
-
-def chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]

@@ -16,7 +16,7 @@ from rich.console import Console
 
 import cli.reset  # noqa: F401  (registers ``offsets reset``)
 from cli.admin import groups_app, offsets_app
-from cli.common import CliError, report
+from cli.common import CliError, error_line, report
 from cli.log import log_app
 from cli.migrate import migrate_app
 from cli.pipeline import pipeline_app
@@ -25,20 +25,40 @@ from deploy.local_broker import BrokerStartError, LocalBroker, parse_hostport
 
 
 class _App(typer.Typer):
-    """Every command's refusals and failures end as one line and exit code 1, never a traceback."""
+    """Every failure ends as one line on stderr and a non-zero exit code, never a traceback:
+    our refusals (``CliError``, exit 1) and bad command lines (exit 2, with a pointer to --help)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            return super().__call__(*args, **kwargs)
+            code = super().__call__(*args, **{**kwargs, "standalone_mode": False})
         except CliError as exc:
             try:
                 report(exc)
             except typer.Exit as done:
-                # Leave at once: a client with a request still pending may otherwise call back
-                # into an interpreter that is shutting down (librdkafka's threads are not ours).
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(done.exit_code)
+                _leave(done.exit_code)
+        except typer.Abort:
+            _leave(1)
+        except Exception as exc:
+            # Usage errors (unknown option, bad value): typer's own exception types, duck-typed so
+            # that this holds whichever click typer brings.
+            if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
+                raise
+            ctx = getattr(exc, "ctx", None)
+            if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+                print(ctx.get_help(), file=sys.stderr)
+            else:
+                hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+                error_line(f"{exc.format_message()}{hint}")
+            _leave(int(exc.exit_code))
+        _leave(code if isinstance(code, int) else 0)
+
+
+def _leave(code: int) -> None:
+    # Leave at once: a client with a request still pending may otherwise call back into an
+    # interpreter that is shutting down (librdkafka's threads are not ours).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 app = _App(
@@ -55,7 +75,7 @@ err = Console(stderr=True)
 
 
 def fail(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    error_line(message)
     raise typer.Exit(2)
 
 

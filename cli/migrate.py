@@ -18,7 +18,7 @@ import typer
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from cli.admin import _connect, active_members, committed, list_group_ids
+from cli.admin import _connect, activity, committed, list_group_ids
 from cli.common import DEFAULT_TIMEOUT, AsJson, CommandConfig, Conn, Timeout, emit_json, fail, out, print_table
 
 migrate_app = typer.Typer(
@@ -55,12 +55,9 @@ def _move(
     rows: list[dict[str, Any]] = []
     for g in chosen:
         for side, (c, admin) in ((src_name, source), (dst_name, dest)):
-            n = active_members(c, admin, g)
-            if n and not force:
-                fail(
-                    f"group {g!r} has {n} active member(s) on the {side}; stop its consumers first"
-                    " (or --force to copy anyway)"
-                )
+            why = activity(c, admin, g)
+            if why and not force:
+                fail(f"group {g!r} {why} on the {side}; stop its consumers first (or --force to copy anyway)")
         have = committed(sc, sadmin, g)
         if not have and not all_groups:
             fail(f"group {g!r} has no committed offsets on the {src_name}")

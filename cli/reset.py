@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 
-from cli.admin import SIDECAR, _connect, active_members, committed, list_group_ids, offsets_app
+from cli.admin import SIDECAR, _connect, activity, committed, list_group_ids, offsets_app
 from cli.common import (
     DEFAULT_TIMEOUT,
     AsJson,
@@ -204,9 +204,9 @@ def reset_offsets(
     c, admin = _connect(bootstrap, command_config, timeout)
     groups = [g["group"] for g in list_group_ids(c, admin)] if all_groups else list(dict.fromkeys(group or []))
     for g in groups:
-        n = active_members(c, admin, g)
-        if n:
-            fail(f"cannot reset offsets of group {g!r}: it has {n} active member(s); stop its consumers first")
+        why = activity(c, admin, g)
+        if why:
+            fail(f"cannot reset offsets of group {g!r}: it {why}; stop its consumers first")
     from_plan = read_plan_file(from_file, groups) if from_file is not None else {}
     current = {g: committed(c, admin, g) for g in groups}
 

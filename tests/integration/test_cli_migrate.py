@@ -126,6 +126,28 @@ def test_import_refuses_a_group_with_active_members(bootstrap: str, sidecar: Ser
         c.close()
 
 
+def test_export_refuses_a_group_still_running_on_the_cluster(
+    bootstrap: str, sidecar: ServeProcess, unique_name: str
+) -> None:
+    topic, group = unique_name, f"{unique_name}-cluster-live"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    c.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 60
+        while not c.assignment() and time.monotonic() < deadline:
+            c.poll(0.2)
+        assert c.assignment()
+        line = one_error_line(
+            cli("migrate", "export", "--cluster", bootstrap, "--sidecar", sidecar.bootstrap, "--group", group)
+        )
+        # The local broker's own coordinator describes a running group as stable with no members.
+        assert f"group {group!r} " in line and "on the cluster; stop its consumers first" in line
+    finally:
+        c.close()
+
+
 def test_log_skip_lets_a_shard_with_an_unreadable_record_load(bootstrap: str, unique_name: str) -> None:
     topic = f"gc-cli-skip-{uuid.uuid4().hex[:10]}"
     serve = ServeProcess(bootstrap, free_port(), topic, partitions=2)

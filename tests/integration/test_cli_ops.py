@@ -82,6 +82,10 @@ def test_version_and_errors_are_one_line() -> None:
         assert f"cannot reach 127.0.0.1:{port} within 2s" in line and "Connection refused" in line
         assert time.monotonic() - started < 30  # bounded by --timeout, not librdkafka's defaults
     assert "expected one of" in one_error_line(cli("groups", "list", "--state", "sleepy", "-b", "127.0.0.1:1"))
+    usage = cli("offsets", "reset", "--group", "g", "--partitions", "0")
+    assert usage.returncode == 2 and "No such option: --partitions" in one_error_line(usage)
+    bad_value = cli("log", "dump", "--partition", "-1")
+    assert bad_value.returncode == 2 and "'--partition'" in one_error_line(bad_value)
     bad_env = cli("serve", "--listen", "127.0.0.1:1", env={"GROUPCOORD_GROUP": "notjson"})
     assert 'field "group"' in one_error_line(bad_env)
     assert "greater than or equal to 1" in one_error_line(cli("serve", "--partitions", "-1"))
@@ -274,7 +278,13 @@ def test_offsets_delete_and_delete_several_groups(sidecar: ServeProcess, unique_
     make_topic(sidecar.bootstrap, topic, 2, 5)
     b = ["-b", sidecar.bootstrap]
     commit(sidecar.bootstrap, f"{topic}-a", [(topic, 0, 1), (topic, 1, 2)])
-    commit(sidecar.bootstrap, f"{topic}-b", [(topic, 0, 3)])
+    commit(sidecar.bootstrap, f"{topic}-b", [(topic, 0, 3), (f"{topic}-gone", 0, 4)])
+    # A committed offset for a topic that no longer exists: shown, with no log end, not an error.
+    described = cli("groups", "describe", f"{topic}-b", *b, "--json")
+    assert described.returncode == 0, described.stderr
+    rows = {r["topic"]: r for r in json.loads(described.stdout)["groups"]}
+    assert (rows[topic]["current-offset"], rows[topic]["log-end-offset"], rows[topic]["lag"]) == (3, 5, 2)
+    assert (rows[f"{topic}-gone"]["current-offset"], rows[f"{topic}-gone"]["log-end-offset"]) == (4, None)
     deleted = cli("offsets", "delete", "--group", f"{topic}-a", "--topic", f"{topic}:1", *b)
     assert deleted.returncode == 0, deleted.stderr
     left = json.loads(cli("offsets", "show", f"{topic}-a", *b, "--json").stdout)

@@ -1,0 +1,71 @@
+"""The CLI's own parsing: durations, datetimes, properties files, reset plans and --topic specs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cli.common import CliError, read_properties
+from cli.common import parse_topic_spec as topic_spec
+from cli.reset import parse_datetime_ms, parse_duration_ms, read_plan_file
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [("PT1H", 3_600_000), ("P1DT2H", 93_600_000), ("PT1M30S", 90_000), ("pt0.5s", 500), ("P2D", 172_800_000)],
+)
+def test_iso_durations(text: str, ms: int) -> None:
+    assert parse_duration_ms(text) == ms
+
+
+@pytest.mark.parametrize("text", ["", "P", "PT", "1h", "PT1X", "-PT1H"])
+def test_bad_durations_are_refused(text: str) -> None:
+    with pytest.raises(CliError, match="ISO-8601 duration"):
+        parse_duration_ms(text)
+
+
+def test_datetimes_default_to_utc_and_honour_a_zone() -> None:
+    assert parse_datetime_ms("2023-11-14T22:13:20") == 1_700_000_000_000
+    assert parse_datetime_ms("2023-11-14T22:13:20.250Z") == 1_700_000_000_250
+    assert parse_datetime_ms("2023-11-14T23:13:20+01:00") == 1_700_000_000_000
+    with pytest.raises(CliError, match="--to-datetime"):
+        parse_datetime_ms("yesterday")
+
+
+def test_properties_files_like_kafkas_tools(tmp_path: Path) -> None:
+    props = tmp_path / "client.properties"
+    props.write_text(
+        "# comment\n! also a comment\n\nsecurity.protocol=SASL_SSL\nsasl.jaas.config: x=y\nssl.ca.location = /ca.pem\n"
+    )
+    assert read_properties(props) == {
+        "security.protocol": "SASL_SSL",
+        "sasl.jaas.config": "x=y",
+        "ssl.ca.location": "/ca.pem",
+    }
+    props.write_text("just words\n")
+    with pytest.raises(CliError, match="client.properties:1: expected key=value"):
+        read_properties(props)
+    with pytest.raises(CliError, match="cannot read --command-config"):
+        read_properties(tmp_path / "missing")
+
+
+def test_reset_plan_files_with_and_without_the_group_column(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.csv"
+    plan.write_text("orders,0,5\norders,1,7\n")
+    assert read_plan_file(plan, ["g"]) == {("g", "orders", 0): 5, ("g", "orders", 1): 7}
+    with pytest.raises(CliError, match="three columns need exactly one --group"):
+        read_plan_file(plan, ["g", "h"])
+    plan.write_text("g,orders,0,5\nh,orders,0,6\n")
+    assert read_plan_file(plan, ["g", "h"]) == {("g", "orders", 0): 5, ("h", "orders", 0): 6}
+    plan.write_text("orders,zero,5\n")
+    with pytest.raises(CliError, match="plan.csv:1: expected"):
+        read_plan_file(plan, ["g"])
+
+
+def test_topic_specs() -> None:
+    assert topic_spec("orders") == ("orders", None)
+    assert topic_spec("orders:2,0,2") == ("orders", [0, 2])
+    for bad in ("orders:x", "orders:-1", ":1", "orders:"):
+        with pytest.raises(CliError):
+            topic_spec(bad)
