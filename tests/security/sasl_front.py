@@ -100,6 +100,8 @@ class SaslFront:
     failures: list[str] = field(default_factory=list)
     # ACLs served by DescribeAcls: (resource_type, name, pattern, principal, host, operation, permission).
     acls: list[tuple[str, str, str, str, str, str, str]] = field(default_factory=list)
+    # KIP-368 session lifetimes (ms) handed to some users at authentication.
+    lifetimes: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._scram: dict[str, ScramMechanism] = {m: ScramMechanism(m) for m in MECHANISMS[1:]}
@@ -229,7 +231,7 @@ class SaslFront:
         if mechanism == "PLAIN":
             parts = token.decode("utf-8", "replace").split("\x00")
             if len(parts) == 3 and self.users.get(parts[1]) == parts[2] and parts[0] in ("", parts[1]):
-                return SaslAuthenticateResponse(), True, parts[1]
+                return SaslAuthenticateResponse(session_lifetime_ms=self.lifetimes.get(parts[1], 0)), True, parts[1]
             return refuse("Authentication failed: Invalid username or password")
         try:
             if scram_server is None:

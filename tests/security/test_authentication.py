@@ -281,3 +281,27 @@ def test_confluent_kafka_with_sasl_through_the_sidecar(sasl_cluster: SaslCluster
     principals = {who for who, api in sasl_cluster.front.seen if api in (0, 1)}
     assert principals <= {"alice", "gcadmin"}
     assert "alice" in principals
+
+
+def test_an_expired_session_closes_the_connection(sasl_cluster: SaslCluster, sidecar: Sidecar) -> None:
+    """KIP-368: the cluster gave carol a 1.5 s session; after it, group requests close the connection
+    (a re-authentication on the same connection renews it)."""
+    sasl_cluster.front.lifetimes["carol"] = 1500
+    group = f"carol-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> None:
+        client = await authenticated(sidecar, "carol")
+        assert group not in await listed(client)
+        await asyncio.sleep(2)
+        answer = await plain_login(client, "carol", "carol-secret")  # re-authentication renews
+        assert answer.error_code == 0 and answer.session_lifetime_ms == 1500
+        assert group not in await listed(client)
+        await asyncio.sleep(2)
+        client.send(16, 4, ListGroupsRequest())
+        assert await client.closed_by_peer()
+        await client.close()
+
+    try:
+        run(scenario)
+    finally:
+        del sasl_cluster.front.lifetimes["carol"]
