@@ -11,7 +11,9 @@ which API, so tests can see what reached the "cluster" and as whom.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import json
 import struct
 import threading
 from dataclasses import dataclass, field
@@ -32,7 +34,7 @@ from coordinator.gateway.protocol import decode_response, encode_response
 from coordinator.gateway.schema import Field, Struct, Versions
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE, PRODUCE, DESCRIBE_ACLS = 18, 17, 36, 0, 29
-MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
 SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM = 58, 33
 
 
@@ -104,7 +106,7 @@ class SaslFront:
     lifetimes: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._scram: dict[str, ScramMechanism] = {m: ScramMechanism(m) for m in MECHANISMS[1:]}
+        self._scram: dict[str, ScramMechanism] = {m: ScramMechanism(m) for m in MECHANISMS if m.startswith("SCRAM")}
         self._auth_info: dict[tuple[str, str], Any] = {
             (mech, user): self._scram[mech].make_auth_info(password, iteration_count=4096)
             for mech in self._scram
@@ -233,6 +235,19 @@ class SaslFront:
             if len(parts) == 3 and self.users.get(parts[1]) == parts[2] and parts[0] in ("", parts[1]):
                 return SaslAuthenticateResponse(session_lifetime_ms=self.lifetimes.get(parts[1], 0)), True, parts[1]
             return refuse("Authentication failed: Invalid username or password")
+        if mechanism == "OAUTHBEARER":
+            # Unsecured JWTs (alg "none"), as Kafka's OAuthBearerUnsecuredValidatorCallbackHandler
+            # accepts them in tests: any token with a "sub" claim and no "bad" claim.
+            text = token.decode("utf-8", "replace")
+            bearer = [p[len("auth=Bearer ") :] for p in text.split("\x01") if p.startswith("auth=Bearer ")]
+            try:
+                body = bearer[0].split(".")[1]
+                claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+            except (IndexError, ValueError):
+                return refuse("invalid token")
+            if not isinstance(claims, dict) or "sub" not in claims or claims.get("bad"):
+                return refuse("invalid token")
+            return SaslAuthenticateResponse(), True, str(claims["sub"])
         try:
             if scram_server is None:
                 named: list[str] = []

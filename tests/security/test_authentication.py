@@ -305,3 +305,42 @@ def test_an_expired_session_closes_the_connection(sasl_cluster: SaslCluster, sid
         run(scenario)
     finally:
         del sasl_cluster.front.lifetimes["carol"]
+
+
+def test_oauthbearer_principal_is_the_tokens_subject(sidecar: Sidecar, victim: tuple[str, str]) -> None:
+    import base64
+    import json
+
+    from tests.security.wire import authenticate, handshake
+
+    def token(claims: dict[str, object]) -> bytes:
+        def part(value: dict[str, object]) -> str:
+            return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+        return f"n,,\x01auth=Bearer {part({'alg': 'none'})}.{part(claims)}.\x01\x01".encode()
+
+    group, topic = victim
+
+    async def scenario() -> None:
+        for subject, expected in (("alice", 42), ("bob", None)):
+            client = await connect(sidecar)
+            assert (await handshake(client, "OAUTHBEARER")).error_code == 0
+            assert (await authenticate(client, token({"sub": subject}))).error_code == 0
+            answer = await client.call(
+                9, 8, OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id=group, topics=None)])
+            )
+            assert isinstance(answer, OffsetFetchResponse)
+            if expected is None:
+                assert answer.groups[0].error_code == 30  # bob's token: not alice's group
+            else:
+                assert await committed(client, group, topic) == expected
+            await client.close()
+        # A token the cluster rejects authenticates no one.
+        client = await connect(sidecar)
+        assert (await handshake(client, "OAUTHBEARER")).error_code == 0
+        assert (await authenticate(client, token({"sub": "alice", "bad": True}))).error_code == 58
+        client.send(16, 4, ListGroupsRequest())
+        assert await client.closed_by_peer()
+        await client.close()
+
+    run(scenario)
