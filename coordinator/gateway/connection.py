@@ -179,34 +179,35 @@ class ClientConnection:
                 first = await self._next_frame_start()
                 if not first:
                     break
+                prefix = first + await self._read_within(3, read_s)
                 try:
-                    async with asyncio.timeout(read_s):
-                        prefix = first + await self.reader.readexactly(3)
                     size = check_frame_size(prefix, max_bytes)
-                    # Waiting for budget stops reading from this client (TCP pushes back); the
-                    # read deadline starts once the budget is granted.
-                    grant = await budget.acquire(size)
-                    try:
-                        async with asyncio.timeout(read_s):
-                            payload = await self.reader.readexactly(size)
-                        slot = await self._dispatch(payload)
-                        del payload
-                    finally:
-                        budget.release(grant)
                 except FrameError as exc:
                     raise CloseConnection(str(exc)) from exc
-                except asyncio.IncompleteReadError as exc:
-                    raise CloseConnection("connection closed mid-frame") from exc
-                except TimeoutError as exc:
-                    raise CloseConnection(
-                        f"frame not complete within request_read_timeout_ms={read_s * 1000:.0f}"
-                    ) from exc
+                # Waiting for budget stops reading from this client (TCP pushes back); the read
+                # deadline starts once the budget is granted.
+                grant = await budget.acquire(size)
+                try:
+                    payload = await self._read_within(size, read_s)
+                    slot = await self._dispatch(payload)
+                    del payload
+                finally:
+                    budget.release(grant)
                 if slot is not None:
                     self.outstanding += 1
                     await self.queue.put(slot)
         except (ConnectionError, ssl.SSLError) as exc:
             log.debug("client connection lost peer=%s:%s error=%s", *self.peer, exc)
         await self.queue.put(None)
+
+    async def _read_within(self, n: int, seconds: float) -> bytes:
+        try:
+            async with asyncio.timeout(seconds):
+                return await self.reader.readexactly(n)
+        except asyncio.IncompleteReadError as exc:
+            raise CloseConnection("connection closed mid-frame") from exc
+        except TimeoutError as exc:
+            raise CloseConnection(f"frame not complete within request_read_timeout_ms={seconds * 1000:.0f}") from exc
 
     async def _next_frame_start(self) -> bytes:
         """The first byte of the next frame (b"" at EOF); closes a connection idle for too long."""

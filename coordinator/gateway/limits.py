@@ -18,24 +18,34 @@ MAX_ERROR_MESSAGE_CHARS = 512
 
 
 class ByteBudget:
-    """Up to ``capacity`` bytes held at once; waiters are served first come, first served.
+    """Up to ``capacity`` bytes held at once; waiters of one kind are served first come, first served.
 
-    A request for more than the whole capacity is granted the whole capacity, so one large frame
-    can still pass (alone) instead of waiting forever.
+    ``reserve`` bytes are kept for small requests (at most ``small`` bytes each): large ones can
+    only fill ``capacity - reserve``, so clients holding large partial frames cannot make an
+    ordinary small request wait for their read deadline. A request for more than a kind's limit
+    is granted that limit, so one large frame still passes (alone) instead of waiting forever.
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, reserve: int = 0, small: int = 1 << 20) -> None:
         self.capacity = capacity
+        self.reserve = min(reserve, capacity // 2)
+        self.small = small
         self.used = 0
         self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
 
+    def _limit(self, n: int) -> int:
+        return self.capacity if n <= self.small else self.capacity - self.reserve
+
     def grant_for(self, n: int) -> int:
-        return min(max(n, 0), self.capacity)
+        n = max(n, 0)
+        return min(n, self._limit(n))
 
     async def acquire(self, n: int) -> int:
         """Wait until ``grant_for(n)`` bytes are free, take them, and return that amount."""
         n = self.grant_for(n)
-        if not self._waiters and self.used + n <= self.capacity:
+        limit = self._limit(n)
+        same_kind_waiting = any(self._limit(w) == limit for w, _ in self._waiters)
+        if not same_kind_waiting and self.used + n <= limit:
             self.used += n
             return n
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -54,14 +64,19 @@ class ByteBudget:
 
     def release(self, n: int) -> None:
         self.used = max(0, self.used - n)
-        while self._waiters:
-            wanted, fut = self._waiters[0]
+        blocked: set[int] = set()
+        for entry in list(self._waiters):
+            wanted, fut = entry
+            limit = self._limit(wanted)
             if fut.done():
-                self._waiters.popleft()
+                self._waiters.remove(entry)
                 continue
-            if self.used + wanted > self.capacity:
-                break
-            self._waiters.popleft()
+            if limit in blocked:
+                continue  # an earlier waiter of this kind is still waiting: keep the order
+            if self.used + wanted > limit:
+                blocked.add(limit)
+                continue
+            self._waiters.remove(entry)
             self.used += wanted
             fut.set_result(None)
 

@@ -154,7 +154,8 @@ class GatewayServer:
         # None while the connection is still in its TLS handshake.
         self.connections: dict[asyncio.Task[None], ClientConnection | None] = {}
         self.per_ip: dict[str, int] = {}
-        self.buffer_budget = ByteBudget(config.max_buffered_bytes)
+        # An eighth is kept for requests of up to 1 MiB (group requests, most data requests).
+        self.buffer_budget = ByteBudget(config.max_buffered_bytes, reserve=config.max_buffered_bytes // 8)
         self.protected = ProtectedTopics(config.protected_topics)
         self._last_refusal_log = float("-inf")
         self._refusals_unlogged = 0

@@ -91,7 +91,10 @@ class SecuredHandler:
         if self.authorizer is not None and isinstance(request, _READ_GROUP_TOP_LEVEL):
             group_id = request.group_id  # type: ignore[attr-defined]
             if not self._allowed(context, Operation.READ, ResourceType.GROUP, group_id):
-                return _REFUSALS[type(request)]()
+                refusal = _REFUSALS[type(request)]()
+                if isinstance(refusal, wire_join.JoinGroupResponse) and context.api_version < 7:
+                    refusal.protocol_name = ""  # not nullable before v7
+                return refusal
         route = self._routes.get(type(request))
         if route is not None:
             return await route(context, request)
@@ -283,7 +286,22 @@ class SecuredHandler:
 
     async def _offset_fetch_single(self, context: RequestContext, request: wire_fetch.OffsetFetchRequest) -> Message:
         if not self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, request.group_id):
-            return wire_fetch.OffsetFetchResponse(error_code=GROUP_DENIED)
+            # v1 has no top-level error: Kafka puts the refusal on every partition asked for.
+            return wire_fetch.OffsetFetchResponse(
+                error_code=GROUP_DENIED,
+                topics=[
+                    wire_fetch.OffsetFetchResponseTopic(
+                        name=t.name,
+                        partitions=[
+                            wire_fetch.OffsetFetchResponsePartition(
+                                partition_index=p, committed_offset=-1, error_code=GROUP_DENIED
+                            )
+                            for p in t.partition_indexes
+                        ],
+                    )
+                    for t in request.topics or []
+                ],
+            )
         response = await self.inner.handle(context, request)
         assert isinstance(response, wire_fetch.OffsetFetchResponse)
         if self.authorizer is None:

@@ -244,3 +244,26 @@ def test_large_group_frames_are_refused_before_decoding() -> None:
             await client.close()
 
     run(body, max_group_request_bytes=4096)
+
+
+def test_small_requests_are_not_starved_by_large_partial_frames() -> None:
+    from coordinator.gateway.limits import ByteBudget
+
+    async def main() -> None:
+        budget = ByteBudget(1000, reserve=200, small=100)
+        assert await budget.acquire(5000) == 800  # a large frame takes at most capacity - reserve
+        blocked_large = asyncio.ensure_future(budget.acquire(300))
+        await asyncio.sleep(0)
+        assert not blocked_large.done()
+        assert await asyncio.wait_for(budget.acquire(100), 1) == 100  # the reserve serves small ones
+        assert await asyncio.wait_for(budget.acquire(100), 1) == 100
+        blocked_small = asyncio.ensure_future(budget.acquire(50))
+        await asyncio.sleep(0)
+        assert not blocked_small.done() and budget.used == 1000
+        budget.release(800)
+        await asyncio.sleep(0)
+        assert blocked_small.done() and blocked_large.done()
+        assert budget.used == 200 + 50 + 300
+        blocked_large.cancel()
+
+    asyncio.run(main())

@@ -17,7 +17,7 @@ import pytest
 from deploy.local_broker import broker_binary, free_port
 from tests.security.sasl_front import SaslFront
 
-USERS = {"alice": "alice-secret", "bob": "bob-secret", "gcadmin": "gcadmin-secret"}
+USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret", "gcadmin": "gcadmin-secret"}
 
 
 class SaslCluster:
@@ -182,6 +182,13 @@ resource_type = "TOPIC"
 resource_name = "shared-secret"
 operation = "READ"
 permission = "DENY"
+
+[[acls]]
+principal = "User:carol"
+resource_type = "GROUP"
+resource_name = "carol-"
+pattern_type = "PREFIXED"
+operation = "ALL"
 
 [[acls]]
 principal = "User:alice"

@@ -11,11 +11,13 @@ which API, so tests can see what reached the "cluster" and as whom.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import json
 import struct
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from scramp import ScramMechanism
 
@@ -29,14 +31,65 @@ from coordinator.gateway.messages.sasl import (
     SaslHandshakeResponse,
 )
 from coordinator.gateway.protocol import decode_response, encode_response
+from coordinator.gateway.schema import Field, Struct, Versions
 
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE, PRODUCE = 18, 17, 36, 0
-MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE, PRODUCE, DESCRIBE_ACLS = 18, 17, 36, 0, 29
+MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
 SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM = 58, 33
 
 
 class _Close(Exception):
     pass
+
+
+# DescribeAcls (API 29) answer bodies, from the published schema, so the front can play a cluster
+# with an authorizer: the ACLs are whatever the test puts in ``SaslFront.acls``.
+@dataclass(kw_only=True, slots=True)
+class _AclDescription(Struct):
+    principal: str = ""
+    host: str = ""
+    operation: int = 0
+    permission_type: int = 0
+    SCHEMA: ClassVar[tuple[Field, ...]] = (
+        Field("principal", "string", Versions(0)),
+        Field("host", "string", Versions(0)),
+        Field("operation", "int8", Versions(0)),
+        Field("permission_type", "int8", Versions(0)),
+    )
+
+
+@dataclass(kw_only=True, slots=True)
+class _AclResource(Struct):
+    resource_type: int = 0
+    resource_name: str = ""
+    pattern_type: int = 3
+    acls: list[_AclDescription] = field(default_factory=list)
+    SCHEMA: ClassVar[tuple[Field, ...]] = (
+        Field("resource_type", "int8", Versions(0)),
+        Field("resource_name", "string", Versions(0)),
+        Field("pattern_type", "int8", Versions(1), default=3),
+        Field("acls", "array", Versions(0), struct=_AclDescription),
+    )
+
+
+@dataclass(kw_only=True, slots=True)
+class _DescribeAclsResponse(Struct):
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    error_message: str | None = None
+    resources: list[_AclResource] = field(default_factory=list)
+    SCHEMA: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", "int32", Versions(0)),
+        Field("error_code", "int16", Versions(0)),
+        Field("error_message", "string", Versions(0), nullable=Versions(0)),
+        Field("resources", "array", Versions(0), struct=_AclResource),
+    )
+
+
+_RESOURCE = {"TOPIC": 2, "GROUP": 3, "CLUSTER": 4}
+_PATTERN = {"LITERAL": 3, "PREFIXED": 4}
+_OPERATION = {"ALL": 2, "READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7, "DESCRIBE": 8}
+_PERMISSION = {"DENY": 2, "ALLOW": 3}
 
 
 @dataclass
@@ -47,9 +100,13 @@ class SaslFront:
     # (principal or None, api key) for every request that reached the broker behind the front.
     seen: list[tuple[str | None, int]] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    # ACLs served by DescribeAcls: (resource_type, name, pattern, principal, host, operation, permission).
+    acls: list[tuple[str, str, str, str, str, str, str]] = field(default_factory=list)
+    # KIP-368 session lifetimes (ms) handed to some users at authentication.
+    lifetimes: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._scram: dict[str, ScramMechanism] = {m: ScramMechanism(m) for m in MECHANISMS[1:]}
+        self._scram: dict[str, ScramMechanism] = {m: ScramMechanism(m) for m in MECHANISMS if m.startswith("SCRAM")}
         self._auth_info: dict[tuple[str, str], Any] = {
             (mech, user): self._scram[mech].make_auth_info(password, iteration_count=4096)
             for mech in self._scram
@@ -121,6 +178,11 @@ class SaslFront:
                     continue
                 if key != API_VERSIONS and principal is None:
                     return  # like Kafka: any other request before authentication closes the connection
+                if key == DESCRIBE_ACLS:
+                    self.seen.append((principal, key))
+                    writer.write(self._describe_acls(correlation_id, version))
+                    await writer.drain()
+                    continue
                 if upstream is None:
                     upstream = await asyncio.open_connection(*self.broker)
                 self.seen.append((principal, key))
@@ -145,6 +207,21 @@ class SaslFront:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
+    def _describe_acls(self, correlation_id: int, version: int) -> bytes:
+        resources: dict[tuple[str, str, str], _AclResource] = {}
+        for rtype, name, pattern, who, host, operation, permission in self.acls:
+            resource = resources.setdefault(
+                (rtype, name, pattern),
+                _AclResource(resource_type=_RESOURCE[rtype], resource_name=name, pattern_type=_PATTERN[pattern]),
+            )
+            resource.acls.append(
+                _AclDescription(
+                    principal=who, host=host, operation=_OPERATION[operation], permission_type=_PERMISSION[permission]
+                )
+            )
+        body = _DescribeAclsResponse(resources=list(resources.values()))
+        return _frame(correlation_id, _DescribeAclsResponse, version, body, version >= 2)
+
     def _authenticate(
         self, mechanism: str | None, token: bytes, scram_server: Any
     ) -> tuple[SaslAuthenticateResponse, bool, Any]:
@@ -156,8 +233,21 @@ class SaslFront:
         if mechanism == "PLAIN":
             parts = token.decode("utf-8", "replace").split("\x00")
             if len(parts) == 3 and self.users.get(parts[1]) == parts[2] and parts[0] in ("", parts[1]):
-                return SaslAuthenticateResponse(), True, parts[1]
+                return SaslAuthenticateResponse(session_lifetime_ms=self.lifetimes.get(parts[1], 0)), True, parts[1]
             return refuse("Authentication failed: Invalid username or password")
+        if mechanism == "OAUTHBEARER":
+            # Unsecured JWTs (alg "none"), as Kafka's OAuthBearerUnsecuredValidatorCallbackHandler
+            # accepts them in tests: any token with a "sub" claim and no "bad" claim.
+            text = token.decode("utf-8", "replace")
+            bearer = [p[len("auth=Bearer ") :] for p in text.split("\x01") if p.startswith("auth=Bearer ")]
+            try:
+                body = bearer[0].split(".")[1]
+                claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+            except (IndexError, ValueError):
+                return refuse("invalid token")
+            if not isinstance(claims, dict) or "sub" not in claims or claims.get("bad"):
+                return refuse("invalid token")
+            return SaslAuthenticateResponse(), True, str(claims["sub"])
         try:
             if scram_server is None:
                 named: list[str] = []
@@ -193,7 +283,7 @@ def _with_sasl_apis(answer: bytes, version: int) -> bytes:
         return struct.pack(">i", len(answer)) + answer  # an error answer (e.g. unsupported version)
     assert isinstance(body, ApiVersionsResponse)
     keys = {k.api_key for k in body.api_keys}
-    for key, high in ((SASL_HANDSHAKE, 1), (SASL_AUTHENTICATE, 2)):
+    for key, high in ((SASL_HANDSHAKE, 1), (SASL_AUTHENTICATE, 2), (DESCRIBE_ACLS, 3)):
         if key not in keys:
             body.api_keys.append(ApiVersionsResponseApiVersion(api_key=key, min_version=0, max_version=high))
     body.api_keys.sort(key=lambda k: k.api_key)

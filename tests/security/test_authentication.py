@@ -281,3 +281,66 @@ def test_confluent_kafka_with_sasl_through_the_sidecar(sasl_cluster: SaslCluster
     principals = {who for who, api in sasl_cluster.front.seen if api in (0, 1)}
     assert principals <= {"alice", "gcadmin"}
     assert "alice" in principals
+
+
+def test_an_expired_session_closes_the_connection(sasl_cluster: SaslCluster, sidecar: Sidecar) -> None:
+    """KIP-368: the cluster gave carol a 1.5 s session; after it, group requests close the connection
+    (a re-authentication on the same connection renews it)."""
+    sasl_cluster.front.lifetimes["carol"] = 1500
+    group = f"carol-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> None:
+        client = await authenticated(sidecar, "carol")
+        assert group not in await listed(client)
+        await asyncio.sleep(2)
+        answer = await plain_login(client, "carol", "carol-secret")  # re-authentication renews
+        assert answer.error_code == 0 and answer.session_lifetime_ms == 1500
+        assert group not in await listed(client)
+        await asyncio.sleep(2)
+        client.send(16, 4, ListGroupsRequest())
+        assert await client.closed_by_peer()
+        await client.close()
+
+    try:
+        run(scenario)
+    finally:
+        del sasl_cluster.front.lifetimes["carol"]
+
+
+def test_oauthbearer_principal_is_the_tokens_subject(sidecar: Sidecar, victim: tuple[str, str]) -> None:
+    import base64
+    import json
+
+    from tests.security.wire import authenticate, handshake
+
+    def token(claims: dict[str, object]) -> bytes:
+        def part(value: dict[str, object]) -> str:
+            return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+        return f"n,,\x01auth=Bearer {part({'alg': 'none'})}.{part(claims)}.\x01\x01".encode()
+
+    group, topic = victim
+
+    async def scenario() -> None:
+        for subject, expected in (("alice", 42), ("bob", None)):
+            client = await connect(sidecar)
+            assert (await handshake(client, "OAUTHBEARER")).error_code == 0
+            assert (await authenticate(client, token({"sub": subject}))).error_code == 0
+            answer = await client.call(
+                9, 8, OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id=group, topics=None)])
+            )
+            assert isinstance(answer, OffsetFetchResponse)
+            if expected is None:
+                assert answer.groups[0].error_code == 30  # bob's token: not alice's group
+            else:
+                assert await committed(client, group, topic) == expected
+            await client.close()
+        # A token the cluster rejects authenticates no one.
+        client = await connect(sidecar)
+        assert (await handshake(client, "OAUTHBEARER")).error_code == 0
+        assert (await authenticate(client, token({"sub": "alice", "bad": True}))).error_code == 58
+        client.send(16, 4, ListGroupsRequest())
+        assert await client.closed_by_peer()
+        await client.close()
+
+    run(scenario)

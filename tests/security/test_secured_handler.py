@@ -118,3 +118,49 @@ def test_produce_topics_are_parsed_past_the_records() -> None:
         assert guard.in_produce(payload, version)
         innocent = _produce(version, ["orders"])
         assert not guard.in_produce(innocent, version)
+
+
+def test_refusals_encode_at_every_version() -> None:
+    """A caller with no ACL gets Kafka's authorization error from every group API, at every version."""
+    import random
+
+    from coordinator.gateway.apis import APIS, GROUP_API_KEYS
+    from coordinator.gateway.protocol import encode_response
+    from coordinator.security.authorizer import AclAuthorizer
+    from tests.gateway.samples import sample
+
+    class Untouchable:
+        async def handle(self, context: RequestContext, request: Message) -> Message:
+            name = type(request).__name__
+            assert name in ("ListGroupsRequest", "TxnOffsetCommitRequest"), f"{name} reached the handler"
+            return APIS[context.api_key].response()
+
+    handler = SecuredHandler(Untouchable(), NoTopics(), AclAuthorizer())
+    seen_codes: set[int] = set()
+    for key in sorted(GROUP_API_KEYS):
+        spec = APIS[key]
+        for version in range(spec.min_version, spec.max_version + 1):
+            request = sample(spec.request, version, random.Random(key * 31 + version))
+            context = RequestContext(RequestHeader(key, version, 1, "c"), "10.0.0.9", 1, 2, principal="mallory")
+            response = asyncio.run(handler.handle(context, request))
+            assert isinstance(response, spec.response)
+            encode_response(key, version, 1, response)  # must be sendable at that version
+            seen_codes |= _error_codes(response)
+    assert 30 in seen_codes  # group checks come first, so no topic is ever reached here
+
+
+def _error_codes(value: object) -> set[int]:
+    from dataclasses import fields, is_dataclass
+
+    found: set[int] = set()
+    if isinstance(value, list):
+        for item in value:
+            found |= _error_codes(item)
+    elif is_dataclass(value):
+        for f in fields(value):
+            child = getattr(value, f.name)
+            if f.name == "error_code":
+                found.add(int(child))
+            else:
+                found |= _error_codes(child)
+    return found
