@@ -277,7 +277,9 @@ def run_group_scenario(
     # 4. Everything consumed and committed, and the commits read back through the sidecar.
     errors = [e for m in driver.members.values() for e in m.commit_errors]
     assert [e for e in errors if not any(t in e for t in tolerated)] == [], errors
-    assert all(driver.members[f"m{i}"].commits for i in range(4))
+    # Who commits depends on timing (an eager member may lose every record it read to a rebalance);
+    # that the group's commits succeed and are complete is what step 4 proves.
+    assert sum(m.commits for m in driver.members.values()) > 0, driver.describe()
     assert set(driver.consumed()) == expected
     if not errors:  # twice only after a commit that lost a race
         assert len(driver.consumed()) == len(expected)

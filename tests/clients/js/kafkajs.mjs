@@ -16,7 +16,8 @@ class Member {
   constructor (name) {
     this.book = new Book(name)
     const kafka = new Kafka({ clientId: name, brokers: [bootstrap], logLevel: logLevel.ERROR, retry: { retries: 10 } })
-    this.consumer = kafka.consumer({ groupId: group, sessionTimeout: 6000, heartbeatInterval: 500, rebalanceTimeout: 10000 })
+    // A short fetch wait: KafkaJS notices a rebalance only between fetches (the default waits 5 s).
+    this.consumer = kafka.consumer({ groupId: group, sessionTimeout: 6000, heartbeatInterval: 500, rebalanceTimeout: 10000, maxWaitTimeInMs: 500 })
     const { REBALANCING, GROUP_JOIN, CRASH } = this.consumer.events
     this.consumer.on(REBALANCING, () => this.book.become(new Set()))
     this.consumer.on(GROUP_JOIN, ({ payload }) => {
