@@ -77,6 +77,10 @@ class LogWriter:
             # together), so the producer must not add latency of its own.
             "linger.ms": 0,
             "max.in.flight.requests.per.connection": 5,
+            # A record that fails must fail every record after it: those were produced from a
+            # state that included it, and must never land without it (the writer turns fatal
+            # and is replaced; the shard reloads).
+            "enable.gapless.guarantee": True,
         }
         self._producer = Producer(self._config)
         self._stop = threading.Event()

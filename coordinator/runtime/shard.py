@@ -147,7 +147,8 @@ class Shard(Generic[S]):
         self._queue: list[tuple[Callable[[S, int], Result[Any]], asyncio.Future[Any]]] = []
         self._flush_scheduled = False
         self._pending: deque[_Pending] = deque()
-        self._inflight: dict[int, CoordinatorRecord] = {}
+        # offset -> (record, key, value) of what we appended there, until it is read back
+        self._inflight: dict[int, tuple[CoordinatorRecord, bytes, bytes | None]] = {}
         self._parked: dict[Hashable, asyncio.Future[Any]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._load_started = 0.0
@@ -227,13 +228,23 @@ class Shard(Generic[S]):
         if generation != self.generation:
             return
         replayer = self._replayer
+        # Once we write (active, or appending our ShardEpoch), every record from the end of the
+        # load on is ours; the first offset holding another writer's record, if any:
+        foreign: int | None = None
+        writing = self.status is ShardStatus.ACTIVE or self._finishing
         try:
             for msg in messages:
                 offset = msg.offset()
                 if offset is None or offset < replayer.next_offset:
                     continue
+                key, value = msg.key(), msg.value()
                 ours = self._inflight.pop(offset, None)
-                replayer.feed(offset, msg.key(), msg.value(), msg.headers(), ours)
+                # Skip decoding only if the record at this offset really is the one we wrote:
+                # another writer (a zombie, or the owner we fenced) may have taken the offset.
+                decoded = ours[0] if ours is not None and ours[1] == key and ours[2] == value else None
+                if writing and foreign is None and decoded is None and (ours is not None or offset >= self.next_offset):
+                    foreign = offset
+                replayer.feed(offset, key, value, msg.headers(), decoded)
         except LogReadError as exc:
             self._fail(str(exc))
             return
@@ -243,6 +254,12 @@ class Shard(Generic[S]):
         self.committed_offset = replayer.next_offset
         if self.status is ShardStatus.ACTIVE and replayer.max_epoch > self.epoch:
             self._fence(replayer.max_epoch)
+            return
+        if foreign is not None:
+            # Another writer (a zombie: older epochs are ignored by replay) moved our records
+            # to later offsets than we counted: the offsets read so far say nothing about them,
+            # so nothing may be released, and our offsets no longer match the log.
+            self.reload(f"another writer appended at offset {foreign}")
             return
         self._release()
 
@@ -289,6 +306,11 @@ class Shard(Generic[S]):
                     RecordType.BATCH_ABORT, BatchAbortKey(first), BatchAbortValue(first, last, self.epoch)
                 )
             )
+        # Compaction would keep aborted and fenced records as the latest of their keys:
+        # re-state the valid values (see ``LogReplayer.restores``).
+        restores = self._replayer.restores()
+        records.extend(restores)
+        self._replayer.stop_tracking()
         records.append(
             CoordinatorRecord(
                 RecordType.SHARD_EPOCH,
@@ -298,6 +320,8 @@ class Shard(Generic[S]):
         )
         # From here on, the reader replays into the committed state only.
         self._replayer.targets = [self.committed]
+        for record in restores:
+            self.live.replay(record)
         fut: asyncio.Future[Any] = self.host.loop.create_future()
         fut.add_done_callback(self._activated)
         self._append(records, fut, None, atomic=False)
@@ -413,7 +437,7 @@ class Shard(Generic[S]):
         their headers: the shard epoch, and the batch position when they must apply together."""
         count = len(records) if atomic else 1
         for i, (record, (key, value)) in enumerate(zip(records, encoded, strict=True)):
-            self._inflight[self.next_offset] = record
+            self._inflight[self.next_offset] = (record, key, value)
             out.append((key, value, make_headers(self.epoch, i if atomic else 0, count)))
             self.next_offset += 1
 

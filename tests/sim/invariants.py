@@ -1,0 +1,101 @@
+"""DESIGN.md's invariants, written once and numbered as there. Each raises ``InvariantViolation``
+through ``fail`` (which adds the seed and the trace)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from coordinator.group_shard import GroupCoordinatorShard
+from coordinator.runtime.shard import Shard
+from tests.sim.clients import TP, ConsumerClient
+from tests.sim.kernel import SimLog
+
+Fail = Callable[[str], None]
+
+
+def invariant_1_exclusive_ownership(clients: Iterable[ConsumerClient], fail: Fail) -> None:
+    """1. At most one live member owns a partition at any instant."""
+    holder: dict[TP, str] = {}
+    for c in clients:
+        if not c.alive:
+            continue
+        for tp in c.owned:
+            if tp in holder:
+                fail(f"1. {tp} owned by both {holder[tp]} and {c.member_id}")
+            holder[tp] = c.member_id
+
+
+def invariant_2_epochs(state: GroupCoordinatorShard, group_id: str, last_epoch: int, fail: Fail) -> int:
+    """2. Epochs never go backwards: group epoch >= assignment epoch >= every member epoch.
+    Returns the group epoch, to compare with the next check."""
+    group = state.consumer.group(group_id)
+    if group is None:
+        return last_epoch
+    if group.group_epoch < last_epoch:
+        fail(f"2. group epoch went back from {last_epoch} to {group.group_epoch}")
+    if group.assignment_epoch > group.group_epoch:
+        fail(f"2. assignment epoch {group.assignment_epoch} > group epoch {group.group_epoch}")
+    for member_id, member in group.members.items():
+        if member.member_epoch > group.assignment_epoch:
+            fail(f"2. {member_id} epoch {member.member_epoch} > assignment epoch {group.assignment_epoch}")
+    return int(group.group_epoch)
+
+
+def invariant_3_replay_matches(shard: Shard[GroupCoordinatorShard], log: SimLog, fail: Fail, full: bool) -> None:
+    """3. In-memory state equals the replay of the committed log prefix (live once caught up,
+    and, with ``full``, a fresh load of the whole, possibly compacted, log)."""
+    if not shard.caught_up:
+        return
+    if not shard.replay_matches():
+        fail("3. live state differs from the replay of the committed log")
+    if full and shard.committed_offset >= log.end.get(shard.partition, 0):
+        fresh = GroupCoordinatorShard()
+        log.replay(shard.partition, fresh)
+        if fresh.snapshot() != shard.committed.snapshot():
+            fail("3. a fresh load of the log differs from the committed state")
+
+
+def invariant_4_acknowledged_commits_survive(
+    state: GroupCoordinatorShard, group_id: str, acked: Mapping[tuple[str, int], int], fail: Fail
+) -> None:
+    """4. An acknowledged commit survives ownership moves, reloads and zombies: the committed
+    offset is the acknowledged one or a later one (offsets only grow in the simulations)."""
+    for (topic, partition), offset in acked.items():
+        value = state.offsets.get(group_id, topic, partition)
+        if value is None or value.offset < offset:
+            fail(f"4. acknowledged commit {topic}-{partition}@{offset} lost (log has {value})")
+
+
+def invariant_5_only_the_holder_commits(
+    state: GroupCoordinatorShard, group_id: str, member_id: str, epoch: int, accepted: Iterable[TP], fail: Fail
+) -> None:
+    """5. A commit is accepted only from the member holding the partition (stale and fenced
+    members are refused); checked against the state the commit was validated on."""
+    group = state.consumer.group(group_id)
+    member = group.members.get(member_id) if group is not None else None
+    for tp in accepted:
+        if member is None or not member.owns(*tp):
+            fail(f"5. commit of {tp} by {member_id}@{epoch} accepted but it is not the holder")
+
+
+def invariant_6_quiet_group_covered(
+    state: GroupCoordinatorShard, group_id: str, clients: Iterable[ConsumerClient], partitions: set[TP], fail: Fail
+) -> None:
+    """6. Once quiet, every subscribed partition is owned by exactly one live member, and each
+    member owns exactly what the coordinator assigned it."""
+    group = state.consumer.group(group_id)
+    owned: dict[TP, str] = {}
+    for c in clients:
+        if not c.alive:
+            continue
+        member = group.members.get(c.member_id) if group is not None else None
+        if member is None:
+            fail(f"6. live client {c.member_id} is not a member")
+            return
+        assigned = {(t, p) for t, ps in member.assigned.items() for p in ps}
+        if assigned != c.owned:
+            fail(f"6. {c.member_id} owns {sorted(c.owned)} but is assigned {sorted(assigned)}")
+        for tp in c.owned:
+            owned[tp] = c.member_id
+    if set(owned) != partitions:
+        fail(f"6. partitions owned by nobody: {sorted(partitions - set(owned))}")

@@ -1,0 +1,65 @@
+"""The one place the simulations call the group handlers (``GroupCoordinatorHandlers``).
+
+Every workload builds its operations here, so a change of the handlers' API (a request-context
+value instead of ``now_ms``/metadata/configs, renamed classes) is adapted in this file alone.
+An operation is what ``Shard.submit`` takes: ``(state, now_ms) -> Result``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from coordinator.errors import ErrorCode
+from coordinator.group_shard import GroupCoordinatorHandlers, GroupCoordinatorShard
+from coordinator.groups.classic import ClassicGroupConfig
+from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.consumer import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    RequestContext,
+    heartbeat_error_response,
+)
+from coordinator.groups.topics import TopicsImage
+from coordinator.offsets.config import OffsetsConfig
+from coordinator.offsets.handlers import commit_response
+from coordinator.offsets.messages import OffsetCommitRequest, OffsetCommitResponse
+from coordinator.runtime.api import Result
+from coordinator.runtime.shard import ShardNotAvailable
+from coordinator.service.service import error_for
+
+State = GroupCoordinatorShard
+Op = Callable[[GroupCoordinatorShard, int], Result[Any]]
+CONTEXT = RequestContext(1, "sim", "/sim")
+
+
+def handlers(metadata: Callable[[], TopicsImage], consumer_config: ConsumerGroupConfig) -> GroupCoordinatorHandlers:
+    return GroupCoordinatorHandlers(
+        offsets_config=OffsetsConfig(),
+        classic_config=ClassicGroupConfig(initial_rebalance_delay_ms=0),
+        consumer_config=consumer_config,
+        metadata=metadata,
+    )
+
+
+def consumer_heartbeat(h: GroupCoordinatorHandlers, request: ConsumerGroupHeartbeatRequest) -> Op:
+    return lambda state, now: h.consumer_group_heartbeat(state, request, now, CONTEXT)
+
+
+def commit_offsets(h: GroupCoordinatorHandlers, request: OffsetCommitRequest) -> Op:
+    return lambda state, now: h.commit_offsets(state, request, now)
+
+
+def error_code(exc: BaseException) -> ErrorCode:
+    """The Kafka error the service answers for a failed shard operation."""
+    if isinstance(exc, ShardNotAvailable):
+        return error_for(exc)
+    raise exc
+
+
+def heartbeat_error(code: ErrorCode) -> ConsumerGroupHeartbeatResponse:
+    return heartbeat_error_response(code)
+
+
+def commit_error(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
+    return commit_response(request, code)
