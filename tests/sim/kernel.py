@@ -60,6 +60,9 @@ class SimLoop(asyncio.AbstractEventLoop):
     def get_debug(self) -> bool:
         return False
 
+    def call_exception_handler(self, context: dict[str, Any]) -> None:
+        pass  # an unretrieved exception of a dropped future: the simulations check outcomes
+
     def create_future(self) -> asyncio.Future[Any]:
         return asyncio.Future(loop=self)
 
