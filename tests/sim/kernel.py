@@ -112,6 +112,9 @@ class Network:
             return self.rng.randint(200, 2000)  # a delayed packet
         return self.rng.randint(1, 15)
 
+    def lost(self) -> bool:
+        return self.rng.random() < self.fault_rate / 2
+
     def request(self, client: Any, deliver: Callable[[], None]) -> bool:
         """Send a request over the client's connection (TCP order); False if it was lost."""
         if self.rng.random() < self.fault_rate / 2:

@@ -7,11 +7,12 @@ An operation is what ``Shard.submit`` takes: ``(state, now_ms) -> Result``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.group_shard import GroupCoordinatorHandlers, GroupCoordinatorShard
+from coordinator.groups import classic
 from coordinator.groups.classic import ClassicGroupConfig
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import (
@@ -63,3 +64,36 @@ def heartbeat_error(code: ErrorCode) -> ConsumerGroupHeartbeatResponse:
 
 def commit_error(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
     return commit_response(request, code)
+
+
+def join_group(h: GroupCoordinatorHandlers, request: classic.JoinGroupRequest, token: Hashable) -> Op:
+    return lambda state, now: h.join_group(state, request, token, now)
+
+
+def sync_group(h: GroupCoordinatorHandlers, request: classic.SyncGroupRequest, token: Hashable) -> Op:
+    return lambda state, now: h.sync_group(state, request, token, now)
+
+
+def heartbeat(h: GroupCoordinatorHandlers, request: classic.HeartbeatRequest) -> Op:
+    return lambda state, now: h.heartbeat(state, request, now)
+
+
+def leave_group(h: GroupCoordinatorHandlers, request: classic.LeaveGroupRequest) -> Op:
+    return lambda state, now: h.leave_group(state, request, now)
+
+
+def consumer_heartbeat_as(
+    h: GroupCoordinatorHandlers, request: ConsumerGroupHeartbeatRequest, client_id: str, host: str
+) -> Op:
+    context = RequestContext(1, client_id, host)
+    return lambda state, now: h.consumer_group_heartbeat(state, request, now, context)
+
+
+# The answers a client gets when its request never reached the group logic (shard not available).
+ERROR_RESPONSES: dict[str, Callable[[ErrorCode], Any]] = {
+    "join": lambda code: classic.JoinGroupResponse(error_code=code),
+    "sync": lambda code: classic.SyncGroupResponse(error_code=code),
+    "hb": lambda code: classic.HeartbeatResponse(error_code=code),
+    "leave": lambda code: classic.LeaveGroupResponse(error_code=code),
+    "cghb": heartbeat_error_response,
+}
