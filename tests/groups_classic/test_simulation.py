@@ -42,7 +42,7 @@ def test_same_seed_same_run() -> None:
     b = Simulation(Scenario.random(7))
     b.run()
     assert a.trace == b.trace
-    assert [r.value for r in a.log] == [r.value for r in b.log]
+    assert a.log.entries == b.log.entries
 
 
 @pytest.mark.slow

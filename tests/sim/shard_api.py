@@ -34,10 +34,14 @@ Op = Callable[[GroupCoordinatorShard, int], Result[Any]]
 CONTEXT = RequestContext(1, "sim", "/sim")
 
 
-def handlers(metadata: Callable[[], TopicsImage], consumer_config: ConsumerGroupConfig) -> GroupCoordinatorHandlers:
+def handlers(
+    metadata: Callable[[], TopicsImage],
+    consumer_config: ConsumerGroupConfig,
+    classic_config: ClassicGroupConfig | None = None,
+) -> GroupCoordinatorHandlers:
     return GroupCoordinatorHandlers(
         offsets_config=OffsetsConfig(),
-        classic_config=ClassicGroupConfig(initial_rebalance_delay_ms=0),
+        classic_config=classic_config or ClassicGroupConfig(initial_rebalance_delay_ms=0),
         consumer_config=consumer_config,
         metadata=metadata,
     )
@@ -94,6 +98,7 @@ ERROR_RESPONSES: dict[str, Callable[[ErrorCode], Any]] = {
     "join": lambda code: classic.JoinGroupResponse(error_code=code),
     "sync": lambda code: classic.SyncGroupResponse(error_code=code),
     "hb": lambda code: classic.HeartbeatResponse(error_code=code),
+    "heartbeat": lambda code: classic.HeartbeatResponse(error_code=code),
     "leave": lambda code: classic.LeaveGroupResponse(error_code=code),
     "cghb": heartbeat_error_response,
 }
