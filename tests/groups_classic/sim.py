@@ -29,7 +29,6 @@ from typing import Any, NoReturn
 
 from coordinator.errors import ErrorCode
 from coordinator.groups.classic import (
-    Assignment,
     ClassicGroupConfig,
     ClassicGroupsState,
     HeartbeatRequest,
@@ -44,9 +43,7 @@ from coordinator.groups.classic import (
     SyncGroupRequestAssignment,
     SyncGroupResponse,
     TopicPartitions,
-    decode_assignment,
     decode_subscription,
-    encode_assignment,
     encode_subscription,
 )
 from coordinator.groups.config import ConsumerGroupConfig
@@ -55,75 +52,14 @@ from coordinator.runtime.api import Park
 from coordinator.runtime.shard import ShardStatus
 from records import RecordType, decode
 from tests.sim import shard_api
+from tests.sim.clients import TP, cooperative_sticky_assign, from_assignment_bytes, range_assign, to_assignment_bytes
 from tests.sim.kernel import InvariantViolation, SimHost, SimLog, SimLoop
 
 GROUP = "sim-group"
-TP = tuple[str, int]
 INT_MAX = 2**31 - 1
 SESSION_TIMEOUT_MS = 10_000
 REBALANCE_TIMEOUT_MS = 20_000
 HEARTBEAT_INTERVAL_MS = 3_000
-
-
-# --- client-side assignors ----------------------------------------------------------------------
-
-
-def range_assign(members: list[str], topics: dict[str, int]) -> dict[str, set[TP]]:
-    """Kafka's RangeAssignor with every member subscribed to every topic."""
-    out: dict[str, set[TP]] = {m: set() for m in members}
-    ordered = sorted(members)
-    for topic, count in sorted(topics.items()):
-        base, extra = divmod(count, len(ordered))
-        start = 0
-        for i, member in enumerate(ordered):
-            n = base + (1 if i < extra else 0)
-            out[member].update((topic, p) for p in range(start, start + n))
-            start += n
-    return out
-
-
-def cooperative_sticky_assign(subscriptions: dict[str, Subscription], topics: dict[str, int]) -> dict[str, set[TP]]:
-    """Keep what each member owns up to its fair share; a partition over someone's share is
-    revoked by leaving it out of everyone's assignment this round; free partitions go to the
-    members with the fewest."""
-    all_tps = sorted((t, p) for t, n in topics.items() for p in range(n))
-    members = sorted(subscriptions)
-    claims: dict[TP, tuple[int, str]] = {}
-    for member in members:
-        sub = subscriptions[member]
-        for tps in sub.owned_partitions:
-            for p in tps.partitions:
-                tp = (tps.topic, p)
-                if tps.topic in topics and p < topics[tps.topic]:
-                    current = claims.get(tp)
-                    if current is None or sub.generation_id > current[0]:
-                        claims[tp] = (sub.generation_id, member)
-    owned: dict[str, list[TP]] = {m: [] for m in members}
-    for tp, (_, member) in sorted(claims.items()):
-        owned[member].append(tp)
-    base, extra = divmod(len(all_tps), len(members))
-    by_claims = sorted(members, key=lambda m: (-len(owned[m]), m))
-    quota = {m: base + (1 if i < extra else 0) for i, m in enumerate(by_claims)}
-    out: dict[str, set[TP]] = {m: set(owned[m][: quota[m]]) for m in members}
-    free = [tp for tp in all_tps if tp not in claims]
-    for tp in free:
-        room = [m for m in members if len(out[m]) < quota[m]]
-        target = min(room, key=lambda m: (len(out[m]), m))
-        out[target].add(tp)
-    return out
-
-
-def to_assignment_bytes(tps: set[TP]) -> bytes:
-    by_topic: dict[str, list[int]] = {}
-    for t, p in sorted(tps):
-        by_topic.setdefault(t, []).append(p)
-    return encode_assignment(Assignment(tuple(TopicPartitions(t, tuple(ps)) for t, ps in by_topic.items())))
-
-
-def from_assignment_bytes(data: bytes) -> set[TP]:
-    if not data:
-        return set()
-    return {(tp.topic, p) for tp in decode_assignment(data).assigned_partitions for p in tp.partitions}
 
 
 # --- clients ------------------------------------------------------------------------------------

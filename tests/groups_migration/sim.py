@@ -42,14 +42,8 @@ from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import ConsumerGroupState
 from coordinator.groups.topics import TopicImage, TopicsImage
 from coordinator.runtime.shard import ShardStatus
-from tests.groups_classic.sim import (
-    TP,
-    cooperative_sticky_assign,
-    from_assignment_bytes,
-    range_assign,
-    to_assignment_bytes,
-)
 from tests.sim import shard_api
+from tests.sim.clients import TP, cooperative_sticky_assign, from_assignment_bytes, range_assign, to_assignment_bytes
 from tests.sim.kernel import InvariantViolation, SimHost, SimLog, SimLoop
 
 GROUP = "mig"
@@ -238,6 +232,11 @@ class Simulation:
         else:
             if error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
                 c.member_id = ""
+                self.lose(c)
+                c.epoch = -1
+            elif error is ErrorCode.ILLEGAL_GENERATION:
+                # As the Java consumer (and the classic simulation's client): the generation is
+                # reset and the partitions are lost before the rejoin.
                 self.lose(c)
                 c.epoch = -1
             c.wants_join = True

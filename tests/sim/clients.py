@@ -1,5 +1,8 @@
 """Client models, written once: how the Java consumer reacts to the coordinator's answers.
 
+The client-side assignors of classic consumers (range for eager clients, a sticky cooperative one
+for KIP-429 clients) and the assignment bytes they exchange are here too.
+
 ``ConsumerClient`` is a KIP-848 consumer (client-generated member id, KIP-1082): it takes new
 partitions at once, gives revoked ones up only after its revocation callback (committing them
 first), acknowledges by sending its owned partitions, rejoins from epoch 0 without its partitions
@@ -14,13 +17,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from coordinator.errors import ErrorCode
+from coordinator.groups.classic import (
+    Assignment,
+    Subscription,
+    TopicPartitions,
+    decode_assignment,
+    encode_assignment,
+)
 from coordinator.groups.consumer import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     HeartbeatTopicPartitions,
 )
 
-TP = tuple[str, int]  # (topic id, partition)
+TP = tuple[str, int]  # (topic id or name, partition)
 REBALANCE_TIMEOUT_MS = 2500
 
 COORDINATOR_ERRORS = (
@@ -137,3 +147,64 @@ def _owned_list(owned: frozenset[TP]) -> list[HeartbeatTopicPartitions]:
     for t, p in sorted(owned):
         per.setdefault(t, []).append(p)
     return [HeartbeatTopicPartitions(t, ps) for t, ps in per.items()]
+
+
+# --- client-side assignors ----------------------------------------------------------------------
+
+
+def range_assign(members: list[str], topics: dict[str, int]) -> dict[str, set[TP]]:
+    """Kafka's RangeAssignor with every member subscribed to every topic."""
+    out: dict[str, set[TP]] = {m: set() for m in members}
+    ordered = sorted(members)
+    for topic, count in sorted(topics.items()):
+        base, extra = divmod(count, len(ordered))
+        start = 0
+        for i, member in enumerate(ordered):
+            n = base + (1 if i < extra else 0)
+            out[member].update((topic, p) for p in range(start, start + n))
+            start += n
+    return out
+
+
+def cooperative_sticky_assign(subscriptions: dict[str, Subscription], topics: dict[str, int]) -> dict[str, set[TP]]:
+    """Keep what each member owns up to its fair share; a partition over someone's share is
+    revoked by leaving it out of everyone's assignment this round; free partitions go to the
+    members with the fewest."""
+    all_tps = sorted((t, p) for t, n in topics.items() for p in range(n))
+    members = sorted(subscriptions)
+    claims: dict[TP, tuple[int, str]] = {}
+    for member in members:
+        sub = subscriptions[member]
+        for tps in sub.owned_partitions:
+            for p in tps.partitions:
+                tp = (tps.topic, p)
+                if tps.topic in topics and p < topics[tps.topic]:
+                    current = claims.get(tp)
+                    if current is None or sub.generation_id > current[0]:
+                        claims[tp] = (sub.generation_id, member)
+    owned: dict[str, list[TP]] = {m: [] for m in members}
+    for tp, (_, member) in sorted(claims.items()):
+        owned[member].append(tp)
+    base, extra = divmod(len(all_tps), len(members))
+    by_claims = sorted(members, key=lambda m: (-len(owned[m]), m))
+    quota = {m: base + (1 if i < extra else 0) for i, m in enumerate(by_claims)}
+    out: dict[str, set[TP]] = {m: set(owned[m][: quota[m]]) for m in members}
+    free = [tp for tp in all_tps if tp not in claims]
+    for tp in free:
+        room = [m for m in members if len(out[m]) < quota[m]]
+        target = min(room, key=lambda m: (len(out[m]), m))
+        out[target].add(tp)
+    return out
+
+
+def to_assignment_bytes(tps: set[TP]) -> bytes:
+    by_topic: dict[str, list[int]] = {}
+    for t, p in sorted(tps):
+        by_topic.setdefault(t, []).append(p)
+    return encode_assignment(Assignment(tuple(TopicPartitions(t, tuple(ps)) for t, ps in by_topic.items())))
+
+
+def from_assignment_bytes(data: bytes) -> set[TP]:
+    if not data:
+        return set()
+    return {(tp.topic, p) for tp in decode_assignment(data).assigned_partitions for p in tp.partitions}
