@@ -10,11 +10,19 @@ Besides decoding, it enforces the runtime's log rules (see ``headers``):
 - records written under a shard epoch older than one already seen come from a fenced owner
   (a zombie) and are ignored.
 
+Loading (``deferred=True``) decodes only the last effective record of each key. Keys are
+deterministic bytes, so "the last record applied per key bytes, in the order of those last
+records" is exactly what compaction would leave of the log, and the state machines must already
+rebuild the same state from a compacted log. The rules above only need the headers and the
+runtime's own records, so every other record is kept as raw bytes until ``finish`` and most of
+a commit-heavy log is never decoded at all. After ``finish`` the replayer applies each record as
+it arrives (tailing).
+
 Compaction keeps only the latest record per key, so a discarded or ignored record would, once
-compacted, shadow the earlier valid record of its key for every later load. While loading, the
-replayer therefore remembers the last applied value per key (``track_keys``) and which keys'
-latest record was not applied; ``restores()`` gives the records a new owner re-appends to make
-the valid values the latest again (a tombstone where the key never had a valid value).
+compacted, shadow the earlier valid record of its key for every later load. A load therefore
+also notes which keys' latest record was not applied; ``restores()`` gives the records a new
+owner re-appends so that the valid values are the latest again (a tombstone where the key never
+had a valid value).
 """
 
 from __future__ import annotations
@@ -25,10 +33,13 @@ from typing import Any
 from coordinator.runtime.api import ShardState
 from coordinator.runtime.headers import parse_headers
 from records import CoordinatorRecord, RecordCodec, RecordDecodeError, RecordType
-from records.codec import DEFAULT_CODEC
+from records.codec import DEFAULT_CODEC, record_type_of
 
-# A record read from the log: (offset, decoded, key bytes, value bytes)
-_Read = tuple[int, CoordinatorRecord, bytes | None, bytes | None]
+# The runtime's own records drive the log rules, so they are decoded as soon as they are read.
+_RUNTIME_TYPES = frozenset({int(RecordType.SHARD_EPOCH), int(RecordType.BATCH_ABORT)})
+
+# A record read during a deferred load: (offset, key bytes, value bytes).
+_Raw = tuple[int, bytes, bytes | None]
 
 
 class LogReadError(RuntimeError):
@@ -48,6 +59,7 @@ class LogReplayer:
         partition: int,
         targets: Sequence[ShardState],
         codec: RecordCodec = DEFAULT_CODEC,
+        deferred: bool = False,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -55,13 +67,20 @@ class LogReplayer:
         self.codec = codec
         self.max_epoch = 0
         self.next_offset = 0
-        self.applied = 0
-        self.skipped = 0  # records of fenced owners and of batches cut short
-        self._buffer: list[_Read] = []
+        self.read = 0  # records consumed, whatever became of them
+        self.applied = 0  # records replayed into the targets
+        self.skipped = 0  # records of a fenced epoch or of a batch cut short
+        self._buffer: list[tuple[int, CoordinatorRecord | _Raw]] = []
         self._batch_end = 0  # offset after the open batch's last record, as written
-        self.track_keys = True
-        self._values: dict[bytes, bytes | None] = {}  # key -> last applied value
+        # Deferred load: key bytes -> last effective raw record, kept in the order of those records.
+        self._latest: dict[bytes, _Raw] | None = {} if deferred else None
+        # Kept from a deferred load until ``stop_tracking``, for ``restores``.
+        self._values: dict[bytes, _Raw] = {}
         self._shadowed: set[bytes] = set()  # keys whose latest record was not applied
+
+    @property
+    def deferred(self) -> bool:
+        return self._latest is not None
 
     def feed(
         self,
@@ -74,35 +93,44 @@ class LogReplayer:
         """Consume the record at ``offset``; ``decoded`` skips decoding a record we wrote ourselves."""
         try:
             epoch, batch = parse_headers(headers)
-            record = decoded if decoded is not None else self.codec.decode(key, value)
+            record_type = record_type_of(key)
         except (RecordDecodeError, ValueError) as exc:
             raise LogReadError(self.topic, self.partition, offset, str(exc)) from exc
+        assert key is not None  # record_type_of checked it
+        raw: _Raw = (offset, key, value)
+        if record_type in _RUNTIME_TYPES:
+            runtime_record = decoded if decoded is not None else self._decode(raw)
         self.next_offset = offset + 1
-        if record.type == RecordType.SHARD_EPOCH:
-            if record.value is not None and record.value.epoch >= self.max_epoch:
+        self.read += 1
+        if record_type == RecordType.SHARD_EPOCH:
+            if runtime_record.value is not None and runtime_record.value.epoch >= self.max_epoch:
                 self._close_batch(offset)
-                self.max_epoch = record.value.epoch
+                self.max_epoch = runtime_record.value.epoch
             return
         if epoch < self.max_epoch:
-            self._discard([(offset, record, key, value)])
+            # A fenced owner's record: ignored whatever its bytes, so it is not even decoded.
+            self._discard([(offset, raw)])
             return
         self.max_epoch = epoch
-        if record.type == RecordType.BATCH_ABORT:
-            if record.value is not None:
-                cut = record.value.first_offset
-                self._discard([r for r in self._buffer if r[0] >= cut])
-                self._buffer = [r for r in self._buffer if r[0] < cut]
+        if record_type == RecordType.BATCH_ABORT:
+            if runtime_record.value is not None:
+                cut = runtime_record.value.first_offset
+                self._discard([entry for entry in self._buffer if entry[0] >= cut])
+                self._buffer = [entry for entry in self._buffer if entry[0] < cut]
                 self._close_batch(offset)
             return
+        item: CoordinatorRecord | _Raw = raw
+        if self._latest is None:  # tailing: apply records as they come
+            item = decoded if decoded is not None else self._decode(raw)
         if batch is None:
             self._close_batch(offset)
-            self._apply(offset, record, key, value)
+            self._apply(item)
             return
         index, count = batch
         if index == 0 or not self._buffer or offset >= self._batch_end:
             self._close_batch(offset)
             self._batch_end = offset - index + count
-        self._buffer.append((offset, record, key, value))
+        self._buffer.append((offset, item))
         if index == count - 1:
             self._close_batch(offset + 1)
 
@@ -112,16 +140,41 @@ class LogReplayer:
             return None
         return self._buffer[0][0], self._buffer[-1][0]
 
+    def finish(self) -> None:
+        """End a deferred load: decode and replay the last effective record of every key, in
+        log order; from now on records are applied as they are fed. (Records of a batch still
+        open stay buffered raw: they are decoded only if the batch completes.)"""
+        latest, self._latest = self._latest, None
+        for raw in (latest or {}).values():
+            self._apply(raw)
+        self._values = latest or {}
+
     def restores(self) -> list[CoordinatorRecord]:
-        """Records that make each key's latest record in the log a valid one again (see above);
-        the open batch, which the caller aborts, counts as not applied."""
-        keys = self._shadowed | {r[2] for r in self._buffer if r[2] is not None}
-        return [self.codec.decode(key, self._values.get(key)) for key in sorted(keys)]
+        """After a deferred load: for every key whose latest record in the log was not applied
+        (the open batch, which the caller aborts, included), its last applied record, or a
+        tombstone if it never had one. Keys that cannot be decoded are left alone (such a record
+        is only ever ignored)."""
+        keys = set(self._shadowed)
+        keys.update(item[1] for _, item in self._buffer if isinstance(item, tuple))
+        out: list[CoordinatorRecord] = []
+        for key in sorted(keys):
+            try:
+                valid = self._values.get(key)
+                out.append(self.codec.decode(key, None if valid is None else valid[2]))
+            except RecordDecodeError:
+                continue
+        return out
 
     def stop_tracking(self) -> None:
-        self.track_keys = False
         self._values = {}
         self._shadowed = set()
+
+    def _decode(self, raw: _Raw) -> CoordinatorRecord:
+        offset, key, value = raw
+        try:
+            return self.codec.decode(key, value)
+        except RecordDecodeError as exc:
+            raise LogReadError(self.topic, self.partition, offset, str(exc)) from exc
 
     def _close_batch(self, offset: int) -> None:
         """A record at ``offset`` that does not continue the open batch: if it sits inside the
@@ -130,18 +183,25 @@ class LogReplayer:
         if offset < self._batch_end:
             self._discard(buffered)
             return
-        for r in buffered:
-            self._apply(*r)
+        for _, item in buffered:
+            self._apply(item)
 
-    def _discard(self, reads: list[_Read]) -> None:
-        self.skipped += len(reads)
-        if self.track_keys:
-            self._shadowed.update(r[2] for r in reads if r[2] is not None)
+    def _discard(self, entries: list[tuple[int, CoordinatorRecord | _Raw]]) -> None:
+        self.skipped += len(entries)
+        if self._latest is not None:  # loading: remember what compaction could let shadow
+            self._shadowed.update(item[1] for _, item in entries if isinstance(item, tuple))
 
-    def _apply(self, offset: int, record: CoordinatorRecord, key: bytes | None, value: bytes | None) -> None:
+    def _apply(self, item: CoordinatorRecord | _Raw) -> None:
+        if isinstance(item, tuple):
+            latest = self._latest
+            if latest is not None:
+                key = item[1]
+                # Re-inserting moves the key to the end: iteration order is that of the last records.
+                latest.pop(key, None)
+                latest[key] = item
+                self._shadowed.discard(key)
+                return
+            item = self._decode(item)
         for target in self.targets:
-            target.replay(record)
+            target.replay(item)
         self.applied += 1
-        if self.track_keys and key is not None:
-            self._values[key] = value
-            self._shadowed.discard(key)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from coordinator.runtime.headers import make_headers
 from coordinator.runtime.replayer import LogReplayer
 from records import CoordinatorRecord, RecordType, encode
@@ -49,12 +51,15 @@ def abort(first: int, last: int, epoch: int) -> CoordinatorRecord:
 Log = list[tuple[int, CoordinatorRecord, int, int, int]]  # offset, record, epoch, index, count
 
 
-def replay(log: Log) -> tuple[LogReplayer, Recorder]:
+def replay(log: Log, deferred: bool = False) -> tuple[LogReplayer, Recorder]:
+    """Replay ``log``; ``deferred`` replays it as a load does (``finish`` at the end)."""
     state = Recorder()
-    replayer = LogReplayer("log", 0, [state])
+    replayer = LogReplayer("log", 0, [state], deferred=deferred)
     for offset, record, epoch, index, count in log:
         key, value = encode(record)
         replayer.feed(offset, key, value, make_headers(epoch, index, count))
+    if deferred:
+        replayer.finish()
     return replayer, state
 
 
@@ -69,15 +74,17 @@ def test_a_batch_applies_only_when_its_last_record_is_read() -> None:
     assert offsets(state) == {0: 1, 1: 1} and replayer.open_batch() is None
 
 
-def test_a_batch_cut_short_is_discarded_when_a_later_record_takes_its_offsets() -> None:
+@pytest.mark.parametrize("deferred", [False, True])
+def test_a_batch_cut_short_is_discarded_when_a_later_record_takes_its_offsets(deferred: bool) -> None:
     # A batch of three got two records in; the writer's next record took offset 2.
-    _, state = replay([(0, commit(0, 1), 1, 0, 3), (1, commit(1, 1), 1, 1, 3), (2, commit(5, 9), 1, 0, 0)])
+    _, state = replay([(0, commit(0, 1), 1, 0, 3), (1, commit(1, 1), 1, 1, 3), (2, commit(5, 9), 1, 0, 0)], deferred)
     assert offsets(state) == {5: 9}
 
 
-def test_a_batch_whose_rest_was_compacted_away_is_applied() -> None:
+@pytest.mark.parametrize("deferred", [False, True])
+def test_a_batch_whose_rest_was_compacted_away_is_applied(deferred: bool) -> None:
     # Offsets 1-2 of the batch were removed by compaction (superseded by offsets 4 and 5).
-    _, state = replay([(0, commit(0, 1), 1, 0, 3), (4, commit(1, 2), 1, 0, 0), (5, commit(2, 2), 1, 0, 0)])
+    _, state = replay([(0, commit(0, 1), 1, 0, 3), (4, commit(1, 2), 1, 0, 0), (5, commit(2, 2), 1, 0, 0)], deferred)
     assert offsets(state) == {0: 1, 1: 2, 2: 2}
 
 
@@ -118,7 +125,8 @@ def test_restores_make_the_valid_values_the_latest_again() -> None:
             (2, commit(0, 50), 1, 0, 1),  # zombie: shadows offset 0's value for partition 0
             (3, commit(7, 70), 1, 0, 1),  # zombie: a key that never had a valid value
             (4, commit(1, 1), 2, 0, 2),  # open batch at the end
-        ]
+        ],
+        deferred=True,
     )
     restores = {r.key.partition: (None if r.value is None else r.value.offset) for r in replayer.restores()}
     assert restores == {0: 1, 7: None, 1: None}
@@ -127,7 +135,9 @@ def test_restores_make_the_valid_values_the_latest_again() -> None:
 
 
 def test_restores_skip_keys_rewritten_validly_later() -> None:
-    replayer, _ = replay([(0, epoch_record(2), 2, 0, 1), (1, commit(0, 50), 1, 0, 1), (2, commit(0, 3), 2, 0, 1)])
+    replayer, _ = replay(
+        [(0, epoch_record(2), 2, 0, 1), (1, commit(0, 50), 1, 0, 1), (2, commit(0, 3), 2, 0, 1)], deferred=True
+    )
     assert replayer.restores() == []
     replayer.stop_tracking()
     assert replayer.restores() == []
