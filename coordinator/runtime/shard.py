@@ -332,11 +332,13 @@ class Shard(Generic[S]):
         for record in restores:
             self.live.replay(record)
         fut: asyncio.Future[Any] = self.host.loop.create_future()
-        fut.add_done_callback(self._activated)
+        generation = self.generation
+        fut.add_done_callback(lambda done: self._activated(generation, done))
         self._append(records, fut, None, atomic=False)
 
-    def _activated(self, fut: asyncio.Future[Any]) -> None:
-        if fut.cancelled() or fut.exception() is not None:
+    def _activated(self, generation: int, fut: asyncio.Future[Any]) -> None:
+        # Done callbacks run later: a reload may have started a new load meanwhile.
+        if generation != self.generation or fut.cancelled() or fut.exception() is not None:
             return
         self.status = ShardStatus.ACTIVE
         self.load_report = LoadReport(
