@@ -4,6 +4,7 @@ through ``fail`` (which adds the seed and the trace)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from coordinator.group_shard import GroupCoordinatorShard
 from coordinator.runtime.shard import Shard
@@ -13,13 +14,19 @@ from tests.sim.kernel import SimLog
 Fail = Callable[[str], None]
 
 
-def invariant_1_exclusive_ownership(clients: Iterable[ConsumerClient], fail: Fail) -> None:
-    """1. At most one live member owns a partition at any instant."""
+def invariant_1_exclusive_ownership(clients: Iterable[ConsumerClient], members: Mapping[str, Any], fail: Fail) -> None:
+    """1. At most one live member owns a partition at any instant, and a member owns only what
+    the coordinator's committed state gives it (assigned, or still being revoked). A client the
+    coordinator no longer counts among the ``members`` (its session expired while it was cut
+    off) is a zombie: it may still believe it owns partitions, but its commits are refused (5)."""
     holder: dict[TP, str] = {}
     for c in clients:
-        if not c.alive:
+        member = members.get(c.member_id) if c.alive else None
+        if member is None:
             continue
         for tp in c.owned:
+            if not member.owns(*tp):
+                fail(f"1. {c.member_id} owns {tp}, which the coordinator does not give it")
             if tp in holder:
                 fail(f"1. {tp} owned by both {holder[tp]} and {c.member_id}")
             holder[tp] = c.member_id

@@ -378,8 +378,11 @@ class Simulation:
 
     # --- checks --------------------------------------------------------------------------------
     def check(self) -> None:
-        invariants.invariant_1_exclusive_ownership(self.clients, self.fail)
         shard = self.shard(self.owner)
+        if shard.status is ShardStatus.ACTIVE:
+            group = shard.committed.consumer.group(GROUP)
+            known = {} if group is None else group.members
+            invariants.invariant_1_exclusive_ownership(self.clients, known, self.fail)
         if shard.status is ShardStatus.FENCED and not self.zombie_episode:
             # The unloaded zombie's last ShardEpoch landed after all; placement loads the
             # shard again where it belongs (what the high-availability layer does).
