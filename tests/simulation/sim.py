@@ -599,7 +599,11 @@ class Simulation:
         if shard.committed_offset != self.checked_offset:
             self.checked_offset = shard.committed_offset
             if self.steps % self.sc.replay_check_every == 0:
-                invariants.invariant_3_replay_matches(shard, self.coord.log, self.fail, full=False)
+                # The group part after each step, as before commits were written; the whole
+                # state (offsets too) at the end, and against a fresh load of the log.
+                invariants.invariant_3_replay_matches(
+                    shard, self.coord.log, self.fail, full=False, view=lambda s: s.consumer.snapshot()
+                )
             self.holders = {} if group is None else self.check_coordinator_view(group)
         if group is None:
             return True
