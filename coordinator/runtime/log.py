@@ -77,6 +77,10 @@ class LogWriter:
             # together), so the producer must not add latency of its own.
             "linger.ms": 0,
             "max.in.flight.requests.per.connection": 5,
+            # A record that fails must fail every record after it: those were produced from a
+            # state that included it, and must never land without it (the writer turns fatal
+            # and is replaced; the shard reloads).
+            "enable.gapless.guarantee": True,
         }
         self._producer = Producer(self._config)
         self._stop = threading.Event()
@@ -92,7 +96,9 @@ class LogWriter:
         """Append records in order; ``on_delivery(index, err, offset)`` is called once per record.
 
         Delivery reports may arrive on more than one thread, so each carries its record's index
-        rather than relying on the order of the calls.
+        rather than relying on the order of the calls. A record the producer refuses at once
+        (MSG_SIZE_TOO_LARGE, a fatal producer state) is reported failed here, with every record
+        after it, which is then not produced: the caller's order stays gap-free.
         """
 
         def reporter(index: int) -> Callable[[KafkaError | None, Message], None]:
@@ -117,6 +123,12 @@ class LogWriter:
                 except BufferError:
                     # Local queue full: wait for the poll thread to drain delivery reports.
                     time.sleep(0.005)
+                except KafkaException as exc:
+                    error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                    error = error or KafkaError(KafkaError._FAIL, str(exc))
+                    for rest in range(index, len(records)):
+                        on_delivery(rest, error, -1)
+                    return
 
     def _poll_loop(self) -> None:
         while not self._stop.is_set():

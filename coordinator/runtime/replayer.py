@@ -2,7 +2,9 @@
 
 Besides decoding, it enforces the runtime's log rules (see ``headers``):
 - records of an atomic batch are applied together when the batch's last record is read, or when
-  a later record shows that the rest was compacted away;
+  a later record shows that the rest was compacted away. A batch's records get consecutive
+  offsets (one writer per shard), so a later record at an offset inside the batch's range means
+  the batch was cut short (its writer failed or crashed): it is discarded, never half-applied;
 - a ``BatchAbort`` record, written by a new owner that found a batch cut short at the end of the
   log, discards the buffered records at or after the offset it names;
 - records written under a shard epoch older than one already seen come from a fenced owner
@@ -21,6 +23,12 @@ rebuild the same state from a compacted log. The rules above only need the heade
 runtime's own records, so every other record is kept as raw bytes until ``finish`` and most of
 a commit-heavy log is never decoded at all. After ``finish`` the replayer applies each record as
 it arrives (tailing).
+
+Compaction keeps only the latest record per key, so a discarded or ignored record would, once
+compacted, shadow the earlier valid record of its key for every later load. A load therefore
+also notes which keys' latest record was not applied; ``restores()`` gives the records a new
+owner re-appends so that the valid values are the latest again (a tombstone where the key never
+had a valid value).
 """
 
 from __future__ import annotations
@@ -70,13 +78,17 @@ class LogReplayer:
         self.next_offset = 0
         self.read = 0  # records consumed, whatever became of them
         self.applied = 0  # records replayed into the targets
-        self.skipped = 0  # records of a fenced epoch
+        self.skipped = 0  # records of a fenced epoch or of a batch cut short
         self.skip_decisions: dict[int, str] = {}  # offset -> reason, from LogSkip records
         self.unreadable_skipped = 0  # unreadable records passed over by a skip decision
         self._unreadable: dict[int, str] = {}  # deferred load: unreadable offset -> why, awaiting a decision
         self._buffer: list[tuple[int, CoordinatorRecord | _Raw]] = []
+        self._batch_end = 0  # offset after the open batch's last record, as written
         # Deferred load: key bytes -> last effective raw record, kept in the order of those records.
         self._latest: dict[bytes, _Raw] | None = {} if deferred else None
+        # Kept from a deferred load until ``stop_tracking``, for ``restores``.
+        self._values: dict[bytes, _Raw] = {}
+        self._shadowed: set[bytes] = set()  # keys whose latest record was not applied
 
     @property
     def deferred(self) -> bool:
@@ -117,33 +129,35 @@ class LogReplayer:
             return
         if record_type == RecordType.SHARD_EPOCH:
             if runtime_record.value is not None and runtime_record.value.epoch >= self.max_epoch:
-                self._flush()
+                self._close_batch(offset)
                 self.max_epoch = runtime_record.value.epoch
             return
         if epoch < self.max_epoch:
             # A fenced owner's record: ignored whatever its bytes, so it is not even decoded.
-            self.skipped += 1
+            self._discard([(offset, raw)])
             return
         self.max_epoch = epoch
         if record_type == RecordType.BATCH_ABORT:
             if runtime_record.value is not None:
                 cut = runtime_record.value.first_offset
-                self._buffer = [(o, r) for o, r in self._buffer if o < cut]
-                self._flush()
+                self._discard([entry for entry in self._buffer if entry[0] >= cut])
+                self._buffer = [entry for entry in self._buffer if entry[0] < cut]
+                self._close_batch(offset)
             return
         item: CoordinatorRecord | _Raw = raw
         if self._latest is None:  # tailing: apply records as they come
             item = decoded if decoded is not None else self._decode(raw)
         if batch is None:
-            self._flush()
+            self._close_batch(offset)
             self._apply(item)
             return
         index, count = batch
-        if index == 0:
-            self._flush()
+        if index == 0 or not self._buffer or offset >= self._batch_end:
+            self._close_batch(offset)
+            self._batch_end = offset - index + count
         self._buffer.append((offset, item))
         if index == count - 1:
-            self._flush()
+            self._close_batch(offset + 1)
 
     def open_batch(self) -> tuple[int, int] | None:
         """(first, last) offsets of a batch still waiting for its end, if any."""
@@ -164,6 +178,7 @@ class LogReplayer:
                 self._apply(raw)
             except LogReadError as exc:
                 self._pass_unreadable(raw[0], exc)
+        self._values = latest or {}
 
     def _pass_unreadable(self, offset: int, exc: LogReadError) -> None:
         """Go past an unreadable record if a decision covers it (or, loading, may still come)."""
@@ -174,6 +189,26 @@ class LogReplayer:
         else:
             raise exc
 
+    def restores(self) -> list[CoordinatorRecord]:
+        """After a deferred load: for every key whose latest record in the log was not applied
+        (the open batch, which the caller aborts, included), its last applied record, or a
+        tombstone if it never had one. Keys that cannot be decoded are left alone (such a record
+        is only ever ignored)."""
+        keys = set(self._shadowed)
+        keys.update(item[1] for _, item in self._buffer if isinstance(item, tuple))
+        out: list[CoordinatorRecord] = []
+        for key in sorted(keys):
+            try:
+                valid = self._values.get(key)
+                out.append(self.codec.decode(key, None if valid is None else valid[2]))
+            except RecordDecodeError:
+                continue
+        return out
+
+    def stop_tracking(self) -> None:
+        self._values = {}
+        self._shadowed = set()
+
     def _decode(self, raw: _Raw) -> CoordinatorRecord:
         offset, key, value = raw
         try:
@@ -181,10 +216,20 @@ class LogReplayer:
         except RecordDecodeError as exc:
             raise LogReadError(self.topic, self.partition, offset, str(exc)) from exc
 
-    def _flush(self) -> None:
+    def _close_batch(self, offset: int) -> None:
+        """A record at ``offset`` that does not continue the open batch: if it sits inside the
+        batch's offsets the batch was cut short, otherwise its rest was compacted away."""
         buffered, self._buffer = self._buffer, []
+        if offset < self._batch_end:
+            self._discard(buffered)
+            return
         for _, item in buffered:
             self._apply(item)
+
+    def _discard(self, entries: list[tuple[int, CoordinatorRecord | _Raw]]) -> None:
+        self.skipped += len(entries)
+        if self._latest is not None:  # loading: remember what compaction could let shadow
+            self._shadowed.update(item[1] for _, item in entries if isinstance(item, tuple))
 
     def _apply(self, item: CoordinatorRecord | _Raw) -> None:
         if isinstance(item, tuple):
@@ -194,6 +239,7 @@ class LogReplayer:
                 # Re-inserting moves the key to the end: iteration order is that of the last records.
                 latest.pop(key, None)
                 latest[key] = item
+                self._shadowed.discard(key)
                 return
             item = self._decode(item)
         for target in self.targets:

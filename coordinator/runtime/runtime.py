@@ -14,7 +14,15 @@ from confluent_kafka import KafkaError, Message
 from coordinator.runtime.api import ShardState
 from coordinator.runtime.clock import Clock, SystemClock
 from coordinator.runtime.log import LogTailer, LogTopicSpec, LogWriter, ensure_log_topic
-from coordinator.runtime.shard import LoadReport, Shard, ShardHandlers, ShardNotAvailable, ShardStatus
+from coordinator.runtime.shard import (
+    DeliveryReport,
+    LoadReport,
+    LogRecord,
+    Shard,
+    ShardHandlers,
+    ShardNotAvailable,
+    ShardStatus,
+)
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +33,18 @@ def default_owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def max_record_bytes(client_config: dict[str, Any], topic_spec: LogTopicSpec) -> int:
+    """The largest record both the writer (``message.max.bytes``) and the log topic
+    (``max.message.bytes``, Kafka's default when the spec does not set it) accept."""
+    producer = int(client_config.get("message.max.bytes", 1_000_000))
+    topic = int(topic_spec.configs.get("max.message.bytes", 1_048_588))
+    return min(producer, topic)
+
+
 class CoordinatorRuntime(Generic[S]):
-    """Owns shards of the log topic. Create it inside a running asyncio loop and ``await start()``."""
+    """Owns shards of the log topic. Create it inside a running asyncio loop and ``await start()``.
+
+    It is the ``ShardHost`` of its shards: their loop, clock and log partition."""
 
     def __init__(
         self,
@@ -42,6 +60,7 @@ class CoordinatorRuntime(Generic[S]):
         self.handlers = handlers
         self.clock: Clock = clock or SystemClock()
         self.owner_id = owner_id or default_owner_id()
+        self.max_record_bytes = max_record_bytes(self.client_config, topic_spec)
         self.loop = asyncio.get_running_loop()
         self.partitions = 0
         self.shards: dict[int, Shard[S]] = {}
@@ -76,6 +95,30 @@ class CoordinatorRuntime(Generic[S]):
         shard = self.shards.get(partition)
         if shard is not None:
             getattr(shard, method)(generation, arg)
+
+    # --- ShardHost ---------------------------------------------------------------------------
+
+    def append(self, partition: int, records: list[LogRecord], on_delivered: DeliveryReport) -> None:
+        writer = self.writer
+        loop = self.loop
+
+        def delivered(index: int, error: KafkaError | None, offset: int) -> None:
+            loop.call_soon_threadsafe(self._delivered, writer, on_delivered, index, error, offset)
+
+        writer.append(partition, records, delivered)
+
+    def _delivered(
+        self, writer: LogWriter, on_delivered: DeliveryReport, index: int, error: KafkaError | None, offset: int
+    ) -> None:
+        if error is not None and error.fatal():
+            self.replace_writer(writer, error)
+        on_delivered(index, error, offset)
+
+    def assign_from_start(self, partition: int, generation: int) -> None:
+        self.tailer.assign_from_start(partition, generation)
+
+    def unassign(self, partition: int) -> None:
+        self.tailer.unassign(partition)
 
     def replace_writer(self, failed: LogWriter, error: KafkaError) -> None:
         """An idempotent producer that hit a fatal error (fenced, out of sequence) cannot be

@@ -11,6 +11,9 @@ All methods run on the runtime's asyncio loop thread, so state is touched by one
   handler's records form one atomic batch in the log.
 - A response is released only when the reader has read past the handler's last record (or, for a
   handler that wrote nothing, past everything written before it).
+
+The shard reaches the outside world only through a ``ShardHost`` (the runtime in production, a
+simulated log in ``tests/sim``), so the whole write and read path runs without a broker.
 """
 
 from __future__ import annotations
@@ -22,19 +25,16 @@ import time
 from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from confluent_kafka import KafkaError, Message
 
 from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer, ShardState, TimerOp
-from coordinator.runtime.headers import make_headers
-from coordinator.runtime.log import LogWriter
+from coordinator.runtime.clock import Clock
+from coordinator.runtime.headers import Headers, make_headers
 from coordinator.runtime.replayer import LogReadError, LogReplayer
 from records import CoordinatorRecord, RecordType, encode
 from records.definitions import BatchAbortKey, BatchAbortValue, ShardEpochKey, ShardEpochValue
-
-if TYPE_CHECKING:
-    from coordinator.runtime.runtime import CoordinatorRuntime
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,37 @@ class ShardHandlers(Protocol[S]):
     def on_loaded(self, state: S, now_ms: int) -> Result[None]: ...
 
     def on_timer(self, state: S, event: Any, now_ms: int) -> Result[None]: ...
+
+
+# (index of the record in its append call, error or None, offset it was written at or -1)
+DeliveryReport = Callable[[int, KafkaError | None, int], None]
+LogRecord = tuple[bytes, bytes | None, Headers]
+
+
+class ShardHost(Protocol):
+    """What a shard needs from its owner: a loop and a clock, and the log partition it writes
+    and reads. ``CoordinatorRuntime`` implements it over Kafka; ``tests/sim`` over a simulated log."""
+
+    loop: asyncio.AbstractEventLoop
+    clock: Clock
+    owner_id: str  # written into ShardEpoch records: who owns the shard since that epoch
+    topic: str
+    # The largest record (key + value + headers) the log accepts; larger ones are refused
+    # before they touch any state.
+    max_record_bytes: int
+
+    def append(self, partition: int, records: list[LogRecord], on_delivered: DeliveryReport) -> None:
+        """Append in order. Never raises: every record gets exactly one ``on_delivered`` call, on
+        the loop thread, including records the writer refused synchronously. The host replaces
+        a writer that failed fatally (a fenced idempotent producer) before reporting."""
+        ...
+
+    def assign_from_start(self, partition: int, generation: int) -> None:
+        """Read the partition from offset 0, calling back ``on_records``/``on_end``/``on_error``
+        with ``generation`` on the loop thread."""
+        ...
+
+    def unassign(self, partition: int) -> None: ...
 
 
 class ShardStatus(enum.Enum):
@@ -69,6 +100,19 @@ class ShardNotAvailable(Exception):
         self.status = status
 
 
+class AppendFailed(ShardNotAvailable):
+    """The operation's records were refused by the log (larger than it accepts); nothing of the
+    operation was applied and the shard keeps serving. Kafka answers this UNKNOWN_SERVER_ERROR."""
+
+    def __init__(self, partition: int, detail: str) -> None:
+        super().__init__(partition, ShardStatus.ACTIVE, detail)
+
+
+# Bytes a record carries beyond key, value and our headers once in a batch on the broker (record
+# and batch framing); kept as a margin so the size check errs on the side of refusing.
+_FRAMING_BYTES = 128
+
+
 @dataclass(slots=True)
 class _Pending:
     last_offset: int
@@ -86,8 +130,8 @@ class LoadReport:
 
 
 class Shard(Generic[S]):
-    def __init__(self, runtime: CoordinatorRuntime, partition: int, handlers: ShardHandlers[S]) -> None:
-        self.runtime = runtime
+    def __init__(self, host: ShardHost, partition: int, handlers: ShardHandlers[S]) -> None:
+        self.host = host
         self.partition = partition
         self.handlers = handlers
         self.status = ShardStatus.CLOSED
@@ -99,16 +143,21 @@ class Shard(Generic[S]):
         self.next_offset = 0  # offset the next appended record will get
         self.committed_offset = 0  # offset the reader will read next
         self.load_report: LoadReport | None = None
-        self._replayer = LogReplayer(runtime.topic, partition, [])
+        self._replayer = LogReplayer(host.topic, partition, [])
         self._queue: list[tuple[Callable[[S, int], Result[Any]], asyncio.Future[Any]]] = []
         self._flush_scheduled = False
         self._pending: deque[_Pending] = deque()
-        self._inflight: dict[int, CoordinatorRecord] = {}
+        # offset -> (record, key, value) of what we appended there, until it is read back
+        self._inflight: dict[int, tuple[CoordinatorRecord, bytes, bytes | None]] = {}
         self._parked: dict[Hashable, asyncio.Future[Any]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._load_started = 0.0
         self._finishing = False
         self._loaded = asyncio.Event()
+        # Records handed to the host whose delivery has not been reported yet (any generation),
+        # and whether a reload waits for them (see ``reload``).
+        self._unreported = 0
+        self._reload_when_drained = False
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -116,51 +165,53 @@ class Shard(Generic[S]):
         self.generation += 1
         self.status = ShardStatus.LOADING
         self.error = None
+        self._reload_when_drained = False
         self.live = self.handlers.create_state()
         self.committed = self.handlers.create_state()
-        self._replayer = LogReplayer(self.runtime.topic, self.partition, [self.committed, self.live], deferred=True)
+        self._replayer = LogReplayer(self.host.topic, self.partition, [self.committed, self.live], deferred=True)
         self._inflight.clear()
         self._cancel_timers()
         self._loaded.clear()
         self._finishing = False
         self._load_started = time.perf_counter()
-        self.runtime.tailer.assign_from_start(self.partition, self.generation)
+        self.host.assign_from_start(self.partition, self.generation)
 
     async def wait_loaded(self) -> None:
         await self._loaded.wait()
 
     def close(self) -> None:
-        self.generation += 1
-        self._fail_all(ShardStatus.CLOSED)
-        self.status = ShardStatus.CLOSED
-        self._cancel_timers()
-        self.runtime.tailer.unassign(self.partition)
-        self._loaded.set()
+        self._stop(ShardStatus.CLOSED)
 
     def _fail(self, reason: str) -> None:
-        self.error = reason
-        self.generation += 1
-        self.status = ShardStatus.FAILED
-        self._fail_all(ShardStatus.FAILED, reason)
-        self._cancel_timers()
-        self.runtime.tailer.unassign(self.partition)
-        self._loaded.set()
-        log.error("shard %d failed: %s", self.partition, reason)
-
-    def reload(self, reason: str) -> None:
-        log.warning("shard %d reloading from the log: %s", self.partition, reason)
-        self._fail_all(ShardStatus.LOADING, reason)
-        self.load()
+        self._stop(ShardStatus.FAILED, reason)
 
     def _fence(self, epoch: int) -> None:
-        self.generation += 1
-        self.status = ShardStatus.FENCED
-        self.error = f"epoch {epoch} written by another owner (ours is {self.epoch})"
-        self._fail_all(ShardStatus.FENCED, self.error)
+        self._stop(ShardStatus.FENCED, f"epoch {epoch} written by another owner (ours is {self.epoch})")
+
+    def reload(self, reason: str) -> None:
+        """Rebuild both states from the log, e.g. after an append failed (the live state may hold
+        records the log does not). Appends still in flight are waited for first: one landing
+        after the reader had found the end of the log would reach the committed state only."""
+        log.warning("shard %d reloading from the log: %s", self.partition, reason)
+        self._stop(ShardStatus.LOADING, reason)
+        if self._unreported > 0:
+            self._reload_when_drained = True
+        else:
+            self.load()
+
+    def _stop(self, status: ShardStatus, reason: str = "") -> None:
+        """Stop serving: fail every waiting request with ``status``, drop timers, stop reading."""
+        self.generation += 1  # callbacks of the old generation are ignored from now on
+        self.status = status
+        self.error = reason or None
+        self._reload_when_drained = False
+        self._fail_all(status, reason)
         self._cancel_timers()
-        self.runtime.tailer.unassign(self.partition)
-        self._loaded.set()
-        log.error("shard %d fenced: %s", self.partition, self.error)
+        self.host.unassign(self.partition)
+        if status is not ShardStatus.LOADING:
+            self._loaded.set()
+        if status in (ShardStatus.FAILED, ShardStatus.FENCED):
+            log.error("shard %d %s: %s", self.partition, status.value, reason)
 
     def _fail_all(self, status: ShardStatus, detail: str = "") -> None:
         queued, self._queue = self._queue, []
@@ -177,13 +228,23 @@ class Shard(Generic[S]):
         if generation != self.generation:
             return
         replayer = self._replayer
+        # Once we write (active, or appending our ShardEpoch), every record from the end of the
+        # load on is ours; the first offset holding another writer's record, if any:
+        foreign: int | None = None
+        writing = self.status is ShardStatus.ACTIVE or self._finishing
         try:
             for msg in messages:
                 offset = msg.offset()
                 if offset is None or offset < replayer.next_offset:
                     continue
+                key, value = msg.key(), msg.value()
                 ours = self._inflight.pop(offset, None)
-                replayer.feed(offset, msg.key(), msg.value(), msg.headers(), ours)
+                # Skip decoding only if the record at this offset really is the one we wrote:
+                # another writer (a zombie, or the owner we fenced) may have taken the offset.
+                decoded = ours[0] if ours is not None and ours[1] == key and ours[2] == value else None
+                if writing and foreign is None and decoded is None and (ours is not None or offset >= self.next_offset):
+                    foreign = offset
+                replayer.feed(offset, key, value, msg.headers(), decoded)
         except LogReadError as exc:
             self._fail(str(exc))
             return
@@ -193,6 +254,12 @@ class Shard(Generic[S]):
         self.committed_offset = replayer.next_offset
         if self.status is ShardStatus.ACTIVE and replayer.max_epoch > self.epoch:
             self._fence(replayer.max_epoch)
+            return
+        if foreign is not None:
+            # Another writer (a zombie: older epochs are ignored by replay) moved our records
+            # to later offsets than we counted: the offsets read so far say nothing about them,
+            # so nothing may be released, and our offsets no longer match the log.
+            self.reload(f"another writer appended at offset {foreign}")
             return
         self._release()
 
@@ -211,18 +278,16 @@ class Shard(Generic[S]):
         if error.fatal() or error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
             self._fail(f"log partition unreadable: {error}")
 
-    def on_delivery(
-        self, generation: int, expected: int, error: KafkaError | None, offset: int, writer: LogWriter | None = None
-    ) -> None:
-        if error is not None and error.fatal() and writer is not None:
-            self.runtime.replace_writer(writer, error)
-        if generation != self.generation:
-            return
-        if error is not None:
-            self.reload(f"append failed: {error}")
-        elif offset != expected:
-            # Someone else appended to our partition: our state no longer matches the log.
-            self.reload(f"append landed at offset {offset}, expected {expected}")
+    def on_delivery(self, generation: int, expected: int, error: KafkaError | None, offset: int) -> None:
+        self._unreported = max(0, self._unreported - 1)
+        if generation == self.generation:
+            if error is not None:
+                self.reload(f"append failed: {error}")
+            elif offset != expected:
+                # Someone else appended to our partition: our state no longer matches the log.
+                self.reload(f"append landed at offset {offset}, expected {expected}")
+        if self._reload_when_drained and self._unreported == 0:
+            self.load()
 
     # --- loading -------------------------------------------------------------------------
 
@@ -250,21 +315,30 @@ class Shard(Generic[S]):
                     RecordType.BATCH_ABORT, BatchAbortKey(first), BatchAbortValue(first, last, self.epoch)
                 )
             )
+        # Compaction would keep aborted and fenced records as the latest of their keys:
+        # re-state the valid values (see ``LogReplayer.restores``).
+        restores = self._replayer.restores()
+        records.extend(restores)
+        self._replayer.stop_tracking()
         records.append(
             CoordinatorRecord(
                 RecordType.SHARD_EPOCH,
                 ShardEpochKey(self.epoch),
-                ShardEpochValue(self.epoch, self.runtime.owner_id, self.runtime.clock.now_ms()),
+                ShardEpochValue(self.epoch, self.host.owner_id, self.host.clock.now_ms()),
             )
         )
         # From here on, the reader replays into the committed state only.
         self._replayer.targets = [self.committed]
-        fut: asyncio.Future[Any] = self.runtime.loop.create_future()
-        fut.add_done_callback(self._activated)
+        for record in restores:
+            self.live.replay(record)
+        fut: asyncio.Future[Any] = self.host.loop.create_future()
+        generation = self.generation
+        fut.add_done_callback(lambda done: self._activated(generation, done))
         self._append(records, fut, None, atomic=False)
 
-    def _activated(self, fut: asyncio.Future[Any]) -> None:
-        if fut.cancelled() or fut.exception() is not None:
+    def _activated(self, generation: int, fut: asyncio.Future[Any]) -> None:
+        # Done callbacks run later: a reload may have started a new load meanwhile.
+        if generation != self.generation or fut.cancelled() or fut.exception() is not None:
             return
         self.status = ShardStatus.ACTIVE
         self.load_report = LoadReport(
@@ -277,14 +351,14 @@ class Shard(Generic[S]):
 
     def submit(self, op: Callable[[S, int], Result[T]]) -> asyncio.Future[T]:
         """Queue a write handler; the future resolves once its records are committed."""
-        fut: asyncio.Future[T] = self.runtime.loop.create_future()
+        fut: asyncio.Future[T] = self.host.loop.create_future()
         if self.status is not ShardStatus.ACTIVE:
             fut.set_exception(ShardNotAvailable(self.partition, self.status, self.error or ""))
             return fut
         self._queue.append((op, fut))
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            self.runtime.loop.call_soon(self._flush)
+            self.host.loop.call_soon(self._flush)
         return fut
 
     async def write(self, op: Callable[[S, int], Result[T]]) -> T:
@@ -311,8 +385,8 @@ class Shard(Generic[S]):
                 if not fut.done():
                     fut.set_exception(ShardNotAvailable(self.partition, self.status, self.error or ""))
             return
-        now = self.runtime.clock.now_ms()
-        out: list[tuple[bytes, bytes | None, list[tuple[str, bytes]]]] = []
+        now = self.host.clock.now_ms()
+        out: list[LogRecord] = []
         first_offset = self.next_offset
         for op, fut in queued:
             if fut.done():
@@ -322,6 +396,15 @@ class Shard(Generic[S]):
                 encoded = [encode(r) for r in result.records]
             except Exception as exc:  # the handler wrote nothing: its caller gets the error
                 fut.set_exception(exc)
+                continue
+            # A failed append must never leave the live state ahead of the log. The one failure
+            # a request can provoke on purpose, a record larger than the log accepts, is caught
+            # here, before the records touch the live state or get offsets: only this operation
+            # fails and everything queued with it proceeds. Any other failure (refused by the
+            # writer anyway, or lost in delivery) reloads the shard, see ``on_delivery``.
+            oversized = self._oversized(encoded)
+            if oversized:
+                fut.set_exception(AppendFailed(self.partition, oversized))
                 continue
             try:
                 for r in result.records:
@@ -349,7 +432,7 @@ class Shard(Generic[S]):
         self, records: list[CoordinatorRecord], fut: asyncio.Future[Any], response: Any, atomic: bool = True
     ) -> None:
         first_offset = self.next_offset
-        out: list[tuple[bytes, bytes | None, list[tuple[str, bytes]]]] = []
+        out: list[LogRecord] = []
         self._stage(records, [encode(r) for r in records], out, atomic)
         self._pending.append(_Pending(self.next_offset - 1, fut, response))
         self._send(out, first_offset)
@@ -358,26 +441,33 @@ class Shard(Generic[S]):
         self,
         records: list[CoordinatorRecord],
         encoded: list[tuple[bytes, bytes | None]],
-        out: list[tuple[bytes, bytes | None, list[tuple[str, bytes]]]],
+        out: list[LogRecord],
         atomic: bool = True,
     ) -> None:
         """Give the records their offsets (remembered, so reading them back skips decoding) and
         their headers: the shard epoch, and the batch position when they must apply together."""
         count = len(records) if atomic else 1
         for i, (record, (key, value)) in enumerate(zip(records, encoded, strict=True)):
-            self._inflight[self.next_offset] = record
+            self._inflight[self.next_offset] = (record, key, value)
             out.append((key, value, make_headers(self.epoch, i if atomic else 0, count)))
             self.next_offset += 1
 
-    def _send(self, out: list[tuple[bytes, bytes | None, list[tuple[str, bytes]]]], first_offset: int) -> None:
+    def _oversized(self, encoded: list[tuple[bytes, bytes | None]]) -> str:
+        limit = self.host.max_record_bytes
+        for key, value in encoded:
+            size = len(key) + len(value or b"") + _FRAMING_BYTES
+            if size > limit:
+                return f"a record of {size} bytes is larger than the log accepts ({limit} bytes)"
+        return ""
+
+    def _send(self, out: list[LogRecord], first_offset: int) -> None:
         generation = self.generation
-        loop = self.runtime.loop
-        writer = self.runtime.writer
+        self._unreported += len(out)
 
         def delivered(index: int, err: KafkaError | None, offset: int) -> None:
-            loop.call_soon_threadsafe(self.on_delivery, generation, first_offset + index, err, offset, writer)
+            self.on_delivery(generation, first_offset + index, err, offset)
 
-        writer.append(self.partition, out, delivered)
+        self.host.append(self.partition, out, delivered)
 
     def _release(self) -> None:
         pending = self._pending
@@ -393,7 +483,7 @@ class Shard(Generic[S]):
     # --- timers --------------------------------------------------------------------------
 
     def _apply_timers(self, ops: list[TimerOp], now: int) -> None:
-        loop = self.runtime.loop
+        loop = self.host.loop
         for op in ops:
             handle = self._timers.pop(op.key, None)
             if handle is not None:

@@ -37,7 +37,7 @@ from coordinator.offsets.messages import (
 )
 from coordinator.runtime.api import Result
 from coordinator.runtime.runtime import CoordinatorRuntime
-from coordinator.runtime.shard import Shard, ShardNotAvailable, ShardStatus
+from coordinator.runtime.shard import AppendFailed, Shard, ShardNotAvailable, ShardStatus
 from coordinator.service.partitioning import partition_for
 
 T = TypeVar("T")
@@ -52,6 +52,8 @@ _STATUS_ERRORS = {
 
 
 def error_for(exc: ShardNotAvailable) -> ErrorCode:
+    if isinstance(exc, AppendFailed):  # as Kafka maps MESSAGE_TOO_LARGE from its log
+        return ErrorCode.UNKNOWN_SERVER_ERROR
     return _STATUS_ERRORS[exc.status]
 
 

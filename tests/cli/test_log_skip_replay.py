@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group_shard import GroupCoordinatorShard
+from coordinator.group_shard import GroupCoordinatorState
 from coordinator.runtime.headers import make_headers
 from coordinator.runtime.replayer import LogReadError, LogReplayer
 from records import CoordinatorRecord, RecordType, decode, encode
@@ -41,8 +41,8 @@ BAD_BODY = (b"\x00\x01garbage", b"\x00\x01\x00\x01garbage", make_headers(1, 0, 1
 NO_HEADER = (b"x", b"y", make_headers(1, 0, 1))  # not even a record type
 
 
-def load(entries: list[Entry]) -> tuple[GroupCoordinatorShard, LogReplayer]:
-    state = GroupCoordinatorShard()
+def load(entries: list[Entry]) -> tuple[GroupCoordinatorState, LogReplayer]:
+    state = GroupCoordinatorState()
     replayer = LogReplayer("log", 3, [state], deferred=True)
     for offset, (key, value, headers) in enumerate(entries):
         replayer.feed(offset, key, value, headers)

@@ -21,16 +21,14 @@ quiet end every partition is owned by exactly one live member.
 
 from __future__ import annotations
 
-import heapq
 import random
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from coordinator.errors import ErrorCode
 from coordinator.groups.classic import (
-    Assignment,
     ClassicGroupConfig,
     ClassicGroupsState,
     HeartbeatRequest,
@@ -45,91 +43,23 @@ from coordinator.groups.classic import (
     SyncGroupRequestAssignment,
     SyncGroupResponse,
     TopicPartitions,
-    classic_heartbeat,
-    classic_join,
-    classic_leave,
-    classic_on_loaded,
-    classic_on_timer,
-    classic_sync,
-    decode_assignment,
     decode_subscription,
-    encode_assignment,
     encode_subscription,
 )
-from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer
-from records import CoordinatorRecord, decode, encode
+from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.topics import TopicsImage
+from coordinator.runtime.api import Park
+from coordinator.runtime.shard import ShardStatus
+from records import RecordType, decode
+from tests.sim import shard_api
+from tests.sim.clients import TP, cooperative_sticky_assign, from_assignment_bytes, range_assign, to_assignment_bytes
+from tests.sim.kernel import InvariantViolation, SimHost, SimLog, SimLoop
 
 GROUP = "sim-group"
-TP = tuple[str, int]
 INT_MAX = 2**31 - 1
 SESSION_TIMEOUT_MS = 10_000
 REBALANCE_TIMEOUT_MS = 20_000
 HEARTBEAT_INTERVAL_MS = 3_000
-
-
-class InvariantViolation(AssertionError):
-    pass
-
-
-# --- client-side assignors ----------------------------------------------------------------------
-
-
-def range_assign(members: list[str], topics: dict[str, int]) -> dict[str, set[TP]]:
-    """Kafka's RangeAssignor with every member subscribed to every topic."""
-    out: dict[str, set[TP]] = {m: set() for m in members}
-    ordered = sorted(members)
-    for topic, count in sorted(topics.items()):
-        base, extra = divmod(count, len(ordered))
-        start = 0
-        for i, member in enumerate(ordered):
-            n = base + (1 if i < extra else 0)
-            out[member].update((topic, p) for p in range(start, start + n))
-            start += n
-    return out
-
-
-def cooperative_sticky_assign(subscriptions: dict[str, Subscription], topics: dict[str, int]) -> dict[str, set[TP]]:
-    """Keep what each member owns up to its fair share; a partition over someone's share is
-    revoked by leaving it out of everyone's assignment this round; free partitions go to the
-    members with the fewest."""
-    all_tps = sorted((t, p) for t, n in topics.items() for p in range(n))
-    members = sorted(subscriptions)
-    claims: dict[TP, tuple[int, str]] = {}
-    for member in members:
-        sub = subscriptions[member]
-        for tps in sub.owned_partitions:
-            for p in tps.partitions:
-                tp = (tps.topic, p)
-                if tps.topic in topics and p < topics[tps.topic]:
-                    current = claims.get(tp)
-                    if current is None or sub.generation_id > current[0]:
-                        claims[tp] = (sub.generation_id, member)
-    owned: dict[str, list[TP]] = {m: [] for m in members}
-    for tp, (_, member) in sorted(claims.items()):
-        owned[member].append(tp)
-    base, extra = divmod(len(all_tps), len(members))
-    by_claims = sorted(members, key=lambda m: (-len(owned[m]), m))
-    quota = {m: base + (1 if i < extra else 0) for i, m in enumerate(by_claims)}
-    out: dict[str, set[TP]] = {m: set(owned[m][: quota[m]]) for m in members}
-    free = [tp for tp in all_tps if tp not in claims]
-    for tp in free:
-        room = [m for m in members if len(out[m]) < quota[m]]
-        target = min(room, key=lambda m: (len(out[m]), m))
-        out[target].add(tp)
-    return out
-
-
-def to_assignment_bytes(tps: set[TP]) -> bytes:
-    by_topic: dict[str, list[int]] = {}
-    for t, p in sorted(tps):
-        by_topic.setdefault(t, []).append(p)
-    return encode_assignment(Assignment(tuple(TopicPartitions(t, tuple(ps)) for t, ps in by_topic.items())))
-
-
-def from_assignment_bytes(data: bytes) -> set[TP]:
-    if not data:
-        return set()
-    return {(tp.topic, p) for tp in decode_assignment(data).assigned_partitions for p in tp.partitions}
 
 
 # --- clients ------------------------------------------------------------------------------------
@@ -199,65 +129,75 @@ class Simulation:
         self.config = ClassicGroupConfig(
             initial_rebalance_delay_ms=scenario.initial_delay_ms, max_size=scenario.max_size
         )
-        self.state = ClassicGroupsState()
-        self.follower = ClassicGroupsState()  # the committed state: replays the decoded log
-        self.log: list[CoordinatorRecord] = []
-        self.timers: dict[str, ScheduleTimer] = {}
-        self.now = 0
-        self.events: list[tuple[int, int, str, Any]] = []
-        self.seq = 0
+        # The real shard over a simulated log, through the production composition: answers
+        # (parked ones too) are released once read back, timers run through the shard, and a
+        # reload rebuilds the state from the log and fails whatever was waiting.
+        self.handlers = shard_api.handlers(TopicsImage.empty, ConsumerGroupConfig(), self.config)
+        self.loop = SimLoop()
+        self.log = SimLog()
+        self.host = SimHost(self.log, self.loop, "sim", random.Random(scenario.seed))
+        self.shard = self.host.shard(0, self.handlers)
+        self.shard.load()
         self.clients: list[Client] = []
         self.tokens: dict[Hashable, tuple[Client, str]] = {}
         self.next_token = 0
-        self.deliveries: deque[tuple[Hashable, Any]] = deque()
+        self.parked: set[Hashable] = set()
         self.last_generation = 0
         self.last_logged_generation = 0
+        self.logged = 0  # log entries checked so far
+        self.compared_offset = -1
+        self.shard_generation = 0
         self.trace: list[str] = []
         self.stats: Counter[str] = Counter()
         self.reloads = 0
 
     # --- plumbing -----------------------------------------------------------------------------
 
+    @property
+    def now(self) -> int:
+        return self.loop.clock.now_ms()
+
+    @property
+    def state(self) -> ClassicGroupsState:
+        """The live state, which handlers see (it includes rebalances in progress)."""
+        return self.shard.live.classic
+
+    @property
+    def follower(self) -> ClassicGroupsState:
+        """The committed state: the replay of what was read back from the log."""
+        return self.shard.committed.classic
+
     def at(self, when: int, kind: str, payload: Any = None) -> None:
-        self.seq += 1
-        heapq.heappush(self.events, (when, self.seq, kind, payload))
+        self.loop.at(when, self.dispatch, kind, payload)
 
-    def apply(self, result: Result[Any]) -> None:
-        for record in result.records:
-            self.state.replay(record)
-            key, value = encode(record)
-            decoded = decode(key, value)
-            self.follower.replay(decoded)
-            self.log.append(decoded)
-            if decoded.value is not None:
-                if decoded.value.generation < self.last_logged_generation and decoded.value.members:
-                    raise InvariantViolation(f"logged generation went back to {decoded.value.generation}")
-                self.last_logged_generation = max(self.last_logged_generation, decoded.value.generation)
-        for op in result.timers:
-            if isinstance(op, ScheduleTimer):
-                self.timers[op.key] = op
-            elif isinstance(op, CancelTimer):
-                self.timers.pop(op.key, None)
-        self.deliveries.extend(result.completions)
+    def request(self, client: Client, kind: str, op: shard_api.Op, token: Hashable) -> None:
+        def run(state: shard_api.State, now: int) -> Any:
+            result = op(state, now)
+            if isinstance(result.response, Park):
+                self.parked.add(token)
+            return result
 
-    def request(self, client: Client, kind: str, handler_result: Result[Any], token: Hashable) -> None:
-        self.apply(handler_result)
-        if isinstance(handler_result.response, Park):
-            return
-        response = handler_result.response
-        if kind == "join" and client.instance_id is not None and not client.member_id and response.error_code == 0:
-            # A restarted static instance took its old place in a Stable group: no rebalance.
-            self.stats["static_rejoin_without_rebalance"] += 1
+        self.shard.submit(run).add_done_callback(lambda fut: self.answered(client, kind, token, fut))
+
+    def answered(self, client: Client, kind: str, token: Hashable, fut: Any) -> None:
+        exc = fut.exception()
+        response = shard_api.ERROR_RESPONSES[kind](shard_api.error_code(exc)) if exc else fut.result()
+        if token not in self.parked:
+            static_rejoin = kind == "join" and client.instance_id is not None and not client.member_id
+            if static_rejoin and response.error_code == 0:
+                # A restarted static instance took its old place in a Stable group: no rebalance.
+                self.stats["static_rejoin_without_rebalance"] += 1
+            if kind == "join" and response.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL:
+                group = self.state.group(GROUP)
+                # Legitimate only against members sharing no protocol with the client; after a reload
+                # a member is known by its chosen protocol alone, so a newcomer can be refused then
+                # (as in Kafka). A group without members must never refuse a consumer.
+                if group is None or not group.members:
+                    raise InvariantViolation(f"{client.name} refused with INCONSISTENT_GROUP_PROTOCOL by {group}")
+        self.parked.discard(token)
         if kind in ("join", "sync", "heartbeat"):
             self.stats[f"{kind}:{ErrorCode(response.error_code).name}"] += 1
-        if kind == "join" and response.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL:
-            group = self.state.group(GROUP)
-            # Legitimate only against members sharing no protocol with the client; after a reload
-            # a member is known by its chosen protocol alone, so a newcomer can be refused then
-            # (as in Kafka). A group without members must never refuse a consumer.
-            if group is None or not group.members:
-                raise InvariantViolation(f"{client.name} refused with INCONSISTENT_GROUP_PROTOCOL by {group}")
-        self.deliveries.append((token, handler_result.response))
+        self.deliver(token, response)
 
     def new_token(self, client: Client, kind: str) -> Hashable:
         self.next_token += 1
@@ -265,23 +205,24 @@ class Simulation:
         self.tokens[token] = (client, kind)
         return token
 
-    def drain(self) -> None:
-        while self.deliveries:
-            token, response = self.deliveries.popleft()
-            client, kind = self.tokens.pop(token)
-            if client.status == "dead":
-                continue
-            current = token in (client.join_token, client.sync_token)
-            if current and kind in ("join", "sync") and self.rng.random() < self.sc.loss_rate:
-                self.stats[f"lost:{kind}"] += 1
-                self.at(self.now + self.rng.randint(100, 2000), "retry", (client, kind, token))
-                continue
-            if kind == "join" and token == client.join_token:
-                self.on_join(client, response)
-            elif kind == "sync" and token == client.sync_token:
-                self.on_sync(client, response)
-            elif kind == "heartbeat":
-                self.on_heartbeat(client, response)
+    def deliver(self, token: Hashable, response: Any) -> None:
+        entry = self.tokens.pop(token, None)
+        if entry is None:
+            return
+        client, kind = entry
+        if client.status == "dead":
+            return
+        current = token in (client.join_token, client.sync_token)
+        if current and kind in ("join", "sync") and self.rng.random() < self.sc.loss_rate:
+            self.stats[f"lost:{kind}"] += 1
+            self.at(self.now + self.rng.randint(100, 2000), "retry", (client, kind, token))
+            return
+        if kind == "join" and token == client.join_token:
+            self.on_join(client, response)
+        elif kind == "sync" and token == client.sync_token:
+            self.on_sync(client, response)
+        elif kind == "heartbeat":
+            self.on_heartbeat(client, response)
 
     # --- client behaviour ---------------------------------------------------------------------
 
@@ -314,7 +255,7 @@ class Simulation:
             api_version=client.api_version,
             client_id=client.name,
         )
-        self.request(client, "join", classic_join(self.state, request, token, self.now, self.config), token)
+        self.request(client, "join", shard_api.join_group(self.handlers, request, token), token)
 
     def reset(self, client: Client, forget_member_id: bool) -> None:
         client.owned = set()  # partitions lost: the generation is gone
@@ -383,7 +324,7 @@ class Simulation:
             protocol_name=client.protocol_name,
             assignments=tuple(SyncGroupRequestAssignment(m, a) for m, a in sorted(assignments.items())),
         )
-        self.request(client, "sync", classic_sync(self.state, request, token, self.now, self.config), token)
+        self.request(client, "sync", shard_api.sync_group(self.handlers, request, token), token)
 
     def on_sync(self, client: Client, response: SyncGroupResponse) -> None:
         client.sync_token = None
@@ -414,7 +355,7 @@ class Simulation:
     def heartbeat(self, client: Client) -> None:
         token = self.new_token(client, "heartbeat")
         request = HeartbeatRequest(GROUP, client.generation, client.member_id, client.instance_id)
-        self.request(client, "heartbeat", classic_heartbeat(self.state, request, self.now, self.config), token)
+        self.request(client, "heartbeat", shard_api.heartbeat(self.handlers, request), token)
 
     def on_heartbeat(self, client: Client, response: Any) -> None:
         if client.status != "stable":
@@ -481,25 +422,10 @@ class Simulation:
         for _ in range(self.sc.faults):
             self.at(self.rng.randint(1000, self.sc.chaos_ms), "fault", None)
         end = self.sc.chaos_ms + quiet_ms
-        while True:
-            next_event = self.events[0][0] if self.events else None
-            next_timer = min((t.deadline_ms for t in self.timers.values()), default=None)
-            candidates = [t for t in (next_event, next_timer) if t is not None]
-            if not candidates or min(candidates) > end:
-                break
-            when = min(candidates)
-            self.now = max(self.now, when)
-            if next_timer is not None and next_timer == when:
-                timer = min((t for t in self.timers.values() if t.deadline_ms == when), key=lambda t: t.key)
-                del self.timers[timer.key]
-                self.apply(classic_on_timer(self.state, timer.event, self.now, self.config))
-                self.trace.append(f"{self.now} timer {timer.key}")
-            else:
-                _, _, kind, payload = heapq.heappop(self.events)
-                self.dispatch(kind, payload)
-            self.drain()
+        while (at := self.loop.next_at()) is not None and at <= end:
+            self.loop.step()
             self.check()
-        self.now = end
+        self.loop.clock.advance(max(0, end - self.now))
         self.check_quiet()
 
     def dispatch(self, kind: str, payload: Any) -> None:
@@ -552,7 +478,9 @@ class Simulation:
             self.trace.append(f"{self.now} leave {leaver.name}")
             if leaver.member_id:
                 request = LeaveGroupRequest(GROUP, members=(MemberIdentity(leaver.member_id, leaver.instance_id),))
-                self.apply(classic_leave(self.state, request, self.now, self.config))
+                self.request(
+                    leaver, "leave", shard_api.leave_group(self.handlers, request), self.new_token(leaver, "leave")
+                )
             self.kill(leaver)
         elif roll < 0.75:
             self.start(self.new_client(self.rng.random() < self.sc.static_share))
@@ -560,22 +488,11 @@ class Simulation:
             self.reload()
 
     def reload(self) -> None:
-        """Coordinator failover: rebuild from the log, fail whatever was parked."""
+        """Coordinator failover: rebuild from the log; whatever was waiting fails (clients get
+        COORDINATOR_LOAD_IN_PROGRESS and rejoin)."""
         self.trace.append(f"{self.now} reload")
         self.reloads += 1
-        fresh = ClassicGroupsState()
-        for record in self.log:
-            fresh.replay(record)
-        self.state = fresh
-        self.timers.clear()
-        self.apply(classic_on_loaded(fresh, self.now, self.config))
-        group = fresh.group(GROUP)
-        self.last_generation = 0 if group is None else group.generation_id
-        for client in self.clients:
-            if client.status in ("joining", "syncing"):
-                # NOT_COORDINATOR: find the new coordinator and rejoin.
-                client.join_token = client.sync_token = None
-                self.send_join(client)
+        self.shard.reload("simulated coordinator failover")
 
     # --- invariants ---------------------------------------------------------------------------
 
@@ -592,18 +509,41 @@ class Simulation:
                 if tp in seen:
                     self.fail(f"{tp} owned by {seen[tp]} and {client.name}")
                 seen[tp] = client.name
+        self.check_log()
+        shard = self.shard
+        if shard.status is not ShardStatus.ACTIVE:
+            return
         group = self.state.group(GROUP)
+        if shard.generation != self.shard_generation:
+            # Reloaded: a rebalance in progress is soft state, so the generation may go back to
+            # the last persisted one (as in Kafka); the log's generations never go back.
+            self.shard_generation = shard.generation
+            self.last_generation = 0 if group is None else group.generation_id
         if group is not None:
             if group.generation_id < self.last_generation:
                 self.fail(f"generation went back from {self.last_generation} to {group.generation_id}")
             self.last_generation = group.generation_id
-        if self.follower.snapshot() != self.state.snapshot():
+        if not shard.caught_up or shard.committed_offset == self.compared_offset:
+            return
+        self.compared_offset = shard.committed_offset
+        if not shard.replay_matches():
             self.fail("replayed log differs from the live persisted state")
         for group_id, live in self.state.groups.items():
             if live.state.value in ("Stable", "Empty"):
                 replayed = self.follower.group(group_id)
                 if replayed is None or replayed.to_record_value() != live.to_record_value():
                     self.fail(f"live {live} is not what its record says")
+
+    def check_log(self) -> None:
+        """Generations in the log never go back."""
+        entries = self.log.entries.get(0, [])
+        for entry in entries[self.logged :]:
+            record = decode(entry.key, entry.value)
+            if record.type is RecordType.GROUP_METADATA and record.value is not None:
+                if record.value.generation < self.last_logged_generation and record.value.members:
+                    self.fail(f"logged generation went back to {record.value.generation}")
+                self.last_logged_generation = max(self.last_logged_generation, record.value.generation)
+        self.logged = len(entries)
 
     def every_partition(self) -> set[TP]:
         return {(t, p) for t, n in self.sc.topics.items() for p in range(n)}

@@ -17,7 +17,7 @@ from coordinator.groups.classic import (
 )
 from coordinator.runtime.api import Park
 from tests.groups_classic.harness import Coordinator
-from tests.groups_classic.sim import cooperative_sticky_assign, from_assignment_bytes, to_assignment_bytes
+from tests.sim.clients import cooperative_sticky_assign, from_assignment_bytes, to_assignment_bytes
 
 S = ClassicGroupState
 TOPICS = {"t": 4}

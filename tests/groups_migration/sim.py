@@ -21,17 +21,17 @@ quiet end every partition is owned by exactly one live client.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.groups import classic
 from coordinator.groups import consumer as cg
-from coordinator.groups.classic import ClassicGroupConfig, ClassicGroupState
+from coordinator.groups.classic import ClassicGroupState
 from coordinator.groups.classic.consumer_protocol import (
     Subscription,
     TopicPartitions,
@@ -41,26 +41,16 @@ from coordinator.groups.classic.consumer_protocol import (
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import ConsumerGroupState
 from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.offsets.config import OffsetsConfig
-from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer
-from records import CoordinatorRecord, decode, encode
-from tests.groups_classic.sim import (
-    TP,
-    cooperative_sticky_assign,
-    from_assignment_bytes,
-    range_assign,
-    to_assignment_bytes,
-)
+from coordinator.runtime.shard import ShardStatus
+from tests.sim import shard_api
+from tests.sim.clients import TP, cooperative_sticky_assign, from_assignment_bytes, range_assign, to_assignment_bytes
+from tests.sim.kernel import InvariantViolation, SimHost, SimLog, SimLoop
 
 GROUP = "mig"
 STEP_MS = 250
 HEARTBEAT_MS = 1_000
 SESSION_MS = 6_000
 REBALANCE_MS = 8_000
-
-
-class InvariantViolation(AssertionError):
-    pass
 
 
 @dataclass
@@ -99,6 +89,7 @@ class Client:
     wants_join: bool = False
     wants_sync: dict[str, bytes] | None = None
     ack: bool = False
+    pending: bool = False  # a request is on its way; the client waits for its answer
 
 
 class Simulation:
@@ -107,95 +98,65 @@ class Simulation:
         self.rng = random.Random(sc.seed * 31 + 7)
         self.image = TopicsImage.of([TopicImage(t, f"id-{t}", n) for t, n in sorted(sc.topics.items())], 1)
         self.ids = {f"id-{t}": t for t in sc.topics}
-        self.handlers = GroupCoordinatorShard(
-            offsets_config=OffsetsConfig(),
-            classic_config=ClassicGroupConfig(initial_rebalance_delay_ms=0),
-            consumer_config=ConsumerGroupConfig(
+        self.handlers = shard_api.handlers(
+            lambda: self.image,
+            ConsumerGroupConfig(
                 session_timeout_ms=SESSION_MS,
                 min_session_timeout_ms=1_000,
                 heartbeat_interval_ms=HEARTBEAT_MS,
                 min_heartbeat_interval_ms=500,
                 assignment_interval_ms=0,
             ),
-            metadata=lambda: self.image,
         )
-        self.state = GroupCoordinatorState()
-        self.follower = GroupCoordinatorState()
-        self.log: list[CoordinatorRecord] = []
-        self.timers: dict[str, ScheduleTimer] = {}
-        self.tokens: dict[Hashable, tuple[Client, str]] = {}
-        self.token_seq = 0
+        # The real shard over a simulated log: answers (parked ones too) are released once their
+        # records are read back, timers run through the shard, a reload rebuilds from the log.
+        self.loop = SimLoop()
+        self.log = SimLog()
+        self.host = SimHost(self.log, self.loop, "sim", random.Random(sc.seed))
+        self.shard = self.host.shard(0, self.handlers)
+        self.shard.load()
+        self.tokens = itertools.count()
         self.clients: list[Client] = []
         self.name_seq = 0
-        self.now = 0
         self.last_epoch: int | None = None
         self.last_kind: str | None = None
         self.trace: list[str] = []
         self.stats: Counter[str] = Counter()
+        self.advance(0)
 
     # --- coordinator plumbing -------------------------------------------------------------------
 
-    def apply(self, result: Result[Any]) -> None:
-        for record in result.records:
-            self.state.replay(record)
-            decoded = decode(*encode(record))
-            self.follower.replay(decoded)
-            self.log.append(decoded)
-        for op in result.timers:
-            if isinstance(op, ScheduleTimer):
-                self.timers[op.key] = op
-            elif isinstance(op, CancelTimer):
-                self.timers.pop(op.key, None)
-        for token, answer in result.completions:
-            self.deliver(token, answer)
+    @property
+    def now(self) -> int:
+        return self.loop.clock.now_ms()
 
-    def deliver(self, token: Hashable, answer: Any) -> None:
-        owner = self.tokens.pop(token, None)
-        if owner is None:
-            return
-        client, kind = owner
-        if client.status == "dead":
-            return
-        if kind == "join":
-            self.on_join(client, answer)
-        else:
-            self.on_sync(client, answer)
+    @property
+    def state(self) -> shard_api.State:
+        """The state the handlers see (it includes a classic rebalance in progress)."""
+        return self.shard.live
 
-    def token(self, client: Client, kind: str) -> Hashable:
-        self.token_seq += 1
-        t = (kind, client.name, self.token_seq)
-        self.tokens[t] = (client, kind)
-        return t
+    def advance(self, ms: int) -> None:
+        end = self.now + ms
+        while (at := self.loop.next_at()) is not None and at <= end:
+            self.loop.step()
+        self.loop.clock.advance(end - self.now)
 
-    def fire_timers(self) -> None:
-        while True:
-            due = [op for op in self.timers.values() if op.deadline_ms <= self.now]
-            if not due:
+    def call(self, c: Client, kind: str, op: shard_api.Op, on_answer: Callable[[Client, Any], None]) -> None:
+        c.pending = True
+
+        def answered(fut: Any) -> None:
+            c.pending = False
+            if c.status == "dead":
                 return
-            op = min(due, key=lambda o: (o.deadline_ms, o.key))
-            del self.timers[op.key]
-            self.apply(self.handlers.on_timer(self.state, op.event, self.now))
-            self.stats["timer"] += 1
+            exc = fut.exception()
+            on_answer(c, shard_api.ERROR_RESPONSES[kind](shard_api.error_code(exc)) if exc else fut.result())
+
+        self.shard.submit(op).add_done_callback(answered)
 
     def reload(self) -> None:
-        """A new coordinator loads the log; parked requests fail and clients retry."""
+        """A new coordinator loads the log; waiting requests fail and clients retry."""
         self.stats["reload"] += 1
-        fresh = GroupCoordinatorState()
-        for record in self.log:
-            fresh.replay(record)
-        self.state = fresh
-        self.timers = {}
-        pending = list(self.tokens)
-        self.apply(self.handlers.on_loaded(self.state, self.now))
-        for token in pending:
-            owner = self.tokens.get(token)
-            if owner is None:
-                continue
-            client, kind = owner
-            if kind == "join":
-                self.deliver(token, classic.JoinGroupResponse(error_code=ErrorCode.NOT_COORDINATOR))
-            else:
-                self.deliver(token, classic.SyncGroupResponse(error_code=ErrorCode.NOT_COORDINATOR))
+        self.shard.reload("simulated coordinator reload")
 
     # --- clients --------------------------------------------------------------------------------
 
@@ -239,7 +200,7 @@ class Simulation:
         if not self.sc.cooperative:
             c.owned = set()  # eager: revoke everything before rejoining
         c.status = "joining"
-        token = self.token(c, "join")
+        token = ("join", c.name, next(self.tokens))
         request = classic.JoinGroupRequest(
             GROUP,
             SESSION_MS,
@@ -252,10 +213,7 @@ class Simulation:
             api_version=9,
             client_id=c.name,
         )
-        result = self.handlers.join_group(self.state, request, token, self.now)
-        self.apply(result)
-        if not isinstance(result.response, Park):
-            self.deliver(token, result.response)
+        self.call(c, "join", shard_api.join_group(self.handlers, request, token), self.on_join)
 
     def on_join(self, c: Client, r: classic.JoinGroupResponse) -> None:
         error = ErrorCode(r.error_code)
@@ -276,6 +234,11 @@ class Simulation:
                 c.member_id = ""
                 self.lose(c)
                 c.epoch = -1
+            elif error is ErrorCode.ILLEGAL_GENERATION:
+                # As the Java consumer (and the classic simulation's client): the generation is
+                # reset and the partitions are lost before the rejoin.
+                self.lose(c)
+                c.epoch = -1
             c.wants_join = True
 
     def leader_assign(self, members: tuple[classic.JoinGroupResponseMember, ...]) -> dict[str, bytes]:
@@ -289,7 +252,7 @@ class Simulation:
     def send_sync(self, c: Client) -> None:
         assignments = c.wants_sync or {}
         c.wants_sync = None
-        token = self.token(c, "sync")
+        token = ("sync", c.name, next(self.tokens))
         request = classic.SyncGroupRequest(
             GROUP,
             c.epoch,
@@ -298,10 +261,7 @@ class Simulation:
             protocol_name=self.classic_assignors()[0],
             assignments=tuple(classic.SyncGroupRequestAssignment(m, a) for m, a in sorted(assignments.items())),
         )
-        result = self.handlers.sync_group(self.state, request, token, self.now)
-        self.apply(result)
-        if not isinstance(result.response, Park):
-            self.deliver(token, result.response)
+        self.call(c, "sync", shard_api.sync_group(self.handlers, request, token), self.on_sync)
 
     def on_sync(self, c: Client, r: classic.SyncGroupResponse) -> None:
         error = ErrorCode(r.error_code)
@@ -326,10 +286,11 @@ class Simulation:
 
     def classic_beat(self, c: Client) -> None:
         c.next_beat = self.now + HEARTBEAT_MS
-        response = self.handlers.heartbeat(self.state, classic.HeartbeatRequest(GROUP, c.epoch, c.member_id), self.now)
-        self.apply(response)
-        assert not isinstance(response.response, Park)
-        error = ErrorCode(response.response.error_code)
+        request = classic.HeartbeatRequest(GROUP, c.epoch, c.member_id)
+        self.call(c, "hb", shard_api.heartbeat(self.handlers, request), self.on_classic_beat)
+
+    def on_classic_beat(self, c: Client, response: classic.HeartbeatResponse) -> None:
+        error = ErrorCode(response.error_code)
         self.stats[f"hb:{error.name}"] += 1
         if error is ErrorCode.NONE:
             return
@@ -347,7 +308,7 @@ class Simulation:
         c.owned = set()
         if c.member_id:
             request = classic.LeaveGroupRequest(GROUP, members=(classic.MemberIdentity(c.member_id),))
-            self.apply(self.handlers.leave_group(self.state, request, self.now))
+            self.call(c, "leave", shard_api.leave_group(self.handlers, request), lambda c, r: None)
 
     # consumer client
 
@@ -368,12 +329,9 @@ class Simulation:
             subscribed_topic_names=sorted(self.sc.topics) if joining else None,
             topic_partitions=[] if joining else self.owned_list(c),
         )
-        result = self.handlers.consumer_group_heartbeat(
-            self.state, request, self.now, cg.RequestContext(1, c.name, "/h")
-        )
-        self.apply(result)
-        r = result.response
-        assert isinstance(r, cg.ConsumerGroupHeartbeatResponse)
+        self.call(c, "cghb", shard_api.consumer_heartbeat_as(self.handlers, request, c.name, "/h"), self.on_beat)
+
+    def on_beat(self, c: Client, r: cg.ConsumerGroupHeartbeatResponse) -> None:
         error = ErrorCode(r.error_code)
         self.stats[f"cghb:{error.name}"] += 1
         if error is ErrorCode.NONE:
@@ -394,10 +352,8 @@ class Simulation:
         c.owned = set()
         if c.epoch > 0:
             request = cg.ConsumerGroupHeartbeatRequest(GROUP, c.member_id, -1)
-            self.apply(
-                self.handlers.consumer_group_heartbeat(
-                    self.state, request, self.now, cg.RequestContext(1, c.name, "/h")
-                )
+            self.call(
+                c, "cghb", shard_api.consumer_heartbeat_as(self.handlers, request, c.name, "/h"), lambda c, r: None
             )
 
     def stop(self, c: Client, graceful: bool) -> None:
@@ -411,7 +367,7 @@ class Simulation:
         c.status = "dead"
 
     def act(self, c: Client) -> None:
-        if c.status == "dead":
+        if c.status == "dead" or c.pending:
             return
         if c.protocol == "consumer":
             if self.now >= c.next_beat:
@@ -437,7 +393,8 @@ class Simulation:
                 if tp in seen:
                     self.fail(f"{tp} owned by {seen[tp]} and {c.name}")
                 seen[tp] = c.name
-        if self.follower.snapshot() != self.state.snapshot():
+        shard = self.shard
+        if shard.status is ShardStatus.ACTIVE and shard.caught_up and not shard.replay_matches():
             self.fail("replayed log differs from the live state")
         kind = self.state.group_type(GROUP)
         epoch: int | None = None
@@ -475,8 +432,7 @@ class Simulation:
     # --- the run ----------------------------------------------------------------------------------
 
     def step(self) -> None:
-        self.now += STEP_MS
-        self.fire_timers()
+        self.advance(STEP_MS)
         self.check()
         order = list(self.live())
         self.rng.shuffle(order)

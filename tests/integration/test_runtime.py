@@ -168,11 +168,66 @@ def test_fatal_producer_error_replaces_the_writer_and_reloads(bootstrap: str, un
             shard = service.shard_for("w")
             old = service.runtime.writer
             fatal = KafkaError(KafkaError._FENCED, "fenced by a newer producer", fatal=True)
-            shard.on_delivery(shard.generation, shard.next_offset, fatal, -1, old)
+            # The report travels the way the writer's own reports do: through the runtime.
+            report = shard.on_delivery
+            service.runtime._delivered(
+                old, lambda i, e, o: report(shard.generation, shard.next_offset, e, o), 0, fatal, -1
+            )
             assert service.runtime.writer is not old
             await shard.wait_loaded()
             response = await service.commit_offsets(commit_request("w", "t", {0: 2}))
             assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
             assert committed_offset(service, "w", "t", 0) == 2
+
+    asyncio.run(main())
+
+
+def test_a_record_larger_than_the_log_accepts_fails_only_its_request(bootstrap: str, unique_name: str) -> None:
+    """Issue 14: a commit whose record exceeds the log topic's max.message.bytes is refused
+    before anything is applied; the shard keeps serving and its state matches the log."""
+    from coordinator.runtime.log import LogTopicSpec
+    from coordinator.runtime.runtime import max_record_bytes
+
+    async def main() -> None:
+        async with running_service(bootstrap, unique_name, partitions=1) as service:
+            configs = {"cleanup.policy": "compact", "max.message.bytes": "100000"}
+            service.runtime.max_record_bytes = max_record_bytes({}, LogTopicSpec(unique_name, 1, 1, configs))
+            shard = service.shard_for("ok")
+            generation = shard.generation
+            huge = "g" * 150_000
+            big, small = await asyncio.gather(
+                service.commit_offsets(commit_request(huge, "t", {0: 1})),
+                service.commit_offsets(commit_request("ok", "t", {0: 2})),
+            )
+            assert big.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+            assert small.topics[0].partitions[0].error_code == ErrorCode.NONE
+            assert shard.status is ShardStatus.ACTIVE and shard.generation == generation  # no reload
+            assert shard.live.offsets.get(huge, "t", 0) is None
+            assert committed_offset(service, "ok", "t", 0) == 2
+            assert shard.caught_up and shard.replay_matches()
+
+    asyncio.run(main())
+
+
+def test_a_record_the_writer_refuses_never_hangs_and_reloads_consistently(bootstrap: str, unique_name: str) -> None:
+    """Issue 14, the fallback: when the writer itself refuses a record (MSG_SIZE_TOO_LARGE from
+    producer.produce, here by disabling the shard's own size check), the request is answered,
+    the shard reloads from the log and the refused write is nowhere."""
+
+    async def main() -> None:
+        async with running_service(bootstrap, unique_name, partitions=1) as service:
+            await service.commit_offsets(commit_request("before", "t", {0: 7}))
+            service.runtime.max_record_bytes = 100_000_000
+            shard = service.shard_for("before")
+            huge = "g" * 1_200_000  # above the producer's message.max.bytes (1,000,000)
+            response = await asyncio.wait_for(service.commit_offsets(commit_request(huge, "t", {0: 1})), 10)
+            assert response.topics[0].partitions[0].error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            await asyncio.wait_for(shard.wait_loaded(), 30)
+            assert shard.status is ShardStatus.ACTIVE
+            assert shard.live.offsets.get(huge, "t", 0) is None
+            assert committed_offset(service, "before", "t", 0) == 7
+            after = await service.commit_offsets(commit_request("before", "t", {0: 8}))
+            assert after.topics[0].partitions[0].error_code == ErrorCode.NONE
+            assert shard.caught_up and shard.replay_matches()
 
     asyncio.run(main())

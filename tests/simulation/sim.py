@@ -10,7 +10,6 @@ seed, and running the same seed again replays the same history.
 
 from __future__ import annotations
 
-import heapq
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,24 +22,20 @@ from coordinator.groups.consumer import (
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupsState,
     HeartbeatTopicPartitions,
-    RequestContext,
-    consumer_group_heartbeat,
-    heartbeat_error_response,
-    on_loaded,
-    on_timer,
-    validate_offset_commit,
 )
-from coordinator.groups.context import GroupContext
 from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
-from records import CoordinatorRecord, decode, encode
+from coordinator.offsets.messages import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+)
+from coordinator.runtime.shard import ShardStatus
+from tests.sim import invariants, shard_api
+from tests.sim.kernel import InvariantViolation, Network, SimHost, SimLog, SimLoop
 
 GROUP = "sim-group"
 TP = tuple[str, int]
-
-
-class InvariantViolation(AssertionError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -121,95 +116,41 @@ class SimMember:
     joined_ever: bool = False
 
 
-class Network:
-    def __init__(self, rng: random.Random, fault_rate: float) -> None:
-        self.rng = rng
-        self.fault_rate = fault_rate
-
-    def latency(self) -> int:
-        if self.rng.random() < self.fault_rate:
-            return self.rng.randint(200, 2000)  # a delayed packet
-        return self.rng.randint(1, 15)
-
-    def lost(self) -> bool:
-        return self.rng.random() < self.fault_rate / 2
-
-
 class SimCoordinator:
-    def __init__(self, metadata: TopicsImage, config: ConsumerGroupConfig) -> None:
-        self.state = ConsumerGroupsState()
-        # A second state that tails the log through the real Avro codec, like a standby loading
-        # the shard: after every step it must equal the live state (invariant 3).
-        self.follower = ConsumerGroupsState()
-        self.log: list[CoordinatorRecord] = []
-        self.changed = False
+    """The real shard (``runtime.Shard`` with the production ``GroupCoordinatorShard``) over
+    a simulated log, on the simulation's loop: answers are released once read back from the
+    log, timers run through the shard, and reloads rebuild the state from the (compacted) log."""
+
+    def __init__(self, loop: SimLoop, rng: random.Random, metadata: TopicsImage, config: ConsumerGroupConfig) -> None:
         self.metadata = metadata
         self.config = config
-        self.timers: dict[str, ScheduleTimer] = {}
-        self.timer_heap: list[tuple[int, int, str]] = []
-        self.timer_seq = 0
-        self.loading_until = -1
+        self.handlers = shard_api.handlers(lambda: self.metadata, config)
+        self.log = SimLog()
+        self.host = SimHost(self.log, loop, "sim", rng)
+        self.shard = self.host.shard(0, self.handlers)
+        self.shard.load()
 
-    def apply(self, result: Result[Any]) -> None:
-        for r in result.records:
-            self.state.replay(r)
-            self.log.append(r)
-            self.follower.replay(decode(*encode(r)))
-            self.changed = True
-        for op in result.timers:
-            if isinstance(op, ScheduleTimer):
-                self.timers[op.key] = op
-                self.timer_seq += 1
-                heapq.heappush(self.timer_heap, (op.deadline_ms, self.timer_seq, op.key))
-            elif isinstance(op, CancelTimer):
-                self.timers.pop(op.key, None)
+    @property
+    def state(self) -> ConsumerGroupsState:
+        """The consumer groups as the log has committed them (what clients have been told)."""
+        return self.shard.committed.consumer
 
-    def next_timer(self) -> int | None:
-        while self.timer_heap:
-            deadline, _, key = self.timer_heap[0]
-            op = self.timers.get(key)
-            if op is None or op.deadline_ms != deadline:
-                heapq.heappop(self.timer_heap)
-                continue
-            return deadline
-        return None
+    @property
+    def active(self) -> bool:
+        return self.shard.status is ShardStatus.ACTIVE
 
-    def fire_one(self, now: int) -> None:
-        deadline, _, key = heapq.heappop(self.timer_heap)
-        op = self.timers.pop(key)
-        self.apply(on_timer(self.state, op.event, now, self.metadata, self.config))
-
-    def compacted_log(self) -> list[CoordinatorRecord]:
-        latest: dict[tuple[Any, Any], int] = {}
-        for i, r in enumerate(self.log):
-            latest[(r.type, r.key)] = i
-        return [r for i, r in enumerate(self.log) if latest[(r.type, r.key)] == i and r.value is not None]
-
-    def reload(self, now: int, compacted: bool) -> None:
-        fresh = ConsumerGroupsState()
-        for r in self.compacted_log() if compacted else self.log:
-            fresh.replay(r)
-        live = self.state.snapshot()
-        again = fresh.snapshot()
-        if again != live:
-            raise InvariantViolation(
-                f"replay of the {'compacted' if compacted else 'full'} log differs from live state"
-            )
-        self.state = fresh
-        self.timers.clear()
-        self.timer_heap.clear()
-        self.loading_until = now + 50
-        self.apply(Result(None, [], list(on_loaded(self.state, now, self.config))))
+    def reload(self, compacted: bool) -> None:
+        if compacted:
+            self.log.compact(0, keep_head=0)
+        self.shard.reload("simulated coordinator reload")
 
 
 class Simulation:
     def __init__(self, scenario: Scenario) -> None:
         self.sc = scenario
         self.rng = random.Random(scenario.seed * 7919 + 1)
-        self.net = Network(self.rng, scenario.fault_rate)
-        self.now = 0
-        self.events: list[tuple[int, int, str, Any]] = []
-        self.seq = 0
+        self.loop = SimLoop()
+        self.net = Network(self.loop, self.rng, scenario.fault_rate)
         self.req_seq = 0
         self.topic_version = 1
         self.topic_gen: dict[str, int] = {}
@@ -220,7 +161,7 @@ class Simulation:
             self.topic_gen[name] = 0
             topics.append(TopicImage(name, f"{name}#0", per))
         config = ConsumerGroupConfig(**SIM_CONFIG_BASE, assignment_interval_ms=scenario.assignment_interval_ms)
-        self.coord = SimCoordinator(TopicsImage.of(topics, self.topic_version), config)
+        self.coord = SimCoordinator(self.loop, self.rng, TopicsImage.of(topics, self.topic_version), config)
         self.members: list[SimMember] = []
         names = sorted(t.name for t in topics)
         for slot in range(scenario.members):
@@ -241,12 +182,18 @@ class Simulation:
         self.rejected = 0
         self.trace: list[str] = []
         self.last_arrival: dict[int, int] = {}
+        self.checked_offset = -1
+        self.dispatched = False
+        self.holders: dict[TP, str] = {}
+
+    @property
+    def now(self) -> int:
+        return self.loop.clock.now_ms()
 
     # --- event plumbing ------------------------------------------------------------------------
 
     def schedule(self, at: int, kind: str, payload: Any = None) -> None:
-        self.seq += 1
-        heapq.heappush(self.events, (at, self.seq, kind, payload))
+        self.loop.at(at, self.dispatch, kind, payload)
 
     def fail(self, message: str) -> None:
         tail = "\n".join(self.trace[-25:])
@@ -286,36 +233,25 @@ class Simulation:
         self.schedule(sc.chaos_ms, "calm", None)
         end = sc.chaos_ms + 40_000
         quiet_since: int | None = None
-        while True:
-            deadline = self.coord.next_timer()
-            if not self.events and deadline is None:
-                break
-            if deadline is not None and (not self.events or deadline <= self.events[0][0]):
-                # Coordinator timers that are due fire first, in deadline order.
-                self.now = deadline
-                self.coord.fire_one(deadline)
-                kind = "timer"
-            else:
-                at, _, kind, payload = heapq.heappop(self.events)
-                self.now = at
-                self.dispatch(kind, payload)
-            if self.now > end:
-                self.fail("the group did not converge within 40s of quiet")
-            self.after_step(kind)
+        while (at := self.loop.next_at()) is not None and at <= end:
+            self.loop.step()
+            if not self.after_step():
+                continue
             if self.now >= sc.chaos_ms:
                 if self.converged():
                     if quiet_since is None:
                         quiet_since = self.now
-                    elif self.now - quiet_since >= 2000 or not self.events:
+                    elif self.now - quiet_since >= 2000:
                         self.check_final()
                         return
                 else:
                     quiet_since = None
         if not self.converged():
-            self.fail("nothing left to happen but the group has not converged")
+            self.fail("the group did not converge within 40s of quiet")
         self.check_final()
 
     def dispatch(self, kind: str, payload: Any) -> None:
+        self.dispatched = True
         if kind == "start":
             self.start(self.members[payload])
         elif kind == "tick":
@@ -339,7 +275,7 @@ class Simulation:
         elif kind == "chaos":
             self.chaos()
         elif kind == "reload":
-            self.coord.reload(self.now, compacted=payload)
+            self.coord.reload(compacted=payload)
             self.trace.append(f"{self.now} reload compacted={payload}")
         elif kind == "restart":
             self.start(self.members[payload])
@@ -427,16 +363,21 @@ class Simulation:
 
     def on_request(self, slot: int, incarnation: int, seq: int, req: ConsumerGroupHeartbeatRequest) -> None:
         c = self.coord
-        if self.now < c.loading_until:
-            response = heartbeat_error_response(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-        else:
-            before = c.state.snapshot() if self.steps % self.sc.check_purity_every == 0 else None
-            ctx = GroupContext(self.now, c.metadata, c.config, request=RequestContext(1, "sim", "/sim"))
-            result = consumer_group_heartbeat(c.state, req, ctx)
-            if before is not None and c.state.snapshot() != before:
+        heartbeat = shard_api.consumer_heartbeat(c.handlers, req)
+        check_purity = self.steps % self.sc.check_purity_every == 0
+
+        def op(state: shard_api.State, now: int) -> Any:
+            before = state.snapshot() if check_purity else None
+            result = heartbeat(state, now)
+            if before is not None and state.snapshot() != before:
                 self.fail("a handler mutated the state")
-            c.apply(result)
-            response = result.response
+            return result
+
+        c.shard.submit(op).add_done_callback(lambda f: self.answer(slot, incarnation, seq, req, f))
+
+    def answer(self, slot: int, incarnation: int, seq: int, req: ConsumerGroupHeartbeatRequest, fut: Any) -> None:
+        exc = fut.exception()
+        response = shard_api.heartbeat_error(shard_api.error_code(exc)) if exc is not None else fut.result()
         self.trace.append(
             f"{self.now} hb {req.member_id} e={req.member_epoch} owned={_fmt(req.topic_partitions)} -> "
             f"err={response.error_code} e={response.member_epoch} a={_fmt_a(response)}"
@@ -529,24 +470,51 @@ class Simulation:
             self.schedule(self.now + self.net.latency(), "commit_arrive", (m.member_id, m.epoch, parts))
 
     def check_commit(self, member_id: str, epoch: int, parts: list[TP]) -> None:
-        """5. Fenced members and newer epochs fail; a commit at an older epoch is accepted only for
-        partitions the member was given at or before that epoch (KIP-1251, Kafka 4.4). At its
-        current epoch a member's commit is not checked partition by partition."""
-        v = validate_offset_commit(self.coord.state, GROUP, member_id, epoch, parts)
-        group = self.coord.state.group(GROUP)
-        cm = group.members.get(member_id) if group is not None else None
-        if v.error != ErrorCode.NONE:
+        """5. Only the current holder of a partition may commit it; zombies and stale epochs fail.
+        The commit goes through the shard; the check runs on the state it was validated on."""
+        c = self.coord
+        names = {t.topic_id: t.name for t in c.metadata.topics.values()}
+        by_name: dict[str, list[int]] = {}
+        for topic_id, p in parts:
+            if topic_id in names:  # a partition of a deleted topic incarnation cannot be named
+                by_name.setdefault(names[topic_id], []).append(p)
+        if not by_name:
             return
-        if cm is None or epoch > cm.member_epoch:
-            self.fail(f"commit by {member_id}@{epoch} accepted but the member is gone or behind the request")
-            return
-        for tp in parts:
-            self.committed += 1
-            assigned_at = cm.assignment_epoch_of(*tp)
-            if epoch < cm.member_epoch and (assigned_at is None or assigned_at > epoch):
-                self.fail(f"commit of {tp} by {member_id}@{epoch} accepted but it was not assigned at that epoch")
-            else:
-                self.rejected += 1
+        request = OffsetCommitRequest(
+            group_id=GROUP,
+            generation_id_or_member_epoch=epoch,
+            member_id=member_id,
+            topics=[
+                OffsetCommitRequestTopic(n, [OffsetCommitRequestPartition(p, self.now) for p in ps])
+                for n, ps in sorted(by_name.items())
+            ],
+        )
+        commit = shard_api.commit_offsets(c.handlers, request)
+
+        def op(state: shard_api.State, now: int) -> Any:
+            result = commit(state, now)
+            accepted = [
+                (c.metadata.topic_id(t.name) or "", p.partition_index)
+                for t in result.response.topics
+                for p in t.partitions
+                if p.error_code == ErrorCode.NONE
+            ]
+            invariants.invariant_5_only_the_holder_commits(state, GROUP, member_id, epoch, accepted, self.fail)
+            return result
+
+        c.shard.submit(op).add_done_callback(lambda f: self.count_commit(request, f))
+
+    def count_commit(self, request: OffsetCommitRequest, fut: Any) -> None:
+        exc = fut.exception()
+        response: OffsetCommitResponse = (
+            shard_api.commit_error(request, shard_api.error_code(exc)) if exc is not None else fut.result()
+        )
+        for t in response.topics:
+            for p in t.partitions:
+                if p.error_code == ErrorCode.NONE:
+                    self.committed += 1
+                else:
+                    self.rejected += 1
 
     # --- faults ---------------------------------------------------------------------------------
 
@@ -615,17 +583,49 @@ class Simulation:
 
     # --- invariants -----------------------------------------------------------------------------
 
-    def after_step(self, kind: str) -> None:
+    def after_step(self) -> bool:
+        """Check the invariants if the step could have changed what they look at (a client event,
+        or records read back into the committed state); False if it could not."""
         self.steps += 1
-        # Only a step that wrote records can change the state, so comparing after those is
-        # comparing after every step.
-        if self.coord.changed and self.steps % self.sc.replay_check_every == 0:
-            self.coord.changed = False
-            if self.coord.state.snapshot() != self.coord.follower.snapshot():
-                self.fail("the state replayed from the encoded log differs from the live state")
+        shard = self.coord.shard
+        if not self.dispatched and shard.committed_offset == self.checked_offset:
+            return False
+        self.dispatched = False
+        if not self.coord.active:
+            return True
+        # 3. Only a step that read records back can change the committed state, so checking
+        # after those is checking after every step.
         group = self.coord.state.group(GROUP)
+        if shard.committed_offset != self.checked_offset:
+            self.checked_offset = shard.committed_offset
+            if self.steps % self.sc.replay_check_every == 0:
+                # The group part after each step, as before commits were written; the whole
+                # state (offsets too) at the end, and against a fresh load of the log.
+                invariants.invariant_3_replay_matches(
+                    shard, self.coord.log, self.fail, full=False, view=lambda s: s.consumer.snapshot()
+                )
+            self.holders = {} if group is None else self.check_coordinator_view(group)
         if group is None:
-            return
+            return True
+        # 1. Consumer view: a live member the group still knows owns only what the coordinator
+        #    says it holds, so no two of them consume the same partition.
+        holders = self.holders
+        owner_of: dict[TP, str] = {}
+        for m in self.members:
+            if not m.alive or not m.owned:
+                continue
+            if m.member_id not in group.members:
+                continue  # a zombie: fenced, its commits are refused (checked in commit())
+            for tp in m.owned:
+                if holders.get(tp) != m.member_id:
+                    self.fail(f"{m.member_id} consumes {tp} which the coordinator gives to {holders.get(tp)}")
+                if tp in owner_of:
+                    self.fail(f"{tp} consumed by {owner_of[tp]} and {m.member_id}")
+                owner_of[tp] = m.member_id
+        return True
+
+    def check_coordinator_view(self, group: Any) -> dict[TP, str]:
+        """Invariants 2 and 1 on the committed state (it changes only when records are read back)."""
         # 2. Epochs never go backwards: group >= assignment >= member, all monotonic.
         if group.group_epoch < self.last_group_epoch or group.assignment_epoch < self.last_assignment_epoch:
             self.fail("group or assignment epoch went backwards")
@@ -650,20 +650,7 @@ class Simulation:
                         if other is not None and other != mid:
                             self.fail(f"partition {(t, p)} held by {other} and {mid} in the coordinator")
                         holders[(t, p)] = mid
-        # 1. Consumer view: a live member the group still knows owns only what the coordinator
-        #    says it holds, so no two of them consume the same partition.
-        owner_of: dict[TP, str] = {}
-        for m in self.members:
-            if not m.alive or not m.owned:
-                continue
-            if m.member_id not in group.members:
-                continue  # a zombie: fenced, its commits are refused (checked in commit())
-            for tp in m.owned:
-                if holders.get(tp) != m.member_id:
-                    self.fail(f"{m.member_id} consumes {tp} which the coordinator gives to {holders.get(tp)}")
-                if tp in owner_of:
-                    self.fail(f"{tp} consumed by {owner_of[tp]} and {m.member_id}")
-                owner_of[tp] = m.member_id
+        return holders
 
     def converged(self) -> bool:
         group = self.coord.state.group(GROUP)
@@ -682,7 +669,6 @@ class Simulation:
 
     def check_final(self) -> None:
         """6. Quiet group: every subscribed partition is consumed by exactly one live subscriber."""
-        group = self.coord.state.group(GROUP)
         img = self.coord.metadata
         live = [m for m in self.members if m.alive]
         consumed: dict[TP, str] = {}
@@ -702,9 +688,17 @@ class Simulation:
             missing = sorted(wanted - set(consumed))[:5]
             extra = sorted(set(consumed) - wanted)[:5]
             self.fail(f"quiet group does not cover its partitions: missing {missing} extra {extra}")
-        if group is not None:
-            self.coord.reload(self.now, compacted=True)
-            self.coord.reload(self.now, compacted=False)
+        # 3. A new owner loading the full log, and the compacted log, gets the same state.
+        shard = self.coord.shard
+        for _ in range(10_000):  # let writes in flight be read back (a few ms of simulated time)
+            if shard.caught_up and shard.committed_offset >= self.coord.log.end.get(0, 0):
+                break
+            self.loop.step()
+        else:
+            self.fail("the shard never caught up with the log")
+        invariants.invariant_3_replay_matches(shard, self.coord.log, self.fail, full=True)
+        self.coord.log.compact(0, keep_head=0)
+        invariants.invariant_3_replay_matches(shard, self.coord.log, self.fail, full=True)
 
 
 def _fmt_epochs(epochs: Any) -> str:

@@ -1,4 +1,5 @@
-"""Deterministic simulation of consumer groups: >= 1000 seeded random scenarios per run.
+"""Deterministic simulation of consumer groups: >= 1000 seeded random scenarios per run, through
+the production composition (``GroupCoordinatorShard``) and the real shard over a simulated log.
 
 A failure names the seed; ``python -m tests.simulation.replay SEED`` replays it with a trace.
 """
@@ -33,7 +34,7 @@ def test_same_seed_same_history() -> None:
     b = run_seed(424242)
     assert a.trace == b.trace
     assert a.coord.state.snapshot() == b.coord.state.snapshot()
-    assert a.coord.log == b.coord.log
+    assert a.coord.log.entries == b.coord.log.entries
 
 
 def test_a_violation_names_the_seed() -> None:
@@ -64,15 +65,24 @@ def test_the_harness_catches_a_coordinator_that_assigns_before_revocation(monkey
 
 def test_the_harness_catches_commits_accepted_without_partition_epochs(monkeypatch: pytest.MonkeyPatch) -> None:
     from coordinator.errors import ErrorCode
+    from coordinator.groups import consumer
+    from coordinator.groups.consumer import offset_validation
     from coordinator.groups.consumer.offset_validation import CommitValidation
-    from tests.simulation import sim
 
-    def member_only(state: object, group_id: str, member_id: str, epoch: int, parts: object = ()) -> CommitValidation:
-        group = sim.ConsumerGroupsState.group(state, group_id)  # type: ignore[arg-type]
+    def member_only(
+        state: consumer.ConsumerGroupsState,
+        group_id: str,
+        member_id: str,
+        epoch: int,
+        parts: object = (),
+        api_version: int = 9,
+    ) -> CommitValidation:
+        group = state.group(group_id)
         if group is None or member_id not in group.members:
             return CommitValidation(ErrorCode.UNKNOWN_MEMBER_ID)
         return CommitValidation()
 
-    monkeypatch.setattr(sim, "validate_offset_commit", member_only)
+    # The production composition (ConsumerGroup.validate_offset_commit) validates commits through this function.
+    monkeypatch.setattr(offset_validation, "validate_offset_commit", member_only)
     with pytest.raises(InvariantViolation, match="accepted but it was not assigned at that epoch"):
         run_many(range(60))

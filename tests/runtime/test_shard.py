@@ -1,0 +1,174 @@
+"""The runtime ``Shard`` over a simulated log (tests/sim/kernel.py), without a broker."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from coordinator.runtime.api import Result
+from coordinator.runtime.shard import AppendFailed, Shard, ShardNotAvailable, ShardStatus
+from records import CoordinatorRecord, RecordType, decode
+from records.definitions import OffsetCommitKey, OffsetCommitValue
+from tests.runtime.test_replayer import Recorder, commit, offsets
+from tests.sim.kernel import LogFaults, SimHost, SimLog, SimLoop
+
+
+class Handlers:
+    def create_state(self) -> Recorder:
+        return Recorder()
+
+    def on_loaded(self, state: Recorder, now_ms: int) -> Result[None]:
+        return Result(None)
+
+    def on_timer(self, state: Recorder, event: Any, now_ms: int) -> Result[None]:
+        return Result(None)
+
+
+def big_commit(group_id_bytes: int) -> CoordinatorRecord:
+    return CoordinatorRecord(
+        RecordType.OFFSET_COMMIT, OffsetCommitKey("g" * group_id_bytes, "t", 1), OffsetCommitValue(1)
+    )
+
+
+def write(*records: CoordinatorRecord, response: str = "ok") -> Any:
+    return lambda state, now: Result(response, list(records))
+
+
+class World:
+    def __init__(self, owners: int = 1, faults: LogFaults | None = None) -> None:
+        self.loop = SimLoop()
+        self.log = SimLog()
+        self.rng = random.Random(1)
+        self.hosts = [SimHost(self.log, self.loop, f"o{i}", self.rng, faults) for i in range(owners)]
+
+    def shard(self, owner: int = 0) -> Shard[Any]:
+        return self.hosts[owner].shard(0, Handlers())  # type: ignore[arg-type]
+
+    def run(self, ms: int = 1000) -> None:
+        end = self.loop.clock.now_ms() + ms
+        while (at := self.loop.next_at()) is not None and at <= end:
+            self.loop.step()
+
+    def loaded(self, owner: int = 0) -> Shard[Any]:
+        shard = self.shard(owner)
+        shard.load()
+        self.run()
+        assert shard.status is ShardStatus.ACTIVE
+        return shard
+
+
+def test_an_answer_waits_until_its_records_are_read_back() -> None:
+    world = World()
+    shard = world.loaded()
+    world.hosts[0].stall()
+    fut = shard.submit(write(commit(0, 5)))
+    world.run()
+    assert not fut.done() and offsets(shard.live) == {0: 5} and offsets(shard.committed) == {}
+    world.hosts[0].resume()
+    world.run()
+    assert fut.result() == "ok" and offsets(shard.committed) == {0: 5} and shard.replay_matches()
+
+
+def test_a_record_larger_than_the_log_accepts_fails_only_its_operation() -> None:
+    world = World()
+    shard = world.loaded()
+    world.hosts[0].max_record_bytes = 300
+    huge = big_commit(400)
+    before, big, after = shard.submit(write(commit(0, 1))), shard.submit(write(huge)), shard.submit(write(commit(2, 2)))
+    generation = shard.generation
+    world.run()
+    assert before.result() == "ok" and after.result() == "ok"
+    with pytest.raises(AppendFailed):
+        big.result()
+    assert shard.generation == generation and shard.status is ShardStatus.ACTIVE  # no reload
+    assert offsets(shard.committed) == {0: 1, 2: 2} and shard.replay_matches()
+
+
+@pytest.mark.parametrize("ambiguous", [False, True])
+def test_a_failed_append_fails_the_waiting_operations_and_reloads_from_the_log(ambiguous: bool) -> None:
+    faults = LogFaults()
+    world = World(faults=faults)
+    shard = world.loaded()
+    if ambiguous:
+        faults.ambiguous_rate = 1.0  # written, but reported failed
+    else:
+        faults.fail_rate = 1.0
+    futures = [shard.submit(write(commit(p, 1))) for p in range(3)]
+    world.run(5)
+    faults.fail_rate = faults.ambiguous_rate = 0.0
+    world.run()
+    for fut in futures:  # answered (never left hanging), with an error the service maps to Kafka's
+        assert isinstance(fut.exception(), ShardNotAvailable)
+        assert fut.exception().status is ShardStatus.LOADING  # type: ignore[union-attr]
+    assert shard.status is ShardStatus.ACTIVE
+    # Live state is exactly what the log holds: the first record if it landed though reported
+    # failed (the ones after it fail too: the writer keeps the log gapless), else nothing.
+    assert offsets(shard.live) == ({0: 1} if ambiguous else {})
+    assert offsets(shard.live) == {k.partition: v.offset for k, v in _log_offsets(world).items()}
+    assert shard.replay_matches()
+    assert shard.submit(write(commit(5, 5))) is not None
+    world.run()
+    assert offsets(shard.committed).get(5) == 5
+
+
+def test_a_record_the_writer_refuses_reloads_and_is_nowhere() -> None:
+    world = World(faults=LogFaults(writer_limit=200))
+    shard = world.loaded()
+    huge = big_commit(300)
+    fut = shard.submit(write(huge))
+    world.run()
+    assert isinstance(fut.exception(), ShardNotAvailable)
+    assert shard.status is ShardStatus.ACTIVE and shard.live.values == {} and shard.replay_matches()
+
+
+def test_an_ownership_move_carries_the_state_and_fences_nobody_alive() -> None:
+    world = World(owners=2)
+    first = world.loaded(0)
+    assert first.submit(write(commit(0, 1))) is not None
+    world.run()
+    first.close()
+    second = world.loaded(1)
+    assert offsets(second.committed) == {0: 1} and second.epoch == first.epoch + 1
+
+
+def test_a_zombie_owner_is_never_acknowledged_and_nothing_of_it_is_applied() -> None:
+    world = World(owners=2)
+    zombie = world.loaded(0)
+    world.hosts[0].stall()  # a long pause: it reads nothing more
+    owner = world.loaded(1)
+    late = zombie.submit(write(commit(0, 99)))  # lands after the new owner's ShardEpoch
+    world.run()
+    # The zombie is never acknowledged: its delivery report showed it someone else's offsets.
+    assert isinstance(late.exception(), ShardNotAvailable)
+    assert zombie.status is ShardStatus.LOADING
+    zombie.close()  # placement unloads it
+    # The new owner found another writer's record where it would write next: it reloaded, and
+    # replay ignores the zombie's record (an older epoch).
+    assert owner.status is ShardStatus.ACTIVE and 0 not in offsets(owner.committed)
+    fut = owner.submit(write(commit(1, 1)))
+    world.run()
+    assert fut.result() == "ok" and offsets(owner.committed) == {1: 1} and owner.replay_matches()
+    assert owner.epoch == 3  # its reload wrote a new ShardEpoch
+
+
+def test_a_paused_owner_that_wakes_up_is_fenced_by_the_new_epoch() -> None:
+    world = World(owners=2)
+    old = world.loaded(0)
+    world.hosts[0].stall()
+    world.loaded(1)
+    world.hosts[0].resume()
+    world.run()
+    assert old.status is ShardStatus.FENCED
+    with pytest.raises(ShardNotAvailable):
+        old.submit(write(commit(0, 1))).result()
+
+
+def _log_offsets(world: World) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
+    for entry in world.log.entries.get(0, []):
+        record = decode(entry.key, entry.value)
+        if record.type is RecordType.OFFSET_COMMIT:
+            out[record.key] = record.value
+    return out
