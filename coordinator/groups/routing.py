@@ -33,6 +33,7 @@ from coordinator.groups.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from coordinator.groups.consumer.fencing import fence_members
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.member import MemberState
 from coordinator.groups.consumer.messages import (
@@ -46,7 +47,7 @@ from coordinator.groups.consumer.validation import validate_heartbeat_request
 from coordinator.groups.context import GroupContext
 from coordinator.groups.coordinator_state import GroupCoordinatorState
 from coordinator.groups.migration import classic_members
-from coordinator.groups.migration.classic_members import fence_members, leave_response, leaving_members
+from coordinator.groups.migration.classic_members import leave_response, leaving_members
 from coordinator.groups.migration.convert import (
     classic_teardown_timers,
     consumer_members_of,
@@ -59,7 +60,11 @@ from coordinator.groups.migration.convert import (
     upgrade_records,
     validate_online_upgrade,
 )
-from coordinator.groups.migration.timers import ClassicMemberJoinTimeout, ClassicMemberSyncTimeout
+from coordinator.groups.migration.timers import (
+    ClassicMemberJoinTimeout,
+    ClassicMemberSyncTimeout,
+    cancel_classic_member_timers,
+)
 from coordinator.runtime.api import Park, Result, TimerOp
 from records import CoordinatorRecord
 
@@ -245,7 +250,12 @@ def fence_or_downgrade(
             for mid in gone:
                 state.consumer.classic_join_deadlines.pop((group.group_id, mid), None)
             return converted
-    records, timers = fence_members(state.consumer, group, gone, ctx.image)
+    records, timers = fence_members(group, gone, ctx.image)
+    for mid in gone:
+        if mid in group.members:
+            # Classic members also have join and sync timers, and a join deadline.
+            timers += cancel_classic_member_timers(group.group_id, mid)
+            state.consumer.classic_join_deadlines.pop((group.group_id, mid), None)
     return Result(None, records, timers)
 
 

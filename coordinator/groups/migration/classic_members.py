@@ -48,12 +48,15 @@ from coordinator.groups.classic.messages import (
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import log_records
 from coordinator.groups.consumer.group import ConsumerGroup
-from coordinator.groups.consumer.heartbeat import reconcile_member, update_group_epoch_and_target
 from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.groups.consumer.member_id import generate_member_id
+from coordinator.groups.consumer.member_update import (
+    reconcile_member,
+    replace_static_member,
+    update_group_epoch_and_target,
+)
 from coordinator.groups.consumer.messages import LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from coordinator.groups.consumer.state import ConsumerGroupsState
-from coordinator.groups.consumer.subscriptions import group_topic_names, regexes_in_use
 from coordinator.groups.consumer.timers import (
     cancel_member_timers,
     rebalance_key,
@@ -73,7 +76,6 @@ from coordinator.groups.migration.timers import (
     schedule_sync_timeout,
     sync_timeout_key,
 )
-from coordinator.groups.topics import TopicsImage
 from coordinator.runtime.api import CancelTimer, Result, TimerOp
 from records import CoordinatorRecord
 
@@ -153,42 +155,6 @@ def waiting_on_unreleased_partition(group: ConsumerGroup, member: ConsumerGroupM
     return False
 
 
-# --- fencing (leave, timeouts) ------------------------------------------------------------------
-
-
-def fence_members(
-    state: ConsumerGroupsState, group: ConsumerGroup, member_ids: Iterable[str], image: TopicsImage
-) -> tuple[list[CoordinatorRecord], list[TimerOp]]:
-    """Remove members at once: their records tombstoned, one group epoch bump."""
-    gid = group.group_id
-    gone = [mid for mid in dict.fromkeys(member_ids) if mid in group.members]
-    records: list[CoordinatorRecord] = []
-    timers: list[TimerOp] = []
-    if not gone:
-        return records, timers
-    for mid in gone:
-        records += [
-            log_records.current_assignment_tombstone(gid, mid),
-            log_records.target_member_tombstone(gid, mid),
-            log_records.member_metadata_tombstone(gid, mid),
-        ]
-        timers += cancel_member_timers(gid, mid)
-        timers += cancel_classic_member_timers(gid, mid)
-        state.classic_join_deadlines.pop((gid, mid), None)
-    remaining = [m for mid, m in group.members.items() if mid not in gone]
-    still_used = regexes_in_use(remaining)
-    for regex in sorted(regexes_in_use(group.members[mid] for mid in gone) - still_used):
-        if regex in group.regexes:
-            records.append(log_records.regex_tombstone(gid, regex))
-    epoch = group.group_epoch + 1
-    records.append(
-        log_records.group_epoch_record(gid, epoch, image.metadata_hash(group_topic_names(remaining, group.regexes)))
-    )
-    if not remaining:
-        records.append(log_records.target_metadata_record(gid, epoch, 0))
-    return records, timers
-
-
 # --- JoinGroup ----------------------------------------------------------------------------------
 
 
@@ -251,15 +217,7 @@ def _join(state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupConte
             # A restarted static instance takes over the old member and its assignment.
             replaced = existing
             member = replace(existing, member_id=member_id)
-            target = group.target.get(existing.member_id, {})
-            records += [
-                log_records.current_assignment_tombstone(gid, existing.member_id),
-                log_records.target_member_tombstone(gid, existing.member_id),
-                log_records.member_metadata_tombstone(gid, existing.member_id),
-                log_records.member_metadata_record(gid, member),
-                log_records.target_member_record(gid, member_id, target),
-                log_records.current_assignment_record(gid, member),
-            ]
+            records += replace_static_member(group, existing, member)
             timers += cancel_member_timers(gid, existing.member_id)
             timers += cancel_classic_member_timers(gid, existing.member_id)
             state.classic_join_deadlines.pop((gid, existing.member_id), None)
