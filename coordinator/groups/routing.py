@@ -116,8 +116,9 @@ def _consumer_group_heartbeat_to_classic_group(
             return Result(result.response)
         result.records[:0] = group.tombstones()
         return result
-    if validate_online_upgrade(group, ctx.consumer) is not None:
-        raise not_consumer
+    refusal = validate_online_upgrade(group, ctx.consumer)
+    if refusal is not None:
+        raise refusal  # GROUP_ID_NOT_FOUND naming the reason, as Kafka's validateOnlineUpgrade
     return convert_to_consumer_group_and_join(state, group, request, ctx)
 
 
