@@ -55,7 +55,6 @@ from coordinator.groups.consumer.member_update import (
     replace_static_member,
     update_group_epoch_and_target,
 )
-from coordinator.groups.consumer.messages import LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from coordinator.groups.consumer.state import ConsumerGroupsState
 from coordinator.groups.consumer.timers import (
     cancel_member_timers,
@@ -209,12 +208,9 @@ def _join(state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupConte
                 raise _error(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
             member = group.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
         elif is_unknown:
-            if not existing.uses_classic_protocol and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise _error(
-                    ErrorCode.UNRELEASED_INSTANCE_ID,
-                    f"Instance id {instance_id} is still owned by member {existing.member_id}.",
-                )
-            # A restarted static instance takes over the old member and its assignment.
+            # A restarted static instance takes over the old member and its assignment, even a
+            # live consumer-protocol one: Kafka checks UNRELEASED_INSTANCE_ID only when neither
+            # side speaks the classic protocol.
             replaced = existing
             member = replace(existing, member_id=member_id)
             records += replace_static_member(group, existing, member)
