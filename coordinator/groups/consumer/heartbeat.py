@@ -43,7 +43,7 @@ from coordinator.groups.consumer.timers import (
     schedule_session,
 )
 from coordinator.groups.consumer.validation import throw_if_member_epoch_invalid, validate_heartbeat_request
-from coordinator.groups.context import GroupContext
+from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.groups.topics import TopicsImage
 from coordinator.runtime.api import CancelTimer, Result, TimerOp
 from records import CoordinatorRecord
@@ -121,57 +121,11 @@ def _heartbeat(
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Group {group_id} has no member {request.member_id}.")
         group = ConsumerGroup(group_id)
 
-    member_id = request.member_id
-    if len(group.members) >= config.max_size and (not member_id or member_id not in group.members):
-        raise GroupError(
-            ErrorCode.GROUP_MAX_SIZE_REACHED,
-            f"The consumer group has reached its maximum capacity of {config.max_size} members.",
-        )
-    if not member_id:
-        member_id = generate_member_id(group, request.instance_id, ctx, len(group.members))
-
-    records: list[CoordinatorRecord] = []
-    timers: list[TimerOp] = []
-    replaced: ConsumerGroupMember | None = None
-    member = _get_or_create_member(group, request, member_id)
-    if request.instance_id is not None and epoch == 0:
-        existing = group.static_member(request.instance_id)
-        if existing is not None and existing.member_id != member_id:
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise GroupError(
-                    ErrorCode.UNRELEASED_INSTANCE_ID,
-                    f"Static member {member_id} with instance id {request.instance_id} cannot join the group "
-                    f"because the instance id is owned by member {existing.member_id}.",
-                )
-            replaced = existing
-            member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
-            records += replace_static_member(group, existing, member)
-            timers += cancel_member_timers(group_id, existing.member_id)
+    # Step 0: who the member is (a new id, or a static member replacing its predecessor).
+    member_id, member, replaced, records, timers = _resolve_member(group, request, ctx)
 
     # Step 1: the member as this heartbeat describes it.
-    updated = replace(
-        member,
-        instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
-        rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
-        rebalance_timeout_ms=(
-            request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms
-        ),
-        server_assignor=request.server_assignor if request.server_assignor is not None else member.server_assignor,
-        subscribed_topic_names=(
-            tuple(sorted(set(request.subscribed_topic_names)))
-            if request.subscribed_topic_names is not None
-            else member.subscribed_topic_names
-        ),
-        subscribed_topic_regex=(
-            (request.subscribed_topic_regex or None)
-            if request.subscribed_topic_regex is not None
-            else member.subscribed_topic_regex
-        ),
-        client_id=context.client_id,
-        client_host=context.client_host,
-        has_metadata=True,
-        classic_member_metadata=None,
-    )
+    updated = member_from_heartbeat(member, request, context)
     subscription_changed = not updated.subscription_equals(member)
     # A static member taking over its instance's assignment is the same logical member: no bump.
     membership_changed = (
@@ -213,6 +167,70 @@ def _heartbeat(
     if full_request or not _same_partitions(member, reconciled):
         response.assignment = _assignment_response(reconciled)
     return Result(response, records, timers)
+
+
+def _resolve_member(
+    group: ConsumerGroup, request: ConsumerGroupHeartbeatRequest, ctx: GroupContext
+) -> tuple[str, ConsumerGroupMember, ConsumerGroupMember | None, list[CoordinatorRecord], list[TimerOp]]:
+    """Step 0: the member id (generated for a v0 join), the member as the group knows it, and the
+    static member it replaces with the records and timer cancellations of that replacement."""
+    group_id, epoch, config = group.group_id, request.member_epoch, ctx.consumer
+    member_id = request.member_id
+    if len(group.members) >= config.max_size and (not member_id or member_id not in group.members):
+        raise GroupError(
+            ErrorCode.GROUP_MAX_SIZE_REACHED,
+            f"The consumer group has reached its maximum capacity of {config.max_size} members.",
+        )
+    if not member_id:
+        member_id = generate_member_id(group, request.instance_id, ctx, len(group.members))
+
+    records: list[CoordinatorRecord] = []
+    timers: list[TimerOp] = []
+    replaced: ConsumerGroupMember | None = None
+    member = _get_or_create_member(group, request, member_id)
+    if request.instance_id is not None and epoch == 0:
+        existing = group.static_member(request.instance_id)
+        if existing is not None and existing.member_id != member_id:
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise GroupError(
+                    ErrorCode.UNRELEASED_INSTANCE_ID,
+                    f"Static member {member_id} with instance id {request.instance_id} cannot join the group "
+                    f"because the instance id is owned by member {existing.member_id}.",
+                )
+            replaced = existing
+            member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            records += replace_static_member(group, existing, member)
+            timers += cancel_member_timers(group_id, existing.member_id)
+    return member_id, member, replaced, records, timers
+
+
+def member_from_heartbeat(
+    member: ConsumerGroupMember, request: ConsumerGroupHeartbeatRequest, context: RequestContext
+) -> ConsumerGroupMember:
+    """Step 1: the member as this heartbeat describes it (fields left out keep their value)."""
+    return replace(
+        member,
+        instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
+        rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+        rebalance_timeout_ms=(
+            request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms
+        ),
+        server_assignor=request.server_assignor if request.server_assignor is not None else member.server_assignor,
+        subscribed_topic_names=(
+            tuple(sorted(set(request.subscribed_topic_names)))
+            if request.subscribed_topic_names is not None
+            else member.subscribed_topic_names
+        ),
+        subscribed_topic_regex=(
+            (request.subscribed_topic_regex or None)
+            if request.subscribed_topic_regex is not None
+            else member.subscribed_topic_regex
+        ),
+        client_id=context.client_id,
+        client_host=context.client_host,
+        has_metadata=True,
+        classic_member_metadata=None,
+    )
 
 
 def _get_or_create_member(

@@ -193,37 +193,8 @@ def _join(state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupConte
     if is_unknown and instance_id is None and request.api_version >= JOIN_REQUIRES_KNOWN_MEMBER_ID_VERSION:
         return Result(JoinGroupResponse(error_code=ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
 
-    records: list[CoordinatorRecord] = []
-    timers: list[TimerOp] = []
-    replaced: ConsumerGroupMember | None = None
-    if instance_id is None:
-        existing = group.members.get(member_id)
-        if existing is not None:
-            _require_classic(existing)
-        member = existing or ConsumerGroupMember(member_id=member_id)
-    else:
-        existing = group.static_member(instance_id)
-        if existing is None:
-            if not is_unknown and member_id not in group.members:
-                raise _error(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-            member = group.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
-        elif is_unknown:
-            # A restarted static instance takes over the old member and its assignment, even a
-            # live consumer-protocol one: Kafka checks UNRELEASED_INSTANCE_ID only when neither
-            # side speaks the classic protocol.
-            replaced = existing
-            member = replace(existing, member_id=member_id)
-            records += replace_static_member(group, existing, member)
-            timers += cancel_member_timers(gid, existing.member_id)
-            timers += cancel_classic_member_timers(gid, existing.member_id)
-            state.classic_join_deadlines.pop((gid, existing.member_id), None)
-        elif existing.member_id != member_id:
-            raise _error(
-                ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} is fenced."
-            )
-        else:
-            _require_classic(existing)
-            member = existing
+    # Step 0: the member as the group knows it, or the static member this one replaces.
+    member, replaced, records, timers = _resolve_classic_member(state, group, request, member_id)
 
     try:
         subscription = decode_subscription(request.protocols[0].metadata)
@@ -278,6 +249,47 @@ def _join(state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupConte
         member_id=member_id,
     )
     return Result(response, records, timers)
+
+
+def _resolve_classic_member(
+    state: ConsumerGroupsState, group: ConsumerGroup, request: JoinGroupRequest, member_id: str
+) -> tuple[ConsumerGroupMember, ConsumerGroupMember | None, list[CoordinatorRecord], list[TimerOp]]:
+    """Step 0 of a classic join: the existing (classic) member, a new one, or a restarted static
+    instance taking over its predecessor (any protocol) with the records of that replacement."""
+    gid, instance_id = group.group_id, request.group_instance_id
+    is_unknown = request.member_id == UNKNOWN_MEMBER_ID
+    records: list[CoordinatorRecord] = []
+    timers: list[TimerOp] = []
+    replaced: ConsumerGroupMember | None = None
+    if instance_id is None:
+        existing = group.members.get(member_id)
+        if existing is not None:
+            _require_classic(existing)
+        member = existing or ConsumerGroupMember(member_id=member_id)
+    else:
+        existing = group.static_member(instance_id)
+        if existing is None:
+            if not is_unknown and member_id not in group.members:
+                raise _error(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+            member = group.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
+        elif is_unknown:
+            # A restarted static instance takes over the old member and its assignment, even a
+            # live consumer-protocol one: Kafka checks UNRELEASED_INSTANCE_ID only when neither
+            # side speaks the classic protocol.
+            replaced = existing
+            member = replace(existing, member_id=member_id)
+            records += replace_static_member(group, existing, member)
+            timers += cancel_member_timers(gid, existing.member_id)
+            timers += cancel_classic_member_timers(gid, existing.member_id)
+            state.classic_join_deadlines.pop((gid, existing.member_id), None)
+        elif existing.member_id != member_id:
+            raise _error(
+                ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} is fenced."
+            )
+        else:
+            _require_classic(existing)
+            member = existing
+    return member, replaced, records, timers
 
 
 # --- SyncGroup ----------------------------------------------------------------------------------
