@@ -7,6 +7,10 @@ Same run, same broker:
   replayed while loading a shard);
 - raw produce -> consume round trip (p50/p99, one record at a time) vs our acknowledged-write
   latency (one OffsetCommit at a time, response released after the read-back).
+- in-process replay (no I/O, one core): OffsetCommit records/s through the load path
+  (``LogReplayer(deferred=True)``: only the last record of each key is decoded) and through the
+  tail path (every record decoded), on a commit-heavy log (700 keys) and on a log whose every
+  record has its own key (the worst case for the load path).
 Writes JSON to bench/results/runtime.json. Not part of the test suite: timings drift on shared
 machines, which is why every figure stands beside the raw broker's own.
 """
@@ -32,16 +36,20 @@ from rich.progress import Progress
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from coordinator.group_shard import GroupCoordinatorShard  # noqa: E402
+from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState  # noqa: E402
 from coordinator.offsets.messages import (  # noqa: E402
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
+from coordinator.runtime.headers import make_headers  # noqa: E402
 from coordinator.runtime.log import LogTopicSpec  # noqa: E402
+from coordinator.runtime.replayer import LogReplayer  # noqa: E402
 from coordinator.runtime.runtime import CoordinatorRuntime  # noqa: E402
 from coordinator.service.service import GroupCoordinatorService  # noqa: E402
 from deploy.local_broker import LocalBroker, free_port  # noqa: E402
+from records import CoordinatorRecord, RecordType, encode  # noqa: E402
+from records.definitions import OffsetCommitKey, OffsetCommitValue  # noqa: E402
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -151,6 +159,31 @@ async def ours(bootstrap: str, records: int, writes: int, progress: Progress) ->
     }
 
 
+def replay_figures(records: int) -> dict[str, Any]:
+    """Records/s replayed in-process, load path vs tail path, repeated keys vs distinct keys."""
+    out: dict[str, Any] = {}
+    for shape, key_of in (
+        ("commit_heavy_700_keys", lambda i: (f"group-{i % 100}", f"topic-{i % 7}", 0)),
+        ("distinct_keys", lambda i: (f"group-{i // 10_000}", f"topic-{(i // 100) % 100}", i % 100)),
+    ):
+        log = []
+        for i in range(records):
+            record = CoordinatorRecord(
+                RecordType.OFFSET_COMMIT,
+                OffsetCommitKey(*key_of(i)),
+                OffsetCommitValue(i, 3, "", 1_700_000_000_000 + i, -1, "AAAAAAAAAAAAAAAAAAAAAA"),
+            )
+            log.append((*encode(record), make_headers(1, 0, 1)))
+        for path, deferred in (("load", True), ("tail", False)):
+            replayer = LogReplayer("bench", 0, [GroupCoordinatorState()], deferred=deferred)
+            t0 = time.perf_counter()
+            for offset, (key, value, headers) in enumerate(log):
+                replayer.feed(offset, key, value, headers)
+            replayer.finish()
+            out[f"{shape}_{path}_records_per_s"] = records / (time.perf_counter() - t0)
+    return out
+
+
 @contextmanager
 def cluster(bootstrap: str | None) -> Iterator[tuple[str, str]]:
     """(bootstrap servers, label): the given cluster, or a local broker started for the run."""
@@ -178,6 +211,7 @@ def main() -> None:
     with cluster(args.bootstrap) as (bootstrap, label), Progress() as progress:
         raw = raw_figures(bootstrap, args.records, args.writes)
         result = asyncio.run(ours(bootstrap, args.records, args.writes, progress))
+    result["replay_in_process"] = replay_figures(max(args.records, 200_000))
     write_results(args.out, label, raw, result)
 
 

@@ -82,8 +82,20 @@ def _plan(cls: Any) -> tuple[tuple[str, Converter | None], ...]:
     return tuple((f.name, _converter(hints[f.name])) for f in dataclasses.fields(cls))
 
 
+@cache
+def _flat(cls: Any) -> bool:
+    """Whether every field of ``cls`` is taken as decoded (no nested dataclass to build)."""
+    return all(convert is None for _, convert in _plan(cls))
+
+
 def from_avro(cls: Any, data: dict[str, Any]) -> Any:
     """Build dataclass ``cls`` from a decoded Avro dict (nested dataclasses included)."""
+    if _flat(cls):
+        try:
+            # The common case on the load path: the dict holds exactly the dataclass's fields.
+            return cls(**data)
+        except TypeError:
+            pass
     kwargs = {}
     for name, convert in _plan(cls):
         if name in data:

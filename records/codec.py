@@ -36,10 +36,11 @@ class CoordinatorRecord:
 
 
 class _Compiled:
-    __slots__ = ("definition", "key_schema", "value_schemas", "latest_version", "latest_schema")
+    __slots__ = ("definition", "record_type", "key_schema", "value_schemas", "latest_version", "latest_schema")
 
     def __init__(self, definition: RecordDef) -> None:
         self.definition = definition
+        self.record_type = RecordType(definition.type)
         self.key_schema = parse_schema(definition.key_schema)
         self.value_schemas = {v: parse_schema(s) for v, s in definition.value_schemas.items()}
         self.latest_version = definition.latest_version
@@ -90,7 +91,7 @@ class RecordCodec:
         except Exception as exc:  # fastavro raises several unrelated types on bad bytes
             raise RecordDecodeError(f"bad key body for record type {record_type}: {exc!r}") from exc
         if value is None:
-            return CoordinatorRecord(RecordType(record_type), key_obj, None)
+            return CoordinatorRecord(c.record_type, key_obj, None)
         if len(value) < _VALUE_HEADER.size:
             raise RecordDecodeError("value shorter than its header")
         value_type, version = _VALUE_HEADER.unpack_from(value)
@@ -108,7 +109,14 @@ class RecordCodec:
             raise RecordDecodeError(f"bad value body for record type {record_type} v{version}: {exc!r}") from exc
         if body.tell() != len(value) - _VALUE_HEADER.size:
             raise RecordDecodeError(f"trailing bytes after value body of record type {record_type}")
-        return CoordinatorRecord(RecordType(record_type), key_obj, value_obj)
+        return CoordinatorRecord(c.record_type, key_obj, value_obj)
+
+
+def record_type_of(key: bytes | None) -> int:
+    """The record type a key's header names, without decoding the key body."""
+    if key is None or len(key) < _KEY_HEADER.size:
+        raise RecordDecodeError("record has no key or a truncated key header")
+    return int(_KEY_HEADER.unpack_from(key)[0])
 
 
 DEFAULT_CODEC = RecordCodec()

@@ -118,7 +118,7 @@ class Shard(Generic[S]):
         self.error = None
         self.live = self.handlers.create_state()
         self.committed = self.handlers.create_state()
-        self._replayer = LogReplayer(self.runtime.topic, self.partition, [self.committed, self.live])
+        self._replayer = LogReplayer(self.runtime.topic, self.partition, [self.committed, self.live], deferred=True)
         self._inflight.clear()
         self._cancel_timers()
         self._loaded.clear()
@@ -228,6 +228,15 @@ class Shard(Generic[S]):
 
     def _finish_load(self, end_offset: int) -> None:
         self._finishing = True
+        try:
+            # The load decoded nothing but the log's own records; replay the survivors now.
+            self._replayer.finish()
+        except LogReadError as exc:
+            self._fail(str(exc))
+            return
+        except Exception as exc:  # a replay bug must not leave a half-applied state serving
+            self._fail(f"replay failed while finishing the load: {exc!r}")
+            return
         self.next_offset = end_offset
         self.committed_offset = end_offset
         records: list[CoordinatorRecord] = []
@@ -259,7 +268,7 @@ class Shard(Generic[S]):
             return
         self.status = ShardStatus.ACTIVE
         self.load_report = LoadReport(
-            self.partition, self._replayer.applied, time.perf_counter() - self._load_started, self.epoch
+            self.partition, self._replayer.read, time.perf_counter() - self._load_started, self.epoch
         )
         self._loaded.set()
         self.submit(lambda state, now: self.handlers.on_loaded(state, now))

@@ -82,11 +82,29 @@ def _produce(bootstrap: str, topic: str, partition: int, items: list[tuple[bytes
     assert producer.flush(10) == 0
 
 
+def test_an_unreadable_record_of_a_fenced_epoch_is_ignored(bootstrap: str, unique_name: str) -> None:
+    """Records of an epoch older than the latest owner's are never applied, so a headerless
+    (epoch 0) record written by anyone but the owners cannot take a shard down."""
+
+    async def main() -> None:
+        async with running_service(bootstrap, unique_name) as service:
+            shard = service.partition_for("victim")
+            await service.commit_offsets(commit_request("victim", "t", {0: 7}))
+        _produce(bootstrap, unique_name, shard, [(b"\x00\x01garbage", b"\xff\xff\xff", [])])
+        async with running_service(bootstrap, unique_name) as service:
+            assert service.runtime.shards[shard].status is ShardStatus.ACTIVE
+            (fetched,) = await service.fetch_offsets(fetch_request("victim", "t", [0]))
+            assert fetched.topics[0].partitions[0].committed_offset == 7
+
+    asyncio.run(main())
+
+
 def test_unreadable_record_fails_only_its_shard(bootstrap: str, unique_name: str) -> None:
     async def main() -> None:
         async with running_service(bootstrap, unique_name) as service:
             bad = service.partition_for("victim")
-        _produce(bootstrap, unique_name, bad, [(b"\x00\x01garbage", b"\xff\xff\xff", [])])
+        # Written under the current owner's epoch, so the log rules do not set it aside.
+        _produce(bootstrap, unique_name, bad, [(b"\x00\x01garbage", b"\xff\xff\xff", make_headers(1, 0, 1))])
         async with running_service(bootstrap, unique_name) as service:
             shard = service.runtime.shards[bad]
             assert shard.status is ShardStatus.FAILED
