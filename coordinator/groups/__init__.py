@@ -4,5 +4,9 @@
 * ``coordinator.groups.assignors``: server-side assignors ``uniform`` and ``range``.
 * ``coordinator.groups.config``: ``group.consumer.*`` configuration.
 * ``coordinator.groups.topics``: topic metadata passed in as data (``TopicsImage``).
-* ``coordinator.groups.errors``: Kafka error codes (``ErrorCode``).
+* ``coordinator.groups.classic``: classic groups (JoinGroup/SyncGroup/Heartbeat/LeaveGroup).
+* ``coordinator.groups.migration``: classic members inside consumer groups, and conversions.
+* ``coordinator.groups.routing``: which engine answers a request; when a group converts.
+* ``coordinator.groups.group``: the ``Group`` face both group types show offsets and admin.
+* ``coordinator.groups.context``: ``GroupContext``, what one call is handled against.
 """

@@ -16,6 +16,7 @@ protocol are only added to a successful answer.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Hashable, Iterable
 from typing import Any
 
@@ -24,6 +25,7 @@ from coordinator.groups import classic
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic.group import ClassicGroup
 from coordinator.groups.classic.messages import (
+    UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -33,6 +35,7 @@ from coordinator.groups.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from coordinator.groups.consumer.fencing import fence_members
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.member import MemberState
 from coordinator.groups.consumer.messages import (
@@ -46,7 +49,7 @@ from coordinator.groups.consumer.validation import validate_heartbeat_request
 from coordinator.groups.context import GroupContext
 from coordinator.groups.coordinator_state import GroupCoordinatorState
 from coordinator.groups.migration import classic_members
-from coordinator.groups.migration.classic_members import fence_members, leave_response, leaving_members
+from coordinator.groups.migration.classic_members import leave_response, leaving_members
 from coordinator.groups.migration.convert import (
     classic_teardown_timers,
     consumer_members_of,
@@ -59,7 +62,11 @@ from coordinator.groups.migration.convert import (
     upgrade_records,
     validate_online_upgrade,
 )
-from coordinator.groups.migration.timers import ClassicMemberJoinTimeout, ClassicMemberSyncTimeout
+from coordinator.groups.migration.timers import (
+    ClassicMemberJoinTimeout,
+    ClassicMemberSyncTimeout,
+    cancel_classic_member_timers,
+)
 from coordinator.runtime.api import Park, Result, TimerOp
 from records import CoordinatorRecord
 
@@ -111,8 +118,9 @@ def _consumer_group_heartbeat_to_classic_group(
             return Result(result.response)
         result.records[:0] = group.tombstones()
         return result
-    if validate_online_upgrade(group, ctx.consumer) is not None:
-        raise not_consumer
+    refusal = validate_online_upgrade(group, ctx.consumer)
+    if refusal is not None:
+        raise refusal  # GROUP_ID_NOT_FOUND naming the reason, as Kafka's validateOnlineUpgrade
     return convert_to_consumer_group_and_join(state, group, request, ctx)
 
 
@@ -182,8 +190,38 @@ def classic_group_join(
 def classic_group_join_to_consumer_group(
     state: GroupCoordinatorState, request: JoinGroupRequest, ctx: GroupContext
 ) -> Result[JoinGroupResponse]:
-    """A classic member joins (or rejoins) a non-empty consumer group: online migration."""
-    return classic_members.classic_join_to_consumer_group(state.consumer, request, ctx)
+    """A classic member joins (or rejoins) a non-empty consumer group: online migration. When it
+    replaces the last consumer-protocol static member, the group becomes classic
+    (validateOnlineDowngradeWithReplacedMember)."""
+    group = state.consumer.group(request.group_id)
+    assert group is not None
+    replaced = (
+        group.static_member(request.group_instance_id)
+        if request.group_instance_id is not None and request.member_id == UNKNOWN_MEMBER_ID
+        else None
+    )
+    joined = classic_members.classic_join_to_consumer_group(state.consumer, request, ctx)
+    response = joined.response
+    if (
+        replaced is None
+        or replaced.uses_classic_protocol
+        or not isinstance(response, JoinGroupResponse)
+        or response.error_code != ErrorCode.NONE
+        or not _downgrade_allowed_with_replaced_member(group, replaced.member_id, ctx)
+    ):
+        return joined
+    # The group as the join left it (the replacement applied), converted in the same batch.
+    after = scratch_state([])
+    after.groups[group.group_id] = copy.deepcopy(group)
+    for record in joined.records:
+        after.replay(record)
+    converted_from = after.group(group.group_id)
+    assert converted_from is not None
+    converted = downgrade(state.classic, converted_from, [], ctx)
+    if converted is None:
+        return joined
+    state.consumer.classic_join_deadlines.pop((group.group_id, response.member_id), None)
+    return Result(response, joined.records + converted.records, joined.timers + converted.timers, converted.completions)
 
 
 def classic_group_join_to_classic_group(
@@ -198,6 +236,17 @@ def classic_group_join_to_classic_group(
         # An empty consumer group becomes a classic group (maybeDeleteEmptyConsumerGroup).
         result.records[:0] = group.tombstones()
     return result
+
+
+def _downgrade_allowed_with_replaced_member(group: ConsumerGroup, replaced_id: str, ctx: GroupContext) -> bool:
+    """validateOnlineDowngradeWithReplacedMember: every other member speaks the classic protocol
+    (the replacement does), the policy allows a downgrade, and the size fits a classic group."""
+    others = (m for mid, m in group.members.items() if mid != replaced_id)
+    return (
+        all(m.uses_classic_protocol for m in others)
+        and ctx.consumer.downgrade_enabled
+        and len(group.members) <= ctx.classic.max_size
+    )
 
 
 def classic_group_sync(
@@ -245,7 +294,12 @@ def fence_or_downgrade(
             for mid in gone:
                 state.consumer.classic_join_deadlines.pop((group.group_id, mid), None)
             return converted
-    records, timers = fence_members(state.consumer, group, gone, ctx.image)
+    records, timers = fence_members(group, gone, ctx.image)
+    for mid in gone:
+        if mid in group.members:
+            # Classic members also have join and sync timers, and a join deadline.
+            timers += cancel_classic_member_timers(group.group_id, mid)
+            state.consumer.classic_join_deadlines.pop((group.group_id, mid), None)
     return Result(None, records, timers)
 
 

@@ -480,3 +480,59 @@ def test_downgraded_group_reloaded_before_its_rebalance_rebalances_on_load() -> 
     assert partitions_of(s.sync(follower, leader.generation_id).assignment) in ([0, 1, 2], [3, 4, 5])
     assert s.classic_group().state is ClassicGroupState.STABLE
     s.check_replay()
+
+
+# --- static replacement across protocols ----------------------------------------------------
+
+
+def _with_static_consumer_member() -> Shard:
+    s = Shard()
+    s.load(classic_group_record(5, {"B": [0, 1, 2], "C": [3, 4, 5]}))
+    x = s.cg_heartbeat(
+        cg.ConsumerGroupHeartbeatRequest(
+            GROUP,
+            "X",
+            0,
+            instance_id="i-1",
+            rebalance_timeout_ms=30_000,
+            subscribed_topic_names=["foo"],
+            topic_partitions=[],
+        )
+    )
+    assert x.error_code == 0 and s.kind() == "consumer"
+    return s
+
+
+def test_classic_static_member_replaces_a_consumer_static_member_then_the_group_downgrades() -> None:
+    """Kafka checks UNRELEASED_INSTANCE_ID only when neither side uses the classic protocol, and
+    converts the group back to classic when only classic members remain
+    (validateOnlineDowngradeWithReplacedMember)."""
+    s = _with_static_consumer_member()
+    # X crashed without leaving; its instance restarts as a classic consumer.
+    joined = s.join("", instance_id="i-1")
+    assert joined.error_code == ErrorCode.NONE and joined.member_id not in ("", "X")
+    assert s.kind() == "classic" and s.state.consumer.group(GROUP) is None
+    g = s.classic_group()
+    assert set(g.members) == {"B", "C", joined.member_id}
+    assert g.static_member_id("i-1") == joined.member_id
+    s.check_replay()
+
+
+def test_classic_static_member_replaces_a_consumer_static_member_that_left_with_epoch_minus_2() -> None:
+    s = _with_static_consumer_member()
+    epoch = s.members()["X"][0]
+    left = s.cg_heartbeat(cg.ConsumerGroupHeartbeatRequest(GROUP, "X", -2, instance_id="i-1"))
+    assert left.error_code == 0 and epoch > 0
+    joined = s.join("", instance_id="i-1")
+    assert joined.error_code == ErrorCode.NONE
+    assert s.kind() == "classic" and set(s.classic_group().members) == {"B", "C", joined.member_id}
+    s.check_replay()
+
+
+def test_classic_static_member_replacing_a_consumer_member_keeps_the_group_while_another_remains() -> None:
+    s = _with_static_consumer_member()
+    assert s.cg_join("A").error_code == 0
+    joined = s.join("", instance_id="i-1")
+    assert joined.error_code == ErrorCode.NONE and s.kind() == "consumer"
+    assert set(s.members()) == {"A", "B", "C", joined.member_id}
+    s.check_replay()

@@ -236,7 +236,9 @@ def test_migration_policy_disabled_governs_conversions_only() -> None:
     refused = NO_MIGRATION.consumer_group_heartbeat(state, request, 0, cg.RequestContext(api_version=1))
     assert isinstance(refused.response, cg.ConsumerGroupHeartbeatResponse) and refused.records == []
     assert refused.response.error_code == ErrorCode.GROUP_ID_NOT_FOUND
-    assert refused.response.error_message == "Group k is not a consumer group."
+    assert refused.response.error_message == (
+        "Cannot upgrade classic group k to consumer group because online upgrade is disabled."
+    )
 
 
 def test_delete_groups_and_offset_delete() -> None:

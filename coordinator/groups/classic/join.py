@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
+from dataclasses import dataclass
 
 from coordinator.errors import ErrorCode
 from coordinator.groups.classic.config import ClassicGroupConfig
@@ -43,22 +44,28 @@ def classic_join(
     """Answered at once (errors, MEMBER_ID_REQUIRED, a settled member's current generation) or
     parked until the join barrier closes; the Result that closes it answers every parked join."""
     fx = Effects(state.timers)
-    response = _join(state, request, token, now_ms, config, fx)
+    response = _join(state, JoinCall(request, token, now_ms, config, fx))
     return fx.result(response, token)
+
+
+@dataclass(frozen=True, slots=True)
+class JoinCall:
+    """One JoinGroup as it travels through the join steps: the request, the token that parks it,
+    the time, the config, and the effects gathered so far."""
+
+    request: JoinGroupRequest
+    token: Hashable
+    now_ms: int
+    config: ClassicGroupConfig
+    fx: Effects
 
 
 def _error(member_id: str, error: ErrorCode) -> JoinGroupResponse:
     return JoinGroupResponse(error_code=error, member_id=member_id)
 
 
-def _join(
-    state: ClassicGroupsState,
-    request: JoinGroupRequest,
-    token: Hashable,
-    now_ms: int,
-    config: ClassicGroupConfig,
-    fx: Effects,
-) -> JoinGroupResponse | Park:
+def _join(state: ClassicGroupsState, call: JoinCall) -> JoinGroupResponse | Park:
+    request, now_ms, config, fx = call.request, call.now_ms, call.config, call.fx
     if not request.group_id:
         return _error(request.member_id, ErrorCode.INVALID_GROUP_ID)
     if not config.min_session_timeout_ms <= request.session_timeout_ms <= config.max_session_timeout_ms:
@@ -83,9 +90,9 @@ def _join(
             fx.cancel(heartbeat_key(group.group_id, request.member_id))
         response = _error(UNKNOWN_MEMBER_ID, ErrorCode.GROUP_MAX_SIZE_REACHED)
     elif is_unknown_member:
-        response = _join_new_member(state, group, request, token, now_ms, config, fx)
+        response = _join_new_member(state, group, call)
     else:
-        response = _join_existing_member(group, request, token, now_ms, config, fx)
+        response = _join_existing_member(group, call)
 
     if is_new_group and not fx.records:
         # The group must exist in the log even if its first rebalance is still open.
@@ -105,15 +112,8 @@ def _accept_joining_member(group: ClassicGroup, member_id: str, config: ClassicG
     return group.has_member(member_id) or len(group.members) < config.max_size
 
 
-def _join_new_member(
-    state: ClassicGroupsState,
-    group: ClassicGroup,
-    request: JoinGroupRequest,
-    token: Hashable,
-    now_ms: int,
-    config: ClassicGroupConfig,
-    fx: Effects,
-) -> JoinGroupResponse | Park:
+def _join_new_member(state: ClassicGroupsState, group: ClassicGroup, call: JoinCall) -> JoinGroupResponse | Park:
+    request, now_ms, fx = call.request, call.now_ms, call.fx
     if group.state is DEAD:
         return _error(UNKNOWN_MEMBER_ID, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if not group.supports_protocols(request.protocol_type, (p.name for p in request.protocols)):
@@ -122,8 +122,8 @@ def _join_new_member(
     if request.group_instance_id is not None:
         existing = group.static_member_id(request.group_instance_id)
         if existing is not None:
-            return _replace_static_member(group, request, existing, new_member_id, token, now_ms, config, fx)
-        return _add_member_and_rebalance(group, request, new_member_id, token, now_ms, config, fx)
+            return _replace_static_member(group, existing, new_member_id, call)
+        return _add_member_and_rebalance(group, new_member_id, call)
     if request.api_version >= JOIN_REQUIRES_KNOWN_MEMBER_ID_VERSION:
         # MEMBER_ID_REQUIRED: the client rejoins with this id, so a retried first join cannot
         # leave a trail of phantom members in the barrier. The pending id lives one session.
@@ -134,17 +134,11 @@ def _join_new_member(
             HeartbeatExpiry(group.group_id, new_member_id),
         )
         return _error(new_member_id, ErrorCode.MEMBER_ID_REQUIRED)
-    return _add_member_and_rebalance(group, request, new_member_id, token, now_ms, config, fx)
+    return _add_member_and_rebalance(group, new_member_id, call)
 
 
-def _join_existing_member(
-    group: ClassicGroup,
-    request: JoinGroupRequest,
-    token: Hashable,
-    now_ms: int,
-    config: ClassicGroupConfig,
-    fx: Effects,
-) -> JoinGroupResponse | Park:
+def _join_existing_member(group: ClassicGroup, call: JoinCall) -> JoinGroupResponse | Park:
+    request = call.request
     member_id = request.member_id
     if group.state is DEAD:
         return _error(member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -154,24 +148,24 @@ def _join_existing_member(
         if request.group_instance_id is not None:
             # Pending ids are only handed to dynamic members; Kafka fails this as a server error.
             return _error(member_id, ErrorCode.UNKNOWN_SERVER_ERROR)
-        return _add_member_and_rebalance(group, request, member_id, token, now_ms, config, fx)
+        return _add_member_and_rebalance(group, member_id, call)
 
     error = group.validate_member(member_id, request.group_instance_id)
     if error is not ErrorCode.NONE:
         return _error(member_id, error)
     member = group.members[member_id]
     if group.state is PREPARING_REBALANCE:
-        return _update_member_and_rebalance(group, member, request, token, now_ms, config, fx)
+        return _update_member_and_rebalance(group, member, call)
     if group.state is COMPLETING_REBALANCE:
         if member.matches(request.protocols):
             # Same metadata: most likely a lost JoinGroup response; resend the generation.
             return _current_generation(group, member_id, with_members=group.is_leader(member_id))
-        return _update_member_and_rebalance(group, member, request, token, now_ms, config, fx)
+        return _update_member_and_rebalance(group, member, call)
     if group.state is STABLE:
         # A leader's JoinGroup always rebalances: that is how it reacts to changes (new topic
         # partitions) that do not show in any member's metadata.
         if group.is_leader(member_id) or not member.matches(request.protocols):
-            return _update_member_and_rebalance(group, member, request, token, now_ms, config, fx)
+            return _update_member_and_rebalance(group, member, call)
         return _current_generation(group, member_id, with_members=False)
     # Empty with a member cannot happen; let the client reset and rejoin as Kafka does.
     return _error(member_id, ErrorCode.UNKNOWN_MEMBER_ID)
@@ -188,15 +182,8 @@ def _current_generation(group: ClassicGroup, member_id: str, with_members: bool)
     )
 
 
-def _add_member_and_rebalance(
-    group: ClassicGroup,
-    request: JoinGroupRequest,
-    member_id: str,
-    token: Hashable,
-    now_ms: int,
-    config: ClassicGroupConfig,
-    fx: Effects,
-) -> Park:
+def _add_member_and_rebalance(group: ClassicGroup, member_id: str, call: JoinCall) -> Park:
+    request, token, now_ms, config, fx = call.request, call.token, call.now_ms, call.config, call.fx
     member = ClassicGroupMember(
         member_id=member_id,
         group_instance_id=request.group_instance_id,
@@ -218,15 +205,8 @@ def _add_member_and_rebalance(
     return Park(token)
 
 
-def _update_member_and_rebalance(
-    group: ClassicGroup,
-    member: ClassicGroupMember,
-    request: JoinGroupRequest,
-    token: Hashable,
-    now_ms: int,
-    config: ClassicGroupConfig,
-    fx: Effects,
-) -> Park:
+def _update_member_and_rebalance(group: ClassicGroup, member: ClassicGroupMember, call: JoinCall) -> Park:
+    request, token, now_ms, config, fx = call.request, call.token, call.now_ms, call.config, call.fx
     superseded = group.update_member(
         member, tuple(request.protocols), request.effective_rebalance_timeout_ms, request.session_timeout_ms, token
     )
@@ -239,18 +219,12 @@ def _update_member_and_rebalance(
 
 
 def _replace_static_member(
-    group: ClassicGroup,
-    request: JoinGroupRequest,
-    old_member_id: str,
-    new_member_id: str,
-    token: Hashable,
-    now_ms: int,
-    config: ClassicGroupConfig,
-    fx: Effects,
+    group: ClassicGroup, old_member_id: str, new_member_id: str, call: JoinCall
 ) -> JoinGroupResponse | Park:
     """KIP-345: a restarted static instance (same group.instance.id, no member id) takes over
     its old member. In a Stable group whose protocol choice is unaffected it keeps the old
     assignment without a rebalance; the old member id is fenced (FENCED_INSTANCE_ID)."""
+    request, token, now_ms, config, fx = call.request, call.token, call.now_ms, call.config, call.fx
     assert request.group_instance_id is not None
     leader_before = group.leader_id
     new_member, old_member = group.replace_static_member(request.group_instance_id, old_member_id, new_member_id)

@@ -8,33 +8,44 @@ member's first assignment is not throttled.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from coordinator.groups.consumer import log_records
 from coordinator.groups.consumer.group import ConsumerGroup
-from coordinator.groups.consumer.member import ConsumerGroupMember
-from coordinator.groups.consumer.subscriptions import group_topic_names
+from coordinator.groups.consumer.subscriptions import group_topic_names, regexes_in_use
 from coordinator.groups.consumer.timers import cancel_member_timers
 from coordinator.groups.topics import TopicsImage
 from coordinator.runtime.api import TimerOp
 from records import CoordinatorRecord
 
 
-def fence_member(
-    group: ConsumerGroup, member: ConsumerGroupMember, image: TopicsImage
+def fence_members(
+    group: ConsumerGroup, member_ids: Iterable[str], image: TopicsImage
 ) -> tuple[list[CoordinatorRecord], list[TimerOp]]:
+    """Remove members at once (a leave, a timeout, a classic LeaveGroup naming several): their
+    records tombstoned, regexes only they used dropped, one group epoch bump."""
     gid = group.group_id
-    records = [
-        log_records.current_assignment_tombstone(gid, member.member_id),
-        log_records.target_member_tombstone(gid, member.member_id),
-        log_records.member_metadata_tombstone(gid, member.member_id),
-    ]
-    remaining = [m for mid, m in group.members.items() if mid != member.member_id]
-    regex = member.subscribed_topic_regex
-    if regex is not None and group.regex_counts.get(regex, 0) <= 1 and regex in group.regexes:
-        records.append(log_records.regex_tombstone(gid, regex))
-    new_hash = image.metadata_hash(group_topic_names(remaining, group.regexes))
+    gone = [mid for mid in dict.fromkeys(member_ids) if mid in group.members]
+    records: list[CoordinatorRecord] = []
+    timers: list[TimerOp] = []
+    if not gone:
+        return records, timers
+    for mid in gone:
+        records += [
+            log_records.current_assignment_tombstone(gid, mid),
+            log_records.target_member_tombstone(gid, mid),
+            log_records.member_metadata_tombstone(gid, mid),
+        ]
+        timers += cancel_member_timers(gid, mid)
+    remaining = [m for mid, m in group.members.items() if mid not in gone]
+    still_used = regexes_in_use(remaining)
+    for regex in sorted(regexes_in_use(group.members[mid] for mid in gone) - still_used):
+        if regex in group.regexes:
+            records.append(log_records.regex_tombstone(gid, regex))
     epoch = group.group_epoch + 1
-    records.append(log_records.group_epoch_record(gid, epoch, new_hash))
+    records.append(
+        log_records.group_epoch_record(gid, epoch, image.metadata_hash(group_topic_names(remaining, group.regexes)))
+    )
     if not remaining:
         records.append(log_records.target_metadata_record(gid, epoch, 0))
-    timers: list[TimerOp] = list(cancel_member_timers(gid, member.member_id))
     return records, timers

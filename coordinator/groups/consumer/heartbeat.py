@@ -14,17 +14,19 @@ Nothing here mutates the state: the result's records, replayed by the runtime, d
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from coordinator.errors import ErrorCode, GroupError
-from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import log_records
-from coordinator.groups.consumer.assignment import can_compute_target, compute_target_assignment
-from coordinator.groups.consumer.current_assignment import CurrentAssignmentBuilder
-from coordinator.groups.consumer.fencing import fence_member
-from coordinator.groups.consumer.group import ConsumerGroup, ResolvedRegularExpression
-from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState, TopicPartitionSet
+from coordinator.groups.consumer.fencing import fence_members
+from coordinator.groups.consumer.group import ConsumerGroup
+from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.groups.consumer.member_id import generate_member_id
+from coordinator.groups.consumer.member_update import (
+    reconcile_member,
+    replace_static_member,
+    update_group_epoch_and_target,
+)
 from coordinator.groups.consumer.messages import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -33,18 +35,15 @@ from coordinator.groups.consumer.messages import (
     HeartbeatAssignment,
     HeartbeatTopicPartitions,
 )
-from coordinator.groups.consumer.regex import resolve_regex
 from coordinator.groups.consumer.state import ConsumerGroupsState
-from coordinator.groups.consumer.subscriptions import group_topic_names, member_topic_ids, regexes_in_use
 from coordinator.groups.consumer.timers import (
     cancel_member_timers,
     rebalance_key,
-    schedule_assignment,
     schedule_rebalance,
     schedule_session,
 )
 from coordinator.groups.consumer.validation import throw_if_member_epoch_invalid, validate_heartbeat_request
-from coordinator.groups.context import GroupContext
+from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.groups.topics import TopicsImage
 from coordinator.runtime.api import CancelTimer, Result, TimerOp
 from records import CoordinatorRecord
@@ -106,22 +105,8 @@ def _leave(
             [log_records.current_assignment_record(group.group_id, left)],
             [CancelTimer(rebalance_key(group.group_id, member.member_id))],
         )
-    records, timers = fence_member(group, member, image)
+    records, timers = fence_members(group, [member.member_id], image)
     return Result(response, records, timers)
-
-
-def _replace_static_member_records(
-    group_id: str, old: ConsumerGroupMember, new: ConsumerGroupMember, target: TopicPartitionSet
-) -> list[CoordinatorRecord]:
-    """The new incarnation takes over the old one's assignment; no rebalance."""
-    return [
-        log_records.current_assignment_tombstone(group_id, old.member_id),
-        log_records.target_member_tombstone(group_id, old.member_id),
-        log_records.member_metadata_tombstone(group_id, old.member_id),
-        log_records.member_metadata_record(group_id, new),
-        log_records.target_member_record(group_id, new.member_id, target),
-        log_records.current_assignment_record(group_id, new),
-    ]
 
 
 def _heartbeat(
@@ -136,59 +121,11 @@ def _heartbeat(
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Group {group_id} has no member {request.member_id}.")
         group = ConsumerGroup(group_id)
 
-    member_id = request.member_id
-    if len(group.members) >= config.max_size and (not member_id or member_id not in group.members):
-        raise GroupError(
-            ErrorCode.GROUP_MAX_SIZE_REACHED,
-            f"The consumer group has reached its maximum capacity of {config.max_size} members.",
-        )
-    if not member_id:
-        member_id = generate_member_id(group, request.instance_id, ctx, len(group.members))
-
-    records: list[CoordinatorRecord] = []
-    timers: list[TimerOp] = []
-    replaced: ConsumerGroupMember | None = None
-    member = _get_or_create_member(group, request, member_id)
-    if request.instance_id is not None and epoch == 0:
-        existing = group.static_member(request.instance_id)
-        if existing is not None and existing.member_id != member_id:
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise GroupError(
-                    ErrorCode.UNRELEASED_INSTANCE_ID,
-                    f"Static member {member_id} with instance id {request.instance_id} cannot join the group "
-                    f"because the instance id is owned by member {existing.member_id}.",
-                )
-            replaced = existing
-            member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
-            records += _replace_static_member_records(
-                group_id, existing, member, group.target.get(existing.member_id, {})
-            )
-            timers += cancel_member_timers(group_id, existing.member_id)
+    # Step 0: who the member is (a new id, or a static member replacing its predecessor).
+    member_id, member, replaced, records, timers = _resolve_member(group, request, ctx)
 
     # Step 1: the member as this heartbeat describes it.
-    updated = replace(
-        member,
-        instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
-        rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
-        rebalance_timeout_ms=(
-            request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms
-        ),
-        server_assignor=request.server_assignor if request.server_assignor is not None else member.server_assignor,
-        subscribed_topic_names=(
-            tuple(sorted(set(request.subscribed_topic_names)))
-            if request.subscribed_topic_names is not None
-            else member.subscribed_topic_names
-        ),
-        subscribed_topic_regex=(
-            (request.subscribed_topic_regex or None)
-            if request.subscribed_topic_regex is not None
-            else member.subscribed_topic_regex
-        ),
-        client_id=context.client_id,
-        client_host=context.client_host,
-        has_metadata=True,
-        classic_member_metadata=None,
-    )
+    updated = member_from_heartbeat(member, request, context)
     subscription_changed = not updated.subscription_equals(member)
     # A static member taking over its instance's assignment is the same logical member: no bump.
     membership_changed = (
@@ -232,110 +169,68 @@ def _heartbeat(
     return Result(response, records, timers)
 
 
-@dataclass(frozen=True, slots=True)
-class GroupUpdate:
-    """What steps 1 (group epoch) and 2 (target assignment) of a member update decided."""
+def _resolve_member(
+    group: ConsumerGroup, request: ConsumerGroupHeartbeatRequest, ctx: GroupContext
+) -> tuple[str, ConsumerGroupMember, ConsumerGroupMember | None, list[CoordinatorRecord], list[TimerOp]]:
+    """Step 0: the member id (generated for a v0 join), the member as the group knows it, and the
+    static member it replaces with the records and timer cancellations of that replacement."""
+    group_id, epoch, config = group.group_id, request.member_epoch, ctx.consumer
+    member_id = request.member_id
+    if len(group.members) >= config.max_size and (not member_id or member_id not in group.members):
+        raise GroupError(
+            ErrorCode.GROUP_MAX_SIZE_REACHED,
+            f"The consumer group has reached its maximum capacity of {config.max_size} members.",
+        )
+    if not member_id:
+        member_id = generate_member_id(group, request.instance_id, ctx, len(group.members))
 
-    records: list[CoordinatorRecord]
-    timers: list[TimerOp]
-    group_epoch: int
-    target_epoch: int
-    member_target: TopicPartitionSet
-    regexes: dict[str, ResolvedRegularExpression]
-    # The static member the updated one replaced (it inherits what its predecessor owns).
-    replaced: ConsumerGroupMember | None = None
-
-
-def update_group_epoch_and_target(
-    group: ConsumerGroup,
-    updated: ConsumerGroupMember,
-    replaced: ConsumerGroupMember | None,
-    membership_changed: bool,
-    ctx: GroupContext,
-) -> GroupUpdate:
-    """Bump the group epoch if the member set, the subscriptions or the subscribed topics'
-    metadata changed, then recompute the target assignment when it lags (at most once per
-    assignment interval). Shared by consumer-protocol heartbeats and classic members' joins."""
-    group_id, member_id = group.group_id, updated.member_id
-    image, now_ms, config = ctx.image, ctx.now_ms, ctx.consumer
     records: list[CoordinatorRecord] = []
     timers: list[TimerOp] = []
-    members_view: dict[str, ConsumerGroupMember] | None = None
-    if membership_changed or replaced is not None:
-        members_view = dict(group.members)
-        if replaced is not None:
-            del members_view[replaced.member_id]
-        members_view[member_id] = updated
-    in_use = regexes_in_use(members_view.values()) if members_view is not None else set(group.regex_counts)
-
-    regexes, regex_records = _refresh_regexes(group, in_use, image, now_ms, config)
-    records += regex_records
-
-    if members_view is None and not regex_records:
-        subscribed_names = group.subscribed_topic_names()
-    else:
-        subscribed_names = group_topic_names(
-            members_view.values() if members_view is not None else group.members.values(), regexes
-        )
-    metadata_hash = image.metadata_hash(subscribed_names)
-
-    group_epoch = group.group_epoch
-    if membership_changed or metadata_hash != group.metadata_hash:
-        group_epoch += 1
-        records.append(log_records.group_epoch_record(group_id, group_epoch, metadata_hash))
-
-    # Step 2: the target assignment, at most once per assignment interval.
-    targets: dict[str, TopicPartitionSet] = group.target
-    if replaced is not None:
-        targets = dict(group.target)
-        targets[member_id] = targets.pop(replaced.member_id, {})
-    target_epoch = group.assignment_epoch
-    member_target: TopicPartitionSet = targets.get(member_id, {})
-    if group_epoch > group.assignment_epoch:
-        if can_compute_target(group.assignment_timestamp, now_ms, config):
-            if members_view is None:
-                members_view = dict(group.members)
-                members_view[member_id] = updated
-            result = compute_target_assignment(
-                group_id, group_epoch, members_view, regexes, targets, image, config, now_ms
-            )
-            records += result.records
-            target_epoch = group_epoch
-            member_target = result.targets.get(member_id, {})
-        else:
-            timers.append(schedule_assignment(group_id, group.assignment_timestamp + config.assignment_interval_ms))
-
-    return GroupUpdate(records, timers, group_epoch, target_epoch, member_target, regexes, replaced)
+    replaced: ConsumerGroupMember | None = None
+    member = _get_or_create_member(group, request, member_id)
+    if request.instance_id is not None and epoch == 0:
+        existing = group.static_member(request.instance_id)
+        if existing is not None and existing.member_id != member_id:
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise GroupError(
+                    ErrorCode.UNRELEASED_INSTANCE_ID,
+                    f"Static member {member_id} with instance id {request.instance_id} cannot join the group "
+                    f"because the instance id is owned by member {existing.member_id}.",
+                )
+            replaced = existing
+            member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            records += replace_static_member(group, existing, member)
+            timers += cancel_member_timers(group_id, existing.member_id)
+    return member_id, member, replaced, records, timers
 
 
-def reconcile_member(
-    group: ConsumerGroup,
-    updated: ConsumerGroupMember,
-    step: GroupUpdate,
-    image: TopicsImage,
-    owned: list[HeartbeatTopicPartitions] | None,
-    subscription_changed: bool,
+def member_from_heartbeat(
+    member: ConsumerGroupMember, request: ConsumerGroupHeartbeatRequest, context: RequestContext
 ) -> ConsumerGroupMember:
-    """Step 3: move the member one step towards its target (CurrentAssignmentBuilder). A static
-    member that replaced ``replaced`` inherits what its predecessor still owns."""
-    if updated.is_reconciled_to(step.target_epoch) and not subscription_changed:
-        return updated
-    member_id = updated.member_id
-    replaced_id = step.replaced.member_id if step.replaced is not None else None
-
-    def owner_of(topic_id: str, partition: int) -> str | None:
-        owner = group.owner_of(topic_id, partition)
-        return member_id if owner is not None and owner == replaced_id else owner
-
-    return CurrentAssignmentBuilder(
-        updated,
-        step.target_epoch,
-        step.member_target,
-        member_topic_ids(updated, step.regexes, image),
-        owner_of,
-        owned,
-        subscription_changed,
-    ).build()
+    """Step 1: the member as this heartbeat describes it (fields left out keep their value)."""
+    return replace(
+        member,
+        instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
+        rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+        rebalance_timeout_ms=(
+            request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms
+        ),
+        server_assignor=request.server_assignor if request.server_assignor is not None else member.server_assignor,
+        subscribed_topic_names=(
+            tuple(sorted(set(request.subscribed_topic_names)))
+            if request.subscribed_topic_names is not None
+            else member.subscribed_topic_names
+        ),
+        subscribed_topic_regex=(
+            (request.subscribed_topic_regex or None)
+            if request.subscribed_topic_regex is not None
+            else member.subscribed_topic_regex
+        ),
+        client_id=context.client_id,
+        client_host=context.client_host,
+        has_metadata=True,
+        classic_member_metadata=None,
+    )
 
 
 def _get_or_create_member(
@@ -365,32 +260,3 @@ def _get_or_create_member(
         )
     throw_if_member_epoch_invalid(existing, epoch, request.topic_partitions)
     return existing
-
-
-def _refresh_regexes(
-    group: ConsumerGroup, in_use: set[str], image: TopicsImage, now_ms: int, config: ConsumerGroupConfig
-) -> tuple[dict[str, ResolvedRegularExpression], list[CoordinatorRecord]]:
-    """Resolve new regexes, re-resolve on a new metadata image or after the refresh interval,
-    and drop regexes no member uses any more."""
-    regexes = group.regexes
-    records: list[CoordinatorRecord] = []
-    updated: dict[str, ResolvedRegularExpression] | None = None
-    for regex in sorted(in_use):
-        current = regexes.get(regex)
-        if (
-            current is not None
-            and current.version == image.version
-            and now_ms - current.timestamp < config.regex_refresh_interval_ms
-        ):
-            continue
-        topics = resolve_regex(regex, image)
-        if updated is None:
-            updated = dict(regexes)
-        updated[regex] = ResolvedRegularExpression(topics, image.version, now_ms)
-        records.append(log_records.regex_record(group.group_id, regex, topics, image.version, now_ms))
-    for regex in sorted(set(regexes) - in_use):
-        if updated is None:
-            updated = dict(regexes)
-        del updated[regex]
-        records.append(log_records.regex_tombstone(group.group_id, regex))
-    return (regexes if updated is None else updated), records

@@ -6,7 +6,7 @@ from typing import Any
 
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer.assignment import can_compute_target, compute_target_assignment
-from coordinator.groups.consumer.fencing import fence_member
+from coordinator.groups.consumer.fencing import fence_members
 from coordinator.groups.consumer.member import MemberState
 from coordinator.groups.consumer.state import ConsumerGroupsState
 from coordinator.groups.consumer.timers import (
@@ -37,7 +37,7 @@ def on_timer(
         member = group.members.get(event.member_id) if group is not None else None
         if group is None or member is None:
             return Result(None)
-        records, timers = fence_member(group, member, metadata)
+        records, timers = fence_members(group, [member.member_id], metadata)
         return Result(None, records, timers)
     if isinstance(event, RebalanceTimeout):
         group = state.group(event.group_id)
@@ -49,7 +49,7 @@ def on_timer(
             or member.state != MemberState.UNREVOKED_PARTITIONS
         ):
             return Result(None)
-        records, timers = fence_member(group, member, metadata)
+        records, timers = fence_members(group, [member.member_id], metadata)
         return Result(None, records, timers)
     if isinstance(event, AssignmentDue):
         group = state.group(event.group_id)

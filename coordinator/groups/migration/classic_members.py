@@ -48,12 +48,14 @@ from coordinator.groups.classic.messages import (
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import log_records
 from coordinator.groups.consumer.group import ConsumerGroup
-from coordinator.groups.consumer.heartbeat import reconcile_member, update_group_epoch_and_target
 from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.groups.consumer.member_id import generate_member_id
-from coordinator.groups.consumer.messages import LEAVE_GROUP_STATIC_MEMBER_EPOCH
+from coordinator.groups.consumer.member_update import (
+    reconcile_member,
+    replace_static_member,
+    update_group_epoch_and_target,
+)
 from coordinator.groups.consumer.state import ConsumerGroupsState
-from coordinator.groups.consumer.subscriptions import group_topic_names, regexes_in_use
 from coordinator.groups.consumer.timers import (
     cancel_member_timers,
     rebalance_key,
@@ -73,7 +75,6 @@ from coordinator.groups.migration.timers import (
     schedule_sync_timeout,
     sync_timeout_key,
 )
-from coordinator.groups.topics import TopicsImage
 from coordinator.runtime.api import CancelTimer, Result, TimerOp
 from records import CoordinatorRecord
 
@@ -153,42 +154,6 @@ def waiting_on_unreleased_partition(group: ConsumerGroup, member: ConsumerGroupM
     return False
 
 
-# --- fencing (leave, timeouts) ------------------------------------------------------------------
-
-
-def fence_members(
-    state: ConsumerGroupsState, group: ConsumerGroup, member_ids: Iterable[str], image: TopicsImage
-) -> tuple[list[CoordinatorRecord], list[TimerOp]]:
-    """Remove members at once: their records tombstoned, one group epoch bump."""
-    gid = group.group_id
-    gone = [mid for mid in dict.fromkeys(member_ids) if mid in group.members]
-    records: list[CoordinatorRecord] = []
-    timers: list[TimerOp] = []
-    if not gone:
-        return records, timers
-    for mid in gone:
-        records += [
-            log_records.current_assignment_tombstone(gid, mid),
-            log_records.target_member_tombstone(gid, mid),
-            log_records.member_metadata_tombstone(gid, mid),
-        ]
-        timers += cancel_member_timers(gid, mid)
-        timers += cancel_classic_member_timers(gid, mid)
-        state.classic_join_deadlines.pop((gid, mid), None)
-    remaining = [m for mid, m in group.members.items() if mid not in gone]
-    still_used = regexes_in_use(remaining)
-    for regex in sorted(regexes_in_use(group.members[mid] for mid in gone) - still_used):
-        if regex in group.regexes:
-            records.append(log_records.regex_tombstone(gid, regex))
-    epoch = group.group_epoch + 1
-    records.append(
-        log_records.group_epoch_record(gid, epoch, image.metadata_hash(group_topic_names(remaining, group.regexes)))
-    )
-    if not remaining:
-        records.append(log_records.target_metadata_record(gid, epoch, 0))
-    return records, timers
-
-
 # --- JoinGroup ----------------------------------------------------------------------------------
 
 
@@ -228,48 +193,8 @@ def _join(state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupConte
     if is_unknown and instance_id is None and request.api_version >= JOIN_REQUIRES_KNOWN_MEMBER_ID_VERSION:
         return Result(JoinGroupResponse(error_code=ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
 
-    records: list[CoordinatorRecord] = []
-    timers: list[TimerOp] = []
-    replaced: ConsumerGroupMember | None = None
-    if instance_id is None:
-        existing = group.members.get(member_id)
-        if existing is not None:
-            _require_classic(existing)
-        member = existing or ConsumerGroupMember(member_id=member_id)
-    else:
-        existing = group.static_member(instance_id)
-        if existing is None:
-            if not is_unknown and member_id not in group.members:
-                raise _error(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-            member = group.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
-        elif is_unknown:
-            if not existing.uses_classic_protocol and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise _error(
-                    ErrorCode.UNRELEASED_INSTANCE_ID,
-                    f"Instance id {instance_id} is still owned by member {existing.member_id}.",
-                )
-            # A restarted static instance takes over the old member and its assignment.
-            replaced = existing
-            member = replace(existing, member_id=member_id)
-            target = group.target.get(existing.member_id, {})
-            records += [
-                log_records.current_assignment_tombstone(gid, existing.member_id),
-                log_records.target_member_tombstone(gid, existing.member_id),
-                log_records.member_metadata_tombstone(gid, existing.member_id),
-                log_records.member_metadata_record(gid, member),
-                log_records.target_member_record(gid, member_id, target),
-                log_records.current_assignment_record(gid, member),
-            ]
-            timers += cancel_member_timers(gid, existing.member_id)
-            timers += cancel_classic_member_timers(gid, existing.member_id)
-            state.classic_join_deadlines.pop((gid, existing.member_id), None)
-        elif existing.member_id != member_id:
-            raise _error(
-                ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} is fenced."
-            )
-        else:
-            _require_classic(existing)
-            member = existing
+    # Step 0: the member as the group knows it, or the static member this one replaces.
+    member, replaced, records, timers = _resolve_classic_member(state, group, request, member_id)
 
     try:
         subscription = decode_subscription(request.protocols[0].metadata)
@@ -324,6 +249,47 @@ def _join(state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupConte
         member_id=member_id,
     )
     return Result(response, records, timers)
+
+
+def _resolve_classic_member(
+    state: ConsumerGroupsState, group: ConsumerGroup, request: JoinGroupRequest, member_id: str
+) -> tuple[ConsumerGroupMember, ConsumerGroupMember | None, list[CoordinatorRecord], list[TimerOp]]:
+    """Step 0 of a classic join: the existing (classic) member, a new one, or a restarted static
+    instance taking over its predecessor (any protocol) with the records of that replacement."""
+    gid, instance_id = group.group_id, request.group_instance_id
+    is_unknown = request.member_id == UNKNOWN_MEMBER_ID
+    records: list[CoordinatorRecord] = []
+    timers: list[TimerOp] = []
+    replaced: ConsumerGroupMember | None = None
+    if instance_id is None:
+        existing = group.members.get(member_id)
+        if existing is not None:
+            _require_classic(existing)
+        member = existing or ConsumerGroupMember(member_id=member_id)
+    else:
+        existing = group.static_member(instance_id)
+        if existing is None:
+            if not is_unknown and member_id not in group.members:
+                raise _error(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+            member = group.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
+        elif is_unknown:
+            # A restarted static instance takes over the old member and its assignment, even a
+            # live consumer-protocol one: Kafka checks UNRELEASED_INSTANCE_ID only when neither
+            # side speaks the classic protocol.
+            replaced = existing
+            member = replace(existing, member_id=member_id)
+            records += replace_static_member(group, existing, member)
+            timers += cancel_member_timers(gid, existing.member_id)
+            timers += cancel_classic_member_timers(gid, existing.member_id)
+            state.classic_join_deadlines.pop((gid, existing.member_id), None)
+        elif existing.member_id != member_id:
+            raise _error(
+                ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id {instance_id} is fenced."
+            )
+        else:
+            _require_classic(existing)
+            member = existing
+    return member, replaced, records, timers
 
 
 # --- SyncGroup ----------------------------------------------------------------------------------

@@ -1,0 +1,183 @@
+"""The member update shared by ConsumerGroupHeartbeat and classic members of consumer groups
+(Kafka's consumerGroupHeartbeat and classicGroupJoinToConsumerGroup), in Kafka's steps:
+
+0. identify the member; a static member joining with a new member id replaces its previous
+   incarnation (``replace_static_member``: one set of six records, no rebalance);
+1. the member as the request describes it (each entry point reads its own request: the
+   heartbeat fields, or the classic Subscription bytes);
+2. bump the group epoch if the member set, the subscriptions or the subscribed topics' metadata
+   changed, and recompute the target assignment when it lags (``update_group_epoch_and_target``);
+3. move the member one step towards its target (``reconcile_member``, CurrentAssignmentBuilder).
+
+Nothing here mutates the state: the records, replayed by the runtime, do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from coordinator.groups.consumer import log_records
+from coordinator.groups.consumer.assignment import can_compute_target, compute_target_assignment
+from coordinator.groups.consumer.current_assignment import CurrentAssignmentBuilder
+from coordinator.groups.consumer.group import ConsumerGroup, ResolvedRegularExpression
+from coordinator.groups.consumer.member import ConsumerGroupMember, TopicPartitionSet
+from coordinator.groups.consumer.messages import HeartbeatTopicPartitions
+from coordinator.groups.consumer.regex import resolve_regex
+from coordinator.groups.consumer.subscriptions import group_topic_names, member_topic_ids, regexes_in_use
+from coordinator.groups.consumer.timers import schedule_assignment
+from coordinator.groups.context import GroupContext
+from coordinator.groups.topics import TopicsImage
+from coordinator.runtime.api import TimerOp
+from records import CoordinatorRecord
+
+
+def replace_static_member(
+    group: ConsumerGroup, old: ConsumerGroupMember, new: ConsumerGroupMember
+) -> list[CoordinatorRecord]:
+    """Step 0: the new incarnation of a static member takes over the old one's assignment and
+    target; the group epoch does not move (Kafka's replaceMember)."""
+    gid = group.group_id
+    return [
+        log_records.current_assignment_tombstone(gid, old.member_id),
+        log_records.target_member_tombstone(gid, old.member_id),
+        log_records.member_metadata_tombstone(gid, old.member_id),
+        log_records.member_metadata_record(gid, new),
+        log_records.target_member_record(gid, new.member_id, group.target.get(old.member_id, {})),
+        log_records.current_assignment_record(gid, new),
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupUpdate:
+    """What steps 1 (group epoch) and 2 (target assignment) of a member update decided."""
+
+    records: list[CoordinatorRecord]
+    timers: list[TimerOp]
+    group_epoch: int
+    target_epoch: int
+    member_target: TopicPartitionSet
+    regexes: dict[str, ResolvedRegularExpression]
+    # The static member the updated one replaced (it inherits what its predecessor owns).
+    replaced: ConsumerGroupMember | None = None
+
+
+def update_group_epoch_and_target(
+    group: ConsumerGroup,
+    updated: ConsumerGroupMember,
+    replaced: ConsumerGroupMember | None,
+    membership_changed: bool,
+    ctx: GroupContext,
+) -> GroupUpdate:
+    """Bump the group epoch if the member set, the subscriptions or the subscribed topics'
+    metadata changed, then recompute the target assignment when it lags (at most once per
+    assignment interval). Shared by consumer-protocol heartbeats and classic members' joins."""
+    group_id, member_id = group.group_id, updated.member_id
+    image, now_ms, config = ctx.image, ctx.now_ms, ctx.consumer
+    records: list[CoordinatorRecord] = []
+    timers: list[TimerOp] = []
+    members_view: dict[str, ConsumerGroupMember] | None = None
+    if membership_changed or replaced is not None:
+        members_view = dict(group.members)
+        if replaced is not None:
+            del members_view[replaced.member_id]
+        members_view[member_id] = updated
+    in_use = regexes_in_use(members_view.values()) if members_view is not None else set(group.regex_counts)
+
+    regexes, regex_records = _refresh_regexes(group, in_use, ctx)
+    records += regex_records
+
+    if members_view is None and not regex_records:
+        subscribed_names = group.subscribed_topic_names()
+    else:
+        subscribed_names = group_topic_names(
+            members_view.values() if members_view is not None else group.members.values(), regexes
+        )
+    metadata_hash = image.metadata_hash(subscribed_names)
+
+    group_epoch = group.group_epoch
+    if membership_changed or metadata_hash != group.metadata_hash:
+        group_epoch += 1
+        records.append(log_records.group_epoch_record(group_id, group_epoch, metadata_hash))
+
+    # Step 2: the target assignment, at most once per assignment interval.
+    targets: dict[str, TopicPartitionSet] = group.target
+    if replaced is not None:
+        targets = dict(group.target)
+        targets[member_id] = targets.pop(replaced.member_id, {})
+    target_epoch = group.assignment_epoch
+    member_target: TopicPartitionSet = targets.get(member_id, {})
+    if group_epoch > group.assignment_epoch:
+        if can_compute_target(group.assignment_timestamp, now_ms, config):
+            if members_view is None:
+                members_view = dict(group.members)
+                members_view[member_id] = updated
+            result = compute_target_assignment(
+                group_id, group_epoch, members_view, regexes, targets, image, config, now_ms
+            )
+            records += result.records
+            target_epoch = group_epoch
+            member_target = result.targets.get(member_id, {})
+        else:
+            timers.append(schedule_assignment(group_id, group.assignment_timestamp + config.assignment_interval_ms))
+
+    return GroupUpdate(records, timers, group_epoch, target_epoch, member_target, regexes, replaced)
+
+
+def reconcile_member(
+    group: ConsumerGroup,
+    updated: ConsumerGroupMember,
+    step: GroupUpdate,
+    image: TopicsImage,
+    owned: list[HeartbeatTopicPartitions] | None,
+    subscription_changed: bool,
+) -> ConsumerGroupMember:
+    """Step 3: move the member one step towards its target (CurrentAssignmentBuilder). A static
+    member that replaced ``replaced`` inherits what its predecessor still owns."""
+    if updated.is_reconciled_to(step.target_epoch) and not subscription_changed:
+        return updated
+    member_id = updated.member_id
+    replaced_id = step.replaced.member_id if step.replaced is not None else None
+
+    def owner_of(topic_id: str, partition: int) -> str | None:
+        owner = group.owner_of(topic_id, partition)
+        return member_id if owner is not None and owner == replaced_id else owner
+
+    return CurrentAssignmentBuilder(
+        updated,
+        step.target_epoch,
+        step.member_target,
+        member_topic_ids(updated, step.regexes, image),
+        owner_of,
+        owned,
+        subscription_changed,
+    ).build()
+
+
+def _refresh_regexes(
+    group: ConsumerGroup, in_use: set[str], ctx: GroupContext
+) -> tuple[dict[str, ResolvedRegularExpression], list[CoordinatorRecord]]:
+    """Resolve new regexes, re-resolve on a new metadata image or after the refresh interval,
+    and drop regexes no member uses any more."""
+    image, now_ms, config = ctx.image, ctx.now_ms, ctx.consumer
+    regexes = group.regexes
+    records: list[CoordinatorRecord] = []
+    updated: dict[str, ResolvedRegularExpression] | None = None
+    for regex in sorted(in_use):
+        current = regexes.get(regex)
+        if (
+            current is not None
+            and current.version == image.version
+            and now_ms - current.timestamp < config.regex_refresh_interval_ms
+        ):
+            continue
+        topics = resolve_regex(regex, image)
+        if updated is None:
+            updated = dict(regexes)
+        updated[regex] = ResolvedRegularExpression(topics, image.version, now_ms)
+        records.append(log_records.regex_record(group.group_id, regex, topics, image.version, now_ms))
+    for regex in sorted(set(regexes) - in_use):
+        if updated is None:
+            updated = dict(regexes)
+        del updated[regex]
+        records.append(log_records.regex_tombstone(group.group_id, regex))
+    return (regexes if updated is None else updated), records
