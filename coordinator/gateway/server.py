@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
+from collections.abc import Callable
 from types import TracebackType
 
 from coordinator.gateway.cluster import ClusterView
@@ -76,6 +77,10 @@ class _SelfLocator:
         return self.gateway.coordinator_address()
 
 
+def _no_peers() -> list[CoordinatorAddress]:
+    return []
+
+
 class GatewayServer:
     """Kafka-protocol front of the group coordinator.
 
@@ -90,6 +95,9 @@ class GatewayServer:
         self.config = config
         self.handler = handler
         self.locator: CoordinatorLocator = locator or _SelfLocator(self)
+        # The other coordinator processes sharing the shards: Metadata lists them as nodes too, so
+        # admin clients ask each for its groups and a client whose sidecar dies knows another.
+        self.peers: Callable[[], list[CoordinatorAddress]] = _no_peers
         self.listener_tls = config.listener_tls.server_context() if config.listener_tls else None
         self.upstream_tls = config.upstream_tls.client_context() if config.upstream_tls else None
         self.cluster = ClusterView(
@@ -161,6 +169,22 @@ class GatewayServer:
         return MetadataResponseBroker(
             node_id=self.config.coordinator_node_id, host=self.config.public_host, port=self.port
         )
+
+    def peer_metadata_nodes(self) -> list[MetadataResponseBroker]:
+        own = self.config.coordinator_node_id
+        return [
+            MetadataResponseBroker(node_id=p.node_id, host=p.host, port=p.port)
+            for p in self.peers()
+            if p.node_id != own
+        ]
+
+    def peer_cluster_nodes(self) -> list[DescribeClusterBroker]:
+        own = self.config.coordinator_node_id
+        return [
+            DescribeClusterBroker(broker_id=p.node_id, host=p.host, port=p.port)
+            for p in self.peers()
+            if p.node_id != own
+        ]
 
     def coordinator_cluster_node(self) -> DescribeClusterBroker:
         return DescribeClusterBroker(
