@@ -6,6 +6,7 @@ import asyncio
 import logging
 import signal
 import time
+from collections.abc import Callable
 
 from confluent_kafka import KafkaException
 from rich.console import Console
@@ -76,7 +77,7 @@ class ShardMoves:
 
     def say(self, text: str) -> None:
         log.info(text)
-        self.console.print(text, highlight=False, markup=False)
+        self.console.print(text, highlight=False, markup=False, soft_wrap=True)
 
     # Called on the placement thread.
     def assigned(self, partitions: list[int]) -> None:
@@ -115,6 +116,30 @@ class ShardMoves:
             self.runtime.unload_shard(p)
         how = "lost (this process was replaced)" if lost else "revoked"
         self.say(f"shards {partitions} {how}; owns shards {sorted(self.runtime.shards)}")
+
+    def reload_guard(self, placement: Placement) -> Callable[[int, str], bool]:
+        """A shard whose append failed or landed elsewhere stops; it reloads (claiming a new
+        epoch) only once the cluster confirms this process still owns it. A process that was
+        paused while its shards moved learns here, not by fencing the new owner."""
+
+        def guard(partition: int, reason: str) -> bool:
+            task = asyncio.create_task(self._verified_reload(placement, partition, reason))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+            return False
+
+        return guard
+
+    async def _verified_reload(self, placement: Placement, partition: int, reason: str) -> None:
+        if await asyncio.to_thread(placement.confirm_owner, partition):
+            shard = self.runtime.shards.get(partition)
+            if shard is not None and shard.status is ShardStatus.FENCED:
+                self.say(f"shard {partition} reloading ({reason})")
+                started = time.perf_counter()
+                self.runtime.load_shard(partition)
+                await self._report(partition, shard, started)
+        else:
+            self.say(f"shard {partition} stopped: another process owns it now ({reason})")
 
     def all_active(self) -> bool:
         shards = self.runtime.shards.values()
@@ -180,7 +205,9 @@ async def _serve(settings: Settings, console: Console) -> int:
     try:
         await gateway.start()
     except OSError as exc:
-        console.print(f"[red]error:[/red] cannot listen on {settings.listen}: {exc.strerror}", highlight=False)
+        console.print(
+            f"[red]error:[/red] cannot listen on {settings.listen}: {exc.strerror}", highlight=False, soft_wrap=True
+        )
         return 1
     public_host = gateway.config.public_host
     node_id = settings.placement.node_id
@@ -213,6 +240,7 @@ async def _serve(settings: Settings, console: Console) -> int:
             console.print(f"[red]error:[/red] cannot join the placement group: {exc}", highlight=False)
             return 1
         locator.placement = placement
+        runtime.reload_guard = moves.reload_guard(placement)
         # Report readiness once the first assignment is loaded (bounded: with more processes
         # than shards this one may own none and still route).
         deadline = loop.time() + 3 * settings.placement.session_timeout_ms / 1000 + 10

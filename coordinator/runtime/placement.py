@@ -205,6 +205,12 @@ class Placement:
             return None
         return self.nodes.get(node_id)
 
+    def confirm_owner(self, partition: int) -> bool:
+        """Re-read the owners from the cluster: is this process still the one that announced
+        ``partition`` last? (Blocking; not for the event loop.)"""
+        self._refresh_owners()
+        return partition in self.assigned and self.owners.get(partition, self.me.node_id) == self.me.node_id
+
     def live_nodes(self) -> list[Node]:
         """Processes that own at least one shard, this one first."""
         ids = {n for n in self.owners.values() if n != self.me.node_id}

@@ -150,6 +150,11 @@ class Shard(Generic[S]):
     def reload(self, reason: str) -> None:
         log.warning("shard %d reloading from the log: %s", self.partition, reason)
         self._fail_all(ShardStatus.LOADING, reason)
+        if not self.runtime.may_reload(self.partition, reason):
+            # A reload claims a new epoch; with several processes only placement may decide that.
+            self._fence(self.epoch)
+            self.error = f"stopped after {reason}; placement decides whether it reloads"
+            return
         self.load()
 
     def _fence(self, epoch: int) -> None:
