@@ -274,8 +274,8 @@ class Placement:
                     self._refresh_now.clear()
                     self._refresh_owners()
                     next_refresh = now + self.config.refresh_interval_ms / 1000
-            except (KafkaException, RuntimeError) as exc:
-                log.warning("placement loop: %s", exc)
+            except Exception as exc:  # the thread must outlive any one failed call
+                log.warning("placement loop: %r", exc)
                 time.sleep(0.2)
 
     def _read_directory(self) -> None:
@@ -323,8 +323,8 @@ class Placement:
             result = self._admin.list_consumer_group_offsets([request], request_timeout=5)[self.config.group_id].result(
                 timeout=10
             )
-        except KafkaException as exc:
-            log.info("placement owners refresh failed: %s", exc)
+        except (KafkaException, TimeoutError) as exc:
+            log.info("placement owners refresh failed: %r", exc)
             return
         owners: dict[int, int] = {}
         for tp in result.topic_partitions or []:

@@ -12,11 +12,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from deploy.local_broker import free_port
 
 _OWNS = re.compile(r"owns shards \[([0-9, ]*)\]")
+
+_MOVING = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+}
 
 # Short enough that a failover in a test takes seconds, long enough for a loaded 2-core machine.
 SESSION_TIMEOUT_MS = 6000
@@ -161,9 +169,18 @@ class Committer:
                 return self.acked[-1]
         raise AssertionError(f"no commit of {self.group} acknowledged within {timeout}s")
 
-    def committed(self) -> int:
-        rows = self.consumer.committed([TopicPartition(self.topic, self.partition)], timeout=30)
-        return int(rows[0].offset)
+    def committed(self, timeout: float = 60) -> int:
+        """The committed offset; retried while shards move (librdkafka does not retry OffsetFetch
+        on NOT_COORDINATOR, a Java client would)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                rows = self.consumer.committed([TopicPartition(self.topic, self.partition)], timeout=10)
+                return int(rows[0].offset)
+            except KafkaException as exc:
+                if time.monotonic() > deadline or not exc.args[0].retriable() and exc.args[0].code() not in _MOVING:
+                    raise
+                time.sleep(0.5)
 
     def close(self) -> None:
         self.consumer.close()

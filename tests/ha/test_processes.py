@@ -176,7 +176,12 @@ def test_paused_owner_neither_applies_nor_acknowledges_after_resuming(sidecars: 
                 await asyncio.to_thread(
                     wait_for, lambda: any("lost" in line for line in zombie.lines()), 60, "the zombie noticing"
                 )
-                await asyncio.to_thread(wait_for, lambda: every_shard_owned_once(pair), 90, "placement settled")
+                await asyncio.to_thread(
+                    wait_for,
+                    lambda: every_shard_owned_once(pair) and bool(zombie.owned()),
+                    90,
+                    "the zombie rejoining placement",
+                )
                 assert committer.committed() == acked
                 again = await asyncio.to_thread(committer.commit_until_acked, 60)
                 assert committer.committed() == again
