@@ -221,6 +221,12 @@ class Placement:
     def _assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.rebalances += 1
         mine = sorted(tp.partition for tp in partitions)
+        if self.config.assignment_strategy != "cooperative-sticky":
+            # Eager: the assignment is the whole set; anything not in it must go first.
+            stale = sorted(self.assigned - set(mine))
+            if stale:
+                self.assigned = frozenset(self.assigned - set(stale))
+                self._on_revoked(stale, False)
         if self.config.assignment_strategy == "cooperative-sticky":
             consumer.incremental_assign(partitions)
         else:

@@ -31,6 +31,7 @@ from coordinator.runtime.headers import make_headers
 from coordinator.runtime.log import LogWriter
 from coordinator.runtime.replayer import LogReadError, LogReplayer
 from records import CoordinatorRecord, RecordType, encode
+from records.codec import record_type_of
 from records.definitions import BatchAbortKey, BatchAbortValue, ShardEpochKey, ShardEpochValue
 
 if TYPE_CHECKING:
@@ -182,6 +183,7 @@ class Shard(Generic[S]):
         if generation != self.generation:
             return
         replayer = self._replayer
+        foreign: int | None = None
         try:
             for msg in messages:
                 offset = msg.offset()
@@ -189,6 +191,16 @@ class Shard(Generic[S]):
                     continue
                 ours = self._inflight.pop(offset, None)
                 replayer.feed(offset, msg.key(), msg.value(), msg.headers(), ours)
+                if (
+                    ours is None
+                    and self._finishing
+                    and replayer.max_epoch >= self.epoch
+                    and record_type_of(msg.key()) == RecordType.SHARD_EPOCH
+                ):
+                    # Another process claimed this shard with an epoch no lower than ours (two
+                    # loaders can pick the same one): whatever we wrote after it is ignored by
+                    # every replay, so nothing more may be acknowledged.
+                    foreign = replayer.max_epoch
         except LogReadError as exc:
             self._fail(str(exc))
             return
@@ -196,6 +208,12 @@ class Shard(Generic[S]):
             self._fail(f"replay failed at offset {replayer.next_offset - 1}: {exc!r}")
             return
         self.committed_offset = replayer.next_offset
+        if foreign is not None:
+            if self.runtime.reload_guard is None:
+                self._fence(foreign)
+            else:
+                self.reload(f"epoch {foreign} written by another owner (ours is {self.epoch})")
+            return
         if self.status is ShardStatus.ACTIVE and replayer.max_epoch > self.epoch:
             self._fence(replayer.max_epoch)
             return
