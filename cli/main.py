@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from cli.admin import groups_app, offsets_app
+from cli.drill import drill
 from cli.log import log_app
 from coordinator.config import ConfigError, Settings, load_settings
 from deploy.local_broker import BrokerStartError, LocalBroker, parse_hostport
@@ -113,6 +114,8 @@ def serve(
             embedded.stop()
     raise typer.Exit(code)
 
+
+app.command()(drill)
 
 if __name__ == "__main__":
     app()
