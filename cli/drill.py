@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import statistics
 import subprocess
@@ -40,6 +41,7 @@ from rich.table import Table
 from deploy.local_broker import BrokerStartError, LocalBroker, free_port
 
 DATA_PARTITIONS = 6
+_LOADED = re.compile(r"shard \d+ loaded in (\d+\.\d+)s")
 _RETRY = {
     KafkaError.NOT_COORDINATOR,
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
@@ -299,11 +301,15 @@ def run_drill(
         ) as progress:
             task = progress.add_task("drill", total=duration, status="")
             i = 0
-            while (now := time.monotonic()) - started < duration:
+            while (now := time.monotonic()) - started < duration or (
+                # After the last fault, keep the load on until every group is served again
+                # (bounded), so its recovery is measured too.
+                now - started < duration + 120 and any(_recovery(k, groups, stats) is None for k in kills)
+            ):
                 producer.produce(data_topic, value=str(i).encode(), partition=i % DATA_PARTITIONS)
                 i += 1
                 producer.poll(0)
-                if now >= next_kill:
+                if now >= next_kill and now - started < duration:
                     victim = rng.randrange(processes)
                     kills.append(_fault(children[victim], sig, session_timeout_ms, groups, stats))
                     next_kill = time.monotonic() + kill_every
@@ -324,12 +330,16 @@ def run_drill(
         sampler.join(30)
         for kill in kills:
             kill["recovered_s"] = _recovery(kill, groups, stats)
+            del kill["at"]
         lost: list[str] = []
         for group in groups:
             final = committed_offsets(everyone, group, data_topic)
             for (g, p), acked in stats.acked.items():
                 if g == group and final.get(p, -1) < acked:
                     lost.append(f"{g}/{p}: acknowledged {acked}, committed {final.get(p)}")
+        loads = [
+            float(m.group(1)) for child in children for m in _LOADED.finditer(child.log.read_text(errors="replace"))
+        ]
         return {
             "processes": processes,
             "duration_s": duration,
@@ -347,6 +357,9 @@ def run_drill(
             "backwards": stats.backwards,
             "commit_latency_ms_p50": round(percentile(stats.latencies, 50) * 1000, 2),
             "commit_latency_ms_p99": round(percentile(stats.latencies, 99) * 1000, 2),
+            "shard_loads": len(loads),
+            "shard_load_s_p50": round(percentile(loads, 50), 3),
+            "shard_load_s_max": round(max(loads, default=0.0), 3),
             "kills": kills,
         }
     finally:
@@ -375,7 +388,7 @@ def _fault(
 
 def _recovery(kill: dict[str, Any], groups: dict[str, str], stats: Stats) -> float | None:
     """Seconds from the fault until every group had a commit acknowledged again."""
-    at = kill.pop("at")
+    at = float(kill["at"])
     worst = 0.0
     for group in groups:
         after = [t for t, g in stats.acks if g == group and t >= at]
@@ -402,6 +415,8 @@ def _report(result: dict[str, Any], console: Console) -> None:
         "offsets_backwards",
         "commit_latency_ms_p50",
         "commit_latency_ms_p99",
+        "shard_load_s_p50",
+        "shard_load_s_max",
     ):
         table.add_row(key, str(result[key]))
     for n, kill in enumerate(result["kills"], 1):
