@@ -120,6 +120,8 @@ class Stats:
     commit_failures: int = 0
     produced: int = 0
     backwards: list[str] = field(default_factory=list)
+    last_error: dict[str, str] = field(default_factory=dict)  # member -> last commit error
+    last_ack: dict[str, float] = field(default_factory=dict)  # member -> time of its last ack
 
 
 class Member(threading.Thread):
@@ -189,9 +191,10 @@ class Member(threading.Thread):
         started = time.perf_counter()
         try:
             result = self.consumer.commit(offsets=offsets, asynchronous=False)
-        except KafkaException:
+        except KafkaException as exc:
             with self.stats.lock:
                 self.stats.commit_failures += 1
+                self.stats.last_error[self.member] = str(exc.args[0])
             return
         elapsed = time.perf_counter() - started
         now = time.monotonic()
@@ -202,6 +205,7 @@ class Member(threading.Thread):
                     key = (self.group, tp.partition)
                     self.stats.acked[key] = max(self.stats.acked.get(key, 0), tp.offset)
             self.stats.acks.append((now, self.group))
+            self.stats.last_ack[self.member] = now
 
 
 def committed_offsets(bootstrap: str, group: str, topic: str, timeout: float = 60) -> dict[int, int]:
@@ -350,6 +354,9 @@ def run_drill(
             "records_delivered": stats.delivered,
             "commits_acknowledged": len(stats.latencies),
             "commit_failures": stats.commit_failures,
+            "commits_by_group": {g: sum(1 for _, x in stats.acks if x == g) for g in groups},
+            "last_ack_s_by_member": {m: round(t - started, 1) for m, t in stats.last_ack.items()},
+            "last_commit_error_by_member": stats.last_error,
             "acknowledged_commits_lost": len(lost),
             "lost": lost,
             "double_deliveries": stats.double_deliveries,

@@ -248,11 +248,19 @@ class Placement:
     def _drop(self, consumer: Consumer, partitions: list[TopicPartition], lost: bool) -> None:
         self.rebalances += 1
         gone = sorted(tp.partition for tp in partitions)
-        # The shards stop serving before the rebalance can complete and hand them to another process.
-        self.assigned = frozenset(self.assigned - set(gone))
-        self._announce -= set(gone)
-        if gone:
-            self._on_revoked(gone, lost)
+        eager = self.config.assignment_strategy != "cooperative-sticky"
+        if eager and not lost and not self._stop.is_set():
+            # An eager rebalance revokes everything, though most shards come straight back. They
+            # keep serving until the new assignment says which go (``_assign`` drops those): a
+            # new owner can only start once that assignment exists, and the shard epochs in the
+            # log fence whatever this process writes after the new owner's epoch record.
+            pass
+        else:
+            # Stop serving before the rebalance can hand the shards to another process.
+            self.assigned = frozenset(self.assigned - set(gone))
+            self._announce -= set(gone)
+            if gone:
+                self._on_revoked(gone, lost)
         try:
             if self.config.assignment_strategy == "cooperative-sticky":
                 consumer.incremental_unassign(partitions)
