@@ -234,3 +234,33 @@ def test_scale_1_to_3_to_1_under_load(sidecars: list[Sidecar]) -> None:
     finally:
         for c in committers:
             c.close()
+
+
+def test_rolling_restart_under_load(sidecars: list[Sidecar]) -> None:
+    for s in sidecars:
+        s.spawn()
+    for s in sidecars:
+        s.wait_listening()
+    wait_for(lambda: every_shard_owned_once(sidecars), 60, "every shard owned once")
+    everyone = ",".join(s.address for s in sidecars)
+    committers = [Committer(everyone, f"rolling-{i}") for i in range(3)]
+    try:
+        for c in committers:
+            c.commit_until_acked(60)
+        with Background(committers[0]), Background(committers[1]), Background(committers[2]):
+            for s in sidecars:
+                before = [len(c.acked) for c in committers]
+                assert s.stop() == 0
+                s.start()
+                # Every group is served again before the next process goes.
+                wait_for(
+                    lambda before=before: all(len(c.acked) > n for c, n in zip(committers, before, strict=True)),
+                    90,
+                    f"commits acknowledged after restarting {s.address}",
+                )
+        for c in committers:
+            committed = c.committed()
+            assert committed >= c.acked[-1] and committed in c.sent
+    finally:
+        for c in committers:
+            c.close()
