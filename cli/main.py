@@ -17,6 +17,7 @@ from rich.console import Console
 import cli.reset  # noqa: F401  (registers ``offsets reset``)
 from cli.admin import groups_app, offsets_app
 from cli.common import CliError, error_line, report
+from cli.drill import drill
 from cli.log import log_app
 from cli.migrate import migrate_app
 from cli.pipeline import pipeline_app
@@ -183,6 +184,8 @@ def serve(
             embedded.stop()
     raise typer.Exit(code)
 
+
+app.command()(drill)
 
 if __name__ == "__main__":
     app()

@@ -75,6 +75,31 @@ class GatewaySettings(BaseModel):
     authorization: AuthorizationSettings = Field(default_factory=AuthorizationSettings)
 
 
+class PlacementSettings(BaseModel):
+    """How the processes sharing a log split its shards (a consumer group of the backing cluster)."""
+
+    model_config = {"frozen": True, "extra": "forbid"}
+
+    group_id: str | None = Field(None, description="Placement group; default groupcoord-placement-<log topic>.")
+    instance_id: str | None = Field(
+        None, description="group.instance.id (static membership); default derived from the advertised address."
+    )
+    # Off by default: the local broker (Tansu) never expires a static member that was killed, so
+    # its shards would stay unowned until it came back with the same id. On Apache Kafka, turn it
+    # on so a quick restart keeps its shards without a rebalance.
+    static_membership: bool = Field(False, description="Use group.instance.id so a quick restart keeps its shards.")
+    node_id: int | None = Field(
+        None, ge=0, lt=2**31 - 2**20, description="Node id clients see for this process; default derived."
+    )
+    session_timeout_ms: int = Field(10_000, ge=1000, le=300_000)
+    heartbeat_interval_ms: int = Field(1000, ge=100, le=60_000)
+    # Eager by default: the local broker (Tansu) never completes the second round of a
+    # cooperative rebalance, so a joining process would get no shards (see README).
+    assignment_strategy: str = Field("roundrobin", pattern="^(roundrobin|range|cooperative-sticky)$")
+    refresh_interval_ms: int = Field(1000, ge=100, description="How often shard owners are re-read.")
+    directory_topic: str | None = Field(None, description="Node addresses; default <log topic>-directory.")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid")
 
@@ -97,6 +122,7 @@ class Settings(BaseSettings):
         description="Kafka group settings by their broker names, e.g. group.consumer.session.timeout.ms.",
     )
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    placement: PlacementSettings = Field(default_factory=PlacementSettings)
     metadata_refresh_interval_ms: int = Field(
         10_000, ge=100, description="How often topic metadata (creations, deletions, partitions) is read."
     )

@@ -3,28 +3,34 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaException
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from coordinator.config import Settings
+from coordinator.errors import ErrorCode
 from coordinator.gateway.config import GatewayConfig
+from coordinator.gateway.handler import CoordinatorAddress
 from coordinator.gateway.server import GatewayServer
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.runtime.log import LogTopicSpec
+from coordinator.runtime.placement import Node, Placement, PlacementConfig, derived_instance_id, derived_node_id
 from coordinator.runtime.runtime import CoordinatorRuntime
-from coordinator.runtime.shard import ShardStatus
+from coordinator.runtime.shard import Shard, ShardStatus
 from coordinator.security.authorizer import AclAuthorizer, AclError, ClusterAclSource, load_acl_file
 from coordinator.service.gateway_handler import CoordinatorApiHandler
 from coordinator.service.metadata_cache import MetadataCache, TopicInfo
+from coordinator.service.partitioning import partition_for
 from coordinator.service.secured_handler import SecuredHandler
 from coordinator.service.service import GroupCoordinatorService
 from deploy.local_broker import parse_hostport
+
+log = logging.getLogger(__name__)
 
 
 def run(settings: Settings, console: Console) -> int:
@@ -32,45 +38,139 @@ def run(settings: Settings, console: Console) -> int:
     return asyncio.run(_serve(settings, console))
 
 
-async def _load_with_progress(runtime: CoordinatorRuntime[GroupCoordinatorState], console: Console) -> None:
-    started = time.perf_counter()
-    with Progress(
-        TextColumn("loading shards"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("load", total=len(runtime.shards))
-        while True:
-            done = sum(1 for s in runtime.shards.values() if s.status is not ShardStatus.LOADING)
-            progress.update(task, completed=done)
-            if done == len(runtime.shards):
-                break
-            await asyncio.sleep(0.05)
-    table = Table(title=f"shards of {runtime.topic} loaded in {time.perf_counter() - started:.2f}s")
-    for column in ("shard", "status", "records", "seconds", "records/s", "epoch"):
-        table.add_column(column, justify="right")
-    for partition, shard in sorted(runtime.shards.items()):
-        r = shard.load_report
-        if r is None:
-            table.add_row(str(partition), shard.status.value, "-", "-", "-", "-")
-            continue
-        rate = r.records / r.seconds if r.seconds > 0 else 0.0
-        table.add_row(
-            str(partition), shard.status.value, str(r.records), f"{r.seconds:.3f}", f"{rate:,.0f}", str(r.epoch)
-        )
-    console.print(table)
-    for partition, shard in sorted(runtime.shards.items()):
-        if shard.status is ShardStatus.FAILED:
-            console.print(f"[red]shard {partition} failed to load:[/red] {shard.error}", highlight=False)
+class PlacementLocator:
+    """FindCoordinator from any process: the owner of the group's shard, as placement last saw it."""
+
+    def __init__(self, runtime: CoordinatorRuntime[GroupCoordinatorState], placement: Placement | None = None) -> None:
+        self.runtime = runtime
+        self.placement = placement
+
+    def locate(self, group_id: str) -> CoordinatorAddress:
+        placement = self.placement
+        if placement is None or not self.runtime.partitions:
+            return _NOT_AVAILABLE
+        partition = partition_for(group_id, self.runtime.partitions)
+        if partition in self.runtime.shards:
+            # Ours, loading or active: the request itself gets COORDINATOR_LOAD_IN_PROGRESS if need be.
+            me = placement.me
+            return CoordinatorAddress(me.node_id, me.host, me.port)
+        owner = placement.owner(partition)
+        if owner is None:
+            placement.refresh_soon()
+            return _NOT_AVAILABLE
+        return CoordinatorAddress(owner.node_id, owner.host, owner.port)
+
+    def peers(self) -> list[CoordinatorAddress]:
+        if self.placement is None:
+            return []
+        return [CoordinatorAddress(n.node_id, n.host, n.port) for n in self.placement.live_nodes()]
 
 
-async def _authorization(
+_NOT_AVAILABLE = CoordinatorAddress(-1, "", -1, int(ErrorCode.COORDINATOR_NOT_AVAILABLE), "shard owner not known yet")
+
+
+class ShardMoves:
+    """Loads assigned shards, drops revoked ones, and says so once per move (with the time taken)."""
+
+    def __init__(self, runtime: CoordinatorRuntime[GroupCoordinatorState], console: Console) -> None:
+        self.runtime = runtime
+        self.console = console
+        self.loop = asyncio.get_running_loop()
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def say(self, text: str) -> None:
+        log.info(text)
+        self.console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    # Called on the placement thread.
+    def assigned(self, partitions: list[int]) -> None:
+        asyncio.run_coroutine_threadsafe(self._assign(partitions), self.loop).result(30)
+
+    def revoked(self, partitions: list[int], lost: bool) -> None:
+        # Waits: the shards must stop serving before the rebalance can hand them to someone else.
+        asyncio.run_coroutine_threadsafe(self._revoke(partitions, lost), self.loop).result(30)
+
+    async def _assign(self, partitions: list[int]) -> None:
+        for p in partitions:
+            shard = self.runtime.shards.get(p)
+            if shard is not None and shard.status in (ShardStatus.ACTIVE, ShardStatus.LOADING):
+                continue
+            started = time.perf_counter()
+            shard = self.runtime.load_shard(p)
+            task = asyncio.create_task(self._report(p, shard, started))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+        self.say(f"owns shards {sorted(self.runtime.shards)} (assigned {partitions})")
+
+    async def _report(self, partition: int, shard: Shard[GroupCoordinatorState], started: float) -> None:
+        generation = shard.generation
+        await shard.wait_loaded()
+        if shard.generation != generation and shard.status is not ShardStatus.ACTIVE:
+            return
+        elapsed = time.perf_counter() - started
+        if shard.status is ShardStatus.ACTIVE and shard.load_report is not None:
+            r = shard.load_report
+            self.say(f"shard {partition} loaded in {elapsed:.3f}s ({r.records} records, epoch {r.epoch})")
+        else:
+            self.say(f"shard {partition} did not load: {shard.status.value} {shard.error or ''}".rstrip())
+
+    async def _revoke(self, partitions: list[int], lost: bool) -> None:
+        for p in partitions:
+            self.runtime.unload_shard(p)
+        how = "lost (this process was replaced)" if lost else "revoked"
+        self.say(f"shards {partitions} {how}; owns shards {sorted(self.runtime.shards)}")
+
+    def reload_guard(self, placement: Placement) -> Callable[[int, str], bool]:
+        """A shard whose append failed or landed elsewhere stops; it reloads (claiming a new
+        epoch) only once the cluster confirms this process still owns it. A process that was
+        paused while its shards moved learns here, not by fencing the new owner."""
+
+        def guard(partition: int, reason: str) -> bool:
+            task = asyncio.create_task(self._verified_reload(placement, partition, reason))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+            return False
+
+        return guard
+
+    async def _verified_reload(self, placement: Placement, partition: int, reason: str) -> None:
+        if await asyncio.to_thread(placement.confirm_owner, partition):
+            shard = self.runtime.shards.get(partition)
+            if shard is not None and shard.status is ShardStatus.FENCED:
+                self.say(f"shard {partition} reloading ({reason})")
+                started = time.perf_counter()
+                self.runtime.load_shard(partition)
+                await self._report(partition, shard, started)
+        else:
+            self.say(f"shard {partition} stopped: another process owns it now ({reason})")
+
+    def all_active(self) -> bool:
+        shards = self.runtime.shards.values()
+        return bool(shards) and all(s.status is not ShardStatus.LOADING for s in shards)
+
+
+def placement_config(settings: Settings, host: str, port: int) -> PlacementConfig:
+    p = settings.placement
+    instance_id = p.instance_id or derived_instance_id(host, port) if p.static_membership else None
+    return PlacementConfig(
+        log_topic=settings.log_topic,
+        group_id=p.group_id or f"groupcoord-placement-{settings.log_topic}",
+        directory_topic=p.directory_topic or f"{settings.log_topic}-directory",
+        instance_id=instance_id,
+        session_timeout_ms=p.session_timeout_ms,
+        heartbeat_interval_ms=p.heartbeat_interval_ms,
+        assignment_strategy=p.assignment_strategy,
+        refresh_interval_ms=p.refresh_interval_ms,
+        replication_factor=settings.log_replication_factor,
+    )
+
+
+def _authorization(
     settings: Settings, client_config: dict[str, Any]
 ) -> tuple[AclAuthorizer | None, ClusterAclSource | None]:
-    """The ACL authorizer (only when authentication is required) and, for cluster ACLs, its refresher."""
+    """The ACL authorizer (only when authentication is required) and, for cluster ACLs, its
+    refresher. Built before the listener opens, so no request is ever served without it: until
+    the cluster's ACLs are read it holds none, and Kafka's rule (no matching ACL denies) applies."""
     if settings.gateway.authentication != "required":
         return None, None
     config = settings.gateway.authorization
@@ -80,16 +180,7 @@ async def _authorization(
             raise AclError("gateway.authorization.acls = 'file' needs gateway.authorization.acl_file")
         authorizer.replace(load_acl_file(config.acl_file))
         return authorizer, None
-    source = ClusterAclSource(client_config, authorizer, config.refresh_interval_ms / 1000)
-    try:
-        await source.refresh()
-    except Exception as exc:  # KafkaException, or a timeout: either way the sidecar cannot authorize
-        raise AclError(
-            f"cannot read ACLs from the cluster (DescribeAcls): {exc}; a cluster without an authorizer needs "
-            "gateway.authorization.acls = 'file'"
-        ) from exc
-    source.start()
-    return authorizer, source
+    return authorizer, ClusterAclSource(client_config, authorizer, config.refresh_interval_ms / 1000)
 
 
 async def _serve(settings: Settings, console: Console) -> int:
@@ -115,57 +206,107 @@ async def _serve(settings: Settings, console: Console) -> int:
         handlers,
         owner_id=settings.owner_id,
     )
+    service = GroupCoordinatorService(runtime, handlers)
     try:
-        await runtime.start()
-    except KafkaException as exc:
-        console.print(f"[red]error:[/red] cannot reach the cluster or create the log topic: {exc}", highlight=False)
+        authorizer, acl_source = _authorization(settings, client_config)
+    except (AclError, OSError) as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
         return 1
-    gateway: GatewayServer | None = None
-    acl_source: ClusterAclSource | None = None
+    locator = PlacementLocator(runtime)
+    host, port = parse_hostport(settings.listen, 9094)
+    gateway = GatewayServer(
+        GatewayConfig(
+            bootstrap_servers=client_config["bootstrap.servers"],
+            listen_host=host,
+            listen_port=port,
+            advertised_host=settings.advertised_host,
+            protected_topics=[settings.log_topic],
+            **settings.gateway.model_dump(exclude={"authorization"}),
+        ),
+        SecuredHandler(CoordinatorApiHandler(service, metadata), metadata, authorizer, frozenset({settings.log_topic})),
+        locator,
+    )
+    gateway.peers = locator.peers
+    # Nothing is claimed before the process can serve: listen first, then reach the cluster,
+    # and only then join placement (the only way this process ever writes to the log).
     try:
-        await _load_with_progress(runtime, console)
-        service = GroupCoordinatorService(runtime, handlers)
-
-        async def drop_offsets(deleted: list[TopicInfo]) -> None:
-            await service.topics_deleted([(t.name, t.id_string) for t in deleted])
-
-        metadata.on_topics_deleted(drop_offsets)
-        await metadata.refresh()
-        metadata.start()
-        host, port = parse_hostport(settings.listen, 9094)
-        try:
-            authorizer, acl_source = await _authorization(settings, client_config)
-        except (AclError, KafkaException, OSError) as exc:
-            console.print(f"[red]error:[/red] {exc}", highlight=False)
-            return 1
-        gateway = GatewayServer(
-            GatewayConfig(
-                bootstrap_servers=client_config["bootstrap.servers"],
-                listen_host=host,
-                listen_port=port,
-                advertised_host=settings.advertised_host,
-                protected_topics=[settings.log_topic],
-                **settings.gateway.model_dump(exclude={"authorization"}),
-            ),
-            SecuredHandler(
-                CoordinatorApiHandler(service, metadata), metadata, authorizer, frozenset({settings.log_topic})
-            ),
+        await gateway.start()
+    except OSError as exc:
+        console.print(
+            f"[red]error:[/red] cannot listen on {settings.listen}: {exc.strerror}", highlight=False, soft_wrap=True
         )
+        return 1
+    public_host = gateway.config.public_host
+    node_id = settings.placement.node_id
+    if node_id is None:
+        node_id = derived_node_id(public_host, gateway.port)
+    gateway.config = gateway.config.model_copy(update={"coordinator_node_id": node_id})
+    placement: Placement | None = None
+    runtime_started = False
+    try:
+        try:
+            await runtime.start(partitions=())
+            runtime_started = True
+            await metadata.refresh()
+        except KafkaException as exc:
+            console.print(f"[red]error:[/red] cannot reach the cluster or create the log topic: {exc}", highlight=False)
+            return 1
         log_topic_id = await metadata.uuid_of(settings.log_topic)
         if log_topic_id is not None:
             gateway.protected.add_id(log_topic_id)
+        if acl_source is not None:
+            try:
+                await acl_source.refresh()
+            except Exception as exc:  # KafkaException, or a timeout: either way the sidecar cannot authorize
+                console.print(
+                    f"[red]error:[/red] cannot read ACLs from the cluster (DescribeAcls): {exc}; a cluster without an "
+                    "authorizer needs gateway.authorization.acls = 'file'",
+                    highlight=False,
+                )
+                return 1
+            acl_source.start()
+        service_ready(service, metadata)
+        metadata.start()
+        moves = ShardMoves(runtime, console)
+        placement = Placement(
+            client_config,
+            placement_config(settings, public_host, gateway.port),
+            Node(node_id, public_host, gateway.port),
+            moves.assigned,
+            moves.revoked,
+        )
         try:
-            await gateway.start()
-        except OSError as exc:
-            console.print(f"[red]error:[/red] cannot listen on {settings.listen}: {exc.strerror}", highlight=False)
+            await asyncio.to_thread(placement.start)
+        except KafkaException as exc:
+            console.print(f"[red]error:[/red] cannot join the placement group: {exc}", highlight=False)
             return 1
+        locator.placement = placement
+        runtime.reload_guard = moves.reload_guard(placement)
+        # Report readiness once the first assignment is loaded (bounded: with more processes
+        # than shards this one may own none and still route).
+        deadline = loop.time() + 3 * settings.placement.session_timeout_ms / 1000 + 10
+        while not moves.all_active() and loop.time() < deadline and not stop.is_set():
+            await asyncio.sleep(0.05)
         print(f"listening on {host}:{gateway.port}", flush=True)
         await stop.wait()
         return 0
     finally:
-        if gateway is not None:
-            await gateway.stop()
+        await gateway.stop()
+        if placement is not None:
+            # Shards stop serving first; then the placement consumer goes (a static member
+            # keeps its shards until the session times out, so a quick restart gets them back).
+            for p in list(runtime.shards):
+                runtime.unload_shard(p)
+            await asyncio.to_thread(placement.close)
+        await metadata.stop()
         if acl_source is not None:
             await acl_source.stop()
-        await metadata.stop()
-        await runtime.close()
+        if runtime_started:
+            await runtime.close()
+
+
+def service_ready(service: GroupCoordinatorService, metadata: MetadataCache) -> None:
+    async def drop_offsets(deleted: list[TopicInfo]) -> None:
+        await service.topics_deleted([(t.name, t.id_string) for t in deleted])
+
+    metadata.on_topics_deleted(drop_offsets)

@@ -537,9 +537,11 @@ class ClientConnection:
                 server.protected.filter_metadata(named, body)
             await server.ensure_broker_listeners({b.node_id: (b.host, b.port) for b in body.brokers})
             rewrite_metadata(body, server.broker_route, server.coordinator_metadata_node())
+            body.brokers.extend(server.peer_metadata_nodes())
         elif isinstance(body, DescribeClusterResponse) and body.endpoint_type == _BROKER_ENDPOINTS:
             await server.ensure_broker_listeners({b.broker_id: (b.host, b.port) for b in body.brokers})
             rewrite_describe_cluster(body, server.broker_route, server.coordinator_cluster_node())
+            body.brokers.extend(server.peer_cluster_nodes())
         elif isinstance(body, FindCoordinatorResponse):
             nodes = {c.node_id: (c.host, c.port) for c in body.coordinators if c.node_id >= 0}
             if version < 4 and body.node_id >= 0:

@@ -127,6 +127,10 @@ class _SelfLocator:
         return self.gateway.coordinator_address()
 
 
+def _no_peers() -> list[CoordinatorAddress]:
+    return []
+
+
 class GatewayServer:
     """Kafka-protocol front of the group coordinator.
 
@@ -141,6 +145,9 @@ class GatewayServer:
         self.config = config
         self.handler = handler
         self.locator: CoordinatorLocator = locator or _SelfLocator(self)
+        # The other coordinator processes sharing the shards: Metadata lists them as nodes too, so
+        # admin clients ask each for its groups and a client whose sidecar dies knows another.
+        self.peers: Callable[[], list[CoordinatorAddress]] = _no_peers
         self.listener_tls = config.listener_tls.server_context() if config.listener_tls else None
         self.upstream_tls = config.upstream_tls.client_context() if config.upstream_tls else None
         self.cluster = ClusterView(
@@ -239,6 +246,22 @@ class GatewayServer:
         return MetadataResponseBroker(
             node_id=self.config.coordinator_node_id, host=self.config.public_host, port=self.port
         )
+
+    def peer_metadata_nodes(self) -> list[MetadataResponseBroker]:
+        own = self.config.coordinator_node_id
+        return [
+            MetadataResponseBroker(node_id=p.node_id, host=p.host, port=p.port)
+            for p in self.peers()
+            if p.node_id != own
+        ]
+
+    def peer_cluster_nodes(self) -> list[DescribeClusterBroker]:
+        own = self.config.coordinator_node_id
+        return [
+            DescribeClusterBroker(broker_id=p.node_id, host=p.host, port=p.port)
+            for p in self.peers()
+            if p.node_id != own
+        ]
 
     def coordinator_cluster_node(self) -> DescribeClusterBroker:
         return DescribeClusterBroker(

@@ -66,6 +66,9 @@ class CoordinatorRuntime(Generic[S]):
         self.shards: dict[int, Shard[S]] = {}
         self.writer: LogWriter
         self.tailer: LogTailer
+        # Asked before a shard reloads on its own (after a failed or misplaced append), since a
+        # reload claims a new shard epoch; None allows it. See ``may_reload``.
+        self.reload_guard: Callable[[int, str], bool] | None = None
 
     async def start(self, partitions: Iterable[int] | None = None) -> None:
         """Create the log topic if needed, then begin loading the given shards (all by default)."""
@@ -129,6 +132,11 @@ class CoordinatorRuntime(Generic[S]):
         log.error("log writer failed fatally (%s); replacing it", error)
         self.writer = LogWriter(self.client_config, self.topic)
         self.loop.run_in_executor(None, old.close, 0.0)
+
+    def may_reload(self, partition: int, reason: str) -> bool:
+        """Whether a shard may reload itself; when several processes share the log, a process
+        that was paused may not know yet that its shard moved, and must not fence the new owner."""
+        return self.reload_guard is None or self.reload_guard(partition, reason)
 
     def load_shard(self, partition: int) -> Shard[S]:
         if not 0 <= partition < self.partitions:

@@ -82,6 +82,11 @@ class ShardHost(Protocol):
 
     def unassign(self, partition: int) -> None: ...
 
+    def may_reload(self, partition: int, reason: str) -> bool:
+        """Whether the shard may reload (and so claim a new epoch) on its own; with several
+        processes, placement decides who loads a shard."""
+        ...
+
 
 class ShardStatus(enum.Enum):
     LOADING = "loading"
@@ -193,6 +198,10 @@ class Shard(Generic[S]):
         records the log does not). Appends still in flight are waited for first: one landing
         after the reader had found the end of the log would reach the committed state only."""
         log.warning("shard %d reloading from the log: %s", self.partition, reason)
+        if not self.host.may_reload(self.partition, reason):
+            # A reload claims a new epoch; with several processes only placement may decide that.
+            self._stop(ShardStatus.FENCED, f"stopped after {reason}; placement decides whether it reloads")
+            return
         self._stop(ShardStatus.LOADING, reason)
         if self._unreported > 0:
             self._reload_when_drained = True

@@ -74,6 +74,10 @@ class GroupCoordinatorService:
         self._tokens = itertools.count()
 
     def partition_for(self, group_id: str) -> int:
+        if not self.runtime.partitions:
+            # The listener is bound before the log topic is read (so a process that cannot
+            # listen claims nothing); until then no shard can answer.
+            raise ShardNotAvailable(-1, ShardStatus.LOADING, "the process is starting")
         return partition_for(group_id, self.runtime.partitions)
 
     def shard_for(self, group_id: str) -> Shard[GroupCoordinatorState]:

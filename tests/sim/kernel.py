@@ -311,6 +311,9 @@ class SimHost:
     def unassign(self, partition: int) -> None:
         self._readers.pop(partition, None)
 
+    def may_reload(self, partition: int, reason: str) -> bool:
+        return True  # one simulated process per shard decides for itself
+
     # --- the reader ----------------------------------------------------------------------------
     def stall(self) -> None:
         self.stalled = True

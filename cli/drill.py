@@ -1,0 +1,481 @@
+"""``groupcoord drill``: prove failover with real processes, real clients and real kills.
+
+It starts N ``groupcoord serve`` processes on one log (and an embedded broker when no cluster is
+named), runs a workload of real clients through them (a producer; KIP-848 consumers and classic
+cooperative consumers that commit after every poll; every sidecar in ``bootstrap.servers``),
+kills (or pauses and resumes) a random process at each interval and restarts it, then reports:
+
+- acknowledged commits lost: a commit acknowledged to a client and not in the final offsets;
+- double deliveries: a record delivered to a member while another member of its group held the
+  partition (by their own assignment callbacks);
+- committed offsets that went backwards, sampled once a second;
+- per kill, the time until every group had a commit acknowledged again;
+- commit latency p50/p99.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from deploy.local_broker import BrokerStartError, LocalBroker, free_port
+
+DATA_PARTITIONS = 6
+_LOADED = re.compile(r"shard \d+ loaded in (\d+\.\d+)s")
+_RETRY = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+}
+
+
+class ServeChild:
+    """One ``groupcoord serve`` process of the drill."""
+
+    def __init__(self, bootstrap: str, topic: str, session_timeout_ms: int, log: Path) -> None:
+        self.port = free_port()
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.session_timeout_ms = session_timeout_ms
+        self.log = log
+        self.proc: subprocess.Popen[str] | None = None
+        self.ready = threading.Event()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        env = {
+            **os.environ,
+            "GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": str(self.session_timeout_ms),
+            "GROUPCOORD_PLACEMENT__HEARTBEAT_INTERVAL_MS": str(max(100, self.session_timeout_ms // 10)),
+        }
+        args = [sys.executable, "-m", "cli.main", "serve", "-b", self.bootstrap, "--listen", self.address]
+        args += ["--log-topic", self.topic, "--partitions", "12"]
+        with open(self.log, "a") as stderr:
+            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+        self.ready.clear()
+        stdout = self.proc.stdout
+        assert stdout is not None
+
+        def pump() -> None:
+            for line in stdout:
+                if line.startswith("listening on "):
+                    self.ready.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+
+    def send(self, sig: int) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGCONT)
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
+@dataclass
+class Stats:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    acked: dict[tuple[str, int], int] = field(default_factory=dict)  # highest acknowledged commit
+    acks: list[tuple[float, str]] = field(default_factory=list)  # (time, group)
+    latencies: list[float] = field(default_factory=list)
+    holders: dict[tuple[str, int], set[str]] = field(default_factory=dict)
+    double_deliveries: int = 0
+    delivered: int = 0
+    commit_failures: int = 0
+    produced: int = 0
+    backwards: list[str] = field(default_factory=list)
+    last_error: dict[str, str] = field(default_factory=dict)  # member -> last commit error
+    last_ack: dict[str, float] = field(default_factory=dict)  # member -> time of its last ack
+
+
+class Member(threading.Thread):
+    def __init__(self, name: str, group: str, protocol: str, bootstrap: str, topic: str, stats: Stats) -> None:
+        super().__init__(name=name, daemon=True)
+        self.member = name
+        self.group = group
+        self.topic = topic
+        self.stats = stats
+        self.stop_event = threading.Event()
+        config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "socket.timeout.ms": 5000,
+            "reconnect.backoff.max.ms": 500,
+        }
+        if protocol == "consumer":
+            config["group.protocol"] = "consumer"
+        else:
+            config["partition.assignment.strategy"] = "cooperative-sticky"
+            config["session.timeout.ms"] = 10_000
+            config["heartbeat.interval.ms"] = 1000
+        self.consumer = Consumer(config)
+
+    def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        with self.stats.lock:
+            for tp in partitions:
+                self.stats.holders.setdefault((self.group, tp.partition), set()).add(self.member)
+
+    def _released(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        with self.stats.lock:
+            for tp in partitions:
+                self.stats.holders.setdefault((self.group, tp.partition), set()).discard(self.member)
+
+    def run(self) -> None:
+        self.consumer.subscribe(
+            [self.topic], on_assign=self._assigned, on_revoke=self._released, on_lost=self._released
+        )
+        while not self.stop_event.is_set():
+            try:
+                messages = self.consumer.consume(num_messages=200, timeout=0.5)
+            except KafkaException:
+                continue
+            records = [m for m in messages if m.error() is None]
+            if not records:
+                continue
+            self._deliver(records)
+            self._commit(records)
+        self._released(self.consumer, [TopicPartition(self.topic, p) for p in range(DATA_PARTITIONS)])
+        self.consumer.close()
+
+    def _deliver(self, records: list[Message]) -> None:
+        with self.stats.lock:
+            self.stats.delivered += len(records)
+            for m in records:
+                holders = self.stats.holders.get((self.group, m.partition() or 0), set())
+                if holders - {self.member}:
+                    self.stats.double_deliveries += 1
+
+    def _commit(self, records: list[Message]) -> None:
+        last: dict[int, int] = {}
+        for m in records:
+            last[m.partition() or 0] = (m.offset() or 0) + 1
+        offsets = [TopicPartition(self.topic, p, o) for p, o in last.items()]
+        started = time.perf_counter()
+        try:
+            result = self.consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            with self.stats.lock:
+                self.stats.commit_failures += 1
+                self.stats.last_error[self.member] = str(exc.args[0])
+            return
+        elapsed = time.perf_counter() - started
+        now = time.monotonic()
+        with self.stats.lock:
+            self.stats.latencies.append(elapsed)
+            for tp in result or []:
+                if tp.error is None:
+                    key = (self.group, tp.partition)
+                    self.stats.acked[key] = max(self.stats.acked.get(key, 0), tp.offset)
+            self.stats.acks.append((now, self.group))
+            self.stats.last_ack[self.member] = now
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str, timeout: float = 60) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                rows = consumer.committed([TopicPartition(topic, p) for p in range(DATA_PARTITIONS)], timeout=10)
+                return {r.partition: r.offset for r in rows if r.offset >= 0}
+            except KafkaException as exc:
+                if time.monotonic() > deadline or exc.args[0].code() not in _RETRY:
+                    raise
+                time.sleep(0.5)
+    finally:
+        consumer.close()
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def run_drill(
+    processes: int,
+    duration: float,
+    kill_every: float,
+    sig: str,
+    bootstrap: str | None,
+    session_timeout_ms: int,
+    console: Console,
+    workdir: Path,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    rng = random.Random(seed)
+    embedded: LocalBroker | None = None
+    if bootstrap is None:
+        embedded = LocalBroker(port=free_port(), log_file=workdir / "broker.log")
+        embedded.start()
+        bootstrap = embedded.bootstrap
+    run_id = uuid.uuid4().hex[:8]
+    log_topic = f"groupcoord-drill-{run_id}"
+    data_topic = f"drill-data-{run_id}"
+    children = [
+        ServeChild(bootstrap, log_topic, session_timeout_ms, workdir / f"serve{i}.log") for i in range(processes)
+    ]
+    members: list[Member] = []
+    stop_sampling = threading.Event()
+    stats = Stats()
+    kills: list[dict[str, Any]] = []
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(data_topic, DATA_PARTITIONS, 1)])[data_topic].result(30)
+        for child in children:
+            child.start()
+        for child in children:
+            if not child.ready.wait(120):
+                raise RuntimeError(f"serve on {child.address} did not start; see {child.log}")
+        everyone = ",".join(c.address for c in children)
+        groups = {"drill-kip848": "consumer", "drill-classic": "classic"}
+        for group, protocol in groups.items():
+            for i in range(2):
+                members.append(Member(f"{group}-{i}", group, protocol, everyone, data_topic, stats))
+        for m in members:
+            m.start()
+        producer = Producer({"bootstrap.servers": everyone, "linger.ms": 5, "socket.timeout.ms": 5000})
+
+        def sample() -> None:
+            seen: dict[tuple[str, int], int] = {}
+            while not stop_sampling.wait(1.0):
+                for group in groups:
+                    try:
+                        offsets = committed_offsets(everyone, group, data_topic, timeout=5)
+                    except KafkaException:
+                        continue
+                    for p, o in offsets.items():
+                        before = seen.get((group, p), 0)
+                        if o < before:
+                            with stats.lock:
+                                stats.backwards.append(f"{group}/{p}: {before} -> {o}")
+                        seen[(group, p)] = max(before, o)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        started = time.monotonic()
+        next_kill = started + kill_every
+        with Progress(
+            TextColumn("[bold]drill[/bold]"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[status]}"),
+            console=console,
+            transient=True,
+        ) as progress:
+            task = progress.add_task("drill", total=duration, status="")
+            i = 0
+            while (now := time.monotonic()) - started < duration or (
+                # After the last fault, keep the load on until every group is served again
+                # (bounded), so its recovery is measured too.
+                now - started < duration + 120 and any(_recovery(k, groups, stats) is None for k in kills)
+            ):
+                producer.produce(data_topic, value=str(i).encode(), partition=i % DATA_PARTITIONS)
+                i += 1
+                producer.poll(0)
+                if now >= next_kill and now - started < duration:
+                    victim = rng.randrange(processes)
+                    kills.append(_fault(children[victim], sig, session_timeout_ms, groups, stats))
+                    next_kill = time.monotonic() + kill_every
+                with stats.lock:
+                    status = (
+                        f"produced {i} delivered {stats.delivered} commits {len(stats.latencies)} "
+                        f"faults {len(kills)} double deliveries {stats.double_deliveries}"
+                    )
+                progress.update(task, completed=min(duration, now - started), status=status)
+                time.sleep(0.005)
+            producer.flush(30)
+            stats.produced = i
+        for m in members:
+            m.stop_event.set()
+        for m in members:
+            m.join(60)
+        stop_sampling.set()
+        sampler.join(30)
+        for kill in kills:
+            kill["recovered_s"] = _recovery(kill, groups, stats)
+            del kill["at"]
+        lost: list[str] = []
+        for group in groups:
+            final = committed_offsets(everyone, group, data_topic)
+            for (g, p), acked in stats.acked.items():
+                if g == group and final.get(p, -1) < acked:
+                    lost.append(f"{g}/{p}: acknowledged {acked}, committed {final.get(p)}")
+        loads = [
+            float(m.group(1)) for child in children for m in _LOADED.finditer(child.log.read_text(errors="replace"))
+        ]
+        return {
+            "processes": processes,
+            "duration_s": duration,
+            "kill_every_s": kill_every,
+            "signal": sig,
+            "session_timeout_ms": session_timeout_ms,
+            "records_produced": stats.produced,
+            "records_delivered": stats.delivered,
+            "commits_acknowledged": len(stats.latencies),
+            "commit_failures": stats.commit_failures,
+            "commits_by_group": {g: sum(1 for _, x in stats.acks if x == g) for g in groups},
+            "last_ack_s_by_member": {m: round(t - started, 1) for m, t in stats.last_ack.items()},
+            "last_commit_error_by_member": stats.last_error,
+            "acknowledged_commits_lost": len(lost),
+            "lost": lost,
+            "double_deliveries": stats.double_deliveries,
+            "offsets_backwards": len(stats.backwards),
+            "backwards": stats.backwards,
+            "commit_latency_ms_p50": round(percentile(stats.latencies, 50) * 1000, 2),
+            "commit_latency_ms_p99": round(percentile(stats.latencies, 99) * 1000, 2),
+            "shard_loads": len(loads),
+            "shard_load_s_p50": round(percentile(loads, 50), 3),
+            "shard_load_s_max": round(max(loads, default=0.0), 3),
+            "kills": kills,
+        }
+    finally:
+        for m in members:
+            m.stop_event.set()
+        stop_sampling.set()
+        for child in children:
+            child.stop()
+        if embedded is not None:
+            embedded.stop()
+
+
+def _fault(
+    child: ServeChild, sig: str, session_timeout_ms: int, groups: dict[str, str], stats: Stats
+) -> dict[str, Any]:
+    at = time.monotonic()
+    if sig == "KILL":
+        child.kill()
+        child.start()
+    else:
+        child.send(signal.SIGSTOP)
+        time.sleep(session_timeout_ms / 1000 * 1.5)
+        child.send(signal.SIGCONT)
+    return {"process": child.address, "signal": sig, "at": at}
+
+
+def _recovery(kill: dict[str, Any], groups: dict[str, str], stats: Stats) -> float | None:
+    """Seconds from the fault until every group had a commit acknowledged again."""
+    at = float(kill["at"])
+    worst = 0.0
+    for group in groups:
+        after = [t for t, g in stats.acks if g == group and t >= at]
+        if not after:
+            return None
+        worst = max(worst, min(after) - at)
+    return round(worst, 2)
+
+
+def _report(result: dict[str, Any], console: Console) -> None:
+    table = Table(title="failover drill")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for key in (
+        "processes",
+        "duration_s",
+        "signal",
+        "session_timeout_ms",
+        "records_produced",
+        "records_delivered",
+        "commits_acknowledged",
+        "acknowledged_commits_lost",
+        "double_deliveries",
+        "offsets_backwards",
+        "commit_latency_ms_p50",
+        "commit_latency_ms_p99",
+        "shard_load_s_p50",
+        "shard_load_s_max",
+    ):
+        table.add_row(key, str(result[key]))
+    for n, kill in enumerate(result["kills"], 1):
+        table.add_row(f"fault {n} ({kill['process']})", f"served again in {kill['recovered_s']}s")
+    console.print(table)
+
+
+def violations(result: dict[str, Any]) -> list[str]:
+    out = []
+    if result["acknowledged_commits_lost"]:
+        out.append(f"{result['acknowledged_commits_lost']} acknowledged commits lost")
+    if result["double_deliveries"]:
+        out.append(f"{result['double_deliveries']} records delivered to two members at once")
+    if result["offsets_backwards"]:
+        out.append(f"{result['offsets_backwards']} committed offsets went backwards")
+    return out
+
+
+def drill(
+    processes: Annotated[int, typer.Option(min=1, help="serve processes to run.")] = 3,
+    duration: Annotated[float, typer.Option(min=5, help="seconds of workload.")] = 120,
+    kill_every: Annotated[float, typer.Option(min=1, help="seconds between faults.")] = 15,
+    signal_name: Annotated[
+        str, typer.Option("--signal", help="KILL (kill -9 and restart) or STOP (pause, resume).")
+    ] = ("KILL"),
+    bootstrap_servers: Annotated[
+        str | None, typer.Option("--bootstrap-servers", "-b", help="Backing cluster; omit for an embedded broker.")
+    ] = None,
+    session_timeout_ms: Annotated[int, typer.Option(min=1000, help="placement session timeout.")] = 6000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    seed: Annotated[int | None, typer.Option(help="Seed for the choice of victims.")] = None,
+) -> None:
+    """Run serve processes under client load, kill them one at a time, and check nothing was lost."""
+    console = Console(stderr=True)
+    sig = signal_name.upper()
+    if sig not in ("KILL", "STOP"):
+        console.print(f"error: --signal must be KILL or STOP, not {signal_name!r}", highlight=False)
+        raise typer.Exit(2)
+    workdir = Path(tempfile.mkdtemp(prefix="groupcoord-drill-"))
+    console.print(f"logs of the processes: {workdir}", highlight=False)
+    try:
+        result = run_drill(
+            processes, duration, kill_every, sig, bootstrap_servers, session_timeout_ms, console, workdir, seed
+        )
+    except (BrokerStartError, RuntimeError, KafkaException) as exc:
+        console.print(f"error: drill could not run: {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        _report(result, Console())
+    problems = violations(result)
+    for problem in problems:
+        console.print(f"violation: {problem}", highlight=False)
+    raise typer.Exit(1 if problems else 0)

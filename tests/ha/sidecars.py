@@ -1,0 +1,207 @@
+"""Several real ``groupcoord serve`` processes sharing one log, for the high-availability tests."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from deploy.local_broker import free_port
+
+_OWNS = re.compile(r"owns shards \[([0-9, ]*)\]")
+
+_MOVING = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+}
+
+# Short enough that a failover in a test takes seconds, long enough for a loaded 2-core machine.
+SESSION_TIMEOUT_MS = 6000
+
+
+class Sidecar:
+    def __init__(self, bootstrap: str, topic: str, log: Path, partitions: int = 6, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.bootstrap_servers = bootstrap
+        self.topic = topic
+        self.partitions = partitions
+        self.log = log
+        self.proc: subprocess.Popen[str] | None = None
+        self._listening = threading.Event()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def spawn(self) -> Sidecar:
+        env = {
+            **os.environ,
+            "GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS),
+            "GROUPCOORD_PLACEMENT__HEARTBEAT_INTERVAL_MS": "500",
+        }
+        args = [sys.executable, "-m", "cli.main", "serve", "-b", self.bootstrap_servers, "--listen", self.address]
+        args += ["--log-topic", self.topic, "--partitions", str(self.partitions)]
+        stderr = open(self.log, "a")  # noqa: SIM115 - handed to the child
+        self._listening.clear()
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+        stderr.close()
+        stdout = self.proc.stdout
+        assert stdout is not None
+
+        def pump() -> None:
+            for line in stdout:
+                if line.startswith("listening on "):
+                    self._listening.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        return self
+
+    def wait_listening(self, timeout: float = 90) -> Sidecar:
+        if not self._listening.wait(timeout):
+            raise AssertionError(f"{self.address} did not start; log: {self.log.read_text()[-2000:]}")
+        return self
+
+    def start(self) -> Sidecar:
+        return self.spawn().wait_listening()
+
+    def lines(self) -> list[str]:
+        text = self.log.read_text() if self.log.exists() else ""
+        return [line for line in text.splitlines() if line and not line.startswith(("%", "{"))]
+
+    def owned(self) -> set[int]:
+        found: set[int] = set()
+        for line in self.lines():
+            m = _OWNS.search(line)
+            if m:
+                found = {int(x) for x in m.group(1).split(",") if x.strip()}
+        return found
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(10)
+
+    def stop(self) -> int:
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                return self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                return self.proc.wait(10)
+        return self.proc.returncode
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Committer:
+    """A real consumer committing increasing offsets for one partition; remembers what was acknowledged."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str = "t", partition: int = 0) -> None:
+        self.group, self.topic, self.partition = group, topic, partition
+        self.results: list[object] = []
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "socket.timeout.ms": 3000,
+                "reconnect.backoff.max.ms": 200,
+                "on_commit": self._on_commit,
+            }
+        )
+        self.next = 1
+        self.acked: list[int] = []
+        self.sent: set[int] = set()
+        self.failures = 0
+
+    def _on_commit(self, err: object, partitions: list[TopicPartition]) -> None:
+        self.results.append(err if err is not None else partitions[0].error)
+
+    def commit_once(self, deadline_s: float = 5.0) -> bool:
+        offset = self.next
+        self.next += 1
+        self.sent.add(offset)
+        self.results.clear()
+        self.consumer.commit(offsets=[TopicPartition(self.topic, self.partition, offset)], asynchronous=True)
+        deadline = time.monotonic() + deadline_s
+        while not self.results and time.monotonic() < deadline:
+            self.consumer.poll(0.05)
+        if self.results and self.results[0] is None:
+            self.acked.append(offset)
+            return True
+        self.failures += 1
+        return False
+
+    def commit_until_acked(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.commit_once():
+                return self.acked[-1]
+        raise AssertionError(f"no commit of {self.group} acknowledged within {timeout}s")
+
+    def committed(self, timeout: float = 60) -> int:
+        """The committed offset; retried while shards move (librdkafka does not retry OffsetFetch
+        on NOT_COORDINATOR, a Java client would)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                rows = self.consumer.committed([TopicPartition(self.topic, self.partition)], timeout=10)
+                return int(rows[0].offset)
+            except KafkaException as exc:
+                if time.monotonic() > deadline or not exc.args[0].retriable() and exc.args[0].code() not in _MOVING:
+                    raise
+                time.sleep(0.5)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class Background:
+    """Runs a Committer in a thread until stopped."""
+
+    def __init__(self, committer: Committer) -> None:
+        self.committer = committer
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.committer.commit_once()
+
+    def __enter__(self) -> Background:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)

@@ -1,0 +1,266 @@
+"""Several ``groupcoord serve`` processes on one log, with real clients and the real local broker."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from coordinator.gateway.apis import ApiKey
+from coordinator.gateway.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+)
+from coordinator.service.partitioning import partition_for
+from tests.gateway.wire_client import WireClient
+from tests.ha.sidecars import Background, Committer, Sidecar, wait_for
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 6
+NOT_COORDINATOR = 16
+
+
+@pytest.fixture
+def sidecars(bootstrap: str, unique_name: str, tmp_path: Path) -> Iterator[list[Sidecar]]:
+    made: list[Sidecar] = [
+        Sidecar(bootstrap, unique_name, tmp_path / f"serve{i}.log", partitions=PARTITIONS) for i in range(3)
+    ]
+    try:
+        yield made
+    finally:
+        for s in made:
+            s.stop()
+
+
+def log_end_offsets(bootstrap: str, topic: str) -> list[int]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
+    try:
+        return [c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTITIONS)]
+    finally:
+        c.close()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, timeout=120)
+
+
+def owner_of(sidecars: list[Sidecar], group: str) -> Sidecar:
+    shard = partition_for(group, PARTITIONS)
+    owners = [s for s in sidecars if s.alive and shard in s.owned()]
+    assert len(owners) == 1, f"shard {shard} owned by {[s.address for s in owners]}"
+    return owners[0]
+
+
+def listed_groups(sidecar: Sidecar) -> list[str]:
+    listed = cli("groups", "list", "-b", sidecar.address, "--json")
+    if listed.returncode != 0:
+        return []  # a shard is moving: try again
+    names = sorted(g["group"] for g in json.loads(listed.stdout))
+    assert len(names) == len(set(names)), f"a group listed twice: {names}"
+    return names
+
+
+def every_shard_owned_once(sidecars: list[Sidecar]) -> bool:
+    owned = [p for s in sidecars if s.alive for p in s.owned()]
+    return sorted(owned) == list(range(PARTITIONS))
+
+
+def test_second_serve_on_a_taken_port_disturbs_nothing(
+    bootstrap: str, sidecars: list[Sidecar], unique_name: str
+) -> None:
+    first = sidecars[0].start()
+    committer = Committer(first.address, "clash")
+    try:
+        committer.commit_until_acked(60)
+        before = log_end_offsets(bootstrap, unique_name)
+        clash = Sidecar(bootstrap, unique_name, first.log.with_name("clash.log"), PARTITIONS, port=first.port)
+        clash.spawn()
+        assert clash.proc is not None
+        assert clash.proc.wait(60) != 0
+        lines = clash.lines()
+        assert len(lines) == 1 and lines[0].startswith("error: cannot listen on"), lines
+        # Nothing was claimed: no shard epoch (or anything else) reached the log.
+        assert log_end_offsets(bootstrap, unique_name) == before
+        listed = cli("groups", "list", "-b", first.address, "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert "clash" in {g["group"] for g in json.loads(listed.stdout)}
+        acked = committer.commit_until_acked(30)
+        assert committer.committed() == acked
+    finally:
+        committer.close()
+
+
+def test_kill_9_of_the_owner_keeps_acknowledged_commits(sidecars: list[Sidecar]) -> None:
+    for s in sidecars:
+        s.spawn()
+    for s in sidecars:
+        s.wait_listening()
+    wait_for(lambda: every_shard_owned_once(sidecars), 60, "every shard owned once")
+    everyone = ",".join(s.address for s in sidecars)
+    committer = Committer(everyone, "kill9")
+    try:
+        committer.commit_until_acked(60)
+        victim = owner_of(sidecars, "kill9")
+        with Background(committer):
+            time.sleep(1)
+            acked_before = len(committer.acked)
+            victim.kill9()
+            # Served again, by another process, with every acknowledged commit kept.
+            wait_for(lambda: len(committer.acked) > acked_before + 3, 90, "commits acknowledged after the kill")
+        survivors = [s for s in sidecars if s is not victim]
+        assert owner_of(survivors, "kill9") in survivors
+        committed = committer.committed()
+        assert committed >= committer.acked[-1]
+        assert committed in committer.sent
+    finally:
+        committer.close()
+
+
+async def wire_commit(client: WireClient, group: str, offset: int) -> int:
+    request = OffsetCommitRequest(
+        group_id=group,
+        topics=[
+            OffsetCommitRequestTopic(
+                name="t", partitions=[OffsetCommitRequestPartition(partition_index=0, committed_offset=offset)]
+            )
+        ],
+    )
+    cid = client.send(ApiKey.OFFSET_COMMIT, 8, request)
+    got, response = await client.read(ApiKey.OFFSET_COMMIT, 8, timeout=60)
+    assert got == cid and isinstance(response, OffsetCommitResponse)
+    return int(response.topics[0].partitions[0].error_code)
+
+
+def test_paused_owner_neither_applies_nor_acknowledges_after_resuming(sidecars: list[Sidecar]) -> None:
+    pair = sidecars[:2]
+    for s in pair:
+        s.spawn()
+    for s in pair:
+        s.wait_listening()
+    wait_for(lambda: every_shard_owned_once(pair), 60, "every shard owned once")
+    zombie = owner_of(pair, "zombie")
+    other = next(s for s in pair if s is not zombie)
+
+    async def scenario() -> int:
+        client = await WireClient.connect("127.0.0.1", zombie.port)
+        try:
+            assert await wire_commit(client, "zombie", 5) == 0
+            zombie.signal(signal.SIGSTOP)
+            committer = Committer(other.address, "zombie")
+            try:
+                # The other process takes the shard over once the paused one's session expires.
+                await asyncio.to_thread(committer.commit_until_acked, 90)
+                acked = committer.acked[-1]
+                # Sent while paused; read by the zombie only once it resumes.
+                cid = client.send(
+                    ApiKey.OFFSET_COMMIT,
+                    8,
+                    OffsetCommitRequest(
+                        group_id="zombie",
+                        topics=[
+                            OffsetCommitRequestTopic(
+                                name="t",
+                                partitions=[OffsetCommitRequestPartition(partition_index=0, committed_offset=999)],
+                            )
+                        ],
+                    ),
+                )
+                await client.writer.drain()
+                zombie.signal(signal.SIGCONT)
+                got, response = await client.read(ApiKey.OFFSET_COMMIT, 8, timeout=60)
+                assert got == cid and isinstance(response, OffsetCommitResponse)
+                assert response.topics[0].partitions[0].error_code != 0
+                # It notices it was replaced and rejoins placement.
+                await asyncio.to_thread(
+                    wait_for, lambda: any("lost" in line for line in zombie.lines()), 60, "the zombie noticing"
+                )
+                await asyncio.to_thread(
+                    wait_for,
+                    lambda: every_shard_owned_once(pair) and bool(zombie.owned()),
+                    90,
+                    "the zombie rejoining placement",
+                )
+                assert committer.committed() == acked
+                again = await asyncio.to_thread(committer.commit_until_acked, 60)
+                assert committer.committed() == again
+                return acked
+            finally:
+                committer.close()
+        finally:
+            await client.close()
+
+    asyncio.run(scenario())
+
+
+def test_scale_1_to_3_to_1_under_load(sidecars: list[Sidecar]) -> None:
+    everyone = ",".join(s.address for s in sidecars)
+    sidecars[0].start()
+    groups = [f"scale-{i}" for i in range(6)]
+    committers = [Committer(everyone, g) for g in groups]
+    try:
+        for c in committers:
+            c.commit_until_acked(60)
+        with Background(committers[0]), Background(committers[1]):
+            for s in sidecars[1:]:
+                s.spawn()
+            for s in sidecars[1:]:
+                s.wait_listening()
+            wait_for(lambda: every_shard_owned_once(sidecars) and all(s.owned() for s in sidecars), 90, "3 owners")
+            # Every process lists every group exactly once, and describes groups it does not own.
+            for s in sidecars:
+                wait_for(lambda s=s: listed_groups(s) == groups, 60, f"every group listed through {s.address}")
+            far = next(s for s in sidecars if s is not owner_of(sidecars, "scale-2"))
+            described = cli("groups", "describe", "scale-2", "-b", far.address)
+            assert described.returncode == 0, described.stderr
+            for s in sidecars[1:]:
+                assert s.stop() == 0
+            wait_for(lambda: sidecars[0].owned() == set(range(PARTITIONS)), 90, "one owner again")
+        for c in committers:
+            acked = c.acked[-1]
+            committed = c.committed()
+            assert committed >= acked and committed in c.sent
+            assert c.commit_until_acked(60) == c.committed()
+    finally:
+        for c in committers:
+            c.close()
+
+
+def test_rolling_restart_under_load(sidecars: list[Sidecar]) -> None:
+    for s in sidecars:
+        s.spawn()
+    for s in sidecars:
+        s.wait_listening()
+    wait_for(lambda: every_shard_owned_once(sidecars), 60, "every shard owned once")
+    everyone = ",".join(s.address for s in sidecars)
+    committers = [Committer(everyone, f"rolling-{i}") for i in range(3)]
+    try:
+        for c in committers:
+            c.commit_until_acked(60)
+        with Background(committers[0]), Background(committers[1]), Background(committers[2]):
+            for s in sidecars:
+                before = [len(c.acked) for c in committers]
+                assert s.stop() == 0
+                s.start()
+                # Every group is served again before the next process goes.
+                wait_for(
+                    lambda before=before: all(len(c.acked) > n for c, n in zip(committers, before, strict=True)),
+                    90,
+                    f"commits acknowledged after restarting {s.address}",
+                )
+        for c in committers:
+            committed = c.committed()
+            assert committed >= c.acked[-1] and committed in c.sent
+    finally:
+        for c in committers:
+            c.close()
