@@ -16,13 +16,7 @@ from collections.abc import Iterable
 
 from coordinator.gateway.codec import CodecError, read_uvarint, write_uvarint
 from coordinator.gateway.framing import decode_request_header
-from coordinator.gateway.messages.metadata import MetadataRequest, MetadataResponse, MetadataResponseTopic
-
-
-def names_topics(request: MetadataRequest, version: int) -> bool:
-    """Whether a Metadata request lists topics (v0: an empty list means all of them)."""
-    return request.topics is not None and (version >= 1 or len(request.topics) > 0)
-
+from coordinator.gateway.messages.metadata import MetadataResponse, MetadataResponseTopic
 
 TOPIC_AUTHORIZATION_FAILED = 29
 _I16 = struct.Struct(">h")

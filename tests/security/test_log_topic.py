@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -105,3 +106,20 @@ def test_log_topic_is_out_of_reach_through_the_sidecar(sasl_cluster: SaslCluster
 
     # The sidecar's own state is intact and other clients keep working.
     asyncio.run(commit_and_check(18))
+
+
+def test_all_topics_metadata_from_librdkafka_is_answered_without_the_log_topic(bootstrap: str, tmp_path: Path) -> None:
+    """librdkafka's Metadata v12 carries bytes no schema declares; the sidecar forwards it and
+    leaves its own log topic out of the answer."""
+    from confluent_kafka.admin import AdminClient
+
+    from deploy.local_broker import free_port
+    from tests.integration.serve_process import ServeProcess
+
+    log_topic = f"gc-protected-{uuid.uuid4().hex[:8]}"
+    serve = ServeProcess(bootstrap, free_port(), log_topic, partitions=1, log=tmp_path / "serve.log").start()
+    try:
+        topics = AdminClient({"bootstrap.servers": serve.bootstrap}).list_topics(timeout=10).topics
+        assert log_topic not in topics
+    finally:
+        serve.stop()
