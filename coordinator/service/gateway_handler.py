@@ -5,6 +5,8 @@ Converts the gateway's wire messages to the service's models and back; holds no 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -33,6 +35,9 @@ from coordinator.service.metadata_cache import TopicNames
 from coordinator.service.service import GroupCoordinatorService
 
 log = logging.getLogger(__name__)
+
+# How long a heartbeat naming a topic the metadata lacks waits for a fresh picture.
+SUBSCRIPTION_REFRESH_WAIT_S = 1.0
 
 
 class CoordinatorApiHandler:
@@ -315,8 +320,10 @@ class CoordinatorApiHandler:
         names = request.subscribed_topic_names or ()
         if request.subscribed_topic_regex or any(not self.topics.knows(name) for name in names):
             # A topic created a moment ago (or one a new regex may match) must not wait for the
-            # next periodic refresh to be assigned: learn about it now; a later heartbeat sees it.
-            self.topics.refresh_soon()
+            # next periodic refresh to be assigned: learn about it now, so that this very
+            # heartbeat can be answered with an assignment as a broker would (bounded wait).
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.topics.refresh_soon()), SUBSCRIPTION_REFRESH_WAIT_S)
         answer = await self.service.consumer_group_heartbeat(
             convert(request, cg.ConsumerGroupHeartbeatRequest),
             cg.RequestContext(

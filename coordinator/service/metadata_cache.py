@@ -73,7 +73,7 @@ def _image(topics: dict[str, TopicInfo], version: int) -> TopicsImage:
 class TopicNames(Protocol):
     async def lookup(self, name: str, topic_id: uuid.UUID | None) -> TopicInfo | None: ...
 
-    def refresh_soon(self) -> None: ...
+    def refresh_soon(self) -> asyncio.Task[None]: ...
 
     def knows(self, name: str) -> bool: ...
 
@@ -205,11 +205,13 @@ class MetadataCache:
             info = find()
         return info
 
-    def refresh_soon(self) -> None:
+    def refresh_soon(self) -> asyncio.Task[None]:
         """A client subscribed to a topic the picture lacks: refresh now rather than at the next
-        interval, so its first assignment does not wait up to ``refresh_interval_s``."""
+        interval, so its first assignment does not wait up to ``refresh_interval_s``. Returns
+        the refresh, which callers may wait for."""
         if self._soon is None or self._soon.done():
             self._soon = asyncio.get_running_loop().create_task(self._refreshed_since(time.monotonic()))
+        return self._soon
 
     async def _refreshed_since(self, since: float) -> None:
         """Return once a refresh that started at or after ``since`` has completed. On-demand

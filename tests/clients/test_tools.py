@@ -292,9 +292,12 @@ def test_kafka_python_admin_client_groups_and_offsets(bootstrap: str, sidecar: S
         admin.close()
 
 
-def test_kafka_python_list_groups_names_each_group_once(sidecar: ServeProcess, unique_name: str) -> None:
+def test_kafka_python_list_groups_names_each_group_once(
+    bootstrap: str, sidecar: ServeProcess, unique_name: str
+) -> None:
     from kafka.admin import KafkaAdminClient
 
+    create_topic(bootstrap, unique_name, 1)  # commits for topics the cluster lacks are refused, as in Kafka
     commit_offsets(sidecar, unique_name, [TopicPartition(unique_name, 0, 1)])
     admin = KafkaAdminClient(bootstrap_servers=sidecar.bootstrap, request_timeout_ms=20000)
     try:
