@@ -24,6 +24,7 @@ from coordinator.gateway.messages.offset_commit import (
 from coordinator.service.partitioning import partition_for
 from tests.gateway.wire_client import WireClient
 from tests.ha.sidecars import Background, Committer, Sidecar, wait_for
+from tests.topics import ensure_topic
 
 pytestmark = pytest.mark.integration
 
@@ -33,6 +34,7 @@ NOT_COORDINATOR = 16
 
 @pytest.fixture
 def sidecars(bootstrap: str, unique_name: str, tmp_path: Path) -> Iterator[list[Sidecar]]:
+    ensure_topic(bootstrap, "t")
     made: list[Sidecar] = [
         Sidecar(bootstrap, unique_name, tmp_path / f"serve{i}.log", partitions=PARTITIONS) for i in range(3)
     ]

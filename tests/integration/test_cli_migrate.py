@@ -17,6 +17,7 @@ from coordinator.service.partitioning import partition_for
 from deploy.local_broker import free_port
 from tests.integration.serve_process import ServeProcess
 from tests.integration.test_cli_ops import cli, one_error_line
+from tests.topics import ensure_topic
 
 pytestmark = pytest.mark.integration
 
@@ -157,6 +158,7 @@ def test_log_skip_lets_a_shard_with_an_unreadable_record_load(bootstrap: str, un
         next(f"g-other-{i}" for i in range(100) if partition_for(f"g-other-{i}", 2) == partition_for("g-broken", 2)),
     )
     shard = partition_for(broken, 2)
+    ensure_topic(bootstrap, "t")
     try:
         c = Consumer({"bootstrap.servers": serve.bootstrap, "group.id": broken, "enable.auto.commit": False})
         c.commit(offsets=[TopicPartition("t", 0, 5)], asynchronous=False)

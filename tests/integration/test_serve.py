@@ -11,12 +11,14 @@ from confluent_kafka import Consumer, TopicPartition
 
 from deploy.local_broker import free_port
 from tests.integration.serve_process import ServeProcess
+from tests.topics import ensure_topic
 
 pytestmark = pytest.mark.integration
 
 
 def test_serve_with_embedded_broker_serves_commits_and_stops_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GROUPCOORD_EMBEDDED_BROKER_LISTEN", f"127.0.0.1:{free_port()}")
+    embedded = f"127.0.0.1:{free_port()}"
+    monkeypatch.setenv("GROUPCOORD_EMBEDDED_BROKER_LISTEN", embedded)
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "serve", "--listen", f"127.0.0.1:{port}", "--partitions", "2"],
@@ -27,6 +29,7 @@ def test_serve_with_embedded_broker_serves_commits_and_stops_cleanly(monkeypatch
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == f"listening on 127.0.0.1:{port}"
+        ensure_topic(embedded, "t")
         c = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": "embedded", "enable.auto.commit": False})
         c.commit(offsets=[TopicPartition("t", 0, 11)], asynchronous=False)
         assert c.committed([TopicPartition("t", 0)], timeout=10)[0].offset == 11
@@ -53,15 +56,17 @@ def test_serve_rejects_bad_configuration() -> None:
 
 
 def test_restart_keeps_offsets(bootstrap: str, unique_name: str) -> None:
+    topic = f"{unique_name}-t"
+    ensure_topic(bootstrap, topic, 5)
     serve = ServeProcess(bootstrap, free_port(), unique_name).start()
     c = Consumer({"bootstrap.servers": serve.bootstrap, "group.id": "restart", "enable.auto.commit": False})
-    c.commit(offsets=[TopicPartition("t", p, 100 + p) for p in range(5)], asynchronous=False)
+    c.commit(offsets=[TopicPartition(topic, p, 100 + p) for p in range(5)], asynchronous=False)
     c.close()
     assert serve.stop() == 0
     again = ServeProcess(bootstrap, free_port(), unique_name).start()
     try:
         c = Consumer({"bootstrap.servers": again.bootstrap, "group.id": "restart", "enable.auto.commit": False})
-        rows = c.committed([TopicPartition("t", p) for p in range(5)], timeout=10)
+        rows = c.committed([TopicPartition(topic, p) for p in range(5)], timeout=10)
         c.close()
         assert [r.offset for r in rows] == [100, 101, 102, 103, 104]
     finally:

@@ -12,6 +12,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from deploy.local_broker import free_port
 from tests.integration.serve_process import ServeProcess
+from tests.topics import ensure_topic
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +34,8 @@ def consumer(bootstrap: str, group: str, on_commit: Callable[..., None] | None =
 
 
 def test_acknowledged_commits_survive_kill_9(bootstrap: str, unique_name: str, tmp_path: Path) -> None:
-    topic = "orders"
+    topic = f"{unique_name}-orders"
+    ensure_topic(bootstrap, topic, max(PARTITIONS) + 1)
     first = ServeProcess(bootstrap, free_port(), unique_name, log=tmp_path / "serve1.log").start()
     sent: dict[tuple[str, int], int] = {}
     acked: dict[tuple[str, int], int] = {}
