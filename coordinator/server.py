@@ -189,7 +189,11 @@ async def _serve(settings: Settings, console: Console) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     client_config = settings.client_config()
-    metadata = MetadataCache(client_config, settings.metadata_refresh_interval_ms / 1000)
+    placement_settings = settings.placement
+    own_topics = frozenset(
+        {settings.log_topic, placement_settings.directory_topic or f"{settings.log_topic}-directory"}
+    )
+    metadata = MetadataCache(client_config, settings.metadata_refresh_interval_ms / 1000, hidden_topics=own_topics)
     handlers = GroupCoordinatorShard(
         offsets_config=settings.offsets,
         classic_config=settings.classic_group_config(),

@@ -90,7 +90,15 @@ class MetadataCache:
     # On-demand refreshes (a request naming a topic the picture lacks) happen at most this often.
     ON_DEMAND_GAP_S = 0.1
 
-    def __init__(self, client_config: dict[str, Any], refresh_interval_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        client_config: dict[str, Any],
+        refresh_interval_s: float = 10.0,
+        hidden_topics: frozenset[str] = frozenset(),
+    ) -> None:
+        # The coordinator's own topics (its log, the placement directory) are left out of the
+        # image groups see: no subscription, by name or regex, is ever assigned their partitions.
+        self.hidden_topics = hidden_topics
         self._admin = AdminClient(dict(client_config))
         self.refresh_interval_s = refresh_interval_s
         self.topics: dict[str, TopicInfo] = {}
@@ -139,7 +147,7 @@ class MetadataCache:
             deleted, topics = self._settle(topics)
             if topics != self.topics:
                 self.version += 1
-                self.image = _image(topics, self.version)
+                self.image = _image({n: t for n, t in topics.items() if n not in self.hidden_topics}, self.version)
             self.topics = topics
             self._by_id = {t.topic_id: t for t in topics.values()}
             self._last_refresh = time.monotonic()

@@ -43,7 +43,6 @@ def join_request(**kw: object) -> ConsumerGroupHeartbeatRequest:
         ({"subscribed_topic_names": None}, ErrorCode.INVALID_REQUEST, "SubscribedTopicNames"),
         ({"member_epoch": -3}, ErrorCode.INVALID_REQUEST, "MemberEpoch"),
         ({"member_epoch": -2, "instance_id": None}, ErrorCode.INVALID_REQUEST, "InstanceId"),
-        ({"subscribed_topic_regex": "foo.*"}, ErrorCode.INVALID_REQUEST, "together"),
         ({"server_assignor": "sticky"}, ErrorCode.UNSUPPORTED_ASSIGNOR, "sticky"),
         (
             {"subscribed_topic_names": None, "subscribed_topic_regex": "foo("},

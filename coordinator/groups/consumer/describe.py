@@ -24,9 +24,10 @@ DEFAULT_CONFIG = ConsumerGroupConfig()
 def _described(partitions: dict[str, frozenset[int]], image: TopicsImage) -> DescribedAssignment:
     return DescribedAssignment(
         [
-            DescribedTopicPartitions(t, image.topic_name(t) or "", sorted(ps))
+            DescribedTopicPartitions(t, name, sorted(ps))
             for t, ps in sorted(partitions.items())
-            if ps
+            # Kafka's topicPartitionsFromMap: a topic that no longer exists is left out.
+            if ps and (name := image.topic_name(t)) is not None
         ]
     )
 
@@ -54,7 +55,6 @@ def consumer_group_describe(
                     error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
                     error_message=f"Group {gid} not found.",
                     group_id=gid,
-                    group_state=ConsumerGroupState.DEAD.value,
                 )
             )
             continue
@@ -70,7 +70,8 @@ def consumer_group_describe(
                     client_id=m.client_id,
                     client_host=m.client_host,
                     subscribed_topic_names=list(m.subscribed_topic_names),
-                    subscribed_topic_regex=m.subscribed_topic_regex,
+                    # Kafka's member default: "" for a member without a regex (classic members too).
+                    subscribed_topic_regex=m.subscribed_topic_regex or "",
                     assignment=_described(m.assigned_partitions(), metadata),
                     target_assignment=_described(dict(group.target.get(mid, {})), metadata),
                     # KIP-1099: 0 = a classic-protocol member inside the consumer group.

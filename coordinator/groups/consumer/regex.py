@@ -29,7 +29,15 @@ def throw_if_regex_invalid(regex: str) -> None:
         ) from None
 
 
+# Kafka's internal topics (Topic.isInternal): a regex subscription never matches them. The
+# coordinator's own topics are not in the metadata image at all (see MetadataCache's hidden topics).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
 def resolve_regex(regex: str, image: TopicsImage) -> frozenset[str]:
-    """Topic names of ``image`` the whole of which ``regex`` matches (Kafka uses ``matches()``)."""
+    """Topic names of ``image`` the whole of which ``regex`` matches (Kafka uses ``matches()``),
+    internal topics excepted."""
     pattern = _compile(regex)
-    return frozenset(name for name in image.topics if pattern.fullmatch(name) is not None)
+    return frozenset(
+        name for name in image.topics if name not in INTERNAL_TOPICS and pattern.fullmatch(name) is not None
+    )

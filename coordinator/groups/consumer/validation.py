@@ -52,8 +52,6 @@ def validate_heartbeat_request(
     else:
         raise _invalid(f"MemberEpoch {epoch} is invalid.")
 
-    if has_names and has_regex:
-        raise _invalid("SubscribedTopicNames and SubscribedTopicRegex cannot be used together.")
     if request.server_assignor is not None and request.server_assignor not in config.assignors:
         raise GroupError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {request.server_assignor} is not supported.")
     if has_regex:
