@@ -189,7 +189,8 @@ class GroupCoordinatorShard:
     def join_group(
         self, state: GroupCoordinatorState, request: classic.JoinGroupRequest, token: Hashable, now_ms: int
     ) -> Result[classic.JoinGroupResponse]:
-        return routing.classic_group_join(state, request, token, self.context(now_ms))
+        facts = RequestContext(request.api_version, request.client_id, request.client_host, request.nonce)
+        return routing.classic_group_join(state, request, token, self.context(now_ms, facts))
 
     def sync_group(
         self, state: GroupCoordinatorState, request: classic.SyncGroupRequest, token: Hashable, now_ms: int

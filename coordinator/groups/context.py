@@ -22,6 +22,10 @@ class RequestContext:
     api_version: int = 1
     client_id: str = ""
     client_host: str = ""
+    # Random bytes the service draws for each request (the pure logic draws none): member ids
+    # the coordinator hands out are derived from them, so they cannot be guessed. Empty in
+    # simulations and tests, whose ids then stay a function of the seed.
+    nonce: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -265,6 +266,8 @@ class CoordinatorApiHandler:
                 api_version=context.api_version,
                 client_id=context.header.client_id or "",
                 client_host=f"/{context.client_host}",
+                # Member ids must not be guessable: the pure logic derives them from these bytes.
+                nonce=secrets.token_bytes(16),
             )
         )
         response = convert(answer, wire_join.JoinGroupResponse)
@@ -330,6 +333,7 @@ class CoordinatorApiHandler:
                 api_version=context.api_version,
                 client_id=context.header.client_id or "",
                 client_host=f"/{context.client_host}",
+                nonce=secrets.token_bytes(16),
             ),
         )
         return convert(answer, wire_cgh.ConsumerGroupHeartbeatResponse)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import (
+    Consumer,
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     ConsumerGroupType,
@@ -342,3 +343,23 @@ def test_offset_delete_refused_while_a_member_subscribes(
             assert {(tp.topic, tp.partition): om.offset for tp, om in left.items()} == {(subscribed, 1): 3}, kind
     finally:
         admin.close()
+
+
+def test_member_ids_handed_out_through_the_gateway_are_random(
+    bootstrap: str, sidecar: ServeProcess, unique_name: str
+) -> None:
+    """A classic member id is Kafka's ``<client.id>-<uuid>``, not a guessable counter (issue 14)."""
+    import re
+
+    create_topic(bootstrap, unique_name, 1)
+    consumer = Consumer(
+        {"bootstrap.servers": sidecar.bootstrap, "group.id": unique_name, "client.id": "app", "log_level": 3}
+    )
+    try:
+        consumer.subscribe([unique_name])
+        wait_for(lambda: bool(consumer.assignment()), 30, "an assignment", step=lambda: consumer.poll(0.1))
+        member_id = consumer.memberid()
+    finally:
+        consumer.close()
+    assert member_id is not None
+    assert re.fullmatch(r"app-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", member_id), member_id

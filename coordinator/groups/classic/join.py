@@ -118,7 +118,7 @@ def _join_new_member(state: ClassicGroupsState, group: ClassicGroup, call: JoinC
         return _error(UNKNOWN_MEMBER_ID, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if not group.supports_protocols(request.protocol_type, (p.name for p in request.protocols)):
         return _error(UNKNOWN_MEMBER_ID, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-    new_member_id = state.new_member_id(group, request.client_id, request.group_instance_id, now_ms)
+    new_member_id = state.new_member_id(group, request.client_id, request.group_instance_id, now_ms, request.nonce)
     if request.group_instance_id is not None:
         existing = group.static_member_id(request.group_instance_id)
         if existing is not None:

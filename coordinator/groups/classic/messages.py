@@ -49,6 +49,8 @@ class JoinGroupRequest:
     api_version: int = 9
     client_id: str = ""
     client_host: str = ""
+    # Random bytes from the service for the member id it may hand out (see RequestContext.nonce).
+    nonce: bytes = b""
 
     @property
     def effective_rebalance_timeout_ms(self) -> int:

@@ -13,6 +13,7 @@ in its join barrier) from a record being loaded: the group keeps the values it e
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from coordinator.errors import ErrorCode
@@ -57,11 +58,18 @@ class ClassicGroupsState:
 
     # --- member ids ---------------------------------------------------------------------------
 
-    def new_member_id(self, group: ClassicGroup, client_id: str, group_instance_id: str | None, now_ms: int) -> str:
-        """``<instance id or client id>-<now>-<n>``: deterministic given the inputs. The counter
-        restarts on reload, so the timestamp keeps an id handed out before a reload from being
-        handed out again to someone else (a zombie holding it must stay unknown)."""
+    def new_member_id(
+        self, group: ClassicGroup, client_id: str, group_instance_id: str | None, now_ms: int, nonce: bytes = b""
+    ) -> str:
+        """Kafka's ``<client id>-<uuid>``, the uuid made of the request's random ``nonce``, so ids
+        cannot be guessed. Without one (simulations, tests): ``<instance id or client id>-<now>-<n>``,
+        deterministic given the inputs; the counter restarts on reload, so the timestamp keeps an
+        id handed out before a reload from being handed out again to someone else."""
         base = group_instance_id if group_instance_id is not None else client_id
+        if len(nonce) >= 16:
+            member_id = f"{base}-{uuid.UUID(bytes=nonce[:16])}"
+            if not group.has_member(member_id) and not group.is_pending_member(member_id):
+                return member_id
         while True:
             self._member_seq += 1
             member_id = f"{base}-{now_ms}-{self._member_seq}"

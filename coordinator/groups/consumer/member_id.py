@@ -1,8 +1,10 @@
-"""Coordinator-generated member ids (ConsumerGroupHeartbeat v0) without randomness.
+"""Coordinator-generated member ids (ConsumerGroupHeartbeat v0, classic members of consumer groups).
 
-Kafka draws a random Uuid. A pure handler may not, so the id is a hash of inputs that differ
-between any two joins the coordinator can see: the group epoch moves on every accepted join,
-and the clock, client and member count separate the rest. The format matches Kafka's
+Kafka draws a random Uuid. A pure handler draws nothing itself: the service hands it random
+bytes with each request (``RequestContext.nonce``), and the id is a hash of those and of inputs
+that differ between any two joins the coordinator can see (the group epoch moves on every
+accepted join; the clock, client and member count separate the rest), so ids are unpredictable
+in production and a function of the seed in simulations. The format matches Kafka's
 ``Uuid.toString()`` (22 characters of URL-safe base64); collisions with a live member are skipped.
 """
 
@@ -26,6 +28,7 @@ def generate_member_id(group: ConsumerGroup, instance_id: str | None, ctx: Group
     while True:
         seed = (
             f"{group_id}\0{group_epoch}\0{member_count}\0{now_ms}\0{client_id}\0{client_host}\0{instance_id}\0{attempt}"
+            f"\0{ctx.request.nonce.hex()}"
         )
         digest = hashlib.blake2b(seed.encode(), digest_size=16).digest()
         member_id = base64.urlsafe_b64encode(digest).decode().rstrip("=")

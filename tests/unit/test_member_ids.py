@@ -1,0 +1,56 @@
+"""Member ids the coordinator hands out cannot be guessed: they come from random bytes the service
+draws per request (RequestContext.nonce); without them (simulations) they depend on the inputs only."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from coordinator.groups import classic
+from coordinator.groups import consumer as cg
+from coordinator.groups.topics import TopicImage, TopicsImage
+
+SHARD = GroupCoordinatorShard(metadata=lambda: TopicsImage.of([TopicImage("t", "TID", 1)], 1))
+
+
+def _classic_member_id(nonce: bytes) -> str:
+    request = classic.JoinGroupRequest(
+        "g",
+        10_000,
+        protocol_type="consumer",
+        protocols=(classic.JoinGroupRequestProtocol("range", b""),),
+        api_version=9,
+        client_id="app",
+        nonce=nonce,
+    )
+    response = SHARD.join_group(GroupCoordinatorState(), request, "token", 1_000).response
+    assert isinstance(response, classic.JoinGroupResponse)
+    assert response.error_code == 79  # MEMBER_ID_REQUIRED hands the id out
+    return response.member_id
+
+
+def _consumer_member_id(nonce: bytes) -> str:
+    request = cg.ConsumerGroupHeartbeatRequest(
+        "g", "", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=["t"], topic_partitions=[]
+    )
+    context = cg.RequestContext(0, "app", "/10.0.0.1", nonce)
+    response = SHARD.consumer_group_heartbeat(GroupCoordinatorState(), request, 1_000, context).response
+    assert isinstance(response, cg.ConsumerGroupHeartbeatResponse) and response.member_id
+    return response.member_id
+
+
+def test_classic_member_ids_are_kafkas_client_id_and_a_random_uuid() -> None:
+    nonce = bytes(range(16))
+    assert _classic_member_id(nonce) == f"app-{uuid.UUID(bytes=nonce)}"
+    assert _classic_member_id(b"\x01" * 16) != _classic_member_id(b"\x02" * 16)
+
+
+def test_classic_member_ids_without_randomness_depend_on_the_inputs_only() -> None:
+    assert re.fullmatch(r"app-1000-\d+", _classic_member_id(b""))
+
+
+def test_consumer_member_ids_change_with_the_random_bytes() -> None:
+    first, second = _consumer_member_id(b"\x01" * 16), _consumer_member_id(b"\x02" * 16)
+    assert first != second and len(first) == len(second) == 22
+    assert _consumer_member_id(b"\x01" * 16) == first  # the same inputs give the same id (replays agree)
