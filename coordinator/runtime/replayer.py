@@ -106,11 +106,12 @@ class LogReplayer:
         try:
             try:
                 epoch, batch = parse_headers(headers)
-                record_type = record_type_of(key)
+                # A record handed over decoded (our own write, or rows the pipeline replays by
+                # these rules) names its type; otherwise the key's header does.
+                record_type = int(decoded.type) if decoded is not None else record_type_of(key)
             except (RecordDecodeError, ValueError) as exc:
                 raise LogReadError(self.topic, self.partition, offset, str(exc)) from exc
-            assert key is not None  # record_type_of checked it
-            raw: _Raw = (offset, key, value)
+            raw: _Raw = (offset, key if key is not None else b"", value)
             if record_type in _RUNTIME_TYPES:
                 runtime_record = decoded if decoded is not None else self._decode(raw)
         except LogReadError as exc:
@@ -145,7 +146,7 @@ class LogReplayer:
                 self._close_batch(offset)
             return
         item: CoordinatorRecord | _Raw = raw
-        if self._latest is None:  # tailing: apply records as they come
+        if self._latest is None or key is None:  # tailing: apply records as they come
             item = decoded if decoded is not None else self._decode(raw)
         if batch is None:
             self._close_batch(offset)
