@@ -4,8 +4,10 @@ Classic: Debian's kcat with its own librdkafka (2.0, eager range assignor). KIP-
 binary with the librdkafka bundled in the confluent-kafka wheel (``LD_LIBRARY_PATH``), which takes
 ``-X group.protocol=consumer``. Two kcat processes share one stderr pipe, so their rebalance lines
 (written before kcat acknowledges a revocation) arrive in causal order and feed the ``Ownership``
-checker. kcat commits on its own (auto-commit, and on revocation and close); what it committed is
-read back through the sidecar at the end.
+checker. kcat prints a rebalance line in several unbuffered writes, so two processes could interleave
+inside one line; ``stdbuf -eL`` makes each line a single write (atomic on a pipe below PIPE_BUF).
+kcat commits on its own (auto-commit, and on revocation and close); what it committed is read back
+through the sidecar at the end.
 """
 
 from __future__ import annotations
@@ -45,6 +47,13 @@ def kcat_binary() -> str:
     return found
 
 
+def line_buffered_stderr() -> str:
+    found = shutil.which("stdbuf")
+    if found is None:
+        pytest.fail("stdbuf (coreutils) is needed to keep kcat's stderr lines whole")
+    return found
+
+
 def bundled_librdkafka(directory: Path) -> dict[str, str]:
     """An environment in which kcat loads the KIP-848-capable librdkafka of the confluent-kafka wheel."""
     libs = Path(confluent_kafka.__file__).resolve().parent.parent / "confluent_kafka.libs"
@@ -57,7 +66,8 @@ class KcatGroup:
     """kcat balanced consumers of one group whose rebalance lines share one pipe, read by one thread."""
 
     def __init__(self, kcat: str, bootstrap: str, group: str, topic: str, conf: list[str], env: dict[str, str]) -> None:
-        self.args = [kcat, "-b", bootstrap, "-G", group, "-X", "auto.offset.reset=earliest", *conf]
+        stdbuf = [line_buffered_stderr(), "-eL"]
+        self.args = [*stdbuf, kcat, "-b", bootstrap, "-G", group, "-X", "auto.offset.reset=earliest", *conf]
         self.topic = topic
         self.env = env
         self.ownership = Ownership()
