@@ -132,6 +132,20 @@ def register(spark: SparkSession) -> None:
     spark.dataSource.register(GroupcoordDataSource)
 
 
+def local_shuffle_partitions(master: str | None) -> int | None:
+    """Shuffle partitions for an embedded (``local[N]``) session: two per core.
+
+    Spark's default of 200 is sized for clusters; on one machine each of the snapshot's shuffles
+    then runs 200 tiny tasks, each with Python worker overhead (20k records: 48 s at 200, 5 s at 4).
+    Under spark-submit or a cluster master the operator's setting is left alone.
+    """
+    if master is None or not master.startswith("local"):
+        return None
+    threads = master[len("local") :].strip("[]").split(",")[0]  # local, local[N], local[*], local[N,F]
+    cores = (os.cpu_count() or 1) if threads == "*" else (int(threads) if threads.isdigit() else 1)
+    return max(2, 2 * cores)
+
+
 def session(
     master: str | None = "local[*]", app: str = "groupcoord-pipeline", shuffle_partitions: int | None = None
 ) -> SparkSession:
@@ -143,6 +157,8 @@ def session(
     if master:
         builder = builder.master(master)
     builder = builder.config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
+    if shuffle_partitions is None:
+        shuffle_partitions = local_shuffle_partitions(master)
     if shuffle_partitions is not None:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     spark = builder.getOrCreate()
