@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import pytest
@@ -106,3 +107,15 @@ def test_bad_options_fail_with_one_line(spark: SparkSession, bootstrap: str) -> 
         spark.read.format("groupcoord").option("bootstrap.servers", bootstrap).option(
             "startingOffsets", "yesterday"
         ).load().count()
+
+
+def test_an_embedded_session_uses_two_shuffle_partitions_per_core() -> None:
+    from pipeline.source import local_shuffle_partitions
+
+    assert local_shuffle_partitions("local[2]") == 4
+    assert local_shuffle_partitions("local[4,3]") == 8  # local[N, maxFailures]
+    assert local_shuffle_partitions("local") == 2
+    assert local_shuffle_partitions("local[*]") == 2 * (os.cpu_count() or 1)
+    # A cluster (or spark-submit's own master) keeps the operator's setting.
+    assert local_shuffle_partitions("spark://host:7077") is None
+    assert local_shuffle_partitions(None) is None
