@@ -25,12 +25,20 @@ log = logging.getLogger(__name__)
 DeliveryCallback = Callable[[int, KafkaError | None, int], None]
 
 
+# A batch cut short by a crash, or a zombie's records, are the latest of their keys until the next
+# owner's load re-states the valid values (restores, see ``LogReplayer``). Compaction acting in
+# between would remove the valid values for good: an acknowledged commit lost. The next load comes
+# within a session timeout; the lag leaves an hour for an outage of every coordinator process.
+# (Kafka's own coordinator needs no such lag: it appends each batch atomically to its log.)
+LOG_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": str(3_600_000)}
+
+
 @dataclass(frozen=True)
 class LogTopicSpec:
     name: str = "__group_coordinator_log"
     partitions: int = 16
     replication_factor: int = 1
-    configs: dict[str, str] = field(default_factory=lambda: {"cleanup.policy": "compact"})
+    configs: dict[str, str] = field(default_factory=lambda: dict(LOG_TOPIC_CONFIGS))
 
 
 class LogTopicError(RuntimeError):

@@ -231,3 +231,18 @@ def test_a_record_the_writer_refuses_never_hangs_and_reloads_consistently(bootst
             assert shard.caught_up and shard.replay_matches()
 
     asyncio.run(main())
+
+
+def test_the_log_topic_is_created_compacted_with_a_compaction_lag(bootstrap: str, unique_name: str) -> None:
+    """Compaction must not act on a cut batch or a zombie's records before the next owner's load
+    re-states the valid values: the log topic is created with min.compaction.lag.ms."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    from coordinator.runtime.log import LogTopicSpec, ensure_log_topic
+
+    assert ensure_log_topic({"bootstrap.servers": bootstrap}, LogTopicSpec(unique_name, 2, 1)) == 2
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    [future] = admin.describe_configs([ConfigResource("topic", unique_name)]).values()
+    configs = future.result(10)
+    assert configs["cleanup.policy"].value == "compact"
+    assert configs["min.compaction.lag.ms"].value == "3600000"
