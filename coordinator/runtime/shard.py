@@ -153,7 +153,8 @@ class Shard(Generic[S]):
         self._flush_scheduled = False
         self._pending: deque[_Pending] = deque()
         # offset -> (record, key, value) of what we appended there, until it is read back
-        self._inflight: dict[int, tuple[CoordinatorRecord, bytes, bytes | None]] = {}
+        # offset -> (record, key, value, headers) of our appends not yet read back
+        self._inflight: dict[int, tuple[CoordinatorRecord, bytes, bytes | None, list[tuple[str, bytes]]]] = {}
         self._parked: dict[Hashable, asyncio.Future[Any]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._load_started = 0.0
@@ -249,8 +250,14 @@ class Shard(Generic[S]):
                 key, value = msg.key(), msg.value()
                 ours = self._inflight.pop(offset, None)
                 # Skip decoding only if the record at this offset really is the one we wrote:
-                # another writer (a zombie, or the owner we fenced) may have taken the offset.
-                decoded = ours[0] if ours is not None and ours[1] == key and ours[2] == value else None
+                # another writer (a zombie, or the owner we fenced) may have taken the offset,
+                # even with the very same bytes (both handled the same heartbeat): the headers
+                # (its epoch) tell them apart, and the zombie's is fenced on replay.
+                decoded = (
+                    ours[0]
+                    if ours is not None and ours[1] == key and ours[2] == value and ours[3] == list(msg.headers() or ())
+                    else None
+                )
                 if writing and foreign is None and decoded is None and (ours is not None or offset >= self.next_offset):
                     foreign = offset
                 replayer.feed(offset, key, value, msg.headers(), decoded)
@@ -457,8 +464,9 @@ class Shard(Generic[S]):
         their headers: the shard epoch, and the batch position when they must apply together."""
         count = len(records) if atomic else 1
         for i, (record, (key, value)) in enumerate(zip(records, encoded, strict=True)):
-            self._inflight[self.next_offset] = (record, key, value)
-            out.append((key, value, make_headers(self.epoch, i if atomic else 0, count)))
+            headers = make_headers(self.epoch, i if atomic else 0, count)
+            self._inflight[self.next_offset] = (record, key, value, headers)
+            out.append((key, value, headers))
             self.next_offset += 1
 
     def _oversized(self, encoded: list[tuple[bytes, bytes | None]]) -> str:

@@ -172,3 +172,26 @@ def _log_offsets(world: World) -> dict[Any, Any]:
         if record.type is RecordType.OFFSET_COMMIT:
             out[record.key] = record.value
     return out
+
+
+def test_a_zombie_record_with_our_very_bytes_at_our_offset_is_not_taken_for_ours() -> None:
+    """Owner and zombie handle the same request and write byte-identical records; the zombie's
+    lands at the offset the owner expected. Only its headers (an older epoch) tell it apart: the
+    owner must not release its answer on it (replay fences it), but reload."""
+    world = World(owners=2)
+    zombie = world.loaded(0)
+    world.hosts[0].stall()  # the zombie reads nothing more, so it keeps serving
+    owner = world.loaded(1)
+    from_zombie = zombie.submit(write(commit(0, 7)))
+    end = world.log.end[0]
+    for _ in range(100):  # until the zombie's append lands, at the end of the log
+        if world.log.end[0] > end:
+            break
+        world.loop.step()
+    assert world.log.end[0] == owner.next_offset + 1
+    from_owner = owner.submit(write(commit(0, 7)))
+    world.run()
+    assert not from_zombie.done() or isinstance(from_zombie.exception(), ShardNotAvailable)
+    assert isinstance(from_owner.exception(), ShardNotAvailable)  # reloaded: never acknowledged early
+    assert owner.status is ShardStatus.ACTIVE and owner.replay_matches()
+    assert offsets(owner.committed) == {0: 7}  # its own record, read back after the zombie's

@@ -141,6 +141,7 @@ class Entry:
     key: bytes
     value: bytes | None
     headers: list[tuple[str, bytes]]
+    written_ms: int = 0
 
 
 class SimMessage:
@@ -183,10 +184,12 @@ class SimLog:
     entries: dict[int, list[Entry]] = field(default_factory=dict)
     end: dict[int, int] = field(default_factory=dict)
     listeners: list[Callable[[int], None]] = field(default_factory=list)
+    clock: ManualClock | None = None  # stamps entries, for the compaction lag
 
     def write(self, partition: int, key: bytes, value: bytes | None, headers: list[tuple[str, bytes]]) -> int:
         offset = self.end.get(partition, 0)
-        self.entries.setdefault(partition, []).append(Entry(offset, key, value, list(headers)))
+        written = self.clock.now_ms() if self.clock is not None else 0
+        self.entries.setdefault(partition, []).append(Entry(offset, key, value, list(headers), written))
         self.end[partition] = offset + 1
         for listener in self.listeners:
             listener(partition)
@@ -203,13 +206,19 @@ class SimLog:
                 hi = mid
         return entries[lo : lo + limit]
 
-    def compact(self, partition: int, keep_head: int) -> int:
-        """Kafka's log cleaner: outside the last ``keep_head`` records (the active segment), keep
-        only the latest record per key and drop tombstones. Returns how many were removed."""
+    def compact(self, partition: int, keep_head: int, min_lag_ms: int = 0) -> int:
+        """Kafka's log cleaner: outside the last ``keep_head`` records (the active segment) and
+        the records younger than ``min_lag_ms`` (``min.compaction.lag.ms``), keep only the latest
+        record per key and drop tombstones. As Kafka's cleaner, it never looks past what it may
+        clean: a record there is not superseded by one in the head. Returns how many were removed."""
         entries = self.entries.get(partition, [])
         cut = max(0, len(entries) - keep_head)
+        if min_lag_ms and self.clock is not None:
+            oldest_kept = self.clock.now_ms() - min_lag_ms
+            while cut > 0 and entries[cut - 1].written_ms > oldest_kept:
+                cut -= 1
         latest: dict[bytes, int] = {}
-        for e in entries:
+        for e in entries[:cut]:
             latest[e.key] = e.offset
         kept = [e for e in entries[:cut] if latest[e.key] == e.offset and e.value is not None]
         removed = cut - len(kept)

@@ -34,6 +34,7 @@ from tests.sim.kernel import InvariantViolation, LogFaults, Network, SimHost, Si
 
 GROUP = "sim-group"
 PARTITION = 0  # the log partition (shard) the group lives on
+COMPACTION_LAG_MS = 1000
 REQUEST_TIMEOUT_MS = 1200
 COMMIT_EVERY_MS = 700
 CONFIG = ConsumerGroupConfig(
@@ -85,7 +86,7 @@ class Simulation:
         self.rng = random.Random(sc.seed * 7919 + 3)
         self.loop = SimLoop()
         self.net = Network(self.loop, self.rng, sc.fault_rate)
-        self.log = SimLog()
+        self.log = SimLog(clock=self.loop.clock)
         self.faults = LogFaults(sc.append_fail_rate, sc.ambiguous_rate)
         self.hosts = [SimHost(self.log, self.loop, f"owner-{i}", self.rng, self.faults) for i in range(2)]
         topics = [TopicImage("t0", "t0-id", sc.partitions)]
@@ -349,7 +350,10 @@ class Simulation:
             shard.reload("simulated reload")
 
     def compact(self) -> None:
-        self.stats["compacted"] += self.log.compact(PARTITION, keep_head=self.rng.randint(0, 30))
+        # The log topic's min.compaction.lag.ms, scaled to the simulation's seconds: far longer
+        # than a read-back or a reload, as an hour is on a real cluster.
+        lag = COMPACTION_LAG_MS
+        self.stats["compacted"] += self.log.compact(PARTITION, keep_head=self.rng.randint(0, 30), min_lag_ms=lag)
 
     def oversize(self) -> None:
         """A commit whose record is larger than the log accepts: refused alone, nothing applied.
