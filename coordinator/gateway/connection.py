@@ -8,8 +8,9 @@ import logging
 import ssl
 import struct
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from coordinator.gateway import configs
 from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
 from coordinator.gateway.cluster import UNSUPPORTED_VERSION, ClusterUnavailable
 from coordinator.gateway.codec import CodecError, decode_struct
@@ -39,7 +40,7 @@ from coordinator.gateway.messages.sasl import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
-from coordinator.gateway.protocol import decode_request, decode_response, encode_response
+from coordinator.gateway.protocol import Request, decode_request, decode_response, encode_request, encode_response
 from coordinator.gateway.rewrite import (
     merge_api_versions,
     rewrite_describe_cluster,
@@ -120,7 +121,7 @@ class ClientConnection:
         self.outstanding = 0
         config = server.config
         self.budget = ConnectionBudget(ByteBudget(config.max_buffered_bytes_per_connection), server.buffer_budget)
-        self._last_local: asyncio.Task[bytes] | None = None
+        self._last_local: asyncio.Task[Any] | None = None
         self.session = SaslSession()
         subject = (
             _certificate_principal(writer) if config.listener_tls and config.listener_tls.require_client_cert else None
@@ -301,6 +302,10 @@ class ClientConnection:
             # three bytes no schema declares) and brokers accept them.
             named = key == ApiKey.METADATA and bool(protected) and protected.mentioned_in(payload)
             return True, await self._forward(payload, key, version, correlation_id, rewrite=True, named=named)
+        if key in configs.CONFIG_API_KEYS:
+            slot = await self._configs(payload, key, version)
+            if slot is not None:
+                return slot
         self._check_cluster_supports(key, version)
         expect_response = True
         if key == ApiKey.PRODUCE:
@@ -389,7 +394,17 @@ class ClientConnection:
         # and its reply).
         return asyncio.shield(task)
 
-    async def _call_handler(self, previous: asyncio.Task[bytes] | None, context: RequestContext, body: object) -> bytes:
+    async def _call_handler(self, previous: asyncio.Task[Any] | None, context: RequestContext, body: object) -> bytes:
+        spec = APIS[context.api_key]
+        response = await self._handler_answer(previous, context, body)
+        try:
+            return encode_response(context.api_key, context.api_version, context.header.correlation_id, response)
+        except CodecError as exc:
+            raise CloseConnection(f"cannot encode the handler's {spec.name} answer: {exc}") from exc
+
+    async def _handler_answer(
+        self, previous: asyncio.Task[Any] | None, context: RequestContext, body: object
+    ) -> Message:
         # One group request at a time per connection, as a broker processes them.
         if previous is not None:
             await asyncio.wait({previous})
@@ -403,10 +418,68 @@ class ClientConnection:
         if not isinstance(response, spec.response):
             raise CloseConnection(f"group handler returned {type(response).__name__} for {spec.name}")
         truncate_error_messages(response)
+        return response
+
+    # --- configs: GROUP resources here, the rest forwarded ---------------------------------------
+
+    async def _configs(self, payload: bytes, key: int, version: int) -> Slot | None:
+        """Answer the GROUP resources of a config request here; None: forward it as it is (it
+        names no group, or is a version or shape the gateway does not decode)."""
+        spec = APIS[key]
+        if not spec.supports(version) or len(payload) > self.server.config.max_group_request_bytes:
+            return None
         try:
-            return encode_response(context.api_key, context.api_version, context.header.correlation_id, response)
-        except CodecError as exc:
-            raise CloseConnection(f"cannot encode the handler's {spec.name} answer: {exc}") from exc
+            request = decode_request(payload)
+        except CodecError:
+            return None
+        if not configs.names_groups(request.body):
+            return None
+        limit = self.server.config.max_group_request_elements
+        if count_elements(request.body, limit) > limit:
+            raise CloseConnection(
+                f"{spec.name} v{version} carries more than max_group_request_elements={limit} array elements"
+            )
+        groups, rest = configs.split(request.body)
+        upstream: Awaitable[bytes] | None = None
+        if rest is not None:
+            rest_payload = encode_request(request.header, rest)
+            protected = self.server.protected
+            if protected and protected.mentioned_in(rest_payload):
+                raise CloseConnection(f"API {key} v{version} names the coordinator's log topic")
+            if self._cluster_supports(key, version):
+                upstream = await self._forward(rest_payload, key, version, request.header.correlation_id, rewrite=False)
+        previous = self._last_local
+        principal = self.session.principal if self.session.authenticated else None
+        context = RequestContext(request.header, self.peer[0], self.peer[1], self.listener.port, principal)
+        local: asyncio.Task[Message] = asyncio.create_task(self._handler_answer(previous, context, groups))
+        self._last_local = local
+        return True, asyncio.shield(_spawn(self._merged_configs(request, local, rest, upstream)))
+
+    async def _merged_configs(
+        self, request: Request, local: Awaitable[Message], rest: Message | None, upstream: Awaitable[bytes] | None
+    ) -> bytes:
+        key, version = request.header.api_key, request.header.api_version
+        rest_answer: Message | None = None
+        if rest is not None and upstream is None:
+            rest_answer = configs.refuse_all(
+                rest, UNSUPPORTED_VERSION, f"the cluster does not support API {key} v{version}"
+            )
+        elif upstream is not None:
+            payload = await upstream
+            self.budget.release_for(len(payload))
+            try:
+                _, rest_answer = decode_response(key, version, payload)
+            except CodecError as exc:
+                raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
+        answer = configs.merge(request.body, await local, rest_answer)
+        return encode_response(key, version, request.header.correlation_id, answer)
+
+    def _cluster_supports(self, key: int, version: int) -> bool:
+        known = self.server.cluster.cached_ranges(self.listener.node_id)
+        if known is None:
+            return True
+        supported = known.get(key)
+        return supported is not None and supported[0] <= version <= supported[1]
 
     # --- forwarded -----------------------------------------------------------------------------
 
