@@ -150,7 +150,9 @@ def effective(broker: ConsumerGroupConfig, overrides: Mapping[str, str] | None) 
     must not make the group unusable, so a value now out of bounds falls back to the broker's."""
     if not overrides:
         return broker
-    values: dict[str, Any] = {field: int(overrides[name]) for name, (_, field) in GROUP_CONFIGS.items() if name in overrides}
+    values: dict[str, Any] = {
+        field: int(overrides[name]) for name, (_, field) in GROUP_CONFIGS.items() if name in overrides
+    }
     try:
         return replace(broker, **values)
     except ValueError:
