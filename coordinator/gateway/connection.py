@@ -442,7 +442,7 @@ class ClientConnection:
         groups, rest = configs.split(request.body)
         upstream: Awaitable[bytes] | None = None
         if rest is not None:
-            rest_payload = encode_request(request.header, rest)
+            rest_payload = encode_request(request.header, rest)[4:]  # without its length prefix
             protected = self.server.protected
             if protected and protected.mentioned_in(rest_payload):
                 raise CloseConnection(f"API {key} v{version} names the coordinator's log topic")
