@@ -58,28 +58,33 @@ def split(request: Message) -> tuple[Message, Message | None]:
     return groups, rest
 
 
-def merge(request: Message, groups: Message, rest: Message | None) -> Message:
-    """One answer for ``request``: its resources' answers in request order.
+def merge(request: Message, parts: list[Message]) -> Message:
+    """One answer for ``request`` from the answers of its parts: its resources' answers in
+    request order.
 
     Answers are matched to resources by (type, name): a broker does not promise to keep the
     request's order."""
     field = ANSWER_FIELD[type(request)]
     pending: dict[tuple[int, str], deque[Any]] = defaultdict(deque)
-    for part in (groups, rest):
-        if part is None:
-            continue
+    for part in parts:
         for answer in getattr(part, field):
             pending[(answer.resource_type, answer.resource_name)].append(answer)
-    merged = copy.copy(rest if rest is not None else groups)
+    merged = copy.copy(parts[-1]) if parts else RESPONSE_CLASS[type(request)]()
     out = []
     for resource in request.resources:  # type: ignore[attr-defined]
         queue = pending.get((resource.resource_type, resource.resource_name))
         if queue:
             out.append(queue.popleft())
-    # Anything the cluster answered that matched no resource is kept rather than lost.
+    # Anything answered that matched no resource is kept rather than lost.
     out += [a for queue in pending.values() for a in queue]
     setattr(merged, field, out)
     return merged
+
+
+def with_resources(request: Message, resources: list[Any]) -> Message:
+    part = copy.copy(request)
+    part.resources = resources  # type: ignore[attr-defined]
+    return part
 
 
 def refuse_all(request: Message, error_code: int, message: str) -> Message:

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import ssl
 import struct
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from coordinator.gateway import configs
@@ -41,6 +41,7 @@ from coordinator.gateway.messages.sasl import (
     SaslHandshakeResponse,
 )
 from coordinator.gateway.protocol import Request, decode_request, decode_response, encode_request, encode_response
+from coordinator.gateway.relay import RELAY_CLIENT_ID, relay
 from coordinator.gateway.rewrite import (
     merge_api_versions,
     rewrite_describe_cluster,
@@ -58,6 +59,7 @@ log = logging.getLogger(__name__)
 
 _LEN = struct.Struct(">i")
 _GROUP_KEY_TYPE = 0
+COORDINATOR_NOT_AVAILABLE = 15
 # DescribeCluster can list controllers instead (KIP-919); clients reaching controllers directly do
 # not go through the sidecar, so only broker lists are rewritten.
 _BROKER_ENDPOINTS = 1
@@ -448,21 +450,67 @@ class ClientConnection:
                 raise CloseConnection(f"API {key} v{version} names the coordinator's log topic")
             if self._cluster_supports(key, version):
                 upstream = await self._forward(rest_payload, key, version, request.header.correlation_id, rewrite=False)
-        previous = self._last_local
-        principal = self.session.principal if self.session.authenticated else None
-        context = RequestContext(request.header, self.peer[0], self.peer[1], self.listener.port, principal)
-        local: asyncio.Task[Message] = asyncio.create_task(self._handler_answer(previous, context, groups))
-        self._last_local = local
-        return True, asyncio.shield(_spawn(self._merged_configs(request, local, rest, upstream)))
+        local, remote = self._by_owner(request.header, groups)
+        relayed = [
+            asyncio.ensure_future(self._relayed(request.header, host, port, part)) for (host, port), part in remote
+        ]
+        answered: asyncio.Task[Message] | None = None
+        if local is not None:
+            previous = self._last_local
+            principal = self.session.principal if self.session.authenticated else None
+            context = RequestContext(request.header, self.peer[0], self.peer[1], self.listener.port, principal)
+            answered = asyncio.create_task(self._handler_answer(previous, context, local))
+            self._last_local = answered
+        return True, asyncio.shield(_spawn(self._merged_configs(request, answered, relayed, rest, upstream)))
+
+    def _by_owner(
+        self, header: RequestHeader, groups: Message
+    ) -> tuple[Message | None, list[tuple[tuple[str, int], Message]]]:
+        """The GROUP resources this process answers, and those relayed to the owner of their group.
+
+        Only plain connections are relayed: with TLS listeners or required authentication the
+        peer would refuse an anonymous relay, so the local answer (NOT_COORDINATOR) stands."""
+        resources = groups.resources  # type: ignore[attr-defined]
+        config = self.server.config
+        if header.client_id == RELAY_CLIENT_ID or config.listener_tls is not None or config.authentication != "none":
+            return groups, []
+        own = config.coordinator_node_id
+        local: list[Any] = []
+        remote: dict[tuple[str, int], list[Any]] = {}
+        for resource in resources:
+            where = self.server.locator.locate(resource.resource_name) if resource.resource_name else None
+            if where is None or where.error_code or where.node_id == own:
+                local.append(resource)
+            else:
+                remote.setdefault((where.host, where.port), []).append(resource)
+        parts = [(address, configs.with_resources(groups, items)) for address, items in remote.items()]
+        return (configs.with_resources(groups, local) if local else None), parts
+
+    async def _relayed(self, header: RequestHeader, host: str, port: int, part: Message) -> Message:
+        try:
+            return await relay(host, port, header, part, self.server.config.upstream_connect_timeout_s)
+        except (OSError, TimeoutError, ValueError, CodecError) as exc:
+            log.warning("relaying %s to the group coordinator %s:%s failed: %r", type(part).__name__, host, port, exc)
+            return configs.refuse_all(
+                part, COORDINATOR_NOT_AVAILABLE, f"the group's coordinator at {host}:{port} did not answer"
+            )
 
     async def _merged_configs(
-        self, request: Request, local: Awaitable[Message], rest: Message | None, upstream: Awaitable[bytes] | None
+        self,
+        request: Request,
+        local: Awaitable[Message] | None,
+        relayed: Sequence[Awaitable[Message]],
+        rest: Message | None,
+        upstream: Awaitable[bytes] | None,
     ) -> bytes:
         key, version = request.header.api_key, request.header.api_version
-        rest_answer: Message | None = None
+        parts: list[Message] = []
+        if local is not None:
+            parts.append(await local)
+        parts += await asyncio.gather(*relayed)
         if rest is not None and upstream is None:
-            rest_answer = configs.refuse_all(
-                rest, UNSUPPORTED_VERSION, f"the cluster does not support API {key} v{version}"
+            parts.append(
+                configs.refuse_all(rest, UNSUPPORTED_VERSION, f"the cluster does not support API {key} v{version}")
             )
         elif upstream is not None:
             payload = await upstream
@@ -471,7 +519,8 @@ class ClientConnection:
                 _, rest_answer = decode_response(key, version, payload)
             except CodecError as exc:
                 raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
-        answer = configs.merge(request.body, await local, rest_answer)
+            parts.append(rest_answer)
+        answer = configs.merge(request.body, parts)
         return encode_response(key, version, request.header.correlation_id, answer)
 
     def _cluster_supports(self, key: int, version: int) -> bool:

@@ -132,7 +132,7 @@ class SecuredHandler:
         passed = copy.copy(request)
         passed.resources = allowed  # type: ignore[attr-defined]
         answered = await self.inner.handle(context, passed)
-        return configs.merge(request, answered, refusal)
+        return configs.merge(request, [answered, refusal])
 
     # --- batches, chunked -----------------------------------------------------------------------
 
