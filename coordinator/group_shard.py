@@ -211,22 +211,22 @@ class GroupCoordinatorShard:
         self, state: GroupCoordinatorState, request: classic.JoinGroupRequest, token: Hashable, now_ms: int
     ) -> Result[classic.JoinGroupResponse]:
         facts = RequestContext(request.api_version, request.client_id, request.client_host, request.nonce)
-        return routing.classic_group_join(state, request, token, self.context(now_ms, facts))
+        return routing.classic_group_join(state, request, token, self.context(now_ms, facts, state, request.group_id))
 
     def sync_group(
         self, state: GroupCoordinatorState, request: classic.SyncGroupRequest, token: Hashable, now_ms: int
     ) -> Result[classic.SyncGroupResponse]:
-        return routing.classic_group_sync(state, request, token, self.context(now_ms))
+        return routing.classic_group_sync(state, request, token, self.context(now_ms, None, state, request.group_id))
 
     def heartbeat(
         self, state: GroupCoordinatorState, request: classic.HeartbeatRequest, now_ms: int
     ) -> Result[classic.HeartbeatResponse]:
-        return routing.classic_group_heartbeat(state, request, self.context(now_ms))
+        return routing.classic_group_heartbeat(state, request, self.context(now_ms, None, state, request.group_id))
 
     def leave_group(
         self, state: GroupCoordinatorState, request: classic.LeaveGroupRequest, now_ms: int
     ) -> Result[classic.LeaveGroupResponse]:
-        return routing.classic_group_leave(state, request, self.context(now_ms))
+        return routing.classic_group_leave(state, request, self.context(now_ms, None, state, request.group_id))
 
     # --- consumer protocol -------------------------------------------------------------------
 

@@ -1,10 +1,11 @@
-"""Per-group dynamic configs (KIP-848 group configs), as Apache Kafka 4.x's GroupConfig.
+"""Per-group dynamic configs (KIP-848 group configs), as Apache Kafka's GroupConfig (4.x trunk).
 
 An operator sets them with IncrementalAlterConfigs on a GROUP resource; they override the
-broker-level ``group.consumer.*`` values for one group. Kafka defines two consumer-group configs
-(``consumer.session.timeout.ms``, ``consumer.heartbeat.interval.ms``) plus share-group ones; this
-coordinator serves no share groups, so only the consumer ones are known here. Kafka has no
-per-group assignment interval (``group.consumer.assignment.interval.ms`` is broker-level only).
+broker-level ``group.consumer.*`` values for one group. Kafka's consumer-group configs are
+``consumer.session.timeout.ms``, ``consumer.heartbeat.interval.ms``,
+``consumer.assignment.interval.ms`` and ``consumer.assignor.offload.enable``; the last one (and
+the share and streams group configs) configure features this coordinator does not have, so they
+are refused as unknown names.
 
 Pure: values in, values or ``GroupError(INVALID_CONFIG, ...)`` out. The messages are Kafka's.
 """
@@ -26,16 +27,45 @@ GROUP_RESOURCE_TYPE = 32
 
 SESSION_TIMEOUT = "consumer.session.timeout.ms"
 HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
+ASSIGNMENT_INTERVAL = "consumer.assignment.interval.ms"
 
-# Group config name -> (broker-level synonym, ConsumerGroupConfig field), in Kafka's listing order.
-GROUP_CONFIGS: dict[str, tuple[str, str]] = {
-    SESSION_TIMEOUT: ("group.consumer.session.timeout.ms", "session_timeout_ms"),
-    HEARTBEAT_INTERVAL: ("group.consumer.heartbeat.interval.ms", "heartbeat_interval_ms"),
-}
 
-DOCUMENTATION = {
-    SESSION_TIMEOUT: "The timeout to detect client failures when using the consumer group protocol.",
-    HEARTBEAT_INTERVAL: "The heartbeat interval given to the members of a consumer group.",
+@dataclass(frozen=True, slots=True)
+class GroupConfigDef:
+    synonym: str  # the broker-level name
+    field: str  # the ConsumerGroupConfig field it overrides
+    floor: int  # Kafka's atLeast(...)
+    min_field: str  # the ConsumerGroupConfig fields bounding it
+    max_field: str
+    documentation: str
+
+
+# In Kafka's listing order.
+GROUP_CONFIGS: dict[str, GroupConfigDef] = {
+    SESSION_TIMEOUT: GroupConfigDef(
+        "group.consumer.session.timeout.ms",
+        "session_timeout_ms",
+        1,
+        "min_session_timeout_ms",
+        "max_session_timeout_ms",
+        "The timeout to detect client failures when using the consumer group protocol.",
+    ),
+    HEARTBEAT_INTERVAL: GroupConfigDef(
+        "group.consumer.heartbeat.interval.ms",
+        "heartbeat_interval_ms",
+        1,
+        "min_heartbeat_interval_ms",
+        "max_heartbeat_interval_ms",
+        "The heartbeat interval given to the members of a consumer group.",
+    ),
+    ASSIGNMENT_INTERVAL: GroupConfigDef(
+        "group.consumer.assignment.interval.ms",
+        "assignment_interval_ms",
+        0,
+        "min_assignment_interval_ms",
+        "max_assignment_interval_ms",
+        "The minimum time between two target assignment computations of a consumer group.",
+    ),
 }
 
 # Kafka's built-in defaults, to tell a broker value set by the operator from the default one.
@@ -73,8 +103,9 @@ def _parse_int(name: str, value: str | None) -> int:
         raise _invalid(f"Invalid value {value} for configuration {name}: Not a number of type INT") from None
     if not -(2**31) <= number < 2**31:
         raise _invalid(f"Invalid value {value} for configuration {name}: Not a number of type INT")
-    if number < 1:
-        raise _invalid(f"Invalid value {number} for configuration {name}: Value must be at least 1")
+    floor = GROUP_CONFIGS[name].floor
+    if number < floor:
+        raise _invalid(f"Invalid value {number} for configuration {name}: Value must be at least {floor}")
     return number
 
 
@@ -83,20 +114,17 @@ def validate(overrides: Mapping[str, str], broker: ConsumerGroupConfig) -> None:
     for name in overrides:
         if name not in GROUP_CONFIGS:
             raise _invalid(f"Unknown group config name: {name}")
-    heartbeat = _parse_int(HEARTBEAT_INTERVAL, overrides.get(HEARTBEAT_INTERVAL, str(broker.heartbeat_interval_ms)))
-    session = _parse_int(SESSION_TIMEOUT, overrides.get(SESSION_TIMEOUT, str(broker.session_timeout_ms)))
-    if heartbeat < broker.min_heartbeat_interval_ms:
-        raise _invalid(
-            f"{HEARTBEAT_INTERVAL} must be greater than or equal to group.consumer.min.heartbeat.interval.ms"
-        )
-    if heartbeat > broker.max_heartbeat_interval_ms:
-        raise _invalid(f"{HEARTBEAT_INTERVAL} must be less than or equal to group.consumer.max.heartbeat.interval.ms")
-    if session < broker.min_session_timeout_ms:
-        raise _invalid(f"{SESSION_TIMEOUT} must be greater than or equal to group.consumer.min.session.timeout.ms")
-    if session > broker.max_session_timeout_ms:
-        raise _invalid(f"{SESSION_TIMEOUT} must be less than or equal to group.consumer.max.session.timeout.ms")
-    if session <= heartbeat:
-        raise _invalid(f"{SESSION_TIMEOUT} must be greater than {HEARTBEAT_INTERVAL}")
+    parsed = {name: _parse_int(name, value) for name, value in overrides.items()}
+    for name, value in parsed.items():
+        d = GROUP_CONFIGS[name]
+        low, high = getattr(broker, d.min_field), getattr(broker, d.max_field)
+        if not low <= value <= high:
+            raise _invalid(f"{name} must be in the range {low} to {high} inclusive.")
+    if SESSION_TIMEOUT in parsed or HEARTBEAT_INTERVAL in parsed:
+        session = parsed.get(SESSION_TIMEOUT, broker.session_timeout_ms)
+        heartbeat = parsed.get(HEARTBEAT_INTERVAL, broker.heartbeat_interval_ms)
+        if session <= heartbeat:
+            raise _invalid(f"{SESSION_TIMEOUT} must be greater than {HEARTBEAT_INTERVAL}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,13 +174,17 @@ def replace_all(configs: Iterable[tuple[str, str | None]], broker: ConsumerGroup
 def effective(broker: ConsumerGroupConfig, overrides: Mapping[str, str] | None) -> ConsumerGroupConfig:
     """The consumer-group config one group runs with: the broker's, with the group's overrides.
 
-    Overrides were validated against the broker bounds when set; a restart with narrower bounds
-    must not make the group unusable, so a value now out of bounds falls back to the broker's."""
+    Overrides were validated when set; if the broker bounds have narrowed since, a value is
+    capped to the new bounds, as Kafka's GroupConfig.evaluate does. Should capping leave the
+    session timeout not above the heartbeat interval (overlapping broker bounds), the broker's
+    own values are used."""
     if not overrides:
         return broker
-    values: dict[str, Any] = {
-        field: int(overrides[name]) for name, (_, field) in GROUP_CONFIGS.items() if name in overrides
-    }
+    values: dict[str, Any] = {}
+    for name, d in GROUP_CONFIGS.items():
+        if name in overrides:
+            low, high = getattr(broker, d.min_field), getattr(broker, d.max_field)
+            values[d.field] = min(max(int(overrides[name]), low), high)
     try:
         return replace(broker, **values)
     except ValueError:
@@ -212,13 +244,14 @@ def describe(
     value and where it comes from; synonyms: the group's own value first, then the broker's."""
     wanted = None if keys is None else set(keys)
     out = []
-    for name, (broker_name, field) in GROUP_CONFIGS.items():
+    for name, d in GROUP_CONFIGS.items():
         if wanted is not None and name not in wanted:
             continue
-        broker_value = getattr(broker, field)
+        broker_name = d.synonym
+        broker_value = getattr(broker, d.field)
         broker_source = (
             ConfigSource.DEFAULT_CONFIG
-            if broker_value == getattr(_KAFKA_DEFAULTS, field)
+            if broker_value == getattr(_KAFKA_DEFAULTS, d.field)
             else ConfigSource.STATIC_BROKER_CONFIG
         )
         synonyms = []
@@ -230,5 +263,5 @@ def describe(
         else:
             # A group config never set shows the value in force, the broker's, as a default.
             value, source = str(broker_value), int(ConfigSource.DEFAULT_CONFIG)
-        out.append(DescribedConfig(name, value, source, tuple(synonyms), DOCUMENTATION[name]))
+        out.append(DescribedConfig(name, value, source, tuple(synonyms), d.documentation))
     return out

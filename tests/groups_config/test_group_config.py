@@ -12,7 +12,7 @@ from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.groups import consumer as cg
 from coordinator.groups import group_config as gc
 from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer.timers import SessionTimeout, session_key
+from coordinator.groups.consumer.timers import AssignmentDue, SessionTimeout, session_key
 from coordinator.groups.topics import TopicImage, TopicsImage
 from coordinator.runtime.api import Result, ScheduleTimer
 from records import RecordType, decode, encode
@@ -57,24 +57,27 @@ def refused(*changes: gc.ConfigChange) -> str:
 
 
 def test_unknown_group_config_name_is_invalid_config() -> None:
-    assert refused(change("consumer.assignment.interval.ms", "10")) == (
-        "Unknown group config name: consumer.assignment.interval.ms"
+    assert refused(change("consumer.no.such.config", "10")) == "Unknown group config name: consumer.no.such.config"
+    # Kafka's group configs for features this coordinator lacks are refused the same way.
+    assert refused(change("consumer.assignor.offload.enable", "true")) == (
+        "Unknown group config name: consumer.assignor.offload.enable"
     )
 
 
 def test_values_outside_the_broker_bounds_are_invalid_config_with_kafkas_message() -> None:
     assert refused(change(gc.SESSION_TIMEOUT, "9999")) == (
-        "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"
+        "consumer.session.timeout.ms must be in the range 10000 to 60000 inclusive."
     )
     assert refused(change(gc.SESSION_TIMEOUT, "60001")) == (
-        "consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms"
+        "consumer.session.timeout.ms must be in the range 10000 to 60000 inclusive."
     )
     assert refused(change(gc.HEARTBEAT_INTERVAL, "999")) == (
-        "consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms"
+        "consumer.heartbeat.interval.ms must be in the range 1000 to 15000 inclusive."
     )
-    assert refused(change(gc.HEARTBEAT_INTERVAL, "15001")) == (
-        "consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms"
+    assert refused(change(gc.ASSIGNMENT_INTERVAL, "15001")) == (
+        "consumer.assignment.interval.ms must be in the range 0 to 15000 inclusive."
     )
+    assert gc.incremental_alter({}, [change(gc.ASSIGNMENT_INTERVAL, "0")], BROKER) == {gc.ASSIGNMENT_INTERVAL: "0"}
 
 
 def test_session_timeout_must_exceed_heartbeat_interval() -> None:
@@ -88,6 +91,9 @@ def test_values_must_be_positive_ints() -> None:
     )
     assert refused(change(gc.SESSION_TIMEOUT, "0")) == (
         "Invalid value 0 for configuration consumer.session.timeout.ms: Value must be at least 1"
+    )
+    assert refused(change(gc.ASSIGNMENT_INTERVAL, "-1")) == (
+        "Invalid value -1 for configuration consumer.assignment.interval.ms: Value must be at least 0"
     )
 
 
@@ -156,7 +162,11 @@ def test_delete_groups_deletes_the_groups_configs() -> None:
 
 def test_describe_lists_every_group_config_with_its_source() -> None:
     described = {d.name: d for d in gc.describe({gc.SESSION_TIMEOUT: "20000"}, BROKER)}
-    assert list(described) == [gc.SESSION_TIMEOUT, gc.HEARTBEAT_INTERVAL]
+    assert list(described) == [gc.SESSION_TIMEOUT, gc.HEARTBEAT_INTERVAL, gc.ASSIGNMENT_INTERVAL]
+    # The broker's assignment interval was configured (0, Kafka's default is 1000).
+    assert [(s.name, s.value, s.source) for s in described[gc.ASSIGNMENT_INTERVAL].synonyms] == [
+        ("group.consumer.assignment.interval.ms", "0", gc.ConfigSource.STATIC_BROKER_CONFIG)
+    ]
     session, heartbeat = described[gc.SESSION_TIMEOUT], described[gc.HEARTBEAT_INTERVAL]
     assert (session.value, session.source) == ("20000", gc.ConfigSource.GROUP_CONFIG)
     assert [(s.name, s.value, s.source) for s in session.synonyms] == [
@@ -235,6 +245,19 @@ def join_records(state: GroupCoordinatorState) -> list[Any]:
     return [decode(*encode(r)) for r in records]
 
 
-def test_overrides_now_outside_narrower_broker_bounds_fall_back_to_the_broker_values() -> None:
+def test_target_assignment_waits_for_the_groups_assignment_interval() -> None:
+    state = GroupCoordinatorState()
+    alter(state, "g", change(gc.ASSIGNMENT_INTERVAL, "5000"))
+    join(state, "g", "m1", now=100_000)
+    second = join(state, "g", "m2", now=101_000)
+    due = [t for t in second.timers if isinstance(t, ScheduleTimer) and isinstance(t.event, AssignmentDue)]
+    assert [t.deadline_ms for t in due] == [100_000 + 5000]
+    # The broker's interval (0 here) computes it at once for a group without the override.
+    join(state, "h", "m1", now=100_000)
+    other = join(state, "h", "m2", now=101_000)
+    assert not [t for t in other.timers if isinstance(t, ScheduleTimer) and isinstance(t.event, AssignmentDue)]
+
+
+def test_overrides_outside_narrower_broker_bounds_are_capped_to_them() -> None:
     narrower = ConsumerGroupConfig(min_session_timeout_ms=30000, session_timeout_ms=45000)
-    assert gc.effective(narrower, {gc.SESSION_TIMEOUT: "12000"}) == narrower
+    assert gc.effective(narrower, {gc.SESSION_TIMEOUT: "12000"}).session_timeout_ms == 30000
