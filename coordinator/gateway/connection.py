@@ -435,7 +435,14 @@ class ClientConnection:
         except CodecError:
             return None
         if not configs.names_groups(request.body):
-            return None
+            if self._cluster_supports(key, version):
+                return None
+            # Offered because of group configs (merge_api_versions): the cluster's own resources
+            # get a per-resource refusal rather than a closed connection.
+            refusal = configs.refuse_all(
+                request.body, UNSUPPORTED_VERSION, f"the cluster does not support API {key} v{version}"
+            )
+            return True, self._ready(encode_response(key, version, request.header.correlation_id, refusal))
         limit = self.server.config.max_group_request_elements
         if count_elements(request.body, limit) > limit:
             raise CloseConnection(

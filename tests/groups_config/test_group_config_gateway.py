@@ -7,7 +7,7 @@ import asyncio
 import uuid
 
 from coordinator.errors import ErrorCode
-from coordinator.gateway import RequestContext, configs
+from coordinator.gateway import GatewayConfig, GatewayServer, RequestContext, configs
 from coordinator.gateway.framing import RequestHeader
 from coordinator.gateway.messages import describe_configs as dc
 from coordinator.gateway.messages import incremental_alter_configs as iac
@@ -16,8 +16,11 @@ from coordinator.gateway.rewrite import merge_api_versions
 from coordinator.gateway.schema import Message
 from coordinator.security.authorizer import Acl, AclAuthorizer, Operation, PatternType, Permission, ResourceType
 from coordinator.service.secured_handler import SecuredHandler
+from deploy.local_broker import free_port
+from tests.gateway.wire_client import WireClient
 
 GROUP, TOPIC = 32, 2
+UNSUPPORTED_VERSION = 35
 
 
 def resource(kind: int, name: str) -> dc.DescribeConfigsResource:
@@ -119,3 +122,39 @@ def test_describing_group_configs_needs_describe_configs_which_alter_configs_imp
         ("described", ErrorCode.GROUP_AUTHORIZATION_FAILED),
         ("alterable", ErrorCode.NONE),
     ]
+
+
+def test_gateway_answers_group_resources_without_the_cluster_and_refuses_what_it_lacks() -> None:
+    """A cluster without IncrementalAlterConfigs (the bootstrap address is a closed port): the
+    GROUP resources are answered here, the others refused per resource, in request order."""
+
+    def alter(*names: tuple[int, str]) -> iac.IncrementalAlterConfigsRequest:
+        return iac.IncrementalAlterConfigsRequest(
+            resources=[
+                iac.IncrementalAlterConfigsRequestAlterConfigsResource(resource_type=kind, resource_name=name)
+                for kind, name in names
+            ]
+        )
+
+    async def main() -> None:
+        inner = Echo()
+        config = GatewayConfig(bootstrap_servers=[f"127.0.0.1:{free_port()}"], listen_port=0)
+        async with GatewayServer(config, inner) as server:
+            server.cluster.cached_ranges = lambda node_id: {32: (0, 4)}  # type: ignore[method-assign]
+            client = await WireClient.connect("127.0.0.1", server.port)
+            try:
+                mixed = await client.call(44, 1, alter((TOPIC, "t"), (GROUP, "g"), (TOPIC, "u")))
+                assert isinstance(mixed, iac.IncrementalAlterConfigsResponse)
+                assert [(r.resource_name, r.error_code) for r in mixed.responses] == [
+                    ("t", UNSUPPORTED_VERSION),
+                    ("g", ErrorCode.NONE),
+                    ("u", UNSUPPORTED_VERSION),
+                ]
+                topics_only = await client.call(44, 1, alter((TOPIC, "t")))
+                assert isinstance(topics_only, iac.IncrementalAlterConfigsResponse)
+                assert [(r.resource_name, r.error_code) for r in topics_only.responses] == [("t", UNSUPPORTED_VERSION)]
+                assert inner.seen == ["g"]
+            finally:
+                await client.close()
+
+    asyncio.run(main())
