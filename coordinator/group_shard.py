@@ -12,8 +12,8 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.errors import ErrorCode
-from coordinator.groups import classic, routing
+from coordinator.errors import ErrorCode, GroupError
+from coordinator.groups import classic, group_config, routing
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupConfig
 from coordinator.groups.classic.messages import DESCRIBE_GROUP_NOT_FOUND_VERSION
@@ -83,12 +83,22 @@ class GroupCoordinatorShard:
     def create_state(self) -> GroupCoordinatorState:
         return GroupCoordinatorState()
 
-    def context(self, now_ms: int, request: RequestContext | None = None) -> GroupContext:
-        """The GroupContext of one handler call: the time, the latest topic metadata, the configs."""
+    def context(
+        self,
+        now_ms: int,
+        request: RequestContext | None = None,
+        state: GroupCoordinatorState | None = None,
+        group_id: str | None = None,
+    ) -> GroupContext:
+        """The GroupContext of one handler call: the time, the latest topic metadata, the configs
+        (with the group's own dynamic configs when the call is about one group)."""
+        consumer = self.consumer_config
+        if state is not None and group_id is not None:
+            consumer = group_config.effective(consumer, state.group_configs.configs.get(group_id))
         return GroupContext(
             now_ms,
             self.metadata(),
-            self.consumer_config,
+            consumer,
             self.classic_config,
             self.offsets_config,
             request if request is not None else RequestContext(),
@@ -103,7 +113,15 @@ class GroupCoordinatorShard:
 
     def on_loaded(self, state: GroupCoordinatorState, now_ms: int) -> Result[None]:
         result = classic.classic_on_loaded(state.classic, now_ms, self.classic_config)
-        timers: list[TimerOp] = [*result.timers, *cg.on_loaded(state.consumer, now_ms, self.consumer_config)]
+        timers: list[TimerOp] = [
+            *result.timers,
+            *cg.on_loaded(
+                state.consumer,
+                now_ms,
+                self.consumer_config,
+                lambda gid: group_config.effective(self.consumer_config, state.group_configs.configs.get(gid)),
+            ),
+        ]
         timers.append(self._retention_timer(now_ms))
         return Result(None, result.records, timers, result.completions)
 
@@ -112,7 +130,7 @@ class GroupCoordinatorShard:
             return self.expire_offsets(state, now_ms)
         if classic.is_classic_timer(event):
             return classic.classic_on_timer(state.classic, event, now_ms, self.classic_config)
-        return routing.on_timer(state, event, self.context(now_ms))
+        return routing.on_timer(state, event, self.context(now_ms, None, state, getattr(event, "group_id", None)))
 
     # --- offsets -----------------------------------------------------------------------------
 
@@ -181,6 +199,9 @@ class GroupCoordinatorShard:
             if error == ErrorCode.NONE:
                 records += delete_group_offsets(state.offsets, group_id)
                 records += self._delete_group_records(state, group_id)
+                if group_id in state.group_configs.configs:
+                    # A deleted group's dynamic configs go with it.
+                    records.append(group_config.config_record(group_id, {}))
             answers.append((group_id, int(error)))
         return Result(answers, records)
 
@@ -190,22 +211,22 @@ class GroupCoordinatorShard:
         self, state: GroupCoordinatorState, request: classic.JoinGroupRequest, token: Hashable, now_ms: int
     ) -> Result[classic.JoinGroupResponse]:
         facts = RequestContext(request.api_version, request.client_id, request.client_host, request.nonce)
-        return routing.classic_group_join(state, request, token, self.context(now_ms, facts))
+        return routing.classic_group_join(state, request, token, self.context(now_ms, facts, state, request.group_id))
 
     def sync_group(
         self, state: GroupCoordinatorState, request: classic.SyncGroupRequest, token: Hashable, now_ms: int
     ) -> Result[classic.SyncGroupResponse]:
-        return routing.classic_group_sync(state, request, token, self.context(now_ms))
+        return routing.classic_group_sync(state, request, token, self.context(now_ms, None, state, request.group_id))
 
     def heartbeat(
         self, state: GroupCoordinatorState, request: classic.HeartbeatRequest, now_ms: int
     ) -> Result[classic.HeartbeatResponse]:
-        return routing.classic_group_heartbeat(state, request, self.context(now_ms))
+        return routing.classic_group_heartbeat(state, request, self.context(now_ms, None, state, request.group_id))
 
     def leave_group(
         self, state: GroupCoordinatorState, request: classic.LeaveGroupRequest, now_ms: int
     ) -> Result[classic.LeaveGroupResponse]:
-        return routing.classic_group_leave(state, request, self.context(now_ms))
+        return routing.classic_group_leave(state, request, self.context(now_ms, None, state, request.group_id))
 
     # --- consumer protocol -------------------------------------------------------------------
 
@@ -216,7 +237,31 @@ class GroupCoordinatorShard:
         now_ms: int,
         context: RequestContext,
     ) -> Result[cg.ConsumerGroupHeartbeatResponse]:
-        return routing.consumer_group_heartbeat(state, request, self.context(now_ms, context))
+        return routing.consumer_group_heartbeat(state, request, self.context(now_ms, context, state, request.group_id))
+
+    # --- group configs -----------------------------------------------------------------------
+
+    def alter_group_config(
+        self,
+        state: GroupCoordinatorState,
+        group_id: str,
+        changes: list[group_config.ConfigChange] | None,
+        replacement: list[tuple[str, str | None]] | None,
+        validate_only: bool,
+    ) -> Result[tuple[int, str | None]]:
+        """IncrementalAlterConfigs (``changes``) or AlterConfigs (``replacement``) of one group:
+        (error code, message); the new overrides are one record unless only validated."""
+        current = state.group_configs.of(group_id)
+        try:
+            if replacement is not None:
+                updated = group_config.replace_all(replacement, self.consumer_config)
+            else:
+                updated = group_config.incremental_alter(current, changes or [], self.consumer_config)
+        except GroupError as exc:
+            return Result((int(exc.error), exc.message))
+        if validate_only or updated == current:
+            return Result((int(ErrorCode.NONE), None))
+        return Result((int(ErrorCode.NONE), None), [group_config.config_record(group_id, updated)])
 
 
 # --- reads (on the committed state, or the live one for classic in-progress states) ----------

@@ -28,6 +28,9 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
     CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+    # A group's dynamic configs (KIP-848 group configs). Kafka keeps them in its cluster
+    # metadata, not in __consumer_offsets; here they live with the group, outside Kafka's ids.
+    GROUP_CONFIG = 50
     # Runtime records.
     SHARD_EPOCH = 100
     BATCH_ABORT = 101
@@ -179,6 +182,27 @@ class ConsumerGroupRegularExpressionValue:
     topics: list[str]
     version: int
     timestamp: int
+
+
+# --- GroupConfig (50) -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigEntry:
+    name: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigValue:
+    """Every dynamic config set on the group, by name; a tombstone when none is left."""
+
+    configs: list[GroupConfigEntry] = field(default_factory=list)
 
 
 # --- Runtime records ---------------------------------------------------------------------
@@ -447,6 +471,18 @@ DEFINITIONS: tuple[RecordDef, ...] = (
                     ("version", "long"),
                     ("timestamp", "long"),
                 ],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.GROUP_CONFIG,
+        GroupConfigKey,
+        record("GroupConfigKey", [("group", "string")]),
+        GroupConfigValue,
+        {
+            1: record(
+                "GroupConfigValue",
+                [("configs", array(record("GroupConfigEntry", [("name", "string"), ("value", "string")])), [])],
             )
         },
     ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
+from coordinator.gateway.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from coordinator.gateway.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from coordinator.gateway.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
@@ -16,9 +17,14 @@ from coordinator.gateway.messages.consumer_group_heartbeat import (
 )
 from coordinator.gateway.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from coordinator.gateway.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from coordinator.gateway.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from coordinator.gateway.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from coordinator.gateway.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from coordinator.gateway.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from coordinator.gateway.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from coordinator.gateway.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from coordinator.gateway.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from coordinator.gateway.messages.list_groups import ListGroupsRequest, ListGroupsResponse
@@ -48,8 +54,11 @@ class ApiKey(IntEnum):
     SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     TXN_OFFSET_COMMIT = 28
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
     SASL_AUTHENTICATE = 36
     DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
     CONSUMER_GROUP_HEARTBEAT = 68
@@ -117,6 +126,10 @@ APIS: dict[int, ApiSpec] = {
         _spec(DeleteGroupsRequest, DeleteGroupsResponse),
         _spec(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
         _spec(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
+        # Split by resource type: GROUP resources go to the group handler, the rest to the cluster.
+        _spec(DescribeConfigsRequest, DescribeConfigsResponse),
+        _spec(AlterConfigsRequest, AlterConfigsResponse),
+        _spec(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
     )
 }
 

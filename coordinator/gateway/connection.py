@@ -7,9 +7,10 @@ import contextlib
 import logging
 import ssl
 import struct
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any
 
+from coordinator.gateway import configs
 from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
 from coordinator.gateway.cluster import UNSUPPORTED_VERSION, ClusterUnavailable
 from coordinator.gateway.codec import CodecError, decode_struct
@@ -39,7 +40,8 @@ from coordinator.gateway.messages.sasl import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
-from coordinator.gateway.protocol import decode_request, decode_response, encode_response
+from coordinator.gateway.protocol import Request, decode_request, decode_response, encode_request, encode_response
+from coordinator.gateway.relay import RELAY_CLIENT_ID, relay
 from coordinator.gateway.rewrite import (
     merge_api_versions,
     rewrite_describe_cluster,
@@ -57,6 +59,7 @@ log = logging.getLogger(__name__)
 
 _LEN = struct.Struct(">i")
 _GROUP_KEY_TYPE = 0
+COORDINATOR_NOT_AVAILABLE = 15
 # DescribeCluster can list controllers instead (KIP-919); clients reaching controllers directly do
 # not go through the sidecar, so only broker lists are rewritten.
 _BROKER_ENDPOINTS = 1
@@ -120,7 +123,7 @@ class ClientConnection:
         self.outstanding = 0
         config = server.config
         self.budget = ConnectionBudget(ByteBudget(config.max_buffered_bytes_per_connection), server.buffer_budget)
-        self._last_local: asyncio.Task[bytes] | None = None
+        self._last_local: asyncio.Task[Any] | None = None
         self.session = SaslSession()
         subject = (
             _certificate_principal(writer) if config.listener_tls and config.listener_tls.require_client_cert else None
@@ -301,6 +304,10 @@ class ClientConnection:
             # three bytes no schema declares) and brokers accept them.
             named = key == ApiKey.METADATA and bool(protected) and protected.mentioned_in(payload)
             return True, await self._forward(payload, key, version, correlation_id, rewrite=True, named=named)
+        if key in configs.CONFIG_API_KEYS:
+            slot = await self._configs(payload, key, version)
+            if slot is not None:
+                return slot
         self._check_cluster_supports(key, version)
         expect_response = True
         if key == ApiKey.PRODUCE:
@@ -389,7 +396,17 @@ class ClientConnection:
         # and its reply).
         return asyncio.shield(task)
 
-    async def _call_handler(self, previous: asyncio.Task[bytes] | None, context: RequestContext, body: object) -> bytes:
+    async def _call_handler(self, previous: asyncio.Task[Any] | None, context: RequestContext, body: object) -> bytes:
+        spec = APIS[context.api_key]
+        response = await self._handler_answer(previous, context, body)
+        try:
+            return encode_response(context.api_key, context.api_version, context.header.correlation_id, response)
+        except CodecError as exc:
+            raise CloseConnection(f"cannot encode the handler's {spec.name} answer: {exc}") from exc
+
+    async def _handler_answer(
+        self, previous: asyncio.Task[Any] | None, context: RequestContext, body: object
+    ) -> Message:
         # One group request at a time per connection, as a broker processes them.
         if previous is not None:
             await asyncio.wait({previous})
@@ -403,10 +420,122 @@ class ClientConnection:
         if not isinstance(response, spec.response):
             raise CloseConnection(f"group handler returned {type(response).__name__} for {spec.name}")
         truncate_error_messages(response)
+        return response
+
+    # --- configs: GROUP resources here, the rest forwarded ---------------------------------------
+
+    async def _configs(self, payload: bytes, key: int, version: int) -> Slot | None:
+        """Answer the GROUP resources of a config request here; None: forward it as it is (it
+        names no group, or is a version or shape the gateway does not decode)."""
+        spec = APIS[key]
+        if not spec.supports(version) or len(payload) > self.server.config.max_group_request_bytes:
+            return None
         try:
-            return encode_response(context.api_key, context.api_version, context.header.correlation_id, response)
-        except CodecError as exc:
-            raise CloseConnection(f"cannot encode the handler's {spec.name} answer: {exc}") from exc
+            request = decode_request(payload)
+        except CodecError:
+            return None
+        if not configs.names_groups(request.body):
+            if self._cluster_supports(key, version):
+                return None
+            # Offered because of group configs (merge_api_versions): the cluster's own resources
+            # get a per-resource refusal rather than a closed connection.
+            refusal = configs.refuse_all(
+                request.body, UNSUPPORTED_VERSION, f"the cluster does not support API {key} v{version}"
+            )
+            return True, self._ready(encode_response(key, version, request.header.correlation_id, refusal))
+        limit = self.server.config.max_group_request_elements
+        if count_elements(request.body, limit) > limit:
+            raise CloseConnection(
+                f"{spec.name} v{version} carries more than max_group_request_elements={limit} array elements"
+            )
+        groups, rest = configs.split(request.body)
+        upstream: Awaitable[bytes] | None = None
+        if rest is not None:
+            rest_payload = encode_request(request.header, rest)[4:]  # without its length prefix
+            protected = self.server.protected
+            if protected and protected.mentioned_in(rest_payload):
+                raise CloseConnection(f"API {key} v{version} names the coordinator's log topic")
+            if self._cluster_supports(key, version):
+                upstream = await self._forward(rest_payload, key, version, request.header.correlation_id, rewrite=False)
+        local, remote = self._by_owner(request.header, groups)
+        relayed = [
+            asyncio.ensure_future(self._relayed(request.header, host, port, part)) for (host, port), part in remote
+        ]
+        answered: asyncio.Task[Message] | None = None
+        if local is not None:
+            previous = self._last_local
+            principal = self.session.principal if self.session.authenticated else None
+            context = RequestContext(request.header, self.peer[0], self.peer[1], self.listener.port, principal)
+            answered = asyncio.create_task(self._handler_answer(previous, context, local))
+            self._last_local = answered
+        return True, asyncio.shield(_spawn(self._merged_configs(request, answered, relayed, rest, upstream)))
+
+    def _by_owner(
+        self, header: RequestHeader, groups: Message
+    ) -> tuple[Message | None, list[tuple[tuple[str, int], Message]]]:
+        """The GROUP resources this process answers, and those relayed to the owner of their group.
+
+        Only plain connections are relayed: with TLS listeners or required authentication the
+        peer would refuse an anonymous relay, so the local answer (NOT_COORDINATOR) stands."""
+        resources = groups.resources  # type: ignore[attr-defined]
+        config = self.server.config
+        if header.client_id == RELAY_CLIENT_ID or config.listener_tls is not None or config.authentication != "none":
+            return groups, []
+        own = config.coordinator_node_id
+        local: list[Any] = []
+        remote: dict[tuple[str, int], list[Any]] = {}
+        for resource in resources:
+            where = self.server.locator.locate(resource.resource_name) if resource.resource_name else None
+            if where is None or where.error_code or where.node_id == own:
+                local.append(resource)
+            else:
+                remote.setdefault((where.host, where.port), []).append(resource)
+        parts = [(address, configs.with_resources(groups, items)) for address, items in remote.items()]
+        return (configs.with_resources(groups, local) if local else None), parts
+
+    async def _relayed(self, header: RequestHeader, host: str, port: int, part: Message) -> Message:
+        try:
+            return await relay(host, port, header, part, self.server.config.upstream_connect_timeout_s)
+        except (OSError, TimeoutError, ValueError, CodecError) as exc:
+            log.warning("relaying %s to the group coordinator %s:%s failed: %r", type(part).__name__, host, port, exc)
+            return configs.refuse_all(
+                part, COORDINATOR_NOT_AVAILABLE, f"the group's coordinator at {host}:{port} did not answer"
+            )
+
+    async def _merged_configs(
+        self,
+        request: Request,
+        local: Awaitable[Message] | None,
+        relayed: Sequence[Awaitable[Message]],
+        rest: Message | None,
+        upstream: Awaitable[bytes] | None,
+    ) -> bytes:
+        key, version = request.header.api_key, request.header.api_version
+        parts: list[Message] = []
+        if local is not None:
+            parts.append(await local)
+        parts += await asyncio.gather(*relayed)
+        if rest is not None and upstream is None:
+            parts.append(
+                configs.refuse_all(rest, UNSUPPORTED_VERSION, f"the cluster does not support API {key} v{version}")
+            )
+        elif upstream is not None:
+            payload = await upstream
+            self.budget.release_for(len(payload))
+            try:
+                _, rest_answer = decode_response(key, version, payload)
+            except CodecError as exc:
+                raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
+            parts.append(rest_answer)
+        answer = configs.merge(request.body, parts)
+        return encode_response(key, version, request.header.correlation_id, answer)
+
+    def _cluster_supports(self, key: int, version: int) -> bool:
+        known = self.server.cluster.cached_ranges(self.listener.node_id)
+        if known is None:
+            return True
+        supported = known.get(key)
+        return supported is not None and supported[0] <= version <= supported[1]
 
     # --- forwarded -----------------------------------------------------------------------------
 

@@ -22,6 +22,11 @@ BrokerRoute = Callable[[int, str, int], tuple[str, int]]
 # what this codec can decode when the gateway must rewrite the answer.
 SERVED_LOCALLY: frozenset[int] = GROUP_API_KEYS | {ApiKey.API_VERSIONS}
 REWRITTEN: frozenset[int] = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER})
+# Decoded so that their GROUP resources are answered here (``configs``); offered even by a cluster
+# without them, since group configs do not need the cluster.
+CONFIG_APIS: frozenset[int] = frozenset(
+    {ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS}
+)
 
 
 SASL_RANGES: dict[int, tuple[int, int]] = {ApiKey.SASL_HANDSHAKE: (1, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
@@ -36,7 +41,7 @@ def merge_api_versions(cluster: ApiVersionsResponse) -> ApiVersionsResponse:
     ranges: dict[int, tuple[int, int]] = {}
     for entry in cluster.api_keys:
         low, high = entry.min_version, entry.max_version
-        if entry.api_key in REWRITTEN:
+        if entry.api_key in REWRITTEN or entry.api_key in CONFIG_APIS:
             spec = APIS[entry.api_key]
             low, high = max(low, spec.min_version), min(high, spec.max_version)
         elif entry.api_key in SASL_RANGES:
@@ -48,6 +53,9 @@ def merge_api_versions(cluster: ApiVersionsResponse) -> ApiVersionsResponse:
     if ApiKey.FIND_COORDINATOR not in ranges:
         spec = APIS[ApiKey.FIND_COORDINATOR]
         ranges[ApiKey.FIND_COORDINATOR] = (spec.min_version, spec.max_version)
+    for key in CONFIG_APIS:
+        if key not in ranges:
+            ranges[key] = (APIS[key].min_version, APIS[key].max_version)
     ranges.update(served_versions())
     return ApiVersionsResponse(
         error_code=0,

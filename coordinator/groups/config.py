@@ -19,6 +19,8 @@ PROPERTY_NAMES: dict[str, str] = {
     "group.consumer.max.size": "max_size",
     "group.consumer.assignors": "assignors",
     "group.consumer.assignment.interval.ms": "assignment_interval_ms",
+    "group.consumer.min.assignment.interval.ms": "min_assignment_interval_ms",
+    "group.consumer.max.assignment.interval.ms": "max_assignment_interval_ms",
     "group.consumer.regex.refresh.interval.ms": "regex_refresh_interval_ms",
     "group.consumer.migration.policy": "migration_policy",
 }
@@ -41,6 +43,9 @@ class ConsumerGroupConfig:
     # The first assignor is the default when no member asks for one.
     assignors: tuple[str, ...] = ("uniform", "range")
     assignment_interval_ms: int = 1000
+    # Bounds of a group's own consumer.assignment.interval.ms (group configs).
+    min_assignment_interval_ms: int = 0
+    max_assignment_interval_ms: int = 15000
     regex_refresh_interval_ms: int = 600000
     migration_policy: str = "bidirectional"
 
@@ -48,7 +53,7 @@ class ConsumerGroupConfig:
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, int) and not isinstance(value, bool):
-                floor = 0 if f.name == "assignment_interval_ms" else 1
+                floor = 0 if f.name in ("assignment_interval_ms", "min_assignment_interval_ms") else 1
                 if not floor <= value <= INT_MAX:
                     raise ValueError(f"{f.name}={value} out of range [{floor}, {INT_MAX}]")
         _require(self.min_session_timeout_ms <= self.max_session_timeout_ms, "min session timeout > max")

@@ -12,6 +12,7 @@ from typing import Any
 from coordinator.groups.classic.state import ClassicGroupsState
 from coordinator.groups.consumer.state import ConsumerGroupsState
 from coordinator.groups.group import Group
+from coordinator.groups.group_config import GroupConfigsState
 from coordinator.offsets.retention import GroupRetentionView
 from coordinator.offsets.state import OffsetsState
 from records import CoordinatorRecord, RecordType
@@ -22,12 +23,15 @@ class GroupCoordinatorState:
         self.offsets = OffsetsState()
         self.classic = ClassicGroupsState()
         self.consumer = ConsumerGroupsState()
+        self.group_configs = GroupConfigsState()
 
     def replay(self, record: CoordinatorRecord) -> None:
         if record.type == RecordType.OFFSET_COMMIT:
             self.offsets.replay(record)
         elif record.type == RecordType.GROUP_METADATA:
             self.classic.replay(record)
+        elif record.type == RecordType.GROUP_CONFIG:
+            self.group_configs.replay(record)
         else:
             self.consumer.replay(record)
 
@@ -36,6 +40,7 @@ class GroupCoordinatorState:
             "offsets": self.offsets.snapshot(),
             "classic": self.classic.snapshot(),
             "consumer": self.consumer.snapshot(),
+            "group_configs": self.group_configs.snapshot(),
         }
 
     def group(self, group_id: str) -> Group | None:

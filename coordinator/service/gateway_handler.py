@@ -14,11 +14,14 @@ from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.gateway.handler import RequestContext
+from coordinator.gateway.messages import alter_configs as wire_alter_configs
 from coordinator.gateway.messages import consumer_group_describe as wire_cgd
 from coordinator.gateway.messages import consumer_group_heartbeat as wire_cgh
 from coordinator.gateway.messages import delete_groups as wire_delete
+from coordinator.gateway.messages import describe_configs as wire_describe_configs
 from coordinator.gateway.messages import describe_groups as wire_describe
 from coordinator.gateway.messages import heartbeat as wire_heartbeat
+from coordinator.gateway.messages import incremental_alter_configs as wire_iac
 from coordinator.gateway.messages import join_group as wire_join
 from coordinator.gateway.messages import leave_group as wire_leave
 from coordinator.gateway.messages import list_groups as wire_list
@@ -28,7 +31,7 @@ from coordinator.gateway.messages import offset_fetch as wire_fetch
 from coordinator.gateway.messages import sync_group as wire_sync
 from coordinator.gateway.messages import txn_offset_commit as wire_txn
 from coordinator.gateway.schema import ZERO_UUID, Message
-from coordinator.groups import classic
+from coordinator.groups import classic, group_config
 from coordinator.groups import consumer as cg
 from coordinator.offsets import messages as m
 from coordinator.service.convert import convert
@@ -61,6 +64,9 @@ class CoordinatorApiHandler:
             wire_delete.DeleteGroupsRequest: self.delete_groups,
             wire_cgh.ConsumerGroupHeartbeatRequest: self.consumer_group_heartbeat,
             wire_cgd.ConsumerGroupDescribeRequest: self.consumer_group_describe,
+            wire_describe_configs.DescribeConfigsRequest: self.describe_configs,
+            wire_iac.IncrementalAlterConfigsRequest: self.incremental_alter_configs,
+            wire_alter_configs.AlterConfigsRequest: self.alter_configs,
         }
 
     async def handle(self, context: RequestContext, request: Message) -> Message:
@@ -345,3 +351,93 @@ class CoordinatorApiHandler:
         return wire_cgd.ConsumerGroupDescribeResponse(
             groups=[convert(d, wire_cgd.ConsumerGroupDescribeResponseDescribedGroup) for d in described]
         )
+
+    # --- group configs (the gateway passes only the GROUP resources) ----------------------------
+
+    async def describe_configs(
+        self, context: RequestContext, request: wire_describe_configs.DescribeConfigsRequest
+    ) -> Message:
+        results = []
+        for r in request.resources:
+            result = wire_describe_configs.DescribeConfigsResult(
+                resource_type=r.resource_type, resource_name=r.resource_name, error_message=None
+            )
+            if not r.resource_name:
+                result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, "Group name must not be empty."
+            else:
+                code, described = await self.service.describe_group_configs(r.resource_name, r.configuration_keys)
+                result.error_code = code
+                result.configs = [
+                    _described_config(d, context.api_version, request.include_synonyms, request.include_documentation)
+                    for d in described
+                ]
+            results.append(result)
+        return wire_describe_configs.DescribeConfigsResponse(results=results)
+
+    async def incremental_alter_configs(
+        self, context: RequestContext, request: wire_iac.IncrementalAlterConfigsRequest
+    ) -> Message:
+        out = []
+        for r in request.resources:
+            names = [c.name for c in r.configs]
+            if not r.resource_name:
+                code, message = int(ErrorCode.INVALID_REQUEST), _EMPTY_NAME
+            elif len(set(names)) != len(names):
+                code, message = int(ErrorCode.INVALID_REQUEST), _DUPLICATE_KEYS
+            else:
+                changes = [group_config.ConfigChange(c.name, c.config_operation, c.value) for c in r.configs]
+                code, message = await self.service.alter_group_config(
+                    r.resource_name, changes, None, request.validate_only
+                )
+            out.append(
+                wire_iac.IncrementalAlterConfigsResponseAlterConfigsResourceResponse(
+                    error_code=code, error_message=message, resource_type=r.resource_type, resource_name=r.resource_name
+                )
+            )
+        return wire_iac.IncrementalAlterConfigsResponse(responses=out)
+
+    async def alter_configs(self, context: RequestContext, request: wire_alter_configs.AlterConfigsRequest) -> Message:
+        """The legacy AlterConfigs: the group's overrides become exactly the given set."""
+        out = []
+        for r in request.resources:
+            names = [c.name for c in r.configs]
+            if not r.resource_name:
+                code, message = int(ErrorCode.INVALID_REQUEST), _EMPTY_NAME
+            elif len(set(names)) != len(names):
+                code, message = int(ErrorCode.INVALID_REQUEST), _DUPLICATE_KEYS
+            else:
+                replacement = [(c.name, c.value) for c in r.configs]
+                code, message = await self.service.alter_group_config(
+                    r.resource_name, None, replacement, request.validate_only
+                )
+            out.append(
+                wire_alter_configs.AlterConfigsResourceResponse(
+                    error_code=code, error_message=message, resource_type=r.resource_type, resource_name=r.resource_name
+                )
+            )
+        return wire_alter_configs.AlterConfigsResponse(responses=out)
+
+
+_EMPTY_NAME: str | None = "Group name must not be empty."
+_DUPLICATE_KEYS: str | None = "Error due to duplicate config keys"
+
+
+def _described_config(
+    d: group_config.DescribedConfig, api_version: int, synonyms: bool, documentation: bool
+) -> wire_describe_configs.DescribeConfigsResourceResult:
+    return wire_describe_configs.DescribeConfigsResourceResult(
+        name=d.name,
+        value=d.value,
+        read_only=False,
+        is_default=d.is_default,
+        config_source=d.source,
+        is_sensitive=False,
+        synonyms=[
+            wire_describe_configs.DescribeConfigsSynonym(name=s.name, value=s.value, source=s.source)
+            for s in d.synonyms
+        ]
+        if synonyms
+        else [],
+        config_type=group_config.CONFIG_TYPE_INT,
+        documentation=d.documentation if documentation else None,
+    )

@@ -7,7 +7,9 @@ Authorization (when an ``AclAuthorizer`` is given) follows what a Kafka broker c
 - DESCRIBE on the group: OffsetFetch (topics the caller may not DESCRIBE are refused when named,
   left out when all are asked for), DescribeGroups, ConsumerGroupDescribe; ListGroups lists only
   the groups the caller may DESCRIBE (all of them with DESCRIBE on the cluster);
-- DELETE on the group: DeleteGroups, OffsetDelete (plus READ on each topic, as Kafka does).
+- DELETE on the group: DeleteGroups, OffsetDelete (plus READ on each topic, as Kafka does);
+- DESCRIBE_CONFIGS / ALTER_CONFIGS on the group: DescribeConfigs / (Incremental)AlterConfigs of
+  GROUP resources (the only resources the gateway passes here), refused per resource.
 
 Refusals carry GROUP_AUTHORIZATION_FAILED / TOPIC_AUTHORIZATION_FAILED where Kafka puts them.
 No group rule lives here: allowed requests go to the wrapped handler unchanged.
@@ -25,12 +27,16 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from coordinator.errors import ErrorCode
+from coordinator.gateway import configs
 from coordinator.gateway.handler import GroupApiHandler, RequestContext
+from coordinator.gateway.messages import alter_configs as wire_alter_configs
 from coordinator.gateway.messages import consumer_group_describe as wire_cgd
 from coordinator.gateway.messages import consumer_group_heartbeat as wire_cgh
 from coordinator.gateway.messages import delete_groups as wire_delete
+from coordinator.gateway.messages import describe_configs as wire_describe_configs
 from coordinator.gateway.messages import describe_groups as wire_describe
 from coordinator.gateway.messages import heartbeat as wire_heartbeat
+from coordinator.gateway.messages import incremental_alter_configs as wire_iac
 from coordinator.gateway.messages import join_group as wire_join
 from coordinator.gateway.messages import leave_group as wire_leave
 from coordinator.gateway.messages import list_groups as wire_list
@@ -85,6 +91,9 @@ class SecuredHandler:
             wire_describe.DescribeGroupsRequest: self._describe_groups,
             wire_delete.DeleteGroupsRequest: self._delete_groups,
             wire_cgd.ConsumerGroupDescribeRequest: self._consumer_group_describe,
+            wire_describe_configs.DescribeConfigsRequest: self._group_configs,
+            wire_iac.IncrementalAlterConfigsRequest: self._group_configs,
+            wire_alter_configs.AlterConfigsRequest: self._group_configs,
         }
 
     async def handle(self, context: RequestContext, request: Message) -> Message:
@@ -104,6 +113,26 @@ class SecuredHandler:
         if self.authorizer is None:
             return True
         return self.authorizer.authorize(context.principal, context.client_host, operation, resource, name)
+
+    async def _group_configs(self, context: RequestContext, request: Message) -> Message:
+        """Config requests on GROUP resources: each resource needs DESCRIBE_CONFIGS (describe) or
+        ALTER_CONFIGS (alter) on its group; refused ones get GROUP_AUTHORIZATION_FAILED."""
+        describe = isinstance(request, wire_describe_configs.DescribeConfigsRequest)
+        operation = Operation.DESCRIBE_CONFIGS if describe else Operation.ALTER_CONFIGS
+        resources = list(request.resources)  # type: ignore[attr-defined]
+        allowed = [r for r in resources if self._allowed(context, operation, ResourceType.GROUP, r.resource_name)]
+        denied = [r for r in resources if r not in allowed]
+        if not denied:
+            return await self.inner.handle(context, request)
+        refused = copy.copy(request)
+        refused.resources = denied  # type: ignore[attr-defined]
+        refusal = configs.refuse_all(refused, GROUP_DENIED, "Group authorization failed.")
+        if not allowed:
+            return refusal
+        passed = copy.copy(request)
+        passed.resources = allowed  # type: ignore[attr-defined]
+        answered = await self.inner.handle(context, passed)
+        return configs.merge(request, [answered, refusal])
 
     # --- batches, chunked -----------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from coordinator.group_shard import (
     list_groups,
     offset_fetch_error,
 )
-from coordinator.groups import classic
+from coordinator.groups import classic, group_config
 from coordinator.groups import consumer as cg
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.topics import TopicsImage
@@ -237,3 +237,29 @@ class GroupCoordinatorService:
             except ShardNotAvailable as exc:
                 out.update((g, cg.messages.DescribedGroup(error_code=error_for(exc), group_id=g)) for g in ids)
         return [out[g] for g in group_ids]
+
+    # --- group configs -----------------------------------------------------------------------
+
+    async def alter_group_config(
+        self,
+        group_id: str,
+        changes: list[group_config.ConfigChange] | None,
+        replacement: list[tuple[str, str | None]] | None,
+        validate_only: bool,
+    ) -> tuple[int, str | None]:
+        """Through the group's shard, so the owner of the shard is the one writer of its configs."""
+        return await self._write(
+            group_id,
+            lambda state, now: self.handlers.alter_group_config(state, group_id, changes, replacement, validate_only),
+            lambda code: (int(code), None),
+        )
+
+    async def describe_group_configs(
+        self, group_id: str, keys: list[str] | None
+    ) -> tuple[int, list[group_config.DescribedConfig]]:
+        """The group's configs as committed (an unknown group has only defaults, as in Kafka)."""
+        try:
+            overrides = self.shard_for(group_id).read(lambda state: state.group_configs.of(group_id))
+        except ShardNotAvailable as exc:
+            return int(error_for(exc)), []
+        return int(ErrorCode.NONE), group_config.describe(overrides, self.handlers.consumer_config, keys)

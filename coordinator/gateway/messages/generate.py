@@ -37,6 +37,9 @@ MODULES: dict[str, str] = {
     "delete_groups": "DeleteGroups",
     "consumer_group_heartbeat": "ConsumerGroupHeartbeat",
     "consumer_group_describe": "ConsumerGroupDescribe",
+    "describe_configs": "DescribeConfigs",
+    "alter_configs": "AlterConfigs",
+    "incremental_alter_configs": "IncrementalAlterConfigs",
 }
 
 _PYTHON_TYPES = {

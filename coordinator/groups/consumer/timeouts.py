@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from coordinator.groups.config import ConsumerGroupConfig
@@ -65,24 +66,31 @@ def on_timer(
     return Result(None)
 
 
-def on_loaded(state: ConsumerGroupsState, now_ms: int, config: ConsumerGroupConfig = DEFAULT_CONFIG) -> list[TimerOp]:
-    """Timers live in memory only: after a load every member gets a fresh session timeout, members
-    still revoking a fresh rebalance timeout, and lagging groups an assignment timer."""
+def on_loaded(
+    state: ConsumerGroupsState,
+    now_ms: int,
+    config: ConsumerGroupConfig = DEFAULT_CONFIG,
+    group_config: Callable[[str], ConsumerGroupConfig] | None = None,
+) -> list[TimerOp]:
+    """Timers live in memory only: after a load every member gets a fresh session timeout (the
+    group's own ``consumer.session.timeout.ms`` when ``group_config`` gives one), members still
+    revoking a fresh rebalance timeout, and lagging groups an assignment timer."""
     timers: list[TimerOp] = []
     for gid in sorted(state.groups):
         group = state.groups[gid]
+        own = group_config(gid) if group_config is not None else config
         for mid in sorted(group.members):
             member = group.members[mid]
             session_ms = (
                 member.classic_member_metadata.session_timeout_ms
                 if member.classic_member_metadata is not None
-                else config.session_timeout_ms
+                else own.session_timeout_ms
             )
             timers.append(schedule_session(gid, mid, now_ms, session_ms))
             if member.state == MemberState.UNREVOKED_PARTITIONS:
                 timers.append(schedule_rebalance(gid, mid, member.member_epoch, now_ms, member.rebalance_timeout_ms))
         if group.members and group.group_epoch > group.assignment_epoch:
             timers.append(
-                schedule_assignment(gid, max(now_ms, group.assignment_timestamp + config.assignment_interval_ms))
+                schedule_assignment(gid, max(now_ms, group.assignment_timestamp + own.assignment_interval_ms))
             )
     return timers
