@@ -200,6 +200,12 @@ class ClientConnection:
         await self.queue.put(None)
 
     async def _read_within(self, n: int, seconds: float) -> bytes:
+        # Usually the bytes are already buffered (a frame arrives whole): then no deadline is
+        # armed, which saves a timer per read on the forward path. ``_buffer`` is the stream's
+        # own bytearray; if a future asyncio renames it, every read simply takes the timed path.
+        buffered = getattr(self.reader, "_buffer", None)
+        if isinstance(buffered, bytearray) and len(buffered) >= n:
+            return await self.reader.readexactly(n)
         try:
             async with asyncio.timeout(seconds):
                 return await self.reader.readexactly(n)
@@ -234,12 +240,16 @@ class ClientConnection:
                 self.writer.write(data)
             else:
                 self.writer.writelines((_LEN.pack(len(data)), data))
-            try:
-                # A client that stops reading its answers is as idle as one that stops sending.
-                async with asyncio.timeout(idle_s):
-                    await self.writer.drain()
-            except TimeoutError:
-                raise CloseConnection(f"answers unread for connections_max_idle_ms={idle_s * 1000:.0f}") from None
+            if self.writer.transport.get_write_buffer_size() == 0:
+                # All written at once (the usual case): drain cannot block, so no deadline.
+                await self.writer.drain()
+            else:
+                try:
+                    # A client that stops reading its answers is as idle as one that stops sending.
+                    async with asyncio.timeout(idle_s):
+                        await self.writer.drain()
+                except TimeoutError:
+                    raise CloseConnection(f"answers unread for connections_max_idle_ms={idle_s * 1000:.0f}") from None
             if not framed:
                 self.budget.release_for(len(data))
             self.outstanding -= 1
