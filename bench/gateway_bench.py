@@ -9,8 +9,9 @@ event loop and one on uvloop, so the event loop's share is measured too:
 - a confluent-kafka consumer reading N records from offset 0 by manual assignment, directly and
   through each gateway (records/s, MB/s; rounds alternate so drift hits all sides alike), with
   the CPU seconds the broker and the gateway processes spent in each round;
-- one request at a time on one connection, directly and through the gateway: ListOffsets (a plain
-  forwarded request) and Metadata (forwarded and rewritten); the difference is the added latency.
+- one request at a time on one connection per side, the sides taking turns request by request:
+  ListOffsets (a plain forwarded request) and Metadata (forwarded and rewritten); the difference
+  from direct is the added latency.
 Writes JSON to bench/results/gateway.json. Not part of the test suite.
 """
 
@@ -159,29 +160,37 @@ def _metadata_v9(topic: str, correlation_id: int) -> bytes:
     return encode_request(RequestHeader(3, 9, correlation_id, "bench"), body)
 
 
-async def _round_trips(address: tuple[str, int], build: Any, topic: str, count: int) -> list[float]:
-    reader, writer = await asyncio.open_connection(*address)
-    samples: list[float] = []
+async def _round_trips(
+    addresses: dict[str, tuple[str, int]], build: Any, topic: str, count: int
+) -> dict[str, list[float]]:
+    """One request at a time on each side in turn, so drift on a shared machine hits all sides alike."""
+    streams = {side: await asyncio.open_connection(*address) for side, address in addresses.items()}
+    samples: dict[str, list[float]] = {side: [] for side in addresses}
     try:
         for i in range(count + 50):
-            start = time.perf_counter()
-            writer.write(build(topic, i))
-            (size,) = struct.unpack(">i", await reader.readexactly(4))
-            await reader.readexactly(size)
-            if i >= 50:  # warm-up: connection set-up, listener creation, caches
-                samples.append((time.perf_counter() - start) * 1e6)
+            for side, (reader, writer) in streams.items():
+                start = time.perf_counter()
+                writer.write(build(topic, i))
+                (size,) = struct.unpack(">i", await reader.readexactly(4))
+                await reader.readexactly(size)
+                if i >= 50:  # warm-up: connection set-up, listener creation, caches
+                    samples[side].append((time.perf_counter() - start) * 1e6)
     finally:
-        writer.close()
-        await writer.wait_closed()
+        for _, writer in streams.values():
+            writer.close()
+            await writer.wait_closed()
     return samples
 
 
-def latency(address: tuple[str, int], build: Any, topic: str, count: int) -> dict[str, float]:
-    samples = asyncio.run(_round_trips(address, build, topic, count))
+def latency(addresses: dict[str, tuple[str, int]], build: Any, topic: str, count: int) -> dict[str, dict[str, float]]:
+    samples = asyncio.run(_round_trips(addresses, build, topic, count))
     return {
-        "p50_us": percentile(samples, 0.5),
-        "p99_us": percentile(samples, 0.99),
-        "mean_us": statistics.fmean(samples),
+        side: {
+            "p50_us": percentile(values, 0.5),
+            "p99_us": percentile(values, 0.99),
+            "mean_us": statistics.fmean(values),
+        }
+        for side, values in samples.items()
     }
 
 
@@ -233,14 +242,15 @@ def main() -> None:
                         figures.update({name: cpu_seconds(pid) - before[name] for name, pid in pids.items()})
                         figures_of[side].append(figures)
 
-            direct_addr = (broker.host, broker.port)
+            addresses = {"direct": (broker.host, broker.port)} | {
+                f"gateway_{loop}": ("127.0.0.1", gateways[loop][0]) for loop in loops
+            }
             requests: dict[str, dict[str, Any]] = {}
             for name, build in (("list_offsets_v1", _list_offsets_v1), ("metadata_v9", _metadata_v9)):
-                direct = latency(direct_addr, build, topic, args.round_trips)
-                entry: dict[str, Any] = {"direct": direct}
+                entry: dict[str, Any] = latency(addresses, build, topic, args.round_trips)
+                direct = entry["direct"]
                 for loop in loops:
-                    through = latency(("127.0.0.1", gateways[loop][0]), build, topic, args.round_trips)
-                    entry[f"gateway_{loop}"] = through
+                    through = entry[f"gateway_{loop}"]
                     entry[f"added_{loop}"] = {q: through[q] - direct[q] for q in ("p50_us", "p99_us", "mean_us")}
                 requests[name] = entry
         finally:

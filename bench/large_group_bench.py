@@ -241,6 +241,8 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
         result["steady"] = summary(stats, cpu_seconds(pid) - cpu0, time.perf_counter() - start)
         print("steady", json.dumps(result["steady"]), flush=True)
 
+        if not args.restart:
+            return result
         # Rolling restart: each member leaves and rejoins as a new member, a batch at a time.
         stats.__init__()  # type: ignore[misc]
         cpu0, start = cpu_seconds(pid), time.perf_counter()
@@ -281,6 +283,7 @@ def main() -> None:
     parser.add_argument("--restart-batch", type=int, default=50)
     parser.add_argument("--steady-seconds", type=float, default=20.0)
     parser.add_argument("--assignment-interval-ms", type=int, default=1000)
+    parser.add_argument("--restart", action=argparse.BooleanOptionalAction, default=True, help="rolling restart phase")
     parser.add_argument("--event-loop", choices=("auto", "uvloop", "asyncio"), default="auto")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--bootstrap", default=None)

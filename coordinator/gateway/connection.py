@@ -47,7 +47,7 @@ from coordinator.gateway.rewrite import (
     rewrite_metadata,
 )
 from coordinator.gateway.schema import Message
-from coordinator.gateway.upstream import UpstreamClosed, UpstreamConnection
+from coordinator.gateway.upstream import UpstreamClosed, UpstreamConnection, write_framed
 from coordinator.security.sasl import SaslRefused, SaslSession
 
 if TYPE_CHECKING:
@@ -239,7 +239,7 @@ class ClientConnection:
             if framed:
                 self.writer.write(data)
             else:
-                self.writer.writelines((_LEN.pack(len(data)), data))
+                write_framed(self.writer, data)
             if self.writer.transport.get_write_buffer_size() == 0:
                 # All written at once (the usual case): drain cannot block, so no deadline.
                 await self.writer.drain()
@@ -433,7 +433,7 @@ class ClientConnection:
         self._check_may_forward(key)
         upstream = await self._upstream()
         try:
-            fut = await upstream.send(_LEN.pack(len(payload)) + payload, correlation_id, expect)
+            fut = await upstream.send(payload, correlation_id, expect)
         except (UpstreamClosed, OSError) as exc:
             raise CloseConnection(f"upstream write failed: {exc}") from exc
         if not rewrite:
