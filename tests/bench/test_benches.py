@@ -64,7 +64,7 @@ def test_large_group_bench(tmp_path: Path, bootstrap: str) -> None:
     result = run_bench(
         "large_group_bench.py",
         tmp_path / "large_group.json",
-        *("--members", "12", "--partitions", "24", "--steady-seconds", "1", "--restart-batch", "4"),
+        *("--members", "12", "--partitions", "24", "--steady-seconds", "6", "--restart-batch", "4"),
         *("--timeout", "120", "--bootstrap", bootstrap),
     )
     assert result["raw"]["produce_consume_round_trip_ms"]["p50"] > 0
