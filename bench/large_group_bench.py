@@ -2,6 +2,7 @@
 
     python bench/large_group_bench.py [--members 5000] [--partitions 10000] [--restart-batch 50]
                                       [--steady-seconds 20] [--assignment-interval-ms 1000]
+                                      [--no-restart] [--event-loop auto|uvloop|asyncio]
 
 Each member is an asyncio task with its own connection to the sidecar, speaking raw
 ConsumerGroupHeartbeat v1 frames (client-generated member id, as Kafka 4 clients do): it joins,
