@@ -1,8 +1,9 @@
 """Which asyncio event loop the sidecar runs on.
 
-uvloop (libuv) makes each event-loop turn -- a socket read, a task wake-up, a write -- cheaper, and
-forwarding is mostly such turns (see README, Benchmarks). It is used when installed unless the
-``event_loop`` setting says ``asyncio``.
+Forwarding is mostly event-loop turns (a socket read, a task wake-up, a write), which uvloop (libuv)
+does in C. On the 2-core benchmark machine it made no difference beyond the noise (README,
+Benchmarks), so it is an optional extra: used when installed unless the ``event_loop`` setting
+says ``asyncio``.
 """
 
 from __future__ import annotations
