@@ -1,14 +1,17 @@
-"""Gateway benchmark: consume rate and per-request latency through the gateway vs the broker itself.
+"""Gateway benchmark: produce, fetch and per-request latency through the gateway vs the broker itself.
 
-    python bench/gateway_bench.py [--records 200000] [--value-bytes 200] [--round-trips 2000] [--rounds 3]
+    python bench/gateway_bench.py [--records 200000] [--value-bytes 1024] [--round-trips 2000] [--rounds 3]
 
 Same run, same broker (a fresh local Tansu on a free loopback port), the gateway in its own
-process as a sidecar would be:
+process as a sidecar would be -- two of them when uvloop is installed, one on asyncio's default
+event loop and one on uvloop, so the event loop's share is measured too:
+- a confluent-kafka producer writing N records (acks=all) directly and through each gateway;
 - a confluent-kafka consumer reading N records from offset 0 by manual assignment, directly and
-  through the gateway (records/s, MB/s; rounds alternate so drift hits both sides alike), with
-  the CPU seconds the broker and the gateway process spent in each round;
-- one request at a time on one connection, directly and through the gateway: ListOffsets (a plain
-  forwarded request) and Metadata (forwarded and rewritten); the difference is the added latency.
+  through each gateway (records/s, MB/s; rounds alternate so drift hits all sides alike), with
+  the CPU seconds the broker and the gateway processes spent in each round;
+- one request at a time on one connection per side, the sides taking turns request by request:
+  ListOffsets (a plain forwarded request) and Metadata (forwarded and rewritten); the difference
+  from direct is the added latency.
 Writes JSON to bench/results/gateway.json. Not part of the test suite.
 """
 
@@ -49,14 +52,28 @@ class NoGroups:
         raise RuntimeError("the benchmark uses no group APIs")
 
 
-def _run_gateway(bootstrap: str, port: int, ready: Any) -> None:
+def _run_gateway(bootstrap: str, port: int, ready: Any, loop: str) -> None:
     async def main() -> None:
         server = GatewayServer(GatewayConfig(bootstrap_servers=bootstrap, listen_port=port), NoGroups())
         await server.start()
         ready.set()
         await asyncio.Event().wait()
 
-    asyncio.run(main())
+    if loop == "uvloop":
+        import uvloop
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main())
+    else:
+        asyncio.run(main())
+
+
+def event_loops() -> list[str]:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return ["asyncio"]
+    return ["asyncio", "uvloop"]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -83,6 +100,23 @@ def fill_topic(bootstrap: str, topic: str, records: int, value_bytes: int) -> No
             except BufferError:
                 producer.poll(0.05)
     assert producer.flush(120) == 0
+
+
+def produce_rate(bootstrap: str, topic: str, records: int, value_bytes: int) -> dict[str, float]:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    value = b"p" * value_bytes
+    start = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, value=value, partition=i % PARTITIONS)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    if producer.flush(300) != 0:
+        raise RuntimeError("produce did not complete")
+    elapsed = time.perf_counter() - start
+    return {"seconds": elapsed, "records_per_s": records / elapsed, "mb_per_s": records * value_bytes / elapsed / 1e6}
 
 
 def consume_rate(bootstrap: str, topic: str, records: int) -> dict[str, float]:
@@ -126,82 +160,117 @@ def _metadata_v9(topic: str, correlation_id: int) -> bytes:
     return encode_request(RequestHeader(3, 9, correlation_id, "bench"), body)
 
 
-async def _round_trips(address: tuple[str, int], build: Any, topic: str, count: int) -> list[float]:
-    reader, writer = await asyncio.open_connection(*address)
-    samples: list[float] = []
+async def _round_trips(
+    addresses: dict[str, tuple[str, int]], build: Any, topic: str, count: int
+) -> dict[str, list[float]]:
+    """One request at a time on each side in turn, so drift on a shared machine hits all sides alike."""
+    streams = {side: await asyncio.open_connection(*address) for side, address in addresses.items()}
+    samples: dict[str, list[float]] = {side: [] for side in addresses}
     try:
         for i in range(count + 50):
-            start = time.perf_counter()
-            writer.write(build(topic, i))
-            (size,) = struct.unpack(">i", await reader.readexactly(4))
-            await reader.readexactly(size)
-            if i >= 50:  # warm-up: connection set-up, listener creation, caches
-                samples.append((time.perf_counter() - start) * 1e6)
+            for side, (reader, writer) in streams.items():
+                start = time.perf_counter()
+                writer.write(build(topic, i))
+                (size,) = struct.unpack(">i", await reader.readexactly(4))
+                await reader.readexactly(size)
+                if i >= 50:  # warm-up: connection set-up, listener creation, caches
+                    samples[side].append((time.perf_counter() - start) * 1e6)
     finally:
-        writer.close()
-        await writer.wait_closed()
+        for _, writer in streams.values():
+            writer.close()
+            await writer.wait_closed()
     return samples
 
 
-def latency(address: tuple[str, int], build: Any, topic: str, count: int) -> dict[str, float]:
-    samples = asyncio.run(_round_trips(address, build, topic, count))
+def latency(addresses: dict[str, tuple[str, int]], build: Any, topic: str, count: int) -> dict[str, dict[str, float]]:
+    samples = asyncio.run(_round_trips(addresses, build, topic, count))
     return {
-        "p50_us": percentile(samples, 0.5),
-        "p99_us": percentile(samples, 0.99),
-        "mean_us": statistics.fmean(samples),
+        side: {
+            "p50_us": percentile(values, 0.5),
+            "p99_us": percentile(values, 0.99),
+            "mean_us": statistics.fmean(values),
+        }
+        for side, values in samples.items()
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=200_000)
-    parser.add_argument("--value-bytes", type=int, default=200)
+    parser.add_argument("--value-bytes", type=int, default=1024)
     parser.add_argument("--round-trips", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "results" / "gateway.json")
     args = parser.parse_args()
 
     ctx = multiprocessing.get_context("spawn")
+    loops = event_loops()
     with LocalBroker(port=free_port()) as broker:
-        gateway_port = free_port()
-        ready = ctx.Event()
-        gateway = ctx.Process(target=_run_gateway, args=(broker.bootstrap, gateway_port, ready), daemon=True)
-        gateway.start()
+        gateways: dict[str, tuple[int, Any]] = {}
         try:
-            if not ready.wait(30):
-                raise RuntimeError("gateway did not start")
-            through = f"127.0.0.1:{gateway_port}"
+            for loop in loops:
+                port, ready = free_port(), ctx.Event()
+                process = ctx.Process(target=_run_gateway, args=(broker.bootstrap, port, ready, loop), daemon=True)
+                process.start()
+                gateways[loop] = (port, process)
+                if not ready.wait(30):
+                    raise RuntimeError(f"gateway ({loop}) did not start")
+            sides = {"direct": broker.bootstrap} | {
+                f"gateway_{loop}": f"127.0.0.1:{gateways[loop][0]}" for loop in loops
+            }
             topic = f"bench-gw-{uuid.uuid4().hex[:8]}"
             fill_topic(broker.bootstrap, topic, args.records, args.value_bytes)
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            sink = f"bench-gw-produce-{uuid.uuid4().hex[:8]}"
+            admin.create_topics([NewTopic(sink, PARTITIONS, 1)])[sink].result()
 
-            assert broker.process is not None and gateway.pid is not None
-            pids = {"broker_cpu_s": broker.process.pid, "gateway_cpu_s": gateway.pid}
-            consume: dict[str, list[dict[str, float]]] = {"direct": [], "gateway": []}
+            assert broker.process is not None
+            pids = {"broker_cpu_s": broker.process.pid} | {
+                f"gateway_{loop}_cpu_s": p.pid for loop, (_, p) in gateways.items()
+            }
+            produce: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
+            fetch: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
             for _ in range(args.rounds):
-                for side, address in (("direct", broker.bootstrap), ("gateway", through)):
-                    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-                    figures = consume_rate(address, topic, args.records)
-                    # CPU beside wall time tells a busy broker from an idle, stalled one.
-                    figures.update({name: cpu_seconds(pid) - before[name] for name, pid in pids.items()})
-                    consume[side].append(figures)
+                for side, address in sides.items():
+                    for figures_of, measure in (
+                        (produce, lambda a: produce_rate(a, sink, args.records, args.value_bytes)),
+                        (fetch, lambda a: consume_rate(a, topic, args.records)),
+                    ):
+                        before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+                        figures = measure(address)
+                        # CPU beside wall time tells a busy broker from an idle, stalled one.
+                        figures.update({name: cpu_seconds(pid) - before[name] for name, pid in pids.items()})
+                        figures_of[side].append(figures)
 
-            direct_addr, gateway_addr = (broker.host, broker.port), ("127.0.0.1", gateway_port)
+            addresses = {"direct": (broker.host, broker.port)} | {
+                f"gateway_{loop}": ("127.0.0.1", gateways[loop][0]) for loop in loops
+            }
             requests: dict[str, dict[str, Any]] = {}
             for name, build in (("list_offsets_v1", _list_offsets_v1), ("metadata_v9", _metadata_v9)):
-                direct = latency(direct_addr, build, topic, args.round_trips)
-                through_gateway = latency(gateway_addr, build, topic, args.round_trips)
-                requests[name] = {
-                    "direct": direct,
-                    "gateway": through_gateway,
-                    "added_p50_us": through_gateway["p50_us"] - direct["p50_us"],
-                    "added_mean_us": through_gateway["mean_us"] - direct["mean_us"],
-                }
+                entry: dict[str, Any] = latency(addresses, build, topic, args.round_trips)
+                direct = entry["direct"]
+                for loop in loops:
+                    through = entry[f"gateway_{loop}"]
+                    entry[f"added_{loop}"] = {q: through[q] - direct[q] for q in ("p50_us", "p99_us", "mean_us")}
+                requests[name] = entry
         finally:
-            gateway.terminate()
-            gateway.join(10)
+            for _, process in gateways.values():
+                process.terminate()
+                process.join(10)
 
-    def median(side: str, key: str) -> float:
-        return statistics.median(r[key] for r in consume[side])
+    def median(figures: dict[str, list[dict[str, float]]], side: str, key: str) -> float:
+        return statistics.median(r[key] for r in figures[side])
+
+    def summary(figures: dict[str, list[dict[str, float]]]) -> dict[str, Any]:
+        return {
+            side: {
+                "records_per_s_median": median(figures, side, "records_per_s"),
+                "mb_per_s_median": median(figures, side, "mb_per_s"),
+                "over_direct": median(figures, side, "records_per_s") / median(figures, "direct", "records_per_s"),
+                "rounds": figures[side],
+            }
+            for side in figures
+        }
 
     result = {
         "benchmark": "gateway",
@@ -213,25 +282,20 @@ def main() -> None:
             "partitions": PARTITIONS,
             "rounds": args.rounds,
             "round_trips": args.round_trips,
+            "event_loops": loops,
         },
-        "consume": {
-            side: {
-                "records_per_s_median": median(side, "records_per_s"),
-                "mb_per_s_median": median(side, "mb_per_s"),
-                "rounds": consume[side],
-            }
-            for side in consume
-        },
-        "consume_gateway_over_direct": median("gateway", "records_per_s") / median("direct", "records_per_s"),
+        "produce": summary(produce),
+        "fetch": summary(fetch),
         "request_latency": requests,
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.output.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(result, indent=2) + "\n")
     tmp.replace(args.output)
-    print(json.dumps({k: result[k] for k in ("consume_gateway_over_direct", "request_latency")}, indent=2))
-    for side in consume:
-        print(side, f"{median(side, 'records_per_s'):.0f} records/s", f"{median(side, 'mb_per_s'):.1f} MB/s")
+    for kind in ("produce", "fetch"):
+        for side, figures in result[kind].items():  # type: ignore[attr-defined]
+            print(kind, side, f"{figures['records_per_s_median']:.0f} records/s", f"x{figures['over_direct']:.2f}")
+    print(json.dumps(requests, indent=2))
 
 
 if __name__ == "__main__":

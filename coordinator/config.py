@@ -127,6 +127,9 @@ class Settings(BaseSettings):
         10_000, ge=100, description="How often topic metadata (creations, deletions, partitions) is read."
     )
     log_level: str = Field("WARNING", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
+    event_loop: str = Field(
+        "auto", pattern="^(auto|uvloop|asyncio)$", description="uvloop when installed (auto), or asyncio's own loop."
+    )
 
     _config_file: Path | None = None
 

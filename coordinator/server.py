@@ -15,6 +15,7 @@ from rich.console import Console
 from coordinator.config import Settings
 from coordinator.errors import ErrorCode
 from coordinator.gateway.config import GatewayConfig
+from coordinator.gateway.event_loop import loop_factory
 from coordinator.gateway.handler import CoordinatorAddress
 from coordinator.gateway.server import GatewayServer
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
@@ -35,7 +36,13 @@ log = logging.getLogger(__name__)
 
 def run(settings: Settings, console: Console) -> int:
     """Run until SIGINT/SIGTERM; returns the process exit code."""
-    return asyncio.run(_serve(settings, console))
+    try:
+        factory = loop_factory(settings.event_loop)
+    except ImportError:
+        console.print("[red]error:[/red] event_loop = uvloop, but uvloop is not installed", highlight=False)
+        return 1
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(_serve(settings, console))
 
 
 class PlacementLocator:

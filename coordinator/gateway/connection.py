@@ -49,7 +49,7 @@ from coordinator.gateway.rewrite import (
     rewrite_metadata,
 )
 from coordinator.gateway.schema import Message
-from coordinator.gateway.upstream import UpstreamClosed, UpstreamConnection
+from coordinator.gateway.upstream import UpstreamClosed, UpstreamConnection, write_framed
 from coordinator.security.sasl import SaslRefused, SaslSession
 
 if TYPE_CHECKING:
@@ -203,6 +203,12 @@ class ClientConnection:
         await self.queue.put(None)
 
     async def _read_within(self, n: int, seconds: float) -> bytes:
+        # Usually the bytes are already buffered (a frame arrives whole): then no deadline is
+        # armed, which saves a timer per read on the forward path. ``_buffer`` is the stream's
+        # own bytearray; if a future asyncio renames it, every read simply takes the timed path.
+        buffered = getattr(self.reader, "_buffer", None)
+        if isinstance(buffered, bytearray) and len(buffered) >= n:
+            return await self.reader.readexactly(n)
         try:
             async with asyncio.timeout(seconds):
                 return await self.reader.readexactly(n)
@@ -236,13 +242,17 @@ class ClientConnection:
             if framed:
                 self.writer.write(data)
             else:
-                self.writer.writelines((_LEN.pack(len(data)), data))
-            try:
-                # A client that stops reading its answers is as idle as one that stops sending.
-                async with asyncio.timeout(idle_s):
-                    await self.writer.drain()
-            except TimeoutError:
-                raise CloseConnection(f"answers unread for connections_max_idle_ms={idle_s * 1000:.0f}") from None
+                write_framed(self.writer, data)
+            if self.writer.transport.get_write_buffer_size() == 0:
+                # All written at once (the usual case): drain cannot block, so no deadline.
+                await self.writer.drain()
+            else:
+                try:
+                    # A client that stops reading its answers is as idle as one that stops sending.
+                    async with asyncio.timeout(idle_s):
+                        await self.writer.drain()
+                except TimeoutError:
+                    raise CloseConnection(f"answers unread for connections_max_idle_ms={idle_s * 1000:.0f}") from None
             if not framed:
                 self.budget.release_for(len(data))
             self.outstanding -= 1
@@ -552,7 +562,7 @@ class ClientConnection:
         self._check_may_forward(key)
         upstream = await self._upstream()
         try:
-            fut = await upstream.send(_LEN.pack(len(payload)) + payload, correlation_id, expect)
+            fut = await upstream.send(payload, correlation_id, expect)
         except (UpstreamClosed, OSError) as exc:
             raise CloseConnection(f"upstream write failed: {exc}") from exc
         if not rewrite:

@@ -48,6 +48,22 @@ async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> bytes:
     return await reader.readexactly(size)
 
 
+# Below this, prefix and payload are joined into one write (one send); above it they are written
+# apart, because joining would copy a large Produce or Fetch payload (and asyncio's writelines
+# joins too on Python 3.11).
+_JOIN_BELOW = 64 * 1024
+
+
+def write_framed(writer: asyncio.StreamWriter, payload: bytes) -> None:
+    """Write one frame: its 4-byte length prefix, then the payload."""
+    prefix = _LEN.pack(len(payload))
+    if len(payload) < _JOIN_BELOW:
+        writer.write(prefix + payload)
+    else:
+        writer.write(prefix)
+        writer.write(payload)
+
+
 def _retrieve(fut: asyncio.Future[bytes]) -> None:
     # A client that disconnected never awaits its remaining futures; reading the exception here
     # keeps asyncio from reporting it as "never retrieved".
@@ -88,8 +104,8 @@ class UpstreamConnection:
     def closed(self) -> bool:
         return self._closed is not None
 
-    async def send(self, framed_request: bytes, correlation_id: int, expect_response: bool) -> asyncio.Future[bytes]:
-        """Write one request (length prefix included); the future yields the response payload.
+    async def send(self, request: bytes, correlation_id: int, expect_response: bool) -> asyncio.Future[bytes]:
+        """Write one request (its payload; the length prefix is added); the future yields the response payload.
 
         When no response is expected (Produce with acks=0) the future is already resolved to b"".
         """
@@ -101,7 +117,7 @@ class UpstreamConnection:
             self._pending.append((correlation_id, fut))
         else:
             fut.set_result(b"")
-        self._writer.write(framed_request)
+        write_framed(self._writer, request)
         await self._writer.drain()
         return fut
 

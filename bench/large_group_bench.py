@@ -1,0 +1,343 @@
+"""Large KIP-848 group: thousands of wire-level members heartbeating one `groupcoord serve` process.
+
+    python bench/large_group_bench.py [--members 5000] [--partitions 10000] [--restart-batch 50]
+                                      [--steady-seconds 20] [--assignment-interval-ms 1000]
+                                      [--no-restart] [--event-loop auto|uvloop|asyncio]
+
+Each member is an asyncio task with its own connection to the sidecar, speaking raw
+ConsumerGroupHeartbeat v1 frames (client-generated member id, as Kafka 4 clients do): it joins,
+acknowledges every new assignment at once and otherwise heartbeats at the interval the coordinator
+asks for (5 s by default). Phases, all against one serve process and a fresh local broker:
+- mass join: every member sends its join at the same moment; the time until the group has
+  converged (ConsumerGroupDescribe: every member at the group epoch with its target assignment);
+- steady state: heartbeat latency p50/p99 and the serve process's CPU seconds per heartbeat;
+- rolling restart: members leave (epoch -1) and rejoin as new members, ``--restart-batch`` at a
+  time, each batch once the previous one has rejoined; the time until the group converges again.
+Beside them, the same run's raw figure: the broker's produce -> consume round trip, and the distinct member epochs members saw (about how many target assignments were computed; the
+assignment interval batches a mass join into a few). ``--assignment-interval-ms 0`` shows the
+cost without that batching. JSON to bench/results/large_group.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, NewTopic
+from runtime_bench import ROOT, cluster, percentile, raw_figures
+
+from coordinator.errors import ErrorCode
+from coordinator.gateway.event_loop import loop_factory
+from coordinator.gateway.framing import RequestHeader
+from coordinator.gateway.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from coordinator.gateway.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatRequestTopicPartitions,
+    ConsumerGroupHeartbeatResponse,
+)
+from coordinator.gateway.protocol import decode_response, encode_request
+from coordinator.gateway.schema import Message
+from deploy.local_broker import free_port
+
+HB_KEY, HB_VERSION = 68, 1
+DESCRIBE_KEY, DESCRIBE_VERSION = 69, 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU a process has used, all its threads (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Connection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer, self.next_id = reader, writer, 1
+
+    @classmethod
+    async def open(cls, address: tuple[str, int]) -> Connection:
+        return cls(*await asyncio.open_connection(*address))
+
+    async def call(self, api_key: int, version: int, body: Message) -> Message:
+        self.next_id += 1
+        self.writer.write(encode_request(RequestHeader(api_key, version, self.next_id, "bench-large"), body))
+        size = int.from_bytes(await self.reader.readexactly(4), "big")
+        correlation_id, response = decode_response(api_key, version, await self.reader.readexactly(size))
+        assert correlation_id == self.next_id
+        return response
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.latencies_ms: list[float] = []
+        self.heartbeats = 0
+        self.errors: dict[str, int] = {}
+        self.epochs: set[int] = set()
+
+
+class Member:
+    def __init__(self, group: str, topic: str, stats: Stats) -> None:
+        self.group, self.topic, self.stats = group, topic, stats
+        self.conn: Connection | None = None
+        self.new_identity()
+        self.stop = False
+        self.leave = asyncio.Event()
+        self.rejoined = asyncio.Event()
+        self.rejoining = False
+
+    def new_identity(self) -> None:
+        self.member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        self.epoch = 0
+        self.owned: list[ConsumerGroupHeartbeatRequestTopicPartitions] = []
+        self.ack = True  # the join itself carries the (empty) owned partitions
+
+    def request(self) -> ConsumerGroupHeartbeatRequest:
+        joining = self.epoch == 0
+        return ConsumerGroupHeartbeatRequest(
+            group_id=self.group,
+            member_id=self.member_id,
+            member_epoch=self.epoch,
+            rebalance_timeout_ms=300_000 if joining else -1,
+            subscribed_topic_names=[self.topic] if joining else None,
+            topic_partitions=list(self.owned) if self.ack else None,
+        )
+
+    async def heartbeat(self, body: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+        assert self.conn is not None
+        start = time.perf_counter()
+        response = await self.conn.call(HB_KEY, HB_VERSION, body)
+        self.stats.latencies_ms.append((time.perf_counter() - start) * 1000)
+        self.stats.heartbeats += 1
+        assert isinstance(response, ConsumerGroupHeartbeatResponse)
+        return response
+
+    async def run(self) -> None:
+        interval = 5.0
+        while not self.stop:
+            if self.leave.is_set():
+                await self.heartbeat(
+                    ConsumerGroupHeartbeatRequest(group_id=self.group, member_id=self.member_id, member_epoch=-1)
+                )
+                self.leave.clear()
+                self.new_identity()
+                self.rejoining = True
+            response = await self.heartbeat(self.request())
+            self.ack = False
+            if response.error_code:
+                name = ErrorCode(response.error_code).name
+                self.stats.errors[name] = self.stats.errors.get(name, 0) + 1
+                if response.error_code in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID):
+                    self.epoch, self.owned, self.ack = 0, [], True
+                    continue
+                await self.sleep(1.0)
+                continue
+            self.epoch = response.member_epoch
+            if self.rejoining:
+                self.rejoining = False
+                self.rejoined.set()
+            self.stats.epochs.add(self.epoch)
+            interval = response.heartbeat_interval_ms / 1000
+            if response.assignment is not None:
+                # A new assignment is acknowledged at once (what a client does after its callbacks).
+                self.owned = [
+                    ConsumerGroupHeartbeatRequestTopicPartitions(topic_id=tp.topic_id, partitions=list(tp.partitions))
+                    for tp in response.assignment.topic_partitions
+                ]
+                self.ack = True
+                continue
+            await self.sleep(interval)
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep, but wake at once when told to leave."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.leave.wait(), seconds)
+
+
+async def converged(describe: Connection, group: str, members: int) -> bool:
+    response: Any = await describe.call(DESCRIBE_KEY, DESCRIBE_VERSION, ConsumerGroupDescribeRequest(group_ids=[group]))
+    (described,) = response.groups
+    if described.error_code or len(described.members) != members:
+        return False
+    if described.assignment_epoch != described.group_epoch:
+        return False
+
+    def flat(assignment: Any) -> set[tuple[Any, int]]:
+        return {(tp.topic_id, p) for tp in assignment.topic_partitions for p in tp.partitions}
+
+    return all(
+        m.member_epoch == described.group_epoch and flat(m.assignment) == flat(m.target_assignment)
+        for m in described.members
+    )
+
+
+async def wait_converged(
+    describe: Connection, group: str, members: int, start: float, timeout: float, tasks: list[asyncio.Task[None]]
+) -> float:
+    while time.perf_counter() - start < timeout:
+        for task in tasks:
+            if task.done():
+                # A member that stopped would keep the group from ever converging: say why.
+                raise RuntimeError(f"a member stopped: {task.exception()!r}")
+        if await converged(describe, group, members):
+            return time.perf_counter() - start
+        # Describing 5,000 members costs the coordinator CPU too: poll sparingly.
+        await asyncio.sleep(2.0)
+    raise TimeoutError(f"the group did not converge in {timeout}s")
+
+
+def summary(stats: Stats, cpu: float, seconds: float) -> dict[str, Any]:
+    lat = stats.latencies_ms or [0.0]
+    return {
+        "seconds": seconds,
+        "heartbeats": stats.heartbeats,
+        "heartbeats_per_s": stats.heartbeats / seconds if seconds else 0.0,
+        "latency_ms": {"p50": percentile(lat, 0.5), "p99": percentile(lat, 0.99), "max": max(lat)},
+        "serve_cpu_s": cpu,
+        "serve_cpu_ms_per_heartbeat": cpu * 1000 / stats.heartbeats if stats.heartbeats else None,
+        "errors": dict(stats.errors),
+        "distinct_member_epochs": len(stats.epochs),
+    }
+
+
+async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, pid: int) -> dict[str, Any]:
+    group = f"large-{uuid.uuid4().hex[:8]}"
+    stats = Stats()
+    members = [Member(group, topic, stats) for _ in range(args.members)]
+    gate = asyncio.Semaphore(200)
+
+    async def connect(member: Member) -> None:
+        async with gate:
+            member.conn = await Connection.open(sidecar)
+
+    await asyncio.gather(*(connect(m) for m in members))
+    describe = await Connection.open(sidecar)
+    result: dict[str, Any] = {}
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        # Mass join: every member's first heartbeat at once.
+        cpu0, start = cpu_seconds(pid), time.perf_counter()
+        tasks = [asyncio.create_task(m.run()) for m in members]
+        join_s = await wait_converged(describe, group, args.members, start, args.timeout, tasks)
+        result["mass_join"] = {"converge_s": join_s, **summary(stats, cpu_seconds(pid) - cpu0, join_s)}
+        print("mass join", json.dumps(result["mass_join"]), flush=True)
+
+        # Steady state: the heartbeat interval alone, no describes.
+        stats.__init__()  # type: ignore[misc]
+        cpu0, start = cpu_seconds(pid), time.perf_counter()
+        await asyncio.sleep(args.steady_seconds)
+        result["steady"] = summary(stats, cpu_seconds(pid) - cpu0, time.perf_counter() - start)
+        print("steady", json.dumps(result["steady"]), flush=True)
+
+        if not args.restart:
+            return result
+        # Rolling restart: each member leaves and rejoins as a new member, a batch at a time.
+        stats.__init__()  # type: ignore[misc]
+        cpu0, start = cpu_seconds(pid), time.perf_counter()
+        order = list(members)
+        random.Random(7).shuffle(order)
+        for i in range(0, len(order), args.restart_batch):
+            batch = order[i : i + args.restart_batch]
+            for m in batch:
+                m.rejoined.clear()
+                m.leave.set()
+            await asyncio.gather(*(m.rejoined.wait() for m in batch))
+        rolled_s = time.perf_counter() - start
+        restart_s = await wait_converged(describe, group, args.members, start, args.timeout, tasks)
+        result["rolling_restart"] = {
+            "all_restarted_s": rolled_s,
+            "converge_s": restart_s,
+            **summary(stats, cpu_seconds(pid) - cpu0, restart_s),
+        }
+        print("rolling restart", json.dumps(result["rolling_restart"]), flush=True)
+    finally:
+        for m in members:
+            m.stop = True
+            m.leave.set()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for m in members:
+            if m.conn is not None:
+                m.conn.close()
+        describe.close()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--members", type=int, default=5000)
+    parser.add_argument("--partitions", type=int, default=10_000)
+    parser.add_argument("--restart-batch", type=int, default=50)
+    parser.add_argument("--steady-seconds", type=float, default=20.0)
+    parser.add_argument("--assignment-interval-ms", type=int, default=1000)
+    parser.add_argument("--restart", action=argparse.BooleanOptionalAction, default=True, help="rolling restart phase")
+    parser.add_argument("--event-loop", choices=("auto", "uvloop", "asyncio"), default="auto")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--bootstrap", default=None)
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "large_group.json"))
+    args = parser.parse_args()
+    with cluster(args.bootstrap) as (bootstrap, label):
+        topic = f"large-{uuid.uuid4().hex[:8]}"
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(120)
+        port = free_port()
+        serve_log = tempfile.TemporaryFile()  # noqa: SIM115 (closed once serve has stopped)
+        env = {
+            **os.environ,
+            "GROUPCOORD_GATEWAY__MAX_CONNECTIONS": str(args.members + 100),
+            "GROUPCOORD_GATEWAY__MAX_CONNECTIONS_PER_IP": str(args.members + 100),
+            # The first member to join owns every partition and acknowledges them all in one
+            # heartbeat: more array elements than the default limit allows with 10,000 partitions.
+            "GROUPCOORD_GATEWAY__MAX_GROUP_REQUEST_ELEMENTS": str(max(10_000, 2 * args.partitions)),
+            "GROUPCOORD_EVENT_LOOP": args.event_loop,
+            "GROUPCOORD_GROUP": json.dumps({"group.consumer.assignment.interval.ms": str(args.assignment_interval_ms)}),
+        }
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
+             "--log-topic", f"large-log-{uuid.uuid4().hex[:6]}", "--partitions", "1"],
+            stdout=subprocess.PIPE, stderr=serve_log, text=True, cwd=ROOT, env=env,
+        )  # fmt: skip
+        try:
+            assert serve.stdout is not None and serve.stdout.readline().startswith("listening on")
+            result = asyncio.run(drive(args, ("127.0.0.1", port), topic, serve.pid))
+        except BaseException:
+            serve_log.seek(0)
+            print("serve's log (tail):", *serve_log.read().decode(errors="replace").splitlines()[-20:], sep="\n")
+            raise
+        finally:
+            serve.terminate()
+            serve.wait(30)
+            serve_log.close()
+        # The raw figure beside a heartbeat (each one an acknowledged log write when it changes
+        # state): the broker's own produce -> consume round trip, same broker, same run.
+        raw = raw_figures(bootstrap, 1000, 200)
+    out = {
+        "benchmark": "large_group",
+        "broker": label,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "params": {k: v for k, v in vars(args).items() if k not in ("out", "bootstrap")},
+        "serve_event_loop": "uvloop" if loop_factory(args.event_loop) else "asyncio",
+        "raw": raw,
+        **result,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

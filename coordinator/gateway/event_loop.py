@@ -1,0 +1,34 @@
+"""Which asyncio event loop the sidecar runs on.
+
+Forwarding is mostly event-loop turns (a socket read, a task wake-up, a write), which uvloop (libuv)
+does in C. On the 2-core benchmark machine it made no difference beyond the noise (README,
+Benchmarks), so it is an optional extra: used when installed unless the ``event_loop`` setting
+says ``asyncio``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Callable
+
+EVENT_LOOPS = ("auto", "uvloop", "asyncio")
+
+
+def loop_factory(choice: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """A factory for ``asyncio.Runner``; None means asyncio's default loop.
+
+    ``uvloop`` requires it to be installed (ImportError otherwise); ``auto`` uses it when it is.
+    """
+    if choice not in EVENT_LOOPS:
+        raise ValueError(f"event_loop must be one of {', '.join(EVENT_LOOPS)}, not {choice!r}")
+    if choice == "asyncio":
+        return None
+    try:
+        uvloop = importlib.import_module("uvloop")
+    except ImportError:
+        if choice == "uvloop":
+            raise
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory

@@ -1,0 +1,77 @@
+"""Each benchmark run at its smallest size, so a bench cannot rot unnoticed.
+
+Only the shape of the JSON it writes is checked: timings belong in bench/results, never in tests.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.integration
+
+
+def run_bench(script: str, out: Path, *args: str, out_flag: str = "--out") -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), *args, out_flag, str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+def test_gateway_bench(tmp_path: Path) -> None:
+    out = tmp_path / "gateway.json"
+    result = run_bench(
+        "gateway_bench.py", out, "--records", "300", "--rounds", "1", "--round-trips", "20", out_flag="--output"
+    )
+    loops = result["params"]["event_loops"]
+    assert "asyncio" in loops
+    for kind in ("produce", "fetch"):
+        sides = result[kind]
+        assert set(sides) == {"direct"} | {f"gateway_{loop}" for loop in loops}
+        for side in sides.values():
+            assert side["records_per_s_median"] > 0 and side["over_direct"] > 0
+            assert len(side["rounds"]) == 1
+    for name in ("list_offsets_v1", "metadata_v9"):
+        entry = result["request_latency"][name]
+        assert entry["direct"]["p99_us"] >= entry["direct"]["p50_us"] > 0
+        for loop in loops:
+            assert set(entry[f"added_{loop}"]) == {"p50_us", "p99_us", "mean_us"}
+
+
+def test_offsets_bench(tmp_path: Path, bootstrap: str) -> None:
+    result = run_bench("offsets_bench.py", tmp_path / "offsets.json", "--seconds", "0.3", "--bootstrap", bootstrap)
+    assert result["raw"]["produce_consume_round_trip_ms"]["p50"] > 0
+    assert [r["partitions_per_request"] for r in result["groupcoord"]] == [1, 100]
+    for r in result["groupcoord"]:
+        assert r["offsets_per_s"] > 0
+        assert r["latency_ms"]["p99"] >= r["latency_ms"]["p50"] > 0
+
+
+def test_large_group_bench(tmp_path: Path, bootstrap: str) -> None:
+    result = run_bench(
+        "large_group_bench.py",
+        tmp_path / "large_group.json",
+        *("--members", "12", "--partitions", "24", "--steady-seconds", "6", "--restart-batch", "4"),
+        *("--timeout", "120", "--bootstrap", bootstrap),
+    )
+    assert result["raw"]["produce_consume_round_trip_ms"]["p50"] > 0
+    for phase in ("mass_join", "steady", "rolling_restart"):
+        figures = result[phase]
+        assert figures["heartbeats"] > 0
+        assert figures["latency_ms"]["p99"] >= figures["latency_ms"]["p50"] > 0
+        assert figures["errors"] == {}
+    assert result["mass_join"]["converge_s"] > 0
+    assert result["rolling_restart"]["converge_s"] >= result["rolling_restart"]["all_restarted_s"] > 0

@@ -1,0 +1,40 @@
+"""The event-loop setting: uvloop when installed, asyncio's own on request."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+
+import pytest
+
+from coordinator.config import Settings
+from coordinator.gateway.event_loop import loop_factory
+
+HAVE_UVLOOP = importlib.util.find_spec("uvloop") is not None
+
+
+def test_asyncio_means_the_default_loop() -> None:
+    assert loop_factory("asyncio") is None
+
+
+def test_auto_uses_uvloop_exactly_when_installed() -> None:
+    factory = loop_factory("auto")
+    assert (factory is not None) == HAVE_UVLOOP
+    if factory is not None:
+        with asyncio.Runner(loop_factory=factory) as runner:
+            assert type(runner.get_loop()).__module__.startswith("uvloop")
+            assert runner.run(asyncio.sleep(0, result=7)) == 7
+
+
+def test_unknown_choice_is_refused() -> None:
+    with pytest.raises(ValueError, match="event_loop must be one of"):
+        loop_factory("trio")
+
+
+def test_setting_defaults_to_auto_and_is_validated(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings().event_loop == "auto"
+    monkeypatch.setenv("GROUPCOORD_EVENT_LOOP", "asyncio")
+    assert Settings().event_loop == "asyncio"
+    monkeypatch.setenv("GROUPCOORD_EVENT_LOOP", "libev")
+    with pytest.raises(ValueError):
+        Settings()
