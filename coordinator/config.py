@@ -127,6 +127,7 @@ class Settings(BaseSettings):
         10_000, ge=100, description="How often topic metadata (creations, deletions, partitions) is read."
     )
     log_level: str = Field("WARNING", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
+    log_format: str = Field("json", pattern="^(json|text)$", description="json: one JSON object a line.")
 
     _config_file: Path | None = None
 
