@@ -80,6 +80,7 @@ _rdkafka_log.propagate = False
 _rdkafka_log.setLevel(logging.DEBUG)
 _last_line = _LastLine()
 _rdkafka_log.addHandler(_last_line)
+quiet_rdkafka_logger = _rdkafka_log  # for commands that build their own clients
 
 
 def read_properties(path: Path) -> dict[str, str]:

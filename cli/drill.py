@@ -38,6 +38,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cli.common import quiet_rdkafka_logger
 from deploy.local_broker import BrokerStartError, LocalBroker, free_port
 
 DATA_PARTITIONS = 6
@@ -124,6 +125,11 @@ class Stats:
     last_ack: dict[str, float] = field(default_factory=dict)  # member -> time of its last ack
 
 
+def quiet(config: dict[str, Any]) -> dict[str, Any]:
+    # The drill kills coordinators on purpose: librdkafka's complaints about it are not output.
+    return {**config, "logger": quiet_rdkafka_logger}
+
+
 class Member(threading.Thread):
     def __init__(self, name: str, group: str, protocol: str, bootstrap: str, topic: str, stats: Stats) -> None:
         super().__init__(name=name, daemon=True)
@@ -146,7 +152,7 @@ class Member(threading.Thread):
             config["partition.assignment.strategy"] = "cooperative-sticky"
             config["session.timeout.ms"] = 10_000
             config["heartbeat.interval.ms"] = 1000
-        self.consumer = Consumer(config)
+        self.consumer = Consumer(quiet(config))
 
     def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         with self.stats.lock:
@@ -209,7 +215,7 @@ class Member(threading.Thread):
 
 
 def committed_offsets(bootstrap: str, group: str, topic: str, timeout: float = 60) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    consumer = Consumer(quiet({"bootstrap.servers": bootstrap, "group.id": group}))
     deadline = time.monotonic() + timeout
     try:
         while True:
@@ -260,7 +266,7 @@ def run_drill(
     stats = Stats()
     kills: list[dict[str, Any]] = []
     try:
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin = AdminClient(quiet({"bootstrap.servers": bootstrap}))
         admin.create_topics([NewTopic(data_topic, DATA_PARTITIONS, 1)])[data_topic].result(30)
         for child in children:
             child.start()
@@ -274,7 +280,7 @@ def run_drill(
                 members.append(Member(f"{group}-{i}", group, protocol, everyone, data_topic, stats))
         for m in members:
             m.start()
-        producer = Producer({"bootstrap.servers": everyone, "linger.ms": 5, "socket.timeout.ms": 5000})
+        producer = Producer(quiet({"bootstrap.servers": everyone, "linger.ms": 5, "socket.timeout.ms": 5000}))
 
         def sample() -> None:
             seen: dict[tuple[str, int], int] = {}

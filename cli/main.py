@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
@@ -100,12 +99,10 @@ def main(
     """A sidecar Kafka group coordinator that keeps its state in a compacted topic."""
 
 
-def configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level),
-        format='{"ts":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":%(message)r}',
-        stream=sys.stderr,
-    )
+def configure_logging(level: str, fmt: str = "json") -> None:
+    from coordinator.logs import configure
+
+    configure(level, fmt)
 
 
 @app.command()
@@ -164,7 +161,7 @@ def serve(
         fail(str(exc))
     except SettingsError as exc:  # an environment value that is not valid JSON, for instance
         fail(f"invalid configuration: {exc} ({exc.__cause__})" if exc.__cause__ else f"invalid configuration: {exc}")
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     from coordinator.server import run
 
     embedded: LocalBroker | None = None

@@ -130,6 +130,7 @@ class Settings(BaseSettings):
     event_loop: str = Field(
         "auto", pattern="^(auto|uvloop|asyncio)$", description="uvloop when installed (auto), or asyncio's own loop."
     )
+    log_format: str = Field("json", pattern="^(json|text)$", description="json: one JSON object a line.")
 
     _config_file: Path | None = None
 

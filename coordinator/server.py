@@ -12,6 +12,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 from rich.console import Console
 
+from coordinator import logs
 from coordinator.config import Settings
 from coordinator.errors import ErrorCode
 from coordinator.gateway.config import GatewayConfig
@@ -195,7 +196,8 @@ async def _serve(settings: Settings, console: Console) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    client_config = settings.client_config()
+    # Every client of the cluster logs through the `librdkafka` logger (JSON, rate-limited).
+    client_config = logs.client_config(settings.client_config())
     placement_settings = settings.placement
     own_topics = frozenset(
         {settings.log_topic, placement_settings.directory_topic or f"{settings.log_topic}-directory"}

@@ -19,6 +19,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewTopic
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
 
+from coordinator.logs import drain
+
 log = logging.getLogger(__name__)
 
 # (index of the record in its append call, error, offset)
@@ -54,6 +56,13 @@ class LogTopicError(RuntimeError):
 def ensure_log_topic(client_config: dict[str, Any], spec: LogTopicSpec) -> int:
     """Create the log topic if absent; return its partition count (fixed at creation)."""
     admin = AdminClient(dict(client_config))
+    try:
+        return _ensure_log_topic(admin, spec)
+    finally:
+        drain(admin)  # its queued librdkafka log lines
+
+
+def _ensure_log_topic(admin: AdminClient, spec: LogTopicSpec) -> int:
     metadata = admin.list_topics(timeout=10)
     existing = metadata.topics.get(spec.name)
     if existing is None or existing.error is not None:

@@ -44,6 +44,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from coordinator.logs import drain
+
 log = logging.getLogger(__name__)
 
 # Kafka's node ids for real brokers are small; coordinator processes take ids from this range
@@ -89,6 +91,13 @@ RevokeCallback = Callable[[list[int], bool], None]  # (partitions, lost)
 
 def ensure_directory_topic(client_config: dict[str, Any], topic: str, replication_factor: int) -> None:
     admin = AdminClient(dict(client_config))
+    try:
+        _ensure_directory_topic(admin, topic, replication_factor)
+    finally:
+        drain(admin)  # its queued librdkafka log lines
+
+
+def _ensure_directory_topic(admin: AdminClient, topic: str, replication_factor: int) -> None:
     if topic in admin.list_topics(timeout=10).topics:
         return
     futures = admin.create_topics(
@@ -333,6 +342,10 @@ class Placement:
     def _refresh_owners(self) -> None:
         assert self._admin is not None
         request = ConsumerGroupTopicPartitions(self.config.group_id)
+        # The admin client and the producer are polled nowhere else: hand over their log lines.
+        drain(self._admin)
+        if self._producer is not None:
+            drain(self._producer)
         try:
             result = self._admin.list_consumer_group_offsets([request], request_timeout=5)[self.config.group_id].result(
                 timeout=10

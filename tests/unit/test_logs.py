@@ -1,0 +1,167 @@
+"""Log lines: JSON objects, librdkafka's lines routed through the same logger and rate-limited."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+
+from coordinator import logs
+from deploy.local_broker import free_port
+
+GROUPCOORD = str(Path(sys.executable).with_name("groupcoord"))
+
+
+@pytest.fixture
+def stderr_lines() -> Iterator[io.StringIO]:
+    """The root logger configured as serve does, writing into a buffer; restored afterwards."""
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    buffer = io.StringIO()
+    real = sys.stderr
+    sys.stderr = buffer
+    try:
+        logs.configure("WARNING")
+    finally:
+        sys.stderr = real
+    logs.rate_limit.reset()
+    yield buffer
+    root.handlers[:] = saved[0]
+    root.setLevel(saved[1])
+    logs.rate_limit.reset()
+
+
+def parsed(buffer: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in buffer.getvalue().splitlines()]
+
+
+def test_every_line_is_one_json_object_with_extra_fields(stderr_lines: io.StringIO) -> None:
+    log = logging.getLogger("coordinator.test")
+    log.warning('shard %d: "quoted" \\ and\nnewline', 3, extra={"shard": 3, "owner": "h:1"})
+    log.info("below the default level")
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        log.exception("failed")
+    lines = stderr_lines.getvalue().splitlines()
+    assert len(lines) == 2  # the traceback is inside the second object, not on lines of its own
+    first, second = (json.loads(line) for line in lines)
+    assert first["msg"] == 'shard 3: "quoted" \\ and\nnewline'
+    assert first["level"] == "WARNING" and first["logger"] == "coordinator.test"
+    assert first["shard"] == 3 and first["owner"] == "h:1"
+    assert str(first["ts"]).endswith("Z") and "T" in str(first["ts"])
+    assert second["level"] == "ERROR" and "ValueError: boom" in str(second["exc_info"])
+
+
+def test_text_format_for_humans() -> None:
+    root = logging.getLogger()
+    saved = list(root.handlers), root.level
+    buffer, real = io.StringIO(), sys.stderr
+    sys.stderr = buffer
+    try:
+        logs.configure("INFO", "text")
+        logging.getLogger("x").info("hello %s", "there")
+    finally:
+        sys.stderr = real
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    assert buffer.getvalue().rstrip().endswith("INFO x: hello there")
+
+
+def test_rate_limit_lets_a_burst_through_then_counts_the_rest() -> None:
+    now = [0.0]
+    limit = RateLimitLogger(burst=3, interval=10.0, clock=lambda: now[0])
+    for i in range(50):
+        limit.log.error("%s [%s] %s", "FAIL", "rdkafka#producer-1", f"connect failed {i}")
+        limit.log.error("%s [%s] %s", "ERROR", "rdkafka#producer-1", f"all brokers down {i}")
+    assert [r.msg for r in limit.records if getattr(r, "fac", "") == "FAIL"] == [
+        "connect failed 0",
+        "connect failed 1",
+        "connect failed 2",
+    ]
+    assert Counter(getattr(r, "fac", "") for r in limit.records) == {"FAIL": 3, "ERROR": 3}
+    now[0] = 10.0  # the next interval: one line, carrying the count of those held back
+    limit.log.error("%s [%s] %s", "FAIL", "rdkafka#producer-1", "connect failed again")
+    last = limit.records[-1]
+    assert last.getMessage().startswith("connect failed again (suppressed 47 similar lines")
+    assert last.__dict__["suppressed"] == 47 and last.__dict__["client"] == "rdkafka#producer-1"
+
+
+class RateLimitLogger:
+    def __init__(self, burst: int, interval: float, clock: object) -> None:
+        self.records: list[logging.LogRecord] = []
+        self.log = logging.getLogger(f"librdkafka-test-{id(self)}")
+        self.log.propagate = False
+        self.log.addFilter(logs.RateLimit(burst, interval, clock))  # type: ignore[arg-type]
+        handler = logging.Handler()
+        handler.emit = self.records.append  # type: ignore[method-assign]
+        self.log.addHandler(handler)
+
+
+def test_librdkafka_lines_reach_the_logger_only_when_polled_and_are_bounded(stderr_lines: io.StringIO) -> None:
+    dead = f"127.0.0.1:{free_port()}"
+    conf = logs.client_config({"bootstrap.servers": dead, "reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 20})
+    admin = AdminClient(conf)
+    producer = Producer(conf)
+    # Many reconnect attempts: each one is a FAIL line in librdkafka.
+    with pytest.raises(Exception, match="Failed to get metadata"):
+        admin.list_topics(timeout=2)
+    assert stderr_lines.getvalue() == ""  # queued inside the client until it is polled
+    logs.drain(admin)
+    for _ in range(20):
+        producer.poll(0.05)
+    lines = parsed(stderr_lines)
+    rdkafka = [line for line in lines if line["logger"] == "librdkafka"]
+    assert rdkafka, "librdkafka's lines must come through the logger"
+    assert all("Connection refused" in str(line["msg"]) for line in rdkafka if line["fac"] == "FAIL")
+    per_fac = Counter(str(line["fac"]) for line in rdkafka)
+    assert max(per_fac.values()) <= logs.rate_limit.burst, per_fac
+    assert all(str(line["client"]).startswith("rdkafka#producer-") for line in rdkafka)
+
+
+def test_serve_against_a_dead_cluster_writes_only_json_lines_and_a_bounded_number() -> None:
+    # serve retries the cluster for 30 s, then gives up with its one-line error; it exits by itself.
+    env = {**os.environ, "GROUPCOORD_LOG_LEVEL": "WARNING"}
+    env.pop("GROUPCOORD_LOG_FORMAT", None)
+    result = subprocess.run(
+        [GROUPCOORD, "serve", "-b", f"127.0.0.1:{free_port()}", "--listen", f"127.0.0.1:{free_port()}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    # The last thing said is serve's own human-readable failure (possibly wrapped); before it,
+    # only log lines.
+    end = next(i for i, line in enumerate(lines) if line.startswith("error: cannot reach the cluster"))
+    records = [json.loads(line) for line in lines[:end]]
+    assert all(isinstance(r, dict) and {"ts", "level", "logger", "msg"} <= r.keys() for r in records)
+    rdkafka = [r for r in records if r["logger"] == "librdkafka"]
+    assert rdkafka  # the connection failures are reported, as JSON
+    per_fac = Counter(str(r["fac"]) for r in rdkafka)
+    # At most `burst` per kind in one interval (60 s, longer than the run), whatever the number
+    # of clients and reconnect attempts.
+    assert all(n <= logs.rate_limit.burst for n in per_fac.values()), per_fac
+
+
+def test_cli_commands_keep_librdkafka_off_the_terminal() -> None:
+    result = subprocess.run(
+        [GROUPCOORD, "groups", "list", "-b", f"127.0.0.1:{free_port()}", "--timeout", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: cannot reach"), result.stderr
+    assert "rdkafka" not in result.stderr and result.stdout == ""
