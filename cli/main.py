@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -100,12 +101,22 @@ def main(
     """A sidecar Kafka group coordinator that keeps its state in a compacted topic."""
 
 
+class JsonLineFormatter(logging.Formatter):
+    """One JSON object per line; json.dumps escapes whatever a client put in a message (control
+    characters, newlines, quotes), so a line can neither be forged nor break a log parser."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {"ts": self.formatTime(record), "level": record.levelname, "logger": record.name}
+        line["msg"] = record.getMessage()
+        if record.exc_info:
+            line["exc"] = self.formatException(record.exc_info)
+        return json.dumps(line)
+
+
 def configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level),
-        format='{"ts":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":%(message)r}',
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLineFormatter())
+    logging.basicConfig(level=getattr(logging, level), handlers=[handler])
 
 
 @app.command()
