@@ -24,7 +24,7 @@ from coordinator.runtime.log import LogTopicSpec
 from coordinator.runtime.placement import Node, Placement, PlacementConfig, derived_instance_id, derived_node_id
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.shard import Shard, ShardStatus
-from coordinator.security.authorizer import AclAuthorizer, AclError, ClusterAclSource, load_acl_file
+from coordinator.security.authorizer import AclAuthorizer, AclError, ClusterAclSource, FileAclSource
 from coordinator.service.gateway_handler import CoordinatorApiHandler
 from coordinator.service.metadata_cache import MetadataCache, TopicInfo
 from coordinator.service.partitioning import partition_for
@@ -175,7 +175,7 @@ def placement_config(settings: Settings, host: str, port: int) -> PlacementConfi
 
 def _authorization(
     settings: Settings, client_config: dict[str, Any]
-) -> tuple[AclAuthorizer | None, ClusterAclSource | None]:
+) -> tuple[AclAuthorizer | None, ClusterAclSource | FileAclSource | None]:
     """The ACL authorizer (only when authentication is required) and, for cluster ACLs, its
     refresher. Built before the listener opens, so no request is ever served without it: until
     the cluster's ACLs are read it holds none, and Kafka's rule (no matching ACL denies) applies."""
@@ -186,8 +186,9 @@ def _authorization(
     if config.acls == "file":
         if config.acl_file is None:
             raise AclError("gateway.authorization.acls = 'file' needs gateway.authorization.acl_file")
-        authorizer.replace(load_acl_file(config.acl_file))
-        return authorizer, None
+        source = FileAclSource(config.acl_file, authorizer, config.refresh_interval_ms / 1000)
+        source.load()  # reloaded on change while serving (an invalid edit keeps the old ACLs)
+        return authorizer, source
     return authorizer, ClusterAclSource(client_config, authorizer, config.refresh_interval_ms / 1000)
 
 

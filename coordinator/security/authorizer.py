@@ -281,3 +281,57 @@ class ClusterAclSource:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+
+class FileAclSource:
+    """Keeps an ``AclAuthorizer`` in step with a local ACL file: polls its mtime and size and
+    reloads it when either changes, so an edit applies without a restart. An invalid new file is
+    logged once (per change) and the previous ACLs stay in force, as Kafka keeps its last good ACLs."""
+
+    def __init__(self, path: Path, authorizer: AclAuthorizer, poll_interval_s: float) -> None:
+        self.path = path
+        self.authorizer = authorizer
+        self.poll_interval_s = poll_interval_s
+        self._seen: tuple[int, int] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def load(self) -> None:
+        """Read the file now; raises ``AclError`` (the startup read must succeed)."""
+        stamp = self._stamp()
+        self.authorizer.replace(load_acl_file(self.path))
+        self._seen = stamp
+
+    async def refresh(self) -> None:
+        """Reload if the file changed since the last read; keep the old ACLs if it is invalid."""
+        stamp = self._stamp()
+        if stamp == self._seen:
+            return
+        self._seen = stamp  # one log line per bad version, not one per poll
+        try:
+            acls = load_acl_file(self.path)
+        except AclError as exc:
+            log.warning("ACL file changed but cannot be used (keeping the previous ACLs): %s", exc)
+            return
+        self.authorizer.replace(acls)
+        log.info("ACL file %s reloaded: %d ACLs", self.path, len(acls))
+
+    def start(self) -> None:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(self.poll_interval_s)
+                await self.refresh()
+
+        self._task = asyncio.create_task(loop(), name="acl-file-reload")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

@@ -81,6 +81,7 @@ class Sidecar:
         self.port = port
         self.log_topic = log_topic
         self.log = log
+        self.acl_file: Path | None = None
         self.lines: queue.Queue[str] = queue.Queue()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "cli.main", "serve", "--config", str(config)],
@@ -210,6 +211,7 @@ def sidecar(sasl_cluster: SaslCluster, tmp_path_factory: pytest.TempPathFactory)
 acls = "file"
 acl_file = "{acl_file}"
 super_users = ["User:gcadmin"]
+refresh_interval_ms = 1000
 """
     log_topic = f"__gc_log_{uuid.uuid4().hex[:8]}"
     config = sidecar_config(
@@ -221,6 +223,7 @@ super_users = ["User:gcadmin"]
         log_topic=log_topic,
     )
     running = Sidecar(config, port, directory / "sidecar.log", log_topic)
+    running.acl_file = acl_file
     try:
         yield running
     finally:

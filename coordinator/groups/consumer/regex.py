@@ -20,12 +20,21 @@ def _compile(regex: str) -> Any:
     return re2.compile(regex, _OPTIONS)
 
 
+# The error message names the regex, but only its start: a client's (up to 32 KB) pattern is not
+# echoed back whole, nor is RE2's own message, which quotes the pattern too.
+_SHOWN_CHARS = 100
+
+
 def throw_if_regex_invalid(regex: str) -> None:
     try:
         _compile(regex)
     except re2.error as exc:
+        shown = regex if len(regex) <= _SHOWN_CHARS else f"{regex[:_SHOWN_CHARS]}... ({len(regex)} chars)"
+        reason = str(exc)
+        if len(reason) > _SHOWN_CHARS:
+            reason = f"{reason[:_SHOWN_CHARS]}..."
         raise GroupError(
-            ErrorCode.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {regex!r} is not a valid RE2 regex: {exc}"
+            ErrorCode.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {shown!r} is not a valid RE2 regex: {reason}"
         ) from None
 
 
