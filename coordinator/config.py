@@ -127,8 +127,16 @@ class Settings(BaseSettings):
         10_000, ge=100, description="How often topic metadata (creations, deletions, partitions) is read."
     )
     log_level: str = Field("WARNING", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
+    metrics_listen: str = Field(
+        "127.0.0.1:9095", description='HOST:PORT of the HTTP health/metrics endpoint; "" or "off" disables it.'
+    )
 
     _config_file: Path | None = None
+
+    @field_validator("metrics_listen")
+    @classmethod
+    def _check_metrics_listen(cls, value: str) -> str:
+        return "" if value.strip().lower() in ("", "off") else _hostport(value)
 
     @field_validator("listen", "embedded_broker_listen")
     @classmethod
