@@ -91,3 +91,16 @@ class HealthServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
+
+
+def shard_states(statuses: dict[int, str]) -> dict[int, ShardState]:
+    """Runtime shard statuses as readiness states: a fenced shard is reloading; a closed one is not owned."""
+    mapped: dict[int, ShardState] = {}
+    for shard, status in statuses.items():
+        if status == "active":
+            mapped[shard] = "active"
+        elif status == "failed":
+            mapped[shard] = "failed"
+        elif status in ("loading", "fenced"):
+            mapped[shard] = "loading"
+    return mapped

@@ -6,6 +6,8 @@ import pytest
 
 from coordinator.config import ConfigError, load_settings
 from coordinator.observability.http import HealthServer, Readiness
+from deploy.local_broker import free_port
+from tests.integration.serve_process import ServeProcess
 
 
 def _get(url: str) -> tuple[int, dict[str, object]]:
@@ -44,3 +46,17 @@ def test_metrics_listen_setting() -> None:
     assert load_settings(metrics_listen="0.0.0.0:9100").metrics_listen == "0.0.0.0:9100"
     with pytest.raises(ConfigError):
         load_settings(metrics_listen="nonsense")
+
+
+def test_serve_readyz_names_owned_shards(bootstrap: str, unique_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    health = f"127.0.0.1:{free_port()}"
+    # The child inherits the environment: its health endpoint goes to a free port of this test.
+    monkeypatch.setenv("GROUPCOORD_METRICS_LISTEN", health)
+    serve = ServeProcess(bootstrap, free_port(), unique_name, partitions=2).start()
+    try:
+        assert _get(f"http://{health}/healthz") == (200, {"alive": True})
+        status, body = _get(f"http://{health}/readyz")
+        assert status == 200
+        assert body == {"ready": True, "listening": True, "shards": {"0": "active", "1": "active"}}
+    finally:
+        serve.stop()
