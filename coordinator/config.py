@@ -131,8 +131,16 @@ class Settings(BaseSettings):
         "auto", pattern="^(auto|uvloop|asyncio)$", description="uvloop when installed (auto), or asyncio's own loop."
     )
     log_format: str = Field("json", pattern="^(json|text)$", description="json: one JSON object a line.")
+    metrics_listen: str = Field(
+        "127.0.0.1:9095", description='HOST:PORT of the HTTP health/metrics endpoint; "" or "off" disables it.'
+    )
 
     _config_file: Path | None = None
+
+    @field_validator("metrics_listen")
+    @classmethod
+    def _check_metrics_listen(cls, value: str) -> str:
+        return "" if value.strip().lower() in ("", "off") else _hostport(value)
 
     @field_validator("listen", "embedded_broker_listen")
     @classmethod

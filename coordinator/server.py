@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import time
@@ -20,6 +21,7 @@ from coordinator.gateway.event_loop import loop_factory
 from coordinator.gateway.handler import CoordinatorAddress
 from coordinator.gateway.server import GatewayServer
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from coordinator.observability.http import HealthServer, Readiness, shard_states
 from coordinator.runtime.log import LogTopicSpec
 from coordinator.runtime.placement import Node, Placement, PlacementConfig, derived_instance_id, derived_node_id
 from coordinator.runtime.runtime import CoordinatorRuntime
@@ -241,6 +243,14 @@ async def _serve(settings: Settings, console: Console) -> int:
         locator,
     )
     gateway.peers = locator.peers
+    readiness = Readiness()
+    health: HealthServer | None = None
+    try:
+        health = HealthServer(settings.metrics_listen, readiness) if settings.metrics_listen else None
+    except OSError as exc:
+        # Not fatal: several processes on one host (drills, tests) share the default address;
+        # coordination must not depend on the health endpoint.
+        log.warning("health endpoint off: cannot listen on %s: %s", settings.metrics_listen, exc.strerror)
     # Nothing is claimed before the process can serve: listen first, then reach the cluster,
     # and only then join placement (the only way this process ever writes to the log).
     try:
@@ -249,6 +259,8 @@ async def _serve(settings: Settings, console: Console) -> int:
         console.print(
             f"[red]error:[/red] cannot listen on {settings.listen}: {exc.strerror}", highlight=False, soft_wrap=True
         )
+        if health is not None:
+            health.close()
         return 1
     public_host = gateway.config.public_host
     node_id = settings.placement.node_id
@@ -301,10 +313,21 @@ async def _serve(settings: Settings, console: Console) -> int:
         deadline = loop.time() + 3 * settings.placement.session_timeout_ms / 1000 + 10
         while not moves.all_active() and loop.time() < deadline and not stop.is_set():
             await asyncio.sleep(0.05)
+        # Ready from here on while every owned shard is active (the listener is bound by now);
+        # set before the "listening" line so whoever waits for that line sees the answer.
+        readiness.set_shards(shard_states({p: s.status.value for p, s in runtime.shards.items()}))
+        readiness.set_listening(True)
         print(f"listening on {host}:{gateway.port}", flush=True)
-        await stop.wait()
+        while not stop.is_set():
+            # The HTTP thread reads a copy, never the runtime's own dict.
+            readiness.set_shards(shard_states({p: s.status.value for p, s in runtime.shards.items()}))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.2)
         return 0
     finally:
+        readiness.set_listening(False)
+        if health is not None:
+            health.close()
         await gateway.stop()
         if placement is not None:
             # Shards stop serving first; then the placement consumer goes (a static member

@@ -1,0 +1,1 @@
+"""Operability: the HTTP health endpoint (``/healthz``, ``/readyz``) of ``groupcoord serve``."""
