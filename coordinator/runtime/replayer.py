@@ -40,6 +40,7 @@ from coordinator.runtime.api import ShardState
 from coordinator.runtime.headers import parse_headers
 from records import CoordinatorRecord, RecordCodec, RecordDecodeError, RecordType
 from records.codec import DEFAULT_CODEC, record_type_of
+from records.definitions import ShardEpochKey
 
 # The runtime's own records drive the log rules, so they are decoded as soon as they are read.
 _RUNTIME_TYPES = frozenset({int(RecordType.SHARD_EPOCH), int(RecordType.BATCH_ABORT), int(RecordType.LOG_SKIP)})
@@ -80,6 +81,8 @@ class LogReplayer:
         self.applied = 0  # records replayed into the targets
         self.skipped = 0  # records of a fenced epoch or of a batch cut short
         self.skip_decisions: dict[int, str] = {}  # offset -> reason, from LogSkip records
+        # Keys (epochs) of the ShardEpoch records still live in the log: the next owner tombstones them.
+        self.epoch_keys: set[int] = set()
         self.unreadable_skipped = 0  # unreadable records passed over by a skip decision
         self._unreadable: dict[int, str] = {}  # deferred load: unreadable offset -> why, awaiting a decision
         self._buffer: list[tuple[int, CoordinatorRecord | _Raw]] = []
@@ -129,6 +132,11 @@ class LogReplayer:
                     self.unreadable_skipped += 1
             return
         if record_type == RecordType.SHARD_EPOCH:
+            if isinstance(runtime_record.key, ShardEpochKey):
+                if runtime_record.value is None:
+                    self.epoch_keys.discard(runtime_record.key.epoch)
+                else:
+                    self.epoch_keys.add(runtime_record.key.epoch)
             if runtime_record.value is not None and runtime_record.value.epoch >= self.max_epoch:
                 self._close_batch(offset)
                 self.max_epoch = runtime_record.value.epoch

@@ -343,6 +343,14 @@ class Shard(Generic[S]):
                 ShardEpochValue(self.epoch, self.host.owner_id, self.host.clock.now_ms()),
             )
         )
+        # The earlier owners' ShardEpoch records: without tombstones each load would leave one
+        # that compaction keeps forever. Ours follows them, and fencing takes the highest epoch
+        # read so far; what they fenced is superseded by restores (this load's or an earlier one's).
+        records.extend(
+            CoordinatorRecord(RecordType.SHARD_EPOCH, ShardEpochKey(epoch), None)
+            for epoch in sorted(self._replayer.epoch_keys)
+            if epoch < self.epoch
+        )
         # From here on, the reader replays into the committed state only.
         self._replayer.targets = [self.committed]
         for record in restores:

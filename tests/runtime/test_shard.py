@@ -195,3 +195,19 @@ def test_a_zombie_record_with_our_very_bytes_at_our_offset_is_not_taken_for_ours
     assert isinstance(from_owner.exception(), ShardNotAvailable)  # reloaded: never acknowledged early
     assert owner.status is ShardStatus.ACTIVE and owner.replay_matches()
     assert offsets(owner.committed) == {0: 7}  # its own record, read back after the zombie's
+
+
+def test_restarts_leave_one_shard_epoch_record_after_compaction() -> None:
+    """Each load tombstones the ShardEpoch records before its own, so compaction keeps one per
+    shard however many times the shard changed hands (before: one record per restart, forever)."""
+    world = World(owners=2)
+    for turn in range(5):
+        shard = world.loaded(turn % 2)
+        shard.submit(write(commit(turn % 3, turn)))
+        world.run()
+        shard.close()
+    world.log.compact(0, keep_head=0)
+    records = [decode(e.key, e.value) for e in world.log.entries[0]]
+    assert [r.value.epoch for r in records if r.type is RecordType.SHARD_EPOCH] == [5]
+    last = world.loaded(0)
+    assert offsets(last.committed) == {0: 3, 1: 4, 2: 2} and last.epoch == 6 and last.replay_matches()
