@@ -1,7 +1,7 @@
 """kcat's balanced consumer (``-G``) through the gateway, in both group protocols.
 
-Classic: Debian's kcat with its own librdkafka (2.0, eager range assignor). KIP-848: the same kcat
-binary with the librdkafka bundled in the confluent-kafka wheel (``LD_LIBRARY_PATH``), which takes
+Classic: Debian's kcat with its own librdkafka (2.0), eager range and cooperative-sticky (KIP-429).
+KIP-848: the same kcat binary with the librdkafka bundled in the confluent-kafka wheel (``LD_LIBRARY_PATH``), which takes
 ``-X group.protocol=consumer``. Two kcat processes share one stderr pipe, so their rebalance lines
 (written before kcat acknowledges a revocation) arrive in causal order and feed the ``Ownership``
 checker. kcat prints a rebalance line in several unbuffered writes, so two processes could interleave
@@ -163,9 +163,12 @@ class KcatGroup:
 @pytest.fixture
 def kcat_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, list[str], dict[str, str]]]:
     kcat = kcat_binary()
+    classic = ["-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500"]
     if request.param == "classic":
-        conf = ["-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500"]
-        yield kcat, conf, dict(os.environ)
+        yield kcat, classic, dict(os.environ)
+    elif request.param == "cooperative":
+        # KIP-429 with Debian's librdkafka: incremental revocation, as with KIP-848.
+        yield kcat, [*classic, "-X", "partition.assignment.strategy=cooperative-sticky"], dict(os.environ)
     else:
         env = bundled_librdkafka(tmp_path)
         version = subprocess.run([kcat, "-V"], capture_output=True, text=True, env=env, check=True).stdout
@@ -173,14 +176,14 @@ def kcat_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[s
         yield kcat, ["-X", "group.protocol=consumer"], env
 
 
-@pytest.mark.parametrize("kcat_env", ["classic", "consumer"], indirect=True)
+@pytest.mark.parametrize("kcat_env", ["classic", "cooperative", "consumer"], indirect=True)
 def test_kcat_balanced_consumers(
     kcat_env: tuple[str, list[str], dict[str, str]], bootstrap: str, sidecar: ServeProcess, unique_name: str
 ) -> None:
     """Two kcat processes: the second joins and the first leaves (incrementally with KIP-848), no partition
     owned twice, every record consumed, and kcat's commits read back complete."""
     kcat, conf, env = kcat_env
-    incremental = "group.protocol=consumer" in conf
+    incremental = "group.protocol=consumer" in conf or "partition.assignment.strategy=cooperative-sticky" in conf
     topic, group = unique_name, f"{unique_name}-kcat"
     create_topic(bootstrap, topic, PARTITIONS)
     members = KcatGroup(kcat, sidecar.bootstrap, group, topic, conf, env)
