@@ -29,8 +29,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +37,9 @@ from rich.progress import Progress
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from runtime_bench import cluster  # noqa: E402
 
 from coordinator.group_shard import GroupCoordinatorShard  # noqa: E402
 from coordinator.offsets.messages import (  # noqa: E402
@@ -49,7 +50,6 @@ from coordinator.offsets.messages import (  # noqa: E402
 from coordinator.runtime.log import LogTopicSpec  # noqa: E402
 from coordinator.runtime.runtime import CoordinatorRuntime  # noqa: E402
 from coordinator.service.service import GroupCoordinatorService  # noqa: E402
-from deploy.local_broker import LocalBroker, free_port  # noqa: E402
 
 PARTITIONS_PER_COMMIT = 100
 TOPICS = 10
@@ -186,16 +186,6 @@ def spark_snapshot(config: dict[str, str], topic: str, master: str, out_dir: str
         "records_per_s": records / job_seconds,
         "tables": counts,
     }, snapshot
-
-
-@contextmanager
-def cluster(bootstrap: str | None) -> Iterator[tuple[str, str]]:
-    """(bootstrap servers, label): the given cluster, or a local broker started for the run."""
-    if bootstrap is not None:
-        yield bootstrap, bootstrap
-        return
-    with LocalBroker(port=free_port()) as broker:
-        yield broker.bootstrap, "tansu (local)"
 
 
 def run(bootstrap: str, label: str, records: int, log_partitions: int, master: str) -> dict[str, Any]:

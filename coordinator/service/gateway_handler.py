@@ -379,11 +379,9 @@ class CoordinatorApiHandler:
     ) -> Message:
         out = []
         for r in request.resources:
-            names = [c.name for c in r.configs]
-            if not r.resource_name:
-                code, message = int(ErrorCode.INVALID_REQUEST), _EMPTY_NAME
-            elif len(set(names)) != len(names):
-                code, message = int(ErrorCode.INVALID_REQUEST), _DUPLICATE_KEYS
+            refusal = _malformed_config_resource(r.resource_name, [c.name for c in r.configs])
+            if refusal is not None:
+                code, message = refusal
             else:
                 changes = [group_config.ConfigChange(c.name, c.config_operation, c.value) for c in r.configs]
                 code, message = await self.service.alter_group_config(
@@ -400,11 +398,9 @@ class CoordinatorApiHandler:
         """The legacy AlterConfigs: the group's overrides become exactly the given set."""
         out = []
         for r in request.resources:
-            names = [c.name for c in r.configs]
-            if not r.resource_name:
-                code, message = int(ErrorCode.INVALID_REQUEST), _EMPTY_NAME
-            elif len(set(names)) != len(names):
-                code, message = int(ErrorCode.INVALID_REQUEST), _DUPLICATE_KEYS
+            refusal = _malformed_config_resource(r.resource_name, [c.name for c in r.configs])
+            if refusal is not None:
+                code, message = refusal
             else:
                 replacement = [(c.name, c.value) for c in r.configs]
                 code, message = await self.service.alter_group_config(
@@ -418,8 +414,13 @@ class CoordinatorApiHandler:
         return wire_alter_configs.AlterConfigsResponse(responses=out)
 
 
-_EMPTY_NAME: str | None = "Group name must not be empty."
-_DUPLICATE_KEYS: str | None = "Error due to duplicate config keys"
+def _malformed_config_resource(name: str, keys: list[str]) -> tuple[int, str | None] | None:
+    """Kafka's refusals of an alter request's GROUP resource before anything is validated."""
+    if not name:
+        return int(ErrorCode.INVALID_REQUEST), "Group name must not be empty."
+    if len(set(keys)) != len(keys):
+        return int(ErrorCode.INVALID_REQUEST), "Error due to duplicate config keys"
+    return None
 
 
 def _described_config(
