@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT))
 
 from coordinator.gateway import GatewayConfig, GatewayServer, RequestContext  # noqa: E402
 from coordinator.gateway.framing import RequestHeader  # noqa: E402
-from coordinator.gateway.messages.metadata import MetadataRequest, MetadataRequestTopic  # noqa: E402
 from coordinator.gateway.protocol import encode_request  # noqa: E402
-from coordinator.gateway.schema import Message  # noqa: E402
+from coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic  # noqa: E402
+from coordinator.messages.schema import Message  # noqa: E402
 from deploy.local_broker import LocalBroker, free_port  # noqa: E402
 
 PARTITIONS = 3

@@ -41,14 +41,14 @@ from runtime_bench import ROOT, cluster, percentile, raw_figures
 from coordinator.errors import ErrorCode
 from coordinator.gateway.event_loop import loop_factory
 from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from coordinator.gateway.messages.consumer_group_heartbeat import (
+from coordinator.gateway.protocol import decode_response, encode_request
+from coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatRequestTopicPartitions,
     ConsumerGroupHeartbeatResponse,
 )
-from coordinator.gateway.protocol import decode_response, encode_request
-from coordinator.gateway.schema import Message
+from coordinator.messages.schema import Message
 from deploy.local_broker import free_port
 
 HB_KEY, HB_VERSION = 68, 1

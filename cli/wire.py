@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 
 from coordinator.gateway.apis import ApiKey
 from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.messages.consumer_group_describe import (
+from coordinator.gateway.protocol import decode_response, encode_request
+from coordinator.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
 )
-from coordinator.gateway.protocol import decode_response, encode_request
 
 _MEMBER_TYPES = {0: "classic", 1: "consumer"}
 

@@ -1,8 +1,10 @@
 """The layer rules of DESIGN.md, checked on the imports themselves (parsed with ``ast``).
 
 * ``coordinator/groups`` and ``coordinator/offsets`` are pure logic: the standard library (plus
-  re2, hashlib, pydantic), ``records``, ``coordinator/errors``, each other and
-  ``coordinator/runtime/api`` (the Result values), nothing that does I/O.
+  re2, hashlib, pydantic), ``records``, ``coordinator/errors``, ``coordinator/messages`` (the
+  generated message classes), each other and ``coordinator/runtime/api`` (the Result values),
+  nothing that does I/O: nothing of the gateway, the runtime or the service.
+* ``coordinator/messages`` is shared by the gateway and the logic: it imports nothing of either.
 * ``coordinator/runtime`` knows nothing of the gateway, the group logic or the service.
 * ``coordinator/gateway`` knows nothing of the group logic, the service or the runtime.
 """
@@ -17,7 +19,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PURE_ALLOWED_THIRD_PARTY = {"re2", "pydantic"}
-PURE_ALLOWED_FIRST_PARTY = ("records", "coordinator.errors", "coordinator.groups", "coordinator.offsets")
+PURE_ALLOWED_FIRST_PARTY = (
+    "records",
+    "coordinator.errors",
+    "coordinator.messages",
+    "coordinator.groups",
+    "coordinator.offsets",
+)
 PURE_ALLOWED_MODULES = {"coordinator.runtime.api"}
 
 
@@ -52,7 +60,7 @@ def _top(module: str) -> str:
     return module.split(".")[0]
 
 
-@pytest.mark.parametrize("layer", ["coordinator/groups", "coordinator/offsets"])
+@pytest.mark.parametrize("layer", ["coordinator/groups", "coordinator/offsets", "coordinator/messages"])
 def test_group_logic_imports_no_io(layer: str) -> None:
     bad = []
     for path in _files(layer):
@@ -79,6 +87,17 @@ def test_group_logic_imports_no_io(layer: str) -> None:
         (
             "coordinator/gateway",
             ("coordinator.groups", "coordinator.offsets", "coordinator.service", "coordinator.runtime"),
+        ),
+        (
+            "coordinator/messages",
+            (
+                "coordinator.gateway",
+                "coordinator.groups",
+                "coordinator.offsets",
+                "coordinator.service",
+                "coordinator.runtime",
+                "records",
+            ),
         ),
     ],
 )

@@ -5,36 +5,36 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from coordinator.gateway.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
-from coordinator.gateway.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from coordinator.gateway.messages.consumer_group_describe import (
+from coordinator.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from coordinator.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from coordinator.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
 )
-from coordinator.gateway.messages.consumer_group_heartbeat import (
+from coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
-from coordinator.gateway.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
-from coordinator.gateway.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
-from coordinator.gateway.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
-from coordinator.gateway.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
-from coordinator.gateway.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
-from coordinator.gateway.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.gateway.messages.incremental_alter_configs import (
+from coordinator.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from coordinator.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from coordinator.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from coordinator.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from coordinator.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
-from coordinator.gateway.messages.join_group import JoinGroupRequest, JoinGroupResponse
-from coordinator.gateway.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
-from coordinator.gateway.messages.list_groups import ListGroupsRequest, ListGroupsResponse
-from coordinator.gateway.messages.metadata import MetadataRequest, MetadataResponse
-from coordinator.gateway.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
-from coordinator.gateway.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
-from coordinator.gateway.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
-from coordinator.gateway.messages.sync_group import SyncGroupRequest, SyncGroupResponse
-from coordinator.gateway.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
-from coordinator.gateway.schema import Message
+from coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from coordinator.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from coordinator.messages.metadata import MetadataRequest, MetadataResponse
+from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from coordinator.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from coordinator.messages.schema import Message
+from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from coordinator.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
 
 class ApiKey(IntEnum):

@@ -10,9 +10,9 @@ import time
 
 from coordinator.gateway.apis import ApiKey
 from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from coordinator.gateway.protocol import decode_response, encode_request
 from coordinator.gateway.upstream import MAX_UPSTREAM_FRAME, open_stream, read_frame
+from coordinator.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 log = logging.getLogger(__name__)
 

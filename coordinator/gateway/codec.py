@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from coordinator.gateway.schema import Field, Struct
+from coordinator.messages.schema import Field, Struct
 
 S = TypeVar("S", bound=Struct)
 

@@ -13,13 +13,13 @@ from collections import defaultdict, deque
 from typing import Any
 
 from coordinator.gateway.apis import ApiKey
-from coordinator.gateway.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
-from coordinator.gateway.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
-from coordinator.gateway.messages.incremental_alter_configs import (
+from coordinator.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from coordinator.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from coordinator.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
-from coordinator.gateway.schema import Message
+from coordinator.messages.schema import Message
 
 # ConfigResource.Type.GROUP
 GROUP_RESOURCE = 32

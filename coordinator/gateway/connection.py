@@ -25,21 +25,6 @@ from coordinator.gateway.framing import (
 )
 from coordinator.gateway.handler import RequestContext
 from coordinator.gateway.limits import ByteBudget, ConnectionBudget, count_elements, truncate_error_messages
-from coordinator.gateway.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
-from coordinator.gateway.messages.describe_cluster import DescribeClusterResponse
-from coordinator.gateway.messages.find_coordinator import (
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-    FindCoordinatorResponseCoordinator,
-)
-from coordinator.gateway.messages.list_groups import ListGroupsResponse
-from coordinator.gateway.messages.metadata import MetadataResponse
-from coordinator.gateway.messages.sasl import (
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-)
 from coordinator.gateway.protocol import Request, decode_request, decode_response, encode_request, encode_response
 from coordinator.gateway.relay import RELAY_CLIENT_ID, relay
 from coordinator.gateway.rewrite import (
@@ -48,8 +33,23 @@ from coordinator.gateway.rewrite import (
     rewrite_find_coordinator,
     rewrite_metadata,
 )
-from coordinator.gateway.schema import Message
 from coordinator.gateway.upstream import UpstreamClosed, UpstreamConnection, write_framed
+from coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
+from coordinator.messages.describe_cluster import DescribeClusterResponse
+from coordinator.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinator,
+)
+from coordinator.messages.list_groups import ListGroupsResponse
+from coordinator.messages.metadata import MetadataResponse
+from coordinator.messages.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from coordinator.messages.schema import Message
 from coordinator.security.sasl import SaslRefused, SaslSession
 
 if TYPE_CHECKING:

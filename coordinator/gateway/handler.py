@@ -1,6 +1,6 @@
 """The contract between the gateway and whatever answers the group APIs.
 
-The gateway decodes each group request into its typed body (``coordinator.gateway.messages``),
+The gateway decodes each group request into its typed body (``coordinator.messages``),
 calls ``GroupApiHandler.handle`` and encodes the returned body at the request's version. The
 handler never sees bytes, sockets or headers beyond ``RequestContext``; the gateway never looks
 inside group state.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.schema import Message
+from coordinator.messages.schema import Message
 
 
 @dataclass(frozen=True, slots=True)

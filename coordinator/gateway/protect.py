@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from coordinator.gateway.codec import CodecError, read_uvarint, write_uvarint
 from coordinator.gateway.framing import decode_request_header
-from coordinator.gateway.messages.metadata import MetadataResponse, MetadataResponseTopic
+from coordinator.messages.metadata import MetadataResponse, MetadataResponseTopic
 
 TOPIC_AUTHORIZATION_FAILED = 29
 _I16 = struct.Struct(">h")

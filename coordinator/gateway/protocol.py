@@ -14,7 +14,7 @@ from coordinator.gateway.framing import (
     encode_response_header,
     peek_request,
 )
-from coordinator.gateway.schema import Message
+from coordinator.messages.schema import Message
 
 
 class UnsupportedApi(CodecError):

@@ -15,7 +15,7 @@ import struct
 
 from coordinator.gateway.framing import RequestHeader
 from coordinator.gateway.protocol import decode_response, encode_request
-from coordinator.gateway.schema import Message
+from coordinator.messages.schema import Message
 
 RELAY_CLIENT_ID = "groupcoord-relay"
 _LEN = struct.Struct(">i")

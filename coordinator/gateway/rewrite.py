@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
-from coordinator.gateway.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
-from coordinator.gateway.messages.describe_cluster import DescribeClusterBroker, DescribeClusterResponse
-from coordinator.gateway.messages.find_coordinator import FindCoordinatorResponse
-from coordinator.gateway.messages.metadata import MetadataResponse, MetadataResponseBroker
+from coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
+from coordinator.messages.describe_cluster import DescribeClusterBroker, DescribeClusterResponse
+from coordinator.messages.find_coordinator import FindCoordinatorResponse
+from coordinator.messages.metadata import MetadataResponse, MetadataResponseBroker
 
 # Maps a real broker (node id, host, port) to the sidecar (host, port) that reaches it.
 BrokerRoute = Callable[[int, str, int], tuple[str, int]]

@@ -21,10 +21,10 @@ from coordinator.gateway.config import GatewayConfig
 from coordinator.gateway.connection import ClientConnection
 from coordinator.gateway.handler import CoordinatorAddress, CoordinatorLocator, GroupApiHandler
 from coordinator.gateway.limits import ByteBudget, ConnectionBudget
-from coordinator.gateway.messages.describe_cluster import DescribeClusterBroker
-from coordinator.gateway.messages.metadata import MetadataResponseBroker
 from coordinator.gateway.protect import ProtectedTopics
 from coordinator.gateway.upstream import UpstreamConnection
+from coordinator.messages.describe_cluster import DescribeClusterBroker
+from coordinator.messages.metadata import MetadataResponseBroker
 
 log = logging.getLogger(__name__)
 

@@ -29,22 +29,22 @@ from typing import Any
 from coordinator.errors import ErrorCode
 from coordinator.gateway import configs
 from coordinator.gateway.handler import GroupApiHandler, RequestContext
-from coordinator.gateway.messages import alter_configs as wire_alter_configs
-from coordinator.gateway.messages import consumer_group_describe as wire_cgd
-from coordinator.gateway.messages import consumer_group_heartbeat as wire_cgh
-from coordinator.gateway.messages import delete_groups as wire_delete
-from coordinator.gateway.messages import describe_configs as wire_describe_configs
-from coordinator.gateway.messages import describe_groups as wire_describe
-from coordinator.gateway.messages import heartbeat as wire_heartbeat
-from coordinator.gateway.messages import incremental_alter_configs as wire_iac
-from coordinator.gateway.messages import join_group as wire_join
-from coordinator.gateway.messages import leave_group as wire_leave
-from coordinator.gateway.messages import list_groups as wire_list
-from coordinator.gateway.messages import offset_commit as wire_commit
-from coordinator.gateway.messages import offset_delete as wire_offset_delete
-from coordinator.gateway.messages import offset_fetch as wire_fetch
-from coordinator.gateway.messages import sync_group as wire_sync
-from coordinator.gateway.schema import ZERO_UUID, Message
+from coordinator.messages import alter_configs as wire_alter_configs
+from coordinator.messages import consumer_group_describe as wire_cgd
+from coordinator.messages import consumer_group_heartbeat as wire_cgh
+from coordinator.messages import delete_groups as wire_delete
+from coordinator.messages import describe_configs as wire_describe_configs
+from coordinator.messages import describe_groups as wire_describe
+from coordinator.messages import heartbeat as wire_heartbeat
+from coordinator.messages import incremental_alter_configs as wire_iac
+from coordinator.messages import join_group as wire_join
+from coordinator.messages import leave_group as wire_leave
+from coordinator.messages import list_groups as wire_list
+from coordinator.messages import offset_commit as wire_commit
+from coordinator.messages import offset_delete as wire_offset_delete
+from coordinator.messages import offset_fetch as wire_fetch
+from coordinator.messages import sync_group as wire_sync
+from coordinator.messages.schema import ZERO_UUID, Message
 from coordinator.security.authorizer import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
 from coordinator.service.metadata_cache import TopicNames
 

@@ -10,9 +10,9 @@ import uuid
 from confluent_kafka.admin import AdminClient
 
 from coordinator.errors import ErrorCode
-from coordinator.gateway.messages import consumer_group_heartbeat as cgh
-from coordinator.gateway.messages import offset_commit as oc
-from coordinator.gateway.messages import offset_fetch as of
+from coordinator.messages import consumer_group_heartbeat as cgh
+from coordinator.messages import offset_commit as oc
+from coordinator.messages import offset_fetch as of
 from coordinator.service.metadata_cache import _uuid_from_client
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient

@@ -5,21 +5,21 @@ from __future__ import annotations
 import itertools
 
 from coordinator.gateway.handler import RequestContext
-from coordinator.gateway.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.gateway.messages.join_group import JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember
-from coordinator.gateway.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
-from coordinator.gateway.messages.list_groups import (
+from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember
+from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from coordinator.messages.list_groups import (
     ListGroupsRequest,
     ListGroupsResponse,
     ListGroupsResponseListedGroup,
 )
-from coordinator.gateway.messages.offset_commit import (
+from coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
 )
-from coordinator.gateway.messages.offset_fetch import (
+from coordinator.messages.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchResponse,
     OffsetFetchResponseGroup,
@@ -28,8 +28,8 @@ from coordinator.gateway.messages.offset_fetch import (
     OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 )
-from coordinator.gateway.messages.sync_group import SyncGroupRequest, SyncGroupResponse
-from coordinator.gateway.schema import Message
+from coordinator.messages.schema import Message
+from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 
 class FakeGroupHandler:

@@ -12,15 +12,6 @@ import pytest
 from coordinator.gateway.apis import APIS, ApiSpec
 from coordinator.gateway.codec import CodecError, decode_struct, encode_struct
 from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
-from coordinator.gateway.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from coordinator.gateway.messages.consumer_group_heartbeat import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatRequestTopicPartitions,
-    ConsumerGroupHeartbeatResponse,
-    ConsumerGroupHeartbeatResponseAssignment,
-    ConsumerGroupHeartbeatResponseTopicPartitions,
-)
 from coordinator.gateway.protocol import (
     UnsupportedApi,
     UnsupportedVersion,
@@ -29,7 +20,16 @@ from coordinator.gateway.protocol import (
     encode_request,
     encode_response,
 )
-from coordinator.gateway.schema import Message
+from coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
+from coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatRequestTopicPartitions,
+    ConsumerGroupHeartbeatResponse,
+    ConsumerGroupHeartbeatResponseAssignment,
+    ConsumerGroupHeartbeatResponseTopicPartitions,
+)
+from coordinator.messages.schema import Message
 from tests.gateway.samples import sample
 
 kafka_api = pytest.importorskip("kafka.protocol.api_message")
@@ -117,7 +117,7 @@ def _kafka_python_request(name: str, version: int, correlation_id: int, client_i
 
 @pytest.mark.parametrize("version", [0, 3, 4])
 def test_request_frames_match_kafka_python(version: int) -> None:
-    from coordinator.gateway.messages.heartbeat import HeartbeatRequest
+    from coordinator.messages.heartbeat import HeartbeatRequest
 
     fields: dict[str, Any] = {"group_id": "g", "generation_id": 7, "member_id": "m"}
     if version >= 3:

@@ -15,12 +15,12 @@ import pytest
 from coordinator.gateway import GatewayConfig, TlsSettings
 from coordinator.gateway.apis import ApiKey
 from coordinator.gateway.cluster import fetch_api_versions
-from coordinator.gateway.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from coordinator.gateway.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
-from coordinator.gateway.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
-from coordinator.gateway.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.gateway.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 from coordinator.gateway.protocol import decode_response
+from coordinator.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from coordinator.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 from deploy.local_broker import free_port
 from tests.gateway.clients import consume_assigned, consume_group, create_topic, produce
 from tests.gateway.conftest import GatewayThread

@@ -17,15 +17,15 @@ import pytest
 from coordinator.gateway import GatewayServer, TlsSettings
 from coordinator.gateway.codec import MAX_STRING_BYTES, CodecError, decode_struct, encode_struct
 from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from coordinator.gateway.messages.describe_groups import DescribeGroupsRequest
-from coordinator.gateway.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.gateway.messages.offset_commit import (
+from coordinator.gateway.protocol import encode_request
+from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from coordinator.messages.describe_groups import DescribeGroupsRequest
+from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from coordinator.gateway.protocol import encode_request
 from tests.gateway.test_integration import _make_cert
 from tests.gateway.test_server import HEARTBEAT, ScriptedHandler, connect, heartbeat, run
 
@@ -197,7 +197,7 @@ def test_buffered_bytes_are_bounded_across_connections() -> None:
 
 def test_error_messages_are_truncated() -> None:
     from coordinator.gateway.limits import MAX_ERROR_MESSAGE_CHARS, truncate_error_messages
-    from coordinator.gateway.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
+    from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 
     response = ConsumerGroupHeartbeatResponse(error_code=42, error_message="r" * 30_000)
     truncate_error_messages(response)

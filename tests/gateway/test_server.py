@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from coordinator.gateway import GatewayConfig, GatewayServer, RequestContext
-from coordinator.gateway.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
-from coordinator.gateway.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.gateway.messages.list_groups import ListGroupsRequest
-from coordinator.gateway.schema import Message
+from coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from coordinator.messages.list_groups import ListGroupsRequest
+from coordinator.messages.schema import Message
 from deploy.local_broker import free_port
 from tests.gateway.fakes import FakeGroupHandler
 from tests.gateway.wire_client import WireClient

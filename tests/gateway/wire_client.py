@@ -8,7 +8,7 @@ import struct
 
 from coordinator.gateway.framing import RequestHeader
 from coordinator.gateway.protocol import decode_response, encode_request
-from coordinator.gateway.schema import Message
+from coordinator.messages.schema import Message
 
 
 class WireClient:

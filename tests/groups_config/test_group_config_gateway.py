@@ -9,11 +9,11 @@ import uuid
 from coordinator.errors import ErrorCode
 from coordinator.gateway import GatewayConfig, GatewayServer, RequestContext, configs
 from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.messages import describe_configs as dc
-from coordinator.gateway.messages import incremental_alter_configs as iac
-from coordinator.gateway.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
 from coordinator.gateway.rewrite import merge_api_versions
-from coordinator.gateway.schema import Message
+from coordinator.messages import describe_configs as dc
+from coordinator.messages import incremental_alter_configs as iac
+from coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
+from coordinator.messages.schema import Message
 from coordinator.security.authorizer import Acl, AclAuthorizer, Operation, PatternType, Permission, ResourceType
 from coordinator.service.secured_handler import SecuredHandler
 from deploy.local_broker import free_port

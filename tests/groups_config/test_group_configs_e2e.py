@@ -23,10 +23,10 @@ from confluent_kafka.admin import (
 )
 
 from coordinator.errors import ErrorCode
-from coordinator.gateway.messages import consumer_group_describe as cgd
-from coordinator.gateway.messages import consumer_group_heartbeat as cgh
-from coordinator.gateway.messages import describe_configs as dc
-from coordinator.gateway.messages import incremental_alter_configs as iac
+from coordinator.messages import consumer_group_describe as cgd
+from coordinator.messages import consumer_group_heartbeat as cgh
+from coordinator.messages import describe_configs as dc
+from coordinator.messages import incremental_alter_configs as iac
 from deploy.local_broker import free_port
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient

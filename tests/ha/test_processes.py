@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from coordinator.gateway.apis import ApiKey
-from coordinator.gateway.messages.offset_commit import (
+from coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,

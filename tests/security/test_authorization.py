@@ -11,31 +11,31 @@ import uuid
 
 import pytest
 
-from coordinator.gateway.messages.consumer_group_describe import (
+from coordinator.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
 )
-from coordinator.gateway.messages.consumer_group_heartbeat import (
+from coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
-from coordinator.gateway.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
-from coordinator.gateway.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
-from coordinator.gateway.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.gateway.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse
-from coordinator.gateway.messages.offset_commit import (
+from coordinator.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from coordinator.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse
+from coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
     OffsetCommitResponse,
 )
-from coordinator.gateway.messages.offset_delete import (
+from coordinator.messages.offset_delete import (
     OffsetDeleteRequest,
     OffsetDeleteRequestPartition,
     OffsetDeleteRequestTopic,
     OffsetDeleteResponse,
 )
-from coordinator.gateway.messages.offset_fetch import (
+from coordinator.messages.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopics,

@@ -11,13 +11,13 @@ import uuid
 import pytest
 
 from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from coordinator.gateway.messages.offset_commit import (
+from coordinator.gateway.protocol import encode_request
+from coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from coordinator.gateway.protocol import encode_request
 from tests.gateway.test_limits import _oversized_group_frame
 from tests.security.conftest import SaslCluster, Sidecar
 from tests.security.test_authentication import authenticated, commit_request, committed, create_topic

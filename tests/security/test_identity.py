@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from coordinator.gateway import GatewayServer, RequestContext, TlsSettings
-from coordinator.gateway.messages.heartbeat import HeartbeatResponse
-from coordinator.gateway.messages.metadata import MetadataRequest
-from coordinator.gateway.schema import Message
+from coordinator.messages.heartbeat import HeartbeatResponse
+from coordinator.messages.metadata import MetadataRequest
+from coordinator.messages.schema import Message
 from tests.gateway.test_server import HEARTBEAT, ScriptedHandler, connect, heartbeat, run
 from tests.gateway.wire_client import WireClient
 

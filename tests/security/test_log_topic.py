@@ -18,7 +18,7 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
-from coordinator.gateway.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
+from coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 from tests.security.conftest import SaslCluster, Sidecar
 from tests.security.test_authentication import authenticated, commit_request, committed, create_topic
 

@@ -9,13 +9,13 @@ import uuid
 from coordinator.gateway import RequestContext
 from coordinator.gateway.codec import write_uvarint
 from coordinator.gateway.framing import RequestHeader, encode_request_header
-from coordinator.gateway.messages.describe_groups import (
+from coordinator.gateway.protect import ProtectedTopics, produce_topics
+from coordinator.messages.describe_groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     DescribeGroupsResponseDescribedGroup,
 )
-from coordinator.gateway.protect import ProtectedTopics, produce_topics
-from coordinator.gateway.schema import Message
+from coordinator.messages.schema import Message
 from coordinator.service.secured_handler import CHUNK, SecuredHandler
 
 

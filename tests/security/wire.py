@@ -8,13 +8,13 @@ from scramp import ScramClient
 
 from coordinator.gateway.codec import decode_struct, encode_struct
 from coordinator.gateway.framing import RequestHeader, decode_response_header, encode_request_header
-from coordinator.gateway.messages.sasl import (
+from coordinator.messages.sasl import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
-from coordinator.gateway.schema import Message
+from coordinator.messages.schema import Message
 from tests.gateway.wire_client import WireClient
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from coordinator.gateway.schema import Field, Message, Struct, Versions
+from coordinator.messages.schema import Field, Message, Struct, Versions
 
 
 @dataclass(kw_only=True, slots=True)

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from coordinator.gateway.schema import ZERO_UUID, Field, Message, Struct, Versions
+from coordinator.messages.schema import ZERO_UUID, Field, Message, Struct, Versions
 
 
 @dataclass(kw_only=True, slots=True)

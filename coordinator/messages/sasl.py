@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from coordinator.gateway.schema import Field, Message, Versions
+from coordinator.messages.schema import Field, Message, Versions
 
 
 @dataclass(kw_only=True, slots=True)

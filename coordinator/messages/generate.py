@@ -1,7 +1,7 @@
 """Regenerate the message modules from Kafka's JSON message schemas.
 
-    python -m coordinator.gateway.messages.generate SCHEMA_DIR [OUT_DIR]
-    ruff format coordinator/gateway/messages
+    python -m coordinator.messages.generate SCHEMA_DIR [OUT_DIR]
+    ruff format coordinator/messages
 
 SCHEMA_DIR holds ``<Name>Request.json`` / ``<Name>Response.json`` as published by Apache Kafka
 (``clients/src/main/resources/common/message``). Only the layout facts are used (names, types,
@@ -220,7 +220,7 @@ def render_module(api: str, schema_dir: Path) -> str:
         "from dataclasses import dataclass" + (", field" if writer.uses_field else ""),
         "from typing import ClassVar",
         "",
-        "from coordinator.gateway.schema import " + ", ".join(names),
+        "from coordinator.messages.schema import " + ", ".join(names),
     ]
     return "\n".join(header) + "\n\n\n" + body + "\n"
 
