@@ -18,16 +18,31 @@ from typing import Any
 from runtime_bench import ROOT, cluster, percentile, raw_figures, write_results
 
 from coordinator.group_shard import GroupCoordinatorShard
-from coordinator.offsets.messages import OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic
+from coordinator.groups.context import RequestContext
+from coordinator.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from coordinator.runtime.log import LogTopicSpec
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.service.service import GroupCoordinatorService
+
+# OffsetCommit v9, as a current client sends it.
+COMMIT_CONTEXT = RequestContext(api_version=9)
 
 
 def request(i: int, partitions: int) -> OffsetCommitRequest:
     return OffsetCommitRequest(
         group_id=f"bench-{i % 50}",
-        topics=[OffsetCommitRequestTopic("t", [OffsetCommitRequestPartition(p, i) for p in range(partitions)])],
+        topics=[
+            OffsetCommitRequestTopic(
+                name="t",
+                partitions=[
+                    OffsetCommitRequestPartition(partition_index=p, committed_offset=i) for p in range(partitions)
+                ],
+            )
+        ],
     )
 
 
@@ -35,7 +50,7 @@ async def measure(service: GroupCoordinatorService, partitions: int, seconds: fl
     latencies = []
     for i in range(200):
         t0 = time.perf_counter()
-        await service.commit_offsets(request(i, partitions))
+        await service.commit_offsets(request(i, partitions), COMMIT_CONTEXT)
         latencies.append((time.perf_counter() - t0) * 1000)
     done = 0
     deadline = time.perf_counter() + seconds
@@ -46,7 +61,7 @@ async def measure(service: GroupCoordinatorService, partitions: int, seconds: fl
         nonlocal done, i
         while time.perf_counter() < deadline:
             i += 1
-            await service.commit_offsets(request(i, partitions))
+            await service.commit_offsets(request(i, partitions), COMMIT_CONTEXT)
             done += partitions
 
     await asyncio.gather(*(worker() for _ in range(64)))

@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from runtime_bench import cluster  # noqa: E402
 
 from coordinator.group_shard import GroupCoordinatorShard  # noqa: E402
-from coordinator.offsets.messages import (  # noqa: E402
+from coordinator.groups.context import RequestContext  # noqa: E402
+from coordinator.messages.offset_commit import (  # noqa: E402
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
@@ -55,6 +56,8 @@ PARTITIONS_PER_COMMIT = 100
 TOPICS = 10
 COMMITS_PER_KEY = 10
 IN_FLIGHT = 64
+# OffsetCommit v9, as a current client sends it.
+COMMIT_CONTEXT = RequestContext(api_version=9)
 
 Offsets = dict[tuple[str, str, int], int]
 
@@ -65,8 +68,11 @@ def commit_request(i: int, groups: int) -> OffsetCommitRequest:
         group_id=f"bench-group-{i % groups}",
         topics=[
             OffsetCommitRequestTopic(
-                f"bench-topic-{(i // groups) % TOPICS}",
-                [OffsetCommitRequestPartition(p, i) for p in range(PARTITIONS_PER_COMMIT)],
+                name=f"bench-topic-{(i // groups) % TOPICS}",
+                partitions=[
+                    OffsetCommitRequestPartition(partition_index=p, committed_offset=i)
+                    for p in range(PARTITIONS_PER_COMMIT)
+                ],
             )
         ],
     )
@@ -86,7 +92,7 @@ async def write_log(config: dict[str, str], spec: LogTopicSpec, records: int, pr
     done = 0
     while done < commits:
         batch = [commit_request(i, groups) for i in range(done, min(done + IN_FLIGHT, commits))]
-        responses = await asyncio.gather(*(service.commit_offsets(r) for r in batch))
+        responses = await asyncio.gather(*(service.commit_offsets(r, COMMIT_CONTEXT) for r in batch))
         for request, response in zip(batch, responses, strict=True):
             for answered in response.topics:
                 for result in answered.partitions:

@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState  # noqa: E402
-from coordinator.offsets.messages import (  # noqa: E402
+from coordinator.groups.context import RequestContext  # noqa: E402
+from coordinator.messages.offset_commit import (  # noqa: E402
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
@@ -50,6 +51,9 @@ from coordinator.service.service import GroupCoordinatorService  # noqa: E402
 from deploy.local_broker import LocalBroker, free_port  # noqa: E402
 from records import CoordinatorRecord, RecordType, encode  # noqa: E402
 from records.definitions import OffsetCommitKey, OffsetCommitValue  # noqa: E402
+
+# OffsetCommit v9, as a current client sends it.
+COMMIT_CONTEXT = RequestContext(api_version=9)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -123,7 +127,10 @@ async def ours(bootstrap: str, records: int, writes: int, progress: Progress) ->
             group_id=f"group-{i % 100}",
             topics=[
                 OffsetCommitRequestTopic(
-                    f"topic-{i % 7}", [OffsetCommitRequestPartition(p, i) for p in range(partitions)]
+                    name=f"topic-{i % 7}",
+                    partitions=[
+                        OffsetCommitRequestPartition(partition_index=p, committed_offset=i) for p in range(partitions)
+                    ],
                 )
             ],
         )
@@ -132,14 +139,14 @@ async def ours(bootstrap: str, records: int, writes: int, progress: Progress) ->
     written = 0
     while written < records:
         n = min(1000, records - written)
-        await asyncio.gather(*(service.commit_offsets(request(written + i)) for i in range(n)))
+        await asyncio.gather(*(service.commit_offsets(request(written + i), COMMIT_CONTEXT) for i in range(n)))
         written += n
         progress.update(fill, completed=written)
     latencies = []
     lat = progress.add_task("ack latency", total=writes)
     for i in range(writes):
         t0 = time.perf_counter()
-        await service.commit_offsets(request(i))
+        await service.commit_offsets(request(i), COMMIT_CONTEXT)
         latencies.append((time.perf_counter() - t0) * 1000)
         progress.update(lat, advance=1)
     await runtime.close()

@@ -22,15 +22,11 @@ from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.groups.coordinator_state import GroupCoordinatorState
 from coordinator.groups.group import CLASSIC, CONSUMER, CommitVerdict, Group, GroupSummary
 from coordinator.groups.topics import TopicsImage
+from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from coordinator.messages.offset_fetch import OffsetFetchRequestGroup
 from coordinator.offsets.config import OffsetsConfig
 from coordinator.offsets.handlers import commit_offsets
-from coordinator.offsets.messages import (
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetDeleteRequest,
-    OffsetDeleteResponse,
-    OffsetFetchRequestGroup,
-)
 from coordinator.offsets.retention import (
     all_offsets_expire,
     delete_group_offsets,
@@ -53,13 +49,15 @@ class RetentionSweep:
 __all__ = ["GroupCoordinatorShard", "GroupCoordinatorState", "GroupSummary", "RetentionSweep"]
 
 
-def simple_group_commit_verdict(shard: GroupCoordinatorState, request: OffsetCommitRequest) -> CommitVerdict:
+def simple_group_commit_verdict(
+    shard: GroupCoordinatorState, request: OffsetCommitRequest, api_version: int
+) -> CommitVerdict:
     """Commit validation for a group that no membership protocol manages (a "simple" group)."""
     if request.generation_id_or_member_epoch < 0:
         # Admin clients and consumers without group management commit with -1.
         return CommitVerdict()
     if not shard.group_known(request.group_id):
-        return CommitVerdict(ErrorCode.GROUP_ID_NOT_FOUND if request.api_version >= 9 else ErrorCode.ILLEGAL_GENERATION)
+        return CommitVerdict(ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 else ErrorCode.ILLEGAL_GENERATION)
     # A simple group has no members, so no member id and generation can match.
     return CommitVerdict(ErrorCode.UNKNOWN_MEMBER_ID)
 
@@ -135,13 +133,13 @@ class GroupCoordinatorShard:
     # --- offsets -----------------------------------------------------------------------------
 
     def commit_offsets(
-        self, state: GroupCoordinatorState, request: OffsetCommitRequest, now_ms: int
+        self, state: GroupCoordinatorState, request: OffsetCommitRequest, now_ms: int, context: RequestContext
     ) -> Result[OffsetCommitResponse]:
         group = state.group(request.group_id)
         verdict = (
-            group.validate_offset_commit(request, self.metadata())
+            group.validate_offset_commit(request, context.api_version)
             if group is not None
-            else simple_group_commit_verdict(state, request)
+            else simple_group_commit_verdict(state, request, context.api_version)
         )
         error, partition_errors = verdict.error, dict(verdict.partition_errors)
         return commit_offsets(state.offsets, request, now_ms, self.offsets_config, error, partition_errors)
@@ -154,7 +152,7 @@ class GroupCoordinatorShard:
             return delete_offsets(state.offsets, request, None)
         error = group.validate_offset_delete()
         if error != ErrorCode.NONE:
-            return Result(OffsetDeleteResponse(error))
+            return Result(OffsetDeleteResponse(error_code=error))
         return delete_offsets(state.offsets, request, group.retention_view())
 
     def expire_offsets(self, state: GroupCoordinatorState, now_ms: int) -> Result[None]:

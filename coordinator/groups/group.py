@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from coordinator.errors import ErrorCode
-from coordinator.groups.topics import TopicsImage
-from coordinator.offsets.messages import OffsetCommitRequest
+from coordinator.messages.offset_commit import OffsetCommitRequest
 from coordinator.offsets.retention import GroupRetentionView
 from records import CoordinatorRecord
 
@@ -59,7 +58,7 @@ class Group(Protocol):
 
     def is_subscribed_to_topic(self, topic: str) -> bool: ...
 
-    def validate_offset_commit(self, request: OffsetCommitRequest, image: TopicsImage) -> CommitVerdict: ...
+    def validate_offset_commit(self, request: OffsetCommitRequest, api_version: int) -> CommitVerdict: ...
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode: ...
 

@@ -7,12 +7,30 @@ Kafka message schemas; ``codec`` turns a schema plus a version into an encoder a
 
 from __future__ import annotations
 
+import base64
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 ANY_VERSION = 0x7FFF
 ZERO_UUID = uuid.UUID(int=0)
+
+
+def topic_id_string(value: uuid.UUID) -> str:
+    """Kafka's ``Uuid.toString``: url-safe base64 without padding, the form the log and the
+    group logic keep topic ids in (the wire carries the 16 bytes)."""
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
+
+
+def topic_id_uuid(value: str) -> uuid.UUID:
+    """The inverse of ``topic_id_string``."""
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
+
+
+def known_topic_id(value: uuid.UUID) -> str | None:
+    """A wire topic id in the log's string form; ``None`` for the zero id (no id given)."""
+    return None if value == ZERO_UUID else topic_id_string(value)
+
 
 # Primitive kinds understood by the codec; anything else in ``Field.kind`` is "struct" or "array".
 PRIMITIVES = frozenset(

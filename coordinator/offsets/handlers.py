@@ -7,17 +7,21 @@ Pure functions: commit returns the records to write and the response; fetch read
 from __future__ import annotations
 
 from coordinator.errors import ErrorCode
-from coordinator.offsets.config import OffsetsConfig
-from coordinator.offsets.messages import (
+from coordinator.messages.offset_commit import (
     OffsetCommitRequest,
+    OffsetCommitRequestTopic,
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
+)
+from coordinator.messages.offset_fetch import (
     OffsetFetchRequestGroup,
     OffsetFetchResponseGroup,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponseTopic,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopics,
 )
+from coordinator.messages.schema import known_topic_id
+from coordinator.offsets.config import OffsetsConfig
 from coordinator.offsets.state import OffsetsState
 from coordinator.runtime.api import Result
 from records import CoordinatorRecord, RecordType
@@ -29,16 +33,21 @@ def _java_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
+def _answer(topic: OffsetCommitRequestTopic, codes: list[int]) -> OffsetCommitResponseTopic:
+    """The answer to one request topic, named as the request named it (name and id)."""
+    return OffsetCommitResponseTopic(
+        name=topic.name,
+        topic_id=topic.topic_id,
+        partitions=[
+            OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+            for p, code in zip(topic.partitions, codes, strict=True)
+        ],
+    )
+
+
 def commit_response(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
     """The same answer for every partition of ``request``."""
-    return OffsetCommitResponse(
-        [
-            OffsetCommitResponseTopic(
-                t.name, [OffsetCommitResponsePartition(p.partition_index, code) for p in t.partitions]
-            )
-            for t in request.topics
-        ]
-    )
+    return OffsetCommitResponse(topics=[_answer(t, [code] * len(t.partitions)) for t in request.topics])
 
 
 def commit_offsets(
@@ -72,16 +81,13 @@ def commit_offsets(
         # some partitions of one commit applied and others not.
         return Result(
             OffsetCommitResponse(
-                [
-                    OffsetCommitResponseTopic(
-                        t.name,
+                topics=[
+                    _answer(
+                        t,
                         [
-                            OffsetCommitResponsePartition(
-                                p.partition_index,
-                                ErrorCode.OFFSET_METADATA_TOO_LARGE
-                                if (t.name, p.partition_index) in oversized
-                                else ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-                            )
+                            ErrorCode.OFFSET_METADATA_TOO_LARGE
+                            if (t.name, p.partition_index) in oversized
+                            else ErrorCode.INVALID_COMMIT_OFFSET_SIZE
                             for p in t.partitions
                         ],
                     )
@@ -100,7 +106,7 @@ def commit_offsets(
                 metadata=p.committed_metadata or "",
                 commit_timestamp=now_ms,
                 expire_timestamp=expire,
-                topic_id=t.topic_id,
+                topic_id=known_topic_id(t.topic_id),
             ),
         )
         for t in request.topics
@@ -108,16 +114,8 @@ def commit_offsets(
         if (t.name, p.partition_index) not in rejected
     ]
     response = OffsetCommitResponse(
-        [
-            OffsetCommitResponseTopic(
-                t.name,
-                [
-                    OffsetCommitResponsePartition(
-                        p.partition_index, rejected.get((t.name, p.partition_index), ErrorCode.NONE)
-                    )
-                    for p in t.partitions
-                ],
-            )
+        topics=[
+            _answer(t, [rejected.get((t.name, p.partition_index), ErrorCode.NONE) for p in t.partitions])
             for t in request.topics
         ]
     )
@@ -125,19 +123,26 @@ def commit_offsets(
 
 
 def fetch_offsets(state: OffsetsState, request: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
+    """The committed offsets the group asks for (``topics=None``: all of them); each answered
+    topic keeps the request's own name and id."""
     committed = state.group_offsets(request.group_id)
     if request.topics is None:
         topics = [
-            OffsetFetchResponseTopic(
-                name,
-                [
-                    OffsetFetchResponsePartition(p, v.offset, v.leader_epoch, v.metadata)
+            OffsetFetchResponseTopics(
+                name=name,
+                partitions=[
+                    OffsetFetchResponsePartitions(
+                        partition_index=p,
+                        committed_offset=v.offset,
+                        committed_leader_epoch=v.leader_epoch,
+                        metadata=v.metadata,
+                    )
                     for p, v in sorted(partitions.items())
                 ],
             )
             for name, partitions in sorted(committed.items())
         ]
-        return OffsetFetchResponseGroup(request.group_id, topics)
+        return OffsetFetchResponseGroup(group_id=request.group_id, topics=topics)
     out = []
     for t in request.topics:
         partitions = committed.get(t.name, {})
@@ -145,8 +150,19 @@ def fetch_offsets(state: OffsetsState, request: OffsetFetchRequestGroup) -> Offs
         for index in t.partition_indexes:
             v = partitions.get(index)
             if v is None:
-                rows.append(OffsetFetchResponsePartition(index, -1, -1, ""))
+                rows.append(
+                    OffsetFetchResponsePartitions(
+                        partition_index=index, committed_offset=-1, committed_leader_epoch=-1, metadata=""
+                    )
+                )
             else:
-                rows.append(OffsetFetchResponsePartition(index, v.offset, v.leader_epoch, v.metadata))
-        out.append(OffsetFetchResponseTopic(t.name, rows))
-    return OffsetFetchResponseGroup(request.group_id, out)
+                rows.append(
+                    OffsetFetchResponsePartitions(
+                        partition_index=index,
+                        committed_offset=v.offset,
+                        committed_leader_epoch=v.leader_epoch,
+                        metadata=v.metadata,
+                    )
+                )
+        out.append(OffsetFetchResponseTopics(name=t.name, topic_id=t.topic_id, partitions=rows))
+    return OffsetFetchResponseGroup(group_id=request.group_id, topics=out)

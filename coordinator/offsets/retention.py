@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from coordinator.errors import ErrorCode
-from coordinator.offsets.messages import (
+from coordinator.messages.offset_delete import (
     OffsetDeleteRequest,
     OffsetDeleteResponse,
     OffsetDeleteResponsePartition,
@@ -100,18 +100,23 @@ def delete_offsets(
 ) -> Result[OffsetDeleteResponse]:
     """OffsetDelete: refused per partition for topics the group subscribes to."""
     if view is None and not state.has_group(request.group_id):
-        return Result(OffsetDeleteResponse(ErrorCode.GROUP_ID_NOT_FOUND))
+        return Result(OffsetDeleteResponse(error_code=ErrorCode.GROUP_ID_NOT_FOUND))
     subscribed = view.subscribed_topics if view is not None else frozenset()
     records = []
     topics = []
     for t in request.topics:
         rows = []
-        for partition in t.partitions:
+        for p in t.partitions:
+            partition = p.partition_index
             if t.name in subscribed:
-                rows.append(OffsetDeleteResponsePartition(partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
+                rows.append(
+                    OffsetDeleteResponsePartition(
+                        partition_index=partition, error_code=ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                    )
+                )
                 continue
             if state.get(request.group_id, t.name, partition) is not None:
                 records.append(_tombstone(request.group_id, t.name, partition))
-            rows.append(OffsetDeleteResponsePartition(partition, ErrorCode.NONE))
-        topics.append(OffsetDeleteResponseTopic(t.name, rows))
-    return Result(OffsetDeleteResponse(ErrorCode.NONE, topics), records)
+            rows.append(OffsetDeleteResponsePartition(partition_index=partition, error_code=ErrorCode.NONE))
+        topics.append(OffsetDeleteResponseTopic(name=t.name, partitions=rows))
+    return Result(OffsetDeleteResponse(error_code=ErrorCode.NONE, topics=topics), records)

@@ -9,13 +9,16 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import uuid
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.gateway.handler import RequestContext
 from coordinator.groups import classic, group_config
 from coordinator.groups import consumer as cg
+from coordinator.groups import context as group_context
 from coordinator.messages import alter_configs as wire_alter_configs
 from coordinator.messages import consumer_group_describe as wire_cgd
 from coordinator.messages import consumer_group_heartbeat as wire_cgh
@@ -33,15 +36,30 @@ from coordinator.messages import offset_fetch as wire_fetch
 from coordinator.messages import sync_group as wire_sync
 from coordinator.messages import txn_offset_commit as wire_txn
 from coordinator.messages.schema import ZERO_UUID, Message
-from coordinator.offsets import messages as m
 from coordinator.service.convert import convert
-from coordinator.service.metadata_cache import TopicNames
+from coordinator.service.metadata_cache import TopicInfo, TopicNames
 from coordinator.service.service import GroupCoordinatorService
 
 log = logging.getLogger(__name__)
 
 # How long a heartbeat naming a topic the metadata lacks waits for a fresh picture.
 SUBSCRIPTION_REFRESH_WAIT_S = 1.0
+# OffsetCommit v10+ and OffsetFetch v10+ name topics by id (KIP-848), before by name.
+COMMIT_BY_TOPIC_ID_VERSION = 10
+FETCH_BY_TOPIC_ID_VERSION = 10
+# OffsetFetch v8+ asks for several groups at once.
+FETCH_GROUPS_VERSION = 8
+
+
+def _facts(context: RequestContext) -> group_context.RequestContext:
+    """What the group logic takes from the request header and the connection."""
+    return group_context.RequestContext(
+        api_version=context.api_version,
+        client_id=context.header.client_id or "",
+        client_host=f"/{context.client_host}",
+        # Member ids must not be guessable: the pure logic derives them from these bytes.
+        nonce=secrets.token_bytes(16),
+    )
 
 
 class CoordinatorApiHandler:
@@ -75,20 +93,26 @@ class CoordinatorApiHandler:
             raise LookupError(f"no coordinator route for {type(request).__name__}")
         return await route(context, request)
 
-    # --- OffsetCommit --------------------------------------------------------------------
+    # --- OffsetCommit ---------------------------------------------------------------------
+
+    async def _topic(self, name: str, topic_id: uuid.UUID, api_version: int, by_id_from: int) -> TopicInfo | None:
+        """The one place a request topic's identity is resolved: by id from ``by_id_from`` (v10
+        of OffsetCommit/OffsetFetch), by name before. ``None``: the cluster has no such topic."""
+        return await self.topics.lookup(name, topic_id if api_version >= by_id_from else None)
 
     async def offset_commit(
         self, context: RequestContext, request: wire_commit.OffsetCommitRequest
     ) -> wire_commit.OffsetCommitResponse:
-        """Topic identity is resolved once per request topic (by id from v10, by name before);
-        the answer is built against the request's own topic objects, so a v10 client gets its
-        topic ids back. As in Kafka's KafkaApis, partitions of topics (or partition indexes) the
-        cluster does not have are answered before the coordinator and never stored."""
-        by_id = context.api_version >= 10
+        """Topic identity is resolved once per request topic; the logic gets each topic with its
+        name and id and answers it by both, and the answer is built against the request's own
+        topic objects, so a v10 client gets its topic ids back. As in Kafka's KafkaApis,
+        partitions of topics (or partition indexes) the cluster does not have are answered
+        before the coordinator and never stored."""
+        by_id = context.api_version >= COMMIT_BY_TOPIC_ID_VERSION
         answers: list[list[tuple[int, int] | None]] = []  # per request topic, per partition: (index, error) or None
-        topics: list[m.OffsetCommitRequestTopic] = []
+        topics: list[wire_commit.OffsetCommitRequestTopic] = []
         for t in request.topics:
-            info = await self.topics.lookup(t.name, t.topic_id if by_id else None)
+            info = await self._topic(t.name, t.topic_id, context.api_version, COMMIT_BY_TOPIC_ID_VERSION)
             if info is None:
                 missing = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 answers.append([(p.partition_index, missing) for p in t.partitions])
@@ -98,29 +122,17 @@ class CoordinatorApiHandler:
             for p in t.partitions:
                 if 0 <= p.partition_index < info.partitions:
                     local.append(None)
-                    valid.append(
-                        m.OffsetCommitRequestPartition(
-                            p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata
-                        )
-                    )
+                    valid.append(p)
                 else:
                     local.append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             answers.append(local)
             if valid:
-                topics.append(m.OffsetCommitRequestTopic(info.name, valid, info.id_string))
+                topics.append(
+                    wire_commit.OffsetCommitRequestTopic(name=info.name, topic_id=info.topic_id, partitions=valid)
+                )
         coordinator_answers: Iterator[tuple[int, int]] = iter(())
         if topics:
-            answer = await self.service.commit_offsets(
-                m.OffsetCommitRequest(
-                    group_id=request.group_id,
-                    topics=topics,
-                    generation_id_or_member_epoch=request.generation_id_or_member_epoch,
-                    member_id=request.member_id,
-                    group_instance_id=request.group_instance_id,
-                    retention_time_ms=request.retention_time_ms,
-                    api_version=context.api_version,
-                )
-            )
+            answer = await self.service.commit_offsets(replace(request, topics=topics), _facts(context))
             # The service answers the topics it was given, in order: one answer per valid partition.
             coordinator_answers = iter([(p.partition_index, p.error_code) for t in answer.topics for p in t.partitions])
         out = []
@@ -132,23 +144,22 @@ class CoordinatorApiHandler:
             out.append(wire_commit.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=partitions))
         return wire_commit.OffsetCommitResponse(topics=out)
 
-    async def _resolve(self, name: str, topic_id: Any) -> tuple[str | None, str | None]:
-        """(name, topic id in the log's string form) of a request topic named by name (v0-9) or by id (v10+)."""
-        info = await self.topics.lookup(name, topic_id)
-        if info is None:
-            return (None, None) if topic_id is not None and topic_id != ZERO_UUID else (name, None)
-        return info.name, info.id_string
-
     # --- OffsetFetch ---------------------------------------------------------------------
 
     async def offset_fetch(
         self, context: RequestContext, request: wire_fetch.OffsetFetchRequest
     ) -> wire_fetch.OffsetFetchResponse:
-        if context.api_version < 8:
+        if context.api_version < FETCH_GROUPS_VERSION:
+            # v0-7 name one group at the top level: asked and answered as a one-group batch.
             topics = None
             if request.topics is not None:
-                topics = [m.OffsetFetchRequestTopic(t.name, list(t.partition_indexes)) for t in request.topics]
-            (group,) = await self.service.fetch_offsets([m.OffsetFetchRequestGroup(request.group_id, topics)])
+                topics = [
+                    wire_fetch.OffsetFetchRequestTopics(name=t.name, partition_indexes=list(t.partition_indexes))
+                    for t in request.topics
+                ]
+            (group,) = await self.service.fetch_offsets(
+                [wire_fetch.OffsetFetchRequestGroup(group_id=request.group_id, topics=topics)]
+            )
             return wire_fetch.OffsetFetchResponse(
                 error_code=group.error_code,
                 topics=[
@@ -169,26 +180,29 @@ class CoordinatorApiHandler:
                 ],
             )
         wanted = []
-        ids: dict[str, Any] = {}
         # Per group: the topics named by an id the cluster does not know (v10+): UNKNOWN_TOPIC_ID.
-        unknown: list[list[Any]] = []
+        unknown: list[list[wire_fetch.OffsetFetchRequestTopics]] = []
         for g in request.groups:
-            topics = None
             unknown.append([])
+            topics = None
             if g.topics is not None:
                 topics = []
                 for t in g.topics:
-                    name, _ = await self._resolve(t.name, t.topic_id if context.api_version >= 10 else None)
-                    if name is None:
+                    info = await self._topic(t.name, t.topic_id, context.api_version, FETCH_BY_TOPIC_ID_VERSION)
+                    if info is not None:
+                        topics.append(replace(t, name=info.name, topic_id=info.topic_id))
+                    elif context.api_version >= FETCH_BY_TOPIC_ID_VERSION:
                         unknown[-1].append(t)
-                        continue
-                    ids[name] = t.topic_id
-                    topics.append(m.OffsetFetchRequestTopic(name, list(t.partition_indexes)))
-            wanted.append(m.OffsetFetchRequestGroup(g.group_id, topics, g.member_id, g.member_epoch))
+                    else:
+                        topics.append(t)  # offsets of a topic the cluster lacks are still answered by name
+            wanted.append(replace(g, topics=topics))
         groups = await self.service.fetch_offsets(wanted)
-        out = []
         for group, missing in zip(groups, unknown, strict=True):
-            topics_out = [
+            if context.api_version >= FETCH_BY_TOPIC_ID_VERSION:
+                for answered in group.topics:
+                    if answered.topic_id == ZERO_UUID:  # all-topics fetch: the log answered by name
+                        answered.topic_id = await self.topics.uuid_of(answered.name) or ZERO_UUID
+            group.topics[:0] = [
                 wire_fetch.OffsetFetchResponseTopics(
                     name=t.name,
                     topic_id=t.topic_id,
@@ -201,45 +215,14 @@ class CoordinatorApiHandler:
                 )
                 for t in missing
             ]
-            for answered in group.topics:
-                topic_id = ids.get(answered.name)
-                if topic_id is None and context.api_version >= 10:
-                    topic_id = await self.topics.uuid_of(answered.name)
-                topics_out.append(
-                    wire_fetch.OffsetFetchResponseTopics(
-                        name=answered.name,
-                        topic_id=topic_id or ZERO_UUID,
-                        partitions=[
-                            wire_fetch.OffsetFetchResponsePartitions(
-                                partition_index=p.partition_index,
-                                committed_offset=p.committed_offset,
-                                committed_leader_epoch=p.committed_leader_epoch,
-                                metadata=p.metadata,
-                                error_code=p.error_code,
-                            )
-                            for p in answered.partitions
-                        ],
-                    )
-                )
-            out.append(
-                wire_fetch.OffsetFetchResponseGroup(
-                    group_id=group.group_id, topics=topics_out, error_code=group.error_code
-                )
-            )
-        return wire_fetch.OffsetFetchResponse(groups=out)
+        return wire_fetch.OffsetFetchResponse(groups=list(groups))
 
     # --- OffsetDelete / TxnOffsetCommit ------------------------------------------------------
 
     async def offset_delete(
         self, context: RequestContext, request: wire_offset_delete.OffsetDeleteRequest
     ) -> wire_offset_delete.OffsetDeleteResponse:
-        answer = await self.service.delete_offsets(
-            m.OffsetDeleteRequest(
-                request.group_id,
-                [m.OffsetDeleteRequestTopic(t.name, [p.partition_index for p in t.partitions]) for t in request.topics],
-            )
-        )
-        return convert(answer, wire_offset_delete.OffsetDeleteResponse)
+        return await self.service.delete_offsets(request)
 
     async def txn_offset_commit(
         self, context: RequestContext, request: wire_txn.TxnOffsetCommitRequest

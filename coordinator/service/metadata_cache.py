@@ -8,7 +8,6 @@ string form (url-safe base64 without padding, what Kafka's tools print and what 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
 import time
@@ -22,16 +21,11 @@ from confluent_kafka.admin import AdminClient
 
 from coordinator.groups.topics import TopicImage, TopicsImage
 from coordinator.logs import drain
+from coordinator.messages.schema import topic_id_string, topic_id_uuid
+
+__all__ = ["MetadataCache", "TopicInfo", "TopicNames", "topic_id_string", "topic_id_uuid"]
 
 log = logging.getLogger(__name__)
-
-
-def topic_id_string(value: uuid.UUID) -> str:
-    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
-
-
-def topic_id_uuid(value: str) -> uuid.UUID:
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
 
 
 def _uuid_from_client(client_uuid: Any) -> uuid.UUID:

@@ -25,16 +25,12 @@ from coordinator.group_shard import (
 from coordinator.groups import classic, group_config
 from coordinator.groups import consumer as cg
 from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.context import RequestContext
 from coordinator.groups.topics import TopicsImage
+from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchResponseGroup
 from coordinator.offsets.handlers import commit_response, fetch_offsets
-from coordinator.offsets.messages import (
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetDeleteRequest,
-    OffsetDeleteResponse,
-    OffsetFetchRequestGroup,
-    OffsetFetchResponseGroup,
-)
 from coordinator.runtime.api import Result
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.shard import AppendFailed, Shard, ShardNotAvailable, ShardStatus
@@ -97,10 +93,10 @@ class GroupCoordinatorService:
 
     # --- offsets -----------------------------------------------------------------------------
 
-    async def commit_offsets(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
+    async def commit_offsets(self, request: OffsetCommitRequest, context: RequestContext) -> OffsetCommitResponse:
         return await self._write(
             request.group_id,
-            lambda state, now: self.handlers.commit_offsets(state, request, now),
+            lambda state, now: self.handlers.commit_offsets(state, request, now, context),
             lambda code: commit_response(request, code),
         )
 
@@ -111,11 +107,11 @@ class GroupCoordinatorService:
             try:
                 committed = self.shard_for(group.group_id).read(lambda state: state)
             except ShardNotAvailable as exc:
-                out.append(OffsetFetchResponseGroup(group.group_id, [], error_for(exc)))
+                out.append(OffsetFetchResponseGroup(group_id=group.group_id, error_code=error_for(exc)))
                 continue
             error = offset_fetch_error(committed, group)
             if error != ErrorCode.NONE:
-                out.append(OffsetFetchResponseGroup(group.group_id, [], error))
+                out.append(OffsetFetchResponseGroup(group_id=group.group_id, error_code=error))
                 continue
             out.append(fetch_offsets(committed.offsets, group))
         return out
@@ -124,7 +120,7 @@ class GroupCoordinatorService:
         return await self._write(
             request.group_id,
             lambda state, now: self.handlers.delete_offsets(state, request, now),
-            lambda code: OffsetDeleteResponse(code),
+            lambda code: OffsetDeleteResponse(error_code=code),
         )
 
     async def topics_deleted(self, topics: list[tuple[str, str]]) -> None:
@@ -216,7 +212,7 @@ class GroupCoordinatorService:
     # --- consumer protocol -------------------------------------------------------------------
 
     async def consumer_group_heartbeat(
-        self, request: cg.ConsumerGroupHeartbeatRequest, context: cg.RequestContext
+        self, request: cg.ConsumerGroupHeartbeatRequest, context: RequestContext
     ) -> cg.ConsumerGroupHeartbeatResponse:
         return await self._write(
             request.group_id,

@@ -25,14 +25,14 @@ from coordinator.groups.classic.consumer_protocol import (
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.topics import TopicImage, TopicsImage
 from coordinator.offsets.config import OffsetsConfig
-from coordinator.offsets.messages import OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic
 from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer
 from records import CoordinatorRecord, RecordType, decode, encode
 from records.definitions import ClassicMemberMetadata, GroupMetadataKey, GroupMetadataValue
+from tests.messages import COMMIT_CONTEXT, commit_partition, commit_request, commit_topic, tid
 
 GROUP = "grp"
 FOO = "foo"
-FOO_ID = "id-foo"
+FOO_ID = tid(FOO)
 
 
 def image(partitions: int = 6) -> TopicsImage:
@@ -196,14 +196,13 @@ class Shard:
         return response
 
     def commit(self, member_id: str, generation: int, offsets: dict[int, int]) -> list[int]:
-        request = OffsetCommitRequest(
+        request = commit_request(
             GROUP,
-            [OffsetCommitRequestTopic(FOO, [OffsetCommitRequestPartition(p, o) for p, o in offsets.items()])],
+            [commit_topic(FOO, [commit_partition(p, o) for p, o in offsets.items()], FOO_ID)],
             generation_id_or_member_epoch=generation,
             member_id=member_id,
-            api_version=9,
         )
-        response = self.apply(self.handlers.commit_offsets(self.state, request, self.now))
+        response = self.apply(self.handlers.commit_offsets(self.state, request, self.now, COMMIT_CONTEXT))
         return [p.error_code for t in response.topics for p in t.partitions]
 
     def answer(self, token_or_response: Any) -> Any:

@@ -6,16 +6,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
-from coordinator.offsets.messages import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-    OffsetFetchRequestGroup,
-    OffsetFetchRequestTopic,
-)
+from coordinator.messages.offset_commit import OffsetCommitRequest
+from coordinator.messages.offset_fetch import OffsetFetchRequestGroup
 from coordinator.runtime.log import LogTopicSpec
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.service.service import GroupCoordinatorService
+from tests import messages
 
 
 @asynccontextmanager
@@ -35,15 +31,15 @@ async def running_service(
 
 
 def commit_request(group: str, topic: str, offsets: dict[int, int], metadata: str = "") -> OffsetCommitRequest:
-    return OffsetCommitRequest(
-        group_id=group,
-        topics=[
-            OffsetCommitRequestTopic(
-                topic, [OffsetCommitRequestPartition(p, o, committed_metadata=metadata) for p, o in offsets.items()]
+    return messages.commit_request(
+        group,
+        [
+            messages.commit_topic(
+                topic, [messages.commit_partition(p, o, metadata=metadata) for p, o in offsets.items()]
             )
         ],
     )
 
 
 def fetch_request(group: str, topic: str, partitions: list[int]) -> list[OffsetFetchRequestGroup]:
-    return [OffsetFetchRequestGroup(group, [OffsetFetchRequestTopic(topic, partitions)])]
+    return [messages.fetch_group(group, [messages.fetch_topic(topic, partitions)])]

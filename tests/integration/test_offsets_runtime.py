@@ -9,12 +9,12 @@ import pytest
 from coordinator.errors import ErrorCode
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.offsets.config import OffsetsConfig
-from coordinator.offsets.messages import OffsetDeleteRequest, OffsetDeleteRequestTopic
 from coordinator.runtime.clock import ManualClock
 from coordinator.runtime.log import LogTopicSpec
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.service.service import GroupCoordinatorService
 from tests.integration.runtime_helpers import commit_request, fetch_request
+from tests.messages import COMMIT_CONTEXT, delete_request, delete_topic
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +35,9 @@ def test_reload_in_the_middle_of_a_retention_sweep(bootstrap: str, unique_name: 
         clock = ManualClock(1_000_000)
         service = await start(bootstrap, unique_name, clock)
         groups = [f"sweep-{i}" for i in range(20)]
-        await asyncio.gather(*(service.commit_offsets(commit_request(g, "t", {0: 1, 1: 2})) for g in groups))
+        await asyncio.gather(
+            *(service.commit_offsets(commit_request(g, "t", {0: 1, 1: 2}), COMMIT_CONTEXT) for g in groups)
+        )
         clock.advance(2 * 60_000)
         shards = {service.partition_for(g) for g in groups}
         service.runtime.tailer.stall()
@@ -70,14 +72,14 @@ def test_admin_through_the_runtime_survives_restart(bootstrap: str, unique_name:
     async def main() -> None:
         clock = ManualClock(5_000)
         service = await start(bootstrap, unique_name, clock)
-        await service.commit_offsets(commit_request("a", "t", {0: 1, 1: 1}))
-        await service.commit_offsets(commit_request("b", "t", {0: 7}))
+        await service.commit_offsets(commit_request("a", "t", {0: 1, 1: 1}), COMMIT_CONTEXT)
+        await service.commit_offsets(commit_request("b", "t", {0: 7}), COMMIT_CONTEXT)
         assert await service.delete_groups(["a", "missing"]) == [("a", 0), ("missing", ErrorCode.GROUP_ID_NOT_FOUND)]
-        deleted = await service.delete_offsets(OffsetDeleteRequest("b", [OffsetDeleteRequestTopic("t", [0])]))
+        deleted = await service.delete_offsets(delete_request("b", [delete_topic("t", [0])]))
         assert deleted.error_code == 0
         error, listed = await service.list_groups()
         assert error == 0 and [g.group_id for g in listed] == []
-        await service.commit_offsets(commit_request("c", "t", {3: 3}))
+        await service.commit_offsets(commit_request("c", "t", {3: 3}), COMMIT_CONTEXT)
         await service.runtime.close()
         service = await start(bootstrap, unique_name, clock)
         error, listed = await service.list_groups()

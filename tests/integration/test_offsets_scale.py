@@ -6,8 +6,9 @@ import asyncio
 
 import pytest
 
-from coordinator.offsets.messages import OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic
+from coordinator.messages.offset_commit import OffsetCommitRequest
 from tests.integration.runtime_helpers import running_service
+from tests.messages import COMMIT_CONTEXT, commit_partition, commit_request, commit_topic
 
 pytestmark = pytest.mark.integration
 
@@ -20,15 +21,12 @@ def expected(group: int, partition: int) -> int:
 
 
 def request(group: int) -> OffsetCommitRequest:
-    return OffsetCommitRequest(
-        group_id=f"scale-{group}",
-        topics=[
-            OffsetCommitRequestTopic(
+    return commit_request(
+        f"scale-{group}",
+        [
+            commit_topic(
                 "events",
-                [
-                    OffsetCommitRequestPartition(p, expected(group, p), committed_metadata=f"m{group % 10}")
-                    for p in range(PARTITIONS)
-                ],
+                [commit_partition(p, expected(group, p), metadata=f"m{group % 10}") for p in range(PARTITIONS)],
             )
         ],
     )
@@ -39,7 +37,10 @@ def test_million_offsets_reload_intact(bootstrap: str, unique_name: str) -> None
         async with running_service(bootstrap, unique_name, partitions=8, owner="writer") as service:
             for start in range(0, GROUPS, 250):
                 responses = await asyncio.gather(
-                    *(service.commit_offsets(request(g)) for g in range(start, min(GROUPS, start + 250)))
+                    *(
+                        service.commit_offsets(request(g), COMMIT_CONTEXT)
+                        for g in range(start, min(GROUPS, start + 250))
+                    )
                 )
                 assert all(p.error_code == 0 for r in responses for t in r.topics for p in t.partitions)
         async with running_service(bootstrap, unique_name, partitions=8, owner="reader") as service:

@@ -13,6 +13,7 @@ from coordinator.runtime.shard import ShardStatus
 from records import CoordinatorRecord, RecordType, encode
 from records.definitions import OffsetCommitKey, OffsetCommitValue
 from tests.integration.runtime_helpers import commit_request, fetch_request, running_service
+from tests.messages import COMMIT_CONTEXT
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +27,9 @@ def committed_offset(service, group: str, topic: str, partition: int) -> int:  #
 def test_commit_then_fetch(bootstrap: str, unique_name: str) -> None:
     async def main() -> None:
         async with running_service(bootstrap, unique_name) as service:
-            response = await service.commit_offsets(commit_request("g1", "orders", {0: 5, 1: 7}, "meta"))
+            response = await service.commit_offsets(
+                commit_request("g1", "orders", {0: 5, 1: 7}, "meta"), COMMIT_CONTEXT
+            )
             assert [p.error_code for t in response.topics for p in t.partitions] == [0, 0]
             (fetched,) = await service.fetch_offsets(fetch_request("g1", "orders", [0, 1, 2]))
             rows = [(p.partition_index, p.committed_offset, p.metadata) for p in fetched.topics[0].partitions]
@@ -40,7 +43,9 @@ def test_response_waits_until_the_record_is_read_back(bootstrap: str, unique_nam
         async with running_service(bootstrap, unique_name) as service:
             shard = service.shard_for("stalled")
             service.runtime.tailer.stall()
-            task = asyncio.ensure_future(service.commit_offsets(commit_request("stalled", "t", {0: 42})))
+            task = asyncio.ensure_future(
+                service.commit_offsets(commit_request("stalled", "t", {0: 42}), COMMIT_CONTEXT)
+            )
             await asyncio.sleep(1.5)
             # The record is in the log (the live state has it) but the reader has not read it
             # back, so the client has no answer and readers do not see it.
@@ -61,7 +66,9 @@ def test_two_runtimes_replaying_the_same_log_agree(bootstrap: str, unique_name: 
         async with running_service(bootstrap, unique_name, owner="first") as first:
             await asyncio.gather(
                 *(
-                    first.commit_offsets(commit_request(f"group-{i % 13}", f"topic-{i % 3}", {i % 5: i}))
+                    first.commit_offsets(
+                        commit_request(f"group-{i % 13}", f"topic-{i % 3}", {i % 5: i}), COMMIT_CONTEXT
+                    )
                     for i in range(400)
                 )
             )
@@ -89,7 +96,7 @@ def test_an_unreadable_record_of_a_fenced_epoch_is_ignored(bootstrap: str, uniqu
     async def main() -> None:
         async with running_service(bootstrap, unique_name) as service:
             shard = service.partition_for("victim")
-            await service.commit_offsets(commit_request("victim", "t", {0: 7}))
+            await service.commit_offsets(commit_request("victim", "t", {0: 7}), COMMIT_CONTEXT)
         _produce(bootstrap, unique_name, shard, [(b"\x00\x01garbage", b"\xff\xff\xff", [])])
         async with running_service(bootstrap, unique_name) as service:
             assert service.runtime.shards[shard].status is ShardStatus.ACTIVE
@@ -109,10 +116,10 @@ def test_unreadable_record_fails_only_its_shard(bootstrap: str, unique_name: str
             shard = service.runtime.shards[bad]
             assert shard.status is ShardStatus.FAILED
             assert f"topic {unique_name!r} partition {bad} offset 1" in (shard.error or "")
-            response = await service.commit_offsets(commit_request("victim", "t", {0: 1}))
+            response = await service.commit_offsets(commit_request("victim", "t", {0: 1}), COMMIT_CONTEXT)
             assert response.topics[0].partitions[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
             other = next(g for g in (f"g{i}" for i in range(100)) if service.partition_for(g) != bad)
-            response = await service.commit_offsets(commit_request(other, "t", {0: 1}))
+            response = await service.commit_offsets(commit_request(other, "t", {0: 1}), COMMIT_CONTEXT)
             assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
 
     asyncio.run(main())
@@ -122,7 +129,7 @@ def test_batch_cut_short_is_never_applied(bootstrap: str, unique_name: str) -> N
     async def main() -> None:
         async with running_service(bootstrap, unique_name) as service:
             partition = service.partition_for("cut")
-            await service.commit_offsets(commit_request("cut", "t", {0: 1}))
+            await service.commit_offsets(commit_request("cut", "t", {0: 1}), COMMIT_CONTEXT)
             epoch = service.runtime.shards[partition].epoch
         # Two records of a three-record batch reach the log, then the writer dies.
         partial = [
@@ -136,7 +143,7 @@ def test_batch_cut_short_is_never_applied(bootstrap: str, unique_name: str) -> N
             async with running_service(bootstrap, unique_name, owner=owner) as service:
                 assert committed_offset(service, "cut", "t", 0) == 1
                 assert committed_offset(service, "cut", "t", 1) == -1
-                await service.commit_offsets(commit_request("cut", "t", {2: 5}))
+                await service.commit_offsets(commit_request("cut", "t", {2: 5}), COMMIT_CONTEXT)
                 assert committed_offset(service, "cut", "t", 2) == 5
 
     asyncio.run(main())
@@ -146,7 +153,7 @@ def test_zombie_writes_are_ignored_on_replay(bootstrap: str, unique_name: str) -
     async def main() -> None:
         async with running_service(bootstrap, unique_name, owner="old") as service:
             partition = service.partition_for("z")
-            await service.commit_offsets(commit_request("z", "t", {0: 1}))
+            await service.commit_offsets(commit_request("z", "t", {0: 1}), COMMIT_CONTEXT)
             old_epoch = service.runtime.shards[partition].epoch
         async with running_service(bootstrap, unique_name, owner="new") as service:
             assert service.runtime.shards[partition].epoch == old_epoch + 1
@@ -164,7 +171,7 @@ def test_fatal_producer_error_replaces_the_writer_and_reloads(bootstrap: str, un
 
     async def main() -> None:
         async with running_service(bootstrap, unique_name) as service:
-            await service.commit_offsets(commit_request("w", "t", {0: 1}))
+            await service.commit_offsets(commit_request("w", "t", {0: 1}), COMMIT_CONTEXT)
             shard = service.shard_for("w")
             old = service.runtime.writer
             fatal = KafkaError(KafkaError._FENCED, "fenced by a newer producer", fatal=True)
@@ -175,7 +182,7 @@ def test_fatal_producer_error_replaces_the_writer_and_reloads(bootstrap: str, un
             )
             assert service.runtime.writer is not old
             await shard.wait_loaded()
-            response = await service.commit_offsets(commit_request("w", "t", {0: 2}))
+            response = await service.commit_offsets(commit_request("w", "t", {0: 2}), COMMIT_CONTEXT)
             assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
             assert committed_offset(service, "w", "t", 0) == 2
 
@@ -196,8 +203,8 @@ def test_a_record_larger_than_the_log_accepts_fails_only_its_request(bootstrap: 
             generation = shard.generation
             huge = "g" * 150_000
             big, small = await asyncio.gather(
-                service.commit_offsets(commit_request(huge, "t", {0: 1})),
-                service.commit_offsets(commit_request("ok", "t", {0: 2})),
+                service.commit_offsets(commit_request(huge, "t", {0: 1}), COMMIT_CONTEXT),
+                service.commit_offsets(commit_request("ok", "t", {0: 2}), COMMIT_CONTEXT),
             )
             assert big.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_SERVER_ERROR
             assert small.topics[0].partitions[0].error_code == ErrorCode.NONE
@@ -216,17 +223,19 @@ def test_a_record_the_writer_refuses_never_hangs_and_reloads_consistently(bootst
 
     async def main() -> None:
         async with running_service(bootstrap, unique_name, partitions=1) as service:
-            await service.commit_offsets(commit_request("before", "t", {0: 7}))
+            await service.commit_offsets(commit_request("before", "t", {0: 7}), COMMIT_CONTEXT)
             service.runtime.max_record_bytes = 100_000_000
             shard = service.shard_for("before")
             huge = "g" * 1_200_000  # above the producer's message.max.bytes (1,000,000)
-            response = await asyncio.wait_for(service.commit_offsets(commit_request(huge, "t", {0: 1})), 10)
+            response = await asyncio.wait_for(
+                service.commit_offsets(commit_request(huge, "t", {0: 1}), COMMIT_CONTEXT), 10
+            )
             assert response.topics[0].partitions[0].error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
             await asyncio.wait_for(shard.wait_loaded(), 30)
             assert shard.status is ShardStatus.ACTIVE
             assert shard.live.offsets.get(huge, "t", 0) is None
             assert committed_offset(service, "before", "t", 0) == 7
-            after = await service.commit_offsets(commit_request("before", "t", {0: 8}))
+            after = await service.commit_offsets(commit_request("before", "t", {0: 8}), COMMIT_CONTEXT)
             assert after.topics[0].partitions[0].error_code == ErrorCode.NONE
             assert shard.caught_up and shard.replay_matches()
 

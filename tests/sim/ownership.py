@@ -21,18 +21,15 @@ from coordinator.errors import ErrorCode
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.offsets.messages import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-    OffsetCommitResponse,
-)
+from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from coordinator.runtime.shard import Shard, ShardStatus
+from tests.messages import commit_partition, commit_topic, tid
 from tests.sim import invariants, shard_api
 from tests.sim.clients import TP, ConsumerClient
 from tests.sim.kernel import InvariantViolation, LogFaults, Network, SimHost, SimLog, SimLoop
 
 GROUP = "sim-group"
+T0_ID = tid("t0")
 PARTITION = 0  # the log partition (shard) the group lives on
 COMPACTION_LAG_MS = 1000
 REQUEST_TIMEOUT_MS = 1200
@@ -89,9 +86,9 @@ class Simulation:
         self.log = SimLog(clock=self.loop.clock)
         self.faults = LogFaults(sc.append_fail_rate, sc.ambiguous_rate)
         self.hosts = [SimHost(self.log, self.loop, f"owner-{i}", self.rng, self.faults) for i in range(2)]
-        topics = [TopicImage("t0", "t0-id", sc.partitions)]
+        topics = [TopicImage("t0", T0_ID, sc.partitions)]
         self.image = TopicsImage.of(topics, 1)
-        self.all_partitions: set[TP] = {("t0-id", p) for p in range(sc.partitions)}
+        self.all_partitions: set[TP] = {(T0_ID, p) for p in range(sc.partitions)}
         self.handlers = shard_api.handlers(lambda: self.image, CONFIG)
         self.owner = 0  # the process clients are sent to when they look the coordinator up
         self.route: dict[int, int] = {}
@@ -250,9 +247,7 @@ class Simulation:
             group_id=GROUP,
             generation_id_or_member_epoch=c.epoch,
             member_id=c.member_id,
-            topics=[
-                OffsetCommitRequestTopic("t0", [OffsetCommitRequestPartition(p, offset) for _, p in sorted(parts)])
-            ],
+            topics=[commit_topic("t0", [commit_partition(p, offset) for _, p in sorted(parts)], T0_ID)],
         )
         self.send_commit(self.route[c.slot], request, c.slot)
 
@@ -260,7 +255,7 @@ class Simulation:
         def validated(state: shard_api.State, now: int) -> Any:
             result = shard_api.commit_offsets(self.handlers, request)(state, now)
             accepted = [
-                ("t0-id", p.partition_index) for t in result.response.topics for p in t.partitions if p.error_code == 0
+                (T0_ID, p.partition_index) for t in result.response.topics for p in t.partitions if p.error_code == 0
             ]
             if accepted and request.group_id == GROUP:
                 invariants.invariant_5_only_the_holder_commits(
@@ -364,10 +359,10 @@ class Simulation:
         host.max_record_bytes = 4_000
         self.faults.writer_limit = 2_000 if misconfigured else 1_000_000
         request = OffsetCommitRequest(
-            group_id="g" * 3_000, topics=[OffsetCommitRequestTopic("t0", [OffsetCommitRequestPartition(0, 1)])]
+            group_id="g" * 3_000, topics=[commit_topic("t0", [commit_partition(0, 1)], T0_ID)]
         )
         request_small = OffsetCommitRequest(
-            group_id="g" * 4_500, topics=[OffsetCommitRequestTopic("t0", [OffsetCommitRequestPartition(0, 1)])]
+            group_id="g" * 4_500, topics=[commit_topic("t0", [commit_partition(0, 1)], T0_ID)]
         )
         self.stats["oversize"] += 1
         self.send_commit(self.owner, request if misconfigured else request_small, "admin")

@@ -22,9 +22,9 @@ from coordinator.groups.consumer import (
     heartbeat_error_response,
 )
 from coordinator.groups.topics import TopicsImage
+from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from coordinator.offsets.config import OffsetsConfig
 from coordinator.offsets.handlers import commit_response
-from coordinator.offsets.messages import OffsetCommitRequest, OffsetCommitResponse
 from coordinator.runtime.api import Result
 from coordinator.runtime.shard import ShardNotAvailable
 from coordinator.service.service import error_for
@@ -32,6 +32,8 @@ from coordinator.service.service import error_for
 State = GroupCoordinatorState
 Op = Callable[[GroupCoordinatorState, int], Result[Any]]
 CONTEXT = RequestContext(1, "sim", "/sim")
+# OffsetCommit v9: topics by name (the edge resolves their ids; the simulations name both).
+COMMIT_CONTEXT = RequestContext(9, "sim", "/sim")
 
 
 def handlers(
@@ -52,7 +54,7 @@ def consumer_heartbeat(h: GroupCoordinatorShard, request: ConsumerGroupHeartbeat
 
 
 def commit_offsets(h: GroupCoordinatorShard, request: OffsetCommitRequest) -> Op:
-    return lambda state, now: h.commit_offsets(state, request, now)
+    return lambda state, now: h.commit_offsets(state, request, now, COMMIT_CONTEXT)
 
 
 def error_code(exc: BaseException) -> ErrorCode:

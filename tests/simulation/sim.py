@@ -24,13 +24,9 @@ from coordinator.groups.consumer import (
     HeartbeatTopicPartitions,
 )
 from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.offsets.messages import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-    OffsetCommitResponse,
-)
+from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from coordinator.runtime.shard import ShardStatus
+from tests.messages import commit_partition, commit_topic, tid
 from tests.sim import invariants, shard_api
 from tests.sim.kernel import InvariantViolation, Network, SimHost, SimLog, SimLoop
 
@@ -159,7 +155,7 @@ class Simulation:
         for i in range(scenario.topics):
             name = f"topic-{i}"
             self.topic_gen[name] = 0
-            topics.append(TopicImage(name, f"{name}#0", per))
+            topics.append(TopicImage(name, tid(f"{name}#0"), per))
         config = ConsumerGroupConfig(**SIM_CONFIG_BASE, assignment_interval_ms=scenario.assignment_interval_ms)
         self.coord = SimCoordinator(self.loop, self.rng, TopicsImage.of(topics, self.topic_version), config)
         self.members: list[SimMember] = []
@@ -485,7 +481,7 @@ class Simulation:
             generation_id_or_member_epoch=epoch,
             member_id=member_id,
             topics=[
-                OffsetCommitRequestTopic(n, [OffsetCommitRequestPartition(p, self.now) for p in ps])
+                commit_topic(n, [commit_partition(p, self.now) for p in ps], c.metadata.topic_id(n))
                 for n, ps in sorted(by_name.items())
             ],
         )
@@ -571,12 +567,12 @@ class Simulation:
         elif roll < 0.8:
             name = f"topic-{len(names)}"
             self.topic_gen[name] = 0
-            topics[name] = TopicImage(name, f"{name}#0", rng.randint(1, 4))
+            topics[name] = TopicImage(name, tid(f"{name}#0"), rng.randint(1, 4))
             self.trace.append(f"{self.now} topic {name} created")
         else:
             name = rng.choice(names)
             self.topic_gen[name] += 1
-            topics[name] = TopicImage(name, f"{name}#{self.topic_gen[name]}", rng.randint(1, 6))
+            topics[name] = TopicImage(name, tid(f"{name}#{self.topic_gen[name]}"), rng.randint(1, 6))
             self.trace.append(f"{self.now} topic {name} deleted and re-created")
         self.topic_version += 1
         self.coord.metadata = TopicsImage(topics, self.topic_version)

@@ -18,20 +18,17 @@ from coordinator.groups import consumer as cg
 from coordinator.groups.classic.consumer_protocol import Subscription, encode_subscription
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import log_records
+from coordinator.groups.context import RequestContext
 from coordinator.groups.topics import TopicImage, TopicsImage
+from coordinator.messages.offset_commit import OffsetCommitRequest
 from coordinator.offsets.config import OffsetsConfig
-from coordinator.offsets.messages import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-    OffsetDeleteRequest,
-    OffsetDeleteRequestTopic,
-)
 from coordinator.runtime.api import Park, Result, ScheduleTimer
 from records import decode, encode
 from records.definitions import ClassicMemberInConsumerGroup, ClassicProtocol
+from tests.messages import commit_partition, commit_request, commit_topic, delete_request, delete_topic, tid
 
-IMAGE = TopicsImage.of([TopicImage("t", "TID", 2), TopicImage("u", "UID", 1)], 1)
+TID, UID = tid("t"), tid("u")
+IMAGE = TopicsImage.of([TopicImage("t", TID, 2), TopicImage("u", UID, 1)], 1)
 HANDLERS = GroupCoordinatorShard(
     offsets_config=OffsetsConfig(offsets_retention_minutes=1),
     consumer_config=ConsumerGroupConfig(assignment_interval_ms=0),
@@ -48,14 +45,22 @@ def apply(state: GroupCoordinatorState, result: Result[Any]) -> Any:
 
 def commit(
     group: str, offsets: dict[int, int], epoch: int = -1, member: str = "", topic: str = "t", version: int = 9
-) -> OffsetCommitRequest:
-    return OffsetCommitRequest(
+) -> tuple[OffsetCommitRequest, RequestContext]:
+    """A commit as the edge hands it on: each topic with its name and its id resolved."""
+    request = commit_request(
         group,
-        [OffsetCommitRequestTopic(topic, [OffsetCommitRequestPartition(p, o) for p, o in offsets.items()])],
+        [commit_topic(topic, [commit_partition(p, o) for p, o in offsets.items()], IMAGE.topic_id(topic))],
         generation_id_or_member_epoch=epoch,
         member_id=member,
-        api_version=version,
     )
+    return request, RequestContext(api_version=version)
+
+
+def commit_at(
+    state: GroupCoordinatorState, commit: tuple[OffsetCommitRequest, RequestContext], now: int
+) -> Result[Any]:
+    request, context = commit
+    return HANDLERS.commit_offsets(state, request, now, context)
 
 
 def codes(response: Any) -> list[int]:
@@ -78,14 +83,12 @@ def join_consumer(state: GroupCoordinatorState, group: str, now: int = 0) -> cg.
 
 def test_simple_group_commits() -> None:
     state = GroupCoordinatorState()
-    assert codes(apply(state, HANDLERS.commit_offsets(state, commit("s", {0: 5}), 0))) == [0]
-    assert codes(HANDLERS.commit_offsets(state, commit("nope", {0: 5}, epoch=1), 0).response) == [
-        ErrorCode.GROUP_ID_NOT_FOUND
-    ]
-    assert codes(HANDLERS.commit_offsets(state, commit("nope", {0: 5}, epoch=1, version=8), 0).response) == [
+    assert codes(apply(state, commit_at(state, commit("s", {0: 5}), 0))) == [0]
+    assert codes(commit_at(state, commit("nope", {0: 5}, epoch=1), 0).response) == [ErrorCode.GROUP_ID_NOT_FOUND]
+    assert codes(commit_at(state, commit("nope", {0: 5}, epoch=1, version=8), 0).response) == [
         ErrorCode.ILLEGAL_GENERATION
     ]
-    assert codes(HANDLERS.commit_offsets(state, commit("s", {0: 5}, epoch=1, member="x"), 0).response) == [
+    assert codes(commit_at(state, commit("s", {0: 5}, epoch=1, member="x"), 0).response) == [
         ErrorCode.UNKNOWN_MEMBER_ID
     ]
 
@@ -95,10 +98,10 @@ def test_consumer_group_commit_checks_the_member() -> None:
     response = join_consumer(state, "c")
     assert response.member_epoch == 1 and response.assignment is not None
     owned = {tp.topic_id: tp.partitions for tp in response.assignment.topic_partitions}
-    assert owned == {"TID": [0, 1]}
-    ok = HANDLERS.commit_offsets(state, commit("c", {0: 1, 1: 2}, epoch=1, member="m1"), 0)
+    assert owned == {TID: [0, 1]}
+    ok = commit_at(state, commit("c", {0: 1, 1: 2}, epoch=1, member="m1"), 0)
     assert codes(apply(state, ok)) == [0, 0] and len(ok.records) == 2
-    assert codes(HANDLERS.commit_offsets(state, commit("c", {0: 1}, epoch=1, member="ghost"), 0).response) == [
+    assert codes(commit_at(state, commit("c", {0: 1}, epoch=1, member="ghost"), 0).response) == [
         ErrorCode.UNKNOWN_MEMBER_ID
     ]
 
@@ -118,16 +121,16 @@ def _set_member(state: GroupCoordinatorState, group: str, **changes: Any) -> Non
 def test_kip1251_commit_at_the_current_member_epoch_is_not_checked_per_partition() -> None:
     state = GroupCoordinatorState()
     join_consumer(state, "c")  # epoch 1, owns t-0 and t-1, not u-0
-    mixed = OffsetCommitRequest(
+    mixed = commit_request(
         "c",
         [
-            OffsetCommitRequestTopic("t", [OffsetCommitRequestPartition(0, 9)]),
-            OffsetCommitRequestTopic("u", [OffsetCommitRequestPartition(0, 9)]),
+            commit_topic("t", [commit_partition(0, 9)], TID),
+            commit_topic("u", [commit_partition(0, 9)], UID),
         ],
         generation_id_or_member_epoch=1,
         member_id="m1",
     )
-    result = HANDLERS.commit_offsets(state, mixed, 0)
+    result = HANDLERS.commit_offsets(state, mixed, 0, RequestContext(api_version=9))
     assert codes(result.response) == [0, 0]
     assert [(r.key.topic, r.key.partition) for r in result.records] == [("t", 0), ("u", 0)]
 
@@ -135,7 +138,7 @@ def test_kip1251_commit_at_the_current_member_epoch_is_not_checked_per_partition
 def test_kip1251_commit_with_a_newer_member_epoch_is_stale_and_writes_nothing() -> None:
     state = GroupCoordinatorState()
     join_consumer(state, "c")
-    result = HANDLERS.commit_offsets(state, commit("c", {0: 1, 1: 1}, epoch=2, member="m1"), 0)
+    result = commit_at(state, commit("c", {0: 1, 1: 1}, epoch=2, member="m1"), 0)
     assert codes(result.response) == [ErrorCode.STALE_MEMBER_EPOCH] * 2 and result.records == []
 
 
@@ -143,12 +146,12 @@ def test_kip1251_commit_with_an_older_epoch_checks_assignment_epochs_and_is_refu
     state = GroupCoordinatorState()
     join_consumer(state, "c")
     # The member is at epoch 3: t-0 was given to it at epoch 1, t-1 only at epoch 3.
-    _set_member(state, "c", member_epoch=3, previous_member_epoch=1, assigned={"TID": {0: 1, 1: 3}})
-    ok = HANDLERS.commit_offsets(state, commit("c", {0: 5}, epoch=1, member="m1"), 0)
+    _set_member(state, "c", member_epoch=3, previous_member_epoch=1, assigned={TID: {0: 1, 1: 3}})
+    ok = commit_at(state, commit("c", {0: 5}, epoch=1, member="m1"), 0)
     assert codes(ok.response) == [0] and len(ok.records) == 1
-    refused = HANDLERS.commit_offsets(state, commit("c", {0: 5, 1: 5}, epoch=2, member="m1"), 0)
+    refused = commit_at(state, commit("c", {0: 5, 1: 5}, epoch=2, member="m1"), 0)
     assert codes(refused.response) == [ErrorCode.STALE_MEMBER_EPOCH] * 2 and refused.records == []
-    not_assigned = HANDLERS.commit_offsets(state, commit("c", {0: 5}, epoch=2, member="m1", topic="u"), 0)
+    not_assigned = commit_at(state, commit("c", {0: 5}, epoch=2, member="m1", topic="u"), 0)
     assert codes(not_assigned.response) == [ErrorCode.STALE_MEMBER_EPOCH] and not_assigned.records == []
 
 
@@ -159,16 +162,16 @@ def test_kip1251_classic_member_of_a_consumer_group_gets_a_generation_check_only
         state, "c", classic_member_metadata=ClassicMemberInConsumerGroup(30_000, [ClassicProtocol("range", b"")])
     )
     # A partition it does not own, at its generation: accepted (never error 113 for a classic client).
-    ok = HANDLERS.commit_offsets(state, commit("c", {0: 4}, epoch=1, member="m1", topic="u", version=8), 0)
+    ok = commit_at(state, commit("c", {0: 4}, epoch=1, member="m1", topic="u", version=8), 0)
     assert codes(ok.response) == [0] and len(ok.records) == 1
-    wrong = HANDLERS.commit_offsets(state, commit("c", {0: 4}, epoch=0, member="m1", version=8), 0)
+    wrong = commit_at(state, commit("c", {0: 4}, epoch=0, member="m1", version=8), 0)
     assert codes(wrong.response) == [ErrorCode.ILLEGAL_GENERATION] and wrong.records == []
 
 
 def test_commit_below_v9_from_a_consumer_protocol_member_is_unsupported_version() -> None:
     state = GroupCoordinatorState()
     join_consumer(state, "c")
-    result = HANDLERS.commit_offsets(state, commit("c", {0: 1}, epoch=1, member="m1", version=8), 0)
+    result = commit_at(state, commit("c", {0: 1}, epoch=1, member="m1", version=8), 0)
     assert codes(result.response) == [ErrorCode.UNSUPPORTED_VERSION] and result.records == []
 
 
@@ -183,7 +186,7 @@ NO_MIGRATION = GroupCoordinatorShard(
 
 def test_protocol_ownership_of_a_group_id() -> None:
     state = GroupCoordinatorState()
-    apply(state, HANDLERS.commit_offsets(state, commit("g", {0: 5}), 0))
+    apply(state, commit_at(state, commit("g", {0: 5}), 0))
     join_consumer(state, "g")  # a simple group becomes a consumer group; its offsets stay
     assert state.group_type("g") == "consumer" and state.offsets.get("g", "t", 0) is not None
     join = classic.JoinGroupRequest(
@@ -243,13 +246,13 @@ def test_migration_policy_disabled_governs_conversions_only() -> None:
 
 def test_delete_groups_and_offset_delete() -> None:
     state = GroupCoordinatorState()
-    apply(state, HANDLERS.commit_offsets(state, commit("simple", {0: 1}), 0))
+    apply(state, commit_at(state, commit("simple", {0: 1}), 0))
     join_consumer(state, "busy")
-    apply(state, HANDLERS.commit_offsets(state, commit("busy", {0: 1}, topic="u", epoch=-1), 0))
+    apply(state, commit_at(state, commit("busy", {0: 1}, topic="u", epoch=-1), 0))
     answer = apply(state, HANDLERS.delete_groups(state, ["simple", "busy", "nobody"], 0))
     assert answer == [("simple", 0), ("busy", ErrorCode.NON_EMPTY_GROUP), ("nobody", ErrorCode.GROUP_ID_NOT_FOUND)]
     assert not state.offsets.has_group("simple")
-    request = OffsetDeleteRequest("busy", [OffsetDeleteRequestTopic("t", [0]), OffsetDeleteRequestTopic("u", [0])])
+    request = delete_request("busy", [delete_topic("t", [0]), delete_topic("u", [0])])
     response = apply(state, HANDLERS.delete_offsets(state, request, 0))
     assert [[p.error_code for p in t.partitions] for t in response.topics] == [
         [ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC],
@@ -260,10 +263,10 @@ def test_delete_groups_and_offset_delete() -> None:
 
 def test_retention_sweep_expires_and_deletes_empty_groups() -> None:
     state = GroupCoordinatorState()
-    apply(state, HANDLERS.commit_offsets(state, commit("simple", {0: 1}), 0))
+    apply(state, commit_at(state, commit("simple", {0: 1}), 0))
     join_consumer(state, "live")
-    apply(state, HANDLERS.commit_offsets(state, commit("live", {0: 1}, epoch=1, member="m1"), 0))
-    apply(state, HANDLERS.commit_offsets(state, commit("live", {0: 1}, topic="u", epoch=-1), 0))
+    apply(state, commit_at(state, commit("live", {0: 1}, epoch=1, member="m1"), 0))
+    apply(state, commit_at(state, commit("live", {0: 1}, topic="u", epoch=-1), 0))
     early = HANDLERS.on_timer(state, RetentionSweep(), MINUTE - 1)
     assert early.records == []
     assert any(isinstance(t, ScheduleTimer) and t.deadline_ms > MINUTE for t in early.timers)
@@ -276,7 +279,7 @@ def test_retention_sweep_expires_and_deletes_empty_groups() -> None:
 
 def test_list_and_describe() -> None:
     state = GroupCoordinatorState()
-    apply(state, HANDLERS.commit_offsets(state, commit("simple", {0: 1}), 0))
+    apply(state, commit_at(state, commit("simple", {0: 1}), 0))
     join_consumer(state, "cons")
     everything = list_groups(state, (), ())
     assert [(g.group_id, g.group_type, g.protocol_type) for g in everything] == [

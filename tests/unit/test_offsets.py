@@ -3,17 +3,9 @@
 from __future__ import annotations
 
 from coordinator.errors import ErrorCode
+from coordinator.messages.offset_commit import OffsetCommitRequest
 from coordinator.offsets.config import OffsetsConfig
 from coordinator.offsets.handlers import commit_offsets, fetch_offsets
-from coordinator.offsets.messages import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-    OffsetDeleteRequest,
-    OffsetDeleteRequestTopic,
-    OffsetFetchRequestGroup,
-    OffsetFetchRequestTopic,
-)
 from coordinator.offsets.retention import (
     GroupRetentionView,
     all_offsets_expire,
@@ -24,6 +16,16 @@ from coordinator.offsets.retention import (
 )
 from coordinator.offsets.state import OffsetsState
 from coordinator.runtime.api import Result
+from tests.messages import (
+    commit_partition,
+    commit_request,
+    commit_topic,
+    delete_request,
+    delete_topic,
+    fetch_group,
+    fetch_topic,
+    tid,
+)
 
 CONFIG = OffsetsConfig()
 DAY = 24 * 3600 * 1000
@@ -43,13 +45,9 @@ def commit(
     topic_id: str | None = None,
     retention: int = -1,
 ) -> OffsetCommitRequest:
-    return OffsetCommitRequest(
+    return commit_request(
         group,
-        [
-            OffsetCommitRequestTopic(
-                topic, [OffsetCommitRequestPartition(p, o, 3, metadata) for p, o in offsets.items()], topic_id
-            )
-        ],
+        [commit_topic(topic, [commit_partition(p, o, 3, metadata) for p, o in offsets.items()], topic_id)],
         retention_time_ms=retention,
     )
 
@@ -60,7 +58,7 @@ def codes(response: object) -> list[int]:
 
 def test_commit_writes_one_record_per_partition_and_fetch_reads_them() -> None:
     state = OffsetsState()
-    result = commit_offsets(state, commit("g", "t", {0: 10, 1: 20}, "m", "TID"), 1000, CONFIG)
+    result = commit_offsets(state, commit("g", "t", {0: 10, 1: 20}, "m", tid("t")), 1000, CONFIG)
     assert len(result.records) == 2 and state.offsets == {}  # the handler does not mutate
     assert codes(apply(state, result)) == [0, 0]
     v = state.get("g", "t", 0)
@@ -69,15 +67,13 @@ def test_commit_writes_one_record_per_partition_and_fetch_reads_them() -> None:
         3,
         "m",
         1000,
-        "TID",
+        tid("t"),
     )
-    everything = fetch_offsets(state, OffsetFetchRequestGroup("g", None))
+    everything = fetch_offsets(state, fetch_group("g", None))
     assert [(t.name, [(p.partition_index, p.committed_offset) for p in t.partitions]) for t in everything.topics] == [
         ("t", [(0, 10), (1, 20)])
     ]
-    some = fetch_offsets(
-        state, OffsetFetchRequestGroup("g", [OffsetFetchRequestTopic("t", [1, 5]), OffsetFetchRequestTopic("u", [0])])
-    )
+    some = fetch_offsets(state, fetch_group("g", [fetch_topic("t", [1, 5]), fetch_topic("u", [0])]))
     assert [[(p.partition_index, p.committed_offset) for p in t.partitions] for t in some.topics] == [
         [(1, 20), (5, -1)],
         [(0, -1)],
@@ -90,12 +86,12 @@ def test_invalid_requests_write_nothing() -> None:
     assert r.records == [] and codes(r.response) == [ErrorCode.INVALID_GROUP_ID]
     r = commit_offsets(state, commit("g", "t", {0: 1}), 0, CONFIG, ErrorCode.STALE_MEMBER_EPOCH)
     assert r.records == [] and codes(r.response) == [ErrorCode.STALE_MEMBER_EPOCH]
-    big = OffsetCommitRequest(
+    big = commit_request(
         "g",
         [
-            OffsetCommitRequestTopic(
+            commit_topic(
                 "t",
-                [OffsetCommitRequestPartition(0, 1, -1, "x" * 4097), OffsetCommitRequestPartition(1, 1, -1, "ok")],
+                [commit_partition(0, 1, -1, "x" * 4097), commit_partition(1, 1, -1, "ok")],
             )
         ],
     )
@@ -133,12 +129,12 @@ def test_offset_delete() -> None:
     state = OffsetsState()
     apply(state, commit_offsets(state, commit("g", "a", {0: 1, 1: 1}), 0, CONFIG))
     apply(state, commit_offsets(state, commit("g", "b", {0: 1}), 0, CONFIG))
-    missing = delete_offsets(state, OffsetDeleteRequest("nope", [OffsetDeleteRequestTopic("a", [0])]), None)
+    missing = delete_offsets(state, delete_request("nope", [delete_topic("a", [0])]), None)
     assert missing.response.error_code == ErrorCode.GROUP_ID_NOT_FOUND and missing.records == []
     view = GroupRetentionView(subscribed_topics=frozenset({"b"}), is_empty=False, managed=True)
     r = delete_offsets(
         state,
-        OffsetDeleteRequest("g", [OffsetDeleteRequestTopic("a", [0, 7]), OffsetDeleteRequestTopic("b", [0])]),
+        delete_request("g", [delete_topic("a", [0, 7]), delete_topic("b", [0])]),
         view,
     )
     assert r.response.error_code == 0
@@ -152,10 +148,10 @@ def test_offset_delete() -> None:
 
 def test_topic_deletion_removes_only_that_incarnation() -> None:
     state = OffsetsState()
-    apply(state, commit_offsets(state, commit("g1", "t", {0: 1}, topic_id="OLD"), 0, CONFIG))
-    apply(state, commit_offsets(state, commit("g2", "t", {0: 1}, topic_id="NEW"), 0, CONFIG))
+    apply(state, commit_offsets(state, commit("g1", "t", {0: 1}, topic_id=tid("old t")), 0, CONFIG))
+    apply(state, commit_offsets(state, commit("g2", "t", {0: 1}, topic_id=tid("new t")), 0, CONFIG))
     apply(state, commit_offsets(state, commit("g3", "t", {0: 1}), 0, CONFIG))
-    gone = offsets_of_deleted_topic(state, "t", "OLD")
+    gone = offsets_of_deleted_topic(state, "t", tid("old t"))
     assert sorted(r.key.group for r in gone) == ["g1", "g3"]
     for r in gone:
         state.replay(r)

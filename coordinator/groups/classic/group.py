@@ -22,8 +22,7 @@ from coordinator.groups.classic.log_records import group_metadata_tombstone
 from coordinator.groups.classic.member import ClassicGroupMember
 from coordinator.groups.classic.messages import JoinGroupRequestProtocol, JoinGroupResponseMember
 from coordinator.groups.group import CLASSIC, CommitVerdict, GroupSummary
-from coordinator.groups.topics import TopicsImage
-from coordinator.offsets.messages import OffsetCommitRequest
+from coordinator.messages.offset_commit import OffsetCommitRequest
 from coordinator.offsets.retention import GroupRetentionView
 from records import CoordinatorRecord
 from records.definitions import ClassicMemberMetadata, GroupMetadataValue
@@ -324,7 +323,7 @@ class ClassicGroup:
 
     # --- validation for offsets and admin ---------------------------------------------------
 
-    def validate_offset_commit(self, request: OffsetCommitRequest, image: TopicsImage) -> CommitVerdict:
+    def validate_offset_commit(self, request: OffsetCommitRequest, api_version: int) -> CommitVerdict:
         error = self.validate_commit_generation(
             request.member_id, request.group_instance_id, request.generation_id_or_member_epoch
         )

@@ -17,7 +17,8 @@ from coordinator.groups.consumer import log_records
 from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState, TopicPartitionSet
 from coordinator.groups.group import CONSUMER, CommitVerdict, GroupSummary
 from coordinator.groups.topics import TopicsImage
-from coordinator.offsets.messages import OffsetCommitRequest
+from coordinator.messages.offset_commit import OffsetCommitRequest
+from coordinator.messages.schema import known_topic_id
 from coordinator.offsets.retention import GroupRetentionView
 from records import CoordinatorRecord
 
@@ -197,19 +198,20 @@ class ConsumerGroup:
         state.groups[self.group_id] = self
         return state
 
-    def validate_offset_commit(self, request: OffsetCommitRequest, image: TopicsImage) -> CommitVerdict:
+    def validate_offset_commit(self, request: OffsetCommitRequest, api_version: int) -> CommitVerdict:
         """Delegates to ``offset_validation.validate_offset_commit``, which checks partitions by
-        topic id; the verdict names them back as the request did."""
+        topic id (each request topic carries its name and id, resolved once at the edge); the
+        verdict names them back as the request did."""
         from coordinator.groups.consumer import offset_validation
 
-        ids = {t.name: t.topic_id or image.topic_id(t.name) or "" for t in request.topics}
+        ids = {t.name: known_topic_id(t.topic_id) or "" for t in request.topics}
         verdict = offset_validation.validate_offset_commit(
             self._alone(),
             self.group_id,
             request.member_id,
             request.generation_id_or_member_epoch,
             [(ids[t.name], p.partition_index) for t in request.topics for p in t.partitions],
-            request.api_version,
+            api_version,
         )
         by_id = {v: k for k, v in ids.items()}
         return CommitVerdict(verdict.error, {(by_id[tid], p): e for (tid, p), e in verdict.partition_errors.items()})

@@ -1,0 +1,93 @@
+"""Short factories for the generated message classes the group logic takes.
+
+The classes in ``coordinator.messages`` are keyword-only, with wire-typed fields (lists, topic ids
+as ``uuid.UUID``); these helpers keep test literals short. Topic ids in the logic and the log are
+Kafka's string form; ``tid(label)`` makes a valid one from a readable label, so a test can name
+the same topic in a ``TopicsImage`` (string) and in a request (uuid) without a table.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from coordinator.groups.context import RequestContext
+from coordinator.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from coordinator.messages.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+)
+from coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchRequestTopics
+from coordinator.messages.schema import ZERO_UUID, topic_id_string, topic_id_uuid
+
+# What a current client sends: OffsetCommit v9 (v10 names topics by id, which the edge resolves).
+COMMIT_CONTEXT = RequestContext(api_version=9)
+
+
+def tid(label: str) -> str:
+    """A topic id in Kafka's string form, the same for the same label."""
+    return topic_id_string(uuid.uuid5(uuid.NAMESPACE_OID, label))
+
+
+def wire_id(topic_id: str | None) -> uuid.UUID:
+    """A string-form topic id as the wire carries it (``None``: no id)."""
+    return ZERO_UUID if topic_id is None else topic_id_uuid(topic_id)
+
+
+def commit_partition(
+    index: int, offset: int, leader_epoch: int = -1, metadata: str | None = ""
+) -> OffsetCommitRequestPartition:
+    return OffsetCommitRequestPartition(
+        partition_index=index, committed_offset=offset, committed_leader_epoch=leader_epoch, committed_metadata=metadata
+    )
+
+
+def commit_topic(
+    name: str, partitions: list[OffsetCommitRequestPartition], topic_id: str | None = None
+) -> OffsetCommitRequestTopic:
+    return OffsetCommitRequestTopic(name=name, topic_id=wire_id(topic_id), partitions=partitions)
+
+
+def commit_request(
+    group_id: str,
+    topics: list[OffsetCommitRequestTopic],
+    generation_id_or_member_epoch: int = -1,
+    member_id: str = "",
+    group_instance_id: str | None = None,
+    retention_time_ms: int = -1,
+) -> OffsetCommitRequest:
+    return OffsetCommitRequest(
+        group_id=group_id,
+        topics=topics,
+        generation_id_or_member_epoch=generation_id_or_member_epoch,
+        member_id=member_id,
+        group_instance_id=group_instance_id,
+        retention_time_ms=retention_time_ms,
+    )
+
+
+def fetch_topic(name: str, partition_indexes: list[int], topic_id: str | None = None) -> OffsetFetchRequestTopics:
+    return OffsetFetchRequestTopics(name=name, topic_id=wire_id(topic_id), partition_indexes=partition_indexes)
+
+
+def fetch_group(
+    group_id: str,
+    topics: list[OffsetFetchRequestTopics] | None = None,
+    member_id: str | None = None,
+    member_epoch: int = -1,
+) -> OffsetFetchRequestGroup:
+    return OffsetFetchRequestGroup(group_id=group_id, topics=topics, member_id=member_id, member_epoch=member_epoch)
+
+
+def delete_topic(name: str, partitions: list[int]) -> OffsetDeleteRequestTopic:
+    return OffsetDeleteRequestTopic(
+        name=name, partitions=[OffsetDeleteRequestPartition(partition_index=p) for p in partitions]
+    )
+
+
+def delete_request(group_id: str, topics: list[OffsetDeleteRequestTopic]) -> OffsetDeleteRequest:
+    return OffsetDeleteRequest(group_id=group_id, topics=topics)
