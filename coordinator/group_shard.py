@@ -16,15 +16,20 @@ from coordinator.errors import ErrorCode, GroupError
 from coordinator.groups import classic, group_config, routing
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupConfig
-from coordinator.groups.classic.messages import DESCRIBE_GROUP_NOT_FOUND_VERSION
+from coordinator.groups.classic.requests import DESCRIBE_GROUP_NOT_FOUND_VERSION
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.groups.coordinator_state import GroupCoordinatorState
 from coordinator.groups.group import CLASSIC, CONSUMER, CommitVerdict, Group, GroupSummary
 from coordinator.groups.topics import TopicsImage
+from coordinator.messages.describe_groups import DescribeGroupsResponseDescribedGroup
+from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from coordinator.messages.offset_fetch import OffsetFetchRequestGroup
+from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from coordinator.offsets.config import OffsetsConfig
 from coordinator.offsets.handlers import commit_offsets
 from coordinator.offsets.retention import (
@@ -206,25 +211,34 @@ class GroupCoordinatorShard:
     # --- classic protocol --------------------------------------------------------------------
 
     def join_group(
-        self, state: GroupCoordinatorState, request: classic.JoinGroupRequest, token: Hashable, now_ms: int
-    ) -> Result[classic.JoinGroupResponse]:
-        facts = RequestContext(request.api_version, request.client_id, request.client_host, request.nonce)
-        return routing.classic_group_join(state, request, token, self.context(now_ms, facts, state, request.group_id))
+        self,
+        state: GroupCoordinatorState,
+        request: JoinGroupRequest,
+        token: Hashable,
+        now_ms: int,
+        context: RequestContext,
+    ) -> Result[JoinGroupResponse]:
+        return routing.classic_group_join(state, request, token, self.context(now_ms, context, state, request.group_id))
 
     def sync_group(
-        self, state: GroupCoordinatorState, request: classic.SyncGroupRequest, token: Hashable, now_ms: int
-    ) -> Result[classic.SyncGroupResponse]:
-        return routing.classic_group_sync(state, request, token, self.context(now_ms, None, state, request.group_id))
+        self,
+        state: GroupCoordinatorState,
+        request: SyncGroupRequest,
+        token: Hashable,
+        now_ms: int,
+        context: RequestContext,
+    ) -> Result[SyncGroupResponse]:
+        return routing.classic_group_sync(state, request, token, self.context(now_ms, context, state, request.group_id))
 
     def heartbeat(
-        self, state: GroupCoordinatorState, request: classic.HeartbeatRequest, now_ms: int
-    ) -> Result[classic.HeartbeatResponse]:
-        return routing.classic_group_heartbeat(state, request, self.context(now_ms, None, state, request.group_id))
+        self, state: GroupCoordinatorState, request: HeartbeatRequest, now_ms: int, context: RequestContext
+    ) -> Result[HeartbeatResponse]:
+        return routing.classic_group_heartbeat(state, request, self.context(now_ms, context, state, request.group_id))
 
     def leave_group(
-        self, state: GroupCoordinatorState, request: classic.LeaveGroupRequest, now_ms: int
-    ) -> Result[classic.LeaveGroupResponse]:
-        return routing.classic_group_leave(state, request, self.context(now_ms, None, state, request.group_id))
+        self, state: GroupCoordinatorState, request: LeaveGroupRequest, now_ms: int, context: RequestContext
+    ) -> Result[LeaveGroupResponse]:
+        return routing.classic_group_leave(state, request, self.context(now_ms, context, state, request.group_id))
 
     # --- consumer protocol -------------------------------------------------------------------
 
@@ -289,14 +303,14 @@ def list_groups(
 
 def describe_classic_groups(
     live: GroupCoordinatorState, group_ids: list[str], api_version: int
-) -> list[classic.DescribedGroup]:
+) -> list[DescribeGroupsResponseDescribedGroup]:
     out = []
     for group_id in group_ids:
         if live.group_type(group_id) == CONSUMER:
             # As for an unknown group: Dead with no error before v6 (Kafka's describeGroups).
             error_version = api_version >= DESCRIBE_GROUP_NOT_FOUND_VERSION
             out.append(
-                classic.DescribedGroup(
+                DescribeGroupsResponseDescribedGroup(
                     group_id=group_id,
                     error_code=ErrorCode.GROUP_ID_NOT_FOUND if error_version else ErrorCode.NONE,
                     error_message=f"Group {group_id} is not a classic group." if error_version else None,
@@ -304,7 +318,7 @@ def describe_classic_groups(
                 )
             )
         elif live.group_type(group_id) is None and live.offsets.has_group(group_id):
-            out.append(classic.DescribedGroup(group_id=group_id, group_state="Empty"))
+            out.append(DescribeGroupsResponseDescribedGroup(group_id=group_id, group_state="Empty"))
         else:
             out.extend(classic.describe_groups(live.classic, [group_id], api_version))
     return out

@@ -9,8 +9,12 @@ the same topic in a ``TopicsImage`` (string) and in a request (uuid) without a t
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 
 from coordinator.groups.context import RequestContext
+from coordinator.messages.heartbeat import HeartbeatRequest
+from coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupRequestMemberIdentity
 from coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -23,6 +27,7 @@ from coordinator.messages.offset_delete import (
 )
 from coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchRequestTopics
 from coordinator.messages.schema import ZERO_UUID, topic_id_string, topic_id_uuid
+from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 
 # What a current client sends: OffsetCommit v9 (v10 names topics by id, which the edge resolves).
 COMMIT_CONTEXT = RequestContext(api_version=9)
@@ -91,3 +96,77 @@ def delete_topic(name: str, partitions: list[int]) -> OffsetDeleteRequestTopic:
 
 def delete_request(group_id: str, topics: list[OffsetDeleteRequestTopic]) -> OffsetDeleteRequest:
     return OffsetDeleteRequest(group_id=group_id, topics=topics)
+
+
+# --- classic protocol -------------------------------------------------------------------------
+
+
+def join_protocol(name: str, metadata: bytes = b"") -> JoinGroupRequestProtocol:
+    return JoinGroupRequestProtocol(name=name, metadata=metadata)
+
+
+def join_request(
+    group_id: str,
+    session_timeout_ms: int,
+    member_id: str = "",
+    protocol_type: str = "",
+    protocols: Iterable[JoinGroupRequestProtocol] = (),
+    rebalance_timeout_ms: int = -1,
+    group_instance_id: str | None = None,
+    reason: str | None = None,
+) -> JoinGroupRequest:
+    return JoinGroupRequest(
+        group_id=group_id,
+        session_timeout_ms=session_timeout_ms,
+        member_id=member_id,
+        protocol_type=protocol_type,
+        protocols=list(protocols),
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        group_instance_id=group_instance_id,
+        reason=reason,
+    )
+
+
+def sync_request(
+    group_id: str,
+    generation_id: int,
+    member_id: str,
+    group_instance_id: str | None = None,
+    protocol_type: str | None = None,
+    protocol_name: str | None = None,
+    assignments: dict[str, bytes] | None = None,
+) -> SyncGroupRequest:
+    return SyncGroupRequest(
+        group_id=group_id,
+        generation_id=generation_id,
+        member_id=member_id,
+        group_instance_id=group_instance_id,
+        protocol_type=protocol_type,
+        protocol_name=protocol_name,
+        assignments=[SyncGroupRequestAssignment(member_id=m, assignment=a) for m, a in (assignments or {}).items()],
+    )
+
+
+def heartbeat_request(
+    group_id: str, generation_id: int, member_id: str, group_instance_id: str | None = None
+) -> HeartbeatRequest:
+    return HeartbeatRequest(
+        group_id=group_id, generation_id=generation_id, member_id=member_id, group_instance_id=group_instance_id
+    )
+
+
+def member_identity(
+    member_id: str = "", group_instance_id: str | None = None, reason: str | None = None
+) -> LeaveGroupRequestMemberIdentity:
+    return LeaveGroupRequestMemberIdentity(member_id=member_id, group_instance_id=group_instance_id, reason=reason)
+
+
+def leave_request(
+    group_id: str, member_id: str = "", members: Iterable[LeaveGroupRequestMemberIdentity] = ()
+) -> LeaveGroupRequest:
+    return LeaveGroupRequest(group_id=group_id, member_id=member_id, members=list(members))
+
+
+def client(api_version: int, client_id: str = "", client_host: str = "") -> RequestContext:
+    """What a request brings beside its body: its version and the client's id and host."""
+    return RequestContext(api_version=api_version, client_id=client_id, client_host=client_host)

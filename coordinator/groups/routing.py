@@ -24,17 +24,7 @@ from coordinator.errors import ErrorCode, GroupError
 from coordinator.groups import classic
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic.group import ClassicGroup
-from coordinator.groups.classic.messages import (
-    UNKNOWN_MEMBER_ID,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
+from coordinator.groups.classic.requests import UNKNOWN_MEMBER_ID, leave_identities
 from coordinator.groups.consumer.fencing import fence_members
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.member import MemberState
@@ -67,6 +57,10 @@ from coordinator.groups.migration.timers import (
     ClassicMemberSyncTimeout,
     cancel_classic_member_timers,
 )
+from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from coordinator.runtime.api import Park, Result, TimerOp
 from records import CoordinatorRecord
 
@@ -231,7 +225,7 @@ def classic_group_join_to_classic_group(
     token: Hashable,
     ctx: GroupContext,
 ) -> Result[JoinGroupResponse]:
-    result = classic.classic_join(state.classic, request, token, ctx.now_ms, ctx.classic)
+    result = classic.classic_join(state.classic, request, token, ctx)
     if isinstance(group, ConsumerGroup) and not _failed(result.response):
         # An empty consumer group becomes a classic group (maybeDeleteEmptyConsumerGroup).
         result.records[:0] = group.tombstones()
@@ -254,7 +248,7 @@ def classic_group_sync(
 ) -> Result[SyncGroupResponse]:
     if isinstance(state.group(request.group_id), ConsumerGroup):
         return classic_members.classic_sync_to_consumer_group(state.consumer, request, ctx)
-    return classic.classic_sync(state.classic, request, token, ctx.now_ms, ctx.classic)
+    return classic.classic_sync(state.classic, request, token, ctx)
 
 
 def classic_group_heartbeat(
@@ -262,7 +256,7 @@ def classic_group_heartbeat(
 ) -> Result[HeartbeatResponse]:
     if isinstance(state.group(request.group_id), ConsumerGroup):
         return classic_members.classic_heartbeat_to_consumer_group(state.consumer, request, ctx)
-    return classic.classic_heartbeat(state.classic, request, ctx.now_ms, ctx.classic)
+    return classic.classic_heartbeat(state.classic, request, ctx)
 
 
 def classic_group_leave(
@@ -270,9 +264,9 @@ def classic_group_leave(
 ) -> Result[LeaveGroupResponse]:
     group = state.group(request.group_id) if request.group_id else None
     if not isinstance(group, ConsumerGroup):
-        return classic.classic_leave(state.classic, request, ctx.now_ms, ctx.classic)
-    valid, answers = leaving_members(group, request)
-    response = leave_response(request, answers)
+        return classic.classic_leave(state.classic, request, ctx)
+    valid, answers = leaving_members(group, leave_identities(request, ctx.request.api_version))
+    response = leave_response(ctx.request.api_version, answers)
     if not valid:
         return Result(response)
     removed = fence_or_downgrade(state, group, valid, ctx)

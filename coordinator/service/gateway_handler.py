@@ -16,9 +16,9 @@ from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.gateway.handler import RequestContext
-from coordinator.groups import classic, group_config
 from coordinator.groups import consumer as cg
 from coordinator.groups import context as group_context
+from coordinator.groups import group_config
 from coordinator.messages import alter_configs as wire_alter_configs
 from coordinator.messages import consumer_group_describe as wire_cgd
 from coordinator.messages import consumer_group_heartbeat as wire_cgh
@@ -248,53 +248,40 @@ class CoordinatorApiHandler:
     # --- classic protocol --------------------------------------------------------------------
 
     async def join_group(self, context: RequestContext, request: wire_join.JoinGroupRequest) -> Message:
-        answer = await self.service.join_group(
-            convert(
-                request,
-                classic.JoinGroupRequest,
-                api_version=context.api_version,
-                client_id=context.header.client_id or "",
-                client_host=f"/{context.client_host}",
-                # Member ids must not be guessable: the pure logic derives them from these bytes.
-                nonce=secrets.token_bytes(16),
-            )
-        )
-        response = convert(answer, wire_join.JoinGroupResponse)
+        response = await self.service.join_group(request, _facts(context))
         if response.protocol_name is None and context.api_version < 7:
             response.protocol_name = ""  # not nullable before v7
         return response
 
     async def sync_group(self, context: RequestContext, request: wire_sync.SyncGroupRequest) -> Message:
-        answer = await self.service.sync_group(
-            convert(request, classic.SyncGroupRequest, api_version=context.api_version)
-        )
-        return convert(answer, wire_sync.SyncGroupResponse)
+        return await self.service.sync_group(request, _facts(context))
 
     async def heartbeat(self, context: RequestContext, request: wire_heartbeat.HeartbeatRequest) -> Message:
-        answer = await self.service.heartbeat(
-            convert(request, classic.HeartbeatRequest, api_version=context.api_version)
-        )
-        return convert(answer, wire_heartbeat.HeartbeatResponse)
+        return await self.service.heartbeat(request, _facts(context))
 
     async def leave_group(self, context: RequestContext, request: wire_leave.LeaveGroupRequest) -> Message:
-        answer = await self.service.leave_group(
-            convert(request, classic.LeaveGroupRequest, api_version=context.api_version)
-        )
-        return convert(answer, wire_leave.LeaveGroupResponse)
+        return await self.service.leave_group(request, _facts(context))
 
     # --- group administration ----------------------------------------------------------------
 
     async def list_groups(self, context: RequestContext, request: wire_list.ListGroupsRequest) -> Message:
         error, groups = await self.service.list_groups(request.states_filter, request.types_filter)
         return wire_list.ListGroupsResponse(
-            error_code=error, groups=[convert(g, wire_list.ListGroupsResponseListedGroup) for g in groups]
+            error_code=error,
+            groups=[
+                wire_list.ListGroupsResponseListedGroup(
+                    group_id=g.group_id,
+                    protocol_type=g.protocol_type,
+                    group_state=g.group_state,
+                    group_type=g.group_type,
+                )
+                for g in groups
+            ],
         )
 
     async def describe_groups(self, context: RequestContext, request: wire_describe.DescribeGroupsRequest) -> Message:
         described = await self.service.describe_groups(list(request.groups), context.api_version)
-        return wire_describe.DescribeGroupsResponse(
-            groups=[convert(d, wire_describe.DescribeGroupsResponseDescribedGroup) for d in described]
-        )
+        return wire_describe.DescribeGroupsResponse(groups=described)
 
     async def delete_groups(self, context: RequestContext, request: wire_delete.DeleteGroupsRequest) -> Message:
         results = await self.service.delete_groups(list(request.groups_names))

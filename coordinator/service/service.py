@@ -22,14 +22,20 @@ from coordinator.group_shard import (
     list_groups,
     offset_fetch_error,
 )
-from coordinator.groups import classic, group_config
 from coordinator.groups import consumer as cg
+from coordinator.groups import group_config
+from coordinator.groups.classic.requests import join_error
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.context import RequestContext
 from coordinator.groups.topics import TopicsImage
+from coordinator.messages.describe_groups import DescribeGroupsResponseDescribedGroup
+from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchResponseGroup
+from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from coordinator.offsets.handlers import commit_response, fetch_offsets
 from coordinator.runtime.api import Result
 from coordinator.runtime.runtime import CoordinatorRuntime
@@ -161,52 +167,54 @@ class GroupCoordinatorService:
                 error = error_for(exc)
         return int(error), sorted(groups, key=lambda g: g.group_id)
 
-    async def describe_groups(self, group_ids: list[str], api_version: int) -> list[classic.DescribedGroup]:
-        out: dict[str, classic.DescribedGroup] = {}
+    async def describe_groups(
+        self, group_ids: list[str], api_version: int
+    ) -> list[DescribeGroupsResponseDescribedGroup]:
+        out: dict[str, DescribeGroupsResponseDescribedGroup] = {}
         for partition, ids in self._by_shard(group_ids).items():
             try:
                 described = self.runtime.shard(partition).read_live(
                     functools.partial(describe_classic_groups, group_ids=ids, api_version=api_version)
                 )
             except ShardNotAvailable as exc:
-                described = [classic.DescribedGroup(group_id=g, error_code=error_for(exc)) for g in ids]
+                described = [DescribeGroupsResponseDescribedGroup(group_id=g, error_code=error_for(exc)) for g in ids]
             out.update((d.group_id, d) for d in described)
         return [out[g] for g in group_ids]
 
     # --- classic protocol --------------------------------------------------------------------
 
-    async def join_group(self, request: classic.JoinGroupRequest) -> classic.JoinGroupResponse:
+    async def join_group(self, request: JoinGroupRequest, context: RequestContext) -> JoinGroupResponse:
         token = ("join", next(self._tokens))
         return await self._write(
             request.group_id,
-            lambda state, now: self.handlers.join_group(state, request, token, now),
-            lambda code: classic.JoinGroupResponse(error_code=code, member_id=request.member_id),
+            lambda state, now: self.handlers.join_group(state, request, token, now, context),
+            lambda code: join_error(request.member_id, code),
         )
 
-    async def sync_group(self, request: classic.SyncGroupRequest) -> classic.SyncGroupResponse:
+    async def sync_group(self, request: SyncGroupRequest, context: RequestContext) -> SyncGroupResponse:
         token = ("sync", next(self._tokens))
         return await self._write(
             request.group_id,
-            lambda state, now: self.handlers.sync_group(state, request, token, now),
-            lambda code: classic.SyncGroupResponse(error_code=code),
+            lambda state, now: self.handlers.sync_group(state, request, token, now, context),
+            lambda code: SyncGroupResponse(error_code=code),
         )
 
-    async def heartbeat(self, request: classic.HeartbeatRequest) -> classic.HeartbeatResponse:
+    async def heartbeat(self, request: HeartbeatRequest, context: RequestContext) -> HeartbeatResponse:
         return await self._write(
             request.group_id,
-            lambda state, now: self.handlers.heartbeat(state, request, now),
+            lambda state, now: self.handlers.heartbeat(state, request, now, context),
             # Kafka's GroupCoordinatorService answers a classic Heartbeat NONE while the shard
             # loads, so that a loading coordinator is not stormed by rejoins.
-            lambda code: classic.HeartbeatResponse(
+            lambda code: HeartbeatResponse(
                 error_code=ErrorCode.NONE if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else code
             ),
         )
 
-    async def leave_group(self, request: classic.LeaveGroupRequest) -> classic.LeaveGroupResponse:
+    async def leave_group(self, request: LeaveGroupRequest, context: RequestContext) -> LeaveGroupResponse:
         return await self._write(
             request.group_id,
-            lambda state, now: self.handlers.leave_group(state, request, now),
-            lambda code: classic.LeaveGroupResponse(error_code=code),
+            lambda state, now: self.handlers.leave_group(state, request, now, context),
+            lambda code: LeaveGroupResponse(error_code=code),
         )
 
     # --- consumer protocol -------------------------------------------------------------------

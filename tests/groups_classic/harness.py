@@ -13,17 +13,6 @@ from coordinator.groups.classic import (
     ClassicGroup,
     ClassicGroupConfig,
     ClassicGroupsState,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupRequestProtocol,
-    JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    MemberIdentity,
-    SyncGroupRequest,
-    SyncGroupRequestAssignment,
-    SyncGroupResponse,
     classic_heartbeat,
     classic_join,
     classic_leave,
@@ -31,15 +20,21 @@ from coordinator.groups.classic import (
     classic_on_timer,
     classic_sync,
 )
+from coordinator.groups.context import GroupContext, RequestContext
+from coordinator.messages.heartbeat import HeartbeatResponse
+from coordinator.messages.join_group import JoinGroupRequestProtocol, JoinGroupResponse
+from coordinator.messages.leave_group import LeaveGroupRequestMemberIdentity, LeaveGroupResponse
+from coordinator.messages.sync_group import SyncGroupResponse
 from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer
 from records import CoordinatorRecord, decode, encode
+from tests.messages import client, heartbeat_request, join_protocol, join_request, leave_request, sync_request
 
 GROUP = "grp"
 PROTOCOL_TYPE = "consumer"
 
 
 def protocols(*names: str, metadata: bytes = b"m") -> tuple[JoinGroupRequestProtocol, ...]:
-    return tuple(JoinGroupRequestProtocol(n, metadata) for n in names)
+    return tuple(join_protocol(n, metadata) for n in names)
 
 
 @dataclass
@@ -114,6 +109,9 @@ class Coordinator:
 
     # --- requests ---------------------------------------------------------------------------
 
+    def ctx(self, request: RequestContext) -> GroupContext:
+        return GroupContext(now_ms=self.now, classic=self.config, request=request)
+
     def join(
         self,
         member_id: str = "",
@@ -128,7 +126,7 @@ class Coordinator:
         protocol_type: str = PROTOCOL_TYPE,
     ) -> tuple[int, JoinGroupResponse | Park]:
         token = self.token()
-        request = JoinGroupRequest(
+        request = join_request(
             group_id=group_id,
             session_timeout_ms=session_timeout_ms,
             member_id=member_id,
@@ -136,11 +134,9 @@ class Coordinator:
             protocols=protocols("range") if protocols_ is None else protocols_,
             rebalance_timeout_ms=rebalance_timeout_ms,
             group_instance_id=instance_id,
-            api_version=api_version,
-            client_id=client_id,
-            client_host="/127.0.0.1",
         )
-        return token, self.apply(classic_join(self.state, request, token, self.now, self.config), token)
+        ctx = self.ctx(client(api_version, client_id, "/127.0.0.1"))
+        return token, self.apply(classic_join(self.state, request, token, ctx), token)
 
     def join_new(self, **kw: Any) -> tuple[int, str]:
         """A v4+ dynamic member's two-step join; returns the parked token and its member id."""
@@ -163,31 +159,34 @@ class Coordinator:
         api_version: int = 5,
     ) -> tuple[int, SyncGroupResponse | Park]:
         token = self.token()
-        request = SyncGroupRequest(
+        request = sync_request(
             group_id=group_id,
             generation_id=generation,
             member_id=member_id,
             group_instance_id=instance_id,
             protocol_type=protocol_type,
             protocol_name=protocol_name,
-            assignments=tuple(SyncGroupRequestAssignment(m, a) for m, a in (assignments or {}).items()),
-            api_version=api_version,
+            assignments=assignments,
         )
-        return token, self.apply(classic_sync(self.state, request, token, self.now, self.config), token)
+        return token, self.apply(classic_sync(self.state, request, token, self.ctx(client(api_version))), token)
 
     def heartbeat(
         self, member_id: str, generation: int, *, group_id: str = GROUP, instance_id: str | None = None
     ) -> HeartbeatResponse:
-        request = HeartbeatRequest(group_id, generation, member_id, instance_id)
-        response = self.apply(classic_heartbeat(self.state, request, self.now, self.config))
+        request = heartbeat_request(group_id, generation, member_id, instance_id)
+        response = self.apply(classic_heartbeat(self.state, request, self.ctx(client(4))))
         assert isinstance(response, HeartbeatResponse)
         return response
 
     def leave(
-        self, *members: MemberIdentity, group_id: str = GROUP, api_version: int = 5, member_id: str = ""
+        self,
+        *members: LeaveGroupRequestMemberIdentity,
+        group_id: str = GROUP,
+        api_version: int = 5,
+        member_id: str = "",
     ) -> LeaveGroupResponse:
-        request = LeaveGroupRequest(group_id, member_id=member_id, members=tuple(members), api_version=api_version)
-        response = self.apply(classic_leave(self.state, request, self.now, self.config))
+        request = leave_request(group_id, member_id=member_id, members=members)
+        response = self.apply(classic_leave(self.state, request, self.ctx(client(api_version))))
         assert isinstance(response, LeaveGroupResponse)
         return response
 

@@ -31,26 +31,19 @@ from coordinator.errors import ErrorCode
 from coordinator.groups.classic import (
     ClassicGroupConfig,
     ClassicGroupsState,
-    HeartbeatRequest,
-    JoinGroupRequest,
-    JoinGroupRequestProtocol,
-    JoinGroupResponse,
-    JoinGroupResponseMember,
-    LeaveGroupRequest,
-    MemberIdentity,
     Subscription,
-    SyncGroupRequest,
-    SyncGroupRequestAssignment,
-    SyncGroupResponse,
     TopicPartitions,
     decode_subscription,
     encode_subscription,
 )
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.topics import TopicsImage
+from coordinator.messages.join_group import JoinGroupResponse, JoinGroupResponseMember
+from coordinator.messages.sync_group import SyncGroupResponse
 from coordinator.runtime.api import Park
 from coordinator.runtime.shard import ShardStatus
 from records import RecordType, decode
+from tests.messages import heartbeat_request, join_protocol, join_request, leave_request, member_identity, sync_request
 from tests.sim import shard_api
 from tests.sim.clients import TP, cooperative_sticky_assign, from_assignment_bytes, range_assign, to_assignment_bytes
 from tests.sim.kernel import InvariantViolation, SimHost, SimLog, SimLoop
@@ -244,18 +237,17 @@ class Simulation:
         metadata = self.subscription(client)
         token = self.new_token(client, "join")
         client.join_token = token
-        request = JoinGroupRequest(
+        request = join_request(
             group_id=GROUP,
             session_timeout_ms=SESSION_TIMEOUT_MS,
             member_id=client.member_id,
             protocol_type="consumer",
-            protocols=tuple(JoinGroupRequestProtocol(name, metadata) for name in client.assignors),
+            protocols=[join_protocol(name, metadata) for name in client.assignors],
             rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
             group_instance_id=client.instance_id,
-            api_version=client.api_version,
-            client_id=client.name,
         )
-        self.request(client, "join", shard_api.join_group(self.handlers, request, token), token)
+        join = shard_api.join_group(self.handlers, request, token, client.api_version, client.name)
+        self.request(client, "join", join, token)
 
     def reset(self, client: Client, forget_member_id: bool) -> None:
         client.owned = set()  # partitions lost: the generation is gone
@@ -315,14 +307,14 @@ class Simulation:
         client.last_assignments = assignments
         token = self.new_token(client, "sync")
         client.sync_token = token
-        request = SyncGroupRequest(
+        request = sync_request(
             group_id=GROUP,
             generation_id=client.generation,
             member_id=client.member_id,
             group_instance_id=client.instance_id,
             protocol_type="consumer",
             protocol_name=client.protocol_name,
-            assignments=tuple(SyncGroupRequestAssignment(m, a) for m, a in sorted(assignments.items())),
+            assignments=dict(sorted(assignments.items())),
         )
         self.request(client, "sync", shard_api.sync_group(self.handlers, request, token), token)
 
@@ -354,7 +346,7 @@ class Simulation:
 
     def heartbeat(self, client: Client) -> None:
         token = self.new_token(client, "heartbeat")
-        request = HeartbeatRequest(GROUP, client.generation, client.member_id, client.instance_id)
+        request = heartbeat_request(GROUP, client.generation, client.member_id, client.instance_id)
         self.request(client, "heartbeat", shard_api.heartbeat(self.handlers, request), token)
 
     def on_heartbeat(self, client: Client, response: Any) -> None:
@@ -477,7 +469,7 @@ class Simulation:
             leaver = self.rng.choice(alive)
             self.trace.append(f"{self.now} leave {leaver.name}")
             if leaver.member_id:
-                request = LeaveGroupRequest(GROUP, members=(MemberIdentity(leaver.member_id, leaver.instance_id),))
+                request = leave_request(GROUP, members=[member_identity(leaver.member_id, leaver.instance_id)])
                 self.request(
                     leaver, "leave", shard_api.leave_group(self.handlers, request), self.new_token(leaver, "leave")
                 )

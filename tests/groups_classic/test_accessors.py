@@ -6,20 +6,21 @@ from __future__ import annotations
 from coordinator.errors import ErrorCode
 from coordinator.groups.classic import (
     ClassicGroupState,
-    JoinGroupRequestProtocol,
     Subscription,
     TopicPartitions,
     describe_groups,
     encode_subscription,
     list_groups,
 )
+from coordinator.messages.join_group import JoinGroupRequestProtocol
 from tests.groups_classic.harness import GROUP, Coordinator, settle
+from tests.messages import join_protocol
 
 S = ClassicGroupState
 
 
 def consumer_protocols(*topics: str) -> tuple[JoinGroupRequestProtocol, ...]:
-    return (JoinGroupRequestProtocol("range", encode_subscription(Subscription(tuple(topics)), version=1)),)
+    return (join_protocol("range", encode_subscription(Subscription(tuple(topics)), version=1)),)
 
 
 def two_members(c: Coordinator) -> tuple[str, str]:
@@ -89,7 +90,7 @@ def test_subscribed_topics_and_offset_expiration() -> None:
 
 def test_unparseable_subscription_means_unknown_topics() -> None:
     c = Coordinator()
-    _, m = c.join_new(protocols_=(JoinGroupRequestProtocol("range", b"\x00"),))
+    _, m = c.join_new(protocols_=(join_protocol("range", b"\x00"),))
     c.advance(3000)
     assert c.state.subscribed_topics(GROUP) is None
     assert c.state.is_subscribed_to_topic(GROUP, "anything")  # consumer protocol: keep offsets
@@ -135,6 +136,6 @@ def test_owned_partitions_ride_in_the_subscription_untouched() -> None:
     metadata = encode_subscription(
         Subscription(("t",), owned_partitions=(TopicPartitions("t", (0, 1)),), generation_id=3)
     )
-    t, m = c.join_new(protocols_=(JoinGroupRequestProtocol("cooperative-sticky", metadata),))
+    t, m = c.join_new(protocols_=(join_protocol("cooperative-sticky", metadata),))
     c.advance(3000)
     assert c.answer(t).members[0].metadata == metadata

@@ -7,16 +7,16 @@ from __future__ import annotations
 from coordinator.errors import ErrorCode
 from coordinator.groups.classic import (
     ClassicGroupState,
-    JoinGroupRequestProtocol,
-    JoinGroupResponse,
     Subscription,
-    SyncGroupResponse,
     TopicPartitions,
     decode_subscription,
     encode_subscription,
 )
+from coordinator.messages.join_group import JoinGroupRequestProtocol, JoinGroupResponse
+from coordinator.messages.sync_group import SyncGroupResponse
 from coordinator.runtime.api import Park
 from tests.groups_classic.harness import Coordinator
+from tests.messages import join_protocol
 from tests.sim.clients import cooperative_sticky_assign, from_assignment_bytes, to_assignment_bytes
 
 S = ClassicGroupState
@@ -28,7 +28,7 @@ def coop(owned: set[tuple[str, int]], generation: int) -> tuple[JoinGroupRequest
     sub = Subscription(
         ("t",), owned_partitions=(TopicPartitions("t", parts),) if parts else (), generation_id=generation
     )
-    return (JoinGroupRequestProtocol("cooperative-sticky", encode_subscription(sub)),)
+    return (join_protocol("cooperative-sticky", encode_subscription(sub)),)
 
 
 def leader_assignments(response: JoinGroupResponse) -> dict[str, bytes]:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from coordinator.errors import ErrorCode
-from coordinator.groups.classic import ClassicGroupState, JoinGroupResponse, classic_on_timer
+from coordinator.groups.classic import (
+    ClassicGroupState,
+    classic_on_timer,
+)
+from coordinator.messages.join_group import JoinGroupResponse
 from tests.groups_classic.harness import Coordinator, settle
 
 S = ClassicGroupState

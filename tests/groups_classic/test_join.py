@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from coordinator.errors import ErrorCode
-from coordinator.groups.classic import ClassicGroupConfig, ClassicGroupState, JoinGroupResponse
+from coordinator.groups.classic import (
+    ClassicGroupConfig,
+    ClassicGroupState,
+)
+from coordinator.messages.join_group import JoinGroupResponse
 from coordinator.runtime.api import Park
 from tests.groups_classic.harness import GROUP, Coordinator, protocols, settle
 
@@ -78,7 +82,7 @@ def test_initial_rebalance_waits_for_the_delay_and_extends_it_for_newcomers() ->
     assert group.state is S.COMPLETING_REBALANCE and group.generation_id == 1
     r1, r2 = c.answer(t1), c.answer(t2)
     assert r1.leader == m1 == r2.leader
-    assert [m.member_id for m in r1.members] == [m1, m2] and r2.members == ()
+    assert [m.member_id for m in r1.members] == [m1, m2] and r2.members == []
     assert r1.generation_id == r2.generation_id == 1 and r1.protocol_name == "range"
 
 
@@ -112,7 +116,7 @@ def test_barrier_closes_when_every_known_member_rejoins() -> None:
     t2, r = c.join(m2)
     # The last rejoin closes the barrier and is answered directly; the others by completions.
     assert isinstance(r, JoinGroupResponse) and r.error_code == ErrorCode.NONE and r.generation_id == 2
-    assert c.answer(t1).members and c.answer(t3).members == ()
+    assert c.answer(t1).members and c.answer(t3).members == []
     assert group.state is S.COMPLETING_REBALANCE
 
 
@@ -148,7 +152,7 @@ def test_follower_rejoin_with_same_metadata_gets_current_generation() -> None:
     c = Coordinator()
     m1, m2 = stable_group(c, 2)
     _, r = c.join(m2)
-    assert isinstance(r, JoinGroupResponse) and r.generation_id == 1 and r.leader == m1 and r.members == ()
+    assert isinstance(r, JoinGroupResponse) and r.generation_id == 1 and r.leader == m1 and r.members == []
 
 
 def test_rejoin_in_completing_rebalance() -> None:

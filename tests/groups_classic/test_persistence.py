@@ -7,10 +7,9 @@ from coordinator.groups.classic import (
     ClassicGroupConfig,
     ClassicGroupsState,
     ClassicGroupState,
-    JoinGroupResponse,
-    MemberIdentity,
     group_metadata_tombstone,
 )
+from coordinator.messages.join_group import JoinGroupResponse
 from coordinator.runtime.api import Park, Result
 from records import CoordinatorRecord, RecordType
 from records.definitions import (
@@ -21,6 +20,7 @@ from records.definitions import (
     OffsetCommitValue,
 )
 from tests.groups_classic.harness import GROUP, Coordinator, protocols, settle
+from tests.messages import member_identity
 
 S = ClassicGroupState
 
@@ -93,7 +93,7 @@ def test_reload_of_an_empty_group_and_of_a_new_group() -> None:
     _, m = c2.join_new()
     c2.advance(3000)
     settle(c2, m)
-    c2.leave(MemberIdentity(m))
+    c2.leave(member_identity(m))
     c2.reload()
     group = c2.group()
     assert group.state is S.EMPTY and group.generation_id == 2 and group.protocol_type == "consumer"

@@ -6,7 +6,10 @@ from collections import Counter
 
 import pytest
 
-from coordinator.groups.classic import Subscription, TopicPartitions
+from coordinator.groups.classic import (
+    Subscription,
+    TopicPartitions,
+)
 from tests.groups_classic.sim import Scenario, Simulation
 from tests.sim.clients import cooperative_sticky_assign, range_assign
 

@@ -6,10 +6,15 @@ import itertools
 
 import pytest
 
-from coordinator.groups.classic import ClassicGroup, ClassicGroupState, IllegalStateTransition, MemberIdentity
+from coordinator.groups.classic import (
+    ClassicGroup,
+    ClassicGroupState,
+    IllegalStateTransition,
+)
 from coordinator.groups.classic.group_state import VALID_PREVIOUS_STATES
 from coordinator.runtime.api import Result
 from tests.groups_classic.harness import Coordinator, protocols, settle
+from tests.messages import member_identity
 
 S = ClassicGroupState
 LEGAL = {
@@ -65,7 +70,7 @@ def test_every_transition_is_reached_through_the_handlers() -> None:
     note()  # -> Stable
     c.join(m1)
     note()  # Stable -> PreparingRebalance -> CompletingRebalance
-    c.leave(MemberIdentity(m1))
+    c.leave(member_identity(m1))
     note()  # CompletingRebalance -> PreparingRebalance -> Empty
     group = c.group()
     c.apply(Result(None, c.state.delete_group_records("grp")))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from coordinator.errors import ErrorCode
-from coordinator.groups.classic import ClassicGroupState, JoinGroupResponse, SyncGroupResponse
+from coordinator.groups.classic import ClassicGroupState
+from coordinator.messages.join_group import JoinGroupResponse
+from coordinator.messages.sync_group import SyncGroupResponse
 from coordinator.runtime.api import Park
 from tests.groups_classic.harness import Coordinator, protocols, settle
 
@@ -62,7 +64,7 @@ def test_restarted_static_leader_on_old_versions_is_not_told_it_leads() -> None:
     m0, m1 = static_group(c, 2, api_version=5)
     _, r = c.join(instance_id="i0", client_id="c0", api_version=5)
     assert isinstance(r, JoinGroupResponse) and r.error_code == ErrorCode.NONE
-    assert r.leader == m0 != r.member_id and r.members == ()
+    assert r.leader == m0 != r.member_id and r.members == []
     assert c.group().leader_id == r.member_id
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from coordinator.errors import ErrorCode
-from coordinator.groups.classic import ClassicGroupState, SyncGroupResponse
+from coordinator.groups.classic import ClassicGroupState
+from coordinator.messages.sync_group import SyncGroupResponse
 from coordinator.runtime.api import Park
 from tests.groups_classic.harness import Coordinator, protocols, settle
 

@@ -24,11 +24,25 @@ from coordinator.groups.classic.consumer_protocol import (
 )
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.topics import TopicImage, TopicsImage
+from coordinator.messages.leave_group import LeaveGroupResponse
 from coordinator.offsets.config import OffsetsConfig
 from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer
 from records import CoordinatorRecord, RecordType, decode, encode
 from records.definitions import ClassicMemberMetadata, GroupMetadataKey, GroupMetadataValue
-from tests.messages import COMMIT_CONTEXT, commit_partition, commit_request, commit_topic, tid
+from tests.messages import (
+    COMMIT_CONTEXT,
+    client,
+    commit_partition,
+    commit_request,
+    commit_topic,
+    heartbeat_request,
+    join_protocol,
+    join_request,
+    leave_request,
+    member_identity,
+    sync_request,
+    tid,
+)
 
 GROUP = "grp"
 FOO = "foo"
@@ -153,46 +167,39 @@ class Shard:
     ) -> Any:
         """A classic JoinGroup; returns the response, or the Park token when it waits."""
         token = ("join", member_id, next(self._tokens))
-        request = classic.JoinGroupRequest(
+        request = join_request(
             GROUP,
             session_timeout_ms,
             member_id=member_id,
             protocol_type="consumer",
-            protocols=tuple(classic.JoinGroupRequestProtocol(p, subscription(owned=owned)) for p in protocols),
+            protocols=[join_protocol(p, subscription(owned=owned)) for p in protocols],
             rebalance_timeout_ms=20_000,
             group_instance_id=instance_id,
-            api_version=api_version,
-            client_id=f"client-{member_id}",
-            client_host="/10.0.0.1",
         )
-        response = self.apply(self.handlers.join_group(self.state, request, token, self.now), token)
+        context = client(api_version, f"client-{member_id}", "/10.0.0.1")
+        response = self.apply(self.handlers.join_group(self.state, request, token, self.now, context), token)
         return token if isinstance(response, Park) else response
 
     def sync(
         self, member_id: str, generation: int, assignments: dict[str, bytes] | None = None, protocol: str = "range"
     ) -> Any:
         token = ("sync", member_id, next(self._tokens))
-        request = classic.SyncGroupRequest(
-            GROUP,
-            generation,
-            member_id,
-            protocol_type="consumer",
-            protocol_name=protocol,
-            assignments=tuple(classic.SyncGroupRequestAssignment(m, a) for m, a in (assignments or {}).items()),
+        request = sync_request(
+            GROUP, generation, member_id, protocol_type="consumer", protocol_name=protocol, assignments=assignments
         )
-        response = self.apply(self.handlers.sync_group(self.state, request, token, self.now), token)
+        response = self.apply(self.handlers.sync_group(self.state, request, token, self.now, client(5)), token)
         return token if isinstance(response, Park) else response
 
     def heartbeat(self, member_id: str, generation: int) -> int:
         response = self.apply(
-            self.handlers.heartbeat(self.state, classic.HeartbeatRequest(GROUP, generation, member_id), self.now)
+            self.handlers.heartbeat(self.state, heartbeat_request(GROUP, generation, member_id), self.now, client(4))
         )
         return int(response.error_code)
 
-    def leave(self, *member_ids: str) -> classic.LeaveGroupResponse:
-        request = classic.LeaveGroupRequest(GROUP, members=tuple(classic.MemberIdentity(m) for m in member_ids))
-        response = self.apply(self.handlers.leave_group(self.state, request, self.now))
-        assert isinstance(response, classic.LeaveGroupResponse)
+    def leave(self, *member_ids: str) -> LeaveGroupResponse:
+        request = leave_request(GROUP, members=[member_identity(m) for m in member_ids])
+        response = self.apply(self.handlers.leave_group(self.state, request, self.now, client(5)))
+        assert isinstance(response, LeaveGroupResponse)
         return response
 
     def commit(self, member_id: str, generation: int, offsets: dict[int, int]) -> list[int]:

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.errors import ErrorCode
-from coordinator.groups import classic
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupState
 from coordinator.groups.classic.consumer_protocol import (
@@ -41,7 +40,11 @@ from coordinator.groups.classic.consumer_protocol import (
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import ConsumerGroupState
 from coordinator.groups.topics import TopicImage, TopicsImage
+from coordinator.messages.heartbeat import HeartbeatResponse
+from coordinator.messages.join_group import JoinGroupResponse, JoinGroupResponseMember
+from coordinator.messages.sync_group import SyncGroupResponse
 from coordinator.runtime.shard import ShardStatus
+from tests.messages import heartbeat_request, join_protocol, join_request, leave_request, member_identity, sync_request
 from tests.sim import shard_api
 from tests.sim.clients import TP, cooperative_sticky_assign, from_assignment_bytes, range_assign, to_assignment_bytes
 from tests.sim.kernel import InvariantViolation, SimHost, SimLog, SimLoop
@@ -201,21 +204,17 @@ class Simulation:
             c.owned = set()  # eager: revoke everything before rejoining
         c.status = "joining"
         token = ("join", c.name, next(self.tokens))
-        request = classic.JoinGroupRequest(
+        request = join_request(
             GROUP,
             SESSION_MS,
             member_id=c.member_id,
             protocol_type="consumer",
-            protocols=tuple(
-                classic.JoinGroupRequestProtocol(a, self.subscription(c)) for a in self.classic_assignors()
-            ),
+            protocols=[join_protocol(a, self.subscription(c)) for a in self.classic_assignors()],
             rebalance_timeout_ms=REBALANCE_MS,
-            api_version=9,
-            client_id=c.name,
         )
-        self.call(c, "join", shard_api.join_group(self.handlers, request, token), self.on_join)
+        self.call(c, "join", shard_api.join_group(self.handlers, request, token, 9, c.name), self.on_join)
 
-    def on_join(self, c: Client, r: classic.JoinGroupResponse) -> None:
+    def on_join(self, c: Client, r: JoinGroupResponse) -> None:
         error = ErrorCode(r.error_code)
         self.stats[f"join:{error.name}"] += 1
         if error is ErrorCode.MEMBER_ID_REQUIRED:
@@ -241,7 +240,7 @@ class Simulation:
                 c.epoch = -1
             c.wants_join = True
 
-    def leader_assign(self, members: tuple[classic.JoinGroupResponseMember, ...]) -> dict[str, bytes]:
+    def leader_assign(self, members: list[JoinGroupResponseMember]) -> dict[str, bytes]:
         if self.sc.cooperative:
             subs = {m.member_id: decode_subscription(m.metadata) for m in members}
             plan = cooperative_sticky_assign(subs, self.sc.topics)
@@ -253,17 +252,17 @@ class Simulation:
         assignments = c.wants_sync or {}
         c.wants_sync = None
         token = ("sync", c.name, next(self.tokens))
-        request = classic.SyncGroupRequest(
+        request = sync_request(
             GROUP,
             c.epoch,
             c.member_id,
             protocol_type="consumer",
             protocol_name=self.classic_assignors()[0],
-            assignments=tuple(classic.SyncGroupRequestAssignment(m, a) for m, a in sorted(assignments.items())),
+            assignments=dict(sorted(assignments.items())),
         )
         self.call(c, "sync", shard_api.sync_group(self.handlers, request, token), self.on_sync)
 
-    def on_sync(self, c: Client, r: classic.SyncGroupResponse) -> None:
+    def on_sync(self, c: Client, r: SyncGroupResponse) -> None:
         error = ErrorCode(r.error_code)
         self.stats[f"sync:{error.name}"] += 1
         if error is ErrorCode.NONE:
@@ -286,10 +285,10 @@ class Simulation:
 
     def classic_beat(self, c: Client) -> None:
         c.next_beat = self.now + HEARTBEAT_MS
-        request = classic.HeartbeatRequest(GROUP, c.epoch, c.member_id)
+        request = heartbeat_request(GROUP, c.epoch, c.member_id)
         self.call(c, "hb", shard_api.heartbeat(self.handlers, request), self.on_classic_beat)
 
-    def on_classic_beat(self, c: Client, response: classic.HeartbeatResponse) -> None:
+    def on_classic_beat(self, c: Client, response: HeartbeatResponse) -> None:
         error = ErrorCode(response.error_code)
         self.stats[f"hb:{error.name}"] += 1
         if error is ErrorCode.NONE:
@@ -307,7 +306,7 @@ class Simulation:
     def classic_leave(self, c: Client) -> None:
         c.owned = set()
         if c.member_id:
-            request = classic.LeaveGroupRequest(GROUP, members=(classic.MemberIdentity(c.member_id),))
+            request = leave_request(GROUP, members=[member_identity(c.member_id)])
             self.call(c, "leave", shard_api.leave_group(self.handlers, request), lambda c, r: None)
 
     # consumer client

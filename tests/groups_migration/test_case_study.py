@@ -61,7 +61,7 @@ def test_online_migration_case_study() -> None:
     # JoinGroup computes the epoch-23 target; C owns nothing, so it moves to epoch 23 at once.
     assert s.heartbeat("C", 22) == ErrorCode.REBALANCE_IN_PROGRESS
     joined = s.join("C", owned=())
-    assert (joined.error_code, joined.generation_id, joined.leader, joined.members) == (0, 23, "", ())
+    assert (joined.error_code, joined.generation_id, joined.leader, joined.members) == (0, 23, "", [])
     assert s.epochs() == (23, 23)
     assert s.targets() == {"A": [0, 1, 3], "C": [2, 4, 5]}
     assert s.members() == {"A": (22, [0, 1], []), "C": (23, [2, 4, 5], [])}

@@ -12,8 +12,8 @@ from coordinator.group_shard import GroupCoordinatorState
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupState
 from coordinator.groups.classic.consumer_protocol import decode_subscription
-from coordinator.groups.classic.messages import JoinGroupResponse
 from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.messages.join_group import JoinGroupResponse
 from coordinator.runtime.api import ScheduleTimer
 from records import RecordType
 from records.definitions import GroupMetadataValue

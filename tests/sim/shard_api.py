@@ -12,8 +12,8 @@ from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
-from coordinator.groups import classic
 from coordinator.groups.classic import ClassicGroupConfig
+from coordinator.groups.classic.requests import join_error
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import (
     ConsumerGroupHeartbeatRequest,
@@ -22,7 +22,11 @@ from coordinator.groups.consumer import (
     heartbeat_error_response,
 )
 from coordinator.groups.topics import TopicsImage
+from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from coordinator.messages.join_group import JoinGroupRequest
+from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from coordinator.offsets.config import OffsetsConfig
 from coordinator.offsets.handlers import commit_response
 from coordinator.runtime.api import Result
@@ -72,20 +76,27 @@ def commit_error(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitR
     return commit_response(request, code)
 
 
-def join_group(h: GroupCoordinatorShard, request: classic.JoinGroupRequest, token: Hashable) -> Op:
-    return lambda state, now: h.join_group(state, request, token, now)
+def join_group(
+    h: GroupCoordinatorShard, request: JoinGroupRequest, token: Hashable, api_version: int, client_id: str
+) -> Op:
+    context = RequestContext(api_version, client_id)
+    return lambda state, now: h.join_group(state, request, token, now, context)
 
 
-def sync_group(h: GroupCoordinatorShard, request: classic.SyncGroupRequest, token: Hashable) -> Op:
-    return lambda state, now: h.sync_group(state, request, token, now)
+# The classic clients of the simulations speak the latest versions of the other classic APIs.
+SYNC_CONTEXT, HEARTBEAT_CONTEXT, LEAVE_CONTEXT = RequestContext(5), RequestContext(4), RequestContext(5)
 
 
-def heartbeat(h: GroupCoordinatorShard, request: classic.HeartbeatRequest) -> Op:
-    return lambda state, now: h.heartbeat(state, request, now)
+def sync_group(h: GroupCoordinatorShard, request: SyncGroupRequest, token: Hashable) -> Op:
+    return lambda state, now: h.sync_group(state, request, token, now, SYNC_CONTEXT)
 
 
-def leave_group(h: GroupCoordinatorShard, request: classic.LeaveGroupRequest) -> Op:
-    return lambda state, now: h.leave_group(state, request, now)
+def heartbeat(h: GroupCoordinatorShard, request: HeartbeatRequest) -> Op:
+    return lambda state, now: h.heartbeat(state, request, now, HEARTBEAT_CONTEXT)
+
+
+def leave_group(h: GroupCoordinatorShard, request: LeaveGroupRequest) -> Op:
+    return lambda state, now: h.leave_group(state, request, now, LEAVE_CONTEXT)
 
 
 def consumer_heartbeat_as(
@@ -97,10 +108,10 @@ def consumer_heartbeat_as(
 
 # The answers a client gets when its request never reached the group logic (shard not available).
 ERROR_RESPONSES: dict[str, Callable[[ErrorCode], Any]] = {
-    "join": lambda code: classic.JoinGroupResponse(error_code=code),
-    "sync": lambda code: classic.SyncGroupResponse(error_code=code),
-    "hb": lambda code: classic.HeartbeatResponse(error_code=code),
-    "heartbeat": lambda code: classic.HeartbeatResponse(error_code=code),
-    "leave": lambda code: classic.LeaveGroupResponse(error_code=code),
+    "join": lambda code: join_error("", code),
+    "sync": lambda code: SyncGroupResponse(error_code=code),
+    "hb": lambda code: HeartbeatResponse(error_code=code),
+    "heartbeat": lambda code: HeartbeatResponse(error_code=code),
+    "leave": lambda code: LeaveGroupResponse(error_code=code),
     "cghb": heartbeat_error_response,
 }

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from coordinator.errors import ErrorCode
 from coordinator.group_shard import GroupCoordinatorState
-from coordinator.groups import classic
 from coordinator.groups.classic.group import ClassicGroup
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.group import CLASSIC, CONSUMER, Group, GroupSummary
 from records import RecordType
+from tests.messages import client, join_protocol, join_request
 from tests.unit.test_group_shard import HANDLERS, apply, join_consumer
 
 
@@ -23,11 +23,10 @@ def test_both_group_types_implement_the_group_face() -> None:
         state,
         HANDLERS.join_group(
             state,
-            classic.JoinGroupRequest(
-                "kg", 30000, "", "consumer", (classic.JoinGroupRequestProtocol("range", b""),), api_version=3
-            ),
+            join_request("kg", 30000, "", "consumer", (join_protocol("range", b""),)),
             "token",
             0,
+            client(3),
         ),
     )
     consumer, klassic = state.group("cg"), state.group("kg")

@@ -13,19 +13,29 @@ from coordinator.group_shard import (
     describe_classic_groups,
     list_groups,
 )
-from coordinator.groups import classic
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic.consumer_protocol import Subscription, encode_subscription
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import log_records
 from coordinator.groups.context import RequestContext
 from coordinator.groups.topics import TopicImage, TopicsImage
+from coordinator.messages.join_group import JoinGroupResponse
 from coordinator.messages.offset_commit import OffsetCommitRequest
 from coordinator.offsets.config import OffsetsConfig
 from coordinator.runtime.api import Park, Result, ScheduleTimer
 from records import decode, encode
 from records.definitions import ClassicMemberInConsumerGroup, ClassicProtocol
-from tests.messages import commit_partition, commit_request, commit_topic, delete_request, delete_topic, tid
+from tests.messages import (
+    client,
+    commit_partition,
+    commit_request,
+    commit_topic,
+    delete_request,
+    delete_topic,
+    join_protocol,
+    join_request,
+    tid,
+)
 
 TID, UID = tid("t"), tid("u")
 IMAGE = TopicsImage.of([TopicImage("t", TID, 2), TopicImage("u", UID, 1)], 1)
@@ -189,17 +199,17 @@ def test_protocol_ownership_of_a_group_id() -> None:
     apply(state, commit_at(state, commit("g", {0: 5}), 0))
     join_consumer(state, "g")  # a simple group becomes a consumer group; its offsets stay
     assert state.group_type("g") == "consumer" and state.offsets.get("g", "t", 0) is not None
-    join = classic.JoinGroupRequest(
+    join = join_request(
         "g",
         10000,
         protocol_type="consumer",
-        protocols=(classic.JoinGroupRequestProtocol("range", b""),),
+        protocols=(join_protocol("range", b""),),
         rebalance_timeout_ms=10000,
     )
     # The member leaves: the empty consumer group turns classic on the next JoinGroup.
     leave = cg.ConsumerGroupHeartbeatRequest("g", member_id="m1", member_epoch=-1)
     apply(state, HANDLERS.consumer_group_heartbeat(state, leave, 0, cg.RequestContext(api_version=1)))
-    joined = HANDLERS.join_group(state, join, "tok", 0)
+    joined = HANDLERS.join_group(state, join, "tok", 0, client(9))
     apply(state, joined)
     assert state.group_type("g") == "classic" and state.consumer.group("g") is None
     assert isinstance(joined.response, Park) or joined.response.error_code in (0, ErrorCode.MEMBER_ID_REQUIRED)
@@ -210,23 +220,23 @@ def test_migration_policy_disabled_governs_conversions_only() -> None:
     classicGroupJoinToConsumerGroup whatever the policy; the policy is read only to convert."""
     state = GroupCoordinatorState()
     join_consumer(state, "g")
-    join = classic.JoinGroupRequest(
+    join = join_request(
         "g",
         10000,
         protocol_type="consumer",
-        protocols=(classic.JoinGroupRequestProtocol("range", encode_subscription(Subscription(("t",)))),),
+        protocols=(join_protocol("range", encode_subscription(Subscription(("t",)))),),
         rebalance_timeout_ms=10000,
     )
-    first = NO_MIGRATION.join_group(state, join, "tok", 0)
-    assert isinstance(first.response, classic.JoinGroupResponse)
+    first = NO_MIGRATION.join_group(state, join, "tok", 0, client(9))
+    assert isinstance(first.response, JoinGroupResponse)
     assert first.response.error_code == ErrorCode.MEMBER_ID_REQUIRED and first.records == []
     member_id = first.response.member_id
-    joined = apply(state, NO_MIGRATION.join_group(state, replace(join, member_id=member_id), "tok", 0))
+    joined = apply(state, NO_MIGRATION.join_group(state, replace(join, member_id=member_id), "tok", 0, client(9)))
     assert joined.error_code == ErrorCode.NONE and joined.generation_id > 0
     group = state.consumer.group("g")
     assert state.group_type("g") == "consumer" and group is not None and group.members[member_id].uses_classic_protocol
     # A consumer-protocol heartbeat to a non-empty classic group would convert it: refused.
-    apply(state, NO_MIGRATION.join_group(state, replace(join, group_id="k", member_id="", api_version=3), "t2", 0))
+    apply(state, NO_MIGRATION.join_group(state, replace(join, group_id="k", member_id=""), "t2", 0, client(3)))
     assert state.group_type("k") == "classic"
     request = cg.ConsumerGroupHeartbeatRequest(
         "k",

@@ -7,25 +7,20 @@ import re
 import uuid
 
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
-from coordinator.groups import classic
 from coordinator.groups import consumer as cg
+from coordinator.groups.context import RequestContext
 from coordinator.groups.topics import TopicImage, TopicsImage
+from coordinator.messages.join_group import JoinGroupResponse
+from tests.messages import join_protocol, join_request
 
 SHARD = GroupCoordinatorShard(metadata=lambda: TopicsImage.of([TopicImage("t", "TID", 1)], 1))
 
 
 def _classic_member_id(nonce: bytes) -> str:
-    request = classic.JoinGroupRequest(
-        "g",
-        10_000,
-        protocol_type="consumer",
-        protocols=(classic.JoinGroupRequestProtocol("range", b""),),
-        api_version=9,
-        client_id="app",
-        nonce=nonce,
-    )
-    response = SHARD.join_group(GroupCoordinatorState(), request, "token", 1_000).response
-    assert isinstance(response, classic.JoinGroupResponse)
+    request = join_request("g", 10_000, protocol_type="consumer", protocols=(join_protocol("range", b""),))
+    context = RequestContext(api_version=9, client_id="app", nonce=nonce)
+    response = SHARD.join_group(GroupCoordinatorState(), request, "token", 1_000, context).response
+    assert isinstance(response, JoinGroupResponse)
     assert response.error_code == 79  # MEMBER_ID_REQUIRED hands the id out
     return response.member_id
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from coordinator.errors import ErrorCode
 from coordinator.group_shard import GroupCoordinatorState
-from coordinator.groups import classic
 from coordinator.groups import consumer as cg
+from coordinator.messages.join_group import JoinGroupResponse
+from tests.messages import client, join_protocol, join_request
 from tests.unit.test_group_shard import HANDLERS, apply, join_consumer
 
 CONTEXT = cg.RequestContext(api_version=1)
@@ -29,10 +30,8 @@ def test_consumer_group_heartbeat_to_an_unknown_group_is_group_id_not_found_unle
 
 
 def _empty_classic_group(state: GroupCoordinatorState, group_id: str) -> None:
-    join = classic.JoinGroupRequest(
-        group_id, 10000, protocol_type="consumer", protocols=(classic.JoinGroupRequestProtocol("range", b""),)
-    )
-    response = apply(state, HANDLERS.join_group(state, join, "tok", 0))
+    join = join_request(group_id, 10000, protocol_type="consumer", protocols=(join_protocol("range", b""),))
+    response = apply(state, HANDLERS.join_group(state, join, "tok", 0, client(9)))
     assert response.error_code == ErrorCode.MEMBER_ID_REQUIRED
     group = state.classic.group(group_id)
     assert group is not None and group.is_empty()
@@ -64,11 +63,9 @@ def test_a_failed_join_group_writes_nothing() -> None:
     join_consumer(state, "g")
     apply(state, HANDLERS.consumer_group_heartbeat(state, cg.ConsumerGroupHeartbeatRequest("g", "m1", -1), 0, CONTEXT))
     assert state.group_type("g") == "consumer"
-    join = classic.JoinGroupRequest(
-        "g", 1, protocol_type="consumer", protocols=(classic.JoinGroupRequestProtocol("range", b""),)
-    )
-    refused = HANDLERS.join_group(state, join, "tok", 0)
-    assert isinstance(refused.response, classic.JoinGroupResponse)
+    join = join_request("g", 1, protocol_type="consumer", protocols=(join_protocol("range", b""),))
+    refused = HANDLERS.join_group(state, join, "tok", 0, client(9))
+    assert isinstance(refused.response, JoinGroupResponse)
     assert refused.response.error_code == ErrorCode.INVALID_SESSION_TIMEOUT and refused.records == []
     apply(state, refused)
     assert state.group_type("g") == "consumer"

@@ -7,9 +7,9 @@ from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.group_shard import GroupCoordinatorShard
-from coordinator.groups import classic
 from coordinator.runtime.shard import ShardNotAvailable, ShardStatus
 from coordinator.service.service import GroupCoordinatorService
+from tests.messages import client, heartbeat_request
 
 
 class _Shard:
@@ -32,8 +32,8 @@ class _Runtime:
 
 def _heartbeat(status: ShardStatus) -> int:
     service = GroupCoordinatorService(_Runtime(status), GroupCoordinatorShard())  # type: ignore[arg-type]
-    request = classic.HeartbeatRequest("g", 1, "m")
-    return asyncio.run(service.heartbeat(request)).error_code
+    request = heartbeat_request("g", 1, "m")
+    return asyncio.run(service.heartbeat(request, client(4))).error_code
 
 
 def test_classic_heartbeat_during_shard_load_answers_none() -> None:

@@ -2,8 +2,9 @@
 membership, eager and KIP-429 cooperative clients) as pure handlers over ``ClassicGroupsState``.
 
 Handlers follow the runtime contract (``coordinator.runtime.api``): ``(state, request, [token,]
-now_ms, config) -> Result``. JoinGroup and SyncGroup may park (``Park(token)``) and are answered
-by a later Result's ``completions``. Timers come back as ``ClassicTimer`` events for
+ctx) -> Result``; requests and answers are the generated classes of ``coordinator.messages``,
+``ctx`` the GroupContext (time, config, API version and client). JoinGroup and SyncGroup may
+park (``Park(token)``) and are answered by a later Result's ``completions``. Timers come back as ``ClassicTimer`` events for
 ``classic_on_timer``; after a load, ``classic_on_loaded`` arms the members' sessions.
 """
 
@@ -26,28 +27,6 @@ from coordinator.groups.classic.join import classic_join
 from coordinator.groups.classic.leave import classic_leave
 from coordinator.groups.classic.log_records import group_metadata_tombstone
 from coordinator.groups.classic.member import ClassicGroupMember
-from coordinator.groups.classic.messages import (
-    DescribedGroup,
-    DescribedGroupMember,
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupRequestProtocol,
-    JoinGroupResponse,
-    JoinGroupResponseMember,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    LeaveGroupResponseMember,
-    ListedGroup,
-    ListGroupsRequest,
-    ListGroupsResponse,
-    MemberIdentity,
-    SyncGroupRequest,
-    SyncGroupRequestAssignment,
-    SyncGroupResponse,
-)
 from coordinator.groups.classic.state import ClassicGroupsState
 from coordinator.groups.classic.sync import classic_sync
 from coordinator.groups.classic.timeouts import classic_on_loaded, classic_on_timer, is_classic_timer
@@ -62,28 +41,8 @@ __all__ = [
     "ClassicGroupState",
     "ClassicGroupsState",
     "ClassicTimer",
-    "DescribeGroupsRequest",
-    "DescribeGroupsResponse",
-    "DescribedGroup",
-    "DescribedGroupMember",
-    "HeartbeatRequest",
-    "HeartbeatResponse",
     "IllegalStateTransition",
-    "JoinGroupRequest",
-    "JoinGroupRequestProtocol",
-    "JoinGroupResponse",
-    "JoinGroupResponseMember",
-    "LeaveGroupRequest",
-    "LeaveGroupResponse",
-    "LeaveGroupResponseMember",
-    "ListGroupsRequest",
-    "ListGroupsResponse",
-    "ListedGroup",
-    "MemberIdentity",
     "Subscription",
-    "SyncGroupRequest",
-    "SyncGroupRequestAssignment",
-    "SyncGroupResponse",
     "TopicPartitions",
     "classic_heartbeat",
     "classic_join",

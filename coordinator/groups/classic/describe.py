@@ -6,13 +6,15 @@ from collections.abc import Iterable
 
 from coordinator.errors import ErrorCode
 from coordinator.groups.classic.group import DEAD, STABLE, ClassicGroup
-from coordinator.groups.classic.messages import (
-    DESCRIBE_GROUP_NOT_FOUND_VERSION,
-    DescribedGroup,
-    DescribedGroupMember,
-    ListedGroup,
-)
+from coordinator.groups.classic.requests import DESCRIBE_GROUP_NOT_FOUND_VERSION
 from coordinator.groups.classic.state import ClassicGroupsState
+from coordinator.messages.describe_groups import (
+    DescribeGroupsResponseDescribedGroup as DescribedGroup,
+)
+from coordinator.messages.describe_groups import (
+    DescribeGroupsResponseDescribedGroupMember as DescribedGroupMember,
+)
+from coordinator.messages.list_groups import ListGroupsResponseListedGroup as ListedGroup
 
 GROUP_TYPE = "classic"
 
@@ -20,7 +22,7 @@ GROUP_TYPE = "classic"
 def describe_group(group: ClassicGroup) -> DescribedGroup:
     # Member metadata only means something once a protocol is chosen and settled (Stable).
     with_metadata = group.state is STABLE and group.protocol_name is not None
-    members = tuple(
+    members = [
         DescribedGroupMember(
             member_id=m.member_id,
             group_instance_id=m.group_instance_id,
@@ -30,7 +32,7 @@ def describe_group(group: ClassicGroup) -> DescribedGroup:
             member_assignment=m.assignment,
         )
         for m in group.members.values()
-    )
+    ]
     return DescribedGroup(
         group_id=group.group_id,
         group_state=group.state.value,

@@ -20,8 +20,8 @@ from coordinator.groups.classic.consumer_protocol import (
 from coordinator.groups.classic.group_state import ClassicGroupState, check_transition
 from coordinator.groups.classic.log_records import group_metadata_tombstone
 from coordinator.groups.classic.member import ClassicGroupMember
-from coordinator.groups.classic.messages import JoinGroupRequestProtocol, JoinGroupResponseMember
 from coordinator.groups.group import CLASSIC, CommitVerdict, GroupSummary
+from coordinator.messages.join_group import JoinGroupRequestProtocol, JoinGroupResponseMember
 from coordinator.messages.offset_commit import OffsetCommitRequest
 from coordinator.offsets.retention import GroupRetentionView
 from records import CoordinatorRecord
@@ -271,14 +271,16 @@ class ClassicGroup:
             self.transition_to(EMPTY, now_ms)
         self.pending_sync_members.clear()
 
-    def current_members_for_join(self) -> tuple[JoinGroupResponseMember, ...]:
+    def current_members_for_join(self) -> list[JoinGroupResponseMember]:
         """What the leader's JoinGroup response carries: every member's metadata for the chosen protocol."""
         if self.state in (DEAD, PREPARING_REBALANCE):
             raise ValueError(f"group {self.group_id!r} has no settled membership in state {self.state.value}")
-        return tuple(
-            JoinGroupResponseMember(m.member_id, m.group_instance_id, m.metadata(self.protocol_name))
+        return [
+            JoinGroupResponseMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata(self.protocol_name)
+            )
             for m in self.members.values()
-        )
+        ]
 
     def group_assignment(self) -> dict[str, bytes]:
         return {m.member_id: m.assignment for m in self.members.values()}
@@ -453,7 +455,7 @@ class ClassicGroup:
                     protocol_type=value.protocol_type,
                     # Only the chosen protocol is recorded; a member rejoining with its full list
                     # therefore "changed metadata" and triggers a rebalance, as in Kafka.
-                    supported_protocols=(JoinGroupRequestProtocol(value.protocol or "", m.subscription),),
+                    supported_protocols=(JoinGroupRequestProtocol(name=value.protocol or "", metadata=m.subscription),),
                     assignment=m.assignment,
                 )
             )

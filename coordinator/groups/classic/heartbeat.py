@@ -3,21 +3,25 @@ session alive and tells it when a rebalance is under way."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from coordinator.errors import ErrorCode
-from coordinator.groups.classic.config import ClassicGroupConfig
 from coordinator.groups.classic.effects import Effects
 from coordinator.groups.classic.group import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE
-from coordinator.groups.classic.messages import HeartbeatRequest, HeartbeatResponse
 from coordinator.groups.classic.rebalance import schedule_heartbeat
 from coordinator.groups.classic.state import ClassicGroupsState
+from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from coordinator.runtime.api import Result
+
+if TYPE_CHECKING:  # groups.context imports the classic config, hence this package
+    from coordinator.groups.context import GroupContext
 
 
 def classic_heartbeat(
-    state: ClassicGroupsState, request: HeartbeatRequest, now_ms: int, config: ClassicGroupConfig
+    state: ClassicGroupsState, request: HeartbeatRequest, ctx: GroupContext
 ) -> Result[HeartbeatResponse]:
     fx = Effects(state.timers)
-    return fx.result(_heartbeat(state, request, now_ms, fx))
+    return fx.result(_heartbeat(state, request, ctx.now_ms, fx))
 
 
 def _heartbeat(state: ClassicGroupsState, request: HeartbeatRequest, now_ms: int, fx: Effects) -> HeartbeatResponse:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from coordinator.errors import ErrorCode
 from coordinator.groups.classic.config import ClassicGroupConfig
@@ -17,14 +18,6 @@ from coordinator.groups.classic.group import (
     ClassicGroup,
 )
 from coordinator.groups.classic.member import ClassicGroupMember
-from coordinator.groups.classic.messages import (
-    JOIN_REQUIRES_KNOWN_MEMBER_ID_VERSION,
-    JOIN_SUPPORTS_SKIP_ASSIGNMENT_VERSION,
-    UNKNOWN_MEMBER_ID,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    SyncGroupResponse,
-)
 from coordinator.groups.classic.rebalance import (
     complete_join,
     complete_sync,
@@ -33,43 +26,57 @@ from coordinator.groups.classic.rebalance import (
     prepare_rebalance,
     schedule_heartbeat,
 )
+from coordinator.groups.classic.requests import (
+    JOIN_REQUIRES_KNOWN_MEMBER_ID_VERSION,
+    JOIN_SUPPORTS_SKIP_ASSIGNMENT_VERSION,
+    UNKNOWN_MEMBER_ID,
+    effective_rebalance_timeout_ms,
+    join_error,
+)
 from coordinator.groups.classic.state import ClassicGroupsState
 from coordinator.groups.classic.timers import HeartbeatExpiry, heartbeat_key
+from coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from coordinator.messages.sync_group import SyncGroupResponse
 from coordinator.runtime.api import Park, Result
+
+if TYPE_CHECKING:  # groups.context imports the classic config, hence this package
+    from coordinator.groups.context import GroupContext, RequestContext
 
 
 def classic_join(
-    state: ClassicGroupsState, request: JoinGroupRequest, token: Hashable, now_ms: int, config: ClassicGroupConfig
+    state: ClassicGroupsState, request: JoinGroupRequest, token: Hashable, ctx: GroupContext
 ) -> Result[JoinGroupResponse]:
     """Answered at once (errors, MEMBER_ID_REQUIRED, a settled member's current generation) or
     parked until the join barrier closes; the Result that closes it answers every parked join."""
     fx = Effects(state.timers)
-    response = _join(state, JoinCall(request, token, now_ms, config, fx))
+    response = _join(state, JoinCall(request, token, ctx.now_ms, ctx.classic, fx, ctx.request))
     return fx.result(response, token)
 
 
 @dataclass(frozen=True, slots=True)
 class JoinCall:
     """One JoinGroup as it travels through the join steps: the request, the token that parks it,
-    the time, the config, and the effects gathered so far."""
+    the time, the config, the effects gathered so far and what came with the request (version,
+    client id and host)."""
 
     request: JoinGroupRequest
     token: Hashable
     now_ms: int
     config: ClassicGroupConfig
     fx: Effects
+    facts: RequestContext
 
-
-def _error(member_id: str, error: ErrorCode) -> JoinGroupResponse:
-    return JoinGroupResponse(error_code=error, member_id=member_id)
+    @property
+    def rebalance_timeout_ms(self) -> int:
+        return effective_rebalance_timeout_ms(self.request, self.facts.api_version)
 
 
 def _join(state: ClassicGroupsState, call: JoinCall) -> JoinGroupResponse | Park:
     request, now_ms, config, fx = call.request, call.now_ms, call.config, call.fx
     if not request.group_id:
-        return _error(request.member_id, ErrorCode.INVALID_GROUP_ID)
+        return join_error(request.member_id, ErrorCode.INVALID_GROUP_ID)
     if not config.min_session_timeout_ms <= request.session_timeout_ms <= config.max_session_timeout_ms:
-        return _error(request.member_id, ErrorCode.INVALID_SESSION_TIMEOUT)
+        return join_error(request.member_id, ErrorCode.INVALID_SESSION_TIMEOUT)
 
     is_unknown_member = request.member_id == UNKNOWN_MEMBER_ID
     group = state.groups.get(request.group_id)
@@ -77,7 +84,7 @@ def _join(state: ClassicGroupsState, call: JoinCall) -> JoinGroupResponse | Park
     if group is None:
         if not is_unknown_member:
             # A member id for a group that does not exist: the client must start over.
-            return _error(request.member_id, ErrorCode.UNKNOWN_MEMBER_ID)
+            return join_error(request.member_id, ErrorCode.UNKNOWN_MEMBER_ID)
         group = ClassicGroup(request.group_id, current_state_timestamp=now_ms)
         state.groups[request.group_id] = group
 
@@ -88,7 +95,7 @@ def _join(state: ClassicGroupsState, call: JoinCall) -> JoinGroupResponse | Park
             # parked, so nothing else is owed to it.
             group.remove(request.member_id)
             fx.cancel(heartbeat_key(group.group_id, request.member_id))
-        response = _error(UNKNOWN_MEMBER_ID, ErrorCode.GROUP_MAX_SIZE_REACHED)
+        response = join_error(UNKNOWN_MEMBER_ID, ErrorCode.GROUP_MAX_SIZE_REACHED)
     elif is_unknown_member:
         response = _join_new_member(state, group, call)
     else:
@@ -115,16 +122,17 @@ def _accept_joining_member(group: ClassicGroup, member_id: str, config: ClassicG
 def _join_new_member(state: ClassicGroupsState, group: ClassicGroup, call: JoinCall) -> JoinGroupResponse | Park:
     request, now_ms, fx = call.request, call.now_ms, call.fx
     if group.state is DEAD:
-        return _error(UNKNOWN_MEMBER_ID, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return join_error(UNKNOWN_MEMBER_ID, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if not group.supports_protocols(request.protocol_type, (p.name for p in request.protocols)):
-        return _error(UNKNOWN_MEMBER_ID, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-    new_member_id = state.new_member_id(group, request.client_id, request.group_instance_id, now_ms, request.nonce)
+        return join_error(UNKNOWN_MEMBER_ID, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    facts = call.facts
+    new_member_id = state.new_member_id(group, facts.client_id, request.group_instance_id, now_ms, facts.nonce)
     if request.group_instance_id is not None:
         existing = group.static_member_id(request.group_instance_id)
         if existing is not None:
             return _replace_static_member(group, existing, new_member_id, call)
         return _add_member_and_rebalance(group, new_member_id, call)
-    if request.api_version >= JOIN_REQUIRES_KNOWN_MEMBER_ID_VERSION:
+    if facts.api_version >= JOIN_REQUIRES_KNOWN_MEMBER_ID_VERSION:
         # MEMBER_ID_REQUIRED: the client rejoins with this id, so a retried first join cannot
         # leave a trail of phantom members in the barrier. The pending id lives one session.
         group.add_pending_member(new_member_id)
@@ -133,7 +141,7 @@ def _join_new_member(state: ClassicGroupsState, group: ClassicGroup, call: JoinC
             now_ms + request.session_timeout_ms,
             HeartbeatExpiry(group.group_id, new_member_id),
         )
-        return _error(new_member_id, ErrorCode.MEMBER_ID_REQUIRED)
+        return join_error(new_member_id, ErrorCode.MEMBER_ID_REQUIRED)
     return _add_member_and_rebalance(group, new_member_id, call)
 
 
@@ -141,18 +149,18 @@ def _join_existing_member(group: ClassicGroup, call: JoinCall) -> JoinGroupRespo
     request = call.request
     member_id = request.member_id
     if group.state is DEAD:
-        return _error(member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return join_error(member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if not group.supports_protocols(request.protocol_type, (p.name for p in request.protocols)):
-        return _error(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        return join_error(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
     if group.is_pending_member(member_id):
         if request.group_instance_id is not None:
             # Pending ids are only handed to dynamic members; Kafka fails this as a server error.
-            return _error(member_id, ErrorCode.UNKNOWN_SERVER_ERROR)
+            return join_error(member_id, ErrorCode.UNKNOWN_SERVER_ERROR)
         return _add_member_and_rebalance(group, member_id, call)
 
     error = group.validate_member(member_id, request.group_instance_id)
     if error is not ErrorCode.NONE:
-        return _error(member_id, error)
+        return join_error(member_id, error)
     member = group.members[member_id]
     if group.state is PREPARING_REBALANCE:
         return _update_member_and_rebalance(group, member, call)
@@ -168,7 +176,7 @@ def _join_existing_member(group: ClassicGroup, call: JoinCall) -> JoinGroupRespo
             return _update_member_and_rebalance(group, member, call)
         return _current_generation(group, member_id, with_members=False)
     # Empty with a member cannot happen; let the client reset and rejoin as Kafka does.
-    return _error(member_id, ErrorCode.UNKNOWN_MEMBER_ID)
+    return join_error(member_id, ErrorCode.UNKNOWN_MEMBER_ID)
 
 
 def _current_generation(group: ClassicGroup, member_id: str, with_members: bool) -> JoinGroupResponse:
@@ -178,7 +186,7 @@ def _current_generation(group: ClassicGroup, member_id: str, with_members: bool)
         protocol_name=group.protocol_name,
         leader=group.leader_id or "",
         member_id=member_id,
-        members=group.current_members_for_join() if with_members else (),
+        members=group.current_members_for_join() if with_members else [],
     )
 
 
@@ -187,9 +195,9 @@ def _add_member_and_rebalance(group: ClassicGroup, member_id: str, call: JoinCal
     member = ClassicGroupMember(
         member_id=member_id,
         group_instance_id=request.group_instance_id,
-        client_id=request.client_id,
-        client_host=request.client_host,
-        rebalance_timeout_ms=request.effective_rebalance_timeout_ms,
+        client_id=call.facts.client_id,
+        client_host=call.facts.client_host,
+        rebalance_timeout_ms=call.rebalance_timeout_ms,
         session_timeout_ms=request.session_timeout_ms,
         protocol_type=request.protocol_type,
         supported_protocols=tuple(request.protocols),
@@ -208,12 +216,12 @@ def _add_member_and_rebalance(group: ClassicGroup, member_id: str, call: JoinCal
 def _update_member_and_rebalance(group: ClassicGroup, member: ClassicGroupMember, call: JoinCall) -> Park:
     request, token, now_ms, config, fx = call.request, call.token, call.now_ms, call.config, call.fx
     superseded = group.update_member(
-        member, tuple(request.protocols), request.effective_rebalance_timeout_ms, request.session_timeout_ms, token
+        member, tuple(request.protocols), call.rebalance_timeout_ms, request.session_timeout_ms, token
     )
     if superseded is not None:
         # The client gave up on its earlier join and sent this one; answer the old one so the
         # runtime does not keep it parked.
-        fx.complete(superseded, _error(member.member_id, ErrorCode.REBALANCE_IN_PROGRESS))
+        fx.complete(superseded, join_error(member.member_id, ErrorCode.REBALANCE_IN_PROGRESS))
     maybe_prepare_rebalance_or_complete_join(fx, group, now_ms, config)
     return Park(token)
 
@@ -228,19 +236,19 @@ def _replace_static_member(
     assert request.group_instance_id is not None
     leader_before = group.leader_id
     new_member, old_member = group.replace_static_member(request.group_instance_id, old_member_id, new_member_id)
-    complete_join(fx, old_member, JoinGroupResponse(error_code=ErrorCode.FENCED_INSTANCE_ID, member_id=old_member_id))
+    complete_join(fx, old_member, join_error(old_member_id, ErrorCode.FENCED_INSTANCE_ID))
     complete_sync(fx, old_member, SyncGroupResponse(error_code=ErrorCode.FENCED_INSTANCE_ID))
     fx.cancel(heartbeat_key(group.group_id, old_member_id))
     schedule_heartbeat(fx, group, new_member, now_ms)
     group.update_member(
-        new_member, tuple(request.protocols), request.effective_rebalance_timeout_ms, request.session_timeout_ms, token
+        new_member, tuple(request.protocols), call.rebalance_timeout_ms, request.session_timeout_ms, token
     )
 
     if group.state is STABLE:
         if group.protocol_name == group.select_protocol():
             # Persist the new member id (with the old assignment) instead of rebalancing.
             fx.write_group_metadata(group)
-            if request.api_version >= JOIN_SUPPORTS_SKIP_ASSIGNMENT_VERSION:
+            if call.facts.api_version >= JOIN_SUPPORTS_SKIP_ASSIGNMENT_VERSION:
                 is_leader = group.is_leader(new_member_id)
                 response = JoinGroupResponse(
                     generation_id=group.generation_id,
@@ -250,7 +258,7 @@ def _replace_static_member(
                     # A static leader gets the members but must not reassign: skip_assignment.
                     skip_assignment=is_leader,
                     member_id=new_member_id,
-                    members=group.current_members_for_join() if is_leader else (),
+                    members=group.current_members_for_join() if is_leader else [],
                 )
             else:
                 # Older clients cannot skip the assignment, so they are never told they lead

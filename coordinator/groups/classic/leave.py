@@ -3,55 +3,68 @@ batch with a result per member (v3+); static members may be removed by instance 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from coordinator.errors import ErrorCode
-from coordinator.groups.classic.config import ClassicGroupConfig
 from coordinator.groups.classic.effects import Effects
 from coordinator.groups.classic.group import COMPLETING_REBALANCE, DEAD, PREPARING_REBALANCE, STABLE
-from coordinator.groups.classic.messages import (
-    LEAVE_BATCH_VERSION,
-    UNKNOWN_MEMBER_ID,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    LeaveGroupResponseMember,
-)
 from coordinator.groups.classic.rebalance import (
     maybe_complete_join_phase,
     maybe_prepare_rebalance_or_complete_join,
     remove_member,
 )
+from coordinator.groups.classic.requests import LEAVE_BATCH_VERSION, UNKNOWN_MEMBER_ID, leave_identities
 from coordinator.groups.classic.state import ClassicGroupsState
 from coordinator.groups.classic.timers import heartbeat_key
+from coordinator.messages.leave_group import (
+    LeaveGroupRequest,
+    LeaveGroupRequestMemberIdentity,
+    LeaveGroupResponse,
+    LeaveGroupResponseMemberResponse,
+)
 from coordinator.runtime.api import Result
+
+if TYPE_CHECKING:  # groups.context imports the classic config, hence this package
+    from coordinator.groups.context import GroupContext
 
 
 def classic_leave(
-    state: ClassicGroupsState, request: LeaveGroupRequest, now_ms: int, config: ClassicGroupConfig
+    state: ClassicGroupsState, request: LeaveGroupRequest, ctx: GroupContext
 ) -> Result[LeaveGroupResponse]:
     fx = Effects(state.timers)
-    error, members = _leave(state, request, now_ms, config, fx)
-    if request.api_version < LEAVE_BATCH_VERSION:
+    identities = leave_identities(request, ctx.request.api_version)
+    error, members = _leave(state, request.group_id, identities, ctx, fx)
+    if ctx.request.api_version < LEAVE_BATCH_VERSION:
         # v0-2 have no per-member results: the first member error becomes the top-level one.
         if error is ErrorCode.NONE:
             error = next((ErrorCode(m.error_code) for m in members if m.error_code != ErrorCode.NONE), ErrorCode.NONE)
         return fx.result(LeaveGroupResponse(error_code=error))
-    return fx.result(LeaveGroupResponse(error_code=error, members=tuple(members)))
+    return fx.result(LeaveGroupResponse(error_code=error, members=members))
+
+
+def _response(identity: LeaveGroupRequestMemberIdentity, error: ErrorCode) -> LeaveGroupResponseMemberResponse:
+    return LeaveGroupResponseMemberResponse(
+        member_id=identity.member_id, group_instance_id=identity.group_instance_id, error_code=error
+    )
 
 
 def _leave(
-    state: ClassicGroupsState, request: LeaveGroupRequest, now_ms: int, config: ClassicGroupConfig, fx: Effects
-) -> tuple[ErrorCode, list[LeaveGroupResponseMember]]:
-    identities = request.identities()
-    if not request.group_id:
+    state: ClassicGroupsState,
+    group_id: str,
+    identities: list[LeaveGroupRequestMemberIdentity],
+    ctx: GroupContext,
+    fx: Effects,
+) -> tuple[ErrorCode, list[LeaveGroupResponseMemberResponse]]:
+    now_ms, config = ctx.now_ms, ctx.classic
+    if not group_id:
         return ErrorCode.INVALID_GROUP_ID, []
-    group = state.groups.get(request.group_id)
+    group = state.groups.get(group_id)
     if group is None:
-        return ErrorCode.NONE, [
-            LeaveGroupResponseMember(m.member_id, m.group_instance_id, ErrorCode.UNKNOWN_MEMBER_ID) for m in identities
-        ]
+        return ErrorCode.NONE, [_response(m, ErrorCode.UNKNOWN_MEMBER_ID) for m in identities]
     if group.state is DEAD:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
 
-    results: list[LeaveGroupResponseMember] = []
+    results: list[LeaveGroupResponseMemberResponse] = []
     removed_any = False
     for identity in identities:
         error = ErrorCode.NONE
@@ -72,7 +85,7 @@ def _leave(
             if error is ErrorCode.NONE:
                 remove_member(fx, group, identity.member_id)
         removed_any = removed_any or error is ErrorCode.NONE
-        results.append(LeaveGroupResponseMember(identity.member_id, identity.group_instance_id, error))
+        results.append(_response(identity, error))
 
     if removed_any:
         if group.state in (STABLE, COMPLETING_REBALANCE):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
-from coordinator.groups.classic.messages import JoinGroupRequestProtocol
+from coordinator.messages.join_group import JoinGroupRequestProtocol
 
 
 @dataclass(slots=True)
@@ -55,7 +55,8 @@ class ClassicGroupMember:
         return self.is_awaiting_join or self.is_awaiting_sync
 
     def matches(self, protocols: Iterable[JoinGroupRequestProtocol]) -> bool:
-        return tuple(protocols) == self.supported_protocols
+        # By value: the (name, metadata) pairs in order, whatever else a request struct carries.
+        return [(p.name, p.metadata) for p in protocols] == [(p.name, p.metadata) for p in self.supported_protocols]
 
     def vote(self, candidates: frozenset[str]) -> str:
         """The member's most preferred protocol among those every member supports."""

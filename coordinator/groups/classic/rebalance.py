@@ -16,7 +16,7 @@ from coordinator.groups.classic.group import (
     ClassicGroup,
 )
 from coordinator.groups.classic.member import ClassicGroupMember
-from coordinator.groups.classic.messages import UNKNOWN_MEMBER_ID, JoinGroupResponse, SyncGroupResponse
+from coordinator.groups.classic.requests import UNKNOWN_MEMBER_ID, join_error
 from coordinator.groups.classic.timers import (
     HeartbeatExpiry,
     InitialRebalanceDelay,
@@ -26,6 +26,8 @@ from coordinator.groups.classic.timers import (
     join_key,
     sync_key,
 )
+from coordinator.messages.join_group import JoinGroupResponse
+from coordinator.messages.sync_group import SyncGroupResponse
 
 # --- session timers -----------------------------------------------------------------------------
 
@@ -65,7 +67,7 @@ def release_removed_member(
 ) -> None:
     """Answer whatever a removed member still has parked; Kafka leaves such futures to time out,
     but the runtime would hold them forever."""
-    complete_join(fx, member, JoinGroupResponse(error_code=error, member_id=UNKNOWN_MEMBER_ID))
+    complete_join(fx, member, join_error(UNKNOWN_MEMBER_ID, error))
     complete_sync(fx, member, SyncGroupResponse(error_code=error))
 
 
@@ -192,7 +194,7 @@ def complete_join_phase(fx: Effects, group: ClassicGroup, now_ms: int, config: C
                 protocol_name=group.protocol_name,
                 leader=group.leader_id or "",
                 member_id=member.member_id,
-                members=leader_view if group.is_leader(member.member_id) else (),
+                members=leader_view if group.is_leader(member.member_id) else [],
             ),
         )
         schedule_heartbeat(fx, group, member, now_ms)

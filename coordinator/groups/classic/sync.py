@@ -4,22 +4,26 @@ completes the rebalance; followers that sync first are parked until it arrives."
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import TYPE_CHECKING
 
 from coordinator.errors import ErrorCode
-from coordinator.groups.classic.config import ClassicGroupConfig
 from coordinator.groups.classic.effects import Effects
 from coordinator.groups.classic.group import COMPLETING_REBALANCE, DEAD, PREPARING_REBALANCE, STABLE, ClassicGroup
-from coordinator.groups.classic.messages import SYNC_REQUIRES_PROTOCOL_VERSION, SyncGroupRequest, SyncGroupResponse
 from coordinator.groups.classic.rebalance import remove_pending_sync_member, set_and_propagate_assignment
+from coordinator.groups.classic.requests import SYNC_REQUIRES_PROTOCOL_VERSION
 from coordinator.groups.classic.state import ClassicGroupsState
+from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from coordinator.runtime.api import Park, Result
+
+if TYPE_CHECKING:  # groups.context imports the classic config, hence this package
+    from coordinator.groups.context import GroupContext
 
 
 def classic_sync(
-    state: ClassicGroupsState, request: SyncGroupRequest, token: Hashable, now_ms: int, config: ClassicGroupConfig
+    state: ClassicGroupsState, request: SyncGroupRequest, token: Hashable, ctx: GroupContext
 ) -> Result[SyncGroupResponse]:
     fx = Effects(state.timers)
-    response = _sync(state, request, token, now_ms, fx)
+    response = _sync(state, request, token, ctx, fx)
     return fx.result(response, token)
 
 
@@ -43,11 +47,12 @@ def _validate(group: ClassicGroup, request: SyncGroupRequest) -> ErrorCode:
 
 
 def _sync(
-    state: ClassicGroupsState, request: SyncGroupRequest, token: Hashable, now_ms: int, fx: Effects
+    state: ClassicGroupsState, request: SyncGroupRequest, token: Hashable, ctx: GroupContext, fx: Effects
 ) -> SyncGroupResponse | Park:
+    now_ms = ctx.now_ms
     if not request.group_id:
         return SyncGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID)
-    if request.api_version >= SYNC_REQUIRES_PROTOCOL_VERSION and (
+    if ctx.request.api_version >= SYNC_REQUIRES_PROTOCOL_VERSION and (
         request.protocol_type is None or request.protocol_name is None
     ):
         return SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)

@@ -30,20 +30,13 @@ from coordinator.groups.classic.consumer_protocol import (
     ConsumerProtocolError,
     decode_subscription,
 )
-from coordinator.groups.classic.messages import (
+from coordinator.groups.classic.requests import (
     JOIN_REQUIRES_KNOWN_MEMBER_ID_VERSION,
     LEAVE_BATCH_VERSION,
     SYNC_REQUIRES_PROTOCOL_VERSION,
     UNKNOWN_MEMBER_ID,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    LeaveGroupResponseMember,
-    SyncGroupRequest,
-    SyncGroupResponse,
+    effective_rebalance_timeout_ms,
+    join_error,
 )
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import log_records
@@ -61,7 +54,7 @@ from coordinator.groups.consumer.timers import (
     rebalance_key,
     schedule_session,
 )
-from coordinator.groups.context import GroupContext, RequestContext
+from coordinator.groups.context import GroupContext
 from coordinator.groups.migration.convert import (
     assignment_bytes,
     classic_metadata,
@@ -75,6 +68,14 @@ from coordinator.groups.migration.timers import (
     schedule_sync_timeout,
     sync_timeout_key,
 )
+from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from coordinator.messages.leave_group import (
+    LeaveGroupRequestMemberIdentity,
+    LeaveGroupResponse,
+    LeaveGroupResponseMemberResponse,
+)
+from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from coordinator.runtime.api import CancelTimer, Result, TimerOp
 from records import CoordinatorRecord
 
@@ -163,12 +164,12 @@ def classic_join_to_consumer_group(
     try:
         return _join(state, request, ctx)
     except GroupError as exc:
-        return Result(JoinGroupResponse(error_code=exc.error, member_id=request.member_id))
+        return Result(join_error(request.member_id, exc.error))
 
 
 def _join(state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupContext) -> Result[JoinGroupResponse]:
-    ctx = ctx.for_request(RequestContext(request.api_version, request.client_id, request.client_host))
     now_ms, image, config, classic_config = ctx.now_ms, ctx.image, ctx.consumer, ctx.classic
+    rebalance_timeout_ms = effective_rebalance_timeout_ms(request, ctx.request.api_version)
     gid = request.group_id
     group = state.group(gid)
     assert group is not None
@@ -190,8 +191,8 @@ def _join(state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupConte
         )
     if not classic_protocols_supported(group, request.protocol_type, (p.name for p in request.protocols)):
         raise _error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "The group does not support these protocols.")
-    if is_unknown and instance_id is None and request.api_version >= JOIN_REQUIRES_KNOWN_MEMBER_ID_VERSION:
-        return Result(JoinGroupResponse(error_code=ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
+    if is_unknown and instance_id is None and ctx.request.api_version >= JOIN_REQUIRES_KNOWN_MEMBER_ID_VERSION:
+        return Result(join_error(member_id, ErrorCode.MEMBER_ID_REQUIRED))
 
     # Step 0: the member as the group knows it, or the static member this one replaces.
     member, replaced, records, timers = _resolve_classic_member(state, group, request, member_id)
@@ -206,10 +207,10 @@ def _join(state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupConte
         member,
         instance_id=instance_id if instance_id is not None else member.instance_id,
         rack_id=subscription.rack_id if subscription.rack_id is not None else member.rack_id,
-        rebalance_timeout_ms=request.effective_rebalance_timeout_ms,
+        rebalance_timeout_ms=rebalance_timeout_ms,
         subscribed_topic_names=tuple(sorted(set(subscription.topics))),
-        client_id=request.client_id,
-        client_host=request.client_host,
+        client_id=ctx.request.client_id,
+        client_host=ctx.request.client_host,
         has_metadata=True,
         classic_member_metadata=classic_metadata(request.session_timeout_ms, request.protocols),
     )
@@ -239,7 +240,7 @@ def _join(state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupConte
     state.classic_join_deadlines.pop((gid, member_id), None)
     timers.append(CancelTimer(join_timeout_key(gid, member_id)))
     timers.append(schedule_session(gid, member_id, now_ms, request.session_timeout_ms))
-    timers.append(schedule_sync_timeout(gid, member_id, now_ms, request.effective_rebalance_timeout_ms))
+    timers.append(schedule_sync_timeout(gid, member_id, now_ms, rebalance_timeout_ms))
 
     response = JoinGroupResponse(
         generation_id=reconciled.member_epoch,
@@ -306,7 +307,7 @@ def classic_sync_to_consumer_group(
 
 def _sync(state: ConsumerGroupsState, request: SyncGroupRequest, ctx: GroupContext) -> Result[SyncGroupResponse]:
     now_ms, image, config = ctx.now_ms, ctx.image, ctx.consumer
-    if request.api_version >= SYNC_REQUIRES_PROTOCOL_VERSION and (
+    if ctx.request.api_version >= SYNC_REQUIRES_PROTOCOL_VERSION and (
         request.protocol_type is None or request.protocol_name is None
     ):
         raise _error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "SyncGroup v5+ must name the protocol type and name.")
@@ -393,12 +394,12 @@ def join_timeout_if_absent(
 
 
 def leaving_members(
-    group: ConsumerGroup, request: LeaveGroupRequest
-) -> tuple[list[str], list[LeaveGroupResponseMember]]:
+    group: ConsumerGroup, identities: list[LeaveGroupRequestMemberIdentity]
+) -> tuple[list[str], list[LeaveGroupResponseMemberResponse]]:
     """The members a LeaveGroup validly names, and the per-member answers."""
     valid: list[str] = []
-    answers: list[LeaveGroupResponseMember] = []
-    for identity in request.identities():
+    answers: list[LeaveGroupResponseMemberResponse] = []
+    for identity in identities:
         error = ErrorCode.NONE
         member: ConsumerGroupMember | None = None
         if identity.member_id == UNKNOWN_MEMBER_ID:
@@ -412,12 +413,16 @@ def leaving_members(
                 error = exc.error
         if member is not None and error is ErrorCode.NONE:
             valid.append(member.member_id)
-        answers.append(LeaveGroupResponseMember(identity.member_id, identity.group_instance_id, error))
+        answers.append(
+            LeaveGroupResponseMemberResponse(
+                member_id=identity.member_id, group_instance_id=identity.group_instance_id, error_code=error
+            )
+        )
     return valid, answers
 
 
-def leave_response(request: LeaveGroupRequest, answers: list[LeaveGroupResponseMember]) -> LeaveGroupResponse:
-    if request.api_version < LEAVE_BATCH_VERSION:
+def leave_response(api_version: int, answers: list[LeaveGroupResponseMemberResponse]) -> LeaveGroupResponse:
+    if api_version < LEAVE_BATCH_VERSION:
         error = next((ErrorCode(a.error_code) for a in answers if a.error_code != ErrorCode.NONE), ErrorCode.NONE)
         return LeaveGroupResponse(error_code=error)
-    return LeaveGroupResponse(members=tuple(answers))
+    return LeaveGroupResponse(members=answers)

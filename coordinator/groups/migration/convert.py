@@ -37,8 +37,8 @@ from coordinator.groups.classic.consumer_protocol import (
 from coordinator.groups.classic.effects import Effects
 from coordinator.groups.classic.group import STABLE, ClassicGroup
 from coordinator.groups.classic.member import ClassicGroupMember
-from coordinator.groups.classic.messages import JoinGroupRequestProtocol, JoinGroupResponse, SyncGroupResponse
 from coordinator.groups.classic.rebalance import prepare_rebalance, schedule_heartbeat
+from coordinator.groups.classic.requests import join_error
 from coordinator.groups.classic.timers import heartbeat_key, join_key, sync_key
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import log_records
@@ -51,6 +51,8 @@ from coordinator.groups.consumer.timers import assignment_key, cancel_member_tim
 from coordinator.groups.context import GroupContext
 from coordinator.groups.migration.timers import cancel_classic_member_timers
 from coordinator.groups.topics import TopicsImage
+from coordinator.messages.join_group import JoinGroupRequestProtocol
+from coordinator.messages.sync_group import SyncGroupResponse
 from coordinator.runtime.api import CancelTimer, Result, TimerOp
 from records import CoordinatorRecord
 from records.definitions import ClassicMemberInConsumerGroup, ClassicProtocol, GroupMetadataValue
@@ -230,9 +232,7 @@ def parked_answers(group: ClassicGroup) -> list[tuple[Hashable, Any]]:
     out: list[tuple[Hashable, Any]] = []
     for m in group.members.values():
         if m.awaiting_join is not None:
-            out.append(
-                (m.awaiting_join, JoinGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id))
-            )
+            out.append((m.awaiting_join, join_error(m.member_id, ErrorCode.REBALANCE_IN_PROGRESS)))
         if m.awaiting_sync is not None:
             out.append((m.awaiting_sync, SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)))
     return out
@@ -301,7 +301,8 @@ def classic_group_of(
         if mid in gone or m.classic_member_metadata is None:
             continue
         protocols = tuple(
-            JoinGroupRequestProtocol(p.name, p.metadata) for p in m.classic_member_metadata.supported_protocols
+            JoinGroupRequestProtocol(name=p.name, metadata=p.metadata)
+            for p in m.classic_member_metadata.supported_protocols
         )
         if not protocols:
             return None
