@@ -4,8 +4,9 @@ membership, eager and KIP-429 cooperative clients) as pure handlers over ``Class
 Handlers follow the runtime contract (``coordinator.runtime.api``): ``(state, request, [token,]
 ctx) -> Result``; requests and answers are the generated classes of ``coordinator.messages``,
 ``ctx`` the GroupContext (time, config, API version and client). JoinGroup and SyncGroup may
-park (``Park(token)``) and are answered by a later Result's ``completions``. Timers come back as ``ClassicTimer`` events for
-``classic_on_timer``; after a load, ``classic_on_loaded`` arms the members' sessions.
+park (``Park(token)``) and are answered by a later Result's ``completions``. Timers come back
+as ``ClassicTimer`` events for ``classic_on_timer``; after a load, ``classic_on_loaded`` arms
+the members' sessions.
 """
 
 from coordinator.groups.classic.config import ClassicGroupConfig
