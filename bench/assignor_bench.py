@@ -19,6 +19,7 @@ import platform
 import statistics
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,15 +28,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from coordinator.groups.assignors import GroupSpec, MemberSubscriptionSpec, UniformAssignor  # noqa: E402
 from coordinator.groups.config import ConsumerGroupConfig  # noqa: E402
-from coordinator.groups.consumer import (  # noqa: E402
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupsState,
-    HeartbeatTopicPartitions,
-    consumer_group_heartbeat,
-)
+from coordinator.groups.consumer import ConsumerGroupsState, consumer_group_heartbeat  # noqa: E402
 from coordinator.groups.consumer.target_assignment import TargetAssignmentBuilder  # noqa: E402
 from coordinator.groups.context import GroupContext  # noqa: E402
 from coordinator.groups.topics import TopicImage, TopicsImage  # noqa: E402
+from coordinator.messages.consumer_group_heartbeat import (  # noqa: E402
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatRequestTopicPartitions,
+    ConsumerGroupHeartbeatResponseTopicPartitions,
+)
+from coordinator.messages.schema import topic_id_string  # noqa: E402
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> dict[str, float]:
@@ -48,7 +50,9 @@ def timed(fn: Callable[[], Any], repeat: int) -> dict[str, float]:
 
 
 def topics_image(partitions: int, topics: int = 10) -> TopicsImage:
-    return TopicsImage.of([TopicImage(f"t{i}", f"id{i}", partitions // topics) for i in range(topics)])
+    return TopicsImage.of(
+        [TopicImage(f"t{i}", topic_id_string(uuid.UUID(int=i + 1)), partitions // topics) for i in range(topics)]
+    )
 
 
 def bench_uniform(members: int, partitions: int, repeat: int, topics: int = 10) -> dict[str, Any]:
@@ -119,7 +123,13 @@ def bench_heartbeats(members: int, partitions: int, rounds: int) -> dict[str, An
     config = ConsumerGroupConfig(assignment_interval_ms=0)
     state = ConsumerGroupsState()
     epoch: dict[str, int] = {}
-    owned: dict[str, list[HeartbeatTopicPartitions] | None] = {}
+    owned: dict[str, list[ConsumerGroupHeartbeatRequestTopicPartitions] | None] = {}
+
+    def owning(
+        tps: list[ConsumerGroupHeartbeatResponseTopicPartitions],
+    ) -> list[ConsumerGroupHeartbeatRequestTopicPartitions]:
+        return [ConsumerGroupHeartbeatRequestTopicPartitions(topic_id=t.topic_id, partitions=t.partitions) for t in tps]
+
     now = 0
 
     def send(req: ConsumerGroupHeartbeatRequest) -> Any:
@@ -134,20 +144,29 @@ def bench_heartbeats(members: int, partitions: int, rounds: int) -> dict[str, An
         now += 1
         resp = send(
             ConsumerGroupHeartbeatRequest(
-                "bench", mid, 0, rebalance_timeout_ms=30000, subscribed_topic_names=names, topic_partitions=[]
+                group_id="bench",
+                member_id=mid,
+                member_epoch=0,
+                rebalance_timeout_ms=30000,
+                subscribed_topic_names=names,
+                topic_partitions=[],
             )
         )
         epoch[mid] = resp.member_epoch
-        owned[mid] = resp.assignment.topic_partitions if resp.assignment else []
+        owned[mid] = owning(resp.assignment.topic_partitions) if resp.assignment else []
     join_s = time.perf_counter() - t0
     # Converge: everyone acknowledges until the group is stable.
     for _ in range(10):
         for mid in epoch:
             now += 1
-            resp = send(ConsumerGroupHeartbeatRequest("bench", mid, epoch[mid], topic_partitions=owned[mid]))
+            resp = send(
+                ConsumerGroupHeartbeatRequest(
+                    group_id="bench", member_id=mid, member_epoch=epoch[mid], topic_partitions=owned[mid]
+                )
+            )
             epoch[mid] = resp.member_epoch
             if resp.assignment is not None:
-                owned[mid] = resp.assignment.topic_partitions
+                owned[mid] = owning(resp.assignment.topic_partitions)
         group = state.group("bench")
         assert group is not None
         if group.state().value == "Stable":
@@ -159,7 +178,7 @@ def bench_heartbeats(members: int, partitions: int, rounds: int) -> dict[str, An
     for _ in range(rounds):
         for mid in epoch:
             now += 1
-            send(ConsumerGroupHeartbeatRequest("bench", mid, epoch[mid]))
+            send(ConsumerGroupHeartbeatRequest(group_id="bench", member_id=mid, member_epoch=epoch[mid]))
             count += 1
     steady = time.perf_counter() - t0
     return {

@@ -22,6 +22,7 @@ from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.groups.coordinator_state import GroupCoordinatorState
 from coordinator.groups.group import CLASSIC, CONSUMER, CommitVerdict, Group, GroupSummary
 from coordinator.groups.topics import TopicsImage
+from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from coordinator.messages.describe_groups import DescribeGroupsResponseDescribedGroup
 from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse
@@ -245,10 +246,10 @@ class GroupCoordinatorShard:
     def consumer_group_heartbeat(
         self,
         state: GroupCoordinatorState,
-        request: cg.ConsumerGroupHeartbeatRequest,
+        request: ConsumerGroupHeartbeatRequest,
         now_ms: int,
         context: RequestContext,
-    ) -> Result[cg.ConsumerGroupHeartbeatResponse]:
+    ) -> Result[ConsumerGroupHeartbeatResponse]:
         return routing.consumer_group_heartbeat(state, request, self.context(now_ms, context, state, request.group_id))
 
     # --- group configs -----------------------------------------------------------------------

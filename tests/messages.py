@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from typing import Any
 
 from coordinator.groups.context import RequestContext
+from coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatRequestTopicPartitions,
+)
 from coordinator.messages.heartbeat import HeartbeatRequest
 from coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupRequestMemberIdentity
@@ -170,3 +175,43 @@ def leave_request(
 def client(api_version: int, client_id: str = "", client_host: str = "") -> RequestContext:
     """What a request brings beside its body: its version and the client's id and host."""
     return RequestContext(api_version=api_version, client_id=client_id, client_host=client_host)
+
+
+# --- consumer protocol ------------------------------------------------------------------------
+
+
+def cg_request(
+    group_id: str,
+    member_id: str = "",
+    member_epoch: int = 0,
+    instance_id: str | None = None,
+    rack_id: str | None = None,
+    rebalance_timeout_ms: int = -1,
+    subscribed_topic_names: list[str] | None = None,
+    subscribed_topic_regex: str | None = None,
+    server_assignor: str | None = None,
+    topic_partitions: list[ConsumerGroupHeartbeatRequestTopicPartitions] | None = None,
+) -> ConsumerGroupHeartbeatRequest:
+    """A ConsumerGroupHeartbeat, fields in the schema's order."""
+    return ConsumerGroupHeartbeatRequest(
+        group_id=group_id,
+        member_id=member_id,
+        member_epoch=member_epoch,
+        instance_id=instance_id,
+        rack_id=rack_id,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        subscribed_topic_names=subscribed_topic_names,
+        subscribed_topic_regex=subscribed_topic_regex,
+        server_assignor=server_assignor,
+        topic_partitions=topic_partitions,
+    )
+
+
+def owned_topic(topic_id: str, partitions: Iterable[int]) -> ConsumerGroupHeartbeatRequestTopicPartitions:
+    """One topic of what a member says it owns, its id given in the string form."""
+    return ConsumerGroupHeartbeatRequestTopicPartitions(topic_id=topic_id_uuid(topic_id), partitions=list(partitions))
+
+
+def by_topic_id(topic_partitions: Iterable[Any]) -> dict[str, list[int]]:
+    """An answer's topic partitions keyed by the string form of their topic ids."""
+    return {topic_id_string(tp.topic_id): list(tp.partitions) for tp in topic_partitions}

@@ -28,12 +28,7 @@ from coordinator.groups.classic.requests import UNKNOWN_MEMBER_ID, leave_identit
 from coordinator.groups.consumer.fencing import fence_members
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.member import MemberState
-from coordinator.groups.consumer.messages import (
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-)
+from coordinator.groups.consumer.requests import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from coordinator.groups.consumer.timers import RebalanceTimeout, SessionTimeout
 from coordinator.groups.consumer.validation import validate_heartbeat_request
 from coordinator.groups.context import GroupContext
@@ -57,6 +52,7 @@ from coordinator.groups.migration.timers import (
     ClassicMemberSyncTimeout,
     cancel_classic_member_timers,
 )
+from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse

@@ -1,6 +1,9 @@
 """Answers the gateway's group APIs with the coordinator service.
 
-Converts the gateway's wire messages to the service's models and back; holds no group rules.
+The group logic takes the gateway's messages as they are (``coordinator.messages``); what this
+edge adds is what came with the request rather than in it (``RequestContext``: version, client,
+a nonce) and, for the offset APIs, each topic's identity (name and id), resolved once.
+Holds no group rules.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.gateway.handler import RequestContext
-from coordinator.groups import consumer as cg
 from coordinator.groups import context as group_context
 from coordinator.groups import group_config
 from coordinator.messages import alter_configs as wire_alter_configs
@@ -36,7 +38,6 @@ from coordinator.messages import offset_fetch as wire_fetch
 from coordinator.messages import sync_group as wire_sync
 from coordinator.messages import txn_offset_commit as wire_txn
 from coordinator.messages.schema import ZERO_UUID, Message
-from coordinator.service.convert import convert
 from coordinator.service.metadata_cache import TopicInfo, TopicNames
 from coordinator.service.service import GroupCoordinatorService
 
@@ -303,24 +304,13 @@ class CoordinatorApiHandler:
             # heartbeat can be answered with an assignment as a broker would (bounded wait).
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self.topics.refresh_soon()), SUBSCRIPTION_REFRESH_WAIT_S)
-        answer = await self.service.consumer_group_heartbeat(
-            convert(request, cg.ConsumerGroupHeartbeatRequest),
-            cg.RequestContext(
-                api_version=context.api_version,
-                client_id=context.header.client_id or "",
-                client_host=f"/{context.client_host}",
-                nonce=secrets.token_bytes(16),
-            ),
-        )
-        return convert(answer, wire_cgh.ConsumerGroupHeartbeatResponse)
+        return await self.service.consumer_group_heartbeat(request, _facts(context))
 
     async def consumer_group_describe(
         self, context: RequestContext, request: wire_cgd.ConsumerGroupDescribeRequest
     ) -> Message:
         described = await self.service.consumer_group_describe(list(request.group_ids))
-        return wire_cgd.ConsumerGroupDescribeResponse(
-            groups=[convert(d, wire_cgd.ConsumerGroupDescribeResponseDescribedGroup) for d in described]
-        )
+        return wire_cgd.ConsumerGroupDescribeResponse(groups=described)
 
     # --- group configs (the gateway passes only the GROUP resources) ----------------------------
 

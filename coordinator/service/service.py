@@ -28,6 +28,11 @@ from coordinator.groups.classic.requests import join_error
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.context import RequestContext
 from coordinator.groups.topics import TopicsImage
+from coordinator.messages.consumer_group_describe import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupDescribeResponseDescribedGroup,
+)
+from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from coordinator.messages.describe_groups import DescribeGroupsResponseDescribedGroup
 from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse
@@ -61,7 +66,7 @@ def error_for(exc: ShardNotAvailable) -> ErrorCode:
 
 def _describe_consumer(
     state: GroupCoordinatorState, ids: list[str], image: TopicsImage, config: ConsumerGroupConfig
-) -> cg.ConsumerGroupDescribeResponse:
+) -> ConsumerGroupDescribeResponse:
     return cg.consumer_group_describe(state.consumer, ids, image, config)
 
 
@@ -220,15 +225,15 @@ class GroupCoordinatorService:
     # --- consumer protocol -------------------------------------------------------------------
 
     async def consumer_group_heartbeat(
-        self, request: cg.ConsumerGroupHeartbeatRequest, context: RequestContext
-    ) -> cg.ConsumerGroupHeartbeatResponse:
+        self, request: ConsumerGroupHeartbeatRequest, context: RequestContext
+    ) -> ConsumerGroupHeartbeatResponse:
         return await self._write(
             request.group_id,
             lambda state, now: self.handlers.consumer_group_heartbeat(state, request, now, context),
-            lambda code: cg.ConsumerGroupHeartbeatResponse(error_code=code),
+            lambda code: ConsumerGroupHeartbeatResponse(error_code=code),
         )
 
-    async def consumer_group_describe(self, group_ids: list[str]) -> list[cg.messages.DescribedGroup]:
+    async def consumer_group_describe(self, group_ids: list[str]) -> list[ConsumerGroupDescribeResponseDescribedGroup]:
         out: dict[str, Any] = {}
         image = self.handlers.metadata()
         config = self.handlers.consumer_config
@@ -239,7 +244,9 @@ class GroupCoordinatorService:
                 )
                 out.update((d.group_id, d) for d in response.groups)
             except ShardNotAvailable as exc:
-                out.update((g, cg.messages.DescribedGroup(error_code=error_for(exc), group_id=g)) for g in ids)
+                out.update(
+                    (g, ConsumerGroupDescribeResponseDescribedGroup(error_code=error_for(exc), group_id=g)) for g in ids
+                )
         return [out[g] for g in group_ids]
 
     # --- group configs -----------------------------------------------------------------------

@@ -7,32 +7,34 @@ from typing import Any
 
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     ConsumerGroupsState,
-    HeartbeatTopicPartitions,
-    RequestContext,
     consumer_group_heartbeat,
     on_timer,
 )
-from coordinator.groups.context import GroupContext
+from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.groups.topics import TopicImage, TopicsImage
+from coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatRequestTopicPartitions,
+    ConsumerGroupHeartbeatResponse,
+)
 from coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
 from records import CoordinatorRecord, decode, encode
+from tests.messages import cg_request, owned_topic, tid
 
 GROUP = "grp"
 
 
 def topic(name: str, partitions: int, racks: tuple[frozenset[str], ...] = ()) -> TopicImage:
-    return TopicImage(name, f"id-{name}", partitions, racks)
+    return TopicImage(name, tid(name), partitions, racks)
 
 
 def image(*topics: TopicImage, version: int = 1) -> TopicsImage:
     return TopicsImage.of(topics, version)
 
 
-def tps(topic_id: str, *partitions: int) -> list[HeartbeatTopicPartitions]:
-    return [HeartbeatTopicPartitions(topic_id, list(partitions))]
+def tps(topic_id: str, *partitions: int) -> list[ConsumerGroupHeartbeatRequestTopicPartitions]:
+    return [owned_topic(topic_id, list(partitions))]
 
 
 @dataclass
@@ -67,7 +69,7 @@ class Coordinator:
 
     def join(self, member_id: str, topics: list[str], **kw: Any) -> ConsumerGroupHeartbeatResponse:
         return self.heartbeat(
-            ConsumerGroupHeartbeatRequest(
+            cg_request(
                 GROUP,
                 member_id,
                 0,
@@ -79,9 +81,13 @@ class Coordinator:
         )
 
     def beat(
-        self, member_id: str, epoch: int, owned: list[HeartbeatTopicPartitions] | None = None, **kw: Any
+        self,
+        member_id: str,
+        epoch: int,
+        owned: list[ConsumerGroupHeartbeatRequestTopicPartitions] | None = None,
+        **kw: Any,
     ) -> ConsumerGroupHeartbeatResponse:
-        return self.heartbeat(ConsumerGroupHeartbeatRequest(GROUP, member_id, epoch, topic_partitions=owned, **kw))
+        return self.heartbeat(cg_request(GROUP, member_id, epoch, topic_partitions=owned, **kw))
 
     def fire(self, key_prefix: str) -> None:
         """Fire the timers whose key starts with ``key_prefix`` (regardless of deadline)."""

@@ -5,10 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.errors import ErrorCode
-from coordinator.groups.consumer import ConsumerGroupsState, MemberState
+from coordinator.groups.consumer import (
+    ConsumerGroupsState,
+    MemberState,
+)
 from tests.groups.harness import GROUP, Coordinator, assigned, image, topic, tps
+from tests.messages import tid
 
-FOO = "id-foo"
+FOO = tid("foo")
 
 
 def view(state: ConsumerGroupsState) -> dict[str, Any]:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer import MemberState
+from coordinator.groups.consumer import (
+    MemberState,
+)
 from tests.groups.harness import Coordinator, image, topic, tps
+from tests.messages import tid
 
-FOO = "id-foo"
+FOO = tid("foo")
 
 
 def test_while_revoking_the_member_epoch_stays_put() -> None:
@@ -42,9 +45,9 @@ def test_a_partition_given_back_from_the_members_own_revocation_gets_the_target_
 def test_the_previous_epoch_updates_when_a_subscription_change_only_shrinks_the_assignment() -> None:
     c = Coordinator(image(topic("foo", 2), topic("bar", 2)))
     c.join("A", ["foo", "bar"])
-    c.beat("A", 1, tps(FOO, 0, 1) + tps("id-bar", 0, 1))
+    c.beat("A", 1, tps(FOO, 0, 1) + tps(tid("bar"), 0, 1))
     c.config = ConsumerGroupConfig(assignment_interval_ms=10**9)
     # Only the subscription changes, no new target is computed yet (assignment interval).
-    c.beat("A", 1, tps(FOO, 0, 1) + tps("id-bar", 0, 1), subscribed_topic_names=["foo"])
+    c.beat("A", 1, tps(FOO, 0, 1) + tps(tid("bar"), 0, 1), subscribed_topic_names=["foo"])
     member = c.group().members["A"]
     assert member.previous_member_epoch == member.member_epoch == 1

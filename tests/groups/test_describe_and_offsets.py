@@ -16,9 +16,11 @@ from coordinator.groups.consumer import (
     validate_offset_commit,
     validate_offset_fetch,
 )
+from coordinator.messages.schema import topic_id_string
 from tests.groups.harness import Coordinator, image, topic, tps
+from tests.messages import tid
 
-FOO = "id-foo"
+FOO = tid("foo")
 
 
 def test_group_states() -> None:
@@ -60,7 +62,7 @@ def test_describe() -> None:
         ["foo"],
         "client",
     )
-    assert [(tp.topic_id, tp.topic_name, tp.partitions) for tp in a.assignment.topic_partitions] == [
+    assert [(topic_id_string(tp.topic_id), tp.topic_name, tp.partitions) for tp in a.assignment.topic_partitions] == [
         (FOO, "foo", [0, 1])
     ]
     assert sum(len(tp.partitions) for tp in a.target_assignment.topic_partitions) == 1

@@ -6,10 +6,14 @@ import pytest
 
 from coordinator.errors import ErrorCode
 from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer import ConsumerGroupHeartbeatRequest, heartbeat_error_response
+from coordinator.groups.consumer import (
+    heartbeat_error_response,
+)
+from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from tests.groups.harness import GROUP, Coordinator, assigned, image, topic, tps
+from tests.messages import cg_request, tid
 
-FOO = "id-foo"
+FOO = tid("foo")
 
 
 def coordinator(**config: int) -> Coordinator:
@@ -26,7 +30,7 @@ def join_request(**kw: object) -> ConsumerGroupHeartbeatRequest:
         "topic_partitions": [],
     }
     fields.update(kw)
-    return ConsumerGroupHeartbeatRequest(**fields)  # type: ignore[arg-type]
+    return cg_request(**fields)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -73,7 +77,7 @@ def test_validation_order_group_id_first() -> None:
 
 def test_epoch_above_zero_needs_member_id_on_v0() -> None:
     c = coordinator()
-    r = c.heartbeat(ConsumerGroupHeartbeatRequest(GROUP, "", 3), api_version=0)
+    r = c.heartbeat(cg_request(GROUP, "", 3), api_version=0)
     assert r.error_code == ErrorCode.INVALID_REQUEST
 
 

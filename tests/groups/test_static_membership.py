@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from coordinator.errors import ErrorCode
-from coordinator.groups.consumer import MemberState
+from coordinator.groups.consumer import (
+    MemberState,
+)
 from tests.groups.harness import Coordinator, assigned, image, topic, tps
+from tests.messages import tid
 
-FOO = "id-foo"
+FOO = tid("foo")
 
 
 def stable_pair() -> Coordinator:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from coordinator.groups.consumer import ConsumerGroupHeartbeatRequest, consumer_group_describe
+from coordinator.groups.consumer import (
+    consumer_group_describe,
+)
 from coordinator.groups.consumer.regex import resolve_regex
+from coordinator.messages.schema import topic_id_string
 from tests.groups.harness import GROUP, Coordinator, assigned, image, topic
+from tests.messages import cg_request, tid
 
 
 def test_subscribed_topic_names_and_a_regex_together_subscribe_to_their_union() -> None:
     c = Coordinator(image(topic("foo", 2), topic("bar-1", 1), topic("baz", 1)))
     response = c.heartbeat(
-        ConsumerGroupHeartbeatRequest(
+        cg_request(
             GROUP,
             "m",
             0,
@@ -21,8 +25,8 @@ def test_subscribed_topic_names_and_a_regex_together_subscribe_to_their_union() 
         )
     )
     assert response.error_code == 0
-    owned = {tp.topic_id: sorted(tp.partitions) for tp in response.assignment.topic_partitions}  # type: ignore[union-attr]
-    assert owned == {"id-foo": [0, 1], "id-bar-1": [0]}
+    owned = {topic_id_string(tp.topic_id): sorted(tp.partitions) for tp in response.assignment.topic_partitions}  # type: ignore[union-attr]
+    assert owned == {tid("foo"): [0, 1], tid("bar-1"): [0]}
     assert assigned(response) == [0, 0, 1]
 
 

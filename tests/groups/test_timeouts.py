@@ -15,8 +15,9 @@ from coordinator.groups.consumer import (
 from coordinator.runtime.api import ScheduleTimer
 from records import RecordType
 from tests.groups.harness import Coordinator, assigned, image, topic, tps
+from tests.messages import tid
 
-FOO = "id-foo"
+FOO = tid("foo")
 
 
 def test_every_heartbeat_rearms_the_session_timer() -> None:

@@ -9,13 +9,15 @@ import pytest
 
 from coordinator.errors import ErrorCode, GroupError
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
-from coordinator.groups import consumer as cg
 from coordinator.groups import group_config as gc
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer.timers import AssignmentDue, SessionTimeout, session_key
+from coordinator.groups.context import RequestContext
 from coordinator.groups.topics import TopicImage, TopicsImage
+from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from coordinator.runtime.api import Result, ScheduleTimer
 from records import RecordType, decode, encode
+from tests.messages import cg_request, tid
 
 BROKER = ConsumerGroupConfig(
     session_timeout_ms=45000,
@@ -26,7 +28,7 @@ BROKER = ConsumerGroupConfig(
     max_heartbeat_interval_ms=15000,
     assignment_interval_ms=0,
 )
-IMAGE = TopicsImage.of([TopicImage("t", "TID", 2)], 1)
+IMAGE = TopicsImage.of([TopicImage("t", tid("t"), 2)], 1)
 HANDLERS = GroupCoordinatorShard(consumer_config=BROKER, metadata=lambda: IMAGE)
 SET, DELETE, APPEND = gc.ConfigOp.SET, gc.ConfigOp.DELETE, gc.ConfigOp.APPEND
 
@@ -151,7 +153,7 @@ def test_delete_groups_deletes_the_groups_configs() -> None:
     state = GroupCoordinatorState()
     join(state, "g", "m1")
     alter(state, "g", change(gc.SESSION_TIMEOUT, "20000"))
-    apply(state, HANDLERS.consumer_group_heartbeat(state, leave("g", "m1"), 10, cg.RequestContext(api_version=1)))
+    apply(state, HANDLERS.consumer_group_heartbeat(state, leave("g", "m1"), 10, RequestContext(api_version=1)))
     answers = apply(state, HANDLERS.delete_groups(state, ["g"], 20))
     assert answers == [("g", ErrorCode.NONE)]
     assert state.group_configs.of("g") == {}
@@ -183,8 +185,8 @@ def test_describe_lists_every_group_config_with_its_source() -> None:
 # --- applied: the group runs with its own values ---------------------------------------------------
 
 
-def join_request(group: str, member: str) -> cg.ConsumerGroupHeartbeatRequest:
-    return cg.ConsumerGroupHeartbeatRequest(
+def join_request(group: str, member: str) -> ConsumerGroupHeartbeatRequest:
+    return cg_request(
         group,
         member_id=member,
         member_epoch=0,
@@ -194,14 +196,12 @@ def join_request(group: str, member: str) -> cg.ConsumerGroupHeartbeatRequest:
     )
 
 
-def leave(group: str, member: str) -> cg.ConsumerGroupHeartbeatRequest:
-    return cg.ConsumerGroupHeartbeatRequest(group, member_id=member, member_epoch=-1)
+def leave(group: str, member: str) -> ConsumerGroupHeartbeatRequest:
+    return cg_request(group, member_id=member, member_epoch=-1)
 
 
 def join(state: GroupCoordinatorState, group: str, member: str, now: int = 0) -> Result[Any]:
-    result = HANDLERS.consumer_group_heartbeat(
-        state, join_request(group, member), now, cg.RequestContext(api_version=1)
-    )
+    result = HANDLERS.consumer_group_heartbeat(state, join_request(group, member), now, RequestContext(api_version=1))
     apply(state, result)
     return result
 
@@ -240,7 +240,7 @@ def join_records(state: GroupCoordinatorState) -> list[Any]:
     """Records rebuilding a group "g" of one member, m1, with ``state``'s configs of "g"."""
     fresh = GroupCoordinatorState()
     request = join_request("g", "m1")
-    records = list(HANDLERS.consumer_group_heartbeat(fresh, request, 0, cg.RequestContext(api_version=1)).records)
+    records = list(HANDLERS.consumer_group_heartbeat(fresh, request, 0, RequestContext(api_version=1)).records)
     records.append(gc.config_record("g", state.group_configs.of("g")))
     return [decode(*encode(r)) for r in records]
 

@@ -12,7 +12,6 @@ from typing import Any
 
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.groups import classic
-from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupConfig
 from coordinator.groups.classic.consumer_protocol import (
     Assignment,
@@ -23,7 +22,9 @@ from coordinator.groups.classic.consumer_protocol import (
     encode_subscription,
 )
 from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.context import RequestContext
 from coordinator.groups.topics import TopicImage, TopicsImage
+from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from coordinator.messages.leave_group import LeaveGroupResponse
 from coordinator.offsets.config import OffsetsConfig
 from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer
@@ -31,6 +32,7 @@ from records import CoordinatorRecord, RecordType, decode, encode
 from records.definitions import ClassicMemberMetadata, GroupMetadataKey, GroupMetadataValue
 from tests.messages import (
     COMMIT_CONTEXT,
+    cg_request,
     client,
     commit_partition,
     commit_request,
@@ -40,6 +42,7 @@ from tests.messages import (
     join_request,
     leave_request,
     member_identity,
+    owned_topic,
     sync_request,
     tid,
 )
@@ -132,15 +135,15 @@ class Shard:
 
     # --- requests -----------------------------------------------------------------------------
 
-    def cg_heartbeat(self, request: cg.ConsumerGroupHeartbeatRequest) -> cg.ConsumerGroupHeartbeatResponse:
-        context = cg.RequestContext(1, "client", "/127.0.0.1")
+    def cg_heartbeat(self, request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+        context = RequestContext(1, "client", "/127.0.0.1")
         response = self.apply(self.handlers.consumer_group_heartbeat(self.state, request, self.now, context))
-        assert isinstance(response, cg.ConsumerGroupHeartbeatResponse)
+        assert isinstance(response, ConsumerGroupHeartbeatResponse)
         return response
 
-    def cg_join(self, member_id: str, topics: list[str] | None = None) -> cg.ConsumerGroupHeartbeatResponse:
+    def cg_join(self, member_id: str, topics: list[str] | None = None) -> ConsumerGroupHeartbeatResponse:
         return self.cg_heartbeat(
-            cg.ConsumerGroupHeartbeatRequest(
+            cg_request(
                 GROUP,
                 member_id,
                 0,
@@ -150,11 +153,9 @@ class Shard:
             )
         )
 
-    def cg_beat(
-        self, member_id: str, epoch: int, owned: Iterable[int] | None = None
-    ) -> cg.ConsumerGroupHeartbeatResponse:
-        tps = None if owned is None else [cg.HeartbeatTopicPartitions(FOO_ID, sorted(owned))]
-        return self.cg_heartbeat(cg.ConsumerGroupHeartbeatRequest(GROUP, member_id, epoch, topic_partitions=tps))
+    def cg_beat(self, member_id: str, epoch: int, owned: Iterable[int] | None = None) -> ConsumerGroupHeartbeatResponse:
+        tps = None if owned is None else [owned_topic(FOO_ID, sorted(owned))]
+        return self.cg_heartbeat(cg_request(GROUP, member_id, epoch, topic_partitions=tps))
 
     def join(
         self,

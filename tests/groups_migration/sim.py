@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.errors import ErrorCode
-from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupState
 from coordinator.groups.classic.consumer_protocol import (
     Subscription,
@@ -38,13 +37,30 @@ from coordinator.groups.classic.consumer_protocol import (
     encode_subscription,
 )
 from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer import ConsumerGroupState
+from coordinator.groups.consumer import (
+    ConsumerGroupState,
+)
 from coordinator.groups.topics import TopicImage, TopicsImage
+from coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequestTopicPartitions,
+    ConsumerGroupHeartbeatResponse,
+)
 from coordinator.messages.heartbeat import HeartbeatResponse
 from coordinator.messages.join_group import JoinGroupResponse, JoinGroupResponseMember
+from coordinator.messages.schema import topic_id_string
 from coordinator.messages.sync_group import SyncGroupResponse
 from coordinator.runtime.shard import ShardStatus
-from tests.messages import heartbeat_request, join_protocol, join_request, leave_request, member_identity, sync_request
+from tests.messages import (
+    cg_request,
+    heartbeat_request,
+    join_protocol,
+    join_request,
+    leave_request,
+    member_identity,
+    owned_topic,
+    sync_request,
+    tid,
+)
 from tests.sim import shard_api
 from tests.sim.clients import TP, cooperative_sticky_assign, from_assignment_bytes, range_assign, to_assignment_bytes
 from tests.sim.kernel import InvariantViolation, SimHost, SimLog, SimLoop
@@ -99,8 +115,8 @@ class Simulation:
     def __init__(self, sc: Scenario) -> None:
         self.sc = sc
         self.rng = random.Random(sc.seed * 31 + 7)
-        self.image = TopicsImage.of([TopicImage(t, f"id-{t}", n) for t, n in sorted(sc.topics.items())], 1)
-        self.ids = {f"id-{t}": t for t in sc.topics}
+        self.image = TopicsImage.of([TopicImage(t, tid(t), n) for t, n in sorted(sc.topics.items())], 1)
+        self.ids = {tid(t): t for t in sc.topics}
         self.handlers = shard_api.handlers(
             lambda: self.image,
             ConsumerGroupConfig(
@@ -311,16 +327,16 @@ class Simulation:
 
     # consumer client
 
-    def owned_list(self, c: Client) -> list[cg.HeartbeatTopicPartitions]:
+    def owned_list(self, c: Client) -> list[ConsumerGroupHeartbeatRequestTopicPartitions]:
         by_id: dict[str, list[int]] = {}
         for t, p in sorted(c.owned):
-            by_id.setdefault(f"id-{t}", []).append(p)
-        return [cg.HeartbeatTopicPartitions(t, ps) for t, ps in sorted(by_id.items())]
+            by_id.setdefault(tid(t), []).append(p)
+        return [owned_topic(t, ps) for t, ps in sorted(by_id.items())]
 
     def consumer_beat(self, c: Client) -> None:
         c.next_beat = self.now + HEARTBEAT_MS
         joining = c.epoch == 0
-        request = cg.ConsumerGroupHeartbeatRequest(
+        request = cg_request(
             GROUP,
             c.member_id,
             c.epoch,
@@ -330,7 +346,7 @@ class Simulation:
         )
         self.call(c, "cghb", shard_api.consumer_heartbeat_as(self.handlers, request, c.name, "/h"), self.on_beat)
 
-    def on_beat(self, c: Client, r: cg.ConsumerGroupHeartbeatResponse) -> None:
+    def on_beat(self, c: Client, r: ConsumerGroupHeartbeatResponse) -> None:
         error = ErrorCode(r.error_code)
         self.stats[f"cghb:{error.name}"] += 1
         if error is ErrorCode.NONE:
@@ -339,7 +355,11 @@ class Simulation:
             c.epoch = r.member_epoch
             c.status = "stable"
             if r.assignment is not None:
-                c.owned = {(self.ids[tp.topic_id], p) for tp in r.assignment.topic_partitions for p in tp.partitions}
+                c.owned = {
+                    (self.ids[topic_id_string(tp.topic_id)], p)
+                    for tp in r.assignment.topic_partitions
+                    for p in tp.partitions
+                }
                 c.next_beat = self.now  # acknowledge promptly, like the real client
             return
         if error in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.GROUP_ID_NOT_FOUND):
@@ -350,7 +370,7 @@ class Simulation:
     def consumer_leave(self, c: Client) -> None:
         c.owned = set()
         if c.epoch > 0:
-            request = cg.ConsumerGroupHeartbeatRequest(GROUP, c.member_id, -1)
+            request = cg_request(GROUP, c.member_id, -1)
             self.call(
                 c, "cghb", shard_api.consumer_heartbeat_as(self.handlers, request, c.name, "/h"), lambda c, r: None
             )

@@ -9,10 +9,10 @@ import pytest
 
 from coordinator.errors import ErrorCode
 from coordinator.group_shard import GroupCoordinatorState
-from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupState
 from coordinator.groups.classic.consumer_protocol import decode_subscription
 from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.context import RequestContext
 from coordinator.messages.join_group import JoinGroupResponse
 from coordinator.runtime.api import ScheduleTimer
 from records import RecordType
@@ -24,6 +24,7 @@ from tests.groups_migration.harness import (
     classic_group_record,
     partitions_of,
 )
+from tests.messages import cg_request
 
 
 def converted(policy: str = "bidirectional") -> Shard:
@@ -59,11 +60,9 @@ def test_upgrade_is_one_atomic_batch() -> None:
     assert s.commit("C", 5, {3: 30}) == [0]
     result = s.handlers.consumer_group_heartbeat(
         s.state,
-        cg.ConsumerGroupHeartbeatRequest(
-            GROUP, "A", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=["foo"], topic_partitions=[]
-        ),
+        cg_request(GROUP, "A", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=["foo"], topic_partitions=[]),
         s.now,
-        cg.RequestContext(1, "c", "/h"),
+        RequestContext(1, "c", "/h"),
     )
     types = [r.type for r in result.records]
     assert types[0] == RecordType.GROUP_METADATA and result.records[0].value is None
@@ -169,7 +168,7 @@ def test_policy_downgrade_allows_classic_members_then_downgrades() -> None:
 
 
 def _leave_consumer(s: Shard, member_id: str) -> None:
-    response = s.cg_heartbeat(cg.ConsumerGroupHeartbeatRequest(GROUP, member_id, -1))
+    response = s.cg_heartbeat(cg_request(GROUP, member_id, -1))
     assert response.error_code == 0 and response.member_epoch == -1
 
 
@@ -489,7 +488,7 @@ def _with_static_consumer_member() -> Shard:
     s = Shard()
     s.load(classic_group_record(5, {"B": [0, 1, 2], "C": [3, 4, 5]}))
     x = s.cg_heartbeat(
-        cg.ConsumerGroupHeartbeatRequest(
+        cg_request(
             GROUP,
             "X",
             0,
@@ -521,7 +520,7 @@ def test_classic_static_member_replaces_a_consumer_static_member_then_the_group_
 def test_classic_static_member_replaces_a_consumer_static_member_that_left_with_epoch_minus_2() -> None:
     s = _with_static_consumer_member()
     epoch = s.members()["X"][0]
-    left = s.cg_heartbeat(cg.ConsumerGroupHeartbeatRequest(GROUP, "X", -2, instance_id="i-1"))
+    left = s.cg_heartbeat(cg_request(GROUP, "X", -2, instance_id="i-1"))
     assert left.error_code == 0 and epoch > 0
     joined = s.join("", instance_id="i-1")
     assert joined.error_code == ErrorCode.NONE

@@ -24,11 +24,13 @@ from coordinator.groups.classic import (
     decode_assignment,
     encode_assignment,
 )
-from coordinator.groups.consumer import (
+from coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatRequestTopicPartitions,
     ConsumerGroupHeartbeatResponse,
-    HeartbeatTopicPartitions,
 )
+from coordinator.messages.schema import topic_id_string
+from tests.messages import cg_request, owned_topic
 
 TP = tuple[str, int]  # (topic id or name, partition)
 REBALANCE_TIMEOUT_MS = 2500
@@ -81,7 +83,7 @@ class ConsumerClient:
         full = self.need_full or self.epoch == 0
         owned = frozenset(self.owned) if self.epoch else frozenset()
         send_owned = full or owned != self.last_sent_owned
-        request = ConsumerGroupHeartbeatRequest(
+        request = cg_request(
             group_id=self.group,
             member_id=self.member_id,
             member_epoch=self.epoch,
@@ -117,7 +119,9 @@ class ConsumerClient:
             return "retry"
         self.epoch = resp.member_epoch
         if resp.assignment is not None:
-            target = frozenset((tp.topic_id, p) for tp in resp.assignment.topic_partitions for p in tp.partitions)
+            target = frozenset(
+                (topic_id_string(tp.topic_id), p) for tp in resp.assignment.topic_partitions for p in tp.partitions
+            )
             return self.reconcile(target)
         return "beat"
 
@@ -142,11 +146,11 @@ class ConsumerClient:
         return self.reconcile(target)
 
 
-def _owned_list(owned: frozenset[TP]) -> list[HeartbeatTopicPartitions]:
+def _owned_list(owned: frozenset[TP]) -> list[ConsumerGroupHeartbeatRequestTopicPartitions]:
     per: dict[str, list[int]] = {}
     for t, p in sorted(owned):
         per.setdefault(t, []).append(p)
-    return [HeartbeatTopicPartitions(t, ps) for t, ps in per.items()]
+    return [owned_topic(t, ps) for t, ps in per.items()]
 
 
 # --- client-side assignors ----------------------------------------------------------------------

@@ -19,8 +19,8 @@ from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from coordinator.groups.topics import TopicImage, TopicsImage
+from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from coordinator.runtime.shard import Shard, ShardStatus
 from tests.messages import commit_partition, commit_topic, tid

@@ -16,12 +16,11 @@ from coordinator.groups.classic import ClassicGroupConfig
 from coordinator.groups.classic.requests import join_error
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-    RequestContext,
     heartbeat_error_response,
 )
+from coordinator.groups.context import RequestContext
 from coordinator.groups.topics import TopicsImage
+from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from coordinator.messages.join_group import JoinGroupRequest
 from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse

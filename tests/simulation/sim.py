@@ -18,15 +18,18 @@ from typing import Any
 from coordinator.errors import ErrorCode
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     ConsumerGroupsState,
-    HeartbeatTopicPartitions,
 )
 from coordinator.groups.topics import TopicImage, TopicsImage
+from coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatRequestTopicPartitions,
+    ConsumerGroupHeartbeatResponse,
+)
 from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from coordinator.messages.schema import topic_id_string
 from coordinator.runtime.shard import ShardStatus
-from tests.messages import commit_partition, commit_topic, tid
+from tests.messages import cg_request, commit_partition, commit_topic, owned_topic, tid
 from tests.sim import invariants, shard_api
 from tests.sim.kernel import InvariantViolation, Network, SimHost, SimLog, SimLoop
 
@@ -310,11 +313,11 @@ class Simulation:
         self.maybe_send(m)
         self.schedule(self.now + 700, "commit", (m.slot, m.incarnation))
 
-    def owned_list(self, owned: set[TP]) -> list[HeartbeatTopicPartitions]:
+    def owned_list(self, owned: set[TP]) -> list[ConsumerGroupHeartbeatRequestTopicPartitions]:
         per: dict[str, list[int]] = {}
         for t, p in sorted(owned):
             per.setdefault(t, []).append(p)
-        return [HeartbeatTopicPartitions(t, ps) for t, ps in per.items()]
+        return [owned_topic(t, ps) for t, ps in per.items()]
 
     def maybe_send(self, m: SimMember) -> None:
         if not m.alive or m.in_flight:
@@ -322,7 +325,7 @@ class Simulation:
         full = m.need_full or m.epoch == 0
         owned = frozenset(m.owned)
         send_owned = full or owned != m.last_sent_owned
-        req = ConsumerGroupHeartbeatRequest(
+        req = cg_request(
             group_id=GROUP,
             member_id=m.member_id,
             member_epoch=m.epoch,
@@ -415,7 +418,9 @@ class Simulation:
             return
         m.epoch = resp.member_epoch
         if resp.assignment is not None:
-            target = frozenset((tp.topic_id, p) for tp in resp.assignment.topic_partitions for p in tp.partitions)
+            target = frozenset(
+                (topic_id_string(tp.topic_id), p) for tp in resp.assignment.topic_partitions for p in tp.partitions
+            )
             self.reconcile(m, target)
         self.schedule(self.now + self.coord.config.heartbeat_interval_ms, "tick", (m.slot, m.incarnation))
 
@@ -533,9 +538,7 @@ class Simulation:
             self.commit(m)
             m.owned = set()
             m.leaving = True
-            req = ConsumerGroupHeartbeatRequest(
-                GROUP, m.member_id, -2 if static_leave else -1, instance_id=m.instance_id
-            )
+            req = cg_request(GROUP, m.member_id, -2 if static_leave else -1, instance_id=m.instance_id)
             self.req_seq += 1
             if not self.net.lost():
                 self.schedule(self.arrival(m.slot), "arrive", (m.slot, m.incarnation, self.req_seq, req))
@@ -701,10 +704,10 @@ def _fmt_epochs(epochs: Any) -> str:
     return ",".join(f"{t}:{sorted(ps)}" for t, ps in sorted(epochs.items()) if ps) or "[]"
 
 
-def _fmt(tps: list[HeartbeatTopicPartitions] | None) -> str:
+def _fmt(tps: list[ConsumerGroupHeartbeatRequestTopicPartitions] | None) -> str:
     if tps is None:
         return "-"
-    return ",".join(f"{t.topic_id}:{t.partitions}" for t in tps if t.partitions) or "[]"
+    return ",".join(f"{topic_id_string(t.topic_id)}:{t.partitions}" for t in tps if t.partitions) or "[]"
 
 
 def _fmt_a(resp: ConsumerGroupHeartbeatResponse) -> str:

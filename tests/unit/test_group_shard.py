@@ -13,12 +13,14 @@ from coordinator.group_shard import (
     describe_classic_groups,
     list_groups,
 )
-from coordinator.groups import consumer as cg
 from coordinator.groups.classic.consumer_protocol import Subscription, encode_subscription
 from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer import log_records
+from coordinator.groups.consumer import (
+    log_records,
+)
 from coordinator.groups.context import RequestContext
 from coordinator.groups.topics import TopicImage, TopicsImage
+from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from coordinator.messages.join_group import JoinGroupResponse
 from coordinator.messages.offset_commit import OffsetCommitRequest
 from coordinator.offsets.config import OffsetsConfig
@@ -26,6 +28,8 @@ from coordinator.runtime.api import Park, Result, ScheduleTimer
 from records import decode, encode
 from records.definitions import ClassicMemberInConsumerGroup, ClassicProtocol
 from tests.messages import (
+    by_topic_id,
+    cg_request,
     client,
     commit_partition,
     commit_request,
@@ -77,8 +81,8 @@ def codes(response: Any) -> list[int]:
     return [p.error_code for t in response.topics for p in t.partitions]
 
 
-def join_consumer(state: GroupCoordinatorState, group: str, now: int = 0) -> cg.ConsumerGroupHeartbeatResponse:
-    request = cg.ConsumerGroupHeartbeatRequest(
+def join_consumer(state: GroupCoordinatorState, group: str, now: int = 0) -> ConsumerGroupHeartbeatResponse:
+    request = cg_request(
         group,
         member_id="m1",
         member_epoch=0,
@@ -86,7 +90,7 @@ def join_consumer(state: GroupCoordinatorState, group: str, now: int = 0) -> cg.
         subscribed_topic_names=["t"],
         topic_partitions=[],
     )
-    response = apply(state, HANDLERS.consumer_group_heartbeat(state, request, now, cg.RequestContext(api_version=1)))
+    response = apply(state, HANDLERS.consumer_group_heartbeat(state, request, now, RequestContext(api_version=1)))
     assert response.error_code == 0
     return response
 
@@ -107,7 +111,7 @@ def test_consumer_group_commit_checks_the_member() -> None:
     state = GroupCoordinatorState()
     response = join_consumer(state, "c")
     assert response.member_epoch == 1 and response.assignment is not None
-    owned = {tp.topic_id: tp.partitions for tp in response.assignment.topic_partitions}
+    owned = by_topic_id(response.assignment.topic_partitions)
     assert owned == {TID: [0, 1]}
     ok = commit_at(state, commit("c", {0: 1, 1: 2}, epoch=1, member="m1"), 0)
     assert codes(apply(state, ok)) == [0, 0] and len(ok.records) == 2
@@ -207,8 +211,8 @@ def test_protocol_ownership_of_a_group_id() -> None:
         rebalance_timeout_ms=10000,
     )
     # The member leaves: the empty consumer group turns classic on the next JoinGroup.
-    leave = cg.ConsumerGroupHeartbeatRequest("g", member_id="m1", member_epoch=-1)
-    apply(state, HANDLERS.consumer_group_heartbeat(state, leave, 0, cg.RequestContext(api_version=1)))
+    leave = cg_request("g", member_id="m1", member_epoch=-1)
+    apply(state, HANDLERS.consumer_group_heartbeat(state, leave, 0, RequestContext(api_version=1)))
     joined = HANDLERS.join_group(state, join, "tok", 0, client(9))
     apply(state, joined)
     assert state.group_type("g") == "classic" and state.consumer.group("g") is None
@@ -238,7 +242,7 @@ def test_migration_policy_disabled_governs_conversions_only() -> None:
     # A consumer-protocol heartbeat to a non-empty classic group would convert it: refused.
     apply(state, NO_MIGRATION.join_group(state, replace(join, group_id="k", member_id=""), "t2", 0, client(3)))
     assert state.group_type("k") == "classic"
-    request = cg.ConsumerGroupHeartbeatRequest(
+    request = cg_request(
         "k",
         member_id="m9",
         member_epoch=0,
@@ -246,8 +250,8 @@ def test_migration_policy_disabled_governs_conversions_only() -> None:
         subscribed_topic_names=["t"],
         topic_partitions=[],
     )
-    refused = NO_MIGRATION.consumer_group_heartbeat(state, request, 0, cg.RequestContext(api_version=1))
-    assert isinstance(refused.response, cg.ConsumerGroupHeartbeatResponse) and refused.records == []
+    refused = NO_MIGRATION.consumer_group_heartbeat(state, request, 0, RequestContext(api_version=1))
+    assert isinstance(refused.response, ConsumerGroupHeartbeatResponse) and refused.records == []
     assert refused.response.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert refused.response.error_message == (
         "Cannot upgrade classic group k to consumer group because online upgrade is disabled."

@@ -7,13 +7,13 @@ import re
 import uuid
 
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
-from coordinator.groups import consumer as cg
 from coordinator.groups.context import RequestContext
 from coordinator.groups.topics import TopicImage, TopicsImage
+from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from coordinator.messages.join_group import JoinGroupResponse
-from tests.messages import join_protocol, join_request
+from tests.messages import cg_request, join_protocol, join_request, tid
 
-SHARD = GroupCoordinatorShard(metadata=lambda: TopicsImage.of([TopicImage("t", "TID", 1)], 1))
+SHARD = GroupCoordinatorShard(metadata=lambda: TopicsImage.of([TopicImage("t", tid("t"), 1)], 1))
 
 
 def _classic_member_id(nonce: bytes) -> str:
@@ -26,12 +26,10 @@ def _classic_member_id(nonce: bytes) -> str:
 
 
 def _consumer_member_id(nonce: bytes) -> str:
-    request = cg.ConsumerGroupHeartbeatRequest(
-        "g", "", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=["t"], topic_partitions=[]
-    )
-    context = cg.RequestContext(0, "app", "/10.0.0.1", nonce)
+    request = cg_request("g", "", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=["t"], topic_partitions=[])
+    context = RequestContext(0, "app", "/10.0.0.1", nonce)
     response = SHARD.consumer_group_heartbeat(GroupCoordinatorState(), request, 1_000, context).response
-    assert isinstance(response, cg.ConsumerGroupHeartbeatResponse) and response.member_id
+    assert isinstance(response, ConsumerGroupHeartbeatResponse) and response.member_id
     return response.member_id
 
 

@@ -15,22 +15,13 @@ from coordinator.groups.consumer.describe import (
 from coordinator.groups.consumer.group import ConsumerGroup, ConsumerGroupState
 from coordinator.groups.consumer.heartbeat import consumer_group_heartbeat
 from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState
-from coordinator.groups.consumer.messages import (
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse,
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-    HeartbeatAssignment,
-    HeartbeatTopicPartitions,
-    RequestContext,
-    heartbeat_error_response,
-)
 from coordinator.groups.consumer.offset_validation import (
     CommitValidation,
     delete_consumer_group,
     validate_offset_commit,
     validate_offset_fetch,
 )
+from coordinator.groups.consumer.requests import heartbeat_error_response
 from coordinator.groups.consumer.state import CONSUMER_GROUP_RECORD_TYPES, ConsumerGroupsState
 from coordinator.groups.consumer.timeouts import on_loaded, on_timer
 from coordinator.groups.consumer.timers import AssignmentDue, RebalanceTimeout, SessionTimeout
@@ -40,18 +31,11 @@ __all__ = [
     "AssignmentDue",
     "CommitValidation",
     "ConsumerGroup",
-    "ConsumerGroupDescribeRequest",
-    "ConsumerGroupDescribeResponse",
-    "ConsumerGroupHeartbeatRequest",
-    "ConsumerGroupHeartbeatResponse",
     "ConsumerGroupMember",
     "ConsumerGroupState",
     "ConsumerGroupsState",
-    "HeartbeatAssignment",
-    "HeartbeatTopicPartitions",
     "MemberState",
     "RebalanceTimeout",
-    "RequestContext",
     "SessionTimeout",
     "consumer_group_describe",
     "consumer_group_heartbeat",

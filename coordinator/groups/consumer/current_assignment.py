@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from coordinator.errors import ErrorCode, GroupError
 from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState, PartitionEpochs, TopicPartitionSet
-from coordinator.groups.consumer.messages import HeartbeatTopicPartitions
+from coordinator.groups.consumer.requests import Owned
 
 # (topic id, partition) -> member id of the current holder, or None.
 OwnerLookup = Callable[[str, int], "str | None"]
@@ -31,7 +31,7 @@ class CurrentAssignmentBuilder:
         target: TopicPartitionSet,
         subscribed_topic_ids: frozenset[str],
         owner_of: OwnerLookup,
-        owned: list[HeartbeatTopicPartitions] | None,
+        owned: Owned,
         subscription_changed: bool = False,
     ) -> None:
         self.member = member
@@ -70,9 +70,9 @@ class CurrentAssignmentBuilder:
         """Whether the member still reports owning one of ``partitions``; unknown (null) counts as yes."""
         if self.owned is None:
             return True
-        for tp in self.owned:
-            ps = partitions.get(tp.topic_id)
-            if ps and any(p in ps for p in tp.partitions):
+        for topic_id, owned in self.owned:
+            ps = partitions.get(topic_id)
+            if ps and any(p in ps for p in owned):
                 return True
         return False
 

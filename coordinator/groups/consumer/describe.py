@@ -7,29 +7,16 @@ from collections.abc import Iterable
 from coordinator.errors import ErrorCode
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer.group import ConsumerGroupState
-from coordinator.groups.consumer.messages import (
-    MEMBER_TYPE_CONSUMER,
-    ConsumerGroupDescribeResponse,
-    DescribedAssignment,
-    DescribedGroup,
-    DescribedMember,
-    DescribedTopicPartitions,
-)
+from coordinator.groups.consumer.requests import MEMBER_TYPE_CONSUMER, described_assignment
 from coordinator.groups.consumer.state import ConsumerGroupsState
 from coordinator.groups.topics import TopicsImage
+from coordinator.messages.consumer_group_describe import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupDescribeResponseDescribedGroup,
+    ConsumerGroupDescribeResponseMember,
+)
 
 DEFAULT_CONFIG = ConsumerGroupConfig()
-
-
-def _described(partitions: dict[str, frozenset[int]], image: TopicsImage) -> DescribedAssignment:
-    return DescribedAssignment(
-        [
-            DescribedTopicPartitions(t, name, sorted(ps))
-            for t, ps in sorted(partitions.items())
-            # Kafka's topicPartitionsFromMap: a topic that no longer exists is left out.
-            if ps and (name := image.topic_name(t)) is not None
-        ]
-    )
 
 
 def consumer_group_describe(
@@ -46,12 +33,14 @@ def consumer_group_describe(
         group = state.group(gid)
         if not gid:
             response.groups.append(
-                DescribedGroup(error_code=int(ErrorCode.INVALID_GROUP_ID), error_message="GroupId can't be empty.")
+                ConsumerGroupDescribeResponseDescribedGroup(
+                    error_code=int(ErrorCode.INVALID_GROUP_ID), error_message="GroupId can't be empty."
+                )
             )
             continue
         if group is None:
             response.groups.append(
-                DescribedGroup(
+                ConsumerGroupDescribeResponseDescribedGroup(
                     error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
                     error_message=f"Group {gid} not found.",
                     group_id=gid,
@@ -62,7 +51,7 @@ def consumer_group_describe(
         for mid in sorted(group.members):
             m = group.members[mid]
             members.append(
-                DescribedMember(
+                ConsumerGroupDescribeResponseMember(
                     member_id=mid,
                     instance_id=m.instance_id,
                     rack_id=m.rack_id,
@@ -72,14 +61,14 @@ def consumer_group_describe(
                     subscribed_topic_names=list(m.subscribed_topic_names),
                     # Kafka's member default: "" for a member without a regex (classic members too).
                     subscribed_topic_regex=m.subscribed_topic_regex or "",
-                    assignment=_described(m.assigned_partitions(), metadata),
-                    target_assignment=_described(dict(group.target.get(mid, {})), metadata),
+                    assignment=described_assignment(m.assigned_partitions(), metadata.topic_name),
+                    target_assignment=described_assignment(group.target.get(mid, {}), metadata.topic_name),
                     # KIP-1099: 0 = a classic-protocol member inside the consumer group.
                     member_type=0 if m.uses_classic_protocol else MEMBER_TYPE_CONSUMER,
                 )
             )
         response.groups.append(
-            DescribedGroup(
+            ConsumerGroupDescribeResponseDescribedGroup(
                 group_id=gid,
                 group_state=group.state().value,
                 group_epoch=group.group_epoch,

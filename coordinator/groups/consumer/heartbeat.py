@@ -27,13 +27,11 @@ from coordinator.groups.consumer.member_update import (
     replace_static_member,
     update_group_epoch_and_target,
 )
-from coordinator.groups.consumer.messages import (
+from coordinator.groups.consumer.requests import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-    HeartbeatAssignment,
-    HeartbeatTopicPartitions,
+    assignment,
+    owned_partitions,
 )
 from coordinator.groups.consumer.state import ConsumerGroupsState
 from coordinator.groups.consumer.timers import (
@@ -45,6 +43,11 @@ from coordinator.groups.consumer.timers import (
 from coordinator.groups.consumer.validation import throw_if_member_epoch_invalid, validate_heartbeat_request
 from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.groups.topics import TopicsImage
+from coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    ConsumerGroupHeartbeatResponseAssignment,
+)
 from coordinator.runtime.api import CancelTimer, Result, TimerOp
 from records import CoordinatorRecord
 
@@ -61,10 +64,8 @@ def consumer_group_heartbeat(
         return Result(ConsumerGroupHeartbeatResponse(error_code=int(exc.error), error_message=exc.message))
 
 
-def _assignment_response(member: ConsumerGroupMember) -> HeartbeatAssignment:
-    return HeartbeatAssignment(
-        [HeartbeatTopicPartitions(t, sorted(ps)) for t, ps in sorted(member.assigned.items()) if ps]
-    )
+def _assignment_response(member: ConsumerGroupMember) -> ConsumerGroupHeartbeatResponseAssignment:
+    return assignment(member.assigned)
 
 
 def _same_partitions(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
@@ -141,7 +142,7 @@ def _heartbeat(
     timers += step.timers
 
     # Step 3: reconcile this member one step.
-    reconciled = reconcile_member(group, updated, step, ctx.image, request.topic_partitions, subscription_changed)
+    reconciled = reconcile_member(group, updated, step, ctx.image, owned_partitions(request), subscription_changed)
     if not reconciled.has_assignment or not reconciled.assignment_equals(member):
         records.append(log_records.current_assignment_record(group_id, reconciled))
         if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
@@ -243,7 +244,7 @@ def _get_or_create_member(
             if epoch != 0:
                 raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of the group.")
             return ConsumerGroupMember(member_id=member_id)
-        throw_if_member_epoch_invalid(member, epoch, request.topic_partitions)
+        throw_if_member_epoch_invalid(member, epoch, owned_partitions(request))
         return member
     existing = group.static_member(request.instance_id)
     if epoch == 0:
@@ -258,5 +259,5 @@ def _get_or_create_member(
             ErrorCode.FENCED_INSTANCE_ID,
             f"Static member {member_id} with instance id {request.instance_id} was fenced by member {existing.member_id}.",
         )
-    throw_if_member_epoch_invalid(existing, epoch, request.topic_partitions)
+    throw_if_member_epoch_invalid(existing, epoch, owned_partitions(request))
     return existing

@@ -21,8 +21,8 @@ from coordinator.groups.consumer.assignment import can_compute_target, compute_t
 from coordinator.groups.consumer.current_assignment import CurrentAssignmentBuilder
 from coordinator.groups.consumer.group import ConsumerGroup, ResolvedRegularExpression
 from coordinator.groups.consumer.member import ConsumerGroupMember, TopicPartitionSet
-from coordinator.groups.consumer.messages import HeartbeatTopicPartitions
 from coordinator.groups.consumer.regex import resolve_regex
+from coordinator.groups.consumer.requests import Owned
 from coordinator.groups.consumer.subscriptions import group_topic_names, member_topic_ids, regexes_in_use
 from coordinator.groups.consumer.timers import schedule_assignment
 from coordinator.groups.context import GroupContext
@@ -128,7 +128,7 @@ def reconcile_member(
     updated: ConsumerGroupMember,
     step: GroupUpdate,
     image: TopicsImage,
-    owned: list[HeartbeatTopicPartitions] | None,
+    owned: Owned,
     subscription_changed: bool,
 ) -> ConsumerGroupMember:
     """Step 3: move the member one step towards its target (CurrentAssignmentBuilder). A static

@@ -5,14 +5,14 @@ from __future__ import annotations
 from coordinator.errors import ErrorCode, GroupError
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer.member import ConsumerGroupMember
-from coordinator.groups.consumer.messages import (
+from coordinator.groups.consumer.regex import throw_if_regex_invalid
+from coordinator.groups.consumer.requests import (
     CLIENT_GENERATED_MEMBER_ID_VERSION,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    ConsumerGroupHeartbeatRequest,
-    HeartbeatTopicPartitions,
+    Owned,
 )
-from coordinator.groups.consumer.regex import throw_if_regex_invalid
+from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 
 
 def _invalid(message: str) -> GroupError:
@@ -59,23 +59,21 @@ def validate_heartbeat_request(
         throw_if_regex_invalid(request.subscribed_topic_regex)
 
 
-def is_subset(owned: list[HeartbeatTopicPartitions] | None, member: ConsumerGroupMember) -> bool:
+def is_subset(owned: Owned, member: ConsumerGroupMember) -> bool:
     if owned is None:
         return False
-    for tp in owned:
-        ps = member.assigned.get(tp.topic_id)
+    for topic_id, partitions in owned:
+        ps = member.assigned.get(topic_id)
         if ps is None:
-            if tp.partitions:
+            if partitions:
                 return False
             continue
-        if any(p not in ps for p in tp.partitions):
+        if any(p not in ps for p in partitions):
             return False
     return True
 
 
-def throw_if_member_epoch_invalid(
-    member: ConsumerGroupMember, received_epoch: int, owned: list[HeartbeatTopicPartitions] | None
-) -> None:
+def throw_if_member_epoch_invalid(member: ConsumerGroupMember, received_epoch: int, owned: Owned) -> None:
     """FENCED_MEMBER_EPOCH unless the epoch matches, or is the previous one with owned partitions
     still inside the assignment (the response that bumped the epoch was lost)."""
     if received_epoch == 0:

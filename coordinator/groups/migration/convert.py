@@ -44,7 +44,7 @@ from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import log_records
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState, PartitionEpochs
-from coordinator.groups.consumer.messages import HeartbeatTopicPartitions
+from coordinator.groups.consumer.requests import Owned
 from coordinator.groups.consumer.state import ConsumerGroupsState
 from coordinator.groups.consumer.subscriptions import group_topic_names
 from coordinator.groups.consumer.timers import assignment_key, cancel_member_timers, schedule_session
@@ -74,10 +74,10 @@ def partitions_by_id(items: Iterable[TopicPartitions], image: TopicsImage) -> di
     return {t: frozenset(ps) for t, ps in out.items()}
 
 
-def owned_partitions(subscription: Subscription, image: TopicsImage) -> list[HeartbeatTopicPartitions]:
+def owned_partitions(subscription: Subscription, image: TopicsImage) -> Owned:
     """What a classic member says it owns (Subscription v1+), as a heartbeat's owned partitions."""
     by_id = partitions_by_id(subscription.owned_partitions, image)
-    return [HeartbeatTopicPartitions(t, sorted(ps)) for t, ps in sorted(by_id.items())]
+    return [(t, sorted(ps)) for t, ps in sorted(by_id.items())]
 
 
 def assignment_bytes(partitions: Mapping[str, Iterable[int]], image: TopicsImage, version: int) -> bytes:
