@@ -46,7 +46,6 @@ from coordinator.groups.topics import TopicsImage
 from coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    ConsumerGroupHeartbeatResponseAssignment,
 )
 from coordinator.runtime.api import CancelTimer, Result, TimerOp
 from records import CoordinatorRecord
@@ -62,10 +61,6 @@ def consumer_group_heartbeat(
         return _heartbeat(state, request, ctx)
     except GroupError as exc:
         return Result(ConsumerGroupHeartbeatResponse(error_code=int(exc.error), error_message=exc.message))
-
-
-def _assignment_response(member: ConsumerGroupMember) -> ConsumerGroupHeartbeatResponseAssignment:
-    return assignment(member.assigned)
 
 
 def _same_partitions(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
@@ -166,7 +161,7 @@ def _heartbeat(
         and request.topic_partitions is not None
     )
     if full_request or not _same_partitions(member, reconciled):
-        response.assignment = _assignment_response(reconciled)
+        response.assignment = assignment(reconciled.assigned)
     return Result(response, records, timers)
 
 
