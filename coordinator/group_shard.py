@@ -20,7 +20,7 @@ from coordinator.groups.classic.requests import DESCRIBE_GROUP_NOT_FOUND_VERSION
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.groups.coordinator_state import GroupCoordinatorState
-from coordinator.groups.group import CLASSIC, CONSUMER, CommitVerdict, Group, GroupSummary
+from coordinator.groups.group import CLASSIC, CONSUMER, Group, GroupSummary
 from coordinator.groups.topics import TopicsImage
 from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from coordinator.messages.describe_groups import DescribeGroupsResponseDescribedGroup
@@ -32,7 +32,7 @@ from coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDelete
 from coordinator.messages.offset_fetch import OffsetFetchRequestGroup
 from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from coordinator.offsets.config import OffsetsConfig
-from coordinator.offsets.handlers import commit_offsets
+from coordinator.offsets.handlers import CommitVerdict, commit_offsets
 from coordinator.offsets.retention import (
     all_offsets_expire,
     delete_group_offsets,
@@ -147,8 +147,7 @@ class GroupCoordinatorShard:
             if group is not None
             else simple_group_commit_verdict(state, request, context.api_version)
         )
-        error, partition_errors = verdict.error, dict(verdict.partition_errors)
-        return commit_offsets(state.offsets, request, now_ms, self.offsets_config, error, partition_errors)
+        return commit_offsets(state.offsets, request, now_ms, self.offsets_config, verdict)
 
     def delete_offsets(
         self, state: GroupCoordinatorState, request: OffsetDeleteRequest, now_ms: int

@@ -7,12 +7,12 @@ protocol would add one class, not a branch in every handler.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from coordinator.errors import ErrorCode
 from coordinator.messages.offset_commit import OffsetCommitRequest
+from coordinator.offsets.handlers import CommitVerdict
 from coordinator.offsets.retention import GroupRetentionView
 from records import CoordinatorRecord
 
@@ -28,15 +28,6 @@ class GroupSummary:
     protocol_type: str
     group_state: str
     group_type: str
-
-
-@dataclass(frozen=True, slots=True)
-class CommitVerdict:
-    """``error`` refuses the whole commit; otherwise ``partition_errors`` (keyed by topic name and
-    partition, as the request names them) refuses single partitions."""
-
-    error: ErrorCode = ErrorCode.NONE
-    partition_errors: Mapping[tuple[str, int], ErrorCode] = field(default_factory=dict)
 
 
 class Group(Protocol):

@@ -6,6 +6,9 @@ Pure functions: commit returns the records to write and the response; fetch read
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
 from coordinator.errors import ErrorCode
 from coordinator.messages.offset_commit import (
     OffsetCommitRequest,
@@ -50,26 +53,31 @@ def commit_response(request: OffsetCommitRequest, code: ErrorCode) -> OffsetComm
     return OffsetCommitResponse(topics=[_answer(t, [code] * len(t.partitions)) for t in request.topics])
 
 
+@dataclass(frozen=True, slots=True)
+class CommitVerdict:
+    """The group's own commit validation (member epoch or generation), computed by the group logic
+    that owns the group: ``error`` refuses the whole commit; otherwise ``partition_errors`` (keyed
+    by topic name and partition, as the request names them) refuses single partitions (a
+    consumer-group member committing a partition it does not own at that epoch)."""
+
+    error: ErrorCode = ErrorCode.NONE
+    partition_errors: Mapping[tuple[str, int], ErrorCode] = field(default_factory=dict)
+
+
 def commit_offsets(
     state: OffsetsState,
     request: OffsetCommitRequest,
     now_ms: int,
     config: OffsetsConfig,
-    membership_error: ErrorCode = ErrorCode.NONE,
-    partition_errors: dict[tuple[str, int], ErrorCode] | None = None,
+    verdict: CommitVerdict = CommitVerdict(),
 ) -> Result[OffsetCommitResponse]:
-    """Validate, then write one OffsetCommit record per partition as one atomic batch.
-
-    ``membership_error`` is the verdict of the group's own commit validation (member epoch or
-    generation), computed by the group logic that owns the group; ``partition_errors`` names
-    partitions it refuses on their own (a consumer-group member committing a partition it does
-    not own at that epoch): those get their error and are not written.
-    """
-    rejected = partition_errors or {}
+    """Validate, then write one OffsetCommit record per partition as one atomic batch; the
+    partitions the group's ``verdict`` refuses get their error and are not written."""
+    rejected = verdict.partition_errors
     if not request.group_id:
         return Result(commit_response(request, ErrorCode.INVALID_GROUP_ID))
-    if membership_error != ErrorCode.NONE:
-        return Result(commit_response(request, membership_error))
+    if verdict.error != ErrorCode.NONE:
+        return Result(commit_response(request, verdict.error))
     oversized = {
         (t.name, p.partition_index)
         for t in request.topics

@@ -5,7 +5,7 @@ from __future__ import annotations
 from coordinator.errors import ErrorCode
 from coordinator.messages.offset_commit import OffsetCommitRequest
 from coordinator.offsets.config import OffsetsConfig
-from coordinator.offsets.handlers import commit_offsets, fetch_offsets
+from coordinator.offsets.handlers import CommitVerdict, commit_offsets, fetch_offsets
 from coordinator.offsets.retention import (
     GroupRetentionView,
     all_offsets_expire,
@@ -84,7 +84,7 @@ def test_invalid_requests_write_nothing() -> None:
     state = OffsetsState()
     r = commit_offsets(state, commit("", "t", {0: 1}), 0, CONFIG)
     assert r.records == [] and codes(r.response) == [ErrorCode.INVALID_GROUP_ID]
-    r = commit_offsets(state, commit("g", "t", {0: 1}), 0, CONFIG, ErrorCode.STALE_MEMBER_EPOCH)
+    r = commit_offsets(state, commit("g", "t", {0: 1}), 0, CONFIG, CommitVerdict(ErrorCode.STALE_MEMBER_EPOCH))
     assert r.records == [] and codes(r.response) == [ErrorCode.STALE_MEMBER_EPOCH]
     big = commit_request(
         "g",

@@ -20,9 +20,10 @@ from coordinator.groups.classic.consumer_protocol import (
 from coordinator.groups.classic.group_state import ClassicGroupState, check_transition
 from coordinator.groups.classic.log_records import group_metadata_tombstone
 from coordinator.groups.classic.member import ClassicGroupMember
-from coordinator.groups.group import CLASSIC, CommitVerdict, GroupSummary
+from coordinator.groups.group import CLASSIC, GroupSummary
 from coordinator.messages.join_group import JoinGroupRequestProtocol, JoinGroupResponseMember
 from coordinator.messages.offset_commit import OffsetCommitRequest
+from coordinator.offsets.handlers import CommitVerdict
 from coordinator.offsets.retention import GroupRetentionView
 from records import CoordinatorRecord
 from records.definitions import ClassicMemberMetadata, GroupMetadataValue

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 from coordinator.errors import ErrorCode
 from coordinator.groups.consumer import log_records
 from coordinator.groups.consumer.member import ConsumerGroupMember, MemberState, TopicPartitionSet
-from coordinator.groups.group import CONSUMER, CommitVerdict, GroupSummary
+from coordinator.groups.group import CONSUMER, GroupSummary
 from coordinator.groups.topics import TopicsImage
 from coordinator.messages.offset_commit import OffsetCommitRequest
 from coordinator.messages.schema import known_topic_id
+from coordinator.offsets.handlers import CommitVerdict
 from coordinator.offsets.retention import GroupRetentionView
 from records import CoordinatorRecord
 
