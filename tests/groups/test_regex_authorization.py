@@ -7,6 +7,7 @@ the group's and carries the rights of the member whose heartbeat made it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from coordinator.errors import ErrorCode
@@ -94,3 +95,41 @@ def test_the_resolution_is_the_groups_and_carries_the_rights_of_who_triggered_it
     assert c.group().regexes[".*"].topics == {"orders-eu", "orders-us"}
     assert c.group().group_epoch == epoch + 1
     assert c.replayed() == c.state.snapshot()
+
+
+def test_a_classic_member_joining_resolves_the_groups_regexes_with_its_own_rights() -> None:
+    """A classic JoinGroup into a consumer group carries its sender's rights to the resolution
+    it triggers (Kafka's classicGroupJoinToConsumerGroup refreshes regexes with its context)."""
+    from coordinator.groups import classic
+    from coordinator.groups import consumer as cg
+    from coordinator.groups.topics import TopicImage, TopicsImage
+    from tests.groups_migration.harness import FOO, FOO_ID, Shard, subscription
+
+    shard = Shard(metadata=TopicsImage.of([TopicImage(FOO, FOO_ID, 2), TopicImage("secret", "id-secret", 1)], 1))
+    shard.cg_heartbeat(
+        cg.ConsumerGroupHeartbeatRequest(
+            GROUP, "A", 0, rebalance_timeout_ms=30_000, subscribed_topic_regex=".*", topic_partitions=[]
+        )
+    )
+    group = shard.state.consumer.group(GROUP)
+    assert group is not None and group.regexes[".*"].topics == {FOO, "secret"}
+    shard.now += shard.handlers.consumer_config.regex_refresh_interval_ms + 1
+    request = classic.JoinGroupRequest(
+        GROUP,
+        10_000,
+        member_id="",
+        protocol_type="consumer",
+        protocols=(classic.JoinGroupRequestProtocol("range", subscription()),),
+        rebalance_timeout_ms=20_000,
+        client_id="classic",
+        client_host="/10.0.0.1",
+        may_describe_topic=lambda name: name == FOO,
+    )
+    answer = shard.apply(shard.handlers.join_group(shard.state, request, "join", shard.now), "join")
+    # v9: the first join only hands out a member id; the second is the member update.
+    assert isinstance(answer, classic.JoinGroupResponse) and answer.member_id
+    request = dataclasses.replace(request, member_id=answer.member_id)
+    shard.apply(shard.handlers.join_group(shard.state, request, "join2", shard.now), "join2")
+    group = shard.state.consumer.group(GROUP)
+    assert group is not None and group.regexes[".*"].topics == {FOO}
+    shard.check_replay()
