@@ -347,7 +347,11 @@ class ClientConnection:
             return False, await self._forward(payload, key, version, correlation_id, rewrite=False)
         upstream: Awaitable[bytes] | None = None
         if parts.rest is not None:
-            upstream = await self._forward(topic_split.encode_rest(parts), key, version, correlation_id, rewrite=False)
+            try:
+                rest = topic_split.encode_rest(parts)
+            except CodecError as exc:
+                raise CloseConnection(f"cannot re-encode API {key} v{version} without the log topic: {exc}") from exc
+            upstream = await self._forward(rest, key, version, correlation_id, rewrite=False)
         return True, asyncio.shield(_spawn(self._merged_split(parts, upstream)))
 
     async def _merged_split(self, parts: topic_split.Split, upstream: Awaitable[bytes] | None) -> bytes:
@@ -358,7 +362,7 @@ class ClientConnection:
             self.budget.release_for(len(forwarded))
         try:
             body = topic_split.merge(parts, forwarded)
-        except (CodecError, ValueError, IndexError) as exc:
+        except (CodecError, ValueError, IndexError, struct.error) as exc:
             key, version = parts.header.api_key, parts.header.api_version
             raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
         return _LEN.pack(len(body)) + body

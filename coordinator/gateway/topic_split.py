@@ -23,6 +23,7 @@ log topic still closes the connection (``split`` returns None). Pure: no I/O.
 from __future__ import annotations
 
 import copy
+import struct
 import uuid
 from collections import defaultdict, deque
 from collections.abc import Callable
@@ -244,7 +245,7 @@ def split(payload: bytes, is_protected: Callable[[str, uuid.UUID], bool]) -> Spl
     try:
         header, pos = decode_request_header(buf, 2 if flexible else 1)
         request = decode_struct(api.request, buf[pos:], version, flexible)
-    except (CodecError, ValueError, IndexError):
+    except (CodecError, ValueError, IndexError, struct.error):
         return None
     field = api.request_field(version)
     items = list(getattr(request, field))
