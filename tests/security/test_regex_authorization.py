@@ -141,3 +141,40 @@ def test_regex_resolves_only_to_topics_the_member_may_describe(sasl_cluster: Sas
             await client.close()
 
     asyncio.run(asyncio.wait_for(scenario(), 180))
+
+
+def test_a_kip848_librdkafka_consumer_with_a_regex_gets_only_describable_topics(
+    sasl_cluster: SaslCluster, acl_sidecar: Sidecar
+) -> None:
+    from confluent_kafka import Consumer
+
+    tag = uuid.uuid4().hex[:8]
+    orders, payments = f"orders-{tag}-lib", f"payments-{tag}-lib"
+    for name in (orders, payments):
+        create_topic(sasl_cluster, name, 2)
+    assigned: set[tuple[str, int]] = set()
+    consumer = Consumer(
+        {
+            "bootstrap.servers": acl_sidecar.bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "carol",
+            "sasl.password": "carol-secret",
+            "group.id": f"carol-lib-{tag}",
+            "group.protocol": "consumer",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe(
+            [f"^.*{tag}.*"], on_assign=lambda c, parts: assigned.update((p.topic, p.partition) for p in parts)
+        )
+        deadline = time.monotonic() + 30
+        while len(assigned) < 2 and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        # A little longer: nothing of payments-* may arrive later either.
+        for _ in range(10):
+            consumer.poll(0.2)
+    finally:
+        consumer.close()
+    assert assigned == {(orders, 0), (orders, 1)}
