@@ -118,13 +118,22 @@ class SecuredHandler:
         return await self.inner.handle(context, request)
 
     def _describe_predicate(self, context: RequestContext) -> Callable[[str], bool]:
-        """What this caller may DESCRIBE, asked lazily (a regex may match few of many topics).
-        The group logic runs synchronously, so one request sees one snapshot of the ACLs."""
+        """Which topics this caller may DESCRIBE (never the protected ones). Built on first use:
+        most heartbeats resolve no regex. One request sees one snapshot of the ACLs."""
+        authorizer = self.authorizer
+        assert authorizer is not None
+        view: list[Callable[[str], bool]] = []
 
         def may_describe(topic: str) -> bool:
-            return topic not in self.protected_topics and self._allowed(
-                context, Operation.DESCRIBE, ResourceType.TOPIC, topic
-            )
+            if topic in self.protected_topics:
+                return False
+            if not view:
+                view.append(
+                    authorizer.names_filter(
+                        context.principal, context.client_host, Operation.DESCRIBE, ResourceType.TOPIC
+                    )
+                )
+            return view[0](topic)
 
         return may_describe
 
