@@ -330,6 +330,9 @@ class ClientConnection:
             if names_protected and not expect_response:
                 # What Kafka does with an acks=0 produce that fails: close, so the producer notices.
                 raise CloseConnection("Produce with acks=0 to the coordinator's log topic")
+        elif key == topic_split.DESCRIBE_TOPIC_PARTITIONS:
+            # Answers list topics not named in the request: always filtered.
+            names_protected = bool(protected)
         else:
             names_protected = bool(protected) and protected.mentioned_in(payload)
         if names_protected:
@@ -342,7 +345,7 @@ class ClientConnection:
         parts = topic_split.split(payload, self.server.protected.is_protected)
         if parts is None:
             raise CloseConnection(f"API {key} v{version} names the coordinator's log topic")
-        if not parts.refused:
+        if not parts.refused and key != topic_split.DESCRIBE_TOPIC_PARTITIONS:
             # The scan's match was not one of the request's topics (a coincidence of bytes).
             return False, await self._forward(payload, key, version, correlation_id, rewrite=False)
         upstream: Awaitable[bytes] | None = None

@@ -14,6 +14,10 @@ others. Per API (the topic list split, and what a refused entry gets):
 - ListOffsets (v1+), OffsetForLeaderEpoch (v2+), DeleteRecords: ``topics``; every partition 29.
 - CreateTopics (v2+), CreatePartitions, DeleteTopics (v1+; by name, or by id from v6): one
   result per topic, 29.
+- DescribeTopicPartitions: 29 for the topic when named; every answer of it is filtered, so an
+  all-topics describe (no names) leaves the log topic out, as Metadata does.
+
+The cluster's answers never show a protected topic.
 
 Configs requests (TOPIC resources) are split in ``gateway/configs`` terms by the connection.
 Any other API, or a version below the ones above (Kafka 4 no longer has them), that names the
@@ -43,6 +47,7 @@ from coordinator.gateway.messages import (
     create_topics,
     delete_records,
     delete_topics,
+    describe_topic_partitions,
     fetch,
     list_offsets,
     offset_for_leader_epoch,
@@ -164,6 +169,12 @@ def _create_partitions_refusal(t: create_partitions.CreatePartitionsTopic) -> An
     )
 
 
+def _describe_refusal(t: describe_topic_partitions.DescribeTopicPartitionsRequestTopicRequest) -> Any:
+    return describe_topic_partitions.DescribeTopicPartitionsResponseTopic(
+        name=t.name, error_code=TOPIC_AUTHORIZATION_FAILED
+    )
+
+
 def _always(name: str) -> Callable[[int], str]:
     return lambda version: name
 
@@ -213,8 +224,18 @@ APIS: dict[int, _Api] = {
         "results",
         _create_partitions_refusal,
     ),
+    75: _Api(
+        describe_topic_partitions.DescribeTopicPartitionsRequest,
+        describe_topic_partitions.DescribeTopicPartitionsResponse,
+        _always("topics"),
+        "topics",
+        _describe_refusal,
+    ),
 }
 FETCH = 1
+# Answers of this API list topics the request did not name (none named: all of them), so its
+# answers always go through ``merge``, which leaves the protected topics out.
+DESCRIBE_TOPIC_PARTITIONS = 75
 
 
 @dataclass
@@ -226,6 +247,7 @@ class Split:
     # What is forwarded (None: nothing), and the refused entries' answers by their request index.
     rest: Message | None
     refused: dict[int, Any]
+    is_protected: Callable[[str, uuid.UUID], bool]
 
     @property
     def api(self) -> _Api:
@@ -255,8 +277,9 @@ def split(payload: bytes, is_protected: Callable[[str, uuid.UUID], bool]) -> Spl
     if key == FETCH:
         assert isinstance(rest, fetch.FetchRequest)
         rest.forgotten_topics_data = [t for t in rest.forgotten_topics_data if not is_protected(*_key(t))]
-        return Split(header, request, rest, refused)
-    return Split(header, request, rest if len(refused) < len(items) else None, refused)
+        return Split(header, request, rest, refused, is_protected)
+    everything_refused = bool(items) and len(refused) == len(items)
+    return Split(header, request, None if everything_refused else rest, refused, is_protected)
 
 
 def encode_rest(s: Split) -> bytes:
@@ -284,6 +307,8 @@ def merge(s: Split, forwarded: bytes | None) -> bytes:
         response = api.response()
     by_name: dict[str, deque[int]] = defaultdict(deque)
     by_id: dict[uuid.UUID, deque[int]] = defaultdict(deque)
+    # The cluster's answers never show a protected topic (all-topics describes included).
+    answers = [a for a in answers if not s.is_protected(*_key(a))]
     for i, answer in enumerate(answers):
         name, topic_id = _key(answer)
         if name:

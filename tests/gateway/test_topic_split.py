@@ -14,7 +14,7 @@ from coordinator.gateway.framing import (
     encode_request_header,
     encode_response_header,
 )
-from coordinator.gateway.messages import delete_topics, fetch, list_offsets, produce
+from coordinator.gateway.messages import delete_topics, describe_topic_partitions, fetch, list_offsets, produce
 from coordinator.gateway.schema import ZERO_UUID, Message
 
 LOG, LOG_ID = "__gc_log", uuid.uuid4()
@@ -167,3 +167,30 @@ def test_apis_and_versions_not_split_here_are_left_to_the_caller() -> None:
     payload = bytearray(request_payload(0, 9, produce.ProduceRequest(topic_data=[produce_topic(LOG)])))
     payload[2:4] = (2).to_bytes(2, "big")
     assert topic_split.split(bytes(payload), protected) is None
+
+
+def test_describe_topic_partitions_answers_never_show_the_log_topic() -> None:
+    dtp = describe_topic_partitions
+    # All topics (none named): forwarded whole, the log topic taken out of the answer.
+    s = topic_split.split(request_payload(75, 0, dtp.DescribeTopicPartitionsRequest()), protected)
+    assert s is not None and s.rest is not None and not s.refused
+    cluster = dtp.DescribeTopicPartitionsResponse(
+        topics=[dtp.DescribeTopicPartitionsResponseTopic(name=n) for n in ("a", LOG, "b")],
+        next_cursor=dtp.DescribeTopicPartitionsResponseCursor(topic_name="c"),
+    )
+    merged = answer(dtp.DescribeTopicPartitionsResponse, 0, topic_split.merge(s, response_payload(0, cluster)))
+    assert isinstance(merged, dtp.DescribeTopicPartitionsResponse)
+    assert [t.name for t in merged.topics] == ["a", "b"]
+    assert merged.next_cursor is not None and merged.next_cursor.topic_name == "c"
+    # Named: 29 for the log topic.
+    named = dtp.DescribeTopicPartitionsRequest(
+        topics=[dtp.DescribeTopicPartitionsRequestTopicRequest(name=n) for n in (LOG, "a")]
+    )
+    s = topic_split.split(request_payload(75, 0, named), protected)
+    assert s is not None
+    rest = forwarded_body(s)
+    assert isinstance(rest, dtp.DescribeTopicPartitionsRequest) and [t.name for t in rest.topics] == ["a"]
+    cluster = dtp.DescribeTopicPartitionsResponse(topics=[dtp.DescribeTopicPartitionsResponseTopic(name="a")])
+    merged = answer(dtp.DescribeTopicPartitionsResponse, 0, topic_split.merge(s, response_payload(0, cluster)))
+    assert isinstance(merged, dtp.DescribeTopicPartitionsResponse)
+    assert [(t.name, t.error_code) for t in merged.topics] == [(LOG, 29), ("a", 0)]

@@ -24,7 +24,7 @@ from kafka.record.memory_records import MemoryRecordsBuilder
 
 from coordinator.gateway.codec import decode_struct, encode_struct
 from coordinator.gateway.framing import RequestHeader, decode_response_header, encode_request_header
-from coordinator.gateway.messages import delete_topics, fetch, list_offsets, produce
+from coordinator.gateway.messages import delete_topics, describe_topic_partitions, fetch, list_offsets, produce
 from coordinator.gateway.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 from coordinator.gateway.schema import Message
 from tests.gateway.wire_client import WireClient
@@ -285,6 +285,24 @@ async def mixed_wire_requests(sidecar: Sidecar, log_topic: str, topic: str) -> N
     )
     assert [(t.name, t.partitions[0].error_code) for t in listed.topics] == [(log_topic, 29), (topic, 0)]
     assert listed.topics[1].partitions[0].offset > 0
+
+    # DescribeTopicPartitions (KIP-966): all topics leaves the log topic out; naming it gets 29.
+    dtp = describe_topic_partitions
+    everything = await _call(client, 75, 0, dtp.DescribeTopicPartitionsRequest(), dtp.DescribeTopicPartitionsResponse)
+    # (The local broker answers an all-topics describe with no topics; the filtering itself is
+    # proven in tests/gateway/test_topic_split.py.)
+    assert log_topic not in {t.name for t in everything.topics}
+    named = await _call(
+        client,
+        75,
+        0,
+        dtp.DescribeTopicPartitionsRequest(
+            topics=[dtp.DescribeTopicPartitionsRequestTopicRequest(name=n) for n in (log_topic, topic)]
+        ),
+        dtp.DescribeTopicPartitionsResponse,
+    )
+    assert [(t.name, t.error_code) for t in named.topics] == [(log_topic, 29), (topic, 0)]
+    assert named.topics[1].partitions
 
     missing = f"missing-{uuid.uuid4().hex[:8]}"
     deleted = await _call(

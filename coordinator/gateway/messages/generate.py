@@ -49,6 +49,7 @@ MODULES: dict[str, str] = {
     "delete_topics": "DeleteTopics",
     "delete_records": "DeleteRecords",
     "create_partitions": "CreatePartitions",
+    "describe_topic_partitions": "DescribeTopicPartitions",
 }
 
 _PYTHON_TYPES = {
