@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,8 @@ def log_topic_state(cluster: SaslCluster, log_topic: str) -> tuple[object, ...]:
 
 def kafka_python_attempts(sidecar: Sidecar, log_topic: str, topic: str) -> None:
     """kafka-python gets TOPIC_AUTHORIZATION_FAILED too, and keeps working for other topics."""
-    from kafka import KafkaAdminClient, KafkaProducer
+    from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KpTopicPartition
     from kafka.admin import NewTopic as KpNewTopic
     from kafka.errors import TopicAuthorizationFailedError
 
@@ -75,6 +77,21 @@ def kafka_python_attempts(sidecar: Sidecar, log_topic: str, topic: str) -> None:
         assert producer.send(topic, b"fine").get(20).topic == topic
     finally:
         producer.close(5)
+    # Consuming both: the other topic's records arrive, none of the log topic's (kafka-python
+    # logs the topic's authorization error from Metadata and never fetches it).
+    consumer = KafkaConsumer(**sasl, group_id=None, auto_offset_reset="earliest")
+    try:
+        consumer.assign([KpTopicPartition(log_topic, 0), KpTopicPartition(topic, 0)])
+        consumer.seek_to_beginning()
+        seen: set[str] = set()
+        deadline = time.monotonic() + 20
+        while topic not in seen and time.monotonic() < deadline:
+            seen.update(tp.topic for tp in consumer.poll(timeout_ms=500))
+        for _ in range(4):
+            seen.update(tp.topic for tp in consumer.poll(timeout_ms=250))
+        assert seen == {topic}
+    finally:
+        consumer.close()
     client = KafkaAdminClient(**sasl, request_timeout_ms=10000)
     try:
         with pytest.raises(TopicAuthorizationFailedError):
