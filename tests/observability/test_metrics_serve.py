@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from coordinator.observability.lag import LagMonitor
+from coordinator.service.partitioning import partition_for
 from deploy.local_broker import free_port
 from tests.clients.support import create_topic, produce
+from tests.ha.sidecars import Sidecar, wait_for
 from tests.integration.serve_process import ServeProcess
+from tests.topics import ensure_topic
 
 pytestmark = pytest.mark.integration
 
@@ -177,3 +182,58 @@ def test_lag_monitor_reads_fetch_watermarks(bootstrap: str, unique_name: str) ->
         assert sorted(lags) == [5, 25]
     finally:
         monitor.close()
+
+
+def _readyz_shards(address: str) -> dict[str, str]:
+    try:
+        with urllib.request.urlopen(f"http://{address}/readyz", timeout=10) as response:
+            body = json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        body = json.loads(error.read())
+    shards: dict[str, str] = body["shards"]
+    return shards
+
+
+def test_each_process_exports_only_the_shards_it_owns(
+    bootstrap: str, unique_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    partitions = 4
+    topic = f"{unique_name}-data"
+    ensure_topic(bootstrap, topic)
+    addresses: list[str] = []
+    sidecars: list[Sidecar] = []
+    monkeypatch.setenv("GROUPCOORD_METRICS_LAG_INTERVAL_MS", "0")
+    try:
+        for i in range(2):
+            addresses.append(f"127.0.0.1:{free_port()}")
+            monkeypatch.setenv("GROUPCOORD_METRICS_LISTEN", addresses[-1])
+            sidecars.append(Sidecar(bootstrap, unique_name, tmp_path / f"serve{i}.log", partitions).spawn())
+        for sidecar in sidecars:
+            sidecar.wait_listening()
+
+        def split() -> bool:
+            owned = [_readyz_shards(a) for a in addresses]
+            return all(owned) and sum(len(o) for o in owned) == partitions
+
+        wait_for(split, 90, "the shards to be split between the two processes")
+        owned = [{int(p) for p, state in _readyz_shards(a).items() if state == "active"} for a in addresses]
+        for address, mine in zip(addresses, owned, strict=True):
+            assert value(scrape(address), "groupcoord_num_partitions", state="active") == len(mine)
+
+        # A commit is counted by the process that owns the group's shard, and only by it.
+        group = "owned-by-one"
+        before = [value(scrape(a), "groupcoord_offset_count") for a in addresses]
+        committer = Consumer(
+            {"bootstrap.servers": ",".join(s.address for s in sidecars), "group.id": group, "enable.auto.commit": False}
+        )
+        try:
+            committer.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=False)
+        finally:
+            committer.close()
+        after = [value(scrape(a), "groupcoord_offset_count") for a in addresses]
+        owner = next(i for i, mine in enumerate(owned) if partition_for(group, partitions) in mine)
+        assert after[owner] == before[owner] + 1
+        assert after[1 - owner] == before[1 - owner]
+    finally:
+        for sidecar in sidecars:
+            sidecar.stop()
