@@ -24,11 +24,16 @@ Hooks run on the gateway's loop thread and cost a dictionary lookup and a counte
 from __future__ import annotations
 
 import asyncio
+import bisect
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Gauge
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from coordinator.errors import ErrorCode
 from coordinator.observability.registry import REGISTRY
@@ -118,26 +123,8 @@ _API_NAMES = [
 ]
 
 CONNECTIONS = Gauge("groupcoord_gateway_connections", "Open client connections.", registry=REGISTRY)
-REQUESTS = Counter("groupcoord_gateway_requests", "Requests read from clients, by API.", ["api"], registry=REGISTRY)
-RESPONSES = Counter(
-    "groupcoord_gateway_responses",
-    "Error codes in the answers the sidecar gives itself (group APIs), by API and error.",
-    ["api", "error"],
-    registry=REGISTRY,
-)
-FORWARDED_BYTES = Counter(
-    "groupcoord_gateway_forwarded_bytes",
-    "Bytes forwarded to the backing cluster (direction=out) and back from it (direction=in), by API.",
-    ["api", "direction"],
-    registry=REGISTRY,
-)
-UPSTREAM_LATENCY = Histogram(
-    "groupcoord_gateway_upstream_latency_ms",
-    "Time from forwarding a request to the backing broker's answer (ms).",
-    ["api"],
-    buckets=(0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000),
-    registry=REGISTRY,
-)
+# Upper bounds (ms) of the upstream latency histogram's buckets; the last bucket is +Inf.
+LATENCY_BUCKETS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0)
 
 
 def api_name(key: int) -> str:
@@ -145,16 +132,20 @@ def api_name(key: int) -> str:
 
 
 class _Api:
-    """The metric children of one API, looked up once."""
+    """The counts of one API. Plain integers: the gateway's loop thread is their one writer, and
+    a scrape reads them without a lock (a locked ``prometheus_client`` metric costs several
+    times more on the forward path)."""
 
-    __slots__ = ("bytes_in", "bytes_out", "latency", "name", "requests")
+    __slots__ = ("bytes_in", "bytes_out", "latency_buckets", "latency_sum", "name", "requests", "responses")
 
-    def __init__(self, key: int) -> None:
-        self.name = api_name(key)
-        self.requests = REQUESTS.labels(self.name)
-        self.bytes_out = FORWARDED_BYTES.labels(self.name, "out")
-        self.bytes_in = FORWARDED_BYTES.labels(self.name, "in")
-        self.latency = UPSTREAM_LATENCY.labels(self.name)
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.requests = 0
+        self.bytes_out = 0
+        self.bytes_in = 0
+        self.latency_buckets = [0] * (len(LATENCY_BUCKETS) + 1)
+        self.latency_sum = 0.0
+        self.responses: dict[str, int] = {}  # error name -> occurrences
 
 
 _apis: dict[int, _Api] = {}
@@ -163,19 +154,22 @@ _apis: dict[int, _Api] = {}
 def _api(key: int) -> _Api:
     api = _apis.get(key)
     if api is None:
-        api = _apis[key] = _Api(key if 0 <= key < len(_API_NAMES) else -1)
+        name = api_name(key)
+        # Every key without a name shares the one "unknown" entry, so labels stay bounded.
+        api = next((a for a in _apis.values() if a.name == name), None) or _Api(name)
+        _apis[key] = api
     return api
 
 
 def request(key: int) -> None:
     """A client sent a request with API ``key``."""
-    _api(key).requests.inc()
+    _api(key).requests += 1
 
 
 def forwarded(key: int, size: int, answer: asyncio.Future[bytes]) -> None:
     """A request of ``size`` bytes went to the backing cluster; ``answer`` yields its response."""
     api = _api(key)
-    api.bytes_out.inc(size)
+    api.bytes_out += size
     if answer.done():
         return  # no answer expected (Produce with acks=0)
     sent = time.perf_counter()
@@ -183,10 +177,51 @@ def forwarded(key: int, size: int, answer: asyncio.Future[bytes]) -> None:
     def answered(fut: asyncio.Future[bytes]) -> None:
         if fut.cancelled() or fut.exception() is not None:
             return
-        api.latency.observe((time.perf_counter() - sent) * 1000)
-        api.bytes_in.inc(len(fut.result()))
+        ms = (time.perf_counter() - sent) * 1000
+        api.latency_buckets[bisect.bisect_left(LATENCY_BUCKETS, ms)] += 1
+        api.latency_sum += ms
+        api.bytes_in += len(fut.result())
 
     answer.add_done_callback(answered)
+
+
+class _Collector(Collector):
+    def collect(self) -> Iterable[Metric]:
+        apis = {a.name: a for a in list(_apis.values())}.values()
+        requests = CounterMetricFamily(
+            "groupcoord_gateway_requests", "Requests read from clients, by API.", labels=["api"]
+        )
+        responses = CounterMetricFamily(
+            "groupcoord_gateway_responses",
+            "Error codes in the answers the sidecar gives itself (group APIs), by API and error.",
+            labels=["api", "error"],
+        )
+        forwarded_bytes = CounterMetricFamily(
+            "groupcoord_gateway_forwarded_bytes",
+            "Bytes forwarded to the backing cluster (direction=out) and back from it (direction=in), by API.",
+            labels=["api", "direction"],
+        )
+        latency = HistogramMetricFamily(
+            "groupcoord_gateway_upstream_latency_ms",
+            "Time from forwarding a request to the backing broker's answer (ms).",
+            labels=["api"],
+        )
+        for api in apis:
+            requests.add_metric([api.name], api.requests)
+            for error, count in list(api.responses.items()):
+                responses.add_metric([api.name, error], count)
+            if api.bytes_out:
+                forwarded_bytes.add_metric([api.name, "out"], api.bytes_out)
+                forwarded_bytes.add_metric([api.name, "in"], api.bytes_in)
+                cumulative, buckets = 0, []
+                for bound, count in zip((*LATENCY_BUCKETS, math.inf), list(api.latency_buckets), strict=True):
+                    cumulative += count
+                    buckets.append((floatToGoString(bound), cumulative))
+                latency.add_metric([api.name], buckets, api.latency_sum)
+        return [requests, responses, forwarded_bytes, latency]
+
+
+REGISTRY.register(_Collector())
 
 
 def connections(count: Callable[[], int]) -> None:
@@ -224,7 +259,8 @@ class MeteredHandler:
         response = await self.inner.handle(context, request)
         codes: dict[int, int] = {}
         error_counts(response, codes)
-        name = api_name(context.api_key)
+        counts = _api(context.api_key).responses
         for code, count in codes.items():
-            RESPONSES.labels(name, _error_name(code)).inc(count)
+            name = _error_name(code)
+            counts[name] = counts.get(name, 0) + count
         return response
