@@ -1,4 +1,4 @@
-"""The gateway's Prometheus metrics (in ``coordinator.observability.metrics.REGISTRY``).
+"""The gateway's Prometheus metrics (in ``coordinator.observability.registry.REGISTRY``).
 
 Kafka's broker has the same measures under other names (``kafka.network:type=RequestMetrics``):
 
@@ -18,7 +18,9 @@ as Kafka's ``ErrorsPerSec`` does; forwarded answers carry the backing cluster's 
 its own metrics count. Label values are bounded: API names come from a fixed table (any other
 key is ``unknown``), error names from ``ErrorCode``.
 
-Hooks run on the gateway's loop thread and cost a dictionary lookup and a counter increment.
+Hooks run on the gateway's loop thread: a dictionary lookup and an integer increment per request
+(about 0.1 us), plus one done-callback per forwarded answer (about 1.5 us, the callback's
+scheduling most of it); a scrape reads the integers without a lock.
 """
 
 from __future__ import annotations
