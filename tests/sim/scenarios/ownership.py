@@ -7,7 +7,7 @@ error. Ownership moves: the owner unloads the shard and another process loads it
 ShardEpoch). Zombie: the old owner's reader stalls, the new owner loads, and the old owner keeps
 serving the clients still routed to it until its reader sees the new epoch. After every event
 the invariants (tests/sim/invariants.py) are checked; at the quiet end the group must cover every
-partition. ``python -m tests.sim.replay SEED`` replays one seed with its trace.
+partition. ``python -m tests.sim.replay ownership SEED`` replays one seed with its trace.
 """
 
 from __future__ import annotations
@@ -21,15 +21,10 @@ from coordinator.errors import ErrorCode
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.offsets.messages import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-    OffsetCommitResponse,
-)
+from coordinator.offsets.messages import OffsetCommitRequest, OffsetCommitResponse
 from coordinator.runtime.shard import Shard, ShardStatus
 from tests.sim import invariants, shard_api
-from tests.sim.clients import TP, ConsumerClient
+from tests.sim.clients import TP, ConsumerClient, commit_request
 from tests.sim.kernel import InvariantViolation, LogFaults, Network, SimHost, SimLog, SimLoop
 
 GROUP = "sim-group"
@@ -99,7 +94,7 @@ class Simulation:
         self.seq = 0
         self.commit_seq = 0
         self.acked: dict[tuple[str, int], int] = {}
-        self.last_epoch = 0
+        self.epochs: dict[str, int] = {}
         self.steps = 0
         self.trace: list[str] = []
         self.stats: Counter[str] = Counter()
@@ -180,12 +175,12 @@ class Simulation:
         if c.rediscover:
             c.rediscover = False
             self.route[c.slot] = self.owner
-        request, _ = c.heartbeat()
+        request = c.heartbeat()
         self.seq += 1
         seq = c.in_flight = self.seq
-        host = self.route[c.slot]
-        self.at(REQUEST_TIMEOUT_MS, self.timeout, c, c.incarnation, seq)
-        self.net.request(c.slot, lambda: self.serve_heartbeat(host, c, c.incarnation, seq, request))
+        host, incarnation = self.route[c.slot], c.incarnation
+        self.at(REQUEST_TIMEOUT_MS, self.timeout, c, incarnation, seq)
+        self.net.request(c.slot, lambda: self.serve_heartbeat(host, c, incarnation, seq, request))
 
     def timeout(self, c: ConsumerClient, incarnation: int, seq: int) -> None:
         if c.alive and c.incarnation == incarnation and c.in_flight == seq:
@@ -200,23 +195,21 @@ class Simulation:
             self.note(f"hb {request.member_id}@{request.member_epoch} via {host} -> {response.error_code}")
             self.net.respond(lambda: self.on_heartbeat(c, incarnation, seq, response))
 
-        shard = self.shard(host)
-        fut = shard.submit(shard_api.consumer_heartbeat(self.handlers, request))
-        fut.add_done_callback(
-            lambda f: answer(
-                shard_api.heartbeat_error(shard_api.error_code(f.exception()))  # type: ignore[arg-type]
-                if f.exception() is not None
-                else f.result()
-            )
-        )
+        op = shard_api.consumer_heartbeat(self.handlers, request)
+        shard_api.call(self.shard(host), op, shard_api.heartbeat_error, answer)
 
     def on_heartbeat(
         self, c: ConsumerClient, incarnation: int, seq: int, response: ConsumerGroupHeartbeatResponse
     ) -> None:
         if not c.alive or c.incarnation != incarnation or c.in_flight != seq:
             return  # a dead process, a duplicate, or a request given up on
-        action = c.on_response(response, lambda: 0)
+        before = c.epoch
+        action = c.on_response(response)
         self.stats[f"hb:{ErrorCode(response.error_code).name}"] += 1
+        if response.error_code == ErrorCode.NONE:
+            invariants.invariant_2_client_epoch(c.member_id, before, c.epoch, self.fail)
+        if action == "fatal":
+            self.fail(f"{c.member_id} stopped on {c.error.name}")
         if action == "fenced":
             self.at(50, self.send, c)
         elif action == "retry":
@@ -246,14 +239,7 @@ class Simulation:
             return
         self.commit_seq += 1
         offset = self.commit_seq
-        request = OffsetCommitRequest(
-            group_id=GROUP,
-            generation_id_or_member_epoch=c.epoch,
-            member_id=c.member_id,
-            topics=[
-                OffsetCommitRequestTopic("t0", [OffsetCommitRequestPartition(p, offset) for _, p in sorted(parts)])
-            ],
-        )
+        request = commit_request(GROUP, c.member_id, c.epoch, {"t0": [(p, offset) for _, p in sorted(parts)]})
         self.send_commit(self.route[c.slot], request, c.slot)
 
     def send_commit(self, host: int, request: OffsetCommitRequest, client: Any) -> None:
@@ -281,15 +267,7 @@ class Simulation:
                         self.acked[key] = max(self.acked.get(key, 0), request.topics[0].partitions[0].committed_offset)
 
         def arrive() -> None:
-            shard = self.shard(host)
-            fut = shard.submit(validated)
-            fut.add_done_callback(
-                lambda f: answer(
-                    shard_api.commit_error(request, shard_api.error_code(f.exception()))  # type: ignore[arg-type]
-                    if f.exception() is not None
-                    else f.result()
-                )
-            )
+            shard_api.call(self.shard(host), validated, lambda code: shard_api.commit_error(request, code), answer)
 
         self.net.request(client, arrive)
 
@@ -363,12 +341,8 @@ class Simulation:
         host = self.hosts[self.owner]
         host.max_record_bytes = 4_000
         self.faults.writer_limit = 2_000 if misconfigured else 1_000_000
-        request = OffsetCommitRequest(
-            group_id="g" * 3_000, topics=[OffsetCommitRequestTopic("t0", [OffsetCommitRequestPartition(0, 1)])]
-        )
-        request_small = OffsetCommitRequest(
-            group_id="g" * 4_500, topics=[OffsetCommitRequestTopic("t0", [OffsetCommitRequestPartition(0, 1)])]
-        )
+        request = commit_request("g" * 3_000, "", -1, {"t0": [(0, 1)]})
+        request_small = commit_request("g" * 4_500, "", -1, {"t0": [(0, 1)]})
         self.stats["oversize"] += 1
         self.send_commit(self.owner, request if misconfigured else request_small, "admin")
 
@@ -394,7 +368,7 @@ class Simulation:
             shard.load()
         if shard.status is not ShardStatus.ACTIVE:
             return
-        self.last_epoch = invariants.invariant_2_epochs(shard.committed, GROUP, self.last_epoch, self.fail)
+        invariants.invariant_2_epochs(shard.committed, GROUP, self.epochs, self.fail)
         invariants.invariant_3_replay_matches(shard, self.log, self.fail, full=self.steps % 50 == 0)
         if shard.caught_up:
             invariants.invariant_4_acknowledged_commits_survive(shard.committed, GROUP, self.acked, self.fail)

@@ -1,0 +1,28 @@
+"""Simulation throughput, for the README's figure (never a test assertion):
+``python -m tests.sim.rate [WORKLOAD ...]`` runs the first seeds the suite runs and prints
+scenarios per second for each workload."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+import time
+
+SEEDS = {"kip848": 200, "classic": 80, "migration": 40, "ownership": 80}
+
+
+def main(argv: list[str]) -> int:
+    logging.disable(logging.WARNING)  # reloads and fencing are logged by the shard
+    for name in argv[1:] or list(SEEDS):
+        workload = importlib.import_module(f"tests.sim.scenarios.{name}")
+        start = time.perf_counter()
+        for seed in range(SEEDS[name]):
+            workload.run_seed(seed)
+        elapsed = time.perf_counter() - start
+        print(f"{name}: {SEEDS[name]} scenarios in {elapsed:.1f} s = {SEEDS[name] / elapsed:.1f}/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
