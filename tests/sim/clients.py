@@ -29,7 +29,7 @@ eager while an eager assignor (range) is configured, cooperative (KIP-429) other
   partitions are lost; ILLEGAL_GENERATION (sync, heartbeat): the generation is reset and the
   partitions are lost, the member id is kept; both rejoin at once. A heartbeat error about a
   generation the client has already left is ignored (``generationUnchanged``);
-- MEMBER_ID_REQUIRED / REBALANCE_IN_PROGRESS: rejoin at once (with the given member id);
+- MEMBER_ID_REQUIRED / REBALANCE_IN_PROGRESS: rejoin at once (with the member id given);
   coordinator errors on join/sync: back off, then join again; on a heartbeat: retry later;
 - FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL, GROUP_MAX_SIZE_REACHED, INVALID_SESSION_TIMEOUT
   are fatal; an answer the client does not expect (ILLEGAL_GENERATION to a JoinGroup, say) makes
@@ -396,7 +396,8 @@ class ClassicClient:
             self.status = "syncing"
             return "sync"
         if err is ErrorCode.MEMBER_ID_REQUIRED:
-            self.member_id = resp.member_id
+            # Java keeps the given member id in a generation with no id (-1) and no protocol.
+            self.member_id, self.generation, self.protocol_name = resp.member_id, -1, None
             return "join"
         if err is ErrorCode.UNKNOWN_MEMBER_ID:
             self.reset(forget_member_id=True)
