@@ -252,9 +252,11 @@ class ConsumerClient:
         )
 
     def on_timeout(self) -> None:
-        """No answer in time: the next heartbeat is a full one."""
+        """No answer in time: the connection is dropped, the coordinator looked up again, and
+        the next heartbeat is a full one."""
         self.in_flight = 0
         self.need_full = True
+        self.rediscover = True
 
     def on_response(self, resp: ConsumerGroupHeartbeatResponse) -> str:
         """Apply an answer; returns what to do next: "fenced" (rejoin soon), "retry" (after a

@@ -20,17 +20,16 @@ from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from coordinator.groups.consumer import ConsumerGroupHeartbeatRequest
 from coordinator.groups.topics import TopicImage, TopicsImage
 from coordinator.offsets.messages import OffsetCommitResponse
-from coordinator.runtime.shard import ShardStatus
+from coordinator.runtime.shard import Shard, ShardStatus
 from tests.sim import invariants, shard_api
 from tests.sim.clients import TP, ConsumerClient, commit_request
+from tests.sim.drivers import ConsumerDriver
 from tests.sim.kernel import InvariantViolation, Network, SimHost, SimLog, SimLoop
 
 GROUP = "sim-group"
-REQUEST_TIMEOUT_MS = 1200
-COMMIT_EVERY_MS = 700
 RESTART_AFTER_FATAL_MS = 300  # the process supervisor restarts a consumer that stopped
 SIM_CONFIG_BASE: dict[str, Any] = {
     "session_timeout_ms": 3000,
@@ -83,7 +82,7 @@ class Scenario:
         )
 
 
-class Simulation:
+class Simulation(ConsumerDriver):
     def __init__(self, sc: Scenario) -> None:
         self.sc = sc
         self.rng = random.Random(sc.seed * 7919 + 1)
@@ -99,6 +98,7 @@ class Simulation:
             topics.append(TopicImage(name, f"{name}#0", per))
         self.metadata = TopicsImage.of(topics, self.topic_version)
         self.config = ConsumerGroupConfig(**SIM_CONFIG_BASE, assignment_interval_ms=sc.assignment_interval_ms)
+        self.heartbeat_interval_ms = self.config.heartbeat_interval_ms
         self.handlers = shard_api.handlers(lambda: self.metadata, self.config)
         self.log = SimLog()
         self.host = SimHost(self.log, self.loop, "sim", self.rng)
@@ -132,23 +132,13 @@ class Simulation:
 
     # --- plumbing ------------------------------------------------------------------------------
     @property
-    def now(self) -> int:
-        return self.loop.clock.now_ms()
-
-    @property
     def state(self) -> Any:
         """The consumer groups as the log has committed them (what clients have been told)."""
         return self.shard.committed.consumer
 
-    def at(self, delay_ms: int, fn: Any, *args: Any) -> None:
-        self.loop.at(self.now + delay_ms, self.event, fn, args)
-
     def event(self, fn: Any, args: tuple[Any, ...]) -> None:
         self.dispatched = True
         fn(*args)
-
-    def note(self, line: str) -> None:
-        self.trace.append(f"{self.now} {line}")
 
     def fail(self, message: str) -> None:
         lines = []
@@ -200,37 +190,17 @@ class Simulation:
         self.check_final()
         return self
 
-    # --- members -------------------------------------------------------------------------------
-    def start(self, c: ConsumerClient) -> None:
-        if c.alive:
-            return
-        c.start()
+    # --- the consumers (tests/sim/drivers.py runs them) ----------------------------------------
+    def shard_at(self, destination: Any) -> Shard[Any]:
+        return self.shard
+
+    def started(self, c: ConsumerClient) -> None:
         self.left.discard(c.slot)
-        self.note(f"start {c.member_id} instance={c.instance_id}")
-        self.send(c)
-        self.at(COMMIT_EVERY_MS, self.auto_commit, c, c.incarnation)
 
-    def send(self, c: ConsumerClient) -> None:
-        if not c.alive or c.in_flight:
-            return
-        request = c.heartbeat()
-        self.seq += 1
-        seq = c.in_flight = self.seq
-        incarnation = c.incarnation
-        self.at(REQUEST_TIMEOUT_MS, self.timeout, c, incarnation, seq)
-        if not self.net.request(c.slot, lambda: self.serve(c, incarnation, seq, request)):
-            self.note(f"{c.member_id} request lost")
+    def stopped(self, c: ConsumerClient) -> None:
+        self.at(RESTART_AFTER_FATAL_MS, self.start, c)  # its supervisor starts it again
 
-    def tick(self, c: ConsumerClient, incarnation: int) -> None:
-        if c.alive and c.incarnation == incarnation:
-            self.send(c)
-
-    def timeout(self, c: ConsumerClient, incarnation: int, seq: int) -> None:
-        if c.alive and c.incarnation == incarnation and c.in_flight == seq:
-            c.on_timeout()
-            self.send(c)
-
-    def serve(self, c: ConsumerClient, incarnation: int, seq: int, request: ConsumerGroupHeartbeatRequest) -> None:
+    def heartbeat_op(self, request: ConsumerGroupHeartbeatRequest) -> shard_api.Op:
         heartbeat = shard_api.consumer_heartbeat(self.handlers, request)
         check_purity = self.steps % self.sc.check_purity_every == 0
 
@@ -241,64 +211,17 @@ class Simulation:
                 self.fail("a handler mutated the state")
             return result
 
-        def answer(response: ConsumerGroupHeartbeatResponse) -> None:
-            self.note(
-                f"hb {request.member_id} e={request.member_epoch} owned={_fmt_hb(request.topic_partitions)} -> "
-                f"err={response.error_code} e={response.member_epoch} "
-                f"a={'-' if response.assignment is None else _fmt_hb(response.assignment.topic_partitions)}"
-            )
-            self.net.respond(lambda: self.event(self.on_heartbeat, (c, incarnation, seq, response)))
+        return op
 
-        shard_api.call(self.shard, op, shard_api.heartbeat_error, answer)
-
-    def on_heartbeat(self, c: ConsumerClient, incarnation: int, seq: int, resp: ConsumerGroupHeartbeatResponse) -> None:
-        if not c.alive or c.incarnation != incarnation or c.in_flight != seq:
-            return  # a process that died, a duplicate, or a request it already gave up on
-        before = c.epoch
-        action = c.on_response(resp)
-        self.stats[f"hb:{ErrorCode(resp.error_code).name}"] += 1
-        if resp.error_code == ErrorCode.NONE:
-            invariants.invariant_2_client_epoch(c.member_id, before, c.epoch, self.fail)
-        if action == "fenced":
-            self.note(f"{c.member_id} fenced ({ErrorCode(resp.error_code).name}), rejoins")
-            self.at(50, self.tick, c, incarnation)
+    def commit(self, c: ConsumerClient, parts: set[TP], sync: bool) -> None:
+        if not parts or c.epoch <= 0:
             return
-        if action == "retry":
-            self.at(300, self.tick, c, incarnation)
-            return
-        if action == "fatal":
-            self.note(f"{c.member_id} stopped on {c.error.name}; restarted")
-            self.stats[f"fatal:{c.error.name}"] += 1
-            self.at(RESTART_AFTER_FATAL_MS, self.start, c)
-            return
-        if action == "revoke":
-            self.commit(c, c.revoking)  # the consumer commits before it gives partitions up
-            self.at(self.rng.choice([0, 0, 5, 40, 300]), self.revoked, c, incarnation)
-        elif action == "ack":
-            self.send(c)  # acknowledge at once
-        self.at(self.config.heartbeat_interval_ms, self.tick, c, incarnation)
-
-    def revoked(self, c: ConsumerClient, incarnation: int) -> None:
-        if c.alive and c.incarnation == incarnation and c.reconciling:
-            if c.revoked() == "revoke":  # the newest target takes away more
-                self.commit(c, c.revoking)
-                self.at(self.rng.choice([0, 0, 5, 40, 300]), self.revoked, c, incarnation)
-            self.send(c)  # acknowledge what was given up
-
-    # --- commits -------------------------------------------------------------------------------
-    def auto_commit(self, c: ConsumerClient, incarnation: int) -> None:
-        if c.alive and c.incarnation == incarnation:
-            parts = sorted(c.owned)
-            if parts and c.epoch > 0 and c.in_flight >= 0:  # a paused process commits nothing
-                # Not ordered with the heartbeats: a retried commit may come over a new connection
-                # long after the member gave the partitions up (what KIP-1251's epochs are for).
-                self.loop.at(self.now + self.net.latency(), self.check_commit, c.member_id, c.epoch, parts)
-            self.at(COMMIT_EVERY_MS, self.auto_commit, c, incarnation)
-
-    def commit(self, c: ConsumerClient, parts: set[TP]) -> None:
-        """Synchronous commit (before giving partitions up): sent at once."""
-        if parts and c.epoch > 0:
+        if sync:  # before giving partitions up: sent at once
             self.check_commit(c.member_id, c.epoch, sorted(parts))
+        else:
+            # An auto-commit is not ordered with the heartbeats: a retried commit may come over a
+            # new connection long after the member gave the partitions up (KIP-1251's case).
+            self.loop.at(self.now + self.net.latency(), self.check_commit, c.member_id, c.epoch, sorted(parts))
 
     def check_commit(self, member_id: str, epoch: int, parts: list[TP]) -> None:
         """5. Only the current holder of a partition may commit it; zombies and stale epochs fail.
@@ -317,6 +240,7 @@ class Simulation:
 
         def op(state: shard_api.State, now: int) -> Any:
             result = commit(state, now)
+            assert isinstance(result.response, OffsetCommitResponse)  # a commit is never parked
             accepted = [
                 (metadata.topic_id(t.name) or "", p.partition_index)
                 for t in result.response.topics
@@ -354,10 +278,8 @@ class Simulation:
             static = c.instance_id is not None
             self.note(f"{'bounce' if static else 'leave'} {c.member_id}")
             self.stats["bounce" if static else "leave"] += 1
-            self.commit(c, set(c.owned))  # the consumer commits, then gives up its partitions
-            request, incarnation = c.leave(), c.incarnation
+            self.leave(c)
             self.left.add(c.slot)
-            self.net.request(c.slot, lambda: self.serve(c, incarnation, 0, request))
             if static or rng.random() < 0.5:
                 self.at(rng.randint(50, 2000), self.start, c)
         elif roll < 0.6:
@@ -479,12 +401,6 @@ class Simulation:
 
 def _fmt(epochs: Any) -> str:
     return ",".join(f"{t}:{sorted(ps)}" for t, ps in sorted(epochs.items()) if ps) or "[]"
-
-
-def _fmt_hb(tps: Any) -> str:
-    if tps is None:
-        return "-"
-    return ",".join(f"{t.topic_id}:{t.partitions}" for t in tps if t.partitions) or "[]"
 
 
 def run_seed(seed: int, **kwargs: Any) -> Simulation:
