@@ -60,6 +60,8 @@ def _facts(context: RequestContext) -> group_context.RequestContext:
         client_host=f"/{context.client_host}",
         # Member ids must not be guessable: the pure logic derives them from these bytes.
         nonce=secrets.token_bytes(16),
+        # The sender's DESCRIBE rights on topics: regex subscriptions resolve only to those.
+        may_describe_topic=context.may_describe_topic,
     )
 
 
