@@ -49,7 +49,7 @@ from coordinator.gateway.rewrite import (
     rewrite_metadata,
 )
 from coordinator.gateway.schema import Message
-from coordinator.gateway.upstream import UpstreamClosed, UpstreamConnection, write_framed
+from coordinator.gateway.upstream import Answer, UpstreamClosed, UpstreamConnection, write_framed
 from coordinator.security.sasl import SaslRefused, SaslSession
 
 if TYPE_CHECKING:
@@ -236,13 +236,19 @@ class ClientConnection:
                 return
             framed, pending = slot
             try:
-                data = await pending
+                if isinstance(pending, Answer):
+                    # Forwarded as it is: streamed to the client as it arrives. Nothing else is
+                    # written to this client until its last byte is, which keeps answers in order.
+                    size = await pending.stream_to(self.writer.transport)
+                else:
+                    data = await pending
+                    size = len(data)
+                    if framed:
+                        self.writer.write(data)
+                    else:
+                        write_framed(self.writer, data)
             except (UpstreamClosed, ClusterUnavailable) as exc:
                 raise CloseConnection(str(exc)) from exc
-            if framed:
-                self.writer.write(data)
-            else:
-                write_framed(self.writer, data)
             if self.writer.transport.get_write_buffer_size() == 0:
                 # All written at once (the usual case): drain cannot block, so no deadline.
                 await self.writer.drain()
@@ -254,7 +260,7 @@ class ClientConnection:
                 except TimeoutError:
                     raise CloseConnection(f"answers unread for connections_max_idle_ms={idle_s * 1000:.0f}") from None
             if not framed:
-                self.budget.release_for(len(data))
+                self.budget.release_for(size)
             self.outstanding -= 1
 
     async def _dispatch(self, payload: bytes) -> Slot | None:
