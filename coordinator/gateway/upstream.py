@@ -56,14 +56,17 @@ async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> bytes:
 _JOIN_BELOW = 64 * 1024
 
 
-def write_framed(writer: asyncio.StreamWriter | asyncio.WriteTransport, payload: bytes) -> None:
+def write_framed(writer: asyncio.StreamWriter | asyncio.WriteTransport, payload: bytes | bytearray) -> None:
     """Write one frame: its 4-byte length prefix, then the payload."""
     prefix = _LEN.pack(len(payload))
     if len(payload) < _JOIN_BELOW:
         writer.write(prefix + payload)
     else:
-        writer.write(prefix)
-        writer.write(payload)
+        # The prefix goes out with the payload's first bytes (no 4-byte packet of its own); the
+        # rest as a memoryview: when the socket takes only part, the transport slices off what
+        # was sent, and slicing bytes or a bytearray would copy the rest.
+        writer.write(prefix + payload[:_JOIN_BELOW])
+        writer.write(memoryview(payload)[_JOIN_BELOW:])
 
 
 def _retrieve(fut: asyncio.Future[None]) -> None:
@@ -355,7 +358,7 @@ class UpstreamConnection:
     def closed(self) -> bool:
         return self._closed is not None
 
-    async def send(self, request: bytes, correlation_id: int, expect_response: bool) -> Answer:
+    async def send(self, request: bytes | bytearray, correlation_id: int, expect_response: bool) -> Answer:
         """Write one request (its payload; the length prefix is added) and return its answer.
 
         When no response is expected (Produce with acks=0) the answer has already arrived, empty.
@@ -367,13 +370,7 @@ class UpstreamConnection:
             self._pending.append(answer)
         else:
             answer._whole(b"")
-        transport = self._transport
-        prefix = _LEN.pack(len(request))
-        if len(request) < _JOIN_BELOW:
-            transport.write(prefix + request)
-        else:
-            transport.write(prefix)
-            transport.write(request)
+        write_framed(self._transport, request)
         await self._protocol.drain()
         return answer
 

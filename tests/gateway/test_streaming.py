@@ -55,6 +55,7 @@ class ScriptedBroker:
     def __init__(self, respond: Respond) -> None:
         self.respond = respond
         self.requests: list[int] = []
+        self.payloads: list[bytes] = []
         self.server: asyncio.Server | None = None
         self.port = 0
         self.connections: list[asyncio.StreamWriter] = []
@@ -78,6 +79,7 @@ class ScriptedBroker:
                 payload = await reader.readexactly(size)
                 (correlation_id,) = struct.unpack_from(">i", payload, 4)
                 self.requests.append(correlation_id)
+                self.payloads.append(payload)
                 await self.respond(correlation_id, payload, writer)
                 if writer.is_closing():
                     return
@@ -242,6 +244,37 @@ def test_answers_held_for_a_client_stay_within_its_byte_budget(loop: str) -> Non
         assert connection.budget.own.used == 0 and server.buffer_budget.used == 0
 
     run(respond, test, loop, max_buffered_bytes_per_connection=budget)
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_requests_of_every_size_reach_the_broker_byte_for_byte(loop: str) -> None:
+    # Large requests (Produce) are received into a buffer of their own and forwarded from it;
+    # small ones pass through the gateway's read-ahead buffer. The client writes them all at once
+    # in pieces of random size, so frames straddle every read boundary.
+    rng = random.Random(16)
+    sizes = [0, 1, 32_000, 32_768, 32_769, 65_000, 65_536, 70_000, 3_000_000, 10, 1_000_000]
+    sizes += [rng.randrange(0, 200_000) for _ in range(40)]
+    extras = [rng.randbytes(n) for n in sizes]
+
+    async def respond(correlation_id: int, payload: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(framed(body_for(correlation_id, 8, correlation_id)))
+
+    async def test(server: GatewayServer, client: WireClient, broker: ScriptedBroker) -> None:
+        frames = b"".join(request(FETCH, i, extra) for i, extra in enumerate(extras))
+        at = 0
+        while at < len(frames):
+            step = rng.choice((1, 2, 5, 4096, 40_000, 300_000))
+            client.send_raw(frames[at : at + step])
+            at += step
+            await client.writer.drain()
+        for correlation_id in range(len(sizes)):
+            assert await read_raw_frame(client) == body_for(correlation_id, 8, correlation_id)
+        assert broker.requests == list(range(len(sizes)))
+        assert [p[14:] for p in broker.payloads] == extras  # after the header
+        await asyncio.sleep(0.1)
+        assert server.buffer_budget.used == 0
+
+    run(respond, test, loop)
 
 
 def test_the_scripted_broker_answers_directly_as_it_does_through_the_gateway() -> None:
