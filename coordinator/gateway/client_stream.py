@@ -89,7 +89,7 @@ class ClientStream(asyncio.BufferedProtocol):
         self._end += nbytes
         if self._end - self._start >= self._wanted:
             self._wake()
-        if self._end - self._start >= len(self._buf) and not self._read_paused:
+        if self._end - self._start >= len(self._buf) and not self._read_paused and not self.transport.is_closing():
             self._read_paused = True
             self.transport.pause_reading()
 

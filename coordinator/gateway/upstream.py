@@ -295,7 +295,8 @@ class _UpstreamProtocol(asyncio.BufferedProtocol):
 
     def _wait_for_budget(self, size: int) -> None:
         assert self.budget is not None and self.transport is not None
-        self.transport.pause_reading()
+        if not self.transport.is_closing():
+            self.transport.pause_reading()
         self._budget_wait = asyncio.create_task(self._acquire(self.budget, size))
 
     async def _acquire(self, budget: ConnectionBudget, size: int) -> None:
