@@ -84,18 +84,22 @@ class PlacementSettings(BaseModel):
     instance_id: str | None = Field(
         None, description="group.instance.id (static membership); default derived from the advertised address."
     )
-    # Off by default: the local broker (Tansu) never expires a static member that was killed, so
-    # its shards would stay unowned until it came back with the same id. On Apache Kafka, turn it
-    # on so a quick restart keeps its shards without a rebalance.
-    static_membership: bool = Field(False, description="Use group.instance.id so a quick restart keeps its shards.")
+    # None (auto): on when the cluster's group coordinator speaks KIP-848 (see assignment_strategy).
+    # A broker like the local one (Tansu) never expires a static member that was killed, so its
+    # shards would stay unowned until it came back with the same id.
+    static_membership: bool | None = Field(
+        None, description="Use group.instance.id so a quick restart keeps its shards; default auto."
+    )
     node_id: int | None = Field(
         None, ge=0, lt=2**31 - 2**20, description="Node id clients see for this process; default derived."
     )
     session_timeout_ms: int = Field(10_000, ge=1000, le=300_000)
     heartbeat_interval_ms: int = Field(1000, ge=100, le=60_000)
-    # Eager by default: the local broker (Tansu) never completes the second round of a
-    # cooperative rebalance, so a joining process would get no shards (see README).
-    assignment_strategy: str = Field("roundrobin", pattern="^(roundrobin|range|cooperative-sticky)$")
+    # auto: cooperative-sticky when the cluster advertises ConsumerGroupHeartbeat (a KIP-848 group
+    # coordinator: Apache Kafka 4.x, or another groupcoord), else the eager roundrobin. The local
+    # broker (Tansu) never completes the second round of a cooperative rebalance, so a joining
+    # process would get no shards there (see README).
+    assignment_strategy: str = Field("auto", pattern="^(auto|roundrobin|range|cooperative-sticky)$")
     refresh_interval_ms: int = Field(1000, ge=100, description="How often shard owners are re-read.")
     directory_topic: str | None = Field(None, description="Node addresses; default <log topic>-directory.")
 

@@ -7,15 +7,18 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaException
 from rich.console import Console
 
 from coordinator import logs
-from coordinator.config import Settings
+from coordinator.config import PlacementSettings, Settings
 from coordinator.errors import ErrorCode
+from coordinator.gateway.apis import ApiKey
+from coordinator.gateway.cluster import ClusterUnavailable
 from coordinator.gateway.config import GatewayConfig
 from coordinator.gateway.event_loop import loop_factory
 from coordinator.gateway.handler import CoordinatorAddress
@@ -159,9 +162,35 @@ class ShardMoves:
         return bool(shards) and all(s.status is not ShardStatus.LOADING for s in shards)
 
 
-def placement_config(settings: Settings, host: str, port: int) -> PlacementConfig:
+@dataclass(frozen=True)
+class PlacementMode:
+    assignment_strategy: str
+    static_membership: bool
+
+    def describe(self) -> str:
+        static = "static membership" if self.static_membership else "dynamic membership"
+        return f"{self.assignment_strategy}, {static}"
+
+
+def placement_mode(settings: PlacementSettings, cluster_api_keys: Iterable[int]) -> PlacementMode:
+    """The settings' choice, with ``auto`` resolved against what the cluster advertises.
+
+    A cluster that advertises ConsumerGroupHeartbeat runs a modern group coordinator, whose classic
+    protocol completes cooperative rebalances and expires static members: there adding a process
+    moves only the shards it takes, and a quick restart gets its shards back with no rebalance.
+    Elsewhere the eager assignor with dynamic members is the one that always converges.
+    """
+    modern = ApiKey.CONSUMER_GROUP_HEARTBEAT in set(cluster_api_keys)
+    strategy = settings.assignment_strategy
+    if strategy == "auto":
+        strategy = "cooperative-sticky" if modern else "roundrobin"
+    static = settings.static_membership if settings.static_membership is not None else modern
+    return PlacementMode(strategy, static)
+
+
+def placement_config(settings: Settings, host: str, port: int, mode: PlacementMode) -> PlacementConfig:
     p = settings.placement
-    instance_id = p.instance_id or derived_instance_id(host, port) if p.static_membership else None
+    instance_id = p.instance_id or derived_instance_id(host, port) if mode.static_membership else None
     return PlacementConfig(
         log_topic=settings.log_topic,
         group_id=p.group_id or f"groupcoord-placement-{settings.log_topic}",
@@ -169,7 +198,7 @@ def placement_config(settings: Settings, host: str, port: int) -> PlacementConfi
         instance_id=instance_id,
         session_timeout_ms=p.session_timeout_ms,
         heartbeat_interval_ms=p.heartbeat_interval_ms,
-        assignment_strategy=p.assignment_strategy,
+        assignment_strategy=mode.assignment_strategy,
         refresh_interval_ms=p.refresh_interval_ms,
         replication_factor=settings.log_replication_factor,
     )
@@ -294,9 +323,16 @@ async def _serve(settings: Settings, console: Console) -> int:
         service_ready(service, metadata)
         metadata.start()
         moves = ShardMoves(runtime, console)
+        try:
+            versions = await gateway.cluster.api_versions(None)
+        except ClusterUnavailable as exc:
+            console.print(f"[red]error:[/red] cannot reach the cluster: {exc}", highlight=False)
+            return 1
+        mode = placement_mode(settings.placement, (k.api_key for k in versions.api_keys))
+        moves.say(f"placement: {mode.describe()}")
         placement = Placement(
             client_config,
-            placement_config(settings, public_host, gateway.port),
+            placement_config(settings, public_host, gateway.port, mode),
             Node(node_id, public_host, gateway.port),
             moves.assigned,
             moves.revoked,

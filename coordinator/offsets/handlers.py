@@ -89,7 +89,9 @@ def commit_offsets(
                 ]
             )
         )
-    expire = now_ms + request.retention_time_ms if request.retention_time_ms > 0 else -1
+    # Only -1 means "the broker's default"; any other retention (v2-v4), 0 included, is taken as
+    # given, so 0 expires the offsets at commit time (Kafka's expireTimestampMs).
+    expire = now_ms + request.retention_time_ms if request.retention_time_ms != -1 else -1
     records = [
         CoordinatorRecord(
             RecordType.OFFSET_COMMIT,

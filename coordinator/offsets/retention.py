@@ -27,6 +27,10 @@ class GroupRetentionView:
 
     # Topics the group's members subscribe to now: their offsets never expire.
     subscribed_topics: frozenset[str] = frozenset()
+    # A consumer-protocol classic group whose subscription is not known (no protocol chosen yet,
+    # or metadata that does not parse) counts as subscribed to every topic, as Kafka's
+    # ClassicGroup.isSubscribedToTopic does: its offsets are neither expired nor deletable.
+    subscribed_to_all: bool = False
     is_empty: bool = True
     # For a classic group that uses group management and is empty: when it became empty. Its
     # offsets then expire a retention period after that moment (Kafka's offsetExpirationCondition).
@@ -36,6 +40,9 @@ class GroupRetentionView:
     # False while the group's protocol forbids expiring anything (a classic group rebalancing,
     # or one whose protocol type is not "consumer" and that still has members).
     expires: bool = True
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        return self.subscribed_to_all or topic in self.subscribed_topics
 
 
 def _tombstone(group: str, topic: str, partition: int) -> CoordinatorRecord:
@@ -60,7 +67,7 @@ def expire_offsets(
     if not view.expires:
         return out
     for topic, partitions in sorted(state.group_offsets(group_id).items()):
-        if topic in view.subscribed_topics:
+        if view.is_subscribed_to(topic):
             continue
         for partition, value in sorted(partitions.items()):
             if _expired(value, view, now_ms, retention_ms):
@@ -101,13 +108,12 @@ def delete_offsets(
     """OffsetDelete: refused per partition for topics the group subscribes to."""
     if view is None and not state.has_group(request.group_id):
         return Result(OffsetDeleteResponse(ErrorCode.GROUP_ID_NOT_FOUND))
-    subscribed = view.subscribed_topics if view is not None else frozenset()
     records = []
     topics = []
     for t in request.topics:
         rows = []
         for partition in t.partitions:
-            if t.name in subscribed:
+            if view is not None and view.is_subscribed_to(t.name):
                 rows.append(OffsetDeleteResponsePartition(partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
                 continue
             if state.get(request.group_id, t.name, partition) is not None:

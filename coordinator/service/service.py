@@ -51,6 +51,21 @@ _STATUS_ERRORS = {
 }
 
 
+def list_groups_answer(answers: list[ErrorCode | list[GroupSummary]]) -> tuple[int, list[GroupSummary]]:
+    """ListGroups over the shards' answers, as Kafka's GroupCoordinatorService folds them: a shard
+    that is not (or no longer) ours is left out silently, since its new owner lists it; any other
+    failure (a shard still loading) answers that error with an empty list, so a client retries
+    rather than taking a partial list for the whole."""
+    groups: list[GroupSummary] = []
+    for answer in answers:
+        if isinstance(answer, ErrorCode):
+            if answer != ErrorCode.NOT_COORDINATOR:
+                return int(answer), []
+            continue
+        groups += answer
+    return int(ErrorCode.NONE), sorted(groups, key=lambda g: g.group_id)
+
+
 def error_for(exc: ShardNotAvailable) -> ErrorCode:
     if isinstance(exc, AppendFailed):  # as Kafka maps MESSAGE_TOO_LARGE from its log
         return ErrorCode.UNKNOWN_SERVER_ERROR
@@ -154,16 +169,15 @@ class GroupCoordinatorService:
     async def list_groups(
         self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
     ) -> tuple[int, list[GroupSummary]]:
-        """All groups of the shards this process owns; the error is that of a shard that could not answer."""
+        """All groups of the shards this process owns (see ``list_groups_answer``)."""
         states, types = tuple(states_filter), tuple(types_filter)
-        error = ErrorCode.NONE
-        groups: list[GroupSummary] = []
+        answers: list[ErrorCode | list[GroupSummary]] = []
         for shard in self.runtime.shards.values():
             try:
-                groups += shard.read_live(lambda live: list_groups(live, states, types))
+                answers.append(shard.read_live(lambda live: list_groups(live, states, types)))
             except ShardNotAvailable as exc:
-                error = error_for(exc)
-        return int(error), sorted(groups, key=lambda g: g.group_id)
+                answers.append(error_for(exc))
+        return list_groups_answer(answers)
 
     async def describe_groups(self, group_ids: list[str], api_version: int) -> list[classic.DescribedGroup]:
         out: dict[str, classic.DescribedGroup] = {}

@@ -382,6 +382,7 @@ class ClassicGroup:
         empty = self.is_empty()
         return GroupRetentionView(
             subscribed_topics=self.subscribed_topic_names(),
+            subscribed_to_all=self.subscribed_topics is None and self.uses_consumer_protocol(),
             is_empty=empty,
             empty_since_ms=self.current_state_timestamp if empty and self.protocol_type else None,
             managed=True,

@@ -67,17 +67,22 @@ def validate_offset_commit(
 def validate_offset_fetch(
     state: ConsumerGroupsState, group_id: str, member_id: str | None, member_epoch: int
 ) -> ErrorCode:
-    """OffsetFetch v9+: a member fetching with its id must be current; anonymous fetches pass."""
-    if member_id is None or member_epoch < 0:
+    """OffsetFetch v9+: a member fetching with its id must be current.
+
+    Only a fetch with neither member id nor epoch (admin clients, older consumers) skips the
+    checks (Kafka's ConsumerGroup.validateOffsetFetch); a classic member inside a consumer group
+    is checked on its generation (ILLEGAL_GENERATION), a consumer-protocol one on its epoch.
+    """
+    if member_id is None and member_epoch < 0:
         return ErrorCode.NONE
     group = state.group(group_id)
     if group is None:
         return ErrorCode.GROUP_ID_NOT_FOUND
-    member = group.members.get(member_id)
+    member = None if member_id is None else group.members.get(member_id)
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
     if member_epoch != member.member_epoch:
-        return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE
 
 
