@@ -138,6 +138,12 @@ class Settings(BaseSettings):
     metrics_listen: str = Field(
         "127.0.0.1:9095", description='HOST:PORT of the HTTP health/metrics endpoint; "" or "off" disables it.'
     )
+    metrics_lag_interval_ms: int = Field(
+        30_000, ge=0, description="How often consumer lag (/metrics) is refreshed; 0 disables the lag metric."
+    )
+    metrics_lag_max_partitions: int = Field(
+        10_000, ge=0, description="Most (group, topic, partition) lag series exported; the rest are counted as omitted."
+    )
 
     _config_file: Path | None = None
 

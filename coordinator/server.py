@@ -24,7 +24,10 @@ from coordinator.gateway.event_loop import loop_factory
 from coordinator.gateway.handler import CoordinatorAddress
 from coordinator.gateway.server import GatewayServer
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from coordinator.observability.gateway import MeteredHandler
 from coordinator.observability.http import HealthServer, Readiness, shard_states
+from coordinator.observability.registry import REGISTRY
+from coordinator.observability.serve import ServeMetrics
 from coordinator.runtime.log import LogTopicSpec
 from coordinator.runtime.placement import Node, Placement, PlacementConfig, derived_instance_id, derived_node_id
 from coordinator.runtime.runtime import CoordinatorRuntime
@@ -252,6 +255,13 @@ async def _serve(settings: Settings, console: Console) -> int:
         owner_id=settings.owner_id,
     )
     service = GroupCoordinatorService(runtime, handlers)
+    metrics = ServeMetrics(
+        lambda: runtime.shards.values(),
+        client_config,
+        settings.metrics_lag_interval_ms if settings.metrics_listen else 0,
+        settings.metrics_lag_max_partitions,
+    )
+    runtime.observer = metrics.observer
     try:
         authorizer, acl_source = _authorization(settings, client_config)
     except (AclError, OSError) as exc:
@@ -268,14 +278,19 @@ async def _serve(settings: Settings, console: Console) -> int:
             protected_topics=[settings.log_topic],
             **settings.gateway.model_dump(exclude={"authorization"}),
         ),
-        SecuredHandler(CoordinatorApiHandler(service, metadata), metadata, authorizer, frozenset({settings.log_topic})),
+        MeteredHandler(
+            SecuredHandler(
+                CoordinatorApiHandler(service, metadata), metadata, authorizer, frozenset({settings.log_topic})
+            )
+        ),
         locator,
     )
     gateway.peers = locator.peers
+    metrics.watch_connections(gateway.connections)
     readiness = Readiness()
     health: HealthServer | None = None
     try:
-        health = HealthServer(settings.metrics_listen, readiness) if settings.metrics_listen else None
+        health = HealthServer(settings.metrics_listen, readiness, REGISTRY) if settings.metrics_listen else None
     except OSError as exc:
         # Not fatal: several processes on one host (drills, tests) share the default address;
         # coordination must not depend on the health endpoint.
@@ -298,6 +313,7 @@ async def _serve(settings: Settings, console: Console) -> int:
     gateway.config = gateway.config.model_copy(update={"coordinator_node_id": node_id})
     placement: Placement | None = None
     runtime_started = False
+    metrics.start()
     try:
         try:
             await runtime.start(partitions=())
@@ -364,6 +380,7 @@ async def _serve(settings: Settings, console: Console) -> int:
         readiness.set_listening(False)
         if health is not None:
             health.close()
+        await metrics.close()
         await gateway.stop()
         if placement is not None:
             # Shards stop serving first; then the placement consumer goes (a static member

@@ -51,6 +51,7 @@ from coordinator.gateway.rewrite import (
 )
 from coordinator.gateway.schema import Message
 from coordinator.gateway.upstream import Answer, UpstreamClosed, UpstreamConnection, write_framed
+from coordinator.observability import gateway as gateway_metrics
 from coordinator.security.sasl import SaslRefused, SaslSession
 
 if TYPE_CHECKING:
@@ -266,6 +267,7 @@ class ClientConnection:
             key, version, correlation_id = peek_request(payload)
         except FrameError as exc:
             raise CloseConnection(str(exc)) from exc
+        gateway_metrics.request(key)
         if key == ApiKey.API_VERSIONS:
             return True, self._ready(await self._api_versions(version, correlation_id))
         if key == ApiKey.SASL_HANDSHAKE:
@@ -569,6 +571,7 @@ class ClientConnection:
             fut = await upstream.send(payload, correlation_id, expect)
         except (UpstreamClosed, OSError) as exc:
             raise CloseConnection(f"upstream write failed: {exc}") from exc
+        gateway_metrics.forwarded(key, len(payload), fut)
         if not rewrite:
             return fut
         return _spawn(self._rewritten(fut, key, version, named))

@@ -15,7 +15,7 @@ import logging
 import ssl
 import struct
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any, cast
 
 from coordinator.gateway.framing import FrameError
@@ -106,6 +106,15 @@ class Answer:
     @property
     def arrived(self) -> bool:
         return self._done.done()
+
+    def on_arrival(self, callback: Callable[[int], None]) -> None:
+        """Call ``callback(size)`` once the whole answer has arrived (not if it never does)."""
+
+        def done(fut: asyncio.Future[None]) -> None:
+            if not fut.cancelled() and fut.exception() is None:
+                callback(self.size)
+
+        self._done.add_done_callback(done)
 
     def __await__(self) -> Generator[Any, None, bytes]:
         """The whole payload (without length prefix), once it has arrived."""

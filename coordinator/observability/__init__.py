@@ -1,1 +1,2 @@
-"""Operability: the HTTP health endpoint (``/healthz``, ``/readyz``) of ``groupcoord serve``."""
+"""Operability of ``groupcoord serve``: the HTTP endpoint (``/healthz``, ``/readyz``, ``/metrics``),
+the Prometheus metrics of the runtime, the groups and the gateway, and consumer lag."""

@@ -2,6 +2,7 @@
 
 ``/healthz`` answers 200 while the process is alive. ``/readyz`` answers 503 until the listeners are
 bound and every owned shard is loaded, then 200; its JSON body names the owned shards and their state.
+``/metrics`` serves a Prometheus registry (``coordinator.observability.metrics``) when one is given.
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 ShardState = Literal["loading", "active", "failed"]
 
@@ -51,7 +55,7 @@ def _split(hostport: str) -> tuple[str, int]:
 class HealthServer:
     """Serves /healthz and /readyz on a daemon thread; ``close`` stops it."""
 
-    def __init__(self, listen: str, readiness: Readiness) -> None:
+    def __init__(self, listen: str, readiness: Readiness, registry: CollectorRegistry | None = None) -> None:
         state = readiness
 
         class Handler(BaseHTTPRequestHandler):
@@ -62,6 +66,13 @@ class HealthServer:
                 elif path == "/readyz":
                     ready, body = state.answer()
                     self._send(200 if ready else 503, body)
+                elif path == "/metrics" and registry is not None:
+                    data = generate_latest(registry)
+                    self.send_response(200)
+                    self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
                 else:
                     self._send(404, {"error": "not found"})
 

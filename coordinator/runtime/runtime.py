@@ -21,6 +21,7 @@ from coordinator.runtime.shard import (
     Shard,
     ShardHandlers,
     ShardNotAvailable,
+    ShardObserver,
     ShardStatus,
 )
 
@@ -69,6 +70,8 @@ class CoordinatorRuntime(Generic[S]):
         # Asked before a shard reloads on its own (after a failed or misplaced append), since a
         # reload claims a new shard epoch; None allows it. See ``may_reload``.
         self.reload_guard: Callable[[int, str], bool] | None = None
+        # Told what every shard does (metrics); set before shards load.
+        self.observer = ShardObserver()
 
     async def start(self, partitions: Iterable[int] | None = None) -> None:
         """Create the log topic if needed, then begin loading the given shards (all by default)."""
@@ -144,6 +147,7 @@ class CoordinatorRuntime(Generic[S]):
         shard = self.shards.get(partition)
         if shard is None:
             shard = Shard(self, partition, self.handlers)
+            shard.observer = self.observer
             self.shards[partition] = shard
         shard.load()
         return shard

@@ -96,6 +96,30 @@ class ShardStatus(enum.Enum):
     CLOSED = "closed"
 
 
+class ShardObserver:
+    """Where a shard reports what it does, for metrics (``coordinator.observability.metrics``);
+    here every hook does nothing. Hooks run on the loop thread and must be cheap."""
+
+    def loaded(self, partition: int, seconds: float) -> None:
+        """A load finished and the shard is active."""
+
+    def dequeued(self, waited_s: float) -> None:
+        """An event left the queue for its handler after waiting ``waited_s``."""
+
+    def processed(self, state: Any, records: list[CoordinatorRecord], cause: object, seconds: float) -> None:
+        """A handler returned ``records`` (not yet replayed into ``state``, the live state);
+        ``cause`` is the timer event of a timer's handler, None for a request's."""
+
+    def released(self, waited_s: float) -> None:
+        """A write's answer was released once its records were read back, ``waited_s`` after its append."""
+
+    def flushed(self, seconds: float) -> None:
+        """A batch of appends was acknowledged by the log ``seconds`` after it was handed over."""
+
+
+_NO_OBSERVER = ShardObserver()
+
+
 class ShardNotAvailable(Exception):
     """The shard cannot serve now; ``status`` says why (the service maps it to a Kafka error)."""
 
@@ -124,6 +148,7 @@ class _Pending:
     future: asyncio.Future[Any] | None
     response: Any
     completions: list[tuple[Hashable, Any]] | None = None
+    appended_at: float = 0.0  # perf_counter() at the append, for the purgatory-time metric
 
 
 @dataclass(slots=True)
@@ -149,7 +174,9 @@ class Shard(Generic[S]):
         self.committed_offset = 0  # offset the reader will read next
         self.load_report: LoadReport | None = None
         self._replayer = LogReplayer(host.topic, partition, [])
-        self._queue: list[tuple[Callable[[S, int], Result[Any]], asyncio.Future[Any]]] = []
+        self.observer: ShardObserver = _NO_OBSERVER
+        # (handler, its future, the timer event that caused it or None, perf_counter() when queued)
+        self._queue: list[tuple[Callable[[S, int], Result[Any]], asyncio.Future[Any], object, float]] = []
         self._flush_scheduled = False
         self._pending: deque[_Pending] = deque()
         # offset -> (record, key, value) of what we appended there, until it is read back
@@ -227,7 +254,9 @@ class Shard(Generic[S]):
         queued, self._queue = self._queue, []
         pending, self._pending = self._pending, deque()
         parked, self._parked = self._parked, {}
-        futures = [f for _, f in queued] + [p.future for p in pending if p.future is not None] + list(parked.values())
+        futures = (
+            [entry[1] for entry in queued] + [p.future for p in pending if p.future is not None] + list(parked.values())
+        )
         for fut in futures:
             if not fut.done():
                 fut.set_exception(ShardNotAvailable(self.partition, status, detail))
@@ -368,18 +397,19 @@ class Shard(Generic[S]):
         self.load_report = LoadReport(
             self.partition, self._replayer.read, time.perf_counter() - self._load_started, self.epoch
         )
+        self.observer.loaded(self.partition, self.load_report.seconds)
         self._loaded.set()
         self.submit(lambda state, now: self.handlers.on_loaded(state, now))
 
     # --- write path ----------------------------------------------------------------------
 
-    def submit(self, op: Callable[[S, int], Result[T]]) -> asyncio.Future[T]:
+    def submit(self, op: Callable[[S, int], Result[T]], cause: object = None) -> asyncio.Future[T]:
         """Queue a write handler; the future resolves once its records are committed."""
         fut: asyncio.Future[T] = self.host.loop.create_future()
         if self.status is not ShardStatus.ACTIVE:
             fut.set_exception(ShardNotAvailable(self.partition, self.status, self.error or ""))
             return fut
-        self._queue.append((op, fut))
+        self._queue.append((op, fut, cause, time.perf_counter()))
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self.host.loop.call_soon(self._flush)
@@ -405,16 +435,19 @@ class Shard(Generic[S]):
         self._flush_scheduled = False
         queued, self._queue = self._queue, []
         if self.status is not ShardStatus.ACTIVE:
-            for _, fut in queued:
-                if not fut.done():
-                    fut.set_exception(ShardNotAvailable(self.partition, self.status, self.error or ""))
+            for entry in queued:
+                if not entry[1].done():
+                    entry[1].set_exception(ShardNotAvailable(self.partition, self.status, self.error or ""))
             return
         now = self.host.clock.now_ms()
         out: list[LogRecord] = []
         first_offset = self.next_offset
-        for op, fut in queued:
+        observer = self.observer
+        for op, fut, cause, queued_at in queued:
             if fut.done():
                 continue
+            started = time.perf_counter()
+            observer.dequeued(started - queued_at)
             try:
                 result = op(self.live, now)
                 encoded = [encode(r) for r in result.records]
@@ -430,6 +463,7 @@ class Shard(Generic[S]):
             if oversized:
                 fut.set_exception(AppendFailed(self.partition, oversized))
                 continue
+            observer.processed(self.live, result.records, cause, time.perf_counter() - started)
             try:
                 for r in result.records:
                     self.live.replay(r)
@@ -445,9 +479,15 @@ class Shard(Generic[S]):
                     previous.cancel()
                 self._parked[result.response.token] = fut
                 if result.completions:
-                    self._pending.append(_Pending(self.next_offset - 1, None, None, result.completions))
+                    self._pending.append(
+                        _Pending(self.next_offset - 1, None, None, result.completions, time.perf_counter())
+                    )
             else:
-                self._pending.append(_Pending(self.next_offset - 1, fut, result.response, result.completions or None))
+                self._pending.append(
+                    _Pending(
+                        self.next_offset - 1, fut, result.response, result.completions or None, time.perf_counter()
+                    )
+                )
         if out:
             self._send(out, first_offset)
         self._release()
@@ -458,7 +498,7 @@ class Shard(Generic[S]):
         first_offset = self.next_offset
         out: list[LogRecord] = []
         self._stage(records, [encode(r) for r in records], out, atomic)
-        self._pending.append(_Pending(self.next_offset - 1, fut, response))
+        self._pending.append(_Pending(self.next_offset - 1, fut, response, None, time.perf_counter()))
         self._send(out, first_offset)
 
     def _stage(
@@ -488,16 +528,23 @@ class Shard(Generic[S]):
     def _send(self, out: list[LogRecord], first_offset: int) -> None:
         generation = self.generation
         self._unreported += len(out)
+        last, handed_at = len(out) - 1, time.perf_counter()
 
         def delivered(index: int, err: KafkaError | None, offset: int) -> None:
+            if index == last:
+                self.observer.flushed(time.perf_counter() - handed_at)
             self.on_delivery(generation, first_offset + index, err, offset)
 
         self.host.append(self.partition, out, delivered)
 
     def _release(self) -> None:
         pending = self._pending
+        if not pending or pending[0].last_offset >= self.committed_offset:
+            return
+        now = time.perf_counter()
         while pending and pending[0].last_offset < self.committed_offset:
             p = pending.popleft()
+            self.observer.released(now - p.appended_at)
             if p.future is not None and not p.future.done():
                 p.future.set_result(p.response)
             for token, response in p.completions or ():
@@ -523,7 +570,7 @@ class Shard(Generic[S]):
         if generation != self.generation or self.status is not ShardStatus.ACTIVE:
             return
         self._timers.pop(key, None)
-        fut = self.submit(lambda state, now: self.handlers.on_timer(state, event, now))
+        fut = self.submit(lambda state, now: self.handlers.on_timer(state, event, now), event)
         fut.add_done_callback(_log_timer_failure)
 
     def _cancel_timers(self) -> None:
@@ -536,6 +583,11 @@ class Shard(Generic[S]):
     def replay_matches(self) -> bool:
         """Invariant 3: once caught up, the live state equals the replay of the committed log."""
         return bool(self.live.snapshot() == self.committed.snapshot())
+
+    @property
+    def backlog(self) -> tuple[int, int]:
+        """(events queued for their handler, written answers waiting for their records to be read back)."""
+        return len(self._queue), len(self._pending)
 
     @property
     def caught_up(self) -> bool:

@@ -1,0 +1,358 @@
+"""Prometheus metrics of ``groupcoord serve``, served at ``/metrics`` beside ``/healthz``.
+
+Names follow Kafka's group coordinator metrics (``kafka.server:type=group-coordinator-metrics``
+and the coordinator runtime's) where Kafka has one, made Prometheus-legal: ``groupcoord_``
+prefix, ``_`` for ``-``; Kafka's ``-rate``/``-count`` pairs become one counter ``..._total``
+(Prometheus derives the rate with ``rate()``). Times are in milliseconds, as Kafka's.
+
+=========================================  ===================================================
+Kafka                                      here
+=========================================  ===================================================
+num-partitions{state}                      groupcoord_num_partitions{state=loading|active|failed}
+partition-load-time-max / -avg             groupcoord_partition_load_time_max_ms / _avg_ms
+event-queue-size                           groupcoord_event_queue_size
+event-queue-time-ms                        groupcoord_event_queue_time_ms{quantile}, _max
+event-processing-time-ms                   groupcoord_event_processing_time_ms{quantile}, _max
+event-purgatory-time-ms                    groupcoord_event_purgatory_time_ms{quantile}, _max
+batch-flush-time-ms                        groupcoord_batch_flush_time_ms{quantile}, _max
+group-count{protocol}                      groupcoord_group_count{protocol=classic|consumer}
+consumer-group-count{state}                groupcoord_consumer_group_count{state}
+classic-group-count{state}                 groupcoord_classic_group_count{state}
+consumer-group-rebalance-rate / -count     groupcoord_consumer_group_rebalances_total
+group-completed-rebalance-rate / -count    groupcoord_group_completed_rebalances_total
+offset-count                               groupcoord_offset_count
+offset-commit-rate / -count                groupcoord_offset_commits_total
+offset-expiration-rate / -count            groupcoord_offset_expirations_total
+offset-deletion-rate / -count              groupcoord_offset_deletions_total
+=========================================  ===================================================
+
+The quantiles (0.5, 0.95, 0.99, 0.999) and the ``_max`` of the four latency summaries are over
+the last ``WINDOW`` events, as Kafka's histograms are over a recent window; ``_count`` and
+``_sum`` are totals. The gateway's metrics are in ``coordinator.observability.gateway``, consumer
+lag in ``coordinator.observability.lag``.
+
+Gauges over the in-memory state are computed when scraped, on the coordinator's event loop (the
+one thread that touches shard state), from the shards this process owns: several processes each
+export their own shards. Counters are counted where the runtime applies what a handler returned
+(``ShardMetrics.processed``), from the records themselves; the group logic knows nothing of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import math
+import time
+from collections import Counter as Tally
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from coordinator.groups.classic.group_state import ClassicGroupState
+from coordinator.groups.consumer.group import ConsumerGroupState
+from coordinator.groups.coordinator_state import GroupCoordinatorState
+from coordinator.observability.registry import REGISTRY
+from coordinator.runtime.shard import Shard, ShardObserver, ShardStatus
+from records import CoordinatorRecord, RecordType
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class Counts:
+    """The group counters: plain integers with one writer (the loop thread), exported by a
+    collector; cheaper on the write path than a locked ``prometheus_client.Counter``."""
+
+    FAMILIES = (
+        ("offset_commits", "groupcoord_offset_commits", "Offsets committed (Kafka offset-commit-count)."),
+        ("offset_expirations", "groupcoord_offset_expirations", "Offsets expired (Kafka offset-expiration-count)."),
+        (
+            "offset_deletions",
+            "groupcoord_offset_deletions",
+            "Offsets deleted by OffsetDelete, DeleteGroups or topic deletion (Kafka offset-deletion-count).",
+        ),
+        (
+            "consumer_rebalances",
+            "groupcoord_consumer_group_rebalances",
+            "Group epoch bumps of consumer (KIP-848) groups (Kafka consumer-group-rebalance-count).",
+        ),
+        (
+            "classic_completed_rebalances",
+            "groupcoord_group_completed_rebalances",
+            "Classic groups' rebalances completed into a new generation (Kafka group-completed-rebalance-count).",
+        ),
+    )
+
+    def __init__(self) -> None:
+        self.offset_commits = 0
+        self.offset_expirations = 0
+        self.offset_deletions = 0
+        self.consumer_rebalances = 0
+        self.classic_completed_rebalances = 0
+
+
+COUNTS = Counts()
+
+
+QUANTILES = (0.5, 0.95, 0.99, 0.999)
+WINDOW = 4096
+
+
+class LatencySummary:
+    """Quantiles and max over the last ``WINDOW`` samples, plus all-time count and sum.
+
+    Recorded on the loop thread, read on the HTTP thread: copying a deque holds the GIL for
+    the whole copy, and the two running totals have one writer, so no lock is needed."""
+
+    def __init__(self, name: str, documentation: str) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.samples: deque[float] = deque(maxlen=WINDOW)
+        self.count = 0
+        self.total = 0.0
+
+    def observe(self, ms: float) -> None:
+        self.samples.append(ms)
+        self.count += 1
+        self.total += ms
+
+    def families(self) -> Iterator[Metric]:
+        window = sorted(self.samples)
+        summary = Metric(self.name, self.documentation, "summary")
+        for q in QUANTILES:
+            summary.add_sample(self.name, {"quantile": str(q)}, _quantile(window, q))
+        summary.add_sample(self.name + "_count", {}, float(self.count))
+        summary.add_sample(self.name + "_sum", {}, self.total)
+        yield summary
+        yield GaugeMetricFamily(
+            self.name + "_max",
+            f"Largest of the last {WINDOW} samples of {self.name}.",
+            value=window[-1] if window else 0,
+        )
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    if not ordered:
+        return math.nan
+    return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
+
+
+EVENT_QUEUE_TIME = LatencySummary("groupcoord_event_queue_time_ms", "Time an event waits for its handler (ms).")
+EVENT_PROCESSING_TIME = LatencySummary(
+    "groupcoord_event_processing_time_ms", "Time a handler takes, encoding its records included (ms)."
+)
+EVENT_PURGATORY_TIME = LatencySummary(
+    "groupcoord_event_purgatory_time_ms",
+    "Time from a write's append to the release of its answer once its records are read back (ms).",
+)
+BATCH_FLUSH_TIME = LatencySummary(
+    "groupcoord_batch_flush_time_ms", "Time from handing a batch to the log writer to its acknowledgement (ms)."
+)
+SUMMARIES = (EVENT_QUEUE_TIME, EVENT_PROCESSING_TIME, EVENT_PURGATORY_TIME, BATCH_FLUSH_TIME)
+LOAD_TIMES: deque[float] = deque(maxlen=64)  # ms of the latest shard loads
+
+
+class _Process(Collector):
+    """The counters, the latency summaries and the load times of this process."""
+
+    def collect(self) -> Iterable[Metric]:
+        for attribute, name, documentation in Counts.FAMILIES:
+            yield CounterMetricFamily(name, documentation, value=getattr(COUNTS, attribute))
+        for summary in SUMMARIES:
+            yield from summary.families()
+        loads = list(LOAD_TIMES)
+        yield GaugeMetricFamily(
+            "groupcoord_partition_load_time_max_ms",
+            f"Longest of the last {LOAD_TIMES.maxlen} shard loads (ms).",
+            value=max(loads, default=0.0),
+        )
+        yield GaugeMetricFamily(
+            "groupcoord_partition_load_time_avg_ms",
+            f"Average of the last {LOAD_TIMES.maxlen} shard loads (ms).",
+            value=sum(loads) / len(loads) if loads else 0.0,
+        )
+
+
+REGISTRY.register(_Process())
+
+
+class ShardMetrics(ShardObserver):
+    """The runtime's hooks: latencies, and counters from the records each handler returned."""
+
+    def loaded(self, partition: int, seconds: float) -> None:
+        LOAD_TIMES.append(seconds * 1000)
+
+    def dequeued(self, waited_s: float) -> None:
+        EVENT_QUEUE_TIME.observe(waited_s * 1000)
+
+    def released(self, waited_s: float) -> None:
+        EVENT_PURGATORY_TIME.observe(waited_s * 1000)
+
+    def flushed(self, seconds: float) -> None:
+        BATCH_FLUSH_TIME.observe(seconds * 1000)
+
+    def processed(self, state: Any, records: list[CoordinatorRecord], cause: object, seconds: float) -> None:
+        EVENT_PROCESSING_TIME.observe(seconds * 1000)
+        if records and isinstance(state, GroupCoordinatorState):
+            count_records(state, records, timer=cause is not None)
+
+
+def count_records(state: GroupCoordinatorState, records: list[CoordinatorRecord], timer: bool) -> None:
+    """Count what ``records`` (returned by one handler, not yet replayed into ``state``) do.
+
+    An OffsetCommit value is a commit; an OffsetCommit tombstone is an expiration when a timer
+    (the retention sweep) wrote it, else a deletion (OffsetDelete, DeleteGroups, a deleted topic).
+    A ConsumerGroupMetadata value with a higher epoch than the group's is a rebalance (Kafka
+    counts each group epoch bump); a GroupMetadata value with members and a generation newer
+    than the group's last record is a completed classic rebalance."""
+    commits = tombstones = 0
+    for record in records:
+        kind = record.type
+        if kind == RecordType.OFFSET_COMMIT:
+            if record.value is None:
+                tombstones += 1
+            else:
+                commits += 1
+        elif kind == RecordType.CONSUMER_GROUP_METADATA and record.value is not None:
+            group = state.consumer.groups.get(record.key.group)
+            if group is None or record.value.epoch > group.group_epoch:
+                COUNTS.consumer_rebalances += 1
+        elif kind == RecordType.GROUP_METADATA and record.value is not None and record.value.members:
+            previous = state.classic.records.get(record.key.group)
+            if previous is None or record.value.generation > previous.generation:
+                COUNTS.classic_completed_rebalances += 1
+    COUNTS.offset_commits += commits
+    if timer:
+        COUNTS.offset_expirations += tombstones
+    else:
+        COUNTS.offset_deletions += tombstones
+
+
+# --- gauges over the owned shards, computed at scrape time --------------------------------------
+
+_SHARD_STATES = {
+    ShardStatus.LOADING: "loading",
+    ShardStatus.FENCED: "loading",  # stopped until placement confirms it may reload
+    ShardStatus.ACTIVE: "active",
+    ShardStatus.FAILED: "failed",
+}
+_CLASSIC_STATES = [s.value for s in ClassicGroupState]
+_CONSUMER_STATES = [s.value for s in ConsumerGroupState]
+
+
+def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metric]:
+    """The gauges over ``shards``; call it on the loop thread that owns them.
+
+    Costs one pass over the groups of each active shard and one over each group's topics;
+    never over single offsets."""
+    partitions: Tally[str] = Tally()
+    queued = waiting = 0
+    classic: Tally[str] = Tally()
+    consumer: Tally[str] = Tally()
+    offsets = 0
+    for shard in shards:
+        state = _SHARD_STATES.get(shard.status)
+        if state is not None:
+            partitions[state] += 1
+        q, w = shard.backlog
+        queued += q
+        waiting += w
+        if shard.status is not ShardStatus.ACTIVE:
+            continue
+        # Group states as ListGroups shows them: the live state holds a classic group's
+        # rebalance in progress, which is never written to the log.
+        live = shard.live
+        for cg in live.consumer.groups.values():
+            consumer[cg.state().value] += 1
+        for group in live.classic.groups.values():
+            classic[group.state.value] += 1
+        # A group that only ever committed offsets is an Empty classic group, as in Kafka.
+        classic["Empty"] += sum(
+            1 for gid in live.offsets.offsets if gid not in live.consumer.groups and gid not in live.classic.groups
+        )
+        offsets += sum(len(parts) for topics in shard.committed.offsets.offsets.values() for parts in topics.values())
+    out: list[Metric] = []
+    family = GaugeMetricFamily(
+        "groupcoord_num_partitions", "Shards (log partitions) this process owns, by state.", labels=["state"]
+    )
+    for state in ("loading", "active", "failed"):
+        family.add_metric([state], partitions[state])
+    out.append(family)
+    out.append(GaugeMetricFamily("groupcoord_event_queue_size", "Events waiting for their handler.", value=queued))
+    out.append(
+        GaugeMetricFamily(
+            "groupcoord_event_purgatory_size",
+            "Written answers waiting for their records to be read back from the log.",
+            value=waiting,
+        )
+    )
+    family = GaugeMetricFamily(
+        "groupcoord_group_count", "Groups of the owned shards, by protocol.", labels=["protocol"]
+    )
+    family.add_metric(["classic"], sum(classic.values()))
+    family.add_metric(["consumer"], sum(consumer.values()))
+    out.append(family)
+    family = GaugeMetricFamily("groupcoord_consumer_group_count", "Consumer groups by state.", labels=["state"])
+    for state in _CONSUMER_STATES:
+        family.add_metric([state], consumer[state])
+    out.append(family)
+    family = GaugeMetricFamily("groupcoord_classic_group_count", "Classic groups by state.", labels=["state"])
+    for state in _CLASSIC_STATES:
+        family.add_metric([state], classic[state])
+    out.append(family)
+    out.append(GaugeMetricFamily("groupcoord_offset_count", "Committed offsets retained.", value=offsets))
+    return out
+
+
+def on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[[], T], timeout: float) -> T:
+    """Run ``fn`` on ``loop`` from another thread and wait for its result."""
+    done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            done.set_result(fn())
+        except BaseException as exc:  # handed to the waiting thread
+            done.set_exception(exc)
+
+    loop.call_soon_threadsafe(run)
+    return done.result(timeout)
+
+
+class ShardCollector(Collector):
+    """The gauges of ``shard_families`` over the shards of ``shards()``, read on ``loop``."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        shards: Callable[[], Iterable[Shard[GroupCoordinatorState]]],
+        timeout: float = 5.0,
+    ) -> None:
+        self.loop = loop
+        self.shards = shards
+        self.timeout = timeout
+
+    def describe(self) -> Iterable[Metric]:
+        # Registration must not wait for the loop (it may be the caller).
+        return shard_families([])
+
+    def collect(self) -> Iterable[Metric]:
+        started = time.perf_counter()
+        try:
+            families = on_loop(self.loop, lambda: shard_families(list(self.shards())), self.timeout)
+        except (concurrent.futures.TimeoutError, RuntimeError) as exc:
+            # A loop too busy to answer (or closing): the scrape goes on without these gauges.
+            log.warning("shard metrics skipped: %s", exc or type(exc).__name__)
+            return []
+        families.append(
+            GaugeMetricFamily(
+                "groupcoord_shard_metrics_collect_ms",
+                "Time this scrape took to read the shard gauges (ms).",
+                value=(time.perf_counter() - started) * 1000,
+            )
+        )
+        return families

@@ -1,0 +1,168 @@
+"""The metrics of the runtime and the groups, over a real shard on the simulated log (no broker),
+and the /metrics endpoint parsed as Prometheus parses it."""
+
+from __future__ import annotations
+
+import random
+import urllib.request
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from coordinator.gateway.messages.offset_commit import (
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from coordinator.observability import metrics
+from coordinator.observability.gateway import error_counts
+from coordinator.observability.http import HealthServer, Readiness
+from coordinator.observability.metrics import LatencySummary, ShardMetrics, shard_families
+from coordinator.observability.registry import REGISTRY
+from coordinator.runtime.api import Result
+from coordinator.runtime.shard import Shard, ShardStatus
+from records import CoordinatorRecord, RecordType
+from records.definitions import (
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
+from tests.sim.kernel import SimHost, SimLog, SimLoop
+
+
+def samples(families: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in families for s in f.samples}
+
+
+def counter(name: str) -> float:
+    return REGISTRY.get_sample_value(name) or 0.0
+
+
+class World:
+    def __init__(self) -> None:
+        self.loop = SimLoop()
+        self.host = SimHost(SimLog(), self.loop, "o", random.Random(1))
+
+    def run(self, ms: int = 1000) -> None:
+        end = self.loop.clock.now_ms() + ms
+        while (at := self.loop.next_at()) is not None and at <= end:
+            self.loop.step()
+
+    def loaded(self, partition: int) -> Shard[GroupCoordinatorState]:
+        shard: Shard[GroupCoordinatorState] = self.host.shard(partition, GroupCoordinatorShard())
+        shard.observer = ShardMetrics()
+        shard.load()
+        self.run()
+        assert shard.status is ShardStatus.ACTIVE
+        return shard
+
+
+def commit(group: str, topic: str, partition: int, offset: int | None) -> CoordinatorRecord:
+    value = None if offset is None else OffsetCommitValue(offset)
+    return CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey(group, topic, partition), value)
+
+
+def write(*records: CoordinatorRecord) -> Any:
+    return lambda state, now: Result("ok", list(records))
+
+
+def test_shard_gauges_and_counters_follow_what_the_shard_applies() -> None:
+    world = World()
+    shard = world.loaded(0)
+    other = world.host.shard(1, GroupCoordinatorShard())  # owned, never loaded: not counted
+    commits, deletions, expirations = (
+        counter("groupcoord_offset_commits_total"),
+        counter("groupcoord_offset_deletions_total"),
+        counter("groupcoord_offset_expirations_total"),
+    )
+    rebalances = counter("groupcoord_consumer_group_rebalances_total")
+
+    fut = shard.submit(write(commit("g", "t", 0, 5), commit("g", "t", 1, 7), commit("h", "t", 0, 1)))
+    world.run()
+    assert fut.result() == "ok"
+    assert counter("groupcoord_offset_commits_total") == commits + 3
+    got = samples(shard_families([shard, other]))
+    assert got[("groupcoord_offset_count", ())] == 3
+    assert got[("groupcoord_num_partitions", (("state", "active"),))] == 1
+    assert got[("groupcoord_num_partitions", (("state", "loading"),))] == 0
+    # Groups that only committed offsets are Empty classic groups, as Kafka counts them.
+    assert got[("groupcoord_group_count", (("protocol", "classic"),))] == 2
+    assert got[("groupcoord_classic_group_count", (("state", "Empty"),))] == 2
+
+    # A tombstone written for a request is a deletion, one written by a timer an expiration.
+    shard.submit(write(commit("g", "t", 1, None)))
+    shard.submit(write(commit("h", "t", 0, None)), cause=object())
+    world.run()
+    assert counter("groupcoord_offset_deletions_total") == deletions + 1
+    assert counter("groupcoord_offset_expirations_total") == expirations + 1
+    assert samples(shard_families([shard]))[("groupcoord_offset_count", ())] == 1
+
+    # A consumer group's epoch bump is a rebalance; the same epoch again is not.
+    bump = CoordinatorRecord(
+        RecordType.CONSUMER_GROUP_METADATA, ConsumerGroupMetadataKey("cg"), ConsumerGroupMetadataValue(1)
+    )
+    shard.submit(write(bump))
+    world.run()
+    shard.submit(write(bump))
+    world.run()
+    assert counter("groupcoord_consumer_group_rebalances_total") == rebalances + 1
+    got = samples(shard_families([shard]))
+    assert got[("groupcoord_group_count", (("protocol", "consumer"),))] == 1
+    assert got[("groupcoord_consumer_group_count", (("state", "Empty"),))] == 1
+
+
+def test_runtime_latencies_are_observed() -> None:
+    counts = {s.name: s.count for s in metrics.SUMMARIES}
+    world = World()
+    shard = world.loaded(0)
+    shard.submit(write(commit("g", "t", 0, 1)))
+    world.run()
+    for summary in metrics.SUMMARIES:
+        assert summary.count > counts[summary.name], summary.name
+    assert len(metrics.LOAD_TIMES) >= 1
+
+
+def test_latency_summary_quantiles_and_max() -> None:
+    summary = LatencySummary("x_ms", "test")
+    for v in range(1, 1001):
+        summary.observe(float(v))
+    got = samples(summary.families())
+    assert got[("x_ms", (("quantile", "0.5"),))] == 500
+    assert got[("x_ms", (("quantile", "0.99"),))] == 990
+    assert got[("x_ms", (("quantile", "0.999"),))] == 999
+    assert got[("x_ms_max", ())] == 1000
+    assert got[("x_ms_count", ())] == 1000
+    assert got[("x_ms_sum", ())] == sum(range(1, 1001))
+
+
+def test_error_counts_walk_nested_answers() -> None:
+    response = OffsetCommitResponse(
+        topics=[
+            OffsetCommitResponseTopic(
+                name="t",
+                partitions=[
+                    OffsetCommitResponsePartition(partition_index=0, error_code=0),
+                    OffsetCommitResponsePartition(partition_index=1, error_code=25),
+                    OffsetCommitResponsePartition(partition_index=2, error_code=25),
+                ],
+            )
+        ]
+    )
+    codes: dict[int, int] = {}
+    error_counts(response, codes)
+    assert codes == {0: 1, 25: 2}
+
+
+def test_metrics_endpoint_serves_the_registry() -> None:
+    server = HealthServer("127.0.0.1:0", Readiness(), REGISTRY)
+    try:
+        with urllib.request.urlopen(f"http://{server.address}/metrics", timeout=5) as response:
+            assert response.status == 200
+            assert response.headers["Content-Type"].startswith("text/plain")
+            text = response.read().decode()
+        names = {f.name for f in text_string_to_metric_families(text)}
+        assert {"groupcoord_offset_commits", "groupcoord_event_purgatory_time_ms", "process_cpu_seconds"} <= names
+    finally:
+        server.close()
