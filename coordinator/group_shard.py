@@ -210,7 +210,9 @@ class GroupCoordinatorShard:
     def join_group(
         self, state: GroupCoordinatorState, request: classic.JoinGroupRequest, token: Hashable, now_ms: int
     ) -> Result[classic.JoinGroupResponse]:
-        facts = RequestContext(request.api_version, request.client_id, request.client_host, request.nonce)
+        facts = RequestContext(
+            request.api_version, request.client_id, request.client_host, request.nonce, request.may_describe_topic
+        )
         return routing.classic_group_join(state, request, token, self.context(now_ms, facts, state, request.group_id))
 
     def sync_group(

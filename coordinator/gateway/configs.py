@@ -21,8 +21,9 @@ from coordinator.gateway.messages.incremental_alter_configs import (
 )
 from coordinator.gateway.schema import Message
 
-# ConfigResource.Type.GROUP
+# ConfigResource.Type.GROUP and TOPIC
 GROUP_RESOURCE = 32
+TOPIC_RESOURCE = 2
 
 CONFIG_API_KEYS: frozenset[int] = frozenset(
     {ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS}

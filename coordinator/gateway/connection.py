@@ -10,7 +10,7 @@ import struct
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
-from coordinator.gateway import configs
+from coordinator.gateway import configs, topic_split
 from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
 from coordinator.gateway.client_stream import ClientStream
 from coordinator.gateway.cluster import UNSUPPORTED_VERSION, ClusterUnavailable
@@ -62,6 +62,7 @@ log = logging.getLogger(__name__)
 _LEN = struct.Struct(">i")
 _GROUP_KEY_TYPE = 0
 COORDINATOR_NOT_AVAILABLE = 15
+TOPIC_AUTHORIZATION_FAILED = 29
 # DescribeCluster can list controllers instead (KIP-919); clients reaching controllers directly do
 # not go through the sidecar, so only broker lists are rewritten.
 _BROKER_ENDPOINTS = 1
@@ -329,14 +330,52 @@ class ClientConnection:
         if key == ApiKey.PRODUCE:
             try:
                 expect_response = produce_acks(payload, version) != 0
-                if protected and protected.in_produce(payload, version):
-                    raise CloseConnection("Produce to the coordinator's log topic")
+                names_protected = bool(protected) and protected.in_produce(payload, version)
             except CodecError as exc:
                 raise CloseConnection(f"malformed Produce v{version}: {exc}") from exc
-        elif protected and protected.mentioned_in(payload):
-            raise CloseConnection(f"API {key} v{version} names the coordinator's log topic")
+            if names_protected and not expect_response:
+                # What Kafka does with an acks=0 produce that fails: close, so the producer notices.
+                raise CloseConnection("Produce with acks=0 to the coordinator's log topic")
+        elif key == topic_split.DESCRIBE_TOPIC_PARTITIONS:
+            # Answers list topics not named in the request: always filtered.
+            names_protected = bool(protected)
+        else:
+            names_protected = bool(protected) and protected.mentioned_in(payload)
+        if names_protected:
+            # Rare (requests naming the log topic): a copy of a large frame costs nothing here.
+            return await self._forward_split(bytes(payload), key, version, correlation_id)
         pending = await self._forward(payload, key, version, correlation_id, rewrite=False, expect=expect_response)
         return (False, pending) if expect_response else None
+
+    async def _forward_split(self, payload: bytes, key: int, version: int, correlation_id: int) -> Slot:
+        """A request naming the log topic: TOPIC_AUTHORIZATION_FAILED for its slots, the rest forwarded."""
+        parts = topic_split.split(payload, self.server.protected.is_protected)
+        if parts is None:
+            raise CloseConnection(f"API {key} v{version} names the coordinator's log topic")
+        if not parts.refused and key != topic_split.DESCRIBE_TOPIC_PARTITIONS:
+            # The scan's match was not one of the request's topics (a coincidence of bytes).
+            return False, await self._forward(payload, key, version, correlation_id, rewrite=False)
+        upstream: Awaitable[bytes] | None = None
+        if parts.rest is not None:
+            try:
+                rest = topic_split.encode_rest(parts)
+            except CodecError as exc:
+                raise CloseConnection(f"cannot re-encode API {key} v{version} without the log topic: {exc}") from exc
+            upstream = await self._forward(rest, key, version, correlation_id, rewrite=False)
+        return True, asyncio.shield(_spawn(self._merged_split(parts, upstream)))
+
+    async def _merged_split(self, parts: topic_split.Split, upstream: Awaitable[bytes] | None) -> bytes:
+        forwarded: bytes | None = None
+        if upstream is not None:
+            forwarded = await upstream
+            # The answer is re-encoded below and written as a framed slot; its budget ends here.
+            self.budget.release_for(len(forwarded))
+        try:
+            body = topic_split.merge(parts, forwarded)
+        except (CodecError, ValueError, IndexError, struct.error) as exc:
+            key, version = parts.header.api_key, parts.header.api_version
+            raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
+        return _LEN.pack(len(body)) + body
 
     @staticmethod
     def _ready(data: bytes) -> Awaitable[bytes]:
@@ -450,7 +489,23 @@ class ClientConnection:
             request = decode_request(payload)
         except CodecError:
             return None
-        if not configs.names_groups(request.body):
+        original = request.body
+        refusals: list[Message] = []
+        protected = self.server.protected
+        resources = list(original.resources)  # type: ignore[attr-defined]
+        denied = [
+            r for r in resources if r.resource_type == configs.TOPIC_RESOURCE and r.resource_name in protected.names
+        ]
+        if denied:
+            # The log topic's configs: TOPIC_AUTHORIZATION_FAILED for its resources, the rest served.
+            refused = configs.with_resources(original, denied)
+            refusals.append(configs.refuse_all(refused, TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."))
+            kept = [r for r in resources if all(r is not d for d in denied)]
+            if not kept:
+                answer = configs.merge(original, refusals)
+                return True, self._ready(encode_response(key, version, request.header.correlation_id, answer))
+            request = Request(request.header, configs.with_resources(original, kept))
+        if not configs.names_groups(request.body) and not denied:
             if self._cluster_supports(key, version):
                 return None
             # Offered because of group configs (merge_api_versions): the cluster's own resources
@@ -468,12 +523,11 @@ class ClientConnection:
         upstream: Awaitable[bytes] | None = None
         if rest is not None:
             rest_payload = encode_request(request.header, rest)[4:]  # without its length prefix
-            protected = self.server.protected
             if protected and protected.mentioned_in(rest_payload):
                 raise CloseConnection(f"API {key} v{version} names the coordinator's log topic")
             if self._cluster_supports(key, version):
                 upstream = await self._forward(rest_payload, key, version, request.header.correlation_id, rewrite=False)
-        local, remote = self._by_owner(request.header, groups)
+        local, remote = self._by_owner(request.header, groups) if configs.names_groups(groups) else (None, [])
         relayed = [
             asyncio.ensure_future(self._relayed(request.header, host, port, part)) for (host, port), part in remote
         ]
@@ -484,7 +538,8 @@ class ClientConnection:
             context = RequestContext(request.header, self.peer[0], self.peer[1], self.listener.port, principal)
             answered = asyncio.create_task(self._handler_answer(previous, context, local))
             self._last_local = answered
-        return True, asyncio.shield(_spawn(self._merged_configs(request, answered, relayed, rest, upstream)))
+        merged = self._merged_configs(Request(request.header, original), answered, relayed, rest, upstream, refusals)
+        return True, asyncio.shield(_spawn(merged))
 
     def _by_owner(
         self, header: RequestHeader, groups: Message
@@ -525,9 +580,11 @@ class ClientConnection:
         relayed: Sequence[Awaitable[Message]],
         rest: Message | None,
         upstream: Awaitable[bytes] | None,
+        refusals: Sequence[Message] = (),
     ) -> bytes:
         key, version = request.header.api_key, request.header.api_version
-        parts: list[Message] = []
+        # Refusals first: the merged answer's top-level fields come from the last part.
+        parts: list[Message] = list(refusals)
         if local is not None:
             parts.append(await local)
         parts += await asyncio.gather(*relayed)

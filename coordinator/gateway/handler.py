@@ -13,6 +13,7 @@ ConsumerGroupDescribe (69): ``<Name>Request`` in, ``<Name>Response`` out.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,6 +30,9 @@ class RequestContext:
     listener_port: int
     # The authenticated user name (Kafka principal "User:<name>"), None when not authenticated.
     principal: str | None = None
+    # Set by an authorizing handler: the topics this principal may DESCRIBE (what a regex
+    # subscription may resolve to). None: no authorizer.
+    may_describe_topic: Callable[[str], bool] | None = None
 
     @property
     def api_key(self) -> int:

@@ -1,11 +1,13 @@
 """The coordinator's log topic is the sidecar's alone: clients through the gateway cannot touch it.
 
-Forwarded requests that name a protected topic (by name or by topic id) close the connection,
-as a broker closes one on a request it will not serve: Produce is parsed (its record data could
-contain anything); every other forwarded request carries only names, ids and numbers, so the
-encoded forms of the protected names (classic and compact strings) and ids are searched for in
-its bytes. Metadata answers are rewritten instead: the topic is left out of an all-topics answer
-and refused with TOPIC_AUTHORIZATION_FAILED when named, as Kafka answers a caller without DESCRIBE.
+Which forwarded requests name a protected topic (by name or by topic id) is found cheaply:
+Produce is parsed to its topic names (its record data could contain anything); every other
+forwarded request carries only names, ids and numbers, so the encoded forms of the protected
+names (classic and compact strings) and ids are searched for in its bytes. Such a request gets
+TOPIC_AUTHORIZATION_FAILED in the topic's slots and the rest is served (``topic_split``), or,
+for APIs not split there, the connection is closed. Metadata answers are rewritten instead: the
+topic is left out of an all-topics answer and refused with TOPIC_AUTHORIZATION_FAILED when named,
+as Kafka answers a caller without DESCRIBE.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ class ProtectedTopics:
 
     def __bool__(self) -> bool:
         return bool(self.names)
+
+    def is_protected(self, name: str, topic_id: uuid.UUID) -> bool:
+        return name in self.names or (topic_id.int != 0 and topic_id in self.ids)
 
     def mentioned_in(self, payload: bytes | bytearray) -> bool:
         """Whether a forwarded request (not Produce) names a protected topic anywhere."""

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
 from coordinator.gateway.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
 from coordinator.gateway.messages.describe_cluster import DescribeClusterBroker, DescribeClusterResponse
+from coordinator.gateway.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
 from coordinator.gateway.messages.find_coordinator import FindCoordinatorResponse
 from coordinator.gateway.messages.metadata import MetadataResponse, MetadataResponseBroker
 
@@ -44,6 +45,10 @@ def merge_api_versions(cluster: ApiVersionsResponse) -> ApiVersionsResponse:
         if entry.api_key in REWRITTEN or entry.api_key in CONFIG_APIS:
             spec = APIS[entry.api_key]
             low, high = max(low, spec.min_version), min(high, spec.max_version)
+        elif entry.api_key == DescribeTopicPartitionsRequest.API_KEY:
+            # Its answers are filtered (the log topic left out): only versions the gateway decodes.
+            valid = DescribeTopicPartitionsRequest.VALID
+            low, high = max(low, valid.low), min(high, valid.high)
         elif entry.api_key in SASL_RANGES:
             # The gateway follows SASL exchanges: v0 handshakes (unframed tokens) and versions it
             # cannot decode are not offered.

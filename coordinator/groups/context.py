@@ -7,6 +7,7 @@ says what it decides on, not how many things it was handed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from coordinator.groups.classic.config import ClassicGroupConfig
@@ -26,6 +27,10 @@ class RequestContext:
     # the coordinator hands out are derived from them, so they cannot be guessed. Empty in
     # simulations and tests, whose ids then stay a function of the seed.
     nonce: bytes = b""
+    # Which topics the requesting principal may DESCRIBE, as the service's authorizer sees them
+    # for this one request: a regex subscription resolves only to those (KIP-848). None: there
+    # is no authorizer, every topic may be described.
+    may_describe_topic: Callable[[str], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ import contextlib
 import json
 import logging
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -197,6 +197,34 @@ class AclAuthorizer:
                     return False
             elif acl.operation in allowing:
                 allowed = True
+        return allowed
+
+    def names_filter(
+        self, user: str | None, host: str, operation: Operation, resource_type: ResourceType
+    ) -> Callable[[str], bool]:
+        """``authorize`` for many names of one resource type: the caller's ACLs are picked out
+        once, from the ACLs as they are now, so each name costs only the ACLs that concern it."""
+        principal = f"User:{user}" if user is not None else "User:ANONYMOUS"
+        if principal in self.super_users:
+            return lambda name: True
+        allowing = _IMPLIED_BY.get(operation, frozenset({operation, Operation.ALL}))
+        denying = (operation, Operation.ALL)
+        relevant = [
+            acl
+            for acl in self._by_type.get(resource_type, ())
+            if acl.matches_caller(principal, host)
+            and (acl.operation in denying if acl.permission is Permission.DENY else acl.operation in allowing)
+        ]
+
+        def allowed(name: str) -> bool:
+            result = False
+            for acl in relevant:
+                if acl.matches_resource(resource_type, name):
+                    if acl.permission is Permission.DENY:
+                        return False
+                    result = True
+            return result
+
         return allowed
 
 

@@ -274,6 +274,7 @@ class CoordinatorApiHandler:
                 client_host=f"/{context.client_host}",
                 # Member ids must not be guessable: the pure logic derives them from these bytes.
                 nonce=secrets.token_bytes(16),
+                may_describe_topic=context.may_describe_topic,
             )
         )
         response = convert(answer, wire_join.JoinGroupResponse)
@@ -340,6 +341,7 @@ class CoordinatorApiHandler:
                 client_id=context.header.client_id or "",
                 client_host=f"/{context.client_host}",
                 nonce=secrets.token_bytes(16),
+                may_describe_topic=context.may_describe_topic,
             ),
         )
         return convert(answer, wire_cgh.ConsumerGroupHeartbeatResponse)

@@ -4,6 +4,9 @@ Authorization (when an ``AclAuthorizer`` is given) follows what a Kafka broker c
 
 - READ on the group: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat,
   OffsetCommit (plus READ on each topic committed; others get TOPIC_AUTHORIZATION_FAILED);
+- DESCRIBE on topics: a ConsumerGroupHeartbeat (or a classic JoinGroup into a consumer group)
+  carries the caller's DESCRIBE rights on topics in its context, and the group logic resolves
+  regex subscriptions only to topics the caller may DESCRIBE (never to the protected ones);
 - DESCRIBE on the group: OffsetFetch (topics the caller may not DESCRIBE are refused when named,
   left out when all are asked for), DescribeGroups, ConsumerGroupDescribe; ListGroups lists only
   the groups the caller may DESCRIBE (all of them with DESCRIBE on the cluster);
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -59,6 +63,8 @@ _READ_GROUP_TOP_LEVEL: tuple[type[Message], ...] = (
     wire_leave.LeaveGroupRequest,
     wire_cgh.ConsumerGroupHeartbeatRequest,
 )
+# Requests whose handling may (re)resolve a consumer group's regex subscriptions.
+_RESOLVES_REGEXES = (wire_cgh.ConsumerGroupHeartbeatRequest, wire_join.JoinGroupRequest)
 _REFUSALS: dict[type[Message], Callable[[], Message]] = {
     wire_join.JoinGroupRequest: lambda: wire_join.JoinGroupResponse(error_code=GROUP_DENIED, protocol_name=None),
     wire_sync.SyncGroupRequest: lambda: wire_sync.SyncGroupResponse(error_code=GROUP_DENIED),
@@ -104,10 +110,32 @@ class SecuredHandler:
                 if isinstance(refusal, wire_join.JoinGroupResponse) and context.api_version < 7:
                     refusal.protocol_name = ""  # not nullable before v7
                 return refusal
+            if isinstance(request, _RESOLVES_REGEXES):
+                context = dataclasses.replace(context, may_describe_topic=self._describe_predicate(context))
         route = self._routes.get(type(request))
         if route is not None:
             return await route(context, request)
         return await self.inner.handle(context, request)
+
+    def _describe_predicate(self, context: RequestContext) -> Callable[[str], bool]:
+        """Which topics this caller may DESCRIBE (never the protected ones). Built on first use:
+        most heartbeats resolve no regex. One request sees one snapshot of the ACLs."""
+        authorizer = self.authorizer
+        assert authorizer is not None
+        view: list[Callable[[str], bool]] = []
+
+        def may_describe(topic: str) -> bool:
+            if topic in self.protected_topics:
+                return False
+            if not view:
+                view.append(
+                    authorizer.names_filter(
+                        context.principal, context.client_host, Operation.DESCRIBE, ResourceType.TOPIC
+                    )
+                )
+            return view[0](topic)
+
+        return may_describe
 
     def _allowed(self, context: RequestContext, operation: Operation, resource: ResourceType, name: str) -> bool:
         if self.authorizer is None:

@@ -143,3 +143,26 @@ def test_cluster_bindings_convert() -> None:
     )
     (converted,) = acls_from_cluster_bindings([binding])
     assert converted == acl("team-", Operation.READ, pattern=PatternType.PREFIXED)
+
+
+def test_names_filter_answers_as_authorize_does() -> None:
+    a = AclAuthorizer(
+        [
+            acl("orders-", Operation.DESCRIBE, pattern=PatternType.PREFIXED, rtype=T),
+            acl("orders-secret", Operation.ALL, perm=Permission.DENY, rtype=T),
+            acl("pay", Operation.READ, rtype=T),  # READ implies DESCRIBE
+            acl("logs-", Operation.WRITE, principal="User:*", pattern=PatternType.PREFIXED, rtype=T),
+            acl("*", Operation.DESCRIBE, principal="User:bob", host="10.0.0.9", rtype=T),
+            acl("logs-x", Operation.DESCRIBE, perm=Permission.DENY, principal="User:*", rtype=T),
+            acl("orders-a", Operation.DESCRIBE, rtype=G),
+        ],
+        super_users=["User:admin"],
+    )
+    names = ["orders-a", "orders-secret", "pay", "payments", "logs-a", "logs-x", "other", ""]
+    for user in ("alice", "bob", "carol", "admin", None):
+        for host in ("127.0.0.1", "10.0.0.9"):
+            for op in (Operation.DESCRIBE, Operation.READ):
+                view = a.names_filter(user, host, op, T)
+                assert [view(n) for n in names] == [a.authorize(user, host, op, T, n) for n in names], (user, host, op)
+    alice = a.names_filter("alice", "127.0.0.1", Operation.DESCRIBE, T)
+    assert [n for n in names if alice(n)] == ["orders-a", "pay", "logs-a"]

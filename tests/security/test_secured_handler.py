@@ -9,6 +9,10 @@ import uuid
 from coordinator.gateway import RequestContext
 from coordinator.gateway.codec import write_uvarint
 from coordinator.gateway.framing import RequestHeader, encode_request_header
+from coordinator.gateway.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from coordinator.gateway.messages.describe_groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
@@ -16,6 +20,7 @@ from coordinator.gateway.messages.describe_groups import (
 )
 from coordinator.gateway.protect import ProtectedTopics, produce_topics
 from coordinator.gateway.schema import Message
+from coordinator.security.authorizer import Acl, AclAuthorizer, Operation, PatternType, Permission, ResourceType
 from coordinator.service.secured_handler import CHUNK, SecuredHandler
 
 
@@ -164,3 +169,38 @@ def _error_codes(value: object) -> set[int]:
             else:
                 found |= _error_codes(child)
     return found
+
+
+class ContextKeeper:
+    def __init__(self) -> None:
+        self.contexts: list[RequestContext] = []
+
+    async def handle(self, context: RequestContext, request: Message) -> Message:
+        self.contexts.append(context)
+        return ConsumerGroupHeartbeatResponse()
+
+
+def test_heartbeats_carry_what_the_caller_may_describe_and_only_with_an_authorizer() -> None:
+    acls = [
+        Acl(ResourceType.GROUP, "g", PatternType.LITERAL, "User:carol", "*", Operation.READ, Permission.ALLOW),
+        Acl(
+            ResourceType.TOPIC, "orders-", PatternType.PREFIXED, "User:carol", "*", Operation.DESCRIBE, Permission.ALLOW
+        ),
+        Acl(ResourceType.TOPIC, "*", PatternType.LITERAL, "User:carol", "*", Operation.READ, Permission.ALLOW),
+    ]
+    request = ConsumerGroupHeartbeatRequest(group_id="g", subscribed_topic_regex=".*")
+    context = RequestContext(RequestHeader(68, 1, 1, "c"), "127.0.0.1", 1, 2, principal="carol")
+    inner = ContextKeeper()
+    secured = SecuredHandler(inner, NoTopics(), AclAuthorizer(acls[:2]), frozenset({"__log"}))
+    asyncio.run(secured.handle(context, request))
+    may = inner.contexts[-1].may_describe_topic
+    assert may is not None
+    assert [may(t) for t in ("orders-eu", "payments", "__log")] == [True, False, False]
+    # Every topic describable (a wildcard READ): still never the protected log topic.
+    secured = SecuredHandler(inner, NoTopics(), AclAuthorizer(acls), frozenset({"__log"}))
+    asyncio.run(secured.handle(context, request))
+    may = inner.contexts[-1].may_describe_topic
+    assert may is not None and may("payments") and not may("__log")
+    # Without an authorizer nothing is added: the logic resolves as it always did.
+    asyncio.run(SecuredHandler(inner, NoTopics()).handle(context, request))
+    assert inner.contexts[-1].may_describe_topic is None

@@ -1,5 +1,14 @@
 """DESIGN.md's invariants, written once and numbered as there. Each raises ``InvariantViolation``
-through ``fail`` (which adds the seed and the trace)."""
+through ``fail`` (which adds the seed and the trace). The workloads call them after every event.
+
+1. At most one member owns a partition at any instant; a partition moves only after its owner
+   gave it up.
+2. Epochs never go backwards: group epoch >= assignment epoch >= every member epoch.
+3. In-memory state equals the replay of the committed log prefix.
+4. An acknowledged write survives the loss of any coordinator process.
+5. A fenced or stale member's commit is rejected.
+6. Every subscribed partition is eventually owned by exactly one live member once quiet.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +16,27 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from coordinator.group_shard import GroupCoordinatorState
+from coordinator.groups.classic import ClassicGroupsState
 from coordinator.runtime.shard import Shard
+from records import RecordType, decode
 from tests.sim.clients import TP, ConsumerClient
 from tests.sim.kernel import SimLog
 
 Fail = Callable[[str], None]
+
+
+# --- 1. exclusive ownership -----------------------------------------------------------------------
+
+
+def invariant_1_no_partition_owned_twice(owners: Iterable[tuple[str, Iterable[TP]]], fail: Fail) -> None:
+    """1, as the clients see it: no partition is owned by two live clients (``owners`` lists
+    the live ones with what they own)."""
+    holder: dict[TP, str] = {}
+    for name, owned in owners:
+        for tp in owned:
+            if tp in holder:
+                fail(f"1. {tp} owned by both {holder[tp]} and {name}")
+            holder[tp] = name
 
 
 def invariant_1_exclusive_ownership(clients: Iterable[ConsumerClient], members: Mapping[str, Any], fail: Fail) -> None:
@@ -32,20 +57,75 @@ def invariant_1_exclusive_ownership(clients: Iterable[ConsumerClient], members: 
             holder[tp] = c.member_id
 
 
-def invariant_2_epochs(state: GroupCoordinatorState, group_id: str, last_epoch: int, fail: Fail) -> int:
-    """2. Epochs never go backwards: group epoch >= assignment epoch >= every member epoch.
-    Returns the group epoch, to compare with the next check."""
+def invariant_1_coordinator_holders(group: Any, fail: Fail) -> None:
+    """1, in the coordinator: no partition is assigned to (or still being revoked from) two
+    members of a consumer group at once."""
+    holders: dict[TP, str] = {}
+    for member_id, member in group.members.items():
+        for epochs in (member.assigned, member.pending_revocation):
+            for t, ps in epochs.items():
+                for p in ps:
+                    other = holders.get((t, p))
+                    if other is not None and other != member_id:
+                        fail(f"1. {(t, p)} held by {other} and {member_id} in the coordinator")
+                    holders[(t, p)] = member_id
+
+
+# --- 2. epochs ------------------------------------------------------------------------------------
+
+
+def invariant_2_epochs(state: GroupCoordinatorState, group_id: str, last: dict[str, int], fail: Fail) -> None:
+    """2. Epochs never go backwards: group epoch >= assignment epoch >= every member epoch, and
+    neither the group nor the assignment epoch goes back (``last`` remembers them)."""
     group = state.consumer.group(group_id)
     if group is None:
-        return last_epoch
-    if group.group_epoch < last_epoch:
-        fail(f"2. group epoch went back from {last_epoch} to {group.group_epoch}")
+        return
+    if group.group_epoch < last.get("group", 0) or group.assignment_epoch < last.get("assignment", 0):
+        fail(f"2. group or assignment epoch went back from {last} to {group.group_epoch}/{group.assignment_epoch}")
     if group.assignment_epoch > group.group_epoch:
         fail(f"2. assignment epoch {group.assignment_epoch} > group epoch {group.group_epoch}")
     for member_id, member in group.members.items():
         if member.member_epoch > group.assignment_epoch:
             fail(f"2. {member_id} epoch {member.member_epoch} > assignment epoch {group.assignment_epoch}")
-    return int(group.group_epoch)
+    last["group"], last["assignment"] = group.group_epoch, group.assignment_epoch
+
+
+def invariant_2_member_epochs(group: Any, highest: dict[str, int], fail: Fail) -> None:
+    """2. A member's epoch never goes back (``highest`` remembers each member's highest)."""
+    for member_id, member in group.members.items():
+        seen = highest.get(member_id)
+        if member.member_epoch >= 0:
+            if seen is not None and member.member_epoch < seen:
+                fail(f"2. {member_id} epoch went back from {seen} to {member.member_epoch}")
+            highest[member_id] = member.member_epoch
+
+
+def invariant_2_client_epoch(name: str, before: int, after: int, fail: Fail) -> None:
+    """2. The epoch the coordinator gives a member never goes back (until it rejoins from 0)."""
+    if before > 0 and after < before:
+        fail(f"2. {name} epoch went back {before} -> {after}")
+
+
+def invariant_2_generation(name: str, last: int | None, generation: int | None, fail: Fail) -> None:
+    """2. A classic group's generation never goes back."""
+    if last is not None and generation is not None and generation < last:
+        fail(f"2. {name} generation went back from {last} to {generation}")
+
+
+def invariant_2_logged_generations(log: SimLog, partition: int, cursor: list[int], fail: Fail) -> None:
+    """2. The generations a classic group's records carry never go back in the log (``cursor``
+    holds the entries already checked and the highest generation seen)."""
+    entries = log.entries.get(partition, [])
+    for entry in entries[cursor[0] :]:
+        record = decode(entry.key, entry.value)
+        if record.type is RecordType.GROUP_METADATA and record.value is not None:
+            if record.value.generation < cursor[1] and record.value.members:
+                fail(f"2. logged generation went back to {record.value.generation}")
+            cursor[1] = max(cursor[1], record.value.generation)
+    cursor[0] = len(entries)
+
+
+# --- 3. replay ------------------------------------------------------------------------------------
 
 
 def invariant_3_replay_matches(
@@ -72,6 +152,20 @@ def invariant_3_replay_matches(
             fail("3. a fresh load of the log differs from the committed state")
 
 
+def invariant_3_classic_groups_match_records(
+    live: ClassicGroupsState, committed: ClassicGroupsState, fail: Fail
+) -> None:
+    """3. A classic group at rest (Stable or Empty) is exactly what its last record says."""
+    for group_id, group in live.groups.items():
+        if group.state.value in ("Stable", "Empty"):
+            replayed = committed.group(group_id)
+            if replayed is None or replayed.to_record_value() != group.to_record_value():
+                fail(f"3. live {group} is not what its record says")
+
+
+# --- 4. acknowledged writes -----------------------------------------------------------------------
+
+
 def invariant_4_acknowledged_commits_survive(
     state: GroupCoordinatorState, group_id: str, acked: Mapping[tuple[str, int], int], fail: Fail
 ) -> None:
@@ -81,6 +175,9 @@ def invariant_4_acknowledged_commits_survive(
         value = state.offsets.get(group_id, topic, partition)
         if value is None or value.offset < offset:
             fail(f"4. acknowledged commit {topic}-{partition}@{offset} lost (log has {value})")
+
+
+# --- 5. commits -----------------------------------------------------------------------------------
 
 
 def invariant_5_only_the_holder_commits(
@@ -102,16 +199,31 @@ def invariant_5_only_the_holder_commits(
             fail(f"5. commit of {tp} by {member_id}@{epoch} accepted but it was not assigned at that epoch")
 
 
+# --- 6. quiet coverage ----------------------------------------------------------------------------
+
+
+def invariant_6_owned_exactly_once(owners: Iterable[tuple[str, Iterable[TP]]], wanted: set[TP], fail: Fail) -> None:
+    """6. Once quiet, every wanted partition is owned by exactly one live client, and nothing else."""
+    owned: dict[TP, str] = {}
+    for name, tps in owners:
+        for tp in tps:
+            if tp in owned:
+                fail(f"6. {tp} owned by {owned[tp]} and {name} at the quiet end")
+            owned[tp] = name
+    if set(owned) != wanted:
+        missing = sorted(wanted - set(owned))[:5]
+        extra = sorted(set(owned) - wanted)[:5]
+        fail(f"6. the quiet group does not cover its partitions: unowned {missing}, unexpected {extra}")
+
+
 def invariant_6_quiet_group_covered(
     state: GroupCoordinatorState, group_id: str, clients: Iterable[ConsumerClient], partitions: set[TP], fail: Fail
 ) -> None:
     """6. Once quiet, every subscribed partition is owned by exactly one live member, and each
     member owns exactly what the coordinator assigned it."""
     group = state.consumer.group(group_id)
-    owned: dict[TP, str] = {}
-    for c in clients:
-        if not c.alive:
-            continue
+    live = [c for c in clients if c.alive]
+    for c in live:
         member = group.members.get(c.member_id) if group is not None else None
         if member is None:
             fail(f"6. live client {c.member_id} is not a member")
@@ -119,7 +231,4 @@ def invariant_6_quiet_group_covered(
         assigned = {(t, p) for t, ps in member.assigned.items() for p in ps}
         if assigned != c.owned:
             fail(f"6. {c.member_id} owns {sorted(c.owned)} but is assigned {sorted(assigned)}")
-        for tp in c.owned:
-            owned[tp] = c.member_id
-    if set(owned) != partitions:
-        fail(f"6. partitions owned by nobody: {sorted(partitions - set(owned))}")
+    invariant_6_owned_exactly_once([(c.member_id, c.owned) for c in live], partitions, fail)

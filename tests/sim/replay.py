@@ -1,16 +1,22 @@
-"""Replay one seed of the ownership workload with its trace: ``python -m tests.sim.replay SEED``."""
+"""Replay one seed of a workload with its trace: ``python -m tests.sim.replay WORKLOAD SEED``,
+WORKLOAD one of kip848, classic, migration, ownership."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 from tests.sim.kernel import InvariantViolation
-from tests.sim.ownership import Scenario, Simulation
+
+WORKLOADS = ("kip848", "classic", "migration", "ownership")
 
 
 def main(argv: list[str]) -> int:
-    seed = int(argv[1])
-    sim = Simulation(Scenario.random(seed))
+    if len(argv) != 3 or argv[1] not in WORKLOADS or not argv[2].lstrip("-").isdigit():
+        print(f"usage: python -m tests.sim.replay {{{','.join(WORKLOADS)}}} SEED")
+        return 2
+    workload, seed = importlib.import_module(f"tests.sim.scenarios.{argv[1]}"), int(argv[2])
+    sim = workload.Simulation(workload.Scenario.random(seed))
     try:
         sim.run()
     except InvariantViolation as exc:
@@ -18,7 +24,7 @@ def main(argv: list[str]) -> int:
         print(exc)
         return 1
     print("\n".join(sim.trace))
-    print(f"seed {seed}: ok after {sim.steps} steps; {dict(sim.stats)}")
+    print(f"{argv[1]} seed {seed}: ok after {sim.steps} steps; {dict(sorted(sim.stats.items()))}")
     return 0
 
 

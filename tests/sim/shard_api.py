@@ -8,7 +8,7 @@ An operation is what ``Shard.submit`` takes: ``(state, now_ms) -> Result``.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, TypeVar
 
 from coordinator.errors import ErrorCode
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
@@ -26,9 +26,10 @@ from coordinator.offsets.config import OffsetsConfig
 from coordinator.offsets.handlers import commit_response
 from coordinator.offsets.messages import OffsetCommitRequest, OffsetCommitResponse
 from coordinator.runtime.api import Result
-from coordinator.runtime.shard import ShardNotAvailable
+from coordinator.runtime.shard import Shard, ShardNotAvailable
 from coordinator.service.service import error_for
 
+R = TypeVar("R")
 State = GroupCoordinatorState
 Op = Callable[[GroupCoordinatorState, int], Result[Any]]
 CONTEXT = RequestContext(1, "sim", "/sim")
@@ -53,6 +54,17 @@ def consumer_heartbeat(h: GroupCoordinatorShard, request: ConsumerGroupHeartbeat
 
 def commit_offsets(h: GroupCoordinatorShard, request: OffsetCommitRequest) -> Op:
     return lambda state, now: h.commit_offsets(state, request, now)
+
+
+def call(shard: Shard[Any], op: Op, on_error: Callable[[ErrorCode], R], on_answer: Callable[[R], None]) -> None:
+    """Submit ``op`` to the real shard; ``on_answer`` gets its answer once the runtime releases
+    it (after read-back), or the error answer the service gives when the shard cannot serve."""
+
+    def done(fut: Any) -> None:
+        exc = fut.exception()
+        on_answer(on_error(error_code(exc)) if exc is not None else fut.result())
+
+    shard.submit(op).add_done_callback(done)
 
 
 def error_code(exc: BaseException) -> ErrorCode:

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from tests.sim.ownership import Scenario, Simulation, run_seed
+from tests.sim.scenarios.ownership import Scenario, Simulation, run_seed
 
 SEEDS = 200
 

@@ -54,3 +54,31 @@ def test_consumer_member_ids_change_with_the_random_bytes() -> None:
     first, second = _consumer_member_id(b"\x01" * 16), _consumer_member_id(b"\x02" * 16)
     assert first != second and len(first) == len(second) == 22
     assert _consumer_member_id(b"\x01" * 16) == first  # the same inputs give the same id (replays agree)
+
+
+def _classic_member_id_in_consumer_group(nonce: bytes) -> str:
+    """A classic member joining a non-empty consumer group (online migration) gets its id there."""
+    state = GroupCoordinatorState()
+    join = cg.ConsumerGroupHeartbeatRequest(
+        "g", "", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=["t"], topic_partitions=[]
+    )
+    result = SHARD.consumer_group_heartbeat(state, join, 1_000, cg.RequestContext(0, "app", "/10.0.0.1", b"\x09" * 16))
+    for record in result.records:
+        state.replay(record)
+    request = classic.JoinGroupRequest(
+        "g",
+        10_000,
+        protocol_type="consumer",
+        protocols=(classic.JoinGroupRequestProtocol("range", b"\x00\x03\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"),),
+        api_version=9,
+        client_id="app",
+        nonce=nonce,
+    )
+    response = SHARD.join_group(state, request, "token", 2_000).response
+    assert isinstance(response, classic.JoinGroupResponse)
+    assert response.error_code == 79
+    return response.member_id
+
+
+def test_classic_member_ids_in_consumer_groups_change_with_the_random_bytes() -> None:
+    assert _classic_member_id_in_consumer_group(b"\x01" * 16) != _classic_member_id_in_consumer_group(b"\x02" * 16)

@@ -40,6 +40,16 @@ MODULES: dict[str, str] = {
     "describe_configs": "DescribeConfigs",
     "alter_configs": "AlterConfigs",
     "incremental_alter_configs": "IncrementalAlterConfigs",
+    # Forwarded APIs decoded only when they name the coordinator's log topic (gateway/protect.py).
+    "produce": "Produce",
+    "fetch": "Fetch",
+    "list_offsets": "ListOffsets",
+    "offset_for_leader_epoch": "OffsetForLeaderEpoch",
+    "create_topics": "CreateTopics",
+    "delete_topics": "DeleteTopics",
+    "delete_records": "DeleteRecords",
+    "create_partitions": "CreatePartitions",
+    "describe_topic_partitions": "DescribeTopicPartitions",
 }
 
 _PYTHON_TYPES = {

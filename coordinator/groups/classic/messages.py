@@ -9,6 +9,7 @@ the request header and the connection rather than the body; the rules depend on 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from coordinator.errors import ErrorCode
@@ -51,6 +52,9 @@ class JoinGroupRequest:
     client_host: str = ""
     # Random bytes from the service for the member id it may hand out (see RequestContext.nonce).
     nonce: bytes = b""
+    # See RequestContext.may_describe_topic: a classic member joining a consumer group may
+    # trigger the resolution of the group's regexes.
+    may_describe_topic: Callable[[str], bool] | None = None
 
     @property
     def effective_rebalance_timeout_ms(self) -> int:

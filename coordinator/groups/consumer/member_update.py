@@ -157,7 +157,11 @@ def _refresh_regexes(
     group: ConsumerGroup, in_use: set[str], ctx: GroupContext
 ) -> tuple[dict[str, ResolvedRegularExpression], list[CoordinatorRecord]]:
     """Resolve new regexes, re-resolve on a new metadata image or after the refresh interval,
-    and drop regexes no member uses any more."""
+    and drop regexes no member uses any more.
+
+    A resolution is the group's (one record per regex, shared by every member using it) and is
+    made with the rights of the member whose request triggered it, as Kafka resolves with the
+    triggering request's context: only topics that principal may DESCRIBE."""
     image, now_ms, config = ctx.image, ctx.now_ms, ctx.consumer
     regexes = group.regexes
     records: list[CoordinatorRecord] = []
@@ -170,7 +174,7 @@ def _refresh_regexes(
             and now_ms - current.timestamp < config.regex_refresh_interval_ms
         ):
             continue
-        topics = resolve_regex(regex, image)
+        topics = resolve_regex(regex, image, ctx.request.may_describe_topic)
         if updated is None:
             updated = dict(regexes)
         updated[regex] = ResolvedRegularExpression(topics, image.version, now_ms)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -43,10 +44,15 @@ def throw_if_regex_invalid(regex: str) -> None:
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
-def resolve_regex(regex: str, image: TopicsImage) -> frozenset[str]:
+def resolve_regex(regex: str, image: TopicsImage, may_describe: Callable[[str], bool] | None = None) -> frozenset[str]:
     """Topic names of ``image`` the whole of which ``regex`` matches (Kafka uses ``matches()``),
-    internal topics excepted."""
+    internal topics excepted, and of those only the ones ``may_describe`` allows (Kafka's
+    filterTopicDescribeAuthorizedTopics; None: no authorizer)."""
     pattern = _compile(regex)
     return frozenset(
-        name for name in image.topics if name not in INTERNAL_TOPICS and pattern.fullmatch(name) is not None
+        name
+        for name in image.topics
+        if name not in INTERNAL_TOPICS
+        and pattern.fullmatch(name) is not None
+        and (may_describe is None or may_describe(name))
     )

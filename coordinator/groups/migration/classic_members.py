@@ -167,7 +167,13 @@ def classic_join_to_consumer_group(
 
 
 def _join(state: ConsumerGroupsState, request: JoinGroupRequest, ctx: GroupContext) -> Result[JoinGroupResponse]:
-    ctx = ctx.for_request(RequestContext(request.api_version, request.client_id, request.client_host))
+    # The request's own facts: its random bytes (member ids) and its sender's DESCRIBE rights
+    # (the group's regexes may be resolved below) included.
+    ctx = ctx.for_request(
+        RequestContext(
+            request.api_version, request.client_id, request.client_host, request.nonce, request.may_describe_topic
+        )
+    )
     now_ms, image, config, classic_config = ctx.now_ms, ctx.image, ctx.consumer, ctx.classic
     gid = request.group_id
     group = state.group(gid)

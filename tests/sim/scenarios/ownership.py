@@ -7,7 +7,7 @@ error. Ownership moves: the owner unloads the shard and another process loads it
 ShardEpoch). Zombie: the old owner's reader stalls, the new owner loads, and the old owner keeps
 serving the clients still routed to it until its reader sees the new epoch. After every event
 the invariants (tests/sim/invariants.py) are checked; at the quiet end the group must cover every
-partition. ``python -m tests.sim.replay SEED`` replays one seed with its trace.
+partition. ``python -m tests.sim.replay ownership SEED`` replays one seed with its trace.
 """
 
 from __future__ import annotations
@@ -19,24 +19,17 @@ from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.offsets.messages import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-    OffsetCommitResponse,
-)
+from coordinator.offsets.messages import OffsetCommitRequest, OffsetCommitResponse
 from coordinator.runtime.shard import Shard, ShardStatus
 from tests.sim import invariants, shard_api
-from tests.sim.clients import TP, ConsumerClient
+from tests.sim.clients import TP, ConsumerClient, commit_request
+from tests.sim.drivers import ConsumerDriver
 from tests.sim.kernel import InvariantViolation, LogFaults, Network, SimHost, SimLog, SimLoop
 
 GROUP = "sim-group"
 PARTITION = 0  # the log partition (shard) the group lives on
 COMPACTION_LAG_MS = 1000
-REQUEST_TIMEOUT_MS = 1200
-COMMIT_EVERY_MS = 700
 CONFIG = ConsumerGroupConfig(
     session_timeout_ms=3000,
     min_session_timeout_ms=1000,
@@ -80,7 +73,7 @@ class Scenario:
         )
 
 
-class Simulation:
+class Simulation(ConsumerDriver):
     def __init__(self, sc: Scenario) -> None:
         self.sc = sc
         self.rng = random.Random(sc.seed * 7919 + 3)
@@ -93,13 +86,14 @@ class Simulation:
         self.image = TopicsImage.of(topics, 1)
         self.all_partitions: set[TP] = {("t0-id", p) for p in range(sc.partitions)}
         self.handlers = shard_api.handlers(lambda: self.image, CONFIG)
+        self.heartbeat_interval_ms = CONFIG.heartbeat_interval_ms
         self.owner = 0  # the process clients are sent to when they look the coordinator up
         self.route: dict[int, int] = {}
         self.clients = [ConsumerClient(slot, GROUP, ["t0"]) for slot in range(sc.members)]
         self.seq = 0
         self.commit_seq = 0
         self.acked: dict[tuple[str, int], int] = {}
-        self.last_epoch = 0
+        self.epochs: dict[str, int] = {}
         self.steps = 0
         self.trace: list[str] = []
         self.stats: Counter[str] = Counter()
@@ -110,16 +104,6 @@ class Simulation:
     # --- plumbing ------------------------------------------------------------------------------
     def shard(self, host: int) -> Shard[Any]:
         return self.hosts[host].shard(PARTITION, self.handlers)
-
-    @property
-    def now(self) -> int:
-        return self.loop.clock.now_ms()
-
-    def at(self, delay_ms: int, fn: Any, *args: Any) -> None:
-        self.loop.at(self.now + delay_ms, fn, *args)
-
-    def note(self, line: str) -> None:
-        self.trace.append(f"{self.now} {line}")
 
     def fail(self, message: str) -> None:
         tail = "\n".join(self.trace[-30:])
@@ -164,101 +148,34 @@ class Simulation:
         self.check_final()
         return self
 
-    # --- clients -------------------------------------------------------------------------------
-    def start(self, c: ConsumerClient) -> None:
-        if c.alive:
-            return
-        c.start()
-        self.route[c.slot] = self.owner
-        self.note(f"start {c.member_id}")
-        self.send(c)
-        self.at(COMMIT_EVERY_MS, self.auto_commit, c, c.incarnation)
-
-    def send(self, c: ConsumerClient) -> None:
-        if not c.alive or c.in_flight:
-            return
-        if c.rediscover:
+    # --- the consumers (tests/sim/drivers.py runs them) ----------------------------------------
+    def destination(self, c: ConsumerClient) -> int:
+        if c.rediscover:  # FindCoordinator again: the process placement names now
             c.rediscover = False
             self.route[c.slot] = self.owner
-        request, _ = c.heartbeat()
-        self.seq += 1
-        seq = c.in_flight = self.seq
-        host = self.route[c.slot]
-        self.at(REQUEST_TIMEOUT_MS, self.timeout, c, c.incarnation, seq)
-        self.net.request(c.slot, lambda: self.serve_heartbeat(host, c, c.incarnation, seq, request))
+        return self.route[c.slot]
 
-    def timeout(self, c: ConsumerClient, incarnation: int, seq: int) -> None:
-        if c.alive and c.incarnation == incarnation and c.in_flight == seq:
-            c.on_timeout()
-            c.rediscover = True
-            self.send(c)
+    def shard_at(self, destination: Any) -> Shard[Any]:
+        return self.shard(destination)
 
-    def serve_heartbeat(
-        self, host: int, c: ConsumerClient, incarnation: int, seq: int, request: ConsumerGroupHeartbeatRequest
-    ) -> None:
-        def answer(response: ConsumerGroupHeartbeatResponse) -> None:
-            self.note(f"hb {request.member_id}@{request.member_epoch} via {host} -> {response.error_code}")
-            self.net.respond(lambda: self.on_heartbeat(c, incarnation, seq, response))
+    def started(self, c: ConsumerClient) -> None:
+        self.route[c.slot] = self.owner
 
-        shard = self.shard(host)
-        fut = shard.submit(shard_api.consumer_heartbeat(self.handlers, request))
-        fut.add_done_callback(
-            lambda f: answer(
-                shard_api.heartbeat_error(shard_api.error_code(f.exception()))  # type: ignore[arg-type]
-                if f.exception() is not None
-                else f.result()
-            )
-        )
+    def stopped(self, c: ConsumerClient) -> None:
+        self.fail(f"{c.member_id} stopped on {c.error.name}")
 
-    def on_heartbeat(
-        self, c: ConsumerClient, incarnation: int, seq: int, response: ConsumerGroupHeartbeatResponse
-    ) -> None:
-        if not c.alive or c.incarnation != incarnation or c.in_flight != seq:
-            return  # a dead process, a duplicate, or a request given up on
-        action = c.on_response(response, lambda: 0)
-        self.stats[f"hb:{ErrorCode(response.error_code).name}"] += 1
-        if action == "fenced":
-            self.at(50, self.send, c)
-        elif action == "retry":
-            self.at(100, self.send, c)
-        elif action == "revoke":
-            self.commit(c, c.revoking)  # the revocation callback commits before giving up
-            self.at(self.rng.choice([0, 5, 40, 300]), self.revoked, c, incarnation)
-        elif action == "ack":
-            self.send(c)
-        else:
-            self.at(CONFIG.heartbeat_interval_ms, self.send, c)
-
-    def revoked(self, c: ConsumerClient, incarnation: int) -> None:
-        if c.alive and c.incarnation == incarnation and c.reconciling:
-            if c.revoked() == "revoke":  # the latest target takes away more
-                self.commit(c, c.revoking)
-                self.at(self.rng.choice([0, 5, 40, 300]), self.revoked, c, incarnation)
-            self.send(c)
-
-    def auto_commit(self, c: ConsumerClient, incarnation: int) -> None:
-        if c.alive and c.incarnation == incarnation:
-            self.commit(c, set(c.owned))
-            self.at(COMMIT_EVERY_MS, self.auto_commit, c, incarnation)
-
-    def commit(self, c: ConsumerClient, parts: set[TP]) -> None:
+    def commit(self, c: ConsumerClient, parts: set[TP], sync: bool) -> None:
         if not parts or c.epoch <= 0:
             return
         self.commit_seq += 1
         offset = self.commit_seq
-        request = OffsetCommitRequest(
-            group_id=GROUP,
-            generation_id_or_member_epoch=c.epoch,
-            member_id=c.member_id,
-            topics=[
-                OffsetCommitRequestTopic("t0", [OffsetCommitRequestPartition(p, offset) for _, p in sorted(parts)])
-            ],
-        )
+        request = commit_request(GROUP, c.member_id, c.epoch, {"t0": [(p, offset) for _, p in sorted(parts)]})
         self.send_commit(self.route[c.slot], request, c.slot)
 
     def send_commit(self, host: int, request: OffsetCommitRequest, client: Any) -> None:
         def validated(state: shard_api.State, now: int) -> Any:
             result = shard_api.commit_offsets(self.handlers, request)(state, now)
+            assert isinstance(result.response, OffsetCommitResponse)  # a commit is never parked
             accepted = [
                 ("t0-id", p.partition_index) for t in result.response.topics for p in t.partitions if p.error_code == 0
             ]
@@ -281,15 +198,7 @@ class Simulation:
                         self.acked[key] = max(self.acked.get(key, 0), request.topics[0].partitions[0].committed_offset)
 
         def arrive() -> None:
-            shard = self.shard(host)
-            fut = shard.submit(validated)
-            fut.add_done_callback(
-                lambda f: answer(
-                    shard_api.commit_error(request, shard_api.error_code(f.exception()))  # type: ignore[arg-type]
-                    if f.exception() is not None
-                    else f.result()
-                )
-            )
+            shard_api.call(self.shard(host), validated, lambda code: shard_api.commit_error(request, code), answer)
 
         self.net.request(client, arrive)
 
@@ -363,12 +272,8 @@ class Simulation:
         host = self.hosts[self.owner]
         host.max_record_bytes = 4_000
         self.faults.writer_limit = 2_000 if misconfigured else 1_000_000
-        request = OffsetCommitRequest(
-            group_id="g" * 3_000, topics=[OffsetCommitRequestTopic("t0", [OffsetCommitRequestPartition(0, 1)])]
-        )
-        request_small = OffsetCommitRequest(
-            group_id="g" * 4_500, topics=[OffsetCommitRequestTopic("t0", [OffsetCommitRequestPartition(0, 1)])]
-        )
+        request = commit_request("g" * 3_000, "", -1, {"t0": [(0, 1)]})
+        request_small = commit_request("g" * 4_500, "", -1, {"t0": [(0, 1)]})
         self.stats["oversize"] += 1
         self.send_commit(self.owner, request if misconfigured else request_small, "admin")
 
@@ -394,7 +299,7 @@ class Simulation:
             shard.load()
         if shard.status is not ShardStatus.ACTIVE:
             return
-        self.last_epoch = invariants.invariant_2_epochs(shard.committed, GROUP, self.last_epoch, self.fail)
+        invariants.invariant_2_epochs(shard.committed, GROUP, self.epochs, self.fail)
         invariants.invariant_3_replay_matches(shard, self.log, self.fail, full=self.steps % 50 == 0)
         if shard.caught_up:
             invariants.invariant_4_acknowledged_commits_survive(shard.committed, GROUP, self.acked, self.fail)

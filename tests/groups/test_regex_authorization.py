@@ -1,0 +1,135 @@
+"""Regex subscriptions resolve only to topics the requesting principal may DESCRIBE (KIP-848).
+
+The service hands the logic a predicate in the request context; the logic stays pure. As in
+Kafka (refreshRegularExpressions runs with the triggering request's context), a resolution is
+the group's and carries the rights of the member whose heartbeat made it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from coordinator.errors import ErrorCode
+from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.consumer import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    RequestContext,
+    consumer_group_heartbeat,
+)
+from coordinator.groups.consumer.regex import resolve_regex
+from coordinator.groups.context import GroupContext
+from tests.groups.harness import GROUP, Coordinator, image, topic
+
+TOPICS = image(topic("orders-eu", 2), topic("orders-us", 1), topic("payments", 3), topic("__consumer_offsets", 1))
+
+
+def orders_only(name: str) -> bool:
+    return name.startswith("orders-")
+
+
+def beat(
+    c: Coordinator,
+    member: str,
+    epoch: int,
+    may_describe: Callable[[str], bool] | None,
+    regex: str | None = None,
+) -> ConsumerGroupHeartbeatResponse:
+    request = ConsumerGroupHeartbeatRequest(
+        GROUP,
+        member,
+        epoch,
+        rebalance_timeout_ms=30000 if epoch == 0 else -1,
+        subscribed_topic_regex=regex,
+        topic_partitions=[] if epoch == 0 else None,
+    )
+    ctx = GroupContext(
+        c.now, c.metadata, c.config, request=RequestContext(1, "client", "/127.0.0.1", b"", may_describe)
+    )
+    result = consumer_group_heartbeat(c.state, request, ctx)
+    c.apply(result)
+    return result.response
+
+
+def test_resolve_regex_keeps_only_describable_topics() -> None:
+    assert resolve_regex(".*", TOPICS) == {"orders-eu", "orders-us", "payments"}
+    assert resolve_regex(".*", TOPICS, orders_only) == {"orders-eu", "orders-us"}
+    assert resolve_regex("pay.*", TOPICS, orders_only) == frozenset()
+    assert resolve_regex(".*", TOPICS, lambda name: True) == {"orders-eu", "orders-us", "payments"}
+
+
+def test_a_member_is_assigned_only_what_it_may_describe() -> None:
+    c = Coordinator(TOPICS)
+    r = beat(c, "A", 0, orders_only, ".*")
+    assert r.error_code == ErrorCode.NONE
+    assert c.group().regexes[".*"].topics == {"orders-eu", "orders-us"}
+    assert c.target("A") == {"id-orders-eu": [0, 1], "id-orders-us": [0]}
+    # The recorded resolution is what a restarted coordinator replays.
+    assert c.replayed() == c.state.snapshot()
+
+
+def test_without_an_authorizer_every_topic_matches() -> None:
+    c = Coordinator(TOPICS)
+    beat(c, "A", 0, None, ".*")
+    assert c.group().regexes[".*"].topics == {"orders-eu", "orders-us", "payments"}
+    assert c.target("A") == {"id-orders-eu": [0, 1], "id-orders-us": [0], "id-payments": [0, 1, 2]}
+
+
+def test_the_resolution_is_the_groups_and_carries_the_rights_of_who_triggered_it() -> None:
+    c = Coordinator(TOPICS, ConsumerGroupConfig(assignment_interval_ms=0, regex_refresh_interval_ms=10_000))
+    beat(c, "A", 0, orders_only, ".*")
+    # B joins with the same regex while A's resolution is fresh: B shares it, whatever B's rights.
+    beat(c, "B", 0, None, ".*")
+    assert c.group().regexes[".*"].topics == {"orders-eu", "orders-us"}
+    # Once the refresh interval has passed, the next heartbeat re-resolves with its sender's
+    # rights: B's (all topics) ...
+    c.now += 11_000
+    r = beat(c, "B", c.group().members["B"].member_epoch, None)
+    assert r.error_code == ErrorCode.NONE
+    assert c.group().regexes[".*"].topics == {"orders-eu", "orders-us", "payments"}
+    # ... and a later refresh triggered by A narrows it again.
+    c.now += 11_000
+    epoch = c.group().group_epoch
+    beat(c, "A", c.group().members["A"].member_epoch, orders_only)
+    assert c.group().regexes[".*"].topics == {"orders-eu", "orders-us"}
+    assert c.group().group_epoch == epoch + 1
+    assert c.replayed() == c.state.snapshot()
+
+
+def test_a_classic_member_joining_resolves_the_groups_regexes_with_its_own_rights() -> None:
+    """A classic JoinGroup into a consumer group carries its sender's rights to the resolution
+    it triggers (Kafka's classicGroupJoinToConsumerGroup refreshes regexes with its context)."""
+    from coordinator.groups import classic
+    from coordinator.groups import consumer as cg
+    from coordinator.groups.topics import TopicImage, TopicsImage
+    from tests.groups_migration.harness import FOO, FOO_ID, Shard, subscription
+
+    shard = Shard(metadata=TopicsImage.of([TopicImage(FOO, FOO_ID, 2), TopicImage("secret", "id-secret", 1)], 1))
+    shard.cg_heartbeat(
+        cg.ConsumerGroupHeartbeatRequest(
+            GROUP, "A", 0, rebalance_timeout_ms=30_000, subscribed_topic_regex=".*", topic_partitions=[]
+        )
+    )
+    group = shard.state.consumer.group(GROUP)
+    assert group is not None and group.regexes[".*"].topics == {FOO, "secret"}
+    shard.now += shard.handlers.consumer_config.regex_refresh_interval_ms + 1
+    request = classic.JoinGroupRequest(
+        GROUP,
+        10_000,
+        member_id="",
+        protocol_type="consumer",
+        protocols=(classic.JoinGroupRequestProtocol("range", subscription()),),
+        rebalance_timeout_ms=20_000,
+        client_id="classic",
+        client_host="/10.0.0.1",
+        may_describe_topic=lambda name: name == FOO,
+    )
+    answer = shard.apply(shard.handlers.join_group(shard.state, request, "join", shard.now), "join")
+    # v9: the first join only hands out a member id; the second is the member update.
+    assert isinstance(answer, classic.JoinGroupResponse) and answer.member_id
+    request = dataclasses.replace(request, member_id=answer.member_id)
+    shard.apply(shard.handlers.join_group(shard.state, request, "join2", shard.now), "join2")
+    group = shard.state.consumer.group(GROUP)
+    assert group is not None and group.regexes[".*"].topics == {FOO}
+    shard.check_replay()
