@@ -384,3 +384,35 @@ def test_the_scripted_broker_answers_directly_as_it_does_through_the_gateway() -
             await client.close()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_large_produce_to_the_log_topic_is_still_refused(loop: str) -> None:
+    # Frames above the read-ahead buffer arrive in a buffer of their own (a bytearray): the
+    # log-topic check must still see them.
+    topic = b"__group_coordinator_log"
+    records = random.Random(5).randbytes(200_000)
+
+    def produce_v3(correlation_id: int, name: bytes) -> bytes:
+        header = struct.pack(">hhih", 0, 3, correlation_id, 4) + b"test"
+        body = struct.pack(">hhi", -1, 1, 30_000)  # no transactional id, acks=1, timeout
+        body += struct.pack(">ih", 1, len(name)) + name + struct.pack(">iii", 1, 0, len(records)) + records
+        return framed(header + body)
+
+    async def respond(correlation_id: int, payload: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(framed(body_for(correlation_id, 8, correlation_id)))
+
+    async def test(server: GatewayServer, client: WireClient, broker: ScriptedBroker) -> None:
+        client.send_raw(produce_v3(1, b"other-topic"))
+        assert await read_raw_frame(client) == body_for(1, 8, 1)  # forwarded as it is
+        client.send_raw(produce_v3(2, topic))
+        answer = await read_raw_frame(client)
+        # Produce v3 answer: correlation id, one topic (the log topic), partition 0 refused with
+        # TOPIC_AUTHORIZATION_FAILED (29).
+        at = 4 + 4 + 2 + len(topic) + 4 + 4
+        assert answer[:4] == struct.pack(">i", 2) and topic in answer[:at]
+        assert struct.unpack_from(">h", answer, at)[0] == 29
+        assert broker.requests == [1]  # the log topic's produce never reached the broker
+        assert len(broker.payloads[0]) > 200_000
+
+    run(respond, test, loop, protected_topics=[topic.decode()])
