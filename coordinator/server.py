@@ -46,9 +46,12 @@ log = logging.getLogger(__name__)
 def run(settings: Settings, console: Console) -> int:
     """Run until SIGINT/SIGTERM; returns the process exit code."""
     try:
-        factory = loop_factory(settings.event_loop)
+        factory = loop_factory(settings.event_loop, tls_listener=settings.gateway.listener_tls is not None)
     except ImportError:
         console.print("[red]error:[/red] event_loop = uvloop, but uvloop is not installed", highlight=False)
+        return 1
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
         return 1
     with asyncio.Runner(loop_factory=factory) as runner:
         return runner.run(_serve(settings, console))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from coordinator.gateway import configs, topic_split
 from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
+from coordinator.gateway.client_stream import ClientStream
 from coordinator.gateway.cluster import UNSUPPORTED_VERSION, ClusterUnavailable
 from coordinator.gateway.codec import CodecError, decode_struct
 from coordinator.gateway.framing import (
@@ -33,7 +34,7 @@ from coordinator.gateway.rewrite import (
     rewrite_find_coordinator,
     rewrite_metadata,
 )
-from coordinator.gateway.upstream import UpstreamClosed, UpstreamConnection, write_framed
+from coordinator.gateway.upstream import Answer, UpstreamClosed, UpstreamConnection, write_framed
 from coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
 from coordinator.messages.describe_cluster import DescribeClusterResponse
 from coordinator.messages.find_coordinator import (
@@ -74,9 +75,9 @@ def _retrieve(task: asyncio.Future[bytes]) -> None:
         task.exception()
 
 
-def _certificate_principal(writer: asyncio.StreamWriter) -> str | None:
+def _certificate_principal(stream: ClientStream) -> str | None:
     """The common name of a verified client certificate (Kafka would map the full DN; see README)."""
-    cert = writer.get_extra_info("peercert")
+    cert = stream.get_extra_info("peercert")
     if not cert:
         return None
     for rdn in cert.get("subject", ()):
@@ -110,14 +111,12 @@ class ClientConnection:
         self,
         server: GatewayServer,
         listener: Listener,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        stream: ClientStream,
     ) -> None:
         self.server = server
         self.listener = listener
-        self.reader = reader
-        self.writer = writer
-        peer = writer.get_extra_info("peername") or ("?", 0)
+        self.stream = stream
+        peer = stream.get_extra_info("peername") or ("?", 0)
         self.peer: tuple[str, int] = (str(peer[0]), int(peer[1]))
         self.queue: asyncio.Queue[Slot | None] = asyncio.Queue(server.config.max_in_flight_per_connection)
         self.upstream: UpstreamConnection | None = None
@@ -128,7 +127,7 @@ class ClientConnection:
         self._last_local: asyncio.Task[Any] | None = None
         self.session = SaslSession()
         subject = (
-            _certificate_principal(writer) if config.listener_tls and config.listener_tls.require_client_cert else None
+            _certificate_principal(stream) if config.listener_tls and config.listener_tls.require_client_cert else None
         )
         if subject is not None:
             self.session.authenticate_externally(subject)
@@ -169,9 +168,9 @@ class ClientConnection:
         if self.upstream is not None:
             await self.upstream.close()
         self.budget.close()
-        self.writer.close()
+        self.stream.close()
         with contextlib.suppress(OSError, ssl.SSLError):
-            await self.writer.wait_closed()
+            await self.stream.wait_closed()
 
     async def _read_loop(self) -> None:
         config = self.server.config
@@ -180,10 +179,9 @@ class ClientConnection:
         budget = self.server.buffer_budget
         try:
             while True:
-                first = await self._next_frame_start()
-                if not first:
+                if not await self._next_frame_start():
                     break
-                prefix = first + await self._read_within(3, read_s)
+                prefix = await self._read_within(4, read_s)
                 try:
                     size = check_frame_size(prefix, max_bytes)
                 except FrameError as exc:
@@ -204,28 +202,28 @@ class ClientConnection:
             log.debug("client connection lost peer=%s:%s error=%s", *self.peer, exc)
         await self.queue.put(None)
 
-    async def _read_within(self, n: int, seconds: float) -> bytes:
+    async def _read_within(self, n: int, seconds: float) -> bytes | bytearray:
         # Usually the bytes are already buffered (a frame arrives whole): then no deadline is
-        # armed, which saves a timer per read on the forward path. ``_buffer`` is the stream's
-        # own bytearray; if a future asyncio renames it, every read simply takes the timed path.
-        buffered = getattr(self.reader, "_buffer", None)
-        if isinstance(buffered, bytearray) and len(buffered) >= n:
-            return await self.reader.readexactly(n)
+        # armed, which saves a timer per read on the forward path.
+        if self.stream.buffered >= n:
+            return await self.stream.readexactly(n)
         try:
             async with asyncio.timeout(seconds):
-                return await self.reader.readexactly(n)
+                return await self.stream.readexactly(n)
         except asyncio.IncompleteReadError as exc:
             raise CloseConnection("connection closed mid-frame") from exc
         except TimeoutError as exc:
             raise CloseConnection(f"frame not complete within request_read_timeout_ms={seconds * 1000:.0f}") from exc
 
-    async def _next_frame_start(self) -> bytes:
-        """The first byte of the next frame (b"" at EOF); closes a connection idle for too long."""
+    async def _next_frame_start(self) -> bool:
+        """Whether another frame starts (False at EOF); closes a connection idle for too long."""
+        if self.stream.buffered:
+            return True  # pipelined requests: no idle deadline to arm
         idle_s = self.server.config.connections_max_idle_ms / 1000
         while True:
             try:
                 async with asyncio.timeout(idle_s):
-                    return await self.reader.read(1)
+                    return await self.stream.read_start()
             except TimeoutError:
                 if self.outstanding == 0:
                     raise IdleConnection(f"idle for connections_max_idle_ms={idle_s * 1000:.0f}") from None
@@ -238,28 +236,34 @@ class ClientConnection:
                 return
             framed, pending = slot
             try:
-                data = await pending
+                if isinstance(pending, Answer):
+                    # Forwarded as it is: streamed to the client as it arrives. Nothing else is
+                    # written to this client until its last byte is, which keeps answers in order.
+                    size = await pending.stream_to(self.stream.transport)
+                else:
+                    data = await pending
+                    size = len(data)
+                    if framed:
+                        self.stream.write(data)
+                    else:
+                        write_framed(self.stream.transport, data)
             except (UpstreamClosed, ClusterUnavailable) as exc:
                 raise CloseConnection(str(exc)) from exc
-            if framed:
-                self.writer.write(data)
-            else:
-                write_framed(self.writer, data)
-            if self.writer.transport.get_write_buffer_size() == 0:
+            if self.stream.transport.get_write_buffer_size() == 0:
                 # All written at once (the usual case): drain cannot block, so no deadline.
-                await self.writer.drain()
+                await self.stream.drain()
             else:
                 try:
                     # A client that stops reading its answers is as idle as one that stops sending.
                     async with asyncio.timeout(idle_s):
-                        await self.writer.drain()
+                        await self.stream.drain()
                 except TimeoutError:
                     raise CloseConnection(f"answers unread for connections_max_idle_ms={idle_s * 1000:.0f}") from None
             if not framed:
-                self.budget.release_for(len(data))
+                self.budget.release_for(size)
             self.outstanding -= 1
 
-    async def _dispatch(self, payload: bytes) -> Slot | None:
+    async def _dispatch(self, payload: bytes | bytearray) -> Slot | None:
         try:
             key, version, correlation_id = peek_request(payload)
         except FrameError as exc:
@@ -338,7 +342,8 @@ class ClientConnection:
         else:
             names_protected = bool(protected) and protected.mentioned_in(payload)
         if names_protected:
-            return await self._forward_split(payload, key, version, correlation_id)
+            # Rare (requests naming the log topic): a copy of a large frame costs nothing here.
+            return await self._forward_split(bytes(payload), key, version, correlation_id)
         pending = await self._forward(payload, key, version, correlation_id, rewrite=False, expect=expect_response)
         return (False, pending) if expect_response else None
 
@@ -474,7 +479,7 @@ class ClientConnection:
 
     # --- configs: GROUP resources here, the rest forwarded ---------------------------------------
 
-    async def _configs(self, payload: bytes, key: int, version: int) -> Slot | None:
+    async def _configs(self, payload: bytes | bytearray, key: int, version: int) -> Slot | None:
         """Answer the GROUP resources of a config request here; None: forward it as it is (it
         names no group, or is a version or shape the gateway does not decode)."""
         spec = APIS[key]
@@ -609,7 +614,7 @@ class ClientConnection:
 
     async def _forward(
         self,
-        payload: bytes,
+        payload: bytes | bytearray,
         key: int,
         version: int,
         correlation_id: int,
@@ -642,7 +647,7 @@ class ClientConnection:
 
     # --- SASL, relayed -------------------------------------------------------------------------
 
-    async def _sasl_handshake(self, payload: bytes, version: int, correlation_id: int) -> Awaitable[bytes]:
+    async def _sasl_handshake(self, payload: bytes | bytearray, version: int, correlation_id: int) -> Awaitable[bytes]:
         if version < 1:
             # v0 is followed by raw SASL tokens without Kafka framing; the gateway advertises v1+.
             raise CloseConnection("SaslHandshake v0 is not supported through the gateway")
@@ -657,7 +662,9 @@ class ClientConnection:
         fut = await self._forward(payload, ApiKey.SASL_HANDSHAKE, version, correlation_id, rewrite=False)
         return _spawn(self._observed(fut, ApiKey.SASL_HANDSHAKE, version, seen))
 
-    async def _sasl_authenticate(self, payload: bytes, version: int, correlation_id: int) -> Awaitable[bytes]:
+    async def _sasl_authenticate(
+        self, payload: bytes | bytearray, version: int, correlation_id: int
+    ) -> Awaitable[bytes]:
         request = self._decode_sasl(payload, SaslAuthenticateRequest, ApiKey.SASL_AUTHENTICATE, version)
         assert isinstance(request, SaslAuthenticateRequest)
         try:
@@ -681,7 +688,7 @@ class ClientConnection:
         return _spawn(self._observed(fut, ApiKey.SASL_AUTHENTICATE, version, seen))
 
     @staticmethod
-    def _decode_sasl(payload: bytes, cls: type[Message], key: int, version: int) -> Message:
+    def _decode_sasl(payload: bytes | bytearray, cls: type[Message], key: int, version: int) -> Message:
         if version not in cls.VALID:
             raise CloseConnection(f"unsupported version {cls.__name__.removesuffix('Request')} v{version}")
         flexible = version in cls.FLEXIBLE

@@ -15,14 +15,18 @@ from collections.abc import Callable
 EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 
 
-def loop_factory(choice: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+def loop_factory(choice: str, tls_listener: bool = False) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """A factory for ``asyncio.Runner``; None means asyncio's default loop.
 
-    ``uvloop`` requires it to be installed (ImportError otherwise); ``auto`` uses it when it is.
+    ``uvloop`` requires it to be installed (ImportError otherwise); ``auto`` uses it when it is,
+    except with a TLS listener: uvloop reads the ClientHello before ``start_tls`` takes the
+    connection over, so no handshake ever completes there (asked for explicitly, it is refused).
     """
     if choice not in EVENT_LOOPS:
         raise ValueError(f"event_loop must be one of {', '.join(EVENT_LOOPS)}, not {choice!r}")
-    if choice == "asyncio":
+    if choice == "uvloop" and tls_listener:
+        raise ValueError("event_loop = uvloop cannot serve gateway.listener_tls (handshakes never complete); use auto")
+    if choice == "asyncio" or tls_listener:
         return None
     try:
         uvloop = importlib.import_module("uvloop")

@@ -57,7 +57,7 @@ class FrameSplitter:
         return len(self._buf)
 
 
-def check_frame_size(prefix: bytes, max_frame_bytes: int) -> int:
+def check_frame_size(prefix: bytes | bytearray, max_frame_bytes: int) -> int:
     size = int(_LEN.unpack(prefix)[0])
     if size < 0:
         raise FrameError(f"negative frame length {size}")
@@ -66,7 +66,7 @@ def check_frame_size(prefix: bytes, max_frame_bytes: int) -> int:
     return size
 
 
-def peek_request(payload: bytes | memoryview) -> tuple[int, int, int]:
+def peek_request(payload: bytes | bytearray | memoryview) -> tuple[int, int, int]:
     """api key, api version and correlation id: the fixed prefix of every request header."""
     if len(payload) < _PEEK.size:
         raise FrameError(f"request of {len(payload)} bytes is shorter than a header")
@@ -74,13 +74,13 @@ def peek_request(payload: bytes | memoryview) -> tuple[int, int, int]:
     return int(key), int(version), int(correlation_id)
 
 
-def peek_correlation_id(payload: bytes | memoryview) -> int:
+def peek_correlation_id(payload: bytes | bytearray | memoryview) -> int:
     if len(payload) < 4:
         raise FrameError("response shorter than its correlation id")
     return int(_LEN.unpack_from(payload, 0)[0])
 
 
-def decode_request_header(payload: bytes | memoryview, header_version: int) -> tuple[RequestHeader, int]:
+def decode_request_header(payload: bytes | bytearray | memoryview, header_version: int) -> tuple[RequestHeader, int]:
     """The header and the offset where the body starts."""
     buf = payload if isinstance(payload, memoryview) else memoryview(payload)
     key, version, correlation_id = peek_request(buf)
@@ -116,7 +116,7 @@ def encode_request_header(header: RequestHeader, header_version: int, out: bytea
         _write_tags(out, header.unknown_tagged_fields)
 
 
-def decode_response_header(payload: bytes | memoryview, header_version: int) -> tuple[int, int]:
+def decode_response_header(payload: bytes | bytearray | memoryview, header_version: int) -> tuple[int, int]:
     """The correlation id and the offset where the body starts."""
     buf = payload if isinstance(payload, memoryview) else memoryview(payload)
     correlation_id = peek_correlation_id(buf)
@@ -152,7 +152,7 @@ def _write_tags(out: bytearray, tags: dict[int, bytes]) -> None:
         out += tags[tag]
 
 
-def produce_acks(payload: bytes | memoryview, api_version: int) -> int:
+def produce_acks(payload: bytes | bytearray | memoryview, api_version: int) -> int:
     """The ``acks`` of a Produce request: 0 means the broker sends no response at all."""
     buf = payload if isinstance(payload, memoryview) else memoryview(payload)
     flexible = api_version >= 9

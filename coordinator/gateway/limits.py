@@ -40,14 +40,21 @@ class ByteBudget:
         n = max(n, 0)
         return min(n, self._limit(n))
 
-    async def acquire(self, n: int) -> int:
-        """Wait until ``grant_for(n)`` bytes are free, take them, and return that amount."""
+    def try_acquire(self, n: int) -> int | None:
+        """Take ``grant_for(n)`` bytes if they are free now (and no one of that kind waits)."""
         n = self.grant_for(n)
         limit = self._limit(n)
-        same_kind_waiting = any(self._limit(w) == limit for w, _ in self._waiters)
-        if not same_kind_waiting and self.used + n <= limit:
-            self.used += n
-            return n
+        if self.used + n > limit or (self._waiters and any(self._limit(w) == limit for w, _ in self._waiters)):
+            return None
+        self.used += n
+        return n
+
+    async def acquire(self, n: int) -> int:
+        """Wait until ``grant_for(n)`` bytes are free, take them, and return that amount."""
+        taken = self.try_acquire(n)
+        if taken is not None:
+            return taken
+        n = self.grant_for(n)
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (n, fut)
         self._waiters.append(entry)
@@ -104,6 +111,19 @@ class ConnectionBudget:
             raise
         self.held_shared += theirs
         return mine, theirs
+
+    def try_acquire(self, n: int) -> bool:
+        """Take ``n`` bytes' grants from both budgets if both have them free now."""
+        mine = self.own.try_acquire(n)
+        if mine is None:
+            return False
+        theirs = self.shared.try_acquire(n)
+        if theirs is None:
+            self.own.release(mine)
+            return False
+        self.held_own += mine
+        self.held_shared += theirs
+        return True
 
     def release(self, grant: tuple[int, int]) -> None:
         mine, theirs = grant

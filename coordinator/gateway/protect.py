@@ -54,11 +54,11 @@ class ProtectedTopics:
     def is_protected(self, name: str, topic_id: uuid.UUID) -> bool:
         return name in self.names or (topic_id.int != 0 and topic_id in self.ids)
 
-    def mentioned_in(self, payload: bytes) -> bool:
+    def mentioned_in(self, payload: bytes | bytearray) -> bool:
         """Whether a forwarded request (not Produce) names a protected topic anywhere."""
         return any(needle in payload for needle in self._needles)
 
-    def in_produce(self, payload: bytes, version: int) -> bool:
+    def in_produce(self, payload: bytes | bytearray, version: int) -> bool:
         try:
             names, ids = produce_topics(payload, version)
         except (CodecError, struct.error, IndexError) as exc:
@@ -82,7 +82,7 @@ class ProtectedTopics:
         response.topics = kept
 
 
-def produce_topics(payload: bytes, version: int) -> tuple[list[str], list[uuid.UUID]]:
+def produce_topics(payload: bytes | bytearray, version: int) -> tuple[list[str], list[uuid.UUID]]:
     """Topic names (and, from v13, topic ids) a Produce request writes to; record data is skipped."""
     buf = memoryview(payload)
     flexible = version >= 9

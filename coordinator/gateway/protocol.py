@@ -40,7 +40,7 @@ def spec_for(api_key: int, api_version: int) -> ApiSpec:
     return spec
 
 
-def decode_request(payload: bytes | memoryview) -> Request:
+def decode_request(payload: bytes | bytearray | memoryview) -> Request:
     """A request frame's payload (without the length prefix) -> header and typed body."""
     key, version, _ = peek_request(payload)
     spec = spec_for(key, version)

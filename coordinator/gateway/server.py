@@ -13,9 +13,10 @@ import contextlib
 import logging
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from types import TracebackType
 
+from coordinator.gateway.client_stream import ClientStream
 from coordinator.gateway.cluster import ClusterView
 from coordinator.gateway.config import GatewayConfig
 from coordinator.gateway.connection import ClientConnection
@@ -27,28 +28,6 @@ from coordinator.messages.describe_cluster import DescribeClusterBroker
 from coordinator.messages.metadata import MetadataResponseBroker
 
 log = logging.getLogger(__name__)
-
-
-class _AcceptProtocol(asyncio.StreamReaderProtocol):
-    """A stream protocol that, on a TLS port, reads nothing before ``start_tls`` takes over.
-
-    Otherwise the ClientHello could land in the plain StreamReader before the TLS layer exists.
-    """
-
-    def __init__(
-        self,
-        reader: asyncio.StreamReader,
-        callback: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
-        loop: asyncio.AbstractEventLoop,
-        tls: bool,
-    ) -> None:
-        super().__init__(reader, callback, loop)
-        self._tls = tls
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        if self._tls and isinstance(transport, asyncio.ReadTransport):
-            transport.pause_reading()
-        super().connection_made(transport)
 
 
 class Listener:
@@ -67,13 +46,13 @@ class Listener:
         # TLS is started per connection in _accept (not by the server), so a handshake in
         # progress already holds a connection slot and runs under its own deadline.
         self.server = await loop.create_server(
-            lambda: _AcceptProtocol(asyncio.StreamReader(limit=2**20, loop=loop), self._accept, loop, tls),
+            lambda: ClientStream(loop, self._accept, tls),
             config.listen_host,
             port,
         )
         self.port = int(self.server.sockets[0].getsockname()[1])
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accept(self, writer: ClientStream) -> None:
         gateway = self.gateway
         peer = writer.get_extra_info("peername") or ("?", 0)
         host = str(peer[0])
@@ -98,12 +77,11 @@ class Listener:
                     log.debug("TLS handshake failed peer=%s:%s error=%s", host, peer[1], exc)
                     writer.close()
                     return
-            connection = ClientConnection(gateway, self, reader, writer)
+            connection = ClientConnection(gateway, self, writer)
             gateway.connections[task] = connection
             await connection.run()
         except asyncio.CancelledError:
-            # Cancelled by stop(); asyncio's stream callback would report a cancelled handler
-            # task as an error, so it ends here.
+            # Cancelled by stop(); ends here rather than as a cancelled task.
             pass
         finally:
             gateway.connections.pop(task, None)

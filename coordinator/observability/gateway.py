@@ -25,7 +25,6 @@ scheduling most of it); a scrape reads the integers without a lock.
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import math
 import time
@@ -42,6 +41,7 @@ from coordinator.observability.registry import REGISTRY
 
 if TYPE_CHECKING:
     from coordinator.gateway.handler import GroupApiHandler, RequestContext
+    from coordinator.gateway.upstream import Answer
     from coordinator.messages.schema import Message
 
 # Kafka's API names by key (the "name" of each message schema, less "Request").
@@ -168,23 +168,21 @@ def request(key: int) -> None:
     _api(key).requests += 1
 
 
-def forwarded(key: int, size: int, answer: asyncio.Future[bytes]) -> None:
-    """A request of ``size`` bytes went to the backing cluster; ``answer`` yields its response."""
+def forwarded(key: int, size: int, answer: Answer) -> None:
+    """A request of ``size`` bytes went to the backing cluster; ``answer`` is its response."""
     api = _api(key)
     api.bytes_out += size
-    if answer.done():
+    if answer.arrived:
         return  # no answer expected (Produce with acks=0)
     sent = time.perf_counter()
 
-    def answered(fut: asyncio.Future[bytes]) -> None:
-        if fut.cancelled() or fut.exception() is not None:
-            return
+    def answered(answer_size: int) -> None:
         ms = (time.perf_counter() - sent) * 1000
         api.latency_buckets[bisect.bisect_left(LATENCY_BUCKETS, ms)] += 1
         api.latency_sum += ms
-        api.bytes_in += len(fut.result())
+        api.bytes_in += answer_size
 
-    answer.add_done_callback(answered)
+    answer.on_arrival(answered)
 
 
 class _Collector(Collector):

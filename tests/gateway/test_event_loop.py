@@ -26,6 +26,13 @@ def test_auto_uses_uvloop_exactly_when_installed() -> None:
             assert runner.run(asyncio.sleep(0, result=7)) == 7
 
 
+def test_a_tls_listener_runs_on_asyncio_and_refuses_uvloop() -> None:
+    # uvloop never completes a TLS handshake on the listener (README, Event loop).
+    assert loop_factory("auto", tls_listener=True) is None
+    with pytest.raises(ValueError, match="listener_tls"):
+        loop_factory("uvloop", tls_listener=True)
+
+
 def test_unknown_choice_is_refused() -> None:
     with pytest.raises(ValueError, match="event_loop must be one of"):
         loop_factory("trio")

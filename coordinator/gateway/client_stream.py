@@ -1,0 +1,229 @@
+"""A client connection's byte stream: request frames read without copying large ones, answers written.
+
+asyncio's StreamReader copies every byte it receives about three times (into a fresh bytes per
+read, into its buffer, and out again by ``readexactly``), which for Produce requests was most of
+the gateway's CPU. Here bytes are received into a small read-ahead buffer, and a large frame's
+payload straight into one buffer of its announced size, which is what the gateway forwards.
+At most one read-ahead buffer's worth is read beyond what the connection has asked for: when it
+is full, reading pauses, so a client that sends faster than its requests are taken is pushed
+back by TCP. The read side mirrors the StreamReader calls the connection used (``readexactly``
+raises ``asyncio.IncompleteReadError`` at EOF); the write side the StreamWriter's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Callable, Coroutine
+from typing import Any, cast
+
+# Read-ahead buffer; a frame larger than half of it is received into its own buffer.
+_READ_AHEAD = 64 * 1024
+_OWN_BUFFER_ABOVE = _READ_AHEAD // 2
+# Move unread bytes to the front once less than this is free behind them.
+_COMPACT_BELOW = _READ_AHEAD // 4
+
+
+class ClientStream(asyncio.BufferedProtocol):
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        on_connect: Callable[[ClientStream], Coroutine[Any, Any, None]],
+        tls: bool,
+    ) -> None:
+        self._loop = loop
+        self._on_connect = on_connect
+        self._tls = tls
+        self._task: asyncio.Task[None] | None = None
+        self.transport: asyncio.Transport  # set by connection_made
+        self._buf = bytearray(_READ_AHEAD)
+        self._start = 0  # unread bytes: [_start, _end)
+        self._end = 0
+        self._frame: bytearray | None = None  # a large payload being received in place
+        self._frame_view: memoryview | None = None
+        self._frame_filled = 0
+        self._wanted = 0  # bytes the reader waits for in the read-ahead buffer
+        self._waiter: asyncio.Future[None] | None = None
+        self._eof = False
+        self._error: Exception | None = None  # how the connection was lost, if not by a clean close
+        self._lost = False
+        self._read_paused = False
+        self._write_paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._closed: asyncio.Future[None] = loop.create_future()
+
+    # --- asyncio.BufferedProtocol -------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement asyncio.Transport without deriving from it.
+        self.transport = cast(asyncio.Transport, transport)
+        if self._tls:
+            # Nothing may be read before start_tls takes over, or the ClientHello would land here.
+            self.transport.pause_reading()
+        self._task = self._loop.create_task(self._on_connect(self))
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._frame_view is not None:
+            return self._frame_view[self._frame_filled :]
+        buf = self._buf
+        if self._start == self._end:
+            self._start = self._end = 0
+        elif self._start > 0 and len(buf) - self._end < _COMPACT_BELOW:
+            # Same-size slice assignment: allowed even while a view of the buffer is alive.
+            n = self._end - self._start
+            buf[:n] = buf[self._start : self._end]
+            self._start, self._end = 0, n
+        if self._end == len(buf):
+            # Only when the transport delivers although reading is paused (it may, briefly).
+            self._buf = buf = buf + bytearray(_READ_AHEAD)
+        return memoryview(buf)[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._frame_view is not None:
+            self._frame_filled += nbytes
+            if self._frame_filled == len(self._frame_view):
+                # Complete: later bytes go to the read-ahead buffer (an empty view would be EOF).
+                self._frame_view = None
+                self._wake()
+            return
+        self._end += nbytes
+        if self._end - self._start >= self._wanted:
+            self._wake()
+        if self._end - self._start >= len(self._buf) and not self._read_paused and not self.transport.is_closing():
+            self._read_paused = True
+            self.transport.pause_reading()
+
+    def eof_received(self) -> bool:
+        self._eof = True
+        self._wake()
+        # Keep the connection half-open, so answers still owed reach the client (as
+        # StreamReaderProtocol does); TLS cannot be half-open.
+        return self.transport.get_extra_info("sslcontext") is None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._eof = True
+        self._lost = True
+        self._error = exc
+        self._wake()
+        for waiter in self._drain_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._drain_waiters.clear()
+        if not self._closed.done():
+            self._closed.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        for waiter in self._drain_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._drain_waiters.clear()
+
+    # --- reading --------------------------------------------------------------------------------
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet read."""
+        return self._end - self._start
+
+    async def read_start(self) -> bool:
+        """Wait for the next byte; False at end of stream."""
+        if self._end == self._start:
+            await self._wait_for(1, complete=False)
+        return self._end > self._start
+
+    async def readexactly(self, n: int) -> bytes | bytearray:
+        available = self._end - self._start
+        if available >= n:
+            return self._take(n)
+        if n <= _OWN_BUFFER_ABOVE:
+            await self._wait_for(n)
+            return self._take(n)
+        frame = bytearray(n)
+        frame[:available] = self._buf[self._start : self._end]
+        self._start = self._end = 0
+        self._frame, self._frame_view, self._frame_filled = frame, memoryview(frame), available
+        self._resume_reading()
+        try:
+            while self._frame_filled < n:
+                if self._eof:
+                    if self._error is not None:
+                        raise self._error
+                    raise asyncio.IncompleteReadError(bytes(frame[: self._frame_filled]), n)
+                await self._wait()
+        finally:
+            self._frame = self._frame_view = None
+        return frame
+
+    def _take(self, n: int) -> bytes:
+        start = self._start
+        data = bytes(self._buf[start : start + n])
+        self._start = start + n
+        self._resume_reading()
+        return data
+
+    async def _wait_for(self, n: int, complete: bool = True) -> None:
+        self._wanted = n
+        try:
+            while self._end - self._start < n:
+                if self._eof:
+                    if self._error is not None:
+                        raise self._error
+                    if not complete:
+                        return
+                    raise asyncio.IncompleteReadError(bytes(self._buf[self._start : self._end]), n)
+                # Space for n bytes: the read-ahead buffer holds any frame read through it.
+                self._resume_reading()
+                await self._wait()
+        finally:
+            self._wanted = 0
+
+    async def _wait(self) -> None:
+        self._waiter = self._loop.create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _resume_reading(self) -> None:
+        if self._read_paused and self._end - self._start < len(self._buf):
+            self._read_paused = False
+            if not self.transport.is_closing():
+                self.transport.resume_reading()
+
+    # --- writing (the StreamWriter calls the connection uses) -----------------------------------
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.transport.write(data)
+
+    async def drain(self) -> None:
+        if self._lost:
+            raise ConnectionResetError("Connection lost")
+        if self._write_paused:
+            waiter = self._loop.create_future()
+            self._drain_waiters.append(waiter)
+            await waiter
+            if self._lost:
+                raise ConnectionResetError("Connection lost")
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self.transport.get_extra_info(name, default)
+
+    async def start_tls(self, context: ssl.SSLContext) -> None:
+        self.transport = cast(
+            asyncio.Transport, await self._loop.start_tls(self.transport, self, context, server_side=True)
+        )
+
+    def close(self) -> None:
+        self.transport.close()
+
+    async def wait_closed(self) -> None:
+        await asyncio.shield(self._closed)
