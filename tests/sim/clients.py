@@ -64,18 +64,16 @@ from coordinator.messages.consumer_group_heartbeat import (
 from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from coordinator.messages.join_group import (
     JoinGroupRequest,
-    JoinGroupRequestProtocol,
     JoinGroupResponse,
     JoinGroupResponseMember,
 )
-from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupRequestMemberIdentity
+from coordinator.messages.leave_group import LeaveGroupRequest
 from coordinator.messages.offset_commit import (
     OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
 )
-from coordinator.messages.schema import topic_id_string, topic_id_uuid
-from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment, SyncGroupResponse
+from coordinator.messages.schema import topic_id_string
+from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from tests import messages
 
 TP = tuple[str, int]  # (topic id or name, partition)
 REBALANCE_TIMEOUT_MS = 2500
@@ -96,10 +94,10 @@ def consumer_heartbeat_request(
     owned: Iterable[TP] | None = None,
 ) -> ConsumerGroupHeartbeatRequest:
     """ConsumerGroupHeartbeat; ``None`` fields are "unchanged since the last heartbeat"."""
-    return ConsumerGroupHeartbeatRequest(
-        group_id=group,
-        member_id=member_id,
-        member_epoch=epoch,
+    return messages.cg_request(
+        group,
+        member_id,
+        epoch,
         instance_id=instance_id,
         rebalance_timeout_ms=rebalance_timeout_ms,
         subscribed_topic_names=topics,
@@ -114,17 +112,14 @@ def commit_request(
 ) -> OffsetCommitRequest:
     """OffsetCommit of ``{topic name: [(partition, offset), ...]}`` (the edge resolves topic ids;
     ``commit_offsets`` in ``shard_api`` names them as it would)."""
-    return OffsetCommitRequest(
-        group_id=group,
-        generation_id_or_member_epoch=epoch,
-        member_id=member_id,
-        topics=[
-            OffsetCommitRequestTopic(
-                name=name,
-                partitions=[OffsetCommitRequestPartition(partition_index=p, committed_offset=o) for p, o in parts],
-            )
+    return messages.commit_request(
+        group,
+        [
+            messages.commit_topic(name, [messages.commit_partition(p, o) for p, o in parts])
             for name, parts in sorted(offsets.items())
         ],
+        generation_id_or_member_epoch=epoch,
+        member_id=member_id,
     )
 
 
@@ -138,12 +133,12 @@ def join_group_request(
     instance_id: str | None = None,
 ) -> JoinGroupRequest:
     """JoinGroup; the client's API version and id travel beside it (``shard_api.join_group``)."""
-    return JoinGroupRequest(
-        group_id=group,
-        session_timeout_ms=session_timeout_ms,
-        member_id=member_id,
+    return messages.join_request(
+        group,
+        session_timeout_ms,
+        member_id,
         protocol_type="consumer",
-        protocols=[JoinGroupRequestProtocol(name=name, metadata=metadata) for name, metadata in protocols],
+        protocols=[messages.join_protocol(name, metadata) for name, metadata in protocols],
         rebalance_timeout_ms=rebalance_timeout_ms,
         group_instance_id=instance_id,
     )
@@ -157,36 +152,30 @@ def sync_group_request(
     assignments: Mapping[str, bytes],
     instance_id: str | None = None,
 ) -> SyncGroupRequest:
-    return SyncGroupRequest(
-        group_id=group,
-        generation_id=generation,
-        member_id=member_id,
+    return messages.sync_request(
+        group,
+        generation,
+        member_id,
         group_instance_id=instance_id,
         protocol_type="consumer",
         protocol_name=protocol_name,
-        assignments=[SyncGroupRequestAssignment(member_id=m, assignment=a) for m, a in sorted(assignments.items())],
+        assignments=dict(sorted(assignments.items())),
     )
 
 
 def heartbeat_request(group: str, generation: int, member_id: str, instance_id: str | None = None) -> HeartbeatRequest:
-    return HeartbeatRequest(
-        group_id=group, generation_id=generation, member_id=member_id, group_instance_id=instance_id
-    )
+    return messages.heartbeat_request(group, generation, member_id, instance_id)
 
 
 def leave_group_request(group: str, member_id: str, instance_id: str | None = None) -> LeaveGroupRequest:
-    return LeaveGroupRequest(
-        group_id=group, members=[LeaveGroupRequestMemberIdentity(member_id=member_id, group_instance_id=instance_id)]
-    )
+    return messages.leave_request(group, members=[messages.member_identity(member_id, instance_id)])
 
 
 def _by_topic(owned: Iterable[TP]) -> list[ConsumerGroupHeartbeatRequestTopicPartitions]:
     per: dict[str, list[int]] = {}
     for t, p in sorted(owned):
         per.setdefault(t, []).append(p)
-    return [
-        ConsumerGroupHeartbeatRequestTopicPartitions(topic_id=topic_id_uuid(t), partitions=ps) for t, ps in per.items()
-    ]
+    return [messages.owned_topic(t, ps) for t, ps in per.items()]
 
 
 # --- KIP-848 consumer ----------------------------------------------------------------------------
