@@ -1,14 +1,18 @@
 """Gateway benchmark: produce, fetch and per-request latency through the gateway vs the broker itself.
 
-    python bench/gateway_bench.py [--records 200000] [--value-bytes 1024] [--round-trips 2000] [--rounds 3]
+    python bench/gateway_bench.py [--records 200000] [--value-bytes 1024] [--round-trips 2000] [--rounds 5]
 
 Same run, same broker (a fresh local Tansu on a free loopback port), the gateway in its own
 process as a sidecar would be -- two of them when uvloop is installed, one on asyncio's default
 event loop and one on uvloop, so the event loop's share is measured too:
 - a confluent-kafka producer writing N records (acks=all) directly and through each gateway;
 - a confluent-kafka consumer reading N records from offset 0 by manual assignment, directly and
-  through each gateway (records/s, MB/s; rounds alternate so drift hits all sides alike), with
-  the CPU seconds the broker and the gateway processes spent in each round;
+  through each gateway (records/s, MB/s), with the CPU seconds the broker and the gateway
+  processes spent in each round. A first, unrecorded round warms every side up; after it, each
+  round starts with another side, so drift and the broker's own warm-up hit all sides alike;
+- the same through a bare relay (a few lines of Python that copy bytes both ways, in front of a
+  twin broker fed the same records): what any process between client and broker costs here, so
+  the gateway's own share of the difference from direct can be told apart;
 - one request at a time on one connection per side, the sides taking turns request by request:
   ListOffsets (a plain forwarded request) and Metadata (forwarded and rewritten); the difference
   from direct is the added latency.
@@ -19,13 +23,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
 import platform
+import socket
 import statistics
 import struct
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -66,6 +73,29 @@ def _run_gateway(bootstrap: str, port: int, ready: Any, loop: str) -> None:
             runner.run(main())
     else:
         asyncio.run(main())
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    with contextlib.suppress(OSError):
+        while n := source.recv_into(buf):
+            sink.sendall(view[:n])
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)
+
+
+def _run_relay(target: tuple[str, int], port: int, ready: Any) -> None:
+    """The least any process between client and broker costs: bytes copied both ways, one thread
+    per direction and connection, nothing parsed, nothing checked. The gateway's figures stand
+    beside this one to tell the cost of forwarding at all from the cost of the gateway's work."""
+    listener = socket.create_server(("127.0.0.1", port))
+    ready.set()
+    while True:
+        client, _ = listener.accept()
+        upstream = socket.create_connection(target)
+        for source, sink in ((client, upstream), (upstream, client)):
+            threading.Thread(target=_pump, args=(source, sink), daemon=True).start()
 
 
 def event_loops() -> list[str]:
@@ -199,14 +229,21 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--value-bytes", type=int, default=1024)
     parser.add_argument("--round-trips", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "results" / "gateway.json")
     args = parser.parse_args()
 
     ctx = multiprocessing.get_context("spawn")
     loops = event_loops()
-    with LocalBroker(port=free_port()) as broker:
+    relay_port = free_port()
+    with (
+        LocalBroker(port=free_port()) as broker,
+        # A twin broker that tells its clients it is at the bare relay, so all their traffic
+        # (bootstrap, metadata, produce, fetch) goes through it.
+        LocalBroker(port=free_port(), advertised=("127.0.0.1", relay_port)) as twin,
+    ):
         gateways: dict[str, tuple[int, Any]] = {}
+        relay: Any = None
         try:
             for loop in loops:
                 port, ready = free_port(), ctx.Event()
@@ -215,46 +252,65 @@ def main() -> None:
                 gateways[loop] = (port, process)
                 if not ready.wait(30):
                     raise RuntimeError(f"gateway ({loop}) did not start")
-            sides = {"direct": broker.bootstrap} | {
-                f"gateway_{loop}": f"127.0.0.1:{gateways[loop][0]}" for loop in loops
-            }
+            ready = ctx.Event()
+            relay = ctx.Process(target=_run_relay, args=((twin.host, twin.port), relay_port, ready), daemon=True)
+            relay.start()
+            if not ready.wait(30):
+                raise RuntimeError("relay did not start")
+            relay_address = f"127.0.0.1:{relay_port}"
+            sides = (
+                {"direct": broker.bootstrap}
+                | {f"gateway_{loop}": f"127.0.0.1:{gateways[loop][0]}" for loop in loops}
+                | {"bare_relay": relay_address}
+            )
             topic = f"bench-gw-{uuid.uuid4().hex[:8]}"
-            fill_topic(broker.bootstrap, topic, args.records, args.value_bytes)
-            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
             sink = f"bench-gw-produce-{uuid.uuid4().hex[:8]}"
-            admin.create_topics([NewTopic(sink, PARTITIONS, 1)])[sink].result()
+            for bootstrap in (broker.bootstrap, relay_address):
+                fill_topic(bootstrap, topic, args.records, args.value_bytes)
+                admin = AdminClient({"bootstrap.servers": bootstrap})
+                admin.create_topics([NewTopic(sink, PARTITIONS, 1)])[sink].result()
 
-            assert broker.process is not None
-            pids = {"broker_cpu_s": broker.process.pid} | {
-                f"gateway_{loop}_cpu_s": p.pid for loop, (_, p) in gateways.items()
-            }
+            assert broker.process is not None and twin.process is not None
+            pids = (
+                {"broker_cpu_s": broker.process.pid}
+                | {f"gateway_{loop}_cpu_s": p.pid for loop, (_, p) in gateways.items()}
+                | {"twin_broker_cpu_s": twin.process.pid, "bare_relay_cpu_s": relay.pid}
+            )
             produce: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
             fetch: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
-            for _ in range(args.rounds):
-                for side, address in sides.items():
+            names = list(sides)
+            # Round 0 warms every side up and is not recorded: the broker's first 200 MB cost it
+            # about half the CPU of later ones, which favoured whichever side went first.
+            for round_no in range(args.rounds + 1):
+                # Each round starts with another side, so no side always runs after the others.
+                order = names[round_no % len(names) :] + names[: round_no % len(names)]
+                for side in order:
                     for figures_of, measure in (
                         (produce, lambda a: produce_rate(a, sink, args.records, args.value_bytes)),
                         (fetch, lambda a: consume_rate(a, topic, args.records)),
                     ):
                         before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-                        figures = measure(address)
+                        figures = measure(sides[side])
                         # CPU beside wall time tells a busy broker from an idle, stalled one.
                         figures.update({name: cpu_seconds(pid) - before[name] for name, pid in pids.items()})
-                        figures_of[side].append(figures)
+                        if round_no > 0:
+                            figures_of[side].append(figures)
 
-            addresses = {"direct": (broker.host, broker.port)} | {
-                f"gateway_{loop}": ("127.0.0.1", gateways[loop][0]) for loop in loops
-            }
+            addresses = (
+                {"direct": (broker.host, broker.port)}
+                | {f"gateway_{loop}": ("127.0.0.1", gateways[loop][0]) for loop in loops}
+                | {"bare_relay": ("127.0.0.1", relay_port)}
+            )
             requests: dict[str, dict[str, Any]] = {}
             for name, build in (("list_offsets_v1", _list_offsets_v1), ("metadata_v9", _metadata_v9)):
                 entry: dict[str, Any] = latency(addresses, build, topic, args.round_trips)
                 direct = entry["direct"]
-                for loop in loops:
-                    through = entry[f"gateway_{loop}"]
-                    entry[f"added_{loop}"] = {q: through[q] - direct[q] for q in ("p50_us", "p99_us", "mean_us")}
+                for via in [*loops, "bare_relay"]:
+                    through = entry[via if via == "bare_relay" else f"gateway_{via}"]
+                    entry[f"added_{via}"] = {q: through[q] - direct[q] for q in ("p50_us", "p99_us", "mean_us")}
                 requests[name] = entry
         finally:
-            for _, process in gateways.values():
+            for process in [p for _, p in gateways.values()] + ([relay] if relay is not None else []):
                 process.terminate()
                 process.join(10)
 

@@ -70,9 +70,12 @@ class LocalBroker:
         port: int = 9092,
         log_file: Path | None = None,
         die_with_parent: bool = True,
+        advertised: tuple[str, int] | None = None,
     ) -> None:
         self.host = host
         self.port = port
+        # Where clients are told the broker is (a proxy in front of it, say); default: where it listens.
+        self.advertised = advertised
         self.log_file = log_file
         self.die_with_parent = die_with_parent
         self.process: subprocess.Popen[bytes] | None = None
@@ -85,6 +88,7 @@ class LocalBroker:
         if _accepts(self.host, self.port):
             raise BrokerStartError(f"{self.bootstrap} is already in use")
         url = f"tcp://{self.host}:{self.port}"
+        advertised = f"tcp://{self.advertised[0]}:{self.advertised[1]}" if self.advertised else url
         env = dict(os.environ)
         env.setdefault("RUST_LOG", "warn")
         out = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL  # noqa: SIM115
@@ -95,7 +99,7 @@ class LocalBroker:
                 "--listener-url",
                 url,
                 "--advertised-listener-url",
-                url,
+                advertised,
                 "--storage-engine",
                 "memory://tansu/",
             ],

@@ -50,6 +50,7 @@ class ClientStream(asyncio.BufferedProtocol):
         self._read_paused = False
         self._write_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
+        self._on_resume: Callable[[], None] | None = None  # a streamed answer waiting for room
         self._closed: asyncio.Future[None] = loop.create_future()
 
     # --- asyncio.BufferedProtocol -------------------------------------------------------------
@@ -109,6 +110,7 @@ class ClientStream(asyncio.BufferedProtocol):
             if not waiter.done():
                 waiter.set_result(None)
         self._drain_waiters.clear()
+        self._resumed()
         if not self._closed.done():
             self._closed.set_result(None)
 
@@ -121,6 +123,11 @@ class ClientStream(asyncio.BufferedProtocol):
             if not waiter.done():
                 waiter.set_result(None)
         self._drain_waiters.clear()
+        self._resumed()
+
+    def _resumed(self) -> None:
+        if self._on_resume is not None:
+            self._on_resume()
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -203,6 +210,15 @@ class ClientStream(asyncio.BufferedProtocol):
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self.transport.write(data)
+
+    @property
+    def write_paused(self) -> bool:
+        return self._write_paused
+
+    def on_resume(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback`` whenever the transport may take more, and when the connection is lost
+        (a streamed answer's writer: upstream.AnswerSink)."""
+        self._on_resume = callback
 
     async def drain(self) -> None:
         if self._lost:

@@ -239,7 +239,7 @@ class ClientConnection:
                 if isinstance(pending, Answer):
                     # Forwarded as it is: streamed to the client as it arrives. Nothing else is
                     # written to this client until its last byte is, which keeps answers in order.
-                    size = await pending.stream_to(self.stream.transport)
+                    size = await pending.stream_to(self.stream)
                 else:
                     data = await pending
                     size = len(data)

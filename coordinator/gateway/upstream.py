@@ -16,7 +16,7 @@ import ssl
 import struct
 from collections import deque
 from collections.abc import Callable, Generator
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from coordinator.gateway.framing import FrameError
 from coordinator.gateway.limits import ConnectionBudget
@@ -81,26 +81,48 @@ def _retrieve(fut: asyncio.Future[None]) -> None:
 _SCRATCH_BYTES = 64 * 1024
 
 
+# At most this much of a streamed answer is handed to the client's transport at once. A transport
+# keeps what the socket does not take at once, and asyncio's (Python 3.11) copies it into a buffer
+# of its own; handing over bounded pieces, and none while the transport asks to pause, keeps that
+# copy to one piece instead of the rest of a many-MB Fetch answer.
+_PIECE = 256 * 1024
+
+
+class AnswerSink(Protocol):
+    """Where a streamed answer is written: the client connection's transport, and its flow control."""
+
+    @property
+    def transport(self) -> asyncio.WriteTransport: ...
+
+    @property
+    def write_paused(self) -> bool: ...
+
+    def on_resume(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback`` when the transport may take more (or the connection is lost)."""
+
+
 class Answer:
     """One response owed by the broker.
 
     Its payload arrives into one buffer of the announced size. The client connection's writer either
     awaits it whole (answers that are rewritten or looked into), or, once every earlier answer on the
     connection is written, calls ``stream_to``: what has arrived is written to the client at once and
-    every later chunk as it arrives, so the client sees its first byte without waiting for the last.
-    Regions of the buffer are never written twice, so handing slices of it to a transport is safe.
+    every later chunk as it arrives (in pieces, as fast as the client's transport takes them), so the
+    client sees its first byte without waiting for the last. Regions of the buffer are never written
+    twice, so handing slices of it to a transport is safe.
     """
 
-    __slots__ = ("correlation_id", "size", "_buf", "_filled", "_sink", "_sent", "_done")
+    __slots__ = ("correlation_id", "size", "_buf", "_filled", "_sink", "_sent", "_done", "_written")
 
     def __init__(self, correlation_id: int, done: asyncio.Future[None]) -> None:
         self.correlation_id = correlation_id
         self.size = -1  # unknown until its length prefix arrives
         self._buf: bytes | bytearray = b""
         self._filled = 0
-        self._sink: asyncio.WriteTransport | None = None
+        self._sink: AnswerSink | None = None
         self._sent = -1  # payload bytes written to the sink; -1: not even the length prefix
         self._done = done
+        self._written: asyncio.Future[None] | None = None  # while streaming: set once all is written
         done.add_done_callback(_retrieve)
 
     @property
@@ -121,13 +143,21 @@ class Answer:
         yield from self._done.__await__()
         return self._buf if isinstance(self._buf, bytes) else bytes(self._buf)
 
-    async def stream_to(self, sink: asyncio.WriteTransport) -> int:
+    async def stream_to(self, sink: AnswerSink) -> int:
         """Write the answer, length prefix first, to ``sink`` as its bytes arrive; its size once all
-        are written. Raises UpstreamClosed when the broker connection ends before the last byte:
-        the client then holds a frame shorter than its prefix says and must be disconnected."""
+        are handed to the transport. Raises UpstreamClosed when the broker connection ends before
+        the last byte: the client then holds a frame shorter than its prefix says and must be
+        disconnected."""
         self._sink = sink
-        self._flush()
-        await self._done
+        self._written = self._done.get_loop().create_future()
+        sink.on_resume(self._flush)
+        try:
+            self._flush()
+            await self._done
+            await self._written
+        finally:
+            sink.on_resume(None)
+            self._sink = None
         return self.size
 
     # --- fed by the protocol -------------------------------------------------------------------
@@ -156,24 +186,37 @@ class Answer:
             self._done.set_result(None)
 
     def _fail(self, reason: BaseException) -> None:
-        self._sink = None
         if not self._done.done():
             self._done.set_exception(reason)
 
     def _flush(self) -> None:
         sink = self._sink
-        if sink is None or self.size < 0 or sink.is_closing():
+        if sink is None or self.size < 0:
+            return
+        transport = sink.transport
+        if transport.is_closing():
+            # The client is gone: nothing more can be written, and the writer learns it on drain.
+            self._finish_writing()
             return
         filled, sent = self._filled, self._sent
         if sent < 0:
             # The prefix goes out joined with up to one scratch buffer's worth of payload: one
             # send, and never a copy of a large payload.
             sent = min(filled, _SCRATCH_BYTES)
-            sink.write(_LEN.pack(self.size) + self._buf[:sent])
-        if filled > sent:
-            sink.write(memoryview(self._buf)[sent:filled])
-            sent = filled
+            transport.write(_LEN.pack(self.size) + self._buf[:sent])
+        view = memoryview(self._buf)
+        while sent < filled and not sink.write_paused:
+            end = min(filled, sent + _PIECE)
+            transport.write(view[sent:end])
+            sent = end
         self._sent = sent
+        if sent == self.size:
+            self._finish_writing()
+
+    def _finish_writing(self) -> None:
+        written = self._written
+        if written is not None and not written.done():
+            written.set_result(None)
 
 
 class _UpstreamProtocol(asyncio.BufferedProtocol):
@@ -340,6 +383,7 @@ class UpstreamConnection:
         self._pending: deque[Answer] = deque()
         self._closed: BaseException | None = None
         self._loop = asyncio.get_running_loop()
+        self._writing = asyncio.Lock()
         protocol.upstream = self
         if protocol.closed.done():
             self._lost(None)
@@ -373,15 +417,27 @@ class UpstreamConnection:
 
         When no response is expected (Produce with acks=0) the answer has already arrived, empty.
         """
-        if self._closed is not None:
-            raise UpstreamClosed(str(self._closed))
-        answer = Answer(correlation_id, self._loop.create_future())
-        if expect_response:
-            self._pending.append(answer)
-        else:
-            answer._whole(b"")
-        write_framed(self._transport, request)
-        await self._protocol.drain()
+        # One request at a time: a large one is written in several steps, and the broker must see
+        # each frame whole, in the order of the answers owed.
+        async with self._writing:
+            if self._closed is not None:
+                raise UpstreamClosed(str(self._closed))
+            answer = Answer(correlation_id, self._loop.create_future())
+            if expect_response:
+                self._pending.append(answer)
+            else:
+                answer._whole(b"")
+            if len(request) <= _PIECE:
+                write_framed(self._transport, request)
+            else:
+                # A piece at a time, each once the transport has room, so what the socket does not
+                # take at once is never copied whole into the transport's own buffer.
+                self._transport.write(_LEN.pack(len(request)) + request[:_JOIN_BELOW])
+                view = memoryview(request)
+                for at in range(_JOIN_BELOW, len(request), _PIECE):
+                    await self._protocol.drain()
+                    self._transport.write(view[at : at + _PIECE])
+            await self._protocol.drain()
         return answer
 
     def _lost(self, exc: BaseException | None) -> None:

@@ -40,15 +40,15 @@ def test_gateway_bench(tmp_path: Path) -> None:
     assert "asyncio" in loops
     for kind in ("produce", "fetch"):
         sides = result[kind]
-        assert set(sides) == {"direct"} | {f"gateway_{loop}" for loop in loops}
+        assert set(sides) == {"direct", "bare_relay"} | {f"gateway_{loop}" for loop in loops}
         for side in sides.values():
             assert side["records_per_s_median"] > 0 and side["over_direct"] > 0
             assert len(side["rounds"]) == 1
     for name in ("list_offsets_v1", "metadata_v9"):
         entry = result["request_latency"][name]
         assert entry["direct"]["p99_us"] >= entry["direct"]["p50_us"] > 0
-        for loop in loops:
-            assert set(entry[f"added_{loop}"]) == {"p50_us", "p99_us", "mean_us"}
+        for via in [*loops, "bare_relay"]:
+            assert set(entry[f"added_{via}"]) == {"p50_us", "p99_us", "mean_us"}
 
 
 def test_offsets_bench(tmp_path: Path, bootstrap: str) -> None:

@@ -257,6 +257,34 @@ def test_answers_held_for_a_client_stay_within_its_byte_budget(loop: str) -> Non
 
 
 @pytest.mark.parametrize("loop", LOOPS)
+def test_a_client_that_reads_slowly_holds_no_second_copy_of_the_answer(loop: str) -> None:
+    # The answer is held once, in its own buffer (counted in the budget); the client's transport
+    # is handed pieces only as fast as it sends them, so it never buffers the rest a second time.
+    big = 24_000_000
+
+    async def respond(correlation_id: int, payload: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(framed(body_for(correlation_id, big, correlation_id)))
+        await writer.drain()
+
+    async def test(server: GatewayServer, client: WireClient, broker: ScriptedBroker) -> None:
+        client.send_raw(request(FETCH, 1))
+        (connection,) = [c for c in server.connections.values() if c is not None]
+        transport = connection.stream.transport
+        held = 0
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            held = max(held, transport.get_write_buffer_size())
+        # Before: everything the sockets did not absorb (~20 MB) sat in the transport as well.
+        assert held <= 2_000_000
+        got = await read_raw_frame(client)
+        assert got == body_for(1, big, 1)
+        await asyncio.sleep(0.1)
+        assert server.buffer_budget.used == 0
+
+    run(respond, test, loop)
+
+
+@pytest.mark.parametrize("loop", LOOPS)
 def test_requests_of_every_size_reach_the_broker_byte_for_byte(loop: str) -> None:
     # Large requests (Produce) are received into a buffer of their own and forwarded from it;
     # small ones pass through the gateway's read-ahead buffer. The client writes them all at once
