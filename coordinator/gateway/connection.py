@@ -205,11 +205,8 @@ class ClientConnection:
     async def _read_within(self, n: int, seconds: float) -> bytes | bytearray:
         # Usually the bytes are already buffered (a frame arrives whole): then no deadline is
         # armed, which saves a timer per read on the forward path.
-        if self.stream.buffered >= n:
-            return await self.stream.readexactly(n)
         try:
-            async with asyncio.timeout(seconds):
-                return await self.stream.readexactly(n)
+            return await self.stream.readexactly(n, self.stream.loop_time() + seconds)
         except asyncio.IncompleteReadError as exc:
             raise CloseConnection("connection closed mid-frame") from exc
         except TimeoutError as exc:
@@ -222,8 +219,7 @@ class ClientConnection:
         idle_s = self.server.config.connections_max_idle_ms / 1000
         while True:
             try:
-                async with asyncio.timeout(idle_s):
-                    return await self.stream.read_start()
+                return await self.stream.read_start(self.stream.loop_time() + idle_s)
             except TimeoutError:
                 if self.outstanding == 0:
                     raise IdleConnection(f"idle for connections_max_idle_ms={idle_s * 1000:.0f}") from None
