@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from coordinator.runtime.headers import make_headers
+from coordinator.runtime.log import TAILER_SETTINGS
 from coordinator.runtime.replayer import LogReplayer
 from records import CoordinatorRecord, RecordType, encode
 from records.definitions import (
@@ -141,3 +142,10 @@ def test_restores_skip_keys_rewritten_validly_later() -> None:
     assert replayer.restores() == []
     replayer.stop_tracking()
     assert replayer.restores() == []
+
+
+def test_the_log_reader_never_stops_fetching_for_a_second_while_a_load_catches_up() -> None:
+    # librdkafka pauses fetching for fetch.queue.backoff.ms (default 1 s) whenever its queue holds
+    # more than queued.min.messages; a load replays slower than that queue fills, so the default
+    # left a shard load idle for up to a second per ~100k records.
+    assert TAILER_SETTINGS["fetch.queue.backoff.ms"] <= 50
