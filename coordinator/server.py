@@ -13,6 +13,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 from rich.console import Console
+from rich.markup import escape
 
 from coordinator import logs
 from coordinator.config import PlacementSettings, Settings
@@ -43,18 +44,40 @@ from deploy.local_broker import parse_hostport
 log = logging.getLogger(__name__)
 
 
+class Say:
+    """What serve tells its operator. With ``log_format = "json"`` (the default) only log records,
+    so that every line on stderr is a JSON object: progress (shard moves) at INFO, the reason the
+    process stops at ERROR. With ``"text"`` also console lines, for a person at a terminal."""
+
+    def __init__(self, console: Console, text: bool) -> None:
+        self.console = console
+        self.text = text
+
+    def info(self, message: str) -> None:
+        log.info(message)
+        if self.text:
+            self.console.print(message, highlight=False, markup=False, soft_wrap=True)
+
+    def error(self, message: str) -> None:
+        if self.text:
+            self.console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+        else:
+            log.error(message)
+
+
 def run(settings: Settings, console: Console) -> int:
     """Run until SIGINT/SIGTERM; returns the process exit code."""
+    say = Say(console, settings.log_format == "text")
     try:
         factory = loop_factory(settings.event_loop, tls_listener=settings.gateway.listener_tls is not None)
     except ImportError:
-        console.print("[red]error:[/red] event_loop = uvloop, but uvloop is not installed", highlight=False)
+        say.error("event_loop = uvloop, but uvloop is not installed")
         return 1
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        say.error(str(exc))
         return 1
     with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(_serve(settings, console))
+        return runner.run(_serve(settings, say))
 
 
 class PlacementLocator:
@@ -91,15 +114,14 @@ _NOT_AVAILABLE = CoordinatorAddress(-1, "", -1, int(ErrorCode.COORDINATOR_NOT_AV
 class ShardMoves:
     """Loads assigned shards, drops revoked ones, and says so once per move (with the time taken)."""
 
-    def __init__(self, runtime: CoordinatorRuntime[GroupCoordinatorState], console: Console) -> None:
+    def __init__(self, runtime: CoordinatorRuntime[GroupCoordinatorState], say: Say) -> None:
         self.runtime = runtime
-        self.console = console
+        self._say = say
         self.loop = asyncio.get_running_loop()
         self.tasks: set[asyncio.Task[None]] = set()
 
     def say(self, text: str) -> None:
-        log.info(text)
-        self.console.print(text, highlight=False, markup=False, soft_wrap=True)
+        self._say.info(text)
 
     # Called on the placement thread.
     def assigned(self, partitions: list[int]) -> None:
@@ -229,7 +251,7 @@ def _authorization(
     return authorizer, ClusterAclSource(client_config, authorizer, config.refresh_interval_ms / 1000)
 
 
-async def _serve(settings: Settings, console: Console) -> int:
+async def _serve(settings: Settings, say: Say) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -268,7 +290,7 @@ async def _serve(settings: Settings, console: Console) -> int:
     try:
         authorizer, acl_source = _authorization(settings, client_config)
     except (AclError, OSError) as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        say.error(str(exc))
         return 1
     locator = PlacementLocator(runtime)
     host, port = parse_hostport(settings.listen, 9094)
@@ -303,9 +325,7 @@ async def _serve(settings: Settings, console: Console) -> int:
     try:
         await gateway.start()
     except OSError as exc:
-        console.print(
-            f"[red]error:[/red] cannot listen on {settings.listen}: {exc.strerror}", highlight=False, soft_wrap=True
-        )
+        say.error(f"cannot listen on {settings.listen}: {exc.strerror}")
         if health is not None:
             health.close()
         return 1
@@ -323,7 +343,7 @@ async def _serve(settings: Settings, console: Console) -> int:
             runtime_started = True
             await metadata.refresh()
         except KafkaException as exc:
-            console.print(f"[red]error:[/red] cannot reach the cluster or create the log topic: {exc}", highlight=False)
+            say.error(f"cannot reach the cluster or create the log topic: {exc}")
             return 1
         log_topic_id = await metadata.uuid_of(settings.log_topic)
         if log_topic_id is not None:
@@ -332,20 +352,19 @@ async def _serve(settings: Settings, console: Console) -> int:
             try:
                 await acl_source.refresh()
             except Exception as exc:  # KafkaException, or a timeout: either way the sidecar cannot authorize
-                console.print(
-                    f"[red]error:[/red] cannot read ACLs from the cluster (DescribeAcls): {exc}; a cluster without an "
-                    "authorizer needs gateway.authorization.acls = 'file'",
-                    highlight=False,
+                say.error(
+                    f"cannot read ACLs from the cluster (DescribeAcls): {exc}; a cluster without an "
+                    "authorizer needs gateway.authorization.acls = 'file'"
                 )
                 return 1
             acl_source.start()
         service_ready(service, metadata)
         metadata.start()
-        moves = ShardMoves(runtime, console)
+        moves = ShardMoves(runtime, say)
         try:
             versions = await gateway.cluster.api_versions(None)
         except ClusterUnavailable as exc:
-            console.print(f"[red]error:[/red] cannot reach the cluster: {exc}", highlight=False)
+            say.error(f"cannot reach the cluster: {exc}")
             return 1
         mode = placement_mode(settings.placement, (k.api_key for k in versions.api_keys))
         moves.say(f"placement: {mode.describe()}")
@@ -359,7 +378,7 @@ async def _serve(settings: Settings, console: Console) -> int:
         try:
             await asyncio.to_thread(placement.start)
         except KafkaException as exc:
-            console.print(f"[red]error:[/red] cannot join the placement group: {exc}", highlight=False)
+            say.error(f"cannot join the placement group: {exc}")
             return 1
         locator.placement = placement
         runtime.reload_guard = moves.reload_guard(placement)
