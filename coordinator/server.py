@@ -46,8 +46,8 @@ log = logging.getLogger(__name__)
 
 class Say:
     """What serve tells its operator. With ``log_format = "json"`` (the default) only log records,
-    so that every line on stderr is a JSON object: progress (shard moves) at INFO, the reason the
-    process stops at ERROR. With ``"text"`` also console lines, for a person at a terminal."""
+    so that every line on stderr is a JSON object: progress (shard moves) at INFO, moves this process
+    did not ask for (lost, failed, taken over, reloading) at WARNING, the reason it stops at ERROR. With ``"text"`` also console lines, for a person at a terminal."""
 
     def __init__(self, console: Console, text: bool) -> None:
         self.console = console
@@ -55,6 +55,11 @@ class Say:
 
     def info(self, message: str) -> None:
         log.info(message)
+        if self.text:
+            self.console.print(message, highlight=False, markup=False, soft_wrap=True)
+
+    def warning(self, message: str) -> None:
+        log.warning(message)
         if self.text:
             self.console.print(message, highlight=False, markup=False, soft_wrap=True)
 
@@ -120,8 +125,9 @@ class ShardMoves:
         self.loop = asyncio.get_running_loop()
         self.tasks: set[asyncio.Task[None]] = set()
 
-    def say(self, text: str) -> None:
-        self._say.info(text)
+    def say(self, text: str, warn: bool = False) -> None:
+        # A move this process did not ask for (lost, failed, taken over) is a warning.
+        (self._say.warning if warn else self._say.info)(text)
 
     # Called on the placement thread.
     def assigned(self, partitions: list[int]) -> None:
@@ -153,13 +159,13 @@ class ShardMoves:
             r = shard.load_report
             self.say(f"shard {partition} loaded in {elapsed:.3f}s ({r.records} records, epoch {r.epoch})")
         else:
-            self.say(f"shard {partition} did not load: {shard.status.value} {shard.error or ''}".rstrip())
+            self.say(f"shard {partition} did not load: {shard.status.value} {shard.error or ''}".rstrip(), warn=True)
 
     async def _revoke(self, partitions: list[int], lost: bool) -> None:
         for p in partitions:
             self.runtime.unload_shard(p)
         how = "lost (this process was replaced)" if lost else "revoked"
-        self.say(f"shards {partitions} {how}; owns shards {sorted(self.runtime.shards)}")
+        self.say(f"shards {partitions} {how}; owns shards {sorted(self.runtime.shards)}", warn=lost)
 
     def reload_guard(self, placement: Placement) -> Callable[[int, str], bool]:
         """A shard whose append failed or landed elsewhere stops; it reloads (claiming a new
@@ -178,12 +184,12 @@ class ShardMoves:
         if await asyncio.to_thread(placement.confirm_owner, partition):
             shard = self.runtime.shards.get(partition)
             if shard is not None and shard.status is ShardStatus.FENCED:
-                self.say(f"shard {partition} reloading ({reason})")
+                self.say(f"shard {partition} reloading ({reason})", warn=True)
                 started = time.perf_counter()
                 self.runtime.load_shard(partition)
                 await self._report(partition, shard, started)
         else:
-            self.say(f"shard {partition} stopped: another process owns it now ({reason})")
+            self.say(f"shard {partition} stopped: another process owns it now ({reason})", warn=True)
 
     def all_active(self) -> bool:
         shards = self.runtime.shards.values()

@@ -8,6 +8,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from coordinator import logs
-from deploy.local_broker import free_port
+from deploy.local_broker import LocalBroker, free_port
 
 GROUPCOORD = str(Path(sys.executable).with_name("groupcoord"))
 
@@ -243,3 +244,42 @@ def test_cli_pipeline_import_keeps_librdkafka_off_the_terminal(tmp_path: Path) -
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: {dead} did not answer within 30s"), result.stderr[:2000]
     assert result.stderr.count("\n") == 1 and "rdkafka" not in result.stderr, result.stderr[:2000]
+
+
+@pytest.mark.integration
+def test_serve_whose_broker_stops_stays_json_quiet_and_bounded(tmp_path: Path) -> None:
+    """A broker of serve's own stops under it: what an operator's log collector then receives."""
+    broker = LocalBroker(port=free_port()).start()
+    listen = f"127.0.0.1:{free_port()}"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("GROUPCOORD_")},
+        "GROUPCOORD_METRICS_LISTEN": f"127.0.0.1:{free_port()}",
+        "GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": "6000",
+        "GROUPCOORD_PLACEMENT__HEARTBEAT_INTERVAL_MS": "500",
+    }
+    stderr_path = tmp_path / "serve.err"
+    with open(stderr_path, "w") as stderr:
+        serve = subprocess.Popen(
+            [GROUPCOORD, "serve", "-b", broker.bootstrap, "--listen", listen, "--partitions", "2"],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env=env,
+        )
+    try:
+        assert serve.stdout is not None and serve.stdout.readline() == f"listening on {listen}\n"
+        assert stderr_path.read_text() == ""  # quiet by default: a healthy start says nothing
+        broker.stop()
+        deadline = time.monotonic() + 60
+        while "lost" not in stderr_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        broker.stop()
+        serve.terminate()
+        serve.wait(30)
+    records = [json.loads(line) for line in stderr_path.read_text().splitlines()]  # every line is JSON
+    assert all(r["level"] in ("WARNING", "ERROR") for r in records), records
+    (lost,) = [r for r in records if r["logger"] == "coordinator.server"]
+    assert str(lost["msg"]).startswith("shards [0, 1] lost") and lost["level"] == "WARNING", lost
+    per_fac = Counter(str(r["fac"]) for r in records if r["logger"] == "librdkafka")
+    assert per_fac and max(per_fac.values()) <= logs.rate_limit.burst, per_fac  # within one interval
