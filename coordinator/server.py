@@ -7,9 +7,10 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException
 from rich.console import Console
@@ -42,6 +43,7 @@ from coordinator.service.service import GroupCoordinatorService
 from deploy.local_broker import parse_hostport
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class Say:
@@ -257,11 +259,46 @@ def _authorization(
     return authorizer, ClusterAclSource(client_config, authorizer, config.refresh_interval_ms / 1000)
 
 
+class _NoWaitExecutor(ThreadPoolExecutor):
+    """The loop's default executor, which the process does not wait for on the way out: a stop
+    signal during startup leaves a blocking call to an unreachable cluster (up to 30 s of retries)
+    in one of its threads, and a pod being deleted must not wait that out."""
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        super().shutdown(wait=False, cancel_futures=True)
+
+
+class _Stopped(Exception):
+    pass
+
+
+async def _unless_stopped(stop: asyncio.Event, step: Awaitable[T]) -> T:
+    """``step``'s result, or ``_Stopped`` as soon as a stop signal comes first."""
+    task = asyncio.ensure_future(step)
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if not task.done():
+        task.cancel()
+        raise _Stopped
+    return task.result()
+
+
 async def _serve(settings: Settings, say: Say) -> int:
     loop = asyncio.get_running_loop()
+    loop.set_default_executor(_NoWaitExecutor())
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    try:
+        return await _serving(settings, say, stop)
+    except _Stopped:
+        say.info("stopped while starting")
+        return 0
+
+
+async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
+    loop = asyncio.get_running_loop()
     # Every client of the cluster logs through the `librdkafka` logger (JSON, rate-limited).
     client_config = logs.client_config(settings.client_config())
     placement_settings = settings.placement
@@ -345,7 +382,8 @@ async def _serve(settings: Settings, say: Say) -> int:
     metrics.start()
     try:
         try:
-            await runtime.start(partitions=())
+            # Creating the log topic retries an unreachable cluster for 30 s: a stop signal must not wait.
+            await _unless_stopped(stop, runtime.start(partitions=()))
             runtime_started = True
             await metadata.refresh()
         except KafkaException as exc:
