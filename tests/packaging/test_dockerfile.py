@@ -80,6 +80,11 @@ def test_image_shape() -> None:
     (health,) = only("HEALTHCHECK")
     assert "http://127.0.0.1:9095/healthz" in health
     assert only("ARG") == ["WITH_SPARK=0"]  # the spark extra is opt-in
+    # ... and the extra the WITH_SPARK=1 build installs is one pyproject.toml defines.
+    (install,) = [run for run in only("RUN") if "pip install" in run]
+    extras = set(re.findall(r"/tmp/src\[(\w+)\]", install))
+    defined = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extras == {"spark"} and "pyspark" in " ".join(defined["spark"]), (extras, defined.get("spark"))
 
 
 def dockerignore() -> list[str]:
