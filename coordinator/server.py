@@ -48,22 +48,25 @@ T = TypeVar("T")
 
 class Say:
     """What serve tells its operator. With ``log_format = "json"`` (the default) only log records,
-    so that every line on stderr is a JSON object: progress (shard moves) at INFO, moves this process
-    did not ask for (lost, failed, taken over, reloading) at WARNING, the reason it stops at ERROR. With ``"text"`` also console lines, for a person at a terminal."""
+    so that every line on stderr is a JSON object: progress (shard moves) at INFO, moves this
+    process did not ask for (lost, failed, taken over, reloading) at WARNING, the reason it stops
+    at ERROR. With ``"text"``, a message below the log level is still a console line, for a person
+    at a terminal, and the reason it stops is an ``error:`` line."""
 
     def __init__(self, console: Console, text: bool) -> None:
         self.console = console
         self.text = text
 
-    def info(self, message: str) -> None:
-        log.info(message)
-        if self.text:
+    def _say(self, level: int, message: str) -> None:
+        log.log(level, message)
+        if self.text and not log.isEnabledFor(level):
             self.console.print(message, highlight=False, markup=False, soft_wrap=True)
 
+    def info(self, message: str) -> None:
+        self._say(logging.INFO, message)
+
     def warning(self, message: str) -> None:
-        log.warning(message)
-        if self.text:
-            self.console.print(message, highlight=False, markup=False, soft_wrap=True)
+        self._say(logging.WARNING, message)
 
     def error(self, message: str) -> None:
         if self.text:

@@ -283,3 +283,38 @@ def test_serve_whose_broker_stops_stays_json_quiet_and_bounded(tmp_path: Path) -
     assert str(lost["msg"]).startswith("shards [0, 1] lost") and lost["level"] == "WARNING", lost
     per_fac = Counter(str(r["fac"]) for r in records if r["logger"] == "librdkafka")
     assert per_fac and max(per_fac.values()) <= logs.rate_limit.burst, per_fac  # within one interval
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_what_serve_says_is_one_line_each_in_either_format(fmt: str) -> None:
+    from rich.console import Console
+
+    from coordinator.server import Say
+
+    root = logging.getLogger()
+    saved = list(root.handlers), root.level
+    logged, real = io.StringIO(), sys.stderr
+    sys.stderr = logged
+    try:
+        logs.configure("WARNING", fmt)
+    finally:
+        sys.stderr = real
+    console_out = io.StringIO()
+    say = Say(Console(file=console_out, width=40), text=fmt == "text")
+    long = "cannot reach the cluster: " + "x" * 100  # wider than the console: never wrapped
+    try:
+        say.info("owns shards [0, 1]")
+        say.warning("shards [0, 1] lost")
+        say.error(long)
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    if fmt == "json":
+        assert console_out.getvalue() == ""
+        records = parsed(logged)
+        assert [(r["level"], r["msg"]) for r in records] == [("WARNING", "shards [0, 1] lost"), ("ERROR", long)]
+    else:
+        # Below the level: a console line; at or above it: the log's own line, not both.
+        assert console_out.getvalue().splitlines() == ["owns shards [0, 1]", f"error: {long}"]
+        (warning,) = logged.getvalue().splitlines()
+        assert warning.endswith("WARNING coordinator.server: shards [0, 1] lost")
