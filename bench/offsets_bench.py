@@ -4,7 +4,13 @@
 
 For single-partition and 100-partition OffsetCommit requests: throughput (partition offsets/s)
 with 64 requests in flight, and p50/p99 latency of one request at a time. The raw broker's
-produce -> consume round trip is measured in the same run. JSON to bench/results/offsets.json.
+produce -> consume round trip is measured in the same run, and so is the raw equivalent of each
+commit shape (``raw.commit_equivalent``): what the records behind the commits cost the cluster
+alone. A commit of N partitions is N records appended in one batch (idempotent, acks=all) and
+acknowledged once read back; the raw figure is the same done with plain clients: 64 "requests"
+in flight, each N records of the same size produced together to one partition and complete once a
+tailing consumer has read the last of them back; and one at a time for the latency.
+JSON to bench/results/offsets.json.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import time
 import uuid
 from typing import Any
 
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 from runtime_bench import ROOT, cluster, percentile, raw_figures, write_results
 
 from coordinator.group_shard import GroupCoordinatorShard
@@ -30,6 +38,81 @@ from coordinator.service.service import GroupCoordinatorService
 
 # OffsetCommit v9, as a current client sends it.
 COMMIT_CONTEXT = RequestContext(api_version=9)
+IN_FLIGHT = 64
+# About the sizes of an encoded OffsetCommit record's key and value.
+RAW_KEY = b"k" * 24
+RAW_VALUE = b"v" * 60
+
+
+def raw_commit_equivalent(bootstrap: str, partitions: int, seconds: float) -> dict[str, Any]:
+    """The records behind ``partitions``-partition commits, produced and read back by plain clients."""
+    topic = f"bench-rawcommit-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result()
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "linger.ms": 0})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "bench-raw", "fetch.wait.max.ms": 5, "fetch.min.bytes": 1}
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    next_id = 0
+    waiting: set[bytes] = set()
+
+    def send() -> bytes:
+        # One "request": its records go out together; the last one's value says which request.
+        nonlocal next_id
+        next_id += 1
+        marker = b"%d" % next_id
+        for p in range(partitions):
+            while True:
+                try:
+                    producer.produce(
+                        topic, key=RAW_KEY, value=marker if p == partitions - 1 else RAW_VALUE, partition=0
+                    )
+                    break
+                except BufferError:
+                    producer.poll(0.001)
+        producer.poll(0)
+        waiting.add(marker)
+        return marker
+
+    def read_back(until: set[bytes], timeout: float) -> set[bytes]:
+        done: set[bytes] = set()
+        # poll returns as soon as one record is there; consume(..., 0) then takes what else is.
+        first = consumer.poll(timeout)
+        for msg in [first, *consumer.consume(10_000, 0)] if first is not None else []:
+            if msg.error() is None and msg.value() in until:
+                done.add(msg.value())
+        producer.poll(0)
+        return done
+
+    # One at a time first (it also makes sure the consumer is at the end of the partition).
+    latencies = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        marker = send()
+        while marker in waiting:
+            waiting -= read_back(waiting, 0.05)
+        latencies.append((time.perf_counter() - t0) * 1000)
+    records = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    for _ in range(IN_FLIGHT):
+        send()
+    while waiting:
+        done = read_back(waiting, 0.005)
+        waiting -= done
+        records += len(done) * partitions
+        if time.perf_counter() < deadline:
+            for _ in done:
+                send()
+    elapsed = time.perf_counter() - start
+    producer.flush(10)
+    consumer.close()
+    return {
+        "records_per_request": partitions,
+        "records_per_s": records / elapsed,
+        "latency_ms": {"p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99)},
+    }
 
 
 def request(i: int, partitions: int) -> OffsetCommitRequest:
@@ -64,7 +147,7 @@ async def measure(service: GroupCoordinatorService, partitions: int, seconds: fl
             await service.commit_offsets(request(i, partitions), COMMIT_CONTEXT)
             done += partitions
 
-    await asyncio.gather(*(worker() for _ in range(64)))
+    await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
     elapsed = time.perf_counter() - start
     return {
         "partitions_per_request": partitions,
@@ -96,6 +179,7 @@ def main() -> None:
     args = parser.parse_args()
     with cluster(args.bootstrap) as (bootstrap, label):
         raw = raw_figures(bootstrap, 5000, 300)
+        raw["commit_equivalent"] = [raw_commit_equivalent(bootstrap, n, args.seconds) for n in (1, 100)]
         result = asyncio.run(ours(bootstrap, args.seconds))
     write_results(args.out, label, raw, result)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -97,6 +98,10 @@ def main(
     ] = False,
 ) -> None:
     """A sidecar Kafka group coordinator that keeps its state in a compacted topic."""
+    # Any log line a command prints is JSON; librdkafka's stay off the terminal (serve reconfigures).
+    from coordinator.logs import configure_cli
+
+    configure_cli()
 
 
 def configure_logging(level: str, fmt: str = "json") -> None:
@@ -172,7 +177,11 @@ def serve(
             embedded.start()
         except BrokerStartError as exc:
             fail(f"embedded broker: {exc}")
-        err.print(f"embedded broker: bootstrap.servers={embedded.bootstrap}", highlight=False)
+        said = f"embedded broker (in memory, for development): bootstrap.servers={embedded.bootstrap}"
+        if settings.log_format == "text":
+            err.print(said, highlight=False)
+        else:  # every stderr line of serve is JSON
+            logging.getLogger("coordinator.server").warning(said)
         settings = Settings(**{**settings.model_dump(), "bootstrap_servers": embedded.bootstrap})
     try:
         code = run(settings, err)

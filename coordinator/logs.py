@@ -8,6 +8,10 @@
   lines and hands them over only when the client is polled (``poll``/``flush``/consumer
   ``poll``); a client that is never polled keeps its lines in memory, so clients that are not
   otherwise polled are given :func:`drain` calls.
+- The ``librdkafka`` logger has a ``NullHandler`` of its own: in a process that configured no
+  logging (a CLI command, a Spark worker of the pipeline) its lines are dropped instead of reaching
+  stderr through Python's last-resort handler; where logging is configured they propagate to it.
+  The CLI (:func:`configure_cli`) keeps them off the terminal, as its failures are one ``error:`` line.
 - When the cluster cannot be reached librdkafka repeats the same complaint for every broker every
   few hundred milliseconds. :class:`RateLimit` lets at most ``burst`` lines of one kind (its
   facility, e.g. ``FAIL``) through per ``interval`` and then one line saying how many were held back.
@@ -69,6 +73,11 @@ class RateLimit(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         _reshape_rdkafka(record)
+        if _is_deliberate_confwarn(record):
+            # A property set on purpose (enable.gapless.guarantee) is no warning to an operator.
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            if not logging.getLogger(RDKAFKA_LOGGER).isEnabledFor(logging.INFO):
+                return False
         key = str(getattr(record, "fac", None) or record.msg)
         now = self._clock()
         with self._lock:
@@ -100,13 +109,20 @@ def _reshape_rdkafka(record: logging.LogRecord) -> None:
         record.args = ()
 
 
+def _is_deliberate_confwarn(record: logging.LogRecord) -> bool:
+    return getattr(record, "fac", None) == "CONFWARN" and "is experimental" in str(record.msg)
+
+
 rate_limit = RateLimit()
+_null = logging.NullHandler()
 
 
 def rdkafka_logger() -> logging.Logger:
     logger = logging.getLogger(RDKAFKA_LOGGER)
     if rate_limit not in logger.filters:
         logger.addFilter(rate_limit)
+    if _null not in logger.handlers:
+        logger.addHandler(_null)
     return logger
 
 
@@ -136,4 +152,11 @@ def configure(level: str, fmt: str = "json") -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(getattr(logging, level))
-    rdkafka_logger()
+    rdkafka_logger().propagate = True
+
+
+def configure_cli() -> None:
+    """The CLI's commands: any log line is JSON on stderr (WARNING and above); librdkafka's lines
+    are kept off the terminal (a command that cannot reach the cluster says so in one line)."""
+    configure("WARNING")
+    rdkafka_logger().propagate = False

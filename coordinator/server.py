@@ -7,12 +7,14 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException
 from rich.console import Console
+from rich.markup import escape
 
 from coordinator import logs
 from coordinator.config import PlacementSettings, Settings
@@ -41,20 +43,51 @@ from coordinator.service.service import GroupCoordinatorService
 from deploy.local_broker import parse_hostport
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Say:
+    """What serve tells its operator. With ``log_format = "json"`` (the default) only log records,
+    so that every line on stderr is a JSON object: progress (shard moves) at INFO, moves this
+    process did not ask for (lost, failed, taken over, reloading) at WARNING, the reason it stops
+    at ERROR. With ``"text"``, a message below the log level is still a console line, for a person
+    at a terminal, and the reason it stops is an ``error:`` line."""
+
+    def __init__(self, console: Console, text: bool) -> None:
+        self.console = console
+        self.text = text
+
+    def _say(self, level: int, message: str) -> None:
+        log.log(level, message)
+        if self.text and not log.isEnabledFor(level):
+            self.console.print(message, highlight=False, markup=False, soft_wrap=True)
+
+    def info(self, message: str) -> None:
+        self._say(logging.INFO, message)
+
+    def warning(self, message: str) -> None:
+        self._say(logging.WARNING, message)
+
+    def error(self, message: str) -> None:
+        if self.text:
+            self.console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+        else:
+            log.error(message)
 
 
 def run(settings: Settings, console: Console) -> int:
     """Run until SIGINT/SIGTERM; returns the process exit code."""
+    say = Say(console, settings.log_format == "text")
     try:
         factory = loop_factory(settings.event_loop, tls_listener=settings.gateway.listener_tls is not None)
     except ImportError:
-        console.print("[red]error:[/red] event_loop = uvloop, but uvloop is not installed", highlight=False)
+        say.error("event_loop = uvloop, but uvloop is not installed")
         return 1
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        say.error(str(exc))
         return 1
     with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(_serve(settings, console))
+        return runner.run(_serve(settings, say))
 
 
 class PlacementLocator:
@@ -91,15 +124,15 @@ _NOT_AVAILABLE = CoordinatorAddress(-1, "", -1, int(ErrorCode.COORDINATOR_NOT_AV
 class ShardMoves:
     """Loads assigned shards, drops revoked ones, and says so once per move (with the time taken)."""
 
-    def __init__(self, runtime: CoordinatorRuntime[GroupCoordinatorState], console: Console) -> None:
+    def __init__(self, runtime: CoordinatorRuntime[GroupCoordinatorState], say: Say) -> None:
         self.runtime = runtime
-        self.console = console
+        self._say = say
         self.loop = asyncio.get_running_loop()
         self.tasks: set[asyncio.Task[None]] = set()
 
-    def say(self, text: str) -> None:
-        log.info(text)
-        self.console.print(text, highlight=False, markup=False, soft_wrap=True)
+    def say(self, text: str, warn: bool = False) -> None:
+        # A move this process did not ask for (lost, failed, taken over) is a warning.
+        (self._say.warning if warn else self._say.info)(text)
 
     # Called on the placement thread.
     def assigned(self, partitions: list[int]) -> None:
@@ -131,13 +164,13 @@ class ShardMoves:
             r = shard.load_report
             self.say(f"shard {partition} loaded in {elapsed:.3f}s ({r.records} records, epoch {r.epoch})")
         else:
-            self.say(f"shard {partition} did not load: {shard.status.value} {shard.error or ''}".rstrip())
+            self.say(f"shard {partition} did not load: {shard.status.value} {shard.error or ''}".rstrip(), warn=True)
 
     async def _revoke(self, partitions: list[int], lost: bool) -> None:
         for p in partitions:
             self.runtime.unload_shard(p)
         how = "lost (this process was replaced)" if lost else "revoked"
-        self.say(f"shards {partitions} {how}; owns shards {sorted(self.runtime.shards)}")
+        self.say(f"shards {partitions} {how}; owns shards {sorted(self.runtime.shards)}", warn=lost)
 
     def reload_guard(self, placement: Placement) -> Callable[[int, str], bool]:
         """A shard whose append failed or landed elsewhere stops; it reloads (claiming a new
@@ -156,12 +189,12 @@ class ShardMoves:
         if await asyncio.to_thread(placement.confirm_owner, partition):
             shard = self.runtime.shards.get(partition)
             if shard is not None and shard.status is ShardStatus.FENCED:
-                self.say(f"shard {partition} reloading ({reason})")
+                self.say(f"shard {partition} reloading ({reason})", warn=True)
                 started = time.perf_counter()
                 self.runtime.load_shard(partition)
                 await self._report(partition, shard, started)
         else:
-            self.say(f"shard {partition} stopped: another process owns it now ({reason})")
+            self.say(f"shard {partition} stopped: another process owns it now ({reason})", warn=True)
 
     def all_active(self) -> bool:
         shards = self.runtime.shards.values()
@@ -229,11 +262,46 @@ def _authorization(
     return authorizer, ClusterAclSource(client_config, authorizer, config.refresh_interval_ms / 1000)
 
 
-async def _serve(settings: Settings, console: Console) -> int:
+class _NoWaitExecutor(ThreadPoolExecutor):
+    """The loop's default executor, which the process does not wait for on the way out: a stop
+    signal during startup leaves a blocking call to an unreachable cluster (up to 30 s of retries)
+    in one of its threads, and a pod being deleted must not wait that out."""
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        super().shutdown(wait=False, cancel_futures=True)
+
+
+class _Stopped(Exception):
+    pass
+
+
+async def _unless_stopped(stop: asyncio.Event, step: Awaitable[T]) -> T:
+    """``step``'s result, or ``_Stopped`` as soon as a stop signal comes first."""
+    task = asyncio.ensure_future(step)
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if not task.done():
+        task.cancel()
+        raise _Stopped
+    return task.result()
+
+
+async def _serve(settings: Settings, say: Say) -> int:
     loop = asyncio.get_running_loop()
+    loop.set_default_executor(_NoWaitExecutor())
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    try:
+        return await _serving(settings, say, stop)
+    except _Stopped:
+        say.info("stopped while starting")
+        return 0
+
+
+async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
+    loop = asyncio.get_running_loop()
     # Every client of the cluster logs through the `librdkafka` logger (JSON, rate-limited).
     client_config = logs.client_config(settings.client_config())
     placement_settings = settings.placement
@@ -268,7 +336,7 @@ async def _serve(settings: Settings, console: Console) -> int:
     try:
         authorizer, acl_source = _authorization(settings, client_config)
     except (AclError, OSError) as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        say.error(str(exc))
         return 1
     locator = PlacementLocator(runtime)
     host, port = parse_hostport(settings.listen, 9094)
@@ -303,9 +371,7 @@ async def _serve(settings: Settings, console: Console) -> int:
     try:
         await gateway.start()
     except OSError as exc:
-        console.print(
-            f"[red]error:[/red] cannot listen on {settings.listen}: {exc.strerror}", highlight=False, soft_wrap=True
-        )
+        say.error(f"cannot listen on {settings.listen}: {exc.strerror}")
         if health is not None:
             health.close()
         return 1
@@ -319,11 +385,12 @@ async def _serve(settings: Settings, console: Console) -> int:
     metrics.start()
     try:
         try:
-            await runtime.start(partitions=())
+            # Creating the log topic retries an unreachable cluster for 30 s: a stop signal must not wait.
+            await _unless_stopped(stop, runtime.start(partitions=()))
             runtime_started = True
             await metadata.refresh()
         except KafkaException as exc:
-            console.print(f"[red]error:[/red] cannot reach the cluster or create the log topic: {exc}", highlight=False)
+            say.error(f"cannot reach the cluster or create the log topic: {exc}")
             return 1
         log_topic_id = await metadata.uuid_of(settings.log_topic)
         if log_topic_id is not None:
@@ -332,20 +399,19 @@ async def _serve(settings: Settings, console: Console) -> int:
             try:
                 await acl_source.refresh()
             except Exception as exc:  # KafkaException, or a timeout: either way the sidecar cannot authorize
-                console.print(
-                    f"[red]error:[/red] cannot read ACLs from the cluster (DescribeAcls): {exc}; a cluster without an "
-                    "authorizer needs gateway.authorization.acls = 'file'",
-                    highlight=False,
+                say.error(
+                    f"cannot read ACLs from the cluster (DescribeAcls): {exc}; a cluster without an "
+                    "authorizer needs gateway.authorization.acls = 'file'"
                 )
                 return 1
             acl_source.start()
         service_ready(service, metadata)
         metadata.start()
-        moves = ShardMoves(runtime, console)
+        moves = ShardMoves(runtime, say)
         try:
             versions = await gateway.cluster.api_versions(None)
         except ClusterUnavailable as exc:
-            console.print(f"[red]error:[/red] cannot reach the cluster: {exc}", highlight=False)
+            say.error(f"cannot reach the cluster: {exc}")
             return 1
         mode = placement_mode(settings.placement, (k.api_key for k in versions.api_keys))
         moves.say(f"placement: {mode.describe()}")
@@ -359,7 +425,7 @@ async def _serve(settings: Settings, console: Console) -> int:
         try:
             await asyncio.to_thread(placement.start)
         except KafkaException as exc:
-            console.print(f"[red]error:[/red] cannot join the placement group: {exc}", highlight=False)
+            say.error(f"cannot join the placement group: {exc}")
             return 1
         locator.placement = placement
         runtime.reload_guard = moves.reload_guard(placement)

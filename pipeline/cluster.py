@@ -1,5 +1,9 @@
 """Kafka client helpers shared by the data source and the jobs (no Spark here).
 
+Every client is built through :func:`kafka_client_config`, so librdkafka's own lines go through the
+``librdkafka`` logger (JSON and rate-limited where logging is configured, dropped where it is not),
+never raw to stderr, on the driver and in Spark's workers alike.
+
 End offsets come from the high watermark a *fetch* returns, not from ListOffsets: some
 Kafka-compatible brokers (the local Tansu broker among them) answer ListOffsets "latest" wrongly.
 """
@@ -13,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from coordinator import logs
 
 DEFAULT_LOG_TOPIC = "__group_coordinator_log"
 
@@ -45,10 +51,16 @@ def client_config(bootstrap: str, extra: Mapping[str, str] | None = None) -> dic
     return config
 
 
+def kafka_client_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` as a client is built from it: librdkafka's log through the logger (the config
+    itself stays plain strings, as Spark passes it to the workers as options)."""
+    return logs.client_config(dict(config))
+
+
 def _consumer(config: Mapping[str, Any]) -> Consumer:
     return Consumer(
         {
-            **config,
+            **kafka_client_config(config),
             "group.id": f"groupcoord-pipeline-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
@@ -150,7 +162,7 @@ def topic_names(config: Mapping[str, Any], timeout: float = 30.0) -> dict[str, s
 
     from coordinator.service.metadata_cache import _uuid_from_client, topic_id_string
 
-    admin = AdminClient(dict(config))
+    admin = AdminClient(kafka_client_config(config))
     try:
         names = [n for n, t in admin.list_topics(timeout=timeout).topics.items() if t.error is None]
     except KafkaException as exc:

@@ -15,6 +15,8 @@ from typing import Any
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from pipeline.cluster import kafka_client_config
+
 
 class ImportError_(RuntimeError):  # noqa: N801 - ImportError is Python's own
     """The sidecar could not be asked or refused the whole import."""
@@ -29,7 +31,7 @@ class GroupImport:
 
 
 def _admin(config: Mapping[str, Any]) -> AdminClient:
-    return AdminClient({**config, "socket.timeout.ms": 10000})
+    return AdminClient({**kafka_client_config(config), "socket.timeout.ms": 10000})
 
 
 def import_plan(
@@ -49,6 +51,9 @@ def import_plan(
             if error.code() in (15, 14):  # COORDINATOR_NOT_AVAILABLE / LOAD_IN_PROGRESS
                 raise ImportError_(f"sidecar cannot describe {entry.group}: {error.str()}") from None
             continue  # GROUP_ID_NOT_FOUND and the like: a new group, nothing to refuse
+        except TimeoutError:
+            where = config.get("bootstrap.servers", "the sidecar")
+            raise ImportError_(f"{where} did not answer within 30s (describing {entry.group})") from None
         except Exception as exc:
             raise ImportError_(f"sidecar did not answer for {entry.group}: {exc!r}") from None
         if described.members:

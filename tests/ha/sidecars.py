@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -11,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -49,6 +51,8 @@ class Sidecar:
             **os.environ,
             "GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS),
             "GROUPCOORD_PLACEMENT__HEARTBEAT_INTERVAL_MS": "500",
+            # Shard moves are INFO records (JSON lines): the tests follow them.
+            "GROUPCOORD_LOG_LEVEL": "INFO",
         }
         args = [sys.executable, "-m", "cli.main", "serve", "-b", self.bootstrap_servers, "--listen", self.address]
         args += ["--log-topic", self.topic, "--partitions", str(self.partitions)]
@@ -75,9 +79,21 @@ class Sidecar:
     def start(self) -> Sidecar:
         return self.spawn().wait_listening()
 
-    def lines(self) -> list[str]:
+    def records(self) -> list[dict[str, Any]]:
+        """serve's stderr: one JSON object a line, every line (a line cut off by a kill excepted)."""
         text = self.log.read_text() if self.log.exists() else ""
-        return [line for line in text.splitlines() if line and not line.startswith(("%", "{"))]
+        lines = text.splitlines()
+        out = []
+        for i, line in enumerate(lines):
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                assert i == len(lines) - 1, f"not a JSON line: {line!r}"
+        return out
+
+    def lines(self) -> list[str]:
+        """What serve itself said (shard moves, the reason it stopped), not its modules' details."""
+        return [str(r["msg"]) for r in self.records() if r.get("logger") == "coordinator.server"]
 
     def owned(self) -> set[int]:
         found: set[int] = set()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.integration
 def test_serve_with_embedded_broker_serves_commits_and_stops_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
     embedded = f"127.0.0.1:{free_port()}"
     monkeypatch.setenv("GROUPCOORD_EMBEDDED_BROKER_LISTEN", embedded)
+    monkeypatch.setenv("GROUPCOORD_LOG_LEVEL", "INFO")  # the shard loads are INFO records
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "serve", "--listen", f"127.0.0.1:{port}", "--partitions", "2"],
@@ -37,9 +39,10 @@ def test_serve_with_embedded_broker_serves_commits_and_stops_cleanly(monkeypatch
         proc.terminate()
         assert proc.wait(30) == 0
         assert proc.stderr is not None
-        err = proc.stderr.read()
-        assert "embedded broker: bootstrap.servers=" in err
-        assert "loaded in" in err  # the per-shard load report
+        records = [json.loads(line) for line in proc.stderr.read().splitlines()]  # every line is JSON
+        said = [str(r["msg"]) for r in records if r["logger"] == "coordinator.server"]
+        assert any(f"bootstrap.servers={embedded}" in m for m in said), said
+        assert sum("loaded in" in m for m in said) == 2, said  # the per-shard load report
     finally:
         if proc.poll() is None:
             proc.kill()

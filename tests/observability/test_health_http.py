@@ -1,6 +1,11 @@
 import json
+import os
+import subprocess
+import sys
+import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +65,35 @@ def test_serve_readyz_names_owned_shards(bootstrap: str, unique_name: str, monke
         assert body == {"ready": True, "listening": True, "shards": {"0": "active", "1": "active"}}
     finally:
         serve.stop()
+
+
+def test_serve_is_alive_but_not_ready_until_it_can_serve(tmp_path: Path) -> None:
+    """A real serve process whose cluster cannot be reached yet (it keeps trying for 30 s): the
+    kubelet must see it alive (no restart loop) and not ready (no traffic)."""
+    health = f"127.0.0.1:{free_port()}"
+    env = {**os.environ, "GROUPCOORD_METRICS_LISTEN": health}
+    serve = subprocess.Popen(
+        [str(Path(sys.executable).with_name("groupcoord")), "serve", "-b", f"127.0.0.1:{free_port()}"]
+        + ["--listen", f"127.0.0.1:{free_port()}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        alive = None
+        while alive is None and time.monotonic() < deadline:
+            try:
+                alive = _get(f"http://{health}/healthz")
+            except urllib.error.URLError:
+                time.sleep(0.1)
+        assert alive == (200, {"alive": True})
+        assert serve.poll() is None  # still trying the cluster
+        assert _get(f"http://{health}/readyz") == (503, {"ready": False, "listening": False, "shards": {}})
+        # A pod deleted meanwhile stops at once, not when the 30 s of retries are over.
+        serve.terminate()
+        assert serve.wait(15) == 0
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait(10)

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import tomllib
 import venv
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,6 +80,11 @@ def test_image_shape() -> None:
     (health,) = only("HEALTHCHECK")
     assert "http://127.0.0.1:9095/healthz" in health
     assert only("ARG") == ["WITH_SPARK=0"]  # the spark extra is opt-in
+    # ... and the extra the WITH_SPARK=1 build installs is one pyproject.toml defines.
+    (install,) = [run for run in only("RUN") if "pip install" in run]
+    extras = set(re.findall(r"/tmp/src\[(\w+)\]", install))
+    defined = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extras == {"spark"} and "pyspark" in " ".join(defined["spark"]), (extras, defined.get("spark"))
 
 
 def dockerignore() -> list[str]:
@@ -159,7 +165,10 @@ def test_entrypoint_runs_from_the_installed_image(installed: Path) -> None:
         [
             str(installed / "python"),
             "-c",
-            "import coordinator.logs, pythonjsonlogger; print(coordinator.logs.__file__)",
+            # Every package the image runs (the pipeline's Spark-free parts included), with only
+            # the image's dependencies: a package left out of a COPY line or of pyproject fails here.
+            "import coordinator.server, cli.main, pipeline.cluster, pipeline.importer, records, deploy.local_broker;"
+            " import coordinator.logs, pythonjsonlogger; print(coordinator.logs.__file__)",
         ],
         capture_output=True,
         text=True,
@@ -245,3 +254,82 @@ def test_kubernetes_probes_use_the_health_endpoints() -> None:
     labels = pod["metadata"]["labels"]
     assert budget["spec"]["selector"]["matchLabels"].items() <= labels.items()
     assert by_kind["Service"]["spec"]["selector"].items() <= labels.items()
+
+
+def _port(hostport: str) -> int:
+    return int(hostport.rsplit(":", 1)[1])
+
+
+def _settings_from(env_vars: dict[str, str], config: Path | None, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The Settings a container gets from this environment (and config file): each variable must
+    name a real setting, not be silently ignored."""
+    from coordinator.config import ENV_PREFIX, Settings, load_settings
+
+    for name in [n for n in os.environ if n.startswith(ENV_PREFIX)]:
+        monkeypatch.delenv(name)
+    for name, value in env_vars.items():
+        if name.startswith(ENV_PREFIX):
+            field = name[len(ENV_PREFIX) :].lower().split("__")[0]
+            assert field in Settings.model_fields, f"{name} is no setting"
+            monkeypatch.setenv(name, value)
+    return load_settings(config)
+
+
+def test_every_deploy_file_agrees_on_image_ports_and_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Image name, listener and health ports, probe paths and the non-root user are the same in the
+    Dockerfile, compose, the Kubernetes manifest and the README, and the ports are what serve
+    really listens on with each file's settings (the HTTP port is the metrics_listen default's)."""
+    from coordinator.config import Settings
+
+    metrics_port = _port(Settings.model_fields["metrics_listen"].default)
+    kafka_port = _port(Settings.model_fields["listen"].default)
+    image_env = env()
+    # The image itself: serve with nothing but the Dockerfile's ENV.
+    image = _settings_from(image_env, None, monkeypatch)
+    assert _port(image.metrics_listen) == metrics_port and _port(image.listen) == kafka_port
+    assert image.metrics_listen.startswith("0.0.0.0:")  # reachable from outside the container
+    assert f"127.0.0.1:{metrics_port}/healthz" in only("HEALTHCHECK")[0]
+    tags = set(re.findall(r"docker build -t (\S+) \.", DOCKERFILE.read_text()))
+    readme_tags = set(re.findall(r"docker build -t (\S+) \.", (ROOT / "README.md").read_text()))
+    assert "groupcoord:latest" in tags and readme_tags <= tags | {"groupcoord:spark"}, (tags, readme_tags)
+
+    compose = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())
+    for name, service in compose["services"].items():
+        if not name.startswith("groupcoord"):
+            continue
+        assert service["image"] == "groupcoord:latest"
+        settings = _settings_from({**image_env, **service["environment"]}, None, monkeypatch)
+        assert _port(settings.metrics_listen) == metrics_port
+        published = {int(p.split(":")[1]) for p in service["ports"]}
+        assert {metrics_port, _port(settings.listen)} <= published
+        assert settings.advertised_host == name
+
+    docs = [d for d in yaml.safe_load_all((ROOT / "deploy" / "kubernetes.yaml").read_text()) if d]
+    by_kind = {d["kind"]: d for d in docs}
+    pod = by_kind["StatefulSet"]["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    assert container["image"] in tags
+    # The config file the pod is started with is the ConfigMap's, and it is a valid configuration.
+    config_arg = Path(container["args"][container["args"].index("--config") + 1])
+    (mount,) = container["volumeMounts"]
+    assert config_arg.parent == Path(mount["mountPath"])
+    (volume,) = [v for v in pod["spec"]["volumes"] if v["name"] == mount["name"]]
+    configmap = by_kind["ConfigMap"]
+    assert volume["configMap"]["name"] == configmap["metadata"]["name"]
+    config_file = tmp_path / config_arg.name
+    config_file.write_text(configmap["data"][config_arg.name])
+    variables = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    settings = _settings_from({**image_env, **variables}, config_file, monkeypatch)
+    # The image's ENV beats the file: a listen address in the ConfigMap must not say otherwise.
+    in_file = tomllib.loads(config_file.read_text())
+    assert in_file.get("listen", settings.listen) == settings.listen
+    assert _port(settings.metrics_listen) == metrics_port
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"kafka": _port(settings.listen), "metrics": metrics_port}
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        assert container[probe]["httpGet"] == {"path": path, "port": metrics_port}
+    assert pod["metadata"]["annotations"]["prometheus.io/port"] == str(metrics_port)
+    assert {p["port"] for p in by_kind["Service"]["spec"]["ports"]} == set(ports.values())
+    user = only("USER")[-1].split(":")[0]
+    assert user.isdigit() and int(user) != 0
+    assert str(container["securityContext"]["runAsUser"]) == user

@@ -8,6 +8,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from coordinator import logs
-from deploy.local_broker import free_port
+from deploy.local_broker import LocalBroker, free_port
 
 GROUPCOORD = str(Path(sys.executable).with_name("groupcoord"))
 
@@ -141,12 +142,17 @@ def test_serve_against_a_dead_cluster_writes_only_json_lines_and_a_bounded_numbe
         timeout=120,
     )
     assert result.returncode == 1
-    lines = result.stderr.splitlines()
-    # The last thing said is serve's own human-readable failure (possibly wrapped); before it,
-    # only log lines.
-    end = next(i for i, line in enumerate(lines) if line.startswith("error: cannot reach the cluster"))
-    records = [json.loads(line) for line in lines[:end]]
+    assert result.stdout == ""
+    # Every line, the reason serve stops included, is one JSON object (nothing wrapped, no raw
+    # librdkafka "%3|..." line).
+    records = [json.loads(line) for line in result.stderr.splitlines()]
     assert all(isinstance(r, dict) and {"ts", "level", "logger", "msg"} <= r.keys() for r in records)
+    last = records[-1]
+    assert last["level"] == "ERROR" and last["logger"] == "coordinator.server", last
+    assert str(last["msg"]).startswith("cannot reach the cluster or create the log topic: "), last
+    # Quiet by default: nothing below WARNING (the experimental-property notice included).
+    assert all(r["level"] in ("WARNING", "ERROR", "CRITICAL") for r in records), records
+    assert not [r for r in records if r.get("fac") == "CONFWARN"], records
     rdkafka = [r for r in records if r["logger"] == "librdkafka"]
     assert rdkafka  # the connection failures are reported, as JSON
     per_fac = Counter(str(r["fac"]) for r in rdkafka)
@@ -165,3 +171,150 @@ def test_cli_commands_keep_librdkafka_off_the_terminal() -> None:
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: cannot reach"), result.stderr
     assert "rdkafka" not in result.stderr and result.stdout == ""
+
+
+def test_a_property_set_on_purpose_is_no_warning(stderr_lines: io.StringIO) -> None:
+    # The log writer sets enable.gapless.guarantee, which librdkafka calls experimental (CONFWARN):
+    # at the default level that must not be a warning on every start.
+    conf = {
+        "bootstrap.servers": f"127.0.0.1:{free_port()}",
+        "enable.idempotence": True,
+        "enable.gapless.guarantee": True,
+    }
+    Producer(logs.client_config(conf)).poll(0.2)
+    assert not [r for r in parsed(stderr_lines) if r.get("fac") == "CONFWARN"], stderr_lines.getvalue()
+    logging.getLogger().setLevel(logging.INFO)
+    Producer(logs.client_config(conf)).poll(0.2)
+    (notice,) = [r for r in parsed(stderr_lines) if r.get("fac") == "CONFWARN"]
+    assert notice["level"] == "INFO" and "enable.gapless.guarantee" in str(notice["msg"])
+
+
+# The pipeline's clients (pipeline/cluster.py, pipeline/importer.py) against a dead cluster, in a
+# process of their own since librdkafka writes raw "%3|..." lines to the process's stderr itself.
+_PIPELINE_CLIENTS = """
+import sys
+from coordinator import logs
+from pipeline import cluster, importer
+
+getattr(logs, sys.argv[2])(*sys.argv[3:])
+logs.rate_limit.burst = 1000  # every client's lines get through: which clients they come from is checked
+config = {"bootstrap.servers": sys.argv[1], "reconnect.backoff.ms": "10", "reconnect.backoff.max.ms": "20"}
+for call in (lambda: cluster.topic_partitions(config, "t", timeout=2), lambda: cluster.topic_names(config, timeout=2)):
+    try:
+        call()
+    except cluster.ClusterError:
+        pass
+admin = importer._admin(config)
+try:
+    admin.list_topics(timeout=2)
+except Exception:
+    pass
+logs.drain(admin)
+"""
+
+
+@pytest.mark.parametrize("configure", [["configure", "WARNING"], ["configure_cli"]])
+def test_pipeline_clients_log_through_the_logger(configure: list[str]) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _PIPELINE_CLIENTS, f"127.0.0.1:{free_port()}", *configure],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "%3|" not in result.stderr and "%4|" not in result.stderr, result.stderr[:2000]
+    records = [json.loads(line) for line in result.stderr.splitlines()]
+    if configure[0] == "configure_cli":
+        assert records == []  # the CLI keeps librdkafka's lines off the terminal
+        return
+    clients = {str(r["client"]).split("#")[1].split("-")[0] for r in records if r["logger"] == "librdkafka"}
+    assert clients == {"consumer", "producer"}, records  # an AdminClient is a producer handle
+
+
+def test_cli_pipeline_import_keeps_librdkafka_off_the_terminal(tmp_path: Path) -> None:
+    offsets = tmp_path / "offsets.csv"
+    offsets.write_text("g,t,0,5\n")
+    dead = f"127.0.0.1:{free_port()}"
+    result = subprocess.run(
+        [GROUPCOORD, "pipeline", "import", "--from", str(offsets), "--sidecar", dead],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {dead} did not answer within 30s"), result.stderr[:2000]
+    assert result.stderr.count("\n") == 1 and "rdkafka" not in result.stderr, result.stderr[:2000]
+
+
+@pytest.mark.integration
+def test_serve_whose_broker_stops_stays_json_quiet_and_bounded(tmp_path: Path) -> None:
+    """A broker of serve's own stops under it: what an operator's log collector then receives."""
+    broker = LocalBroker(port=free_port()).start()
+    listen = f"127.0.0.1:{free_port()}"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("GROUPCOORD_")},
+        "GROUPCOORD_METRICS_LISTEN": f"127.0.0.1:{free_port()}",
+        "GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": "6000",
+        "GROUPCOORD_PLACEMENT__HEARTBEAT_INTERVAL_MS": "500",
+    }
+    stderr_path = tmp_path / "serve.err"
+    with open(stderr_path, "w") as stderr:
+        serve = subprocess.Popen(
+            [GROUPCOORD, "serve", "-b", broker.bootstrap, "--listen", listen, "--partitions", "2"],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env=env,
+        )
+    try:
+        assert serve.stdout is not None and serve.stdout.readline() == f"listening on {listen}\n"
+        assert stderr_path.read_text() == ""  # quiet by default: a healthy start says nothing
+        broker.stop()
+        deadline = time.monotonic() + 60
+        while "lost" not in stderr_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        broker.stop()
+        serve.terminate()
+        serve.wait(30)
+    records = [json.loads(line) for line in stderr_path.read_text().splitlines()]  # every line is JSON
+    assert all(r["level"] in ("WARNING", "ERROR") for r in records), records
+    (lost,) = [r for r in records if r["logger"] == "coordinator.server"]
+    assert str(lost["msg"]).startswith("shards [0, 1] lost") and lost["level"] == "WARNING", lost
+    per_fac = Counter(str(r["fac"]) for r in records if r["logger"] == "librdkafka")
+    assert per_fac and max(per_fac.values()) <= logs.rate_limit.burst, per_fac  # within one interval
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_what_serve_says_is_one_line_each_in_either_format(fmt: str) -> None:
+    from rich.console import Console
+
+    from coordinator.server import Say
+
+    root = logging.getLogger()
+    saved = list(root.handlers), root.level
+    logged, real = io.StringIO(), sys.stderr
+    sys.stderr = logged
+    try:
+        logs.configure("WARNING", fmt)
+    finally:
+        sys.stderr = real
+    console_out = io.StringIO()
+    say = Say(Console(file=console_out, width=40), text=fmt == "text")
+    long = "cannot reach the cluster: " + "x" * 100  # wider than the console: never wrapped
+    try:
+        say.info("owns shards [0, 1]")
+        say.warning("shards [0, 1] lost")
+        say.error(long)
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    if fmt == "json":
+        assert console_out.getvalue() == ""
+        records = parsed(logged)
+        assert [(r["level"], r["msg"]) for r in records] == [("WARNING", "shards [0, 1] lost"), ("ERROR", long)]
+    else:
+        # Below the level: a console line; at or above it: the log's own line, not both.
+        assert console_out.getvalue().splitlines() == ["owns shards [0, 1]", f"error: {long}"]
+        (warning,) = logged.getvalue().splitlines()
+        assert warning.endswith("WARNING coordinator.server: shards [0, 1] lost")
