@@ -155,8 +155,9 @@ class _Pending:
 class LoadReport:
     partition: int
     records: int
-    seconds: float
+    seconds: float  # until the shard serves: the log read and replayed, and our ShardEpoch read back
     epoch: int
+    read_seconds: float = 0.0  # until the end of the log was read and replayed
 
 
 class Shard(Generic[S]):
@@ -185,6 +186,7 @@ class Shard(Generic[S]):
         self._parked: dict[Hashable, asyncio.Future[Any]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._load_started = 0.0
+        self._read_seconds = 0.0
         self._finishing = False
         self._loaded = asyncio.Event()
         # Records handed to the host whose delivery has not been reported yet (any generation),
@@ -338,6 +340,7 @@ class Shard(Generic[S]):
 
     def _finish_load(self, end_offset: int) -> None:
         self._finishing = True
+        self._read_seconds = time.perf_counter() - self._load_started
         try:
             # The load decoded nothing but the log's own records; replay the survivors now.
             self._replayer.finish()
@@ -395,7 +398,11 @@ class Shard(Generic[S]):
             return
         self.status = ShardStatus.ACTIVE
         self.load_report = LoadReport(
-            self.partition, self._replayer.read, time.perf_counter() - self._load_started, self.epoch
+            self.partition,
+            self._replayer.read,
+            time.perf_counter() - self._load_started,
+            self.epoch,
+            self._read_seconds,
         )
         self.observer.loaded(self.partition, self.load_report.seconds)
         self._loaded.set()
