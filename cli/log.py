@@ -65,7 +65,10 @@ def read_partition(c: Conn, topic: str, partition: int, start: int = 0, stop: in
     messages: list[Any] = []
     if start >= end:
         return messages
-    consumer = c.consumer(**{"enable.partition.eof": True, "isolation.level": "read_uncommitted"})
+    # fetch.queue.backoff.ms: librdkafka's default (1 s) idles a reader that falls behind its queue.
+    consumer = c.consumer(
+        **{"enable.partition.eof": True, "isolation.level": "read_uncommitted", "fetch.queue.backoff.ms": 10}
+    )
     try:
         consumer.assign([TopicPartition(topic, partition, start)])
         deadline = time.monotonic() + c.timeout

@@ -65,6 +65,8 @@ def _consumer(config: Mapping[str, Any]) -> Consumer:
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "isolation.level": "read_uncommitted",
+            # librdkafka's default (1 s) idles a reader that falls behind its queue (runtime/log.py).
+            "fetch.queue.backoff.ms": 10,
         }
     )
 
