@@ -107,6 +107,10 @@ class LocalBroker:
             stderr=subprocess.STDOUT,
             env=env,
             preexec_fn=_die_with_parent if self.die_with_parent else None,
+            # Its own session: a terminal's Ctrl-C reaches only the process that started it, which
+            # then stops it after its own clients (serve's shutdown logged connection errors when
+            # the embedded broker went down with it).
+            start_new_session=True,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
