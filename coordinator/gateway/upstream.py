@@ -427,16 +427,14 @@ class UpstreamConnection:
                 self._pending.append(answer)
             else:
                 answer._whole(b"")
-            if len(request) <= _PIECE:
-                write_framed(self._transport, request)
-            else:
-                # A piece at a time, each once the transport has room, so what the socket does not
-                # take at once is never copied whole into the transport's own buffer.
-                self._transport.write(_LEN.pack(len(request)) + request[:_JOIN_BELOW])
-                view = memoryview(request)
-                for at in range(_JOIN_BELOW, len(request), _PIECE):
-                    await self._protocol.drain()
-                    self._transport.write(view[at : at + _PIECE])
+            # The prefix joined with the first bytes (a small request whole), then the rest a piece
+            # at a time, each once the transport has room, so what the socket does not take at
+            # once is never copied whole into the transport's own buffer.
+            self._transport.write(_LEN.pack(len(request)) + request[:_JOIN_BELOW])
+            view = memoryview(request)
+            for at in range(_JOIN_BELOW, len(request), _PIECE):
+                await self._protocol.drain()
+                self._transport.write(view[at : at + _PIECE])
             await self._protocol.drain()
         return answer
 

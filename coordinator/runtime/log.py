@@ -153,7 +153,8 @@ class LogWriter:
         # record takes about 0.7 s to deliver it (measured on the local broker), and a shard's
         # first record is the ShardEpoch that ends its load, so every failover waited that long.
         with contextlib.suppress(KafkaException):
-            self._producer.list_topics(self.topic, timeout=10)
+            # Briefly: close() joins this thread, and without an answer the first record asks anyway.
+            self._producer.list_topics(self.topic, timeout=2)
         while not self._stop.is_set():
             self._producer.poll(0.05)
 
