@@ -274,6 +274,10 @@ class Shard(Generic[S]):
         foreign: int | None = None
         writing = self.status is ShardStatus.ACTIVE or self._finishing
         try:
+            if not writing and not self._inflight:
+                # Loading: none of these records can be ours, so the replayer may take them in bulk.
+                replayer.feed_messages(messages)
+                messages = []
             for msg in messages:
                 offset = msg.offset()
                 if offset is None or offset < replayer.next_offset:

@@ -12,11 +12,14 @@ from hypothesis import strategies as st
 
 from coordinator.group_shard import GroupCoordinatorState
 from coordinator.runtime.headers import make_headers
+from coordinator.runtime import replayer as replayer_module
 from coordinator.runtime.replayer import LogReadError, LogReplayer
 from records import CoordinatorRecord, RecordType, encode
 from records.definitions import (
     BatchAbortKey,
     BatchAbortValue,
+    LogSkipKey,
+    LogSkipValue,
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetCommitKey,
@@ -165,3 +168,207 @@ def test_deferred_and_eager_replays_agree_on_random_logs(
             log.add(CoordinatorRecord(RecordType.BATCH_ABORT, BatchAbortKey(first), abort), epoch_seen)
         i += size
     assert_same_state(log.entries)
+
+
+# --- bulk loading (``feed_messages``) ---------------------------------------------------------
+
+
+@dataclass
+class Msg:
+    """A consumed record as the reader hands it over (the methods of ``confluent_kafka.Message``)."""
+
+    _offset: int
+    _key: bytes | None
+    _value: bytes | None
+    _headers: list[tuple[str, bytes]] | None
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def headers(self) -> list[tuple[str, bytes]] | None:
+        return self._headers
+
+
+def outcome(state: GroupCoordinatorState, replayer: LogReplayer) -> tuple[object, ...]:
+    return (
+        state.snapshot(),
+        replayer.read,
+        replayer.applied,
+        replayer.skipped,
+        replayer.next_offset,
+        replayer.max_epoch,
+        replayer.epoch_keys,
+        replayer.skip_decisions,
+        replayer.open_batch(),
+        replayer.restores(),
+    )
+
+
+def replay_in_bulk(messages: list[Msg], chunk_sizes: list[int]) -> tuple[GroupCoordinatorState, LogReplayer]:
+    """Feed the messages as the reader would, in chunks of the given sizes (the rest in one)."""
+    state = GroupCoordinatorState()
+    replayer = LogReplayer("log", 0, [state], deferred=True)
+    at = 0
+    for size in [*chunk_sizes, len(messages)]:
+        replayer.feed_messages(messages[at : at + size])
+        at += size
+    replayer.finish()
+    return state, replayer
+
+
+def replay_one_by_one(messages: list[Msg]) -> tuple[GroupCoordinatorState, LogReplayer]:
+    state = GroupCoordinatorState()
+    replayer = LogReplayer("log", 0, [state], deferred=True)
+    for m in messages:
+        if m.offset() >= replayer.next_offset:
+            replayer.feed(m.offset(), m.key(), m.value(), m.headers())
+    replayer.finish()
+    return state, replayer
+
+
+def test_a_run_of_plain_commits_is_taken_in_bulk_and_rebuilds_the_same_state() -> None:
+    log = LogBuilder([])
+    log.add(shard_epoch(1), 1)
+    for i in range(500):
+        log.add(commit("g", i % 7, i), 1)
+    log.add(commit("g", 3, None), 1)
+    messages = [Msg(offset, *entry) for offset, entry in enumerate(log.entries)]
+    state, replayer = replay_in_bulk(messages, [])
+    eager, _ = replay(log.entries, deferred=False)
+    assert state.snapshot() == eager.snapshot()
+    assert replayer.read == 502
+    assert replayer.bulk_read >= 400  # all but the ShardEpoch record and what sits beside it
+    assert replayer.applied == 7
+
+
+def test_bulk_loading_leaves_runtime_records_batches_and_zombies_to_the_record_rules() -> None:
+    log = LogBuilder([])
+    log.add(shard_epoch(1), 1)
+    for i in range(100):
+        log.add(commit("g", i % 5, i), 1)
+    log.add(shard_epoch(2), 2)  # a new owner in the middle of a long run ...
+    for i in range(100):
+        log.add(commit("g", i % 5, 1000 + i), 1)  # ... so its fenced predecessor's writes are ignored
+    for i in range(100):
+        log.add(commit("h", i % 5, i), 2, i % 4, 4)  # batches of 4
+    log.add(commit("h", 9, 9), 2, 0, 3)  # a batch cut short at the end of the log
+    messages = [Msg(offset, *entry) for offset, entry in enumerate(log.entries)]
+    eager = replay_one_by_one(messages)
+    bulk = replay_in_bulk(messages, [37, 150, 3])
+    assert outcome(*bulk) == outcome(*eager)
+    assert bulk[1].bulk_read > 0
+    assert bulk[0].offsets.get("g", "t", 0) is not None and bulk[0].offsets.get("g", "t", 0).offset == 95
+    assert bulk[1].open_batch() == (302, 302)
+
+
+def test_bulk_loading_passes_over_records_read_already_and_gaps_left_by_compaction() -> None:
+    log = LogBuilder([])
+    log.add(shard_epoch(1), 1)
+    for i in range(300):
+        log.add(commit("g", i % 3, i), 1)
+    # Compaction removed every other record; the reader then hands some records over twice.
+    messages = [Msg(offset, *entry) for offset, entry in enumerate(log.entries) if offset % 2 == 0 or offset < 3]
+    state = GroupCoordinatorState()
+    replayer = LogReplayer("log", 0, [state], deferred=True)
+    replayer.feed_messages(messages[:100])
+    replayer.feed_messages(messages[50:])
+    replayer.finish()
+    expected = replay_one_by_one(messages)
+    assert outcome(state, replayer) == outcome(*expected)
+    assert replayer.next_offset == 301
+
+
+def test_a_record_without_a_key_in_a_bulk_run_is_reported_unreadable_as_one_by_one() -> None:
+    log = LogBuilder([])
+    for i in range(100):
+        log.add(commit("g", i % 3, i), 1)
+    messages = [Msg(offset, *entry) for offset, entry in enumerate(log.entries)]
+    messages[60] = Msg(60, None, b"x", make_headers(1, 0, 1))
+    with pytest.raises(LogReadError, match="offset 60"):
+        replay_in_bulk(messages, [])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_op, max_size=80),
+    st.lists(st.integers(0, 79), max_size=4),
+    st.lists(st.integers(0, 9), max_size=6),  # offsets compaction removed
+    st.lists(st.integers(1, 30), max_size=6),  # how the reader cuts the log into deliveries
+    st.sampled_from([1, 2, 3, 8]),  # the shortest run taken in bulk
+)
+def test_bulk_and_one_by_one_loading_agree_on_random_logs(
+    ops: list[tuple[int, int | None, int, int]],
+    aborts: list[int],
+    removed: list[int],
+    chunks: list[int],
+    min_run: int,
+) -> None:
+    log = LogBuilder([])
+    epoch_seen = 0
+    i = 0
+    while i < len(ops):
+        partition, offset, epoch, size = ops[i]
+        if epoch > epoch_seen:
+            log.add(shard_epoch(epoch), epoch)
+            # As a load ends: the earlier owners' ShardEpoch records tombstoned under the new epoch.
+            for old in range(1, epoch):
+                log.add(CoordinatorRecord(RecordType.SHARD_EPOCH, ShardEpochKey(old), None), epoch)
+            epoch_seen = epoch
+        batch = ops[i : i + size]
+        for index, (p, o, _, _) in enumerate(batch):
+            log.add(commit("g", p, o), epoch, index, len(batch))
+        if i in aborts:
+            first = len(log.entries) - len(batch)
+            abort = BatchAbortValue(first, len(log.entries) - 1, epoch_seen)
+            log.add(CoordinatorRecord(RecordType.BATCH_ABORT, BatchAbortKey(first), abort), epoch_seen)
+            # An operator's decision, written under the current epoch like any record.
+            skip = LogSkipValue(first, "operator", 0, "test")
+            log.add(CoordinatorRecord(RecordType.LOG_SKIP, LogSkipKey(first), skip), epoch_seen)
+        i += size
+    gone = {offset * 7 % max(len(log.entries), 1) for offset in removed}
+    messages = [Msg(offset, *entry) for offset, entry in enumerate(log.entries) if offset not in gone]
+    default, replayer_module.BULK_MIN_RUN = replayer_module.BULK_MIN_RUN, min_run
+    try:
+        assert outcome(*replay_in_bulk(messages, chunks)) == outcome(*replay_one_by_one(messages))
+    finally:
+        replayer_module.BULK_MIN_RUN = default
+
+
+class ReplayOrder:
+    """A shard state that only notes the order records are replayed in."""
+
+    def __init__(self) -> None:
+        self.keys: list[object] = []
+
+    def replay(self, record: CoordinatorRecord) -> None:
+        self.keys.append(record.key)
+
+    def snapshot(self) -> object:
+        return list(self.keys)
+
+
+def test_a_load_replays_the_surviving_records_in_the_order_of_those_last_records() -> None:
+    # Key 0 is written first and last: compaction would leave key 1's record before key 0's.
+    log = LogBuilder([])
+    for i in range(40):
+        log.add(commit("g", 0, i), 1)
+    for i in range(40):
+        log.add(commit("g", 1, i), 1)
+    log.add(commit("g", 0, 99), 1)
+    messages = [Msg(offset, *entry) for offset, entry in enumerate(log.entries)]
+    for feed in ("bulk", "one by one"):
+        order = ReplayOrder()
+        replayer = LogReplayer("log", 0, [order], deferred=True)
+        if feed == "bulk":
+            replayer.feed_messages(messages)
+        else:
+            for m in messages:
+                replayer.feed(m.offset(), m.key(), m.value(), m.headers())
+        replayer.finish()
+        assert order.keys == [OffsetCommitKey("g", "t", 1), OffsetCommitKey("g", "t", 0)], feed
