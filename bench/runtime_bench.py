@@ -228,9 +228,7 @@ def load_figures(report: LoadReport, seconds: float) -> dict[str, Any]:
     }
 
 
-async def failover_load(
-    config: dict[str, Any], spec: LogTopicSpec, handlers: GroupCoordinatorShard
-) -> dict[str, Any]:
+async def failover_load(config: dict[str, Any], spec: LogTopicSpec, handlers: GroupCoordinatorShard) -> dict[str, Any]:
     """A standby process, running for a second, is given the shard and loads it."""
     standby = CoordinatorRuntime(config, spec, handlers, owner_id="bench-standby")
     await standby.start(partitions=[])

@@ -75,9 +75,12 @@ class ShardHost(Protocol):
         a writer that failed fatally (a fenced idempotent producer) before reporting."""
         ...
 
-    def assign_from_start(self, partition: int, generation: int) -> None:
+    def assign_from_start(self, partition: int, generation: int, loader: LogReplayer | None = None) -> None:
         """Read the partition from offset 0, calling back ``on_records``/``on_end``/``on_error``
-        with ``generation`` on the loop thread."""
+        with ``generation`` on the loop thread. The host may instead feed the records up to the
+        end of the partition to ``loader`` itself, on one thread of its own, and hand it back with
+        ``on_end`` (``on_load_failed`` if feeding it raised); the shard does not touch the loader
+        in between."""
         ...
 
     def unassign(self, partition: int) -> None: ...
@@ -209,7 +212,9 @@ class Shard(Generic[S]):
         self._loaded.clear()
         self._finishing = False
         self._load_started = time.perf_counter()
-        self.host.assign_from_start(self.partition, self.generation)
+        # The reader may feed the load's records to the replayer on its own thread: it is not
+        # touched here again before ``on_end`` (or a record delivered to ``on_records``).
+        self.host.assign_from_start(self.partition, self.generation, self._replayer)
 
     async def wait_loaded(self) -> None:
         await self._loaded.wait()
@@ -321,6 +326,11 @@ class Shard(Generic[S]):
         # (offsets below end_offset that were never delivered were removed by compaction).
         self._replayer.next_offset = max(self._replayer.next_offset, end_offset)
         self._finish_load(self._replayer.next_offset)
+
+    def on_load_failed(self, generation: int, reason: str) -> None:
+        """The reader, feeding the load's replayer itself, could not replay a record."""
+        if generation == self.generation:
+            self._fail(reason)
 
     def on_error(self, generation: int, error: KafkaError) -> None:
         if generation != self.generation:

@@ -312,7 +312,8 @@ class SimHost:
         else:
             self.loop.call_later(0.001, on_delivered, index, None, offset)
 
-    def assign_from_start(self, partition: int, generation: int) -> None:
+    def assign_from_start(self, partition: int, generation: int, loader: object = None) -> None:
+        # The simulated reader delivers every record through ``on_records``; the loader is not used.
         self._poisoned.discard(partition)  # a reload appends through a new writer
         self._readers[partition] = [generation, 0, 0]
         self._schedule_read(partition)

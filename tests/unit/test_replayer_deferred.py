@@ -11,17 +11,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordinator.group_shard import GroupCoordinatorState
-from coordinator.runtime.headers import make_headers
 from coordinator.runtime import replayer as replayer_module
+from coordinator.runtime.headers import make_headers
 from coordinator.runtime.replayer import LogReadError, LogReplayer
 from records import CoordinatorRecord, RecordType, encode
 from records.definitions import (
     BatchAbortKey,
     BatchAbortValue,
-    LogSkipKey,
-    LogSkipValue,
     GroupMetadataKey,
     GroupMetadataValue,
+    LogSkipKey,
+    LogSkipValue,
     OffsetCommitKey,
     OffsetCommitValue,
     ShardEpochKey,
