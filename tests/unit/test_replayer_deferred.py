@@ -146,11 +146,9 @@ _op = st.tuples(
 )
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(_op, max_size=60), st.lists(st.integers(0, 59), max_size=4))
-def test_deferred_and_eager_replays_agree_on_random_logs(
-    ops: list[tuple[int, int | None, int, int]], aborts: list[int]
-) -> None:
+def random_log(ops: list[tuple[int, int | None, int, int]], aborts: list[int], runtime_records: bool) -> LogBuilder:
+    """The log the ops describe; with ``runtime_records``, also what a load writes under the new
+    epoch (the earlier owners' ShardEpoch tombstones) and an operator's LogSkip after each abort."""
     log = LogBuilder([])
     epoch_seen = 0
     i = 0
@@ -158,6 +156,9 @@ def test_deferred_and_eager_replays_agree_on_random_logs(
         partition, offset, epoch, size = ops[i]
         if epoch > epoch_seen:
             log.add(shard_epoch(epoch), epoch)
+            if runtime_records:
+                for old in range(1, epoch):
+                    log.add(CoordinatorRecord(RecordType.SHARD_EPOCH, ShardEpochKey(old), None), epoch)
             epoch_seen = epoch
         batch = ops[i : i + size]
         for index, (p, o, _, _) in enumerate(batch):
@@ -166,8 +167,19 @@ def test_deferred_and_eager_replays_agree_on_random_logs(
             first = len(log.entries) - len(batch)
             abort = BatchAbortValue(first, len(log.entries) - 1, epoch_seen)
             log.add(CoordinatorRecord(RecordType.BATCH_ABORT, BatchAbortKey(first), abort), epoch_seen)
+            if runtime_records:
+                skip = LogSkipValue(first, "operator", 0, "test")
+                log.add(CoordinatorRecord(RecordType.LOG_SKIP, LogSkipKey(first), skip), epoch_seen)
         i += size
-    assert_same_state(log.entries)
+    return log
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_op, max_size=60), st.lists(st.integers(0, 59), max_size=4))
+def test_deferred_and_eager_replays_agree_on_random_logs(
+    ops: list[tuple[int, int | None, int, int]], aborts: list[int]
+) -> None:
+    assert_same_state(random_log(ops, aborts, runtime_records=False).entries)
 
 
 # --- bulk loading (``feed_messages``) ---------------------------------------------------------
@@ -309,28 +321,7 @@ def test_bulk_and_one_by_one_loading_agree_on_random_logs(
     chunks: list[int],
     min_run: int,
 ) -> None:
-    log = LogBuilder([])
-    epoch_seen = 0
-    i = 0
-    while i < len(ops):
-        partition, offset, epoch, size = ops[i]
-        if epoch > epoch_seen:
-            log.add(shard_epoch(epoch), epoch)
-            # As a load ends: the earlier owners' ShardEpoch records tombstoned under the new epoch.
-            for old in range(1, epoch):
-                log.add(CoordinatorRecord(RecordType.SHARD_EPOCH, ShardEpochKey(old), None), epoch)
-            epoch_seen = epoch
-        batch = ops[i : i + size]
-        for index, (p, o, _, _) in enumerate(batch):
-            log.add(commit("g", p, o), epoch, index, len(batch))
-        if i in aborts:
-            first = len(log.entries) - len(batch)
-            abort = BatchAbortValue(first, len(log.entries) - 1, epoch_seen)
-            log.add(CoordinatorRecord(RecordType.BATCH_ABORT, BatchAbortKey(first), abort), epoch_seen)
-            # An operator's decision, written under the current epoch like any record.
-            skip = LogSkipValue(first, "operator", 0, "test")
-            log.add(CoordinatorRecord(RecordType.LOG_SKIP, LogSkipKey(first), skip), epoch_seen)
-        i += size
+    log = random_log(ops, aborts, runtime_records=True)
     gone = {offset * 7 % max(len(log.entries), 1) for offset in removed}
     messages = [Msg(offset, *entry) for offset, entry in enumerate(log.entries) if offset not in gone]
     default, replayer_module.BULK_MIN_RUN = replayer_module.BULK_MIN_RUN, min_run
