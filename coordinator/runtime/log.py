@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from coordinator.logs import drain
-from coordinator.runtime.replayer import LogReadError, LogReplayer
+from coordinator.runtime.replayer import LogReplayer
 
 log = logging.getLogger(__name__)
 
@@ -345,12 +345,7 @@ class LogTailer:
             loader.feed_messages(messages)
         except Exception as exc:  # a replay bug must not leave a half-read load to finish
             del self._loading[partition]
-            reason = (
-                str(exc)
-                if isinstance(exc, LogReadError)
-                else f"replay failed at offset {loader.next_offset - 1}: {exc!r}"
-            )
-            self._on_load_failed(partition, generation, reason)
+            self._on_load_failed(partition, generation, loader.failure(exc))
 
     def close(self) -> None:
         self._stop.set()

@@ -248,6 +248,12 @@ class LogReplayer:
             if offset is not None and offset >= self.next_offset:
                 self.feed(offset, msg.key(), msg.value(), msg.headers())
 
+    def failure(self, exc: Exception) -> str:
+        """Why the shard fails after feeding raised ``exc`` (wherever the records were fed)."""
+        if isinstance(exc, LogReadError):
+            return str(exc)
+        return f"replay failed at offset {self.next_offset - 1}: {exc!r}"
+
     def open_batch(self) -> tuple[int, int] | None:
         """(first, last) offsets of a batch still waiting for its end, if any."""
         if not self._buffer:

@@ -301,11 +301,8 @@ class Shard(Generic[S]):
                 if writing and foreign is None and decoded is None and (ours is not None or offset >= self.next_offset):
                     foreign = offset
                 replayer.feed(offset, key, value, msg.headers(), decoded)
-        except LogReadError as exc:
-            self._fail(str(exc))
-            return
         except Exception as exc:  # a replay bug must not leave a half-applied state serving
-            self._fail(f"replay failed at offset {replayer.next_offset - 1}: {exc!r}")
+            self._fail(replayer.failure(exc))
             return
         self.committed_offset = replayer.next_offset
         if self.status is ShardStatus.ACTIVE and replayer.max_epoch > self.epoch:

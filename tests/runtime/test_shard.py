@@ -211,3 +211,14 @@ def test_restarts_leave_one_shard_epoch_record_after_compaction() -> None:
     assert [r.value.epoch for r in records if r.type is RecordType.SHARD_EPOCH] == [5]
     last = world.loaded(0)
     assert offsets(last.committed) == {0: 3, 1: 4, 2: 2} and last.epoch == 6 and last.replay_matches()
+
+
+def test_a_load_the_reader_could_not_replay_fails_the_shard_and_a_stale_report_is_ignored() -> None:
+    world = World()
+    shard = world.shard()
+    shard.load()
+    stale = shard.generation - 1
+    shard.on_load_failed(stale, "from an earlier load")
+    assert shard.status is ShardStatus.LOADING
+    shard.on_load_failed(shard.generation, "replay failed at offset 3: RuntimeError('boom')")
+    assert shard.status is ShardStatus.FAILED and shard.error == "replay failed at offset 3: RuntimeError('boom')"
