@@ -8,6 +8,7 @@ about shard state.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import queue
 import threading
@@ -189,6 +190,38 @@ TAILER_SETTINGS: dict[str, Any] = {
 }
 
 
+class CollectorPause:
+    """Holds CPython's cyclic garbage collector off while a load is read.
+
+    A load makes a few objects per record (the message, its header list) that reference
+    counting frees; none can form a cycle, yet they set off collections, and each of the full
+    ones walks every object of the process. Measured on the runtime bench: one or two full
+    collections per 100k records, 16-35 ms each with this bench's small heap, a fifth of the
+    load; a coordinator holding many groups walks more. Cycles made meanwhile by the rest of
+    the process are collected once the collector is back on. Only the reader's thread pauses
+    and resumes; it never turns on a collector that was off before it paused it.
+    """
+
+    def __init__(self) -> None:
+        self._paused = False
+
+    def pause(self) -> None:
+        if not self._paused and gc.isenabled():
+            gc.disable()
+            self._paused = True
+
+    def resume(self) -> None:
+        if self._paused:
+            self._paused = False
+            gc.enable()
+
+
+# How long the reader blocks waiting for a record: also how long a command (a shard to load)
+# may wait while the reader tails idle partitions, as nothing can wake a blocked poll. 10 ms
+# rather than 50 costs an idle process with 16 shards 2.5% of a core instead of 2.1% (measured).
+_IDLE_POLL_S = 0.01
+
+
 class LogTailer:
     """One consumer that reads every owned partition of the log from offset 0 and then tails it.
 
@@ -218,8 +251,12 @@ class LogTailer:
         self._assigned: dict[int, int] = {}
         # partition -> the replayer of its load, fed on this thread until the end of the partition
         self._loading: dict[int, LogReplayer] = {}
+        # Set with every command: an idle reader waits on it rather than sleeping, so a shard's
+        # load starts as soon as it is asked for.
+        self._wake = threading.Event()
         self._running = threading.Event()
         self._running.set()
+        self._collector = CollectorPause()
         self._stalled = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="log-tailer", daemon=True)
@@ -235,9 +272,11 @@ class LogTailer:
         hands the loader back; this thread does not touch it after that, nor after a new
         command for the partition."""
         self._commands.put(("assign", partition, generation, loader))
+        self._wake.set()
 
     def unassign(self, partition: int) -> None:
         self._commands.put(("unassign", partition, -1, None))
+        self._wake.set()
 
     def stall(self, timeout: float = 5.0) -> None:
         """Stop reading; returns once the reader thread has stopped (nothing more is delivered)."""
@@ -270,54 +309,73 @@ class LogTailer:
                     self._loading[partition] = loader
 
     def _loop(self) -> None:
+        try:
+            self._read_until_stopped()
+        finally:  # whatever ends this thread must not leave the process without its collector
+            self._collector.resume()
+
+    def _read_until_stopped(self) -> None:
         while not self._stop.is_set():
             self._apply_commands()
             if not self._running.is_set():
+                self._collector.resume()
                 self._stalled.set()
                 time.sleep(0.01)
                 continue
             if not self._assigned:
-                time.sleep(0.01)
+                self._collector.resume()
+                self._wake.wait(0.05)
+                self._wake.clear()  # the commands are in the queue, applied first thing
                 continue
             try:
                 # consume() with a timeout waits for a full batch; take what is there and
                 # block only on the first record, so a lone record is delivered at once.
                 messages = self._consumer.consume(num_messages=2000, timeout=0)
                 if not messages:
-                    first = self._consumer.poll(0.05)
+                    first = self._consumer.poll(_IDLE_POLL_S)
                     if first is not None:
                         messages = [first, *self._consumer.consume(num_messages=1999, timeout=0)]
             except KafkaException as exc:
+                self._collector.resume()
                 log.warning("log tailer consume failed: %s", exc)
                 time.sleep(0.1)
                 continue
-            if self._deliver_plain(messages):
+            if not self._deliver_plain(messages):
+                self._deliver_mixed(messages)
+            # Only while a load's records keep coming: waiting on the broker, or tailing, the
+            # collector runs as usual.
+            if messages and self._loading:
+                self._collector.pause()
+            else:
+                self._collector.resume()
+
+    def _deliver_mixed(self, messages: list[Message]) -> None:
+        """Deliver records of several partitions, or with errors (the end of a partition among them)."""
+        by_partition: dict[int, list[Message]] = {}
+        for msg in messages:
+            err = msg.error()
+            partition = msg.partition()
+            if partition is None:
+                if err is not None:
+                    log.warning("log tailer error: %s", err)
                 continue
-            by_partition: dict[int, list[Message]] = {}
-            for msg in messages:
-                err = msg.error()
-                partition = msg.partition()
-                if partition is None:
-                    if err is not None:
-                        log.warning("log tailer error: %s", err)
-                    continue
-                generation = self._assigned.get(partition)
-                if generation is None:
-                    continue
-                if err is None:
-                    by_partition.setdefault(partition, []).append(msg)
-                    continue
-                pending = by_partition.pop(partition, None)
-                if pending:
-                    self._deliver(partition, generation, pending)
-                if err.code() == KafkaError._PARTITION_EOF:
-                    # The load is read: its replayer goes back with the end offset.
-                    self._loading.pop(partition, None)
-                    self._on_end(partition, generation, msg.offset() or 0)
-                else:
-                    self._on_error(partition, generation, err)
-            for partition, batch in by_partition.items():
-                self._deliver(partition, self._assigned[partition], batch)
+            generation = self._assigned.get(partition)
+            if generation is None:
+                continue
+            if err is None:
+                by_partition.setdefault(partition, []).append(msg)
+                continue
+            pending = by_partition.pop(partition, None)
+            if pending:
+                self._deliver(partition, generation, pending)
+            if err.code() == KafkaError._PARTITION_EOF:
+                # The load is read: its replayer goes back with the end offset.
+                self._loading.pop(partition, None)
+                self._on_end(partition, generation, msg.offset() or 0)
+            else:
+                self._on_error(partition, generation, err)
+        for partition, batch in by_partition.items():
+            self._deliver(partition, self._assigned[partition], batch)
 
     def _deliver_plain(self, messages: list[Message]) -> bool:
         """Deliver the common batch, records of one assigned partition and no error, as a whole
@@ -350,5 +408,6 @@ class LogTailer:
     def close(self) -> None:
         self._stop.set()
         self._running.set()
+        self._wake.set()
         self._thread.join(5)
         self._consumer.close()

@@ -35,7 +35,7 @@ had a valid value).
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from coordinator.runtime.api import ShardState
@@ -120,6 +120,7 @@ class LogReplayer:
         # Kept from a deferred load until ``stop_tracking``, for ``restores``.
         self._values: dict[bytes, _Raw] = {}
         self._shadowed: set[bytes] = set()  # keys whose latest record was not applied
+        self._survivors: list[_Raw] = []  # between ``end_read`` and ``replay_survivors``
 
     @property
     def deferred(self) -> bool:
@@ -209,7 +210,15 @@ class LogReplayer:
         if self._latest is None or len(messages) < BULK_MIN_RUN:
             self._feed_each(messages)
             return
-        self._feed_range(messages, list(map(_headers_of, messages)), list(map(_key_of, messages)))
+        kind = type(messages[0])
+        headers_of: Callable[[Any], Any] = _headers_of
+        key_of: Callable[[Any], Any] = _key_of
+        if list(map(type, messages)).count(kind) == len(messages):
+            # One reader's records, all of one class: its own methods, called through map(),
+            # cost half of what methodcaller's lookup by name does per record (15 ms of a
+            # load of 100k records, measured with confluent-kafka's messages).
+            headers_of, key_of = kind.headers, kind.key
+        self._feed_range(messages, list(map(headers_of, messages)), list(map(key_of, messages)))
 
     def _feed_range(self, messages: Sequence[LogMessage], headers: list[Any], keys: list[bytes | None]) -> None:
         if len(messages) >= BULK_MIN_RUN and not self._buffer and self._take_run(messages, headers, keys):
@@ -264,6 +273,13 @@ class LogReplayer:
         """End a deferred load: decode and replay the last effective record of every key, in
         log order; from now on records are applied as they are fed. (Records of a batch still
         open stay buffered raw: they are decoded only if the batch completes.)"""
+        self.end_read()
+        self.replay_survivors()
+
+    def end_read(self) -> None:
+        """First half of ``finish``: the log is read; fail on an unreadable record no decision
+        covers, and set the survivors aside. Everything ``restores``, ``open_batch`` and
+        ``max_epoch`` say is known from here on, before any survivor is decoded."""
         if self._unreadable:
             offset = min(self._unreadable)
             raise LogReadError(self.topic, self.partition, offset, self._unreadable[offset])
@@ -274,12 +290,17 @@ class LogReplayer:
         ]
         # In the order of those last records: what compaction would leave of the log.
         survivors.sort(key=_offset_of)
+        self._survivors = survivors
+        self._values = {raw[1]: raw for raw in survivors}
+
+    def replay_survivors(self) -> None:
+        """Second half of ``finish``: decode and replay the survivors ``end_read`` set aside."""
+        survivors, self._survivors = self._survivors, []
         for raw in survivors:
             try:
                 self._apply(raw)
             except LogReadError as exc:
                 self._pass_unreadable(raw[0], exc)
-        self._values = {raw[1]: raw for raw in survivors}
 
     def _pass_unreadable(self, offset: int, exc: LogReadError) -> None:
         """Go past an unreadable record if a decision covers it (or, loading, may still come)."""

@@ -353,13 +353,9 @@ class Shard(Generic[S]):
         self._finishing = True
         self._read_seconds = time.perf_counter() - self._load_started
         try:
-            # The load decoded nothing but the log's own records; replay the survivors now.
-            self._replayer.finish()
-        except LogReadError as exc:
-            self._fail(str(exc))
-            return
-        except Exception as exc:  # a replay bug must not leave a half-applied state serving
-            self._fail(f"replay failed while finishing the load: {exc!r}")
+            self._replayer.end_read()
+        except Exception as exc:
+            self._fail(_finish_failure(exc))
             return
         self.next_offset = end_offset
         self.committed_offset = end_offset
@@ -394,14 +390,24 @@ class Shard(Generic[S]):
             for epoch in sorted(self._replayer.epoch_keys)
             if epoch < self.epoch
         )
+        fut: asyncio.Future[Any] = self.host.loop.create_future()
+        generation = self.generation
+        fut.add_done_callback(lambda done: self._activated(generation, done))
+        # Appended before the survivors are decoded: what it says is known already, and the
+        # decoding then overlaps the append's round trip and read-back (which are handled on
+        # this thread only after it). Should a survivor prove unreadable, the shard fails
+        # with its epoch written: the previous owner is fenced, as it would be by any load.
+        self._append(records, fut, None, atomic=False)
+        try:
+            # The load decoded nothing but the log's own records; replay the survivors now.
+            self._replayer.replay_survivors()
+        except Exception as exc:
+            self._fail(_finish_failure(exc))
+            return
         # From here on, the reader replays into the committed state only.
         self._replayer.targets = [self.committed]
         for record in restores:
             self.live.replay(record)
-        fut: asyncio.Future[Any] = self.host.loop.create_future()
-        generation = self.generation
-        fut.add_done_callback(lambda done: self._activated(generation, done))
-        self._append(records, fut, None, atomic=False)
 
     def _activated(self, generation: int, fut: asyncio.Future[Any]) -> None:
         # Done callbacks run later: a reload may have started a new load meanwhile.
@@ -610,6 +616,14 @@ class Shard(Generic[S]):
     @property
     def caught_up(self) -> bool:
         return self.committed_offset >= self.next_offset
+
+
+def _finish_failure(exc: Exception) -> str:
+    """Why a load that read the whole log failed to finish: an unreadable record (it names its
+    offset), or a replay bug, which must not leave a half-applied state serving."""
+    if isinstance(exc, LogReadError):
+        return str(exc)
+    return f"replay failed while finishing the load: {exc!r}"
 
 
 def _log_timer_failure(fut: asyncio.Future[Any]) -> None:

@@ -4,7 +4,9 @@ batches, batch aborts and fenced epochs."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -222,7 +224,7 @@ def outcome(state: GroupCoordinatorState, replayer: LogReplayer) -> tuple[object
     )
 
 
-def replay_in_bulk(messages: list[Msg], chunk_sizes: list[int]) -> tuple[GroupCoordinatorState, LogReplayer]:
+def replay_in_bulk(messages: Sequence[Any], chunk_sizes: list[int]) -> tuple[GroupCoordinatorState, LogReplayer]:
     """Feed the messages as the reader would, in chunks of the given sizes (the rest in one)."""
     state = GroupCoordinatorState()
     replayer = LogReplayer("log", 0, [state], deferred=True)
@@ -304,6 +306,40 @@ def test_a_record_without_a_key_in_a_bulk_run_is_reported_unreadable_as_one_by_o
     messages[60] = Msg(60, None, b"x", make_headers(1, 0, 1))
     with pytest.raises(LogReadError, match="offset 60"):
         replay_in_bulk(messages, [])
+
+
+class OtherReaderMsg:
+    """The same record as another reader hands it over: another class, other attribute names."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, record: Msg) -> None:
+        self.record = record
+
+    def offset(self) -> int:
+        return self.record.offset()
+
+    def key(self) -> bytes | None:
+        return self.record.key()
+
+    def value(self) -> bytes | None:
+        return self.record.value()
+
+    def headers(self) -> list[tuple[str, bytes]] | None:
+        return self.record.headers()
+
+
+def test_a_delivery_of_records_of_several_classes_is_read_through_each_ones_own_methods() -> None:
+    # One class's methods are used on the whole delivery only when every record is of it.
+    log = LogBuilder([])
+    log.add(shard_epoch(1), 1)
+    for i in range(200):
+        log.add(commit("g", i % 5, i), 1)
+    messages = [Msg(offset, *entry) for offset, entry in enumerate(log.entries)]
+    mixed: list[Any] = [m if m.offset() % 3 else OtherReaderMsg(m) for m in messages]
+    state, replayer = replay_in_bulk(mixed, [])
+    assert outcome(state, replayer) == outcome(*replay_one_by_one(messages))
+    assert replayer.bulk_read > 0
 
 
 @settings(max_examples=300, deadline=None)
