@@ -316,38 +316,39 @@ class LogTailer:
 
     def _read_until_stopped(self) -> None:
         while not self._stop.is_set():
-            self._apply_commands()
-            if not self._running.is_set():
-                self._collector.resume()
-                self._stalled.set()
-                time.sleep(0.01)
-                continue
-            if not self._assigned:
-                self._collector.resume()
-                self._wake.wait(0.05)
-                self._wake.clear()  # the commands are in the queue, applied first thing
-                continue
-            try:
-                # consume() with a timeout waits for a full batch; take what is there and
-                # block only on the first record, so a lone record is delivered at once.
-                messages = self._consumer.consume(num_messages=2000, timeout=0)
-                if not messages:
-                    first = self._consumer.poll(_IDLE_POLL_S)
-                    if first is not None:
-                        messages = [first, *self._consumer.consume(num_messages=1999, timeout=0)]
-            except KafkaException as exc:
-                self._collector.resume()
-                log.warning("log tailer consume failed: %s", exc)
-                time.sleep(0.1)
-                continue
-            if not self._deliver_plain(messages):
-                self._deliver_mixed(messages)
-            # Only while a load's records keep coming: waiting on the broker, or tailing, the
-            # collector runs as usual.
-            if messages and self._loading:
+            # Held off only while a load's records keep coming: while waiting on the broker,
+            # stalled, or tailing, the collector runs as usual.
+            if self._read_once():
                 self._collector.pause()
             else:
                 self._collector.resume()
+
+    def _read_once(self) -> bool:
+        """Apply the commands, read what there is and deliver it; whether a load was fed."""
+        self._apply_commands()
+        if not self._running.is_set():
+            self._stalled.set()
+            time.sleep(0.01)
+            return False
+        if not self._assigned:
+            self._wake.wait(0.05)
+            self._wake.clear()  # the commands are in the queue, applied first thing
+            return False
+        try:
+            # consume() with a timeout waits for a full batch; take what is there and
+            # block only on the first record, so a lone record is delivered at once.
+            messages = self._consumer.consume(num_messages=2000, timeout=0)
+            if not messages:
+                first = self._consumer.poll(_IDLE_POLL_S)
+                if first is not None:
+                    messages = [first, *self._consumer.consume(num_messages=1999, timeout=0)]
+        except KafkaException as exc:
+            log.warning("log tailer consume failed: %s", exc)
+            time.sleep(0.1)
+            return False
+        if not self._deliver_plain(messages):
+            self._deliver_mixed(messages)
+        return bool(messages) and bool(self._loading)
 
     def _deliver_mixed(self, messages: list[Message]) -> None:
         """Deliver records of several partitions, or with errors (the end of a partition among them)."""

@@ -257,10 +257,13 @@ class LogReplayer:
             if offset is not None and offset >= self.next_offset:
                 self.feed(offset, msg.key(), msg.value(), msg.headers())
 
-    def failure(self, exc: Exception) -> str:
-        """Why the shard fails after feeding raised ``exc`` (wherever the records were fed)."""
+    def failure(self, exc: Exception, finishing: bool = False) -> str:
+        """Why the shard fails after feeding (wherever the records were fed) or finishing
+        (``finishing``) raised ``exc``: an unreadable record names its offset."""
         if isinstance(exc, LogReadError):
             return str(exc)
+        if finishing:
+            return f"replay failed while finishing the load: {exc!r}"
         return f"replay failed at offset {self.next_offset - 1}: {exc!r}"
 
     def open_batch(self) -> tuple[int, int] | None:

@@ -32,7 +32,7 @@ from confluent_kafka import KafkaError, Message
 from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer, ShardState, TimerOp
 from coordinator.runtime.clock import Clock
 from coordinator.runtime.headers import Headers, make_headers
-from coordinator.runtime.replayer import LogReadError, LogReplayer
+from coordinator.runtime.replayer import LogReplayer
 from records import CoordinatorRecord, RecordType, encode
 from records.definitions import BatchAbortKey, BatchAbortValue, ShardEpochKey, ShardEpochValue
 
@@ -355,7 +355,7 @@ class Shard(Generic[S]):
         try:
             self._replayer.end_read()
         except Exception as exc:
-            self._fail(_finish_failure(exc))
+            self._fail(self._replayer.failure(exc, finishing=True))
             return
         self.next_offset = end_offset
         self.committed_offset = end_offset
@@ -402,7 +402,7 @@ class Shard(Generic[S]):
             # The load decoded nothing but the log's own records; replay the survivors now.
             self._replayer.replay_survivors()
         except Exception as exc:
-            self._fail(_finish_failure(exc))
+            self._fail(self._replayer.failure(exc, finishing=True))
             return
         # From here on, the reader replays into the committed state only.
         self._replayer.targets = [self.committed]
@@ -616,14 +616,6 @@ class Shard(Generic[S]):
     @property
     def caught_up(self) -> bool:
         return self.committed_offset >= self.next_offset
-
-
-def _finish_failure(exc: Exception) -> str:
-    """Why a load that read the whole log failed to finish: an unreadable record (it names its
-    offset), or a replay bug, which must not leave a half-applied state serving."""
-    if isinstance(exc, LogReadError):
-        return str(exc)
-    return f"replay failed while finishing the load: {exc!r}"
 
 
 def _log_timer_failure(fut: asyncio.Future[Any]) -> None:

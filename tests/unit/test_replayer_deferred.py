@@ -399,3 +399,13 @@ def test_a_load_replays_the_surviving_records_in_the_order_of_those_last_records
                 replayer.feed(m.offset(), m.key(), m.value(), m.headers())
         replayer.finish()
         assert order.keys == [OffsetCommitKey("g", "t", 1), OffsetCommitKey("g", "t", 0)], feed
+
+
+def test_a_replay_failure_names_the_offset_fed_or_the_finish_and_an_unreadable_record_its_own_offset() -> None:
+    replayer = LogReplayer("log", 0, [GroupCoordinatorState()], deferred=True)
+    replayer.next_offset = 8
+    boom = RuntimeError("boom")
+    assert replayer.failure(boom) == "replay failed at offset 7: RuntimeError('boom')"
+    assert replayer.failure(boom, finishing=True) == "replay failed while finishing the load: RuntimeError('boom')"
+    unreadable = LogReadError("log", 0, 3, "bad value")
+    assert replayer.failure(unreadable) == replayer.failure(unreadable, finishing=True) == str(unreadable)
