@@ -448,6 +448,34 @@ def test_static_classic_member_restarts_inside_a_consumer_group() -> None:
     s.check_replay()
 
 
+def test_consumer_static_member_replaces_a_live_classic_static_member() -> None:
+    """Kafka checks UNRELEASED_INSTANCE_ID only when neither side uses the classic protocol: a
+    process upgraded to the consumer protocol takes its live classic predecessor's place."""
+    s = _consumer_group_with_x()
+    first = s.join("", instance_id="i-1")
+    old_id = first.member_id
+    s.cg_beat("X", 1, owned=[0, 1, 2, 3, 4, 5])
+    s.cg_beat("X", 1, owned=s.members()["X"][1])
+    again = s.join(old_id, instance_id="i-1")
+    owned = partitions_of(s.sync(old_id, again.generation_id).assignment)
+    epoch = s.epochs()[0]
+    upgraded = s.cg_heartbeat(
+        cg_request(
+            GROUP,
+            "Y",
+            0,
+            instance_id="i-1",
+            rebalance_timeout_ms=30_000,
+            subscribed_topic_names=["foo"],
+            topic_partitions=[],
+        )
+    )
+    assert upgraded.error_code == ErrorCode.NONE
+    assert old_id not in s.members() and s.members()["Y"][1] == owned
+    assert s.epochs()[0] == epoch
+    s.check_replay()
+
+
 def test_downgraded_group_reloaded_before_its_rebalance_rebalances_on_load() -> None:
     """The reload concern, solved where clients cannot see it: a failover before the rebalance
     completes loads the downgrade's record (no leader) and prepares the rebalance again, so the
