@@ -147,7 +147,14 @@ class GroupCoordinatorShard:
             if group is not None
             else simple_group_commit_verdict(state, request, context.api_version)
         )
-        return commit_offsets(state.offsets, request, now_ms, self.offsets_config, verdict)
+        result = commit_offsets(state.offsets, request, now_ms, self.offsets_config, verdict)
+        if group is not None and group.type == CLASSIC and verdict.error == ErrorCode.NONE:
+            # Kafka refreshes only classic groups' sessions on a commit: a classic member inside a
+            # consumer group keeps its session by heartbeats alone.
+            result.timers += classic.classic_commit_keepalive(
+                state.classic, request.group_id, request.member_id, now_ms
+            )
+        return result
 
     def delete_offsets(
         self, state: GroupCoordinatorState, request: OffsetDeleteRequest, now_ms: int

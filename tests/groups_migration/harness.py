@@ -124,6 +124,16 @@ class Shard:
                 op = self.timers.pop(key)
                 self.apply(self.handlers.on_timer(self.state, op.event, self.now))
 
+    def advance(self, ms: int) -> None:
+        """Move time forward, firing every timer that falls due, in deadline order."""
+        target = self.now + ms
+        while due := [t for t in self.timers.values() if t.deadline_ms <= target]:
+            timer = min(due, key=lambda t: (t.deadline_ms, t.key))
+            del self.timers[timer.key]
+            self.now = max(self.now, timer.deadline_ms)
+            self.apply(self.handlers.on_timer(self.state, timer.event, self.now))
+        self.now = target
+
     def replayed(self) -> Any:
         fresh = GroupCoordinatorState()
         for record in self.log:
