@@ -50,6 +50,7 @@ from coordinator.messages import offset_fetch as wire_fetch
 from coordinator.messages import sync_group as wire_sync
 from coordinator.messages.schema import ZERO_UUID, Message
 from coordinator.security.authorizer import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
+from coordinator.service import offset_delete_answers
 from coordinator.service.metadata_cache import TopicNames
 
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -296,23 +297,15 @@ class SecuredHandler:
         if not self._allowed(context, Operation.DELETE, ResourceType.GROUP, request.group_id):
             return wire_offset_delete.OffsetDeleteResponse(error_code=GROUP_DENIED)
         allowed = [t for t in request.topics if self._allowed(context, Operation.READ, ResourceType.TOPIC, t.name)]
-        denied = [t for t in request.topics if t not in allowed]
+        denied = [
+            offset_delete_answers.refused(t.name, [p.partition_index for p in t.partitions], TOPIC_DENIED)
+            for t in request.topics
+            if t not in allowed
+        ]
         request.topics = allowed
         response = await self.inner.handle(context, request)
         assert isinstance(response, wire_offset_delete.OffsetDeleteResponse)
-        for t in denied:
-            response.topics.append(
-                wire_offset_delete.OffsetDeleteResponseTopic(
-                    name=t.name,
-                    partitions=[
-                        wire_offset_delete.OffsetDeleteResponsePartition(
-                            partition_index=p.partition_index, error_code=TOPIC_DENIED
-                        )
-                        for p in t.partitions
-                    ],
-                )
-            )
-        return response
+        return offset_delete_answers.merge(denied, response)
 
     async def _offset_fetch(self, context: RequestContext, request: wire_fetch.OffsetFetchRequest) -> Message:
         if context.api_version < 8:
