@@ -175,6 +175,7 @@ class Shard:
         session_timeout_ms: int = 10_000,
         instance_id: str | None = None,
         api_version: int = 9,
+        topics: Iterable[str] = (FOO,),
     ) -> Any:
         """A classic JoinGroup; returns the response, or the Park token when it waits."""
         token = ("join", member_id, next(self._tokens))
@@ -183,7 +184,7 @@ class Shard:
             session_timeout_ms,
             member_id=member_id,
             protocol_type="consumer",
-            protocols=[join_protocol(p, subscription(owned=owned)) for p in protocols],
+            protocols=[join_protocol(p, subscription(topics, owned=owned)) for p in protocols],
             rebalance_timeout_ms=20_000,
             group_instance_id=instance_id,
         )
