@@ -424,6 +424,6 @@ def _described_config(
         ]
         if synonyms
         else [],
-        config_type=group_config.CONFIG_TYPE_INT,
+        config_type=d.config_type,
         documentation=d.documentation if documentation else None,
     )
