@@ -11,6 +11,7 @@ from coordinator.group_shard import (
     GroupCoordinatorState,
     RetentionSweep,
     describe_classic_groups,
+    describe_consumer_groups,
     list_groups,
 )
 from coordinator.groups.classic import ClassicGroupState
@@ -319,6 +320,20 @@ def test_describe_groups_v0_to_v5_on_a_consumer_group_answers_none_with_state_de
     [described] = describe_classic_groups(state, ["cons"], 6)
     assert (described.error_code, described.group_state) == (ErrorCode.GROUP_ID_NOT_FOUND, "Dead")
     assert described.error_message == "Group cons is not a classic group."
+
+
+def test_consumer_group_describe_of_a_classic_group_says_it_is_not_a_consumer_group() -> None:
+    """Kafka's message for a group of the other type (a simple, offsets-only group is a classic
+    group in Kafka); a missing group keeps "not found"."""
+    s = Shard()
+    s.load(classic_group_record(5, {"B": [0, 1, 2]}))
+    apply(s.state, commit_at(s.state, commit("simple", {0: 1}), 0))
+    described = describe_consumer_groups(s.state, ["grp", "simple", "none"], IMAGE, ConsumerGroupConfig())
+    assert [(d.group_id, d.error_code, d.error_message) for d in described.groups] == [
+        ("grp", ErrorCode.GROUP_ID_NOT_FOUND, "Group grp is not a consumer group."),
+        ("simple", ErrorCode.GROUP_ID_NOT_FOUND, "Group simple is not a consumer group."),
+        ("none", ErrorCode.GROUP_ID_NOT_FOUND, "Group none not found."),
+    ]
 
 
 def test_on_loaded_arms_retention_and_member_sessions() -> None:
