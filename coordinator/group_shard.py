@@ -22,6 +22,7 @@ from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.groups.coordinator_state import GroupCoordinatorState
 from coordinator.groups.group import CLASSIC, CONSUMER, Group, GroupSummary
 from coordinator.groups.topics import TopicsImage
+from coordinator.messages.consumer_group_describe import ConsumerGroupDescribeResponse
 from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from coordinator.messages.describe_groups import DescribeGroupsResponseDescribedGroup
 from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
@@ -147,7 +148,14 @@ class GroupCoordinatorShard:
             if group is not None
             else simple_group_commit_verdict(state, request, context.api_version)
         )
-        return commit_offsets(state.offsets, request, now_ms, self.offsets_config, verdict)
+        result = commit_offsets(state.offsets, request, now_ms, self.offsets_config, verdict)
+        if group is not None and group.type == CLASSIC and verdict.error == ErrorCode.NONE:
+            # Kafka refreshes only classic groups' sessions on a commit: a classic member inside a
+            # consumer group keeps its session by heartbeats alone.
+            result.timers += classic.classic_commit_keepalive(
+                state.classic, request.group_id, request.member_id, now_ms
+            )
+        return result
 
     def delete_offsets(
         self, state: GroupCoordinatorState, request: OffsetDeleteRequest, now_ms: int
@@ -322,3 +330,16 @@ def describe_classic_groups(
         else:
             out.extend(classic.describe_groups(live.classic, [group_id], api_version))
     return out
+
+
+def describe_consumer_groups(
+    state: GroupCoordinatorState, group_ids: list[str], image: TopicsImage, config: ConsumerGroupConfig
+) -> ConsumerGroupDescribeResponse:
+    """ConsumerGroupDescribe: a group id that names a classic group (a simple, offsets-only group
+    included, which Kafka holds as a classic group) is GROUP_ID_NOT_FOUND with Kafka's message
+    for the wrong type, not the one for a missing group."""
+    response = cg.consumer_group_describe(state.consumer, group_ids, image, config)
+    for described in response.groups:
+        if described.error_code == ErrorCode.GROUP_ID_NOT_FOUND and state.group_known(described.group_id):
+            described.error_message = f"Group {described.group_id} is not a consumer group."
+    return response

@@ -1,11 +1,15 @@
-"""Per-group dynamic configs (KIP-848 group configs), as Apache Kafka's GroupConfig (4.x trunk).
+"""Per-group dynamic configs (KIP-848 group configs), as Apache Kafka 4.4's GroupConfig.
 
 An operator sets them with IncrementalAlterConfigs on a GROUP resource; they override the
 broker-level ``group.consumer.*`` values for one group. Kafka's consumer-group configs are
 ``consumer.session.timeout.ms``, ``consumer.heartbeat.interval.ms``,
-``consumer.assignment.interval.ms`` and ``consumer.assignor.offload.enable``; the last one (and
-the share and streams group configs) configure features this coordinator does not have, so they
-are refused as unknown names.
+``consumer.assignment.interval.ms`` and ``consumer.assignor.offload.enable`` (classic groups have
+none). The first three are applied; ``consumer.assignor.offload.enable`` is validated, stored
+and described as Kafka does, and changes nothing here: this coordinator runs the assignor in the
+group's own step, which is what ``false`` means in Kafka. Kafka's share and streams group configs
+(``share.*``, ``streams.*``, ``errors.deadletterqueue.*``) belong to groups this coordinator does
+not serve; they are refused with INVALID_CONFIG and a message saying so, rather than stored for
+groups that can never read them.
 
 Pure: values in, values or ``GroupError(INVALID_CONFIG, ...)`` out. The messages are Kafka's.
 """
@@ -28,6 +32,39 @@ GROUP_RESOURCE_TYPE = 32
 SESSION_TIMEOUT = "consumer.session.timeout.ms"
 HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
 ASSIGNMENT_INTERVAL = "consumer.assignment.interval.ms"
+ASSIGNOR_OFFLOAD = "consumer.assignor.offload.enable"
+
+# DescribeConfigsResponse.ConfigType ids.
+CONFIG_TYPE_BOOLEAN = 1
+CONFIG_TYPE_INT = 3
+
+# Kafka 4.4's group configs of share and streams groups (GroupConfig), which this coordinator
+# does not serve.
+NOT_SERVED = frozenset(
+    {
+        "share.session.timeout.ms",
+        "share.heartbeat.interval.ms",
+        "share.record.lock.duration.ms",
+        "share.delivery.count.limit",
+        "share.partition.max.record.locks",
+        "share.auto.offset.reset",
+        "share.isolation.level",
+        "share.renew.acknowledge.enable",
+        "share.assignment.interval.ms",
+        "share.assignor.offload.enable",
+        "streams.session.timeout.ms",
+        "streams.heartbeat.interval.ms",
+        "streams.num.standby.replicas",
+        "streams.initial.rebalance.delay.ms",
+        "streams.assignment.interval.ms",
+        "streams.assignor.offload.enable",
+        "streams.task.offset.interval.ms",
+        "streams.num.warmup.replicas",
+        "streams.acceptable.recovery.lag",
+        "errors.deadletterqueue.topic.name",
+        "errors.deadletterqueue.copy.record.enable",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +105,25 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {
     ),
 }
 
+
+@dataclass(frozen=True, slots=True)
+class StoredConfigDef:
+    """A BOOLEAN group config kept and described, with no effect on this coordinator."""
+
+    synonym: str  # the broker-level name
+    broker_value: str  # what the broker level always is here (Kafka's default)
+    documentation: str
+
+
+STORED_CONFIGS: dict[str, StoredConfigDef] = {
+    ASSIGNOR_OFFLOAD: StoredConfigDef(
+        "group.consumer.assignor.offload.enable",
+        "true",
+        "Whether the consumer group assignor runs off the group coordinator's event thread "
+        "(this coordinator always runs it in the group's own step).",
+    ),
+}
+
 # Kafka's built-in defaults, to tell a broker value set by the operator from the default one.
 _KAFKA_DEFAULTS = ConsumerGroupConfig()
 
@@ -89,11 +145,28 @@ class ConfigSource(IntEnum):
     GROUP_CONFIG = 8
 
 
-CONFIG_TYPE_INT = 3  # DescribeConfigsResponse.ConfigType.INT
-
-
 def _invalid(message: str) -> GroupError:
     return GroupError(ErrorCode.INVALID_CONFIG, message)
+
+
+def _check_name(name: str) -> None:
+    if name in NOT_SERVED:
+        raise _invalid(
+            f"Group config {name} is for share or streams groups, which this coordinator does not serve; "
+            "set it on the cluster's own group coordinator."
+        )
+    if name not in GROUP_CONFIGS and name not in STORED_CONFIGS:
+        raise _invalid(f"Unknown group config name: {name}")
+
+
+def _parse(name: str, value: str | None) -> str:
+    """The value as stored: Kafka's parse of the config's type, or its message."""
+    if name in STORED_CONFIGS:
+        text = str(value).strip().lower()
+        if text not in ("true", "false"):
+            raise _invalid(f"Invalid value {value} for configuration {name}: Expected value to be either true or false")
+        return text
+    return str(_parse_int(name, value))
 
 
 def _parse_int(name: str, value: str | None) -> int:
@@ -112,9 +185,10 @@ def _parse_int(name: str, value: str | None) -> int:
 def validate(overrides: Mapping[str, str], broker: ConsumerGroupConfig) -> None:
     """A group's complete set of overrides against the broker-level bounds (Kafka's GroupConfig.validate)."""
     for name in overrides:
-        if name not in GROUP_CONFIGS:
-            raise _invalid(f"Unknown group config name: {name}")
-    parsed = {name: _parse_int(name, value) for name, value in overrides.items()}
+        _check_name(name)
+    parsed = {name: _parse_int(name, value) for name, value in overrides.items() if name in GROUP_CONFIGS}
+    for name in overrides.keys() - parsed.keys():
+        _parse(name, overrides[name])
     for name, value in parsed.items():
         d = GROUP_CONFIGS[name]
         low, high = getattr(broker, d.min_field), getattr(broker, d.max_field)
@@ -140,16 +214,15 @@ def incremental_alter(
     """The group's overrides after IncrementalAlterConfigs, validated as a whole."""
     out = dict(current)
     for change in changes:
-        if change.name not in GROUP_CONFIGS:
-            raise _invalid(f"Unknown group config name: {change.name}")
+        _check_name(change.name)
         if change.op == ConfigOp.SET:
             if change.value is None:
                 raise _invalid(f"Null value not supported for : {change.name}")
-            out[change.name] = str(_parse_int(change.name, change.value))
+            out[change.name] = _parse(change.name, change.value)
         elif change.op == ConfigOp.DELETE:
             out.pop(change.name, None)
         elif change.op in (ConfigOp.APPEND, ConfigOp.SUBTRACT):
-            # Both group configs are INT, and only LIST configs take APPEND/SUBTRACT.
+            # Group configs are INT or BOOLEAN, and only LIST configs take APPEND/SUBTRACT.
             verb = "append" if change.op == ConfigOp.APPEND else "subtract"
             raise _invalid(f"Config value {verb} is not allowed for config key: {change.name}")
         else:
@@ -162,11 +235,10 @@ def replace_all(configs: Iterable[tuple[str, str | None]], broker: ConsumerGroup
     """The group's overrides after the legacy AlterConfigs: exactly the given set."""
     out: dict[str, str] = {}
     for name, value in configs:
-        if name not in GROUP_CONFIGS:
-            raise _invalid(f"Unknown group config name: {name}")
+        _check_name(name)
         if value is None:
             raise _invalid(f"Null value not supported for : {name}")
-        out[name] = str(_parse_int(name, value))
+        out[name] = _parse(name, value)
     validate(out, broker)
     return out
 
@@ -231,10 +303,26 @@ class DescribedConfig:
     source: int
     synonyms: tuple[Synonym, ...]
     documentation: str
+    config_type: int = CONFIG_TYPE_INT
 
     @property
     def is_default(self) -> bool:
         return self.source != ConfigSource.GROUP_CONFIG
+
+
+def _broker_side(name: str, broker: ConsumerGroupConfig) -> tuple[Synonym, str, int]:
+    """The broker-level synonym of a group config (its value in force and where that comes from),
+    the config's documentation and its type."""
+    if name in STORED_CONFIGS:
+        stored = STORED_CONFIGS[name]
+        synonym = Synonym(stored.synonym, stored.broker_value, ConfigSource.DEFAULT_CONFIG)
+        return synonym, stored.documentation, CONFIG_TYPE_BOOLEAN
+    d = GROUP_CONFIGS[name]
+    value = getattr(broker, d.field)
+    source = (
+        ConfigSource.DEFAULT_CONFIG if value == getattr(_KAFKA_DEFAULTS, d.field) else ConfigSource.STATIC_BROKER_CONFIG
+    )
+    return Synonym(d.synonym, str(value), source), d.documentation, CONFIG_TYPE_INT
 
 
 def describe(
@@ -244,24 +332,18 @@ def describe(
     value and where it comes from; synonyms: the group's own value first, then the broker's."""
     wanted = None if keys is None else set(keys)
     out = []
-    for name, d in GROUP_CONFIGS.items():
+    for name in [*GROUP_CONFIGS, *STORED_CONFIGS]:
         if wanted is not None and name not in wanted:
             continue
-        broker_name = d.synonym
-        broker_value = getattr(broker, d.field)
-        broker_source = (
-            ConfigSource.DEFAULT_CONFIG
-            if broker_value == getattr(_KAFKA_DEFAULTS, d.field)
-            else ConfigSource.STATIC_BROKER_CONFIG
-        )
-        synonyms = []
+        in_force, documentation, config_type = _broker_side(name, broker)
         if name in overrides:
-            synonyms.append(Synonym(name, overrides[name], ConfigSource.GROUP_CONFIG))
-        synonyms.append(Synonym(broker_name, str(broker_value), broker_source))
-        if name in overrides:
-            value, source = overrides[name], int(ConfigSource.GROUP_CONFIG)
+            own = Synonym(name, overrides[name], ConfigSource.GROUP_CONFIG)
+            out.append(DescribedConfig(name, own.value, own.source, (own, in_force), documentation, config_type))
         else:
             # A group config never set shows the value in force, the broker's, as a default.
-            value, source = str(broker_value), int(ConfigSource.DEFAULT_CONFIG)
-        out.append(DescribedConfig(name, value, source, tuple(synonyms), d.documentation))
+            out.append(
+                DescribedConfig(
+                    name, in_force.value, ConfigSource.DEFAULT_CONFIG, (in_force,), documentation, config_type
+                )
+            )
     return out

@@ -207,7 +207,14 @@ def classic_group_join_to_consumer_group(
         after.replay(record)
     converted_from = after.group(group.group_id)
     assert converted_from is not None
-    converted = downgrade(state.classic, converted_from, [], ctx)
+    # Kafka 4.4 rebalances the converted group only when the joining member's subscription differs
+    # from the replaced member's (KAFKA-19546) or the target assignment lags the group epoch
+    # (KAFKA-20273): otherwise everyone keeps its target, and a rolling downgrade of static members
+    # causes no stop-the-world. We also rebalance while any member is still converging: the
+    # classic group hands out targets, and a partition not yet revoked would have two owners.
+    joined_member = converted_from.members[response.member_id]
+    rebalance = not joined_member.subscription_equals(replaced) or not _settled(converted_from)
+    converted = downgrade(state.classic, converted_from, [], ctx, rebalance)
     if converted is None:
         return joined
     state.consumer.classic_join_deadlines.pop((group.group_id, response.member_id), None)
@@ -226,6 +233,13 @@ def classic_group_join_to_classic_group(
         # An empty consumer group becomes a classic group (maybeDeleteEmptyConsumerGroup).
         result.records[:0] = group.tombstones()
     return result
+
+
+def _settled(group: ConsumerGroup) -> bool:
+    """The target is current and every member holds exactly its part of it."""
+    return group.group_epoch == group.assignment_epoch and all(
+        m.state == MemberState.STABLE and m.member_epoch == group.assignment_epoch for m in group.members.values()
+    )
 
 
 def _downgrade_allowed_with_replaced_member(group: ConsumerGroup, replaced_id: str, ctx: GroupContext) -> bool:

@@ -38,6 +38,7 @@ from coordinator.messages import offset_fetch as wire_fetch
 from coordinator.messages import sync_group as wire_sync
 from coordinator.messages import txn_offset_commit as wire_txn
 from coordinator.messages.schema import ZERO_UUID, Message
+from coordinator.service import offset_delete_answers
 from coordinator.service.metadata_cache import TopicInfo, TopicNames
 from coordinator.service.service import GroupCoordinatorService
 
@@ -123,7 +124,7 @@ class CoordinatorApiHandler:
             local: list[tuple[int, int] | None] = []
             valid = []
             for p in t.partitions:
-                if 0 <= p.partition_index < info.partitions:
+                if _has_partition(info, p.partition_index):
                     local.append(None)
                     valid.append(p)
                 else:
@@ -225,7 +226,23 @@ class CoordinatorApiHandler:
     async def offset_delete(
         self, context: RequestContext, request: wire_offset_delete.OffsetDeleteRequest
     ) -> wire_offset_delete.OffsetDeleteResponse:
-        return await self.service.delete_offsets(request)
+        """As Kafka's KafkaApis: partitions of topics (or partition indexes) the cluster does not
+        have are answered UNKNOWN_TOPIC_OR_PARTITION here and none of their offsets is deleted;
+        the coordinator gets the rest, possibly nothing (it still answers for the group)."""
+        local: list[wire_offset_delete.OffsetDeleteResponseTopic] = []
+        known: list[wire_offset_delete.OffsetDeleteRequestTopic] = []
+        for t in request.topics:
+            info = await self.topics.lookup(t.name, None)  # OffsetDelete names topics by name only
+            valid = [p for p in t.partitions if _has_partition(info, p.partition_index)]
+            unknown = [p.partition_index for p in t.partitions if not _has_partition(info, p.partition_index)]
+            if unknown:
+                local.append(offset_delete_answers.refused(t.name, unknown, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            if valid:
+                known.append(replace(t, partitions=valid))
+        if not local:
+            return await self.service.delete_offsets(request)
+        answered = await self.service.delete_offsets(replace(request, topics=known))
+        return offset_delete_answers.merge(local, answered)
 
     async def txn_offset_commit(
         self, context: RequestContext, request: wire_txn.TxnOffsetCommitRequest
@@ -376,6 +393,12 @@ class CoordinatorApiHandler:
         return wire_alter_configs.AlterConfigsResponse(responses=out)
 
 
+def _has_partition(info: TopicInfo | None, index: int) -> bool:
+    """What Kafka's KafkaApis checks before OffsetCommit and OffsetDelete reach the coordinator
+    (``info``: the topic as the cluster has it, None if it has no such topic)."""
+    return info is not None and 0 <= index < info.partitions
+
+
 def _malformed_config_resource(name: str, keys: list[str]) -> tuple[int, str | None] | None:
     """Kafka's refusals of an alter request's GROUP resource before anything is validated."""
     if not name:
@@ -401,6 +424,6 @@ def _described_config(
         ]
         if synonyms
         else [],
-        config_type=group_config.CONFIG_TYPE_INT,
+        config_type=d.config_type,
         documentation=d.documentation if documentation else None,
     )

@@ -4,9 +4,11 @@ Authorization (when an ``AclAuthorizer`` is given) follows what a Kafka broker c
 
 - READ on the group: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat,
   OffsetCommit (plus READ on each topic committed; others get TOPIC_AUTHORIZATION_FAILED);
-- DESCRIBE on topics: a ConsumerGroupHeartbeat (or a classic JoinGroup into a consumer group)
-  carries the caller's DESCRIBE rights on topics in its context, and the group logic resolves
-  regex subscriptions only to topics the caller may DESCRIBE (never to the protected ones);
+- DESCRIBE on topics: a ConsumerGroupHeartbeat subscribing by name to a topic the caller may not
+  DESCRIBE (or to a protected one) is refused with TOPIC_AUTHORIZATION_FAILED; a
+  ConsumerGroupHeartbeat (or a classic JoinGroup into a consumer group) carries the caller's
+  DESCRIBE rights on topics in its context, and the group logic resolves regex subscriptions only
+  to topics the caller may DESCRIBE (never to the protected ones);
 - DESCRIBE on the group: OffsetFetch (topics the caller may not DESCRIBE are refused when named,
   left out when all are asked for), DescribeGroups, ConsumerGroupDescribe; ListGroups lists only
   the groups the caller may DESCRIBE (all of them with DESCRIBE on the cluster);
@@ -50,6 +52,7 @@ from coordinator.messages import offset_fetch as wire_fetch
 from coordinator.messages import sync_group as wire_sync
 from coordinator.messages.schema import ZERO_UUID, Message
 from coordinator.security.authorizer import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
+from coordinator.service import offset_delete_answers
 from coordinator.service.metadata_cache import TopicNames
 
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -111,7 +114,15 @@ class SecuredHandler:
                     refusal.protocol_name = ""  # not nullable before v7
                 return refusal
             if isinstance(request, _RESOLVES_REGEXES):
-                context = dataclasses.replace(context, may_describe_topic=self._describe_predicate(context))
+                may_describe = self._describe_predicate(context)
+                context = dataclasses.replace(context, may_describe_topic=may_describe)
+                if isinstance(request, wire_cgh.ConsumerGroupHeartbeatRequest) and not all(
+                    may_describe(name) for name in set(request.subscribed_topic_names or ())
+                ):
+                    # Kafka 4.x (KafkaApis.handleConsumerGroupHeartbeat): a subscription by name to
+                    # a topic the caller may not DESCRIBE is refused whole, with no message naming
+                    # the topics, before the coordinator: no member, epoch or assignment is made.
+                    return wire_cgh.ConsumerGroupHeartbeatResponse(error_code=TOPIC_DENIED)
         route = self._routes.get(type(request))
         if route is not None:
             return await route(context, request)
@@ -296,23 +307,15 @@ class SecuredHandler:
         if not self._allowed(context, Operation.DELETE, ResourceType.GROUP, request.group_id):
             return wire_offset_delete.OffsetDeleteResponse(error_code=GROUP_DENIED)
         allowed = [t for t in request.topics if self._allowed(context, Operation.READ, ResourceType.TOPIC, t.name)]
-        denied = [t for t in request.topics if t not in allowed]
+        denied = [
+            offset_delete_answers.refused(t.name, [p.partition_index for p in t.partitions], TOPIC_DENIED)
+            for t in request.topics
+            if t not in allowed
+        ]
         request.topics = allowed
         response = await self.inner.handle(context, request)
         assert isinstance(response, wire_offset_delete.OffsetDeleteResponse)
-        for t in denied:
-            response.topics.append(
-                wire_offset_delete.OffsetDeleteResponseTopic(
-                    name=t.name,
-                    partitions=[
-                        wire_offset_delete.OffsetDeleteResponsePartition(
-                            partition_index=p.partition_index, error_code=TOPIC_DENIED
-                        )
-                        for p in t.partitions
-                    ],
-                )
-            )
-        return response
+        return offset_delete_answers.merge(denied, response)
 
     async def _offset_fetch(self, context: RequestContext, request: wire_fetch.OffsetFetchRequest) -> Message:
         if context.api_version < 8:

@@ -19,10 +19,10 @@ from coordinator.group_shard import (
     GroupCoordinatorState,
     GroupSummary,
     describe_classic_groups,
+    describe_consumer_groups,
     list_groups,
     offset_fetch_error,
 )
-from coordinator.groups import consumer as cg
 from coordinator.groups import group_config
 from coordinator.groups.classic.requests import join_error
 from coordinator.groups.config import ConsumerGroupConfig
@@ -82,7 +82,7 @@ def error_for(exc: ShardNotAvailable) -> ErrorCode:
 def _describe_consumer(
     state: GroupCoordinatorState, ids: list[str], image: TopicsImage, config: ConsumerGroupConfig
 ) -> ConsumerGroupDescribeResponse:
-    return cg.consumer_group_describe(state.consumer, ids, image, config)
+    return describe_consumer_groups(state, ids, image, config)
 
 
 Op = Callable[[GroupCoordinatorState, int], Result[T]]

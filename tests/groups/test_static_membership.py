@@ -93,7 +93,24 @@ def test_static_leave_releases_partitions_being_revoked() -> None:
     assert c.replayed() == c.state.snapshot()
 
 
-def test_rejoin_with_same_member_id_is_not_a_replacement() -> None:
+def test_epoch_zero_with_own_live_member_id_is_unreleased_instance_id() -> None:
+    """Kafka 4.4 refuses an epoch-0 heartbeat for an instance id whose holder has not left with
+    -2, even when it names the holder's own member id (this test once pinned the lenient NONE):
+    a second process started with the same instance id must not take the assignment over."""
     c = stable_pair()
+    before = c.state.snapshot()
+    r = c.join("B1", ["foo"], instance_id="b")
+    assert (r.error_code, r.member_id, r.assignment) == (ErrorCode.UNRELEASED_INSTANCE_ID, None, None)
+    assert r.error_message == (
+        "Static member B1 with instance id b cannot join the group because the instance id is owned by B1 member."
+    )
+    assert c.state.snapshot() == before
+    # The holder itself goes on heartbeating at its epoch.
+    assert c.beat("B1", 2, tps(FOO, 2, 3)).error_code == ErrorCode.NONE
+
+
+def test_rejoin_with_same_member_id_after_leaving_is_not_a_replacement() -> None:
+    c = stable_pair()
+    c.beat("B1", -2, instance_id="b")
     r = c.join("B1", ["foo"], instance_id="b")
     assert (r.error_code, r.member_id, assigned(r)) == (ErrorCode.NONE, "B1", [2, 3])

@@ -60,10 +60,39 @@ def refused(*changes: gc.ConfigChange) -> str:
 
 def test_unknown_group_config_name_is_invalid_config() -> None:
     assert refused(change("consumer.no.such.config", "10")) == "Unknown group config name: consumer.no.such.config"
-    # Kafka's group configs for features this coordinator lacks are refused the same way.
-    assert refused(change("consumer.assignor.offload.enable", "true")) == (
-        "Unknown group config name: consumer.assignor.offload.enable"
+    # Kafka's share and streams group configs: refused, saying why.
+    for name in ("share.session.timeout.ms", "streams.num.standby.replicas", "errors.deadletterqueue.topic.name"):
+        assert refused(change(name, "1")) == (
+            f"Group config {name} is for share or streams groups, which this coordinator does not serve; "
+            "set it on the cluster's own group coordinator."
+        )
+    assert refused(change("share.no.such.config", "1")) == "Unknown group config name: share.no.such.config"
+
+
+def test_assignor_offload_is_accepted_stored_and_described_as_kafka_does() -> None:
+    """Kafka 4.4 accepts consumer.assignor.offload.enable (a BOOLEAN); tools copying a group's
+    configs from Kafka must not fail. It changes nothing here (the assignor runs in the step)."""
+    assert gc.incremental_alter({}, [change(gc.ASSIGNOR_OFFLOAD, " FALSE ")], BROKER) == {gc.ASSIGNOR_OFFLOAD: "false"}
+    assert refused(change(gc.ASSIGNOR_OFFLOAD, "yes")) == (
+        "Invalid value yes for configuration consumer.assignor.offload.enable: "
+        "Expected value to be either true or false"
     )
+    assert refused(change(gc.ASSIGNOR_OFFLOAD, "true", APPEND)) == (
+        "Config value append is not allowed for config key: consumer.assignor.offload.enable"
+    )
+    assert gc.replace_all([(gc.ASSIGNOR_OFFLOAD, "true")], BROKER) == {gc.ASSIGNOR_OFFLOAD: "true"}
+    assert gc.effective(BROKER, {gc.ASSIGNOR_OFFLOAD: "false"}) == BROKER
+    (default,) = gc.describe({}, BROKER, [gc.ASSIGNOR_OFFLOAD])
+    assert (default.value, default.source, default.config_type) == ("true", gc.ConfigSource.DEFAULT_CONFIG, 1)
+    assert [(s.name, s.value) for s in default.synonyms] == [("group.consumer.assignor.offload.enable", "true")]
+    (own,) = gc.describe({gc.ASSIGNOR_OFFLOAD: "false"}, BROKER, [gc.ASSIGNOR_OFFLOAD])
+    assert (own.value, own.source) == ("false", gc.ConfigSource.GROUP_CONFIG)
+    assert [d.name for d in gc.describe({}, BROKER)] == [
+        gc.SESSION_TIMEOUT,
+        gc.HEARTBEAT_INTERVAL,
+        gc.ASSIGNMENT_INTERVAL,
+        gc.ASSIGNOR_OFFLOAD,
+    ]
 
 
 def test_values_outside_the_broker_bounds_are_invalid_config_with_kafkas_message() -> None:
@@ -164,7 +193,7 @@ def test_delete_groups_deletes_the_groups_configs() -> None:
 
 def test_describe_lists_every_group_config_with_its_source() -> None:
     described = {d.name: d for d in gc.describe({gc.SESSION_TIMEOUT: "20000"}, BROKER)}
-    assert list(described) == [gc.SESSION_TIMEOUT, gc.HEARTBEAT_INTERVAL, gc.ASSIGNMENT_INTERVAL]
+    assert list(described) == [gc.SESSION_TIMEOUT, gc.HEARTBEAT_INTERVAL, gc.ASSIGNMENT_INTERVAL, gc.ASSIGNOR_OFFLOAD]
     # The broker's assignment interval was configured (0, Kafka's default is 1000).
     assert [(s.name, s.value, s.source) for s in described[gc.ASSIGNMENT_INTERVAL].synonyms] == [
         ("group.consumer.assignment.interval.ms", "0", gc.ConfigSource.STATIC_BROKER_CONFIG)

@@ -35,6 +35,7 @@ from tests.integration.serve_process import ServeProcess
 HEARTBEAT, DESCRIBE_GROUP, DESCRIBE_CONFIGS, INCREMENTAL_ALTER = 68, 69, 32, 44
 GROUP, TOPIC = 32, 2
 SESSION, INTERVAL = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+OFFLOAD = "consumer.assignor.offload.enable"
 # Broker-level bounds wide enough for a short group session timeout (Kafka's defaults are 45 s).
 GROUP_SETTINGS = {
     "group.consumer.min.session.timeout.ms": "2000",
@@ -110,7 +111,7 @@ def test_group_configs_set_read_persisted_and_applied(
 
     # Never set: every group config, at the broker's value, as a default.
     before = _describe(admin, group)
-    assert set(before) == {SESSION, INTERVAL, "consumer.assignment.interval.ms"}
+    assert set(before) == {SESSION, INTERVAL, "consumer.assignment.interval.ms", OFFLOAD}
     assert before[SESSION].value == "45000" and before[SESSION].source == ConfigSource.DEFAULT_CONFIG.value
 
     _set(admin, group, **{SESSION: "3000", INTERVAL: "700"})
@@ -128,6 +129,14 @@ def test_group_configs_set_read_persisted_and_applied(
         _set(admin, group, **{"consumer.no.such.config": "1"})
     assert caught.value.args[0].code() == KafkaError.INVALID_CONFIG
     assert _describe(admin, group)[SESSION].value == "3000"
+    # Kafka's offload switch is accepted and kept (conformance review N5); share groups' are not.
+    _set(admin, group, **{OFFLOAD: "false"})
+    offload = _describe(admin, group)[OFFLOAD]
+    assert (offload.value, offload.source) == ("false", ConfigSource.GROUP_CONFIG.value)
+    with pytest.raises(KafkaException) as caught:
+        _set(admin, group, **{"share.session.timeout.ms": "45000"})
+    assert caught.value.args[0].code() == KafkaError.INVALID_CONFIG
+    assert "share or streams groups" in caught.value.args[0].str()
 
     # Applied: the heartbeat answer carries the group's interval; another group keeps the broker's.
     member, interval = asyncio.run(_join(serve.port, group, topic))
@@ -226,6 +235,7 @@ def test_mixed_requests_split_between_sidecar_and_cluster_in_request_order(
                 SESSION,
                 INTERVAL,
                 "consumer.assignment.interval.ms",
+                OFFLOAD,
             }
         finally:
             await client.close()

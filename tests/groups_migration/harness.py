@@ -124,6 +124,16 @@ class Shard:
                 op = self.timers.pop(key)
                 self.apply(self.handlers.on_timer(self.state, op.event, self.now))
 
+    def advance(self, ms: int) -> None:
+        """Move time forward, firing every timer that falls due, in deadline order."""
+        target = self.now + ms
+        while due := [t for t in self.timers.values() if t.deadline_ms <= target]:
+            timer = min(due, key=lambda t: (t.deadline_ms, t.key))
+            del self.timers[timer.key]
+            self.now = max(self.now, timer.deadline_ms)
+            self.apply(self.handlers.on_timer(self.state, timer.event, self.now))
+        self.now = target
+
     def replayed(self) -> Any:
         fresh = GroupCoordinatorState()
         for record in self.log:
@@ -165,6 +175,7 @@ class Shard:
         session_timeout_ms: int = 10_000,
         instance_id: str | None = None,
         api_version: int = 9,
+        topics: Iterable[str] = (FOO,),
     ) -> Any:
         """A classic JoinGroup; returns the response, or the Park token when it waits."""
         token = ("join", member_id, next(self._tokens))
@@ -173,7 +184,7 @@ class Shard:
             session_timeout_ms,
             member_id=member_id,
             protocol_type="consumer",
-            protocols=[join_protocol(p, subscription(owned=owned)) for p in protocols],
+            protocols=[join_protocol(p, subscription(topics, owned=owned)) for p in protocols],
             rebalance_timeout_ms=20_000,
             group_instance_id=instance_id,
         )

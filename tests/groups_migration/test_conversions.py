@@ -448,6 +448,34 @@ def test_static_classic_member_restarts_inside_a_consumer_group() -> None:
     s.check_replay()
 
 
+def test_consumer_static_member_replaces_a_live_classic_static_member() -> None:
+    """Kafka checks UNRELEASED_INSTANCE_ID only when neither side uses the classic protocol: a
+    process upgraded to the consumer protocol takes its live classic predecessor's place."""
+    s = _consumer_group_with_x()
+    first = s.join("", instance_id="i-1")
+    old_id = first.member_id
+    s.cg_beat("X", 1, owned=[0, 1, 2, 3, 4, 5])
+    s.cg_beat("X", 1, owned=s.members()["X"][1])
+    again = s.join(old_id, instance_id="i-1")
+    owned = partitions_of(s.sync(old_id, again.generation_id).assignment)
+    epoch = s.epochs()[0]
+    upgraded = s.cg_heartbeat(
+        cg_request(
+            GROUP,
+            "Y",
+            0,
+            instance_id="i-1",
+            rebalance_timeout_ms=30_000,
+            subscribed_topic_names=["foo"],
+            topic_partitions=[],
+        )
+    )
+    assert upgraded.error_code == ErrorCode.NONE
+    assert old_id not in s.members() and s.members()["Y"][1] == owned
+    assert s.epochs()[0] == epoch
+    s.check_replay()
+
+
 def test_downgraded_group_reloaded_before_its_rebalance_rebalances_on_load() -> None:
     """The reload concern, solved where clients cannot see it: a failover before the rebalance
     completes loads the downgrade's record (no leader) and prepares the rebalance again, so the
@@ -514,6 +542,68 @@ def test_classic_static_member_replaces_a_consumer_static_member_then_the_group_
     g = s.classic_group()
     assert set(g.members) == {"B", "C", joined.member_id}
     assert g.static_member_id("i-1") == joined.member_id
+    # Same subscription, but B and C had not yet revoked what X's target holds: handing out the
+    # targets without a rebalance would give those partitions two owners, so the group rebalances.
+    assert g.state is ClassicGroupState.PREPARING_REBALANCE
+    s.check_replay()
+
+
+def _settled_static_x_and_classic_c() -> Shard:
+    """A consumer group at rest: static consumer-protocol X (instance i-1) and classic C, each
+    holding exactly its target at the group epoch."""
+    s = Shard()
+    x = s.cg_heartbeat(
+        cg_request(
+            GROUP,
+            "X",
+            0,
+            instance_id="i-1",
+            rebalance_timeout_ms=30_000,
+            subscribed_topic_names=["foo"],
+            topic_partitions=[],
+        )
+    )
+    assert x.member_epoch == 1
+    s.join("C", api_version=3)
+    s.cg_beat("X", 1, owned=[0, 1, 2, 3, 4, 5])
+    s.cg_beat("X", 1, owned=s.members()["X"][1])
+    again = s.join("C", api_version=3)
+    s.sync("C", again.generation_id)
+    assert s.members() == {"C": (2, s.targets()["C"], []), "X": (2, s.targets()["X"], [])}
+    return s
+
+
+def test_downgrade_by_static_replacement_with_the_same_subscription_does_not_rebalance() -> None:
+    """Kafka 4.4 (KAFKA-19546): the replacement takes the replaced member's assignment and the
+    group turns classic without a rebalance, so a rolling downgrade stops no consumer."""
+    s = _settled_static_x_and_classic_c()
+    x_parts, c_parts = s.targets()["X"], s.targets()["C"]
+    joined = s.join("", instance_id="i-1")  # X's process restarts as a classic consumer, same topics
+    assert joined.error_code == ErrorCode.NONE and s.kind() == "classic"
+    g = s.classic_group()
+    assert g.state is ClassicGroupState.STABLE and g.generation_id == joined.generation_id == 2
+    assert s.heartbeat("C", 2) == ErrorCode.NONE
+    assert partitions_of(s.sync(joined.member_id, 2).assignment) == x_parts
+    assert partitions_of(s.sync("C", 2).assignment) == c_parts
+    s.check_replay()
+    # A coordinator that reloads the group finds it settled as well.
+    fresh = GroupCoordinatorState()
+    for record in s.log:
+        fresh.replay(record)
+    s.state = fresh
+    s.timers.clear()
+    s.apply(s.handlers.on_loaded(s.state, s.now))
+    assert s.classic_group().state is ClassicGroupState.STABLE
+
+
+def test_downgrade_by_static_replacement_with_another_subscription_rebalances() -> None:
+    s = _settled_static_x_and_classic_c()
+    joined = s.join("", instance_id="i-1", topics=("foo", "bar"))
+    assert joined.error_code == ErrorCode.NONE and s.kind() == "classic"
+    g = s.classic_group()
+    assert g.state is ClassicGroupState.PREPARING_REBALANCE and g.generation_id == 3
+    # The changed subscription bumped the group epoch: C, at 2, is told to rejoin.
+    assert s.heartbeat("C", 2) == ErrorCode.ILLEGAL_GENERATION
     s.check_replay()
 
 

@@ -1,5 +1,7 @@
-"""A regex subscription resolves only to topics the member's principal may DESCRIBE (KIP-848),
-through a real sidecar with ACLs from a local file; the coordinator's log topic never matches."""
+"""Topic rights on ConsumerGroupHeartbeat subscriptions, through a real sidecar with ACLs from a
+local file: a regex resolves only to topics the member's principal may DESCRIBE (KIP-848), the
+coordinator's log topic never matches; a subscription by name to a topic the principal may not
+DESCRIBE is refused with TOPIC_AUTHORIZATION_FAILED (Kafka 4.x)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from coordinator.errors import ErrorCode
 from coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -178,3 +181,50 @@ def test_a_kip848_librdkafka_consumer_with_a_regex_gets_only_describable_topics(
     finally:
         consumer.close()
     assert assigned == {(orders, 0), (orders, 1)}
+
+
+def test_subscription_by_name_needs_describe_on_every_topic(sasl_cluster: SaslCluster, acl_sidecar: Sidecar) -> None:
+    """Security review S6: named topics the caller may not DESCRIBE get TOPIC_AUTHORIZATION_FAILED
+    and no member, epoch, topic id or partition count; the rest of the scenario stays served."""
+    tag = uuid.uuid4().hex[:8]
+    orders, payroll = f"orders-{tag}-named", f"payroll-{tag}"
+    for name in (orders, payroll):
+        create_topic(sasl_cluster, name, 2)
+
+    async def heartbeat(client: WireClient, request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+        answer = await client.call(68, 1, request)
+        assert isinstance(answer, ConsumerGroupHeartbeatResponse)
+        return answer
+
+    def join(group: str, member_id: str, topics: list[str]) -> ConsumerGroupHeartbeatRequest:
+        return ConsumerGroupHeartbeatRequest(
+            group_id=group,
+            member_id=member_id,
+            member_epoch=0,
+            rebalance_timeout_ms=10_000,
+            subscribed_topic_names=topics,
+            topic_partitions=[],
+        )
+
+    async def scenario() -> None:
+        carol = await authenticated(acl_sidecar, "carol")
+        bob = await authenticated(acl_sidecar, "bob")
+        group, member = f"carol-{tag}-named", str(uuid.uuid4())
+        # carol may DESCRIBE orders-* only: one other name refuses the whole subscription.
+        refused = await heartbeat(carol, join(group, member, [orders, payroll]))
+        assert (refused.error_code, refused.error_message) == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+        assert (refused.member_id, refused.member_epoch, refused.assignment) == (None, 0, None)
+        # Nothing was created: not even the group.
+        again = await heartbeat(carol, ConsumerGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=1))
+        assert again.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        # bob may DESCRIBE no topic, not even a missing one (no existence oracle).
+        for topics in ([payroll], [f"missing-{tag}"]):
+            answer = await heartbeat(bob, join(f"bob-{tag}", str(uuid.uuid4()), topics))
+            assert answer.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED and answer.assignment is None
+        # Topics carol may DESCRIBE are served as before.
+        joined = await heartbeat(carol, join(group, member, [orders]))
+        assert joined.error_code == ErrorCode.NONE and joined.member_epoch >= 1
+        for client in (carol, bob):
+            await client.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))

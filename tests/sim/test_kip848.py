@@ -74,8 +74,13 @@ def test_the_harness_catches_commits_accepted_without_partition_epochs(monkeypat
         api_version: int = 9,
     ) -> CommitValidation:
         group = state.group(group_id)
-        if group is None or member_id not in group.members:
+        member = group.members.get(member_id) if group is not None else None
+        if member is None:
             return CommitValidation(ErrorCode.UNKNOWN_MEMBER_ID)
+        # Newer epochs are still refused, so the only thing missing is the partition-epoch check
+        # (a member that left with -2 must not trip the harness's other commit check first).
+        if epoch > member.member_epoch:
+            return CommitValidation(ErrorCode.STALE_MEMBER_EPOCH)
         return CommitValidation()
 
     # The production composition (ConsumerGroup.validate_offset_commit) validates commits through this function.

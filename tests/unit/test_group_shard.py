@@ -11,8 +11,10 @@ from coordinator.group_shard import (
     GroupCoordinatorState,
     RetentionSweep,
     describe_classic_groups,
+    describe_consumer_groups,
     list_groups,
 )
+from coordinator.groups.classic import ClassicGroupState
 from coordinator.groups.classic.consumer_protocol import Subscription, encode_subscription
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import (
@@ -27,6 +29,7 @@ from coordinator.offsets.config import OffsetsConfig
 from coordinator.runtime.api import Park, Result, ScheduleTimer
 from records import decode, encode
 from records.definitions import ClassicMemberInConsumerGroup, ClassicProtocol
+from tests.groups_migration.harness import Shard, assignment, classic_group_record
 from tests.messages import (
     by_topic_id,
     cg_request,
@@ -319,9 +322,56 @@ def test_describe_groups_v0_to_v5_on_a_consumer_group_answers_none_with_state_de
     assert described.error_message == "Group cons is not a classic group."
 
 
+def test_consumer_group_describe_of_a_classic_group_says_it_is_not_a_consumer_group() -> None:
+    """Kafka's message for a group of the other type (a simple, offsets-only group is a classic
+    group in Kafka); a missing group keeps "not found"."""
+    s = Shard()
+    s.load(classic_group_record(5, {"B": [0, 1, 2]}))
+    apply(s.state, commit_at(s.state, commit("simple", {0: 1}), 0))
+    described = describe_consumer_groups(s.state, ["grp", "simple", "none"], IMAGE, ConsumerGroupConfig())
+    assert [(d.group_id, d.error_code, d.error_message) for d in described.groups] == [
+        ("grp", ErrorCode.GROUP_ID_NOT_FOUND, "Group grp is not a consumer group."),
+        ("simple", ErrorCode.GROUP_ID_NOT_FOUND, "Group simple is not a consumer group."),
+        ("none", ErrorCode.GROUP_ID_NOT_FOUND, "Group none not found."),
+    ]
+
+
 def test_on_loaded_arms_retention_and_member_sessions() -> None:
     state = GroupCoordinatorState()
     join_consumer(state, "cons")
     timers = HANDLERS.on_loaded(state, 100).timers
     keys = {t.key for t in timers if isinstance(t, ScheduleTimer)}
     assert "offsets-retention" in keys and any("cons" in k for k in keys)
+
+
+def test_classic_commit_keeps_the_members_session_alive() -> None:
+    """Kafka's commitOffset reschedules a classic member's heartbeat when the group is Stable or
+    PreparingRebalance: a member whose only traffic is commits is not expired."""
+    s = Shard()
+    member = s.join("", session_timeout_ms=6000).member_id
+    token = s.join(member, session_timeout_ms=6000)
+    s.advance(0)
+    generation = s.answer(token).generation_id
+    s.sync(member, generation, {member: assignment([0, 1])})
+    assert s.classic_group().state is ClassicGroupState.STABLE
+    for _ in range(3):  # 12 s of commits only, twice the session timeout
+        s.advance(4000)
+        assert s.commit(member, generation, {0: 1}) == [ErrorCode.NONE]
+    s.advance(2000)
+    assert s.heartbeat(member, generation) == ErrorCode.NONE
+    # A refused commit (wrong generation) keeps nothing alive.
+    s.advance(5000)
+    assert s.commit(member, generation + 1, {0: 2}) == [ErrorCode.ILLEGAL_GENERATION]
+    s.advance(1000)
+    assert s.heartbeat(member, generation) == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_commit_of_a_classic_member_inside_a_consumer_group_does_not_keep_it_alive() -> None:
+    """Kafka refreshes sessions on commit for classic groups only; a classic member of a consumer
+    group keeps its session by heartbeats."""
+    s = Shard()
+    s.load(classic_group_record(5, {"B": [0, 1, 2], "C": [3, 4, 5]}))
+    assert s.cg_join("A").error_code == ErrorCode.NONE and s.kind() == "consumer"
+    timers = dict(s.timers)
+    assert s.commit("B", s.members()["B"][0], {0: 1}) == [ErrorCode.NONE]
+    assert s.timers == timers

@@ -23,7 +23,7 @@ from coordinator.groups.classic.consumer_protocol import (
 from coordinator.groups.classic.describe import describe_group, describe_groups, list_groups
 from coordinator.groups.classic.group import ClassicGroup
 from coordinator.groups.classic.group_state import ClassicGroupState, IllegalStateTransition
-from coordinator.groups.classic.heartbeat import classic_heartbeat
+from coordinator.groups.classic.heartbeat import classic_commit_keepalive, classic_heartbeat
 from coordinator.groups.classic.join import classic_join
 from coordinator.groups.classic.leave import classic_leave
 from coordinator.groups.classic.log_records import group_metadata_tombstone
@@ -45,6 +45,7 @@ __all__ = [
     "IllegalStateTransition",
     "Subscription",
     "TopicPartitions",
+    "classic_commit_keepalive",
     "classic_heartbeat",
     "classic_join",
     "classic_leave",

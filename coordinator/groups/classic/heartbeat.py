@@ -11,7 +11,7 @@ from coordinator.groups.classic.group import COMPLETING_REBALANCE, DEAD, EMPTY, 
 from coordinator.groups.classic.rebalance import schedule_heartbeat
 from coordinator.groups.classic.state import ClassicGroupsState
 from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.runtime.api import Result
+from coordinator.runtime.api import Result, TimerOp
 
 if TYPE_CHECKING:  # groups.context imports the classic config, hence this package
     from coordinator.groups.context import GroupContext
@@ -46,3 +46,18 @@ def _heartbeat(state: ClassicGroupsState, request: HeartbeatRequest, now_ms: int
     # its JoinGroup response, before it has synced; that heartbeat is a normal one.
     assert group.state in (COMPLETING_REBALANCE, STABLE)
     return HeartbeatResponse()
+
+
+def classic_commit_keepalive(state: ClassicGroupsState, group_id: str, member_id: str, now_ms: int) -> list[TimerOp]:
+    """An accepted OffsetCommit of a classic group's member keeps its session alive while the group
+    is Stable or PreparingRebalance (Kafka's commitOffset reschedules the member's heartbeat), so
+    a client whose only traffic for a while is commits (a long batch, heartbeats stalled) stays."""
+    group = state.groups.get(group_id)
+    if group is None or group.state not in (STABLE, PREPARING_REBALANCE):
+        return []
+    member = group.members.get(member_id)
+    if member is None:
+        return []
+    fx = Effects(state.timers)
+    schedule_heartbeat(fx, group, member, now_ms)
+    return fx.timers

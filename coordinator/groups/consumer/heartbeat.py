@@ -186,13 +186,20 @@ def _resolve_member(
     member = _get_or_create_member(group, request, member_id)
     if request.instance_id is not None and epoch == 0:
         existing = group.static_member(request.instance_id)
+        # Kafka 4.4 (throwIfInstanceIdIsUnreleased): an instance id held by a consumer-protocol
+        # member is taken over, by a new member id or by its own, only after it left with -2; a
+        # live holder's epoch-0 heartbeat is refused too. A classic holder is replaced as is.
+        if (
+            existing is not None
+            and not existing.uses_classic_protocol
+            and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
+        ):
+            raise GroupError(
+                ErrorCode.UNRELEASED_INSTANCE_ID,
+                f"Static member {member_id} with instance id {request.instance_id} cannot join the group "
+                f"because the instance id is owned by {existing.member_id} member.",
+            )
         if existing is not None and existing.member_id != member_id:
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise GroupError(
-                    ErrorCode.UNRELEASED_INSTANCE_ID,
-                    f"Static member {member_id} with instance id {request.instance_id} cannot join the group "
-                    f"because the instance id is owned by member {existing.member_id}.",
-                )
             replaced = existing
             member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
             records += replace_static_member(group, existing, member)

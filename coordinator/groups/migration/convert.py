@@ -12,7 +12,8 @@ member speaks the classic protocol, the consumer group becomes a classic group a
 GroupMetadata record with the members' subscriptions and target assignments at generation = the
 group epoch (see ``classic_group_of``), the consumer records tombstoned, and the live group put in
 PreparingRebalance so every member rejoins through the classic protocol (also after a failover:
-see ``downgrade``).
+see ``downgrade``). A downgrade by static replacement that changes nothing (same subscription,
+every member at its target) leaves the group Stable instead (``routing``).
 """
 
 from __future__ import annotations
@@ -329,9 +330,14 @@ def classic_group_of(
 
 
 def downgrade(
-    classic_state: ClassicGroupsState, group: ConsumerGroup, leaving: Iterable[str], ctx: GroupContext
+    classic_state: ClassicGroupsState,
+    group: ConsumerGroup,
+    leaving: Iterable[str],
+    ctx: GroupContext,
+    rebalance: bool = True,
 ) -> Result[None] | None:
-    """Convert ``group`` (minus ``leaving``) to a classic group in PreparingRebalance.
+    """Convert ``group`` (minus ``leaving``) to a classic group in PreparingRebalance, or, with
+    ``rebalance=False`` (a static replacement that changes nothing, see routing), Stable at once.
 
     Returns None, changing nothing, when the remaining members cannot form a classic group.
     Otherwise the live classic group is installed at once (its soft state: the join barrier and
@@ -352,14 +358,20 @@ def downgrade(
     timers.append(CancelTimer(assignment_key(gid)))
     fx = Effects(classic_state.timers)
     classic_state.groups[gid] = classic
-    # Written without a leader. The record alone would reload as a settled Stable generation that
-    # leaves the departed members' partitions assigned to nobody until some later rebalance; no
-    # completed join phase writes a record without a leader, so a loaded group in that shape is
-    # rebalanced on load (classic_on_loaded), and a failover cannot strand partitions. Clients
-    # never see the leader field of the record.
-    fx.write_group_metadata(classic, replace(classic.to_record_value(), leader=None))
+    if not rebalance:
+        # Every member keeps its target assignment as it is and nobody's partitions are left
+        # over: a settled Stable generation, also after a reload.
+        fx.write_group_metadata(classic)
+    else:
+        # Written without a leader. The record alone would reload as a settled Stable generation
+        # that leaves the departed members' partitions assigned to nobody until some later
+        # rebalance; no completed join phase writes a record without a leader, so a loaded group
+        # in that shape is rebalanced on load (classic_on_loaded), and a failover cannot strand
+        # partitions. Clients never see the leader field of the record.
+        fx.write_group_metadata(classic, replace(classic.to_record_value(), leader=None))
     for member in classic.members.values():
         schedule_heartbeat(fx, classic, member, now_ms)
-    # Every member must rejoin through the classic protocol (Kafka prepares a rebalance too).
-    prepare_rebalance(fx, classic, now_ms, ctx.classic)
+    if rebalance:
+        # Every member must rejoin through the classic protocol (Kafka prepares a rebalance too).
+        prepare_rebalance(fx, classic, now_ms, ctx.classic)
     return Result(None, records + fx.records, timers + fx.timers, fx.completions)
