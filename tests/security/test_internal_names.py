@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,7 +40,7 @@ FORGED_PORT = 6666
 def pair(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sidecar, Sidecar]]:
     """Two serve processes sharing one log topic (four shards), each owning some."""
     tmp = tmp_path_factory.mktemp("internal-names")
-    topic = f"gc-internal-{tmp.name[-6:]}".replace("_", "-")
+    topic = f"gc-internal-{uuid.uuid4().hex[:8]}"
     made = [Sidecar(bootstrap, topic, tmp / f"serve{i}.log", partitions=4) for i in range(2)]
     try:
         for s in made:
