@@ -289,6 +289,11 @@ def _field_codec(f: Field, version: int, flexible: bool) -> tuple[Reader, Writer
     return _primitive(f.kind, flexible, nullable)
 
 
+def field_reader(f: Field, version: int, flexible: bool) -> Reader:
+    """The reader of one field at a version (for readers of selected fields: ``gateway/scan``)."""
+    return _field_codec(f, version, flexible)[0]
+
+
 def _is_default(f: Field, value: Any) -> bool:
     if f.kind == "array":
         return not value

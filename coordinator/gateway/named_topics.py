@@ -7,7 +7,7 @@ the same name can be encoded in more than one way. Every forwarded API is in exa
 
 - ``NAMES_NO_TOPIC``: its request has no field naming a topic or group (checked against Kafka's
   schemas), so it is forwarded as it is;
-- ``DECODED``: the fields naming topics (by name or by id), read from the decoded request;
+- ``DECODED``: the fields naming topics (by name or by id), read from the request by ``scan``;
 - Produce, parsed by ``protect.produce_topics`` (its record data is skipped, not decoded);
 - ``CONFIGS`` / ``ACLS``: resources, of which TOPIC (and GROUP) ones count.
 
@@ -18,10 +18,7 @@ does for an API it does not expose. Pure: no I/O.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from coordinator.messages import (
     add_partitions_to_txn,
@@ -44,7 +41,7 @@ from coordinator.messages import (
     offset_for_leader_epoch,
     write_txn_markers,
 )
-from coordinator.messages.schema import ZERO_UUID, Message
+from coordinator.messages.schema import Message
 
 PRODUCE = 0
 
@@ -81,8 +78,8 @@ NAMES_NO_TOPIC: frozenset[int] = frozenset(
 @dataclass(frozen=True)
 class Decoded:
     request: type[Message]
-    # Attribute paths to the fields naming topics: each step is a field (lists are walked into);
-    # the last holds a name (str, or a list of them) or a topic id (UUID).
+    # Paths to the fields naming topics: each step is a field (arrays are walked into); the last
+    # holds a name (a string, or an array of them) or a topic id (a non-zero UUID counts).
     paths: tuple[tuple[str, ...], ...]
 
 
@@ -134,26 +131,6 @@ def decoded_range(key: int) -> tuple[int, int] | None:
     if cls is None:
         return None
     return cls.VALID.low, cls.VALID.high
-
-
-def topics_named(spec: Decoded, request: Message) -> Iterator[str | uuid.UUID]:
-    """Every topic name and non-zero topic id the request names, in any of its topic fields."""
-    for path in spec.paths:
-        yield from _walk(request, path)
-
-
-def _walk(value: Any, path: tuple[str, ...]) -> Iterator[str | uuid.UUID]:
-    if value is None:
-        return
-    if isinstance(value, list):
-        for item in value:
-            yield from _walk(item, path)
-        return
-    if not path:
-        if isinstance(value, str) or (isinstance(value, uuid.UUID) and value != ZERO_UUID):
-            yield value
-        return
-    yield from _walk(getattr(value, path[0], None), path[1:])
 
 
 def acl_reaches(request: Message, topics: set[str], groups: set[str]) -> bool:

@@ -16,11 +16,13 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Iterable
+from typing import Any
 
 from coordinator.gateway import named_topics
 from coordinator.gateway.apis import APIS
 from coordinator.gateway.codec import CodecError, check_array_count, decode_struct, read_tag_count, read_uvarint
 from coordinator.gateway.framing import decode_request_header
+from coordinator.gateway.scan import scan
 from coordinator.messages.metadata import MetadataRequest, MetadataResponse, MetadataResponseTopic
 from coordinator.messages.schema import Message
 
@@ -50,7 +52,7 @@ class ProtectedTopics:
     def is_protected(self, name: str, topic_id: uuid.UUID) -> bool:
         return name in self.names or (topic_id.int != 0 and topic_id in self.ids)
 
-    def _named(self, item: str | uuid.UUID) -> bool:
+    def _named(self, item: object) -> bool:
         return item in self.names if isinstance(item, str) else item in self.ids
 
     def in_request(self, payload: bytes | bytearray, key: int, version: int) -> bool:
@@ -70,8 +72,7 @@ class ProtectedTopics:
         spec = named_topics.DECODED.get(key)
         if spec is None:
             raise NotForwardable(f"API {key} is not forwarded by the gateway")
-        request = _decode(spec.request, payload, key, version)
-        return any(self._named(item) for item in named_topics.topics_named(spec, request))
+        return any(self._named(item) for item in _scan(spec, payload, key, version))
 
     def in_metadata(self, payload: bytes | bytearray, version: int) -> bool:
         """Whether a Metadata request names a protected topic (its answer is then a refusal for it)."""
@@ -140,6 +141,19 @@ def _decode(cls: type[Message], payload: bytes | bytearray, key: int, version: i
     try:
         _, pos = decode_request_header(buf, 2 if flexible else 1)
         return decode_struct(cls, buf[pos:], version, flexible, exact=False)
+    except (CodecError, ValueError, IndexError, struct.error) as exc:
+        raise NotForwardable(f"malformed API {key} v{version}: {exc}") from exc
+
+
+def _scan(spec: named_topics.Decoded, payload: bytes | bytearray, key: int, version: int) -> list[Any]:
+    """The topic names and ids of a request, read without decoding the rest of it."""
+    if version not in spec.request.VALID:
+        raise NotForwardable(f"API {key} v{version} is beyond what the gateway can read")
+    flexible = version in spec.request.FLEXIBLE
+    buf = memoryview(payload)
+    try:
+        _, pos = decode_request_header(buf, 2 if flexible else 1)
+        return scan(spec.request, buf[pos:], version, flexible, spec.paths)
     except (CodecError, ValueError, IndexError, struct.error) as exc:
         raise NotForwardable(f"malformed API {key} v{version}: {exc}") from exc
 
