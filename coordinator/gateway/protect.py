@@ -31,6 +31,9 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 
 
+_METADATA = named_topics.Decoded(MetadataRequest, (("topics", "name"), ("topics", "topic_id")))
+
+
 class NotForwardable(Exception):
     """A request the gateway will not forward: an API it does not offer, or one it cannot read."""
 
@@ -76,9 +79,7 @@ class ProtectedTopics:
 
     def in_metadata(self, payload: bytes | bytearray, version: int) -> bool:
         """Whether a Metadata request names a protected topic (its answer is then a refusal for it)."""
-        request = _decode(MetadataRequest, payload, 3, version)
-        assert isinstance(request, MetadataRequest)
-        return any(self._named(t.name or "") or self._named(t.topic_id) for t in request.topics or [])
+        return any(self._named(item) for item in _scan(_METADATA, payload, 3, version))
 
     def in_produce(self, payload: bytes | bytearray, version: int) -> bool:
         try:

@@ -3,10 +3,13 @@ every forwarded API's topic fields read (issue 22, items 1 and 7)."""
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import uuid
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coordinator.gateway import named_topics
 from coordinator.gateway.codec import (
@@ -304,3 +307,17 @@ def test_apis_the_gateway_cannot_read_are_not_forwarded() -> None:
         p.in_request(payload(2, 7, list_offsets.ListOffsetsRequest())[:4] + b"\x00" * 8, 2, 99)
     assert not p.in_request(struct.pack(">hhih", 22, 1, 1, -1) + b"\x00" * 20, 22, 1)
     assert named_topics.decoded_range(76) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_mutated_requests_are_read_or_refused_never_crash(data: st.DataObject) -> None:
+    p = protected()
+    key, version, body = data.draw(st.sampled_from(_requests(LOG)))
+    raw = bytearray(payload(key, version, body))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(8, len(raw) - 1))
+        raw[at] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(8, len(raw)))
+    with contextlib.suppress(NotForwardable):
+        assert isinstance(p.in_request(bytes(raw[:cut]), key, version), bool)
