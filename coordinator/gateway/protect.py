@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from coordinator.gateway import named_topics
 from coordinator.gateway.apis import APIS
@@ -29,6 +29,7 @@ from coordinator.messages.schema import Message
 TOPIC_AUTHORIZATION_FAILED = 29
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+T = TypeVar("T")
 
 
 _METADATA = named_topics.Decoded(MetadataRequest, (("topics", "name"), ("topics", "topic_id")))
@@ -134,29 +135,33 @@ def produce_topics(payload: bytes | bytearray, version: int) -> tuple[list[str],
     return names, ids
 
 
-def _decode(cls: type[Message], payload: bytes | bytearray, key: int, version: int) -> Message:
+def _read(cls: type[Message], payload: bytes | bytearray, key: int, version: int, read: Callable[..., T]) -> T:
+    """``read(body, flexible)`` on a request's body, as a broker reads it (bytes after the message
+    are ignored); ``NotForwardable`` when the version is not one read here or it does not decode."""
     if version not in cls.VALID:
         raise NotForwardable(f"API {key} v{version} is beyond what the gateway can read")
     flexible = version in cls.FLEXIBLE
     buf = memoryview(payload)
     try:
         _, pos = decode_request_header(buf, 2 if flexible else 1)
-        return decode_struct(cls, buf[pos:], version, flexible, exact=False)
+        return read(buf[pos:], flexible)
     except (CodecError, ValueError, IndexError, struct.error) as exc:
         raise NotForwardable(f"malformed API {key} v{version}: {exc}") from exc
+
+
+def _decode(cls: type[Message], payload: bytes | bytearray, key: int, version: int) -> Message:
+    return _read(cls, payload, key, version, lambda body, flexible: decode_struct(cls, body, version, flexible, False))
 
 
 def _scan(spec: named_topics.Decoded, payload: bytes | bytearray, key: int, version: int) -> list[Any]:
     """The topic names and ids of a request, read without decoding the rest of it."""
-    if version not in spec.request.VALID:
-        raise NotForwardable(f"API {key} v{version} is beyond what the gateway can read")
-    flexible = version in spec.request.FLEXIBLE
-    buf = memoryview(payload)
-    try:
-        _, pos = decode_request_header(buf, 2 if flexible else 1)
-        return scan(spec.request, buf[pos:], version, flexible, spec.paths)
-    except (CodecError, ValueError, IndexError, struct.error) as exc:
-        raise NotForwardable(f"malformed API {key} v{version}: {exc}") from exc
+    return _read(
+        spec.request,
+        payload,
+        key,
+        version,
+        lambda body, flexible: scan(spec.request, body, version, flexible, spec.paths),
+    )
 
 
 def _array_len(buf: memoryview, pos: int, flexible: bool) -> tuple[int, int]:

@@ -152,12 +152,8 @@ def _compile(cls: type[Struct], version: int, flexible: bool, paths: Paths) -> S
 
 def scan(cls: type[Struct], data: memoryview, version: int, flexible: bool, paths: Paths) -> list[Any]:
     """The values at ``paths`` in ``data`` read as a ``cls`` (bytes after it are ignored, as a
-    broker ignores them)."""
+    broker ignores them). Raises ``CodecError`` (or ``struct.error``/``IndexError``) when the
+    bytes are not such a message."""
     out: list[Any] = []
-    try:
-        scanner(cls, version, flexible, paths)(data, 0, out)
-    except (struct.error, IndexError, ValueError) as exc:
-        if isinstance(exc, CodecError):
-            raise
-        raise CodecError(str(exc)) from exc
+    scanner(cls, version, flexible, paths)(data, 0, out)
     return out
