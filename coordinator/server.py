@@ -240,6 +240,7 @@ def placement_config(settings: Settings, host: str, port: int, mode: PlacementMo
         assignment_strategy=mode.assignment_strategy,
         refresh_interval_ms=p.refresh_interval_ms,
         replication_factor=settings.log_replication_factor,
+        derived_node_ids=p.node_id is None,
     )
 
 
@@ -300,6 +301,15 @@ async def _serve(settings: Settings, say: Say) -> int:
         return 0
 
 
+async def _protect_ids(gateway: GatewayServer, metadata: MetadataCache, topics: frozenset[str]) -> None:
+    """Requests naming the sidecar's own topics by id are refused too (they are never shown to
+    clients, but an id is not a secret)."""
+    for topic in topics:
+        topic_id = await metadata.uuid_of(topic)
+        if topic_id is not None:
+            gateway.protected.add_id(topic_id)
+
+
 async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
     loop = asyncio.get_running_loop()
     # Every client of the cluster logs through the `librdkafka` logger (JSON, rate-limited).
@@ -308,6 +318,9 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
     own_topics = frozenset(
         {settings.log_topic, placement_settings.directory_topic or f"{settings.log_topic}-directory"}
     )
+    placement_group = placement_settings.group_id or f"groupcoord-placement-{settings.log_topic}"
+    # The placement group and the directory reader's group (runtime/placement.py).
+    own_groups = frozenset({placement_group, f"{placement_group}-directory"})
     metadata = MetadataCache(client_config, settings.metadata_refresh_interval_ms / 1000, hidden_topics=own_topics)
     handlers = GroupCoordinatorShard(
         offsets_config=settings.offsets,
@@ -346,13 +359,12 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             listen_host=host,
             listen_port=port,
             advertised_host=settings.advertised_host,
-            protected_topics=[settings.log_topic],
+            protected_topics=sorted(own_topics),
+            protected_groups=sorted(own_groups),
             **settings.gateway.model_dump(exclude={"authorization"}),
         ),
         MeteredHandler(
-            SecuredHandler(
-                CoordinatorApiHandler(service, metadata), metadata, authorizer, frozenset({settings.log_topic})
-            )
+            SecuredHandler(CoordinatorApiHandler(service, metadata), metadata, authorizer, own_topics, own_groups)
         ),
         locator,
     )
@@ -392,9 +404,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         except KafkaException as exc:
             say.error(f"cannot reach the cluster or create the log topic: {exc}")
             return 1
-        log_topic_id = await metadata.uuid_of(settings.log_topic)
-        if log_topic_id is not None:
-            gateway.protected.add_id(log_topic_id)
+        await _protect_ids(gateway, metadata, own_topics)
         if acl_source is not None:
             try:
                 await acl_source.refresh()
@@ -428,6 +438,9 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             say.error(f"cannot join the placement group: {exc}")
             return 1
         locator.placement = placement
+        # The directory topic may have just been created: its id is protected too.
+        await metadata.refresh()
+        await _protect_ids(gateway, metadata, own_topics)
         runtime.reload_guard = moves.reload_guard(placement)
         # Report readiness once the first assignment is loaded (bounded: with more processes
         # than shards this one may own none and still route).

@@ -33,9 +33,19 @@ _F64 = struct.Struct(">d")
 # Kafka's generated readers and writers refuse strings longer than a classic int16 length allows,
 # in flexible (compact) versions too, where the varint length could otherwise say anything.
 MAX_STRING_BYTES = 0x7FFF
+# Kafka 4.4's readers refuse, before allocating anything, an array of more elements than this and a
+# tagged-field section of more fields than this (whatever the frame's size would allow).
+MAX_ARRAY_ELEMENTS = 1_000_000
+MAX_TAGGED_FIELDS = 10_000
 
 
-def read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
+def read_uvarint(buf: memoryview | bytes | bytearray, pos: int) -> tuple[int, int]:
+    """An unsigned varint in its one canonical (shortest) encoding.
+
+    A padded encoding (``0x98 0x00`` for 24) decodes to the same number on a broker, so anything
+    that looks at a request's bytes could be told one thing while the broker reads another: it is
+    refused as malformed, like any other broken frame.
+    """
     value = 0
     shift = 0
     while True:
@@ -45,10 +55,31 @@ def read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
         pos += 1
         value |= (byte & 0x7F) << shift
         if not byte & 0x80:
+            if byte == 0 and shift:
+                raise CodecError("non-minimal varint")
+            if value > 0xFFFFFFFF:
+                raise CodecError("varint beyond 32 bits")
             return value, pos
         shift += 7
         if shift > 28:
             raise CodecError("varint longer than 5 bytes")
+
+
+def read_tag_count(buf: memoryview | bytes | bytearray, pos: int) -> tuple[int, int]:
+    """The number of fields of a tagged-field section, refused beyond ``MAX_TAGGED_FIELDS``."""
+    count, pos = read_uvarint(buf, pos)
+    if count > MAX_TAGGED_FIELDS:
+        raise CodecError(f"{count} tagged fields exceed the limit of {MAX_TAGGED_FIELDS}")
+    return count, pos
+
+
+def check_array_count(n: int, remaining: int) -> None:
+    """Refuse an array count before anything is allocated for it."""
+    if n > MAX_ARRAY_ELEMENTS:
+        raise CodecError(f"array of {n} elements exceeds the limit of {MAX_ARRAY_ELEMENTS}")
+    # Every element takes at least one byte: a count beyond the remaining bytes is corrupt.
+    if n > remaining:
+        raise CodecError("array count exceeds the remaining bytes")
 
 
 def write_uvarint(out: bytearray, value: int) -> None:
@@ -202,10 +233,7 @@ def _array(element: tuple[Reader, Writer], flexible: bool, nullable: bool) -> tu
             if not nullable:
                 raise CodecError("null array in a non-nullable field")
             return None, pos
-        # Every element takes at least one byte: a count beyond the remaining bytes is corrupt,
-        # and refusing it early stops a hostile count from allocating a huge list.
-        if n > len(buf) - pos:
-            raise CodecError("array count exceeds the remaining bytes")
+        check_array_count(n, len(buf) - pos)
         items = []
         for _ in range(n):
             item, pos = read_item(buf, pos)
@@ -261,6 +289,11 @@ def _field_codec(f: Field, version: int, flexible: bool) -> tuple[Reader, Writer
     return _primitive(f.kind, flexible, nullable)
 
 
+def field_reader(f: Field, version: int, flexible: bool) -> Reader:
+    """The reader of one field at a version (for readers of selected fields: ``gateway/scan``)."""
+    return _field_codec(f, version, flexible)[0]
+
+
 def _is_default(f: Field, value: Any) -> bool:
     if f.kind == "array":
         return not value
@@ -299,7 +332,7 @@ def _compile_struct(cls: type[Struct], version: int, flexible: bool) -> tuple[Re
             value, pos = read(buf, pos)
             setattr(obj, name, value)
         if flexible:
-            count, pos = read_uvarint(buf, pos)
+            count, pos = read_tag_count(buf, pos)
             for _ in range(count):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -341,8 +374,11 @@ def _compile_struct(cls: type[Struct], version: int, flexible: bool) -> tuple[Re
     return read_struct, write_struct
 
 
-def decode_struct(cls: type[S], data: bytes | bytearray | memoryview, version: int, flexible: bool) -> S:
-    """Decode exactly ``data`` as one ``cls``; trailing bytes are an error."""
+def decode_struct(
+    cls: type[S], data: bytes | bytearray | memoryview, version: int, flexible: bool, exact: bool = True
+) -> S:
+    """Decode ``data`` as one ``cls``; trailing bytes are an error unless ``exact`` is False (then
+    the message is what a broker reads: the prefix, as brokers ignore what follows it)."""
     buf = data if isinstance(data, memoryview) else memoryview(data)
     read, _ = _struct_codec(cls, version, flexible)
     try:
@@ -351,7 +387,7 @@ def decode_struct(cls: type[S], data: bytes | bytearray | memoryview, version: i
         raise
     except (struct.error, IndexError, ValueError) as exc:
         raise CodecError(str(exc)) from exc
-    if pos != len(buf):
+    if exact and pos != len(buf):
         raise CodecError(f"{len(buf) - pos} unread bytes after {cls.__name__} v{version}")
     if not isinstance(obj, cls):
         raise CodecError(f"decoded {type(obj).__name__}, expected {cls.__name__}")

@@ -98,8 +98,11 @@ class GatewayConfig(BaseModel):
     # itself with SASL would reach the cluster as the sidecar's own principal. That is refused
     # (the connection is closed) unless the operator sets this.
     allow_shared_upstream_identity: bool = False
-    # Topics no client may reach through the gateway (the coordinator's log topic).
+    # Topics no client may reach through the gateway (the coordinator's log and directory topics).
     protected_topics: list[str] = Field(default_factory=list)
+    # Groups of the sidecar's own on the cluster (placement): no ACL request through the gateway
+    # may cover them (group APIs on them are refused by the group handler).
+    protected_groups: list[str] = Field(default_factory=list)
 
     @property
     def shares_upstream_identity(self) -> bool:

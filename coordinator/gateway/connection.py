@@ -26,9 +26,12 @@ from coordinator.gateway.framing import (
 )
 from coordinator.gateway.handler import RequestContext
 from coordinator.gateway.limits import ByteBudget, ConnectionBudget, count_elements, truncate_error_messages
+from coordinator.gateway.protect import NotForwardable
 from coordinator.gateway.protocol import Request, decode_request, decode_response, encode_request, encode_response
 from coordinator.gateway.relay import RELAY_CLIENT_ID, relay
 from coordinator.gateway.rewrite import (
+    SERVED_LOCALLY,
+    forwarded_range,
     merge_api_versions,
     rewrite_describe_cluster,
     rewrite_find_coordinator,
@@ -278,6 +281,10 @@ class ClientConnection:
         spec = APIS.get(key)
         if key in GROUP_API_KEYS or key == ApiKey.FIND_COORDINATOR:
             assert spec is not None
+            if key not in SERVED_LOCALLY and key != ApiKey.FIND_COORDINATOR:
+                # Not offered in ApiVersions (TxnOffsetCommit until it is served): as a broker does
+                # with an API it does not expose.
+                raise CloseConnection(f"unsupported API {spec.name}")
             if not spec.supports(version):
                 raise CloseConnection(f"unsupported version {spec.name} v{version}")
             limit_bytes = self.server.config.max_group_request_bytes
@@ -312,16 +319,19 @@ class ClientConnection:
             if not spec.supports(version):
                 raise CloseConnection(f"{spec.name} v{version} is beyond what the gateway can rewrite")
             # A request that names the protected topic gets TOPIC_AUTHORIZATION_FAILED for it; in
-            # any other answer (all topics) it is left out. The request is not decoded: clients
-            # send bytes our strict decoder would refuse (librdkafka's Metadata v12 ends with
-            # three bytes no schema declares) and brokers accept them.
-            named = key == ApiKey.METADATA and bool(protected) and protected.mentioned_in(payload)
+            # any other answer (all topics) it is left out. Decoded as a broker reads it: clients
+            # send bytes no schema declares after the message (librdkafka's Metadata v12 ends with
+            # three), and brokers ignore them.
+            try:
+                named = key == ApiKey.METADATA and bool(protected) and protected.in_metadata(payload, version)
+            except NotForwardable as exc:
+                raise CloseConnection(str(exc)) from exc
             return True, await self._forward(payload, key, version, correlation_id, rewrite=True, named=named)
         if key in configs.CONFIG_API_KEYS:
             slot = await self._configs(payload, key, version)
             if slot is not None:
                 return slot
-        self._check_cluster_supports(key, version)
+        self._check_forwardable(key, version)
         expect_response = True
         if key == ApiKey.PRODUCE:
             try:
@@ -335,8 +345,13 @@ class ClientConnection:
         elif key == topic_split.DESCRIBE_TOPIC_PARTITIONS:
             # Answers list topics not named in the request: always filtered.
             names_protected = bool(protected)
+        elif protected:
+            try:
+                names_protected = protected.in_request(payload, key, version)
+            except NotForwardable as exc:
+                raise CloseConnection(str(exc)) from exc
         else:
-            names_protected = bool(protected) and protected.mentioned_in(payload)
+            names_protected = False
         if names_protected:
             # Rare (requests naming the log topic): a copy of a large frame costs nothing here.
             return await self._forward_split(bytes(payload), key, version, correlation_id)
@@ -348,9 +363,6 @@ class ClientConnection:
         parts = topic_split.split(payload, self.server.protected.is_protected)
         if parts is None:
             raise CloseConnection(f"API {key} v{version} names the coordinator's log topic")
-        if not parts.refused and key != topic_split.DESCRIBE_TOPIC_PARTITIONS:
-            # The scan's match was not one of the request's topics (a coincidence of bytes).
-            return False, await self._forward(payload, key, version, correlation_id, rewrite=False)
         upstream: Awaitable[bytes] | None = None
         if parts.rest is not None:
             try:
@@ -379,14 +391,14 @@ class ClientConnection:
         fut.set_result(data)
         return fut
 
-    def _check_cluster_supports(self, key: int, version: int) -> None:
+    def _check_forwardable(self, key: int, version: int) -> None:
+        """Only what ApiVersions offers is forwarded; anything else closes the connection, as a
+        Kafka broker closes it for an API (or version) it does not expose."""
         known = self.server.cluster.cached_ranges(self.listener.node_id)
-        if known is None:
-            return
-        supported = known.get(key)
-        if supported is None:
+        offered = forwarded_range(key, known.get(key) if known is not None else (0, 0x7FFF))
+        if offered is None:
             raise CloseConnection(f"unsupported API key {key}")
-        if not supported[0] <= version <= supported[1]:
+        if not offered[0] <= version <= offered[1]:
             raise CloseConnection(f"unsupported version: API {key} v{version}")
 
     # --- answered here -------------------------------------------------------------------------
@@ -519,8 +531,6 @@ class ClientConnection:
         upstream: Awaitable[bytes] | None = None
         if rest is not None:
             rest_payload = encode_request(request.header, rest)[4:]  # without its length prefix
-            if protected and protected.mentioned_in(rest_payload):
-                raise CloseConnection(f"API {key} v{version} names the coordinator's log topic")
             if self._cluster_supports(key, version):
                 upstream = await self._forward(rest_payload, key, version, request.header.correlation_id, rewrite=False)
         local, remote = self._by_owner(request.header, groups) if configs.names_groups(groups) else (None, [])

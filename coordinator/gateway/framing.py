@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from coordinator.gateway.codec import CodecError, read_uvarint, write_uvarint
+from coordinator.gateway.codec import CodecError, read_tag_count, read_uvarint, write_uvarint
 
 _LEN = struct.Struct(">i")
 _PEEK = struct.Struct(">hhi")
@@ -133,7 +133,7 @@ def encode_response_header(correlation_id: int, header_version: int, out: bytear
 
 
 def _read_tags(buf: memoryview, pos: int, into: dict[int, bytes]) -> int:
-    count, pos = read_uvarint(buf, pos)
+    count, pos = read_tag_count(buf, pos)
     for _ in range(count):
         tag, pos = read_uvarint(buf, pos)
         size, pos = read_uvarint(buf, pos)

@@ -2,26 +2,38 @@
 
 Brokers are advertised at the sidecar listener that forwards to them; the sidecar's own group
 coordinator appears as one extra node; ApiVersions merges the cluster's APIs with the group APIs
-served here.
+served here (only APIs it can serve or read the topics of: ``forwarded_range``), and reports the
+group coordinator's ``group.version`` feature.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from coordinator.gateway import named_topics
 from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
-from coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
+from coordinator.messages.api_versions import (
+    ApiVersionsResponse,
+    ApiVersionsResponseApiVersion,
+    ApiVersionsResponseFinalizedFeatureKey,
+    ApiVersionsResponseSupportedFeatureKey,
+)
 from coordinator.messages.describe_cluster import DescribeClusterBroker, DescribeClusterResponse
-from coordinator.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
 from coordinator.messages.find_coordinator import FindCoordinatorResponse
 from coordinator.messages.metadata import MetadataResponse, MetadataResponseBroker
+from coordinator.messages.produce import ProduceRequest
 
 # Maps a real broker (node id, host, port) to the sidecar (host, port) that reaches it.
 BrokerRoute = Callable[[int, str, int], tuple[str, int]]
 
+# TxnOffsetCommit is refused per partition (UNSUPPORTED_VERSION) until transactional offsets are
+# served: a client must not be offered an API of which every call fails. True once it is served.
+SERVE_TXN_OFFSET_COMMIT = False
 # Answered here whatever the cluster says; the others are the cluster's own, possibly capped to
 # what this codec can decode when the gateway must rewrite the answer.
-SERVED_LOCALLY: frozenset[int] = GROUP_API_KEYS | {ApiKey.API_VERSIONS}
+SERVED_LOCALLY: frozenset[int] = (GROUP_API_KEYS | {ApiKey.API_VERSIONS}) - (
+    set() if SERVE_TXN_OFFSET_COMMIT else {ApiKey.TXN_OFFSET_COMMIT}
+)
 REWRITTEN: frozenset[int] = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER})
 # Decoded so that their GROUP resources are answered here (``configs``); offered even by a cluster
 # without them, since group configs do not need the cluster.
@@ -32,36 +44,68 @@ CONFIG_APIS: frozenset[int] = frozenset(
 
 SASL_RANGES: dict[int, tuple[int, int]] = {ApiKey.SASL_HANDSHAKE: (1, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
 
+# The group coordinator's feature level (KIP-848): clients probing ``group.version`` (the Java 4.x
+# client, librdkafka) use the consumer protocol only when it is finalized at 1 or more. The sidecar
+# is the group coordinator whatever the cluster's own level.
+GROUP_VERSION_FEATURE = "group.version"
+GROUP_VERSION_LEVEL = 1
+
 
 def served_versions() -> dict[int, tuple[int, int]]:
     return {key: (APIS[key].min_version, APIS[key].max_version) for key in SERVED_LOCALLY}
+
+
+def forwarded_range(key: int, cluster: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The versions of a cluster API the gateway offers (None: not offered): those the cluster
+    has, capped to what the gateway reads of it. APIs whose topics it cannot read (share and
+    streams groups, broker-to-broker APIs, APIs newer than ``named_topics``) are not offered."""
+    if cluster is None:
+        return None
+    low, high = cluster
+    if key in REWRITTEN or key in CONFIG_APIS:
+        valid: tuple[int, int] | None = (APIS[key].min_version, APIS[key].max_version)
+    elif key in SASL_RANGES:
+        # The gateway follows SASL exchanges: v0 handshakes (unframed tokens) and versions it
+        # cannot decode are not offered.
+        valid = SASL_RANGES[key]
+    elif key == ApiKey.PRODUCE:
+        valid = ProduceRequest.VALID.low, ProduceRequest.VALID.high
+    else:
+        valid = named_topics.decoded_range(key)
+    if valid is None:
+        return None
+    low, high = max(low, valid[0]), min(high, valid[1])
+    return (low, high) if low <= high else None
 
 
 def merge_api_versions(cluster: ApiVersionsResponse) -> ApiVersionsResponse:
     """The versions a client may use through the gateway, cluster features kept."""
     ranges: dict[int, tuple[int, int]] = {}
     for entry in cluster.api_keys:
-        low, high = entry.min_version, entry.max_version
-        if entry.api_key in REWRITTEN or entry.api_key in CONFIG_APIS:
-            spec = APIS[entry.api_key]
-            low, high = max(low, spec.min_version), min(high, spec.max_version)
-        elif entry.api_key == DescribeTopicPartitionsRequest.API_KEY:
-            # Its answers are filtered (the log topic left out): only versions the gateway decodes.
-            valid = DescribeTopicPartitionsRequest.VALID
-            low, high = max(low, valid.low), min(high, valid.high)
-        elif entry.api_key in SASL_RANGES:
-            # The gateway follows SASL exchanges: v0 handshakes (unframed tokens) and versions it
-            # cannot decode are not offered.
-            low, high = max(low, SASL_RANGES[entry.api_key][0]), min(high, SASL_RANGES[entry.api_key][1])
-        if low <= high:
-            ranges[entry.api_key] = (low, high)
+        offered = forwarded_range(entry.api_key, (entry.min_version, entry.max_version))
+        if offered is not None:
+            ranges[entry.api_key] = offered
     if ApiKey.FIND_COORDINATOR not in ranges:
         spec = APIS[ApiKey.FIND_COORDINATOR]
         ranges[ApiKey.FIND_COORDINATOR] = (spec.min_version, spec.max_version)
     for key in CONFIG_APIS:
         if key not in ranges:
             ranges[key] = (APIS[key].min_version, APIS[key].max_version)
+    for key in GROUP_API_KEYS - SERVED_LOCALLY:
+        ranges.pop(key, None)
     ranges.update(served_versions())
+    supported = [f for f in cluster.supported_features if f.name != GROUP_VERSION_FEATURE]
+    supported.append(
+        ApiVersionsResponseSupportedFeatureKey(
+            name=GROUP_VERSION_FEATURE, min_version=0, max_version=GROUP_VERSION_LEVEL
+        )
+    )
+    finalized = [f for f in cluster.finalized_features if f.name != GROUP_VERSION_FEATURE]
+    finalized.append(
+        ApiVersionsResponseFinalizedFeatureKey(
+            name=GROUP_VERSION_FEATURE, max_version_level=GROUP_VERSION_LEVEL, min_version_level=GROUP_VERSION_LEVEL
+        )
+    )
     return ApiVersionsResponse(
         error_code=0,
         api_keys=[
@@ -69,9 +113,10 @@ def merge_api_versions(cluster: ApiVersionsResponse) -> ApiVersionsResponse:
             for k, (lo, hi) in sorted(ranges.items())
         ],
         throttle_time_ms=0,
-        supported_features=list(cluster.supported_features),
-        finalized_features_epoch=cluster.finalized_features_epoch,
-        finalized_features=list(cluster.finalized_features),
+        supported_features=supported,
+        # Features are only read with an epoch (-1: none reported by the cluster).
+        finalized_features_epoch=max(cluster.finalized_features_epoch, 0),
+        finalized_features=finalized,
         zk_migration_ready=cluster.zk_migration_ready,
     )
 

@@ -141,7 +141,7 @@ class GatewayServer:
         self.per_ip: dict[str, int] = {}
         # An eighth is kept for requests of up to 1 MiB (group requests, most data requests).
         self.buffer_budget = ByteBudget(config.max_buffered_bytes, reserve=config.max_buffered_bytes // 8)
-        self.protected = ProtectedTopics(config.protected_topics)
+        self.protected = ProtectedTopics(config.protected_topics, config.protected_groups)
         self._last_refusal_log = float("-inf")
         self._refusals_unlogged = 0
         self._listener_lock = asyncio.Lock()

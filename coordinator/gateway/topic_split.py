@@ -2,8 +2,8 @@
 
 A Kafka broker answers a request for a topic the caller may not touch with
 TOPIC_AUTHORIZATION_FAILED (29) in that topic's slot and serves the rest of the request. The
-gateway does the same for the log topic: ``split`` decodes the request (only when a cheap scan
-found the topic in it), takes the log topic's entries out, and ``merge`` puts the answers back
+gateway does the same for the log topic: ``split`` decodes the request (when its decoded topics
+name a protected one: ``protect``), takes the log topic's entries out, and ``merge`` puts the answers back
 together in the request's order: 29 for the log topic's entries, the cluster's answer for the
 others. Per API (the topic list split, and what a refused entry gets):
 
@@ -266,7 +266,8 @@ def split(payload: bytes, is_protected: Callable[[str, uuid.UUID], bool]) -> Spl
     flexible = version in api.request.FLEXIBLE
     try:
         header, pos = decode_request_header(buf, 2 if flexible else 1)
-        request = decode_struct(api.request, buf[pos:], version, flexible)
+        # As the broker reads it (bytes after the message are ignored), as protection decided on.
+        request = decode_struct(api.request, buf[pos:], version, flexible, exact=False)
     except (CodecError, ValueError, IndexError, struct.error):
         return None
     field = api.request_field(version)

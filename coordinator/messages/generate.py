@@ -50,6 +50,19 @@ MODULES: dict[str, str] = {
     "delete_records": "DeleteRecords",
     "create_partitions": "CreatePartitions",
     "describe_topic_partitions": "DescribeTopicPartitions",
+    # Forwarded APIs whose topic fields are read (gateway/named_topics.py) to keep the sidecar's
+    # own topics and groups out of reach.
+    "add_partitions_to_txn": "AddPartitionsToTxn",
+    "write_txn_markers": "WriteTxnMarkers",
+    "create_acls": "CreateAcls",
+    "delete_acls": "DeleteAcls",
+    "alter_replica_log_dirs": "AlterReplicaLogDirs",
+    "describe_log_dirs": "DescribeLogDirs",
+    "elect_leaders": "ElectLeaders",
+    "alter_partition_reassignments": "AlterPartitionReassignments",
+    "list_partition_reassignments": "ListPartitionReassignments",
+    "describe_quorum": "DescribeQuorum",
+    "describe_producers": "DescribeProducers",
 }
 
 _PYTHON_TYPES = {

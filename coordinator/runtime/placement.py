@@ -82,6 +82,9 @@ class PlacementConfig:
     assignment_strategy: str
     refresh_interval_ms: int
     replication_factor: int = 1
+    # Node ids are derived from addresses (``derived_node_id``): a directory entry whose address
+    # does not derive its node id is not that node's (see ``_vouched``).
+    derived_node_ids: bool = False
 
 
 # Called on the placement thread with the partitions concerned.
@@ -317,11 +320,35 @@ class Placement:
                     nodes.pop(node_id, None)
                     continue
                 entry = json.loads(value)
-                nodes[node_id] = Node(node_id, str(entry["host"]), int(entry["port"]))
+                node = Node(node_id, str(entry["host"]), int(entry["port"]))
             except (ValueError, KeyError, TypeError) as exc:
                 log.warning("ignoring a malformed directory record: %s", exc)
+                continue
+            if node_id == self.me.node_id:
+                continue  # this process's own entry always comes from itself
+            if self._vouched(node):
+                nodes[node_id] = node
+            else:
+                log.warning(
+                    "ignoring a directory record for node %s at %s:%s: its address does not give that node id",
+                    node.node_id,
+                    node.host,
+                    node.port,
+                )
         nodes[self.me.node_id] = self.me
         self.nodes = nodes
+
+    def _vouched(self, node: Node) -> bool:
+        """Whether a directory entry may be used for routing.
+
+        The directory only says where a node id listens; which node ids exist is placement's word
+        (``owner`` and ``live_nodes`` route only to node ids that committed ownership in the
+        placement group, so an entry for any other id is never used). With derived node ids the
+        address must also give the node id: a record pointing a live process's id elsewhere is
+        ignored. The directory's integrity beyond that rests on the cluster: only the sidecar's
+        principal may write it (README).
+        """
+        return not self.config.derived_node_ids or derived_node_id(node.host, node.port) == node.node_id
 
     def _commit_ownership(self) -> None:
         assert self._consumer is not None

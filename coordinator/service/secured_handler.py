@@ -16,7 +16,9 @@ Authorization (when an ``AclAuthorizer`` is given) follows what a Kafka broker c
 - DESCRIBE_CONFIGS / ALTER_CONFIGS on the group: DescribeConfigs / (Incremental)AlterConfigs of
   GROUP resources (the only resources the gateway passes here), refused per resource.
 
-Refusals carry GROUP_AUTHORIZATION_FAILED / TOPIC_AUTHORIZATION_FAILED where Kafka puts them.
+Refusals carry GROUP_AUTHORIZATION_FAILED / TOPIC_AUTHORIZATION_FAILED where Kafka puts them. The
+sidecar's own groups (``protected_groups``: placement) are refused to every caller, with or without
+an authorizer, as if no ACL allowed them.
 No group rule lives here: allowed requests go to the wrapped handler unchanged.
 
 Requests naming many groups (DescribeGroups, DeleteGroups, ConsumerGroupDescribe, OffsetFetch
@@ -86,12 +88,15 @@ class SecuredHandler:
         topics: TopicNames,
         authorizer: AclAuthorizer | None = None,
         protected_topics: frozenset[str] = frozenset(),
+        protected_groups: frozenset[str] = frozenset(),
     ) -> None:
         self.inner = inner
         self.topics = topics
         self.authorizer = authorizer
         # Offsets are never committed for these (the coordinator's log topic), whatever the ACLs.
         self.protected_topics = protected_topics
+        # The sidecar's own groups (placement): no caller may use them, whatever the ACLs.
+        self.protected_groups = protected_groups
         self._routes: dict[type[Message], Callable[[RequestContext, Any], Awaitable[Message]]] = {
             wire_commit.OffsetCommitRequest: self._offset_commit,
             wire_fetch.OffsetFetchRequest: self._offset_fetch,
@@ -106,14 +111,14 @@ class SecuredHandler:
         }
 
     async def handle(self, context: RequestContext, request: Message) -> Message:
-        if self.authorizer is not None and isinstance(request, _READ_GROUP_TOP_LEVEL):
+        if isinstance(request, _READ_GROUP_TOP_LEVEL):
             group_id = request.group_id  # type: ignore[attr-defined]
             if not self._allowed(context, Operation.READ, ResourceType.GROUP, group_id):
                 refusal = _REFUSALS[type(request)]()
                 if isinstance(refusal, wire_join.JoinGroupResponse) and context.api_version < 7:
                     refusal.protocol_name = ""  # not nullable before v7
                 return refusal
-            if isinstance(request, _RESOLVES_REGEXES):
+            if self.authorizer is not None and isinstance(request, _RESOLVES_REGEXES):
                 may_describe = self._describe_predicate(context)
                 context = dataclasses.replace(context, may_describe_topic=may_describe)
                 if isinstance(request, wire_cgh.ConsumerGroupHeartbeatRequest) and not all(
@@ -149,6 +154,8 @@ class SecuredHandler:
         return may_describe
 
     def _allowed(self, context: RequestContext, operation: Operation, resource: ResourceType, name: str) -> bool:
+        if resource == ResourceType.GROUP and name in self.protected_groups:
+            return False
         if self.authorizer is None:
             return True
         return self.authorizer.authorize(context.principal, context.client_host, operation, resource, name)
@@ -302,10 +309,10 @@ class SecuredHandler:
         return wire_commit.OffsetCommitResponse(topics=answer_topics)
 
     async def _offset_delete(self, context: RequestContext, request: wire_offset_delete.OffsetDeleteRequest) -> Message:
-        if self.authorizer is None:
-            return await self.inner.handle(context, request)
         if not self._allowed(context, Operation.DELETE, ResourceType.GROUP, request.group_id):
             return wire_offset_delete.OffsetDeleteResponse(error_code=GROUP_DENIED)
+        if self.authorizer is None:
+            return await self.inner.handle(context, request)
         allowed = [t for t in request.topics if self._allowed(context, Operation.READ, ResourceType.TOPIC, t.name)]
         denied = [
             offset_delete_answers.refused(t.name, [p.partition_index for p in t.partitions], TOPIC_DENIED)

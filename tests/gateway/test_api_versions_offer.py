@@ -1,0 +1,87 @@
+"""What ApiVersions offers through the sidecar: no API of which every call would fail, none the
+gateway cannot read, and the group coordinator's ``group.version`` feature (issue 22, N1/N2)."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+from coordinator.gateway import GatewayConfig
+from coordinator.gateway.apis import ApiKey
+from coordinator.gateway.rewrite import GROUP_VERSION_FEATURE, SERVE_TXN_OFFSET_COMMIT, merge_api_versions
+from coordinator.messages.api_versions import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ApiVersionsResponseApiVersion,
+    ApiVersionsResponseFinalizedFeatureKey,
+    ApiVersionsResponseSupportedFeatureKey,
+)
+from coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from tests.gateway.conftest import GatewayThread
+from tests.gateway.fakes import FakeGroupHandler
+from tests.gateway.wire_client import WireClient
+
+SHARE_AND_STREAMS = (76, 77, 78, 79, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92)
+
+
+def _cluster(*keys: int) -> ApiVersionsResponse:
+    return ApiVersionsResponse(
+        api_keys=[ApiVersionsResponseApiVersion(api_key=k, min_version=0, max_version=20) for k in keys],
+        supported_features=[
+            ApiVersionsResponseSupportedFeatureKey(name="metadata.version", min_version=1, max_version=27)
+        ],
+        finalized_features_epoch=42,
+        finalized_features=[
+            ApiVersionsResponseFinalizedFeatureKey(name="metadata.version", max_version_level=27, min_version_level=27),
+            ApiVersionsResponseFinalizedFeatureKey(
+                name=GROUP_VERSION_FEATURE, max_version_level=0, min_version_level=0
+            ),
+        ],
+    )
+
+
+def test_no_api_is_offered_that_every_call_would_refuse() -> None:
+    offered = {k.api_key for k in merge_api_versions(_cluster(0, 1, 3, 22, 28, *SHARE_AND_STREAMS, 93)).api_keys}
+    assert not SERVE_TXN_OFFSET_COMMIT
+    assert ApiKey.TXN_OFFSET_COMMIT not in offered
+    # Share and streams groups are not served; API 93 is newer than the gateway's table.
+    assert offered.isdisjoint({*SHARE_AND_STREAMS, 93})
+    assert {0, 1, 3, 22, ApiKey.FIND_COORDINATOR, ApiKey.CONSUMER_GROUP_HEARTBEAT} <= offered
+
+
+def test_group_version_is_finalized_and_the_cluster_features_are_kept() -> None:
+    merged = merge_api_versions(_cluster(0))
+    finalized = {f.name: (f.min_version_level, f.max_version_level) for f in merged.finalized_features}
+    assert finalized == {"metadata.version": (27, 27), GROUP_VERSION_FEATURE: (1, 1)}
+    supported = {f.name: (f.min_version, f.max_version) for f in merged.supported_features}
+    assert supported == {"metadata.version": (1, 27), GROUP_VERSION_FEATURE: (0, 1)}
+    assert merged.finalized_features_epoch == 42
+    # A cluster that reports no features still gets an epoch clients read the feature with.
+    assert merge_api_versions(ApiVersionsResponse(api_keys=[])).finalized_features_epoch == 0
+
+
+def test_unoffered_apis_close_the_connection_as_a_broker_does(bootstrap: str) -> None:
+    """Through a real gateway (local broker): ApiVersions v3 carries group.version; a
+    TxnOffsetCommit or a share-group heartbeat closes the connection; FindCoordinator(GROUP)
+    is still answered by the sidecar."""
+    config = GatewayConfig(bootstrap_servers=bootstrap, listen_port=0, protected_topics=["__gc_log"])
+
+    async def run(port: int) -> None:
+        client = await WireClient.connect("127.0.0.1", port)
+        response = await client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t"))
+        assert isinstance(response, ApiVersionsResponse)
+        assert (GROUP_VERSION_FEATURE, 1) in {(f.name, f.max_version_level) for f in response.finalized_features}
+        assert ApiKey.TXN_OFFSET_COMMIT not in {k.api_key for k in response.api_keys}
+        found = await client.call(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="g", key_type=0))
+        assert isinstance(found, FindCoordinatorResponse)
+        assert (found.error_code, found.port) == (0, port)
+        await client.close()
+        for key, version in ((ApiKey.TXN_OFFSET_COMMIT, 3), (76, 1), (88, 0)):
+            client = await WireClient.connect("127.0.0.1", port)
+            # A header and an empty-ish body: the API is refused before its body is read.
+            client.send_raw(struct.pack(">ihhih", 10 + 3, key, version, 5, -1) + b"\x00\x00\x00")
+            assert await client.closed_by_peer(), key
+            await client.close()
+
+    with GatewayThread(config, FakeGroupHandler()) as gateway:
+        asyncio.run(run(gateway.server.port))
