@@ -338,7 +338,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         handlers,
         owner_id=settings.owner_id,
     )
-    service = GroupCoordinatorService(runtime, handlers)
+    service = GroupCoordinatorService(runtime, handlers, settings.gateway.max_group_response_bytes)
     metrics = ServeMetrics(
         lambda: runtime.shards.values(),
         client_config,
@@ -361,7 +361,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             advertised_host=settings.advertised_host,
             protected_topics=sorted(own_topics),
             protected_groups=sorted(own_groups),
-            **settings.gateway.model_dump(exclude={"authorization"}),
+            **settings.gateway.model_dump(exclude={"authorization", "max_group_response_bytes"}),
         ),
         MeteredHandler(
             SecuredHandler(CoordinatorApiHandler(service, metadata), metadata, authorizer, own_topics, own_groups)
