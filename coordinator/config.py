@@ -135,6 +135,12 @@ class Settings(BaseSettings):
     metadata_refresh_interval_ms: int = Field(
         10_000, ge=100, description="How often topic metadata (creations, deletions, partitions) is read."
     )
+    stuck_shard_warning_ms: int = Field(
+        10_000, ge=100, description="A write not read back from the log within this marks its shard stuck (WARNING)."
+    )
+    stuck_shard_reload_ms: int = Field(
+        60_000, ge=1000, description="A write not read back from the log within this reloads its shard."
+    )
     log_level: str = Field("WARNING", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
     event_loop: str = Field(
         "auto", pattern="^(auto|uvloop|asyncio)$", description="uvloop when installed (auto), or asyncio's own loop."
