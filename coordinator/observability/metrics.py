@@ -266,10 +266,11 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
         q, w = shard.backlog
         queued += q
         waiting += w
+        if shard.status in (ShardStatus.ACTIVE, ShardStatus.LOADING):
+            unreleased[shard.partition] = shard.unreleased_age_ms(shard.host.clock.now_ms())
+            stuck += shard.stuck
         if shard.status is not ShardStatus.ACTIVE:
             continue
-        unreleased[shard.partition] = shard.unreleased_age_ms(shard.host.clock.now_ms())
-        stuck += shard.stuck
         # Group states as ListGroups shows them: the live state holds a classic group's
         # rebalance in progress, which is never written to the log.
         live = shard.live
@@ -299,7 +300,7 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
     )
     family = GaugeMetricFamily(
         "groupcoord_event_purgatory_oldest_ms",
-        "How long the oldest written answer of each active shard has waited for its records to be read back (ms).",
+        "How long the oldest written answer of each owned shard has waited for its records to be read back (ms).",
         labels=["partition"],
     )
     for partition, age in sorted(unreleased.items()):
@@ -308,7 +309,7 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
     out.append(
         GaugeMetricFamily(
             "groupcoord_stuck_partitions",
-            "Active shards whose oldest written answer waited past stuck_shard_warning_ms.",
+            "Owned shards whose oldest written answer waited past stuck_shard_warning_ms.",
             value=stuck,
         )
     )

@@ -626,13 +626,14 @@ class Shard(Generic[S]):
         return max(0, now_ms - self._pending[0].written_ms)
 
     def check_stuck(self, now_ms: int, warn_after_ms: int, reload_after_ms: int) -> int:
-        """Called periodically by the host: a write whose records are not read back within
-        ``warn_after_ms`` marks the shard stuck (one WARNING per episode, readiness and metrics
-        show it); past ``reload_after_ms`` the shard reloads from the log, which fails what
-        waits with a retriable error and reads the partition anew. Kafka's runtime fails a
+        """Called periodically by the host: a write (or a load's own ShardEpoch) whose records are
+        not read back within ``warn_after_ms`` marks the shard stuck (one WARNING per episode,
+        readiness and metrics show it); past ``reload_after_ms`` the shard reloads from the log,
+        which fails what waits with a retriable error and reads the partition anew. Kafka's runtime fails a
         write that does not complete in time and keeps serving; here every later answer of the
         shard waits behind the oldest, so only a fresh read of the log can move them again."""
-        age = self.unreleased_age_ms(now_ms) if self.status is ShardStatus.ACTIVE else 0
+        # A stopped shard waits for nothing; a load waits here for its own ShardEpoch.
+        age = self.unreleased_age_ms(now_ms)
         if age < warn_after_ms:
             self.stuck = False
             return age
