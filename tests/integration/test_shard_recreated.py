@@ -13,6 +13,7 @@ import asyncio
 
 import pytest
 
+from coordinator.errors import ErrorCode
 from tests.integration.runtime_helpers import commit_request, fetch_request, running_service
 from tests.messages import client
 
@@ -38,3 +39,33 @@ def test_a_recreated_shard_loads_whatever_its_predecessor_reader_reported(bootst
             await service.commit_offsets(commit_request("after", "t", {0: 7}), client(8))
 
     asyncio.run(asyncio.wait_for(scenario(), 90))
+
+
+def test_the_runtime_watchdog_warns_about_and_reloads_a_shard_whose_writes_are_not_read_back(
+    bootstrap: str, unique_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def scenario() -> None:
+        async with running_service(bootstrap, unique_name, partitions=1) as service:
+            runtime = service.runtime
+            runtime.stuck_warning_ms, runtime.stuck_reload_ms = 300, 1500
+            shard = runtime.shards[0]
+            await asyncio.to_thread(runtime.tailer.stall)
+            waiting = asyncio.create_task(service.commit_offsets(commit_request("g", "t", {0: 1}), client(8)))
+            for _ in range(100):
+                if shard.stuck:
+                    break
+                await asyncio.sleep(0.05)
+            assert shard.stuck
+            # Reloaded: the write is answered with a retriable error rather than never.
+            answer = await asyncio.wait_for(waiting, 10)
+            assert answer.topics[0].partitions[0].error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            runtime.tailer.resume()
+            await asyncio.wait_for(shard.wait_loaded(), 20)
+            again = await service.commit_offsets(commit_request("g", "t", {0: 2}), client(8))
+            assert again.topics[0].partitions[0].error_code == 0
+
+    with caplog.at_level("WARNING", logger="coordinator.runtime.shard"):
+        asyncio.run(asyncio.wait_for(scenario(), 90))
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("read back from the log (" in m for m in messages) == 1
+    assert any("reloading from the log: a write waited" in m for m in messages)
