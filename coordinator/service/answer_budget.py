@@ -1,13 +1,15 @@
 """How much one group read request may make this process build and send.
 
 Read APIs that name groups in a list (ConsumerGroupDescribe, DescribeGroups, OffsetFetch v8+,
-DeleteGroups) answer every entry, as Kafka does, duplicates included: a duplicate gets the answer
-of its first occurrence, computed once. What is sent is still one copy per entry, so every entry
-is charged its size against the budget of the request before its answer is built, from an
-upper bound computed from the group's state (members x their strings and assignments, offsets x
-their metadata). An entry that would take the answer over the budget is answered with
-UNKNOWN_SERVER_ERROR (with a message where the API has one) instead: the rest of the request is
-answered, and a client that asked for one huge group learns why it got nothing. Kafka has no
+DeleteGroups) answer every entry, as Kafka does, duplicates included: every occurrence of a group
+gets the one answer computed for it. What is sent is still one copy per entry, so each group is
+charged its size times its occurrences against the budget of the request before its answer is
+built, from an upper bound computed from the group's state (members x their strings and
+assignments, offsets x their metadata). A group whose copies would take the answer over the
+budget is answered with UNKNOWN_SERVER_ERROR (with a message where the API has one) in every
+occurrence: the rest of the request is answered, and a client that asked for one huge group
+learns why it got nothing. All occurrences get the same answer, so that whoever maps the answers
+back by group id (the authorizing handler does) sends exactly what was charged. Kafka has no
 such bound (its answers are limited by what the group holds); a few hundred bytes of request
 naming one large group a hundred times made this process build gigabytes (review S3).
 
@@ -18,10 +20,13 @@ not hold up every other connection, the placement consumer's heartbeats and the 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Hashable, Iterable
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
+E = TypeVar("E")
+A = TypeVar("A")
 
 # In line with what clients accept: librdkafka refuses an answer over receive.message.max.bytes
 # (100,000,000 by default), and Kafka's own socket.request.max.bytes is 100 MiB.
@@ -47,8 +52,8 @@ class AnswerBudget:
 
     def refusal(self, group_id: str, size: int) -> str:
         return (
-            f"The answer for group {group_id} (about {size} bytes) would take this response over "
-            f"{self.limit} bytes (gateway.max_group_response_bytes); ask for fewer groups at once."
+            f"The answer for group {group_id} (about {size} bytes, every time it is named) would take "
+            f"this response over {self.limit} bytes (gateway.max_group_response_bytes); ask for fewer groups at once."
         )
 
     async def pause(self) -> None:
@@ -61,3 +66,28 @@ class AnswerBudget:
 def first_occurrences(keys: Iterable[K]) -> list[K]:
     """The keys in request order, each once."""
     return list(dict.fromkeys(keys))
+
+
+async def answer_each(
+    entries: list[E],
+    key: Callable[[E], Hashable],
+    build: Callable[[E], tuple[int, A]],
+    refuse: Callable[[E, str], A],
+    limit: int,
+) -> list[A]:
+    """One answer per entry: ``build(entry)`` gives (upper bound of its size, its answer) once per
+    distinct ``key``, answered in every occurrence if all of them fit in the budget, else
+    ``refuse(entry, message)`` in every occurrence. A group larger than ``limit`` should be
+    answered by ``build`` with its size only (it is refused without being built)."""
+    budget = AnswerBudget(limit)
+    counts = Counter(map(key, entries))
+    answers: dict[Hashable, A] = {}
+    for entry in entries:
+        k = key(entry)
+        if k in answers:
+            continue
+        size, answer = build(entry)
+        total = size * counts[k]
+        answers[k] = answer if budget.admit(total) else refuse(entry, budget.refusal(str(k), total))
+        await budget.pause()
+    return [answers[key(entry)] for entry in entries]

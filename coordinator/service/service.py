@@ -47,7 +47,7 @@ from coordinator.offsets.handlers import commit_response, fetch_offsets, fetch_s
 from coordinator.runtime.api import Result
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.shard import AppendFailed, Shard, ShardNotAvailable, ShardStatus
-from coordinator.service.answer_budget import DEFAULT_MAX_ANSWER_BYTES, AnswerBudget, first_occurrences
+from coordinator.service.answer_budget import DEFAULT_MAX_ANSWER_BYTES, answer_each, first_occurrences
 from coordinator.service.partitioning import partition_for
 
 T = TypeVar("T")
@@ -145,23 +145,14 @@ class GroupCoordinatorService:
 
     async def fetch_offsets(self, groups: list[OffsetFetchRequestGroup]) -> list[OffsetFetchResponseGroup]:
         """Reads see only committed offsets (the shard's committed state). Identical entries are
-        answered once; every entry is charged against the answer budget (``answer_budget``)."""
-        budget = AnswerBudget(self.max_answer_bytes)
-        answered: dict[Hashable, tuple[int, OffsetFetchResponseGroup]] = {}
-        out = []
-        for group in groups:
-            key = _fetch_key(group)
-            known = answered.get(key)
-            if known is None:
-                known = self._fetch_one(group)
-                answered[key] = known
-            size, answer = known
-            if not budget.admit(size):
-                out.append(OffsetFetchResponseGroup(group_id=group.group_id, error_code=ErrorCode.UNKNOWN_SERVER_ERROR))
-                continue
-            out.append(answer)
-            await budget.pause()
-        return out
+        answered once, within the answer budget (``answer_budget``)."""
+        return await answer_each(
+            groups,
+            _fetch_key,
+            self._fetch_one,
+            lambda g, _: OffsetFetchResponseGroup(group_id=g.group_id, error_code=ErrorCode.UNKNOWN_SERVER_ERROR),
+            self.max_answer_bytes,
+        )
 
     def _fetch_one(self, group: OffsetFetchRequestGroup) -> tuple[int, OffsetFetchResponseGroup]:
         """(upper bound of its size, the answer) of one OffsetFetch entry; a group too large for
@@ -227,30 +218,18 @@ class GroupCoordinatorService:
     async def describe_groups(
         self, group_ids: list[str], api_version: int
     ) -> list[DescribeGroupsResponseDescribedGroup]:
-        """Each entry answered, a duplicate with its first occurrence's answer, within the answer
-        budget (``answer_budget``); read from the live state (a rebalance in progress is never
-        written to the log)."""
-        budget = AnswerBudget(self.max_answer_bytes)
-        answered: dict[str, tuple[int, DescribeGroupsResponseDescribedGroup]] = {}
-        out = []
-        for group_id in group_ids:
-            known = answered.get(group_id)
-            if known is None:
-                known = self._describe_classic_one(group_id, api_version)
-                answered[group_id] = known
-            size, described = known
-            if not budget.admit(size):
-                out.append(
-                    DescribeGroupsResponseDescribedGroup(
-                        group_id=group_id,
-                        error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
-                        error_message=budget.refusal(group_id, size),
-                    )
-                )
-                continue
-            out.append(described)
-            await budget.pause()
-        return out
+        """Each entry answered, duplicates with one answer, within the answer budget
+        (``answer_budget``); read from the live state (a rebalance in progress is never written
+        to the log)."""
+        return await answer_each(
+            group_ids,
+            str,
+            lambda g: self._describe_classic_one(g, api_version),
+            lambda g, why: DescribeGroupsResponseDescribedGroup(
+                group_id=g, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=why
+            ),
+            self.max_answer_bytes,
+        )
 
     def _describe_classic_one(
         self, group_id: str, api_version: int
@@ -315,29 +294,16 @@ class GroupCoordinatorService:
         )
 
     async def consumer_group_describe(self, group_ids: list[str]) -> list[ConsumerGroupDescribeResponseDescribedGroup]:
-        """Each entry answered, a duplicate with its first occurrence's answer, within the answer
-        budget (``answer_budget``)."""
-        budget = AnswerBudget(self.max_answer_bytes)
-        answered: dict[str, tuple[int, ConsumerGroupDescribeResponseDescribedGroup]] = {}
-        out = []
-        for group_id in group_ids:
-            known = answered.get(group_id)
-            if known is None:
-                known = self._describe_consumer_one(group_id)
-                answered[group_id] = known
-            size, described = known
-            if not budget.admit(size):
-                out.append(
-                    ConsumerGroupDescribeResponseDescribedGroup(
-                        group_id=group_id,
-                        error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
-                        error_message=budget.refusal(group_id, size),
-                    )
-                )
-                continue
-            out.append(described)
-            await budget.pause()
-        return out
+        """Each entry answered, duplicates with one answer, within the answer budget (``answer_budget``)."""
+        return await answer_each(
+            group_ids,
+            str,
+            self._describe_consumer_one,
+            lambda g, why: ConsumerGroupDescribeResponseDescribedGroup(
+                group_id=g, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=why
+            ),
+            self.max_answer_bytes,
+        )
 
     def _describe_consumer_one(self, group_id: str) -> tuple[int, ConsumerGroupDescribeResponseDescribedGroup]:
         try:

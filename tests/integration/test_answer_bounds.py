@@ -99,6 +99,9 @@ def test_describe_naming_a_large_group_100_times_is_bounded(
         answer = await attacker.read_frame(timeout=60)
         assert len(answer) <= CAP
         after = rss_bytes(serve.proc.pid)
+        # Named once, the group fits and is described in full.
+        (once,) = (await attacker.call(69, 0, ConsumerGroupDescribeRequest(group_ids=["big"]))).groups
+        assert once.error_code == 0 and len(once.members) == MEMBERS
         # Without the bound: 100 copies of about 4 MB each, encoded and held at once.
         assert after - before < 150 * 1024 * 1024, (before, after)
         await attacker.close()
