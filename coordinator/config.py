@@ -15,6 +15,7 @@ from coordinator.groups.classic.config import ClassicGroupConfig
 from coordinator.groups.config import PROPERTY_NAMES as CONSUMER_PROPERTIES
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.offsets.config import OffsetsConfig
+from coordinator.service.answer_budget import DEFAULT_MAX_ANSWER_BYTES
 
 ENV_PREFIX = "GROUPCOORD_"
 
@@ -67,6 +68,10 @@ class GatewaySettings(BaseModel):
     tls_handshake_timeout_ms: int = Field(10_000, gt=0)
     max_group_request_elements: int = Field(10_000, gt=0)
     max_group_request_bytes: int = Field(2 * 1024 * 1024, gt=0)
+    # The most one group read request's answer may take (coordinator/service/answer_budget.py);
+    # entries beyond it are answered UNKNOWN_SERVER_ERROR. Not a listener setting: the service
+    # applies it while it builds the answer.
+    max_group_response_bytes: int = Field(DEFAULT_MAX_ANSWER_BYTES, ge=1024 * 1024)
     broker_listen_ports: dict[int, int] = Field(default_factory=dict)
     listener_tls: TlsSettings | None = None
     upstream_tls: TlsSettings | None = None
@@ -129,6 +134,12 @@ class Settings(BaseSettings):
     placement: PlacementSettings = Field(default_factory=PlacementSettings)
     metadata_refresh_interval_ms: int = Field(
         10_000, ge=100, description="How often topic metadata (creations, deletions, partitions) is read."
+    )
+    stuck_shard_warning_ms: int = Field(
+        10_000, ge=100, description="A write not read back from the log within this marks its shard stuck (WARNING)."
+    )
+    stuck_shard_reload_ms: int = Field(
+        60_000, ge=1000, description="A write not read back from the log within this reloads its shard."
     )
     log_level: str = Field("WARNING", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
     event_loop: str = Field(

@@ -338,7 +338,9 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         handlers,
         owner_id=settings.owner_id,
     )
-    service = GroupCoordinatorService(runtime, handlers)
+    runtime.stuck_warning_ms = settings.stuck_shard_warning_ms
+    runtime.stuck_reload_ms = settings.stuck_shard_reload_ms
+    service = GroupCoordinatorService(runtime, handlers, settings.gateway.max_group_response_bytes)
     metrics = ServeMetrics(
         lambda: runtime.shards.values(),
         client_config,
@@ -361,7 +363,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             advertised_host=settings.advertised_host,
             protected_topics=sorted(own_topics),
             protected_groups=sorted(own_groups),
-            **settings.gateway.model_dump(exclude={"authorization"}),
+            **settings.gateway.model_dump(exclude={"authorization", "max_group_response_bytes"}),
         ),
         MeteredHandler(
             SecuredHandler(CoordinatorApiHandler(service, metadata), metadata, authorizer, own_topics, own_groups)
@@ -449,12 +451,12 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             await asyncio.sleep(0.05)
         # Ready from here on while every owned shard is active (the listener is bound by now);
         # set before the "listening" line so whoever waits for that line sees the answer.
-        readiness.set_shards(shard_states({p: s.status.value for p, s in runtime.shards.items()}))
+        readiness.set_shards(shard_states(shard_statuses(runtime)))
         readiness.set_listening(True)
         print(f"listening on {host}:{gateway.port}", flush=True)
         while not stop.is_set():
             # The HTTP thread reads a copy, never the runtime's own dict.
-            readiness.set_shards(shard_states({p: s.status.value for p, s in runtime.shards.items()}))
+            readiness.set_shards(shard_states(shard_statuses(runtime)))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 0.2)
         return 0
@@ -475,6 +477,11 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             await acl_source.stop()
         if runtime_started:
             await runtime.close()
+
+
+def shard_statuses(runtime: CoordinatorRuntime[GroupCoordinatorState]) -> dict[int, str]:
+    """Each owned shard's status for readiness; an active shard whose writes are not read back is stuck."""
+    return {p: "stuck" if s.stuck else s.status.value for p, s in runtime.shards.items()}
 
 
 def service_ready(service: GroupCoordinatorService, metadata: MetadataCache) -> None:

@@ -15,7 +15,8 @@ from typing import Literal
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-ShardState = Literal["loading", "active", "failed"]
+# stuck: active, but a write has waited too long for its records to be read back (Shard.check_stuck).
+ShardState = Literal["loading", "active", "failed", "stuck"]
 
 
 class Readiness:
@@ -112,6 +113,8 @@ def shard_states(statuses: dict[int, str]) -> dict[int, ShardState]:
             mapped[shard] = "active"
         elif status == "failed":
             mapped[shard] = "failed"
+        elif status == "stuck":
+            mapped[shard] = "stuck"
         elif status in ("loading", "fenced"):
             mapped[shard] = "loading"
     return mapped

@@ -14,6 +14,7 @@ event-queue-size                           groupcoord_event_queue_size
 event-queue-time-ms                        groupcoord_event_queue_time_ms{quantile}, _max
 event-processing-time-ms                   groupcoord_event_processing_time_ms{quantile}, _max
 event-purgatory-time-ms                    groupcoord_event_purgatory_time_ms{quantile}, _max
+(none)                                     groupcoord_event_purgatory_oldest_ms{partition}, groupcoord_stuck_partitions
 batch-flush-time-ms                        groupcoord_batch_flush_time_ms{quantile}, _max
 group-count{protocol}                      groupcoord_group_count{protocol=classic|consumer}
 consumer-group-count{state}                groupcoord_consumer_group_count{state}
@@ -252,6 +253,9 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
     never over single offsets."""
     partitions: Tally[str] = Tally()
     queued = waiting = 0
+    # partition -> ms the oldest written answer of that shard has waited for its records to be read back
+    unreleased: dict[int, int] = {}
+    stuck = 0
     classic: Tally[str] = Tally()
     consumer: Tally[str] = Tally()
     offsets = 0
@@ -262,6 +266,9 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
         q, w = shard.backlog
         queued += q
         waiting += w
+        if shard.status in (ShardStatus.ACTIVE, ShardStatus.LOADING):
+            unreleased[shard.partition] = shard.unreleased_age_ms(shard.host.clock.now_ms())
+            stuck += shard.stuck
         if shard.status is not ShardStatus.ACTIVE:
             continue
         # Group states as ListGroups shows them: the live state holds a classic group's
@@ -289,6 +296,21 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
             "groupcoord_event_purgatory_size",
             "Written answers waiting for their records to be read back from the log.",
             value=waiting,
+        )
+    )
+    family = GaugeMetricFamily(
+        "groupcoord_event_purgatory_oldest_ms",
+        "How long the oldest written answer of each owned shard has waited for its records to be read back (ms).",
+        labels=["partition"],
+    )
+    for partition, age in sorted(unreleased.items()):
+        family.add_metric([str(partition)], age)
+    out.append(family)
+    out.append(
+        GaugeMetricFamily(
+            "groupcoord_stuck_partitions",
+            "Owned shards whose oldest written answer waited past stuck_shard_warning_ms.",
+            value=stuck,
         )
     )
     family = GaugeMetricFamily(

@@ -132,6 +132,30 @@ def commit_offsets(
     return Result(response, records)
 
 
+# Upper bounds of an answered topic's fixed fields (its uuid and framing; the name is counted)
+# and of a partition's fixed fields (index, offset, epoch, error, framing; the metadata is counted).
+_TOPIC_FIXED_BYTES = 32
+_PARTITION_FIXED_BYTES = 32
+_GROUP_FIXED_BYTES = 16
+
+
+def fetch_size(state: OffsetsState, request: OffsetFetchRequestGroup) -> int:
+    """An upper bound of the bytes ``fetch_offsets`` encodes for ``request``, from the committed
+    offsets alone, so that an answer too large to send is refused before it is built."""
+    committed = state.group_offsets(request.group_id)
+    size = _GROUP_FIXED_BYTES + len(request.group_id)
+    if request.topics is None:
+        for name, partitions in committed.items():
+            size += _TOPIC_FIXED_BYTES + len(name) + _PARTITION_FIXED_BYTES * len(partitions)
+            size += sum(len(v.metadata) for v in partitions.values())
+        return size
+    for t in request.topics:
+        partitions = committed.get(t.name, {})
+        size += _TOPIC_FIXED_BYTES + len(t.name) + _PARTITION_FIXED_BYTES * len(t.partition_indexes)
+        size += sum(len(v.metadata) for i in t.partition_indexes if (v := partitions.get(i)) is not None)
+    return size
+
+
 def fetch_offsets(state: OffsetsState, request: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
     """The committed offsets the group asks for (``topics=None``: all of them); each answered
     topic keeps the request's own name and id."""

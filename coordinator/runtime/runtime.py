@@ -31,6 +31,14 @@ log = logging.getLogger(__name__)
 S = TypeVar("S", bound=ShardState)
 
 
+# The stuck-shard watchdog (``Shard.check_stuck``): a write whose records are not read back within
+# the first marks its shard stuck (a WARNING, readiness and /metrics show it); within the second,
+# the shard reloads from the log. Reads back normally take milliseconds.
+STUCK_WARNING_MS = 10_000
+STUCK_RELOAD_MS = 60_000
+WATCHDOG_INTERVAL_S = 1.0
+
+
 def default_owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -73,6 +81,9 @@ class CoordinatorRuntime(Generic[S]):
         self.reload_guard: Callable[[int, str], bool] | None = None
         # Told what every shard does (metrics); set before shards load.
         self.observer = ShardObserver()
+        self.stuck_warning_ms = STUCK_WARNING_MS
+        self.stuck_reload_ms = STUCK_RELOAD_MS
+        self._watchdog: asyncio.TimerHandle | None = None
 
     async def start(self, partitions: Iterable[int] | None = None) -> None:
         """Create the log topic if needed, then begin loading the given shards (all by default)."""
@@ -90,6 +101,13 @@ class CoordinatorRuntime(Generic[S]):
         wanted = range(self.partitions) if partitions is None else partitions
         for p in wanted:
             self.load_shard(p)
+        self._watchdog = self.loop.call_later(WATCHDOG_INTERVAL_S, self._watch)
+
+    def _watch(self) -> None:
+        now = self.clock.now_ms()
+        for shard in list(self.shards.values()):
+            shard.check_stuck(now, self.stuck_warning_ms, self.stuck_reload_ms)
+        self._watchdog = self.loop.call_later(WATCHDOG_INTERVAL_S, self._watch)
 
     def _threadsafe(self, fn: Callable[..., None]) -> Callable[..., None]:
         loop = self.loop
@@ -173,6 +191,8 @@ class CoordinatorRuntime(Generic[S]):
         return [s.load_report for s in self.shards.values() if s.load_report is not None]
 
     async def close(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         for partition in list(self.shards):
             self.unload_shard(partition)
         await asyncio.to_thread(self.writer.close)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import itertools
 import logging
 import time
 from collections import deque
@@ -140,6 +141,11 @@ class AppendFailed(ShardNotAvailable):
         super().__init__(partition, ShardStatus.ACTIVE, detail)
 
 
+# Generations are unique in the process, not per shard object: a shard dropped on revocation and
+# created anew for the same partition (placement gave it back) would otherwise count from 1 again,
+# and the reader's callbacks for its predecessor, still queued on the loop, would pass for its own.
+_GENERATIONS = itertools.count(1)
+
 # Bytes a record carries beyond key, value and our headers once in a batch on the broker (record
 # and batch framing); kept as a margin so the size check errs on the side of refusing.
 _FRAMING_BYTES = 128
@@ -152,6 +158,7 @@ class _Pending:
     response: Any
     completions: list[tuple[Hashable, Any]] | None = None
     appended_at: float = 0.0  # perf_counter() at the append, for the purgatory-time metric
+    written_ms: int = 0  # the host clock at the append, for the stuck-shard watchdog
 
 
 @dataclass(slots=True)
@@ -196,11 +203,13 @@ class Shard(Generic[S]):
         # and whether a reload waits for them (see ``reload``).
         self._unreported = 0
         self._reload_when_drained = False
+        # Whether the watchdog warned that a written answer waits too long (``check_stuck``).
+        self.stuck = False
 
     # --- lifecycle -----------------------------------------------------------------------
 
     def load(self) -> None:
-        self.generation += 1
+        self.generation = next(_GENERATIONS)
         self.status = ShardStatus.LOADING
         self.error = None
         self._reload_when_drained = False
@@ -245,7 +254,7 @@ class Shard(Generic[S]):
 
     def _stop(self, status: ShardStatus, reason: str = "") -> None:
         """Stop serving: fail every waiting request with ``status``, drop timers, stop reading."""
-        self.generation += 1  # callbacks of the old generation are ignored from now on
+        self.generation = next(_GENERATIONS)  # callbacks of the old generation are ignored from now on
         self.status = status
         self.error = reason or None
         self._reload_when_drained = False
@@ -504,12 +513,17 @@ class Shard(Generic[S]):
                 self._parked[result.response.token] = fut
                 if result.completions:
                     self._pending.append(
-                        _Pending(self.next_offset - 1, None, None, result.completions, time.perf_counter())
+                        _Pending(self.next_offset - 1, None, None, result.completions, time.perf_counter(), now)
                     )
             else:
                 self._pending.append(
                     _Pending(
-                        self.next_offset - 1, fut, result.response, result.completions or None, time.perf_counter()
+                        self.next_offset - 1,
+                        fut,
+                        result.response,
+                        result.completions or None,
+                        time.perf_counter(),
+                        now,
                     )
                 )
         if out:
@@ -522,7 +536,8 @@ class Shard(Generic[S]):
         first_offset = self.next_offset
         out: list[LogRecord] = []
         self._stage(records, [encode(r) for r in records], out, atomic)
-        self._pending.append(_Pending(self.next_offset - 1, fut, response, None, time.perf_counter()))
+        now = self.host.clock.now_ms()
+        self._pending.append(_Pending(self.next_offset - 1, fut, response, None, time.perf_counter(), now))
         self._send(out, first_offset)
 
     def _stage(
@@ -601,6 +616,42 @@ class Shard(Generic[S]):
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
+
+    # --- stuck-shard watchdog ------------------------------------------------------------
+
+    def unreleased_age_ms(self, now_ms: int) -> int:
+        """How long the oldest written answer has waited for its records to be read back (0: none waits)."""
+        if not self._pending:
+            return 0
+        return max(0, now_ms - self._pending[0].written_ms)
+
+    def check_stuck(self, now_ms: int, warn_after_ms: int, reload_after_ms: int) -> int:
+        """Called periodically by the host: a write (or a load's own ShardEpoch) whose records are
+        not read back within ``warn_after_ms`` marks the shard stuck (one WARNING per episode,
+        readiness and metrics show it); past ``reload_after_ms`` the shard reloads from the log,
+        which fails what waits with a retriable error and reads the partition anew. Kafka's runtime fails a
+        write that does not complete in time and keeps serving; here every later answer of the
+        shard waits behind the oldest, so only a fresh read of the log can move them again."""
+        # A stopped shard waits for nothing; a load waits here for its own ShardEpoch.
+        age = self.unreleased_age_ms(now_ms)
+        if age < warn_after_ms:
+            self.stuck = False
+            return age
+        if not self.stuck:
+            self.stuck = True
+            log.warning(
+                "shard %d: a write has waited %d ms for its records to be read back from the log "
+                "(%d answers waiting, appended up to offset %d, read up to offset %d)",
+                self.partition,
+                age,
+                len(self._pending),
+                self.next_offset,
+                self.committed_offset,
+            )
+        if age >= reload_after_ms:
+            self.stuck = False
+            self.reload(f"a write waited {age} ms for its records to be read back from the log")
+        return age
 
     # --- checks --------------------------------------------------------------------------
 

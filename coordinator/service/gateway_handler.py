@@ -201,25 +201,33 @@ class CoordinatorApiHandler:
                         topics.append(t)  # offsets of a topic the cluster lacks are still answered by name
             wanted.append(replace(g, topics=topics))
         groups = await self.service.fetch_offsets(wanted)
+        out = []
         for group, missing in zip(groups, unknown, strict=True):
             if context.api_version >= FETCH_BY_TOPIC_ID_VERSION:
                 for answered in group.topics:
                     if answered.topic_id == ZERO_UUID:  # all-topics fetch: the log answered by name
                         answered.topic_id = await self.topics.uuid_of(answered.name) or ZERO_UUID
-            group.topics[:0] = [
-                wire_fetch.OffsetFetchResponseTopics(
-                    name=t.name,
-                    topic_id=t.topic_id,
-                    partitions=[
-                        wire_fetch.OffsetFetchResponsePartitions(
-                            partition_index=p, committed_offset=-1, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+            # A copy: entries asking the same are answered with one shared answer.
+            out.append(
+                replace(
+                    group,
+                    topics=[
+                        wire_fetch.OffsetFetchResponseTopics(
+                            name=t.name,
+                            topic_id=t.topic_id,
+                            partitions=[
+                                wire_fetch.OffsetFetchResponsePartitions(
+                                    partition_index=p, committed_offset=-1, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+                                )
+                                for p in t.partition_indexes
+                            ],
                         )
-                        for p in t.partition_indexes
-                    ],
+                        for t in missing
+                    ]
+                    + group.topics,
                 )
-                for t in missing
-            ]
-        return wire_fetch.OffsetFetchResponse(groups=list(groups))
+            )
+        return wire_fetch.OffsetFetchResponse(groups=out)
 
     # --- OffsetDelete / TxnOffsetCommit ------------------------------------------------------
 

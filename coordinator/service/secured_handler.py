@@ -21,9 +21,10 @@ sidecar's own groups (``protected_groups``: placement) are refused to every call
 an authorizer, as if no ACL allowed them.
 No group rule lives here: allowed requests go to the wrapped handler unchanged.
 
-Requests naming many groups (DescribeGroups, DeleteGroups, ConsumerGroupDescribe, OffsetFetch
-v8+) are passed on in chunks, yielding to the event loop between chunks, so one large request
-cannot hold up every other client.
+DeleteGroups naming many groups is passed on in chunks, yielding to the event loop between
+chunks, so one large request cannot hold up every other client. The reads naming many groups
+(DescribeGroups, ConsumerGroupDescribe, OffsetFetch v8+) are passed on whole: the wrapped handler
+bounds the whole answer and yields as it builds it (``coordinator.service.answer_budget``).
 """
 
 from __future__ import annotations
@@ -195,11 +196,18 @@ class SecuredHandler:
                 await asyncio.sleep(0)
         return answers
 
+    async def _whole(self, context: RequestContext, request: Message, out_field: str) -> list[Any]:
+        """Pass a read naming many groups on whole: its answer is bounded as one (in chunks, each
+        part would get a budget of its own, and mapping the answers back by group id below would
+        copy them to every entry naming the group)."""
+        response = await self.inner.handle(context, request)
+        return list(getattr(response, out_field))
+
     async def _describe_groups(self, context: RequestContext, request: wire_describe.DescribeGroupsRequest) -> Message:
         wanted = list(request.groups)
         allowed = [g for g in wanted if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g)]
         request.groups = allowed
-        described = await self._chunked(context, request, "groups", "groups") if allowed else []
+        described = await self._whole(context, request, "groups") if allowed else []
         by_id = {d.group_id: d for d in described}
         out = [
             by_id.get(g) or wire_describe.DescribeGroupsResponseDescribedGroup(group_id=g, error_code=GROUP_DENIED)
@@ -213,7 +221,7 @@ class SecuredHandler:
         wanted = list(request.group_ids)
         allowed = [g for g in wanted if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g)]
         request.group_ids = allowed
-        described = await self._chunked(context, request, "group_ids", "groups") if allowed else []
+        described = await self._whole(context, request, "groups") if allowed else []
         by_id = {d.group_id: d for d in described}
         out = [
             by_id.get(g)
@@ -330,7 +338,7 @@ class SecuredHandler:
         groups = list(request.groups)
         allowed = [g for g in groups if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g.group_id)]
         request.groups = allowed
-        answered = await self._chunked(context, request, "groups", "groups") if allowed else []
+        answered = await self._whole(context, request, "groups") if allowed else []
         by_id = {g.group_id: g for g in answered}
         out = []
         for g in groups:

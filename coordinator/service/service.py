@@ -10,8 +10,8 @@ import asyncio
 import functools
 import itertools
 from collections import defaultdict
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Callable, Hashable, Iterable
+from typing import TypeVar
 
 from coordinator.errors import ErrorCode
 from coordinator.group_shard import (
@@ -24,8 +24,10 @@ from coordinator.group_shard import (
     offset_fetch_error,
 )
 from coordinator.groups import group_config
+from coordinator.groups.classic.describe import describe_size as classic_describe_size
 from coordinator.groups.classic.requests import join_error
 from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.consumer.describe import describe_size as consumer_describe_size
 from coordinator.groups.context import RequestContext
 from coordinator.groups.topics import TopicsImage
 from coordinator.messages.consumer_group_describe import (
@@ -41,10 +43,11 @@ from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommit
 from coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchResponseGroup
 from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
-from coordinator.offsets.handlers import commit_response, fetch_offsets
+from coordinator.offsets.handlers import commit_response, fetch_offsets, fetch_size
 from coordinator.runtime.api import Result
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.shard import AppendFailed, Shard, ShardNotAvailable, ShardStatus
+from coordinator.service.answer_budget import DEFAULT_MAX_ANSWER_BYTES, answer_each, first_occurrences
 from coordinator.service.partitioning import partition_for
 
 T = TypeVar("T")
@@ -85,13 +88,27 @@ def _describe_consumer(
     return describe_consumer_groups(state, ids, image, config)
 
 
+def _fetch_key(group: OffsetFetchRequestGroup) -> Hashable:
+    """Two OffsetFetch entries with this key get the same answer."""
+    if group.topics is None:
+        return (group.group_id, None)
+    return (group.group_id, tuple((t.name, t.topic_id, tuple(t.partition_indexes)) for t in group.topics))
+
+
 Op = Callable[[GroupCoordinatorState, int], Result[T]]
 
 
 class GroupCoordinatorService:
-    def __init__(self, runtime: CoordinatorRuntime[GroupCoordinatorState], handlers: GroupCoordinatorShard) -> None:
+    def __init__(
+        self,
+        runtime: CoordinatorRuntime[GroupCoordinatorState],
+        handlers: GroupCoordinatorShard,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
+    ) -> None:
         self.runtime = runtime
         self.handlers = handlers
+        # The most one group read request's answer may take (see ``answer_budget``).
+        self.max_answer_bytes = max_answer_bytes
         # Parked requests are answered by token; tokens only need to be unique in this process.
         self._tokens = itertools.count()
 
@@ -127,20 +144,30 @@ class GroupCoordinatorService:
         )
 
     async def fetch_offsets(self, groups: list[OffsetFetchRequestGroup]) -> list[OffsetFetchResponseGroup]:
-        """Reads see only committed offsets (the shard's committed state)."""
-        out = []
-        for group in groups:
-            try:
-                committed = self.shard_for(group.group_id).read(lambda state: state)
-            except ShardNotAvailable as exc:
-                out.append(OffsetFetchResponseGroup(group_id=group.group_id, error_code=error_for(exc)))
-                continue
-            error = offset_fetch_error(committed, group)
-            if error != ErrorCode.NONE:
-                out.append(OffsetFetchResponseGroup(group_id=group.group_id, error_code=error))
-                continue
-            out.append(fetch_offsets(committed.offsets, group))
-        return out
+        """Reads see only committed offsets (the shard's committed state). Identical entries are
+        answered once, within the answer budget (``answer_budget``)."""
+        return await answer_each(
+            groups,
+            _fetch_key,
+            self._fetch_one,
+            lambda g, _: OffsetFetchResponseGroup(group_id=g.group_id, error_code=ErrorCode.UNKNOWN_SERVER_ERROR),
+            self.max_answer_bytes,
+        )
+
+    def _fetch_one(self, group: OffsetFetchRequestGroup) -> tuple[int, OffsetFetchResponseGroup]:
+        """(upper bound of its size, the answer) of one OffsetFetch entry; a group too large for
+        any answer is not built (its size alone says it will be refused)."""
+        try:
+            committed = self.shard_for(group.group_id).read(lambda state: state)
+        except ShardNotAvailable as exc:
+            return 0, OffsetFetchResponseGroup(group_id=group.group_id, error_code=error_for(exc))
+        error = offset_fetch_error(committed, group)
+        if error != ErrorCode.NONE:
+            return 0, OffsetFetchResponseGroup(group_id=group.group_id, error_code=error)
+        size = fetch_size(committed.offsets, group)
+        if size > self.max_answer_bytes:
+            return size, OffsetFetchResponseGroup(group_id=group.group_id, error_code=ErrorCode.UNKNOWN_SERVER_ERROR)
+        return size, fetch_offsets(committed.offsets, group)
 
     async def delete_offsets(self, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
         return await self._write(
@@ -169,7 +196,9 @@ class GroupCoordinatorService:
             except ShardNotAvailable as exc:
                 return [(g, int(error_for(exc))) for g in ids]
 
-        answers = await asyncio.gather(*(one_shard(p, ids) for p, ids in self._by_shard(group_ids).items()))
+        # A group named twice is deleted once; both entries get its result.
+        distinct = first_occurrences(group_ids)
+        answers = await asyncio.gather(*(one_shard(p, ids) for p, ids in self._by_shard(distinct).items()))
         by_group = {g: code for answer in answers for g, code in answer}
         return [(g, by_group[g]) for g in group_ids]
 
@@ -189,16 +218,33 @@ class GroupCoordinatorService:
     async def describe_groups(
         self, group_ids: list[str], api_version: int
     ) -> list[DescribeGroupsResponseDescribedGroup]:
-        out: dict[str, DescribeGroupsResponseDescribedGroup] = {}
-        for partition, ids in self._by_shard(group_ids).items():
-            try:
-                described = self.runtime.shard(partition).read_live(
-                    functools.partial(describe_classic_groups, group_ids=ids, api_version=api_version)
-                )
-            except ShardNotAvailable as exc:
-                described = [DescribeGroupsResponseDescribedGroup(group_id=g, error_code=error_for(exc)) for g in ids]
-            out.update((d.group_id, d) for d in described)
-        return [out[g] for g in group_ids]
+        """Each entry answered, duplicates with one answer, within the answer budget
+        (``answer_budget``); read from the live state (a rebalance in progress is never written
+        to the log)."""
+        return await answer_each(
+            group_ids,
+            str,
+            lambda g: self._describe_classic_one(g, api_version),
+            lambda g, why: DescribeGroupsResponseDescribedGroup(
+                group_id=g, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=why
+            ),
+            self.max_answer_bytes,
+        )
+
+    def _describe_classic_one(
+        self, group_id: str, api_version: int
+    ) -> tuple[int, DescribeGroupsResponseDescribedGroup]:
+        try:
+            shard = self.shard_for(group_id)
+            size = shard.read_live(lambda live: classic_describe_size(live.classic, group_id))
+            if size > self.max_answer_bytes:
+                return size, DescribeGroupsResponseDescribedGroup(group_id=group_id)  # refused by its size
+            (described,) = shard.read_live(
+                functools.partial(describe_classic_groups, group_ids=[group_id], api_version=api_version)
+            )
+            return size, described
+        except ShardNotAvailable as exc:
+            return 0, DescribeGroupsResponseDescribedGroup(group_id=group_id, error_code=error_for(exc))
 
     # --- classic protocol --------------------------------------------------------------------
 
@@ -248,20 +294,28 @@ class GroupCoordinatorService:
         )
 
     async def consumer_group_describe(self, group_ids: list[str]) -> list[ConsumerGroupDescribeResponseDescribedGroup]:
-        out: dict[str, Any] = {}
-        image = self.handlers.metadata()
-        config = self.handlers.consumer_config
-        for partition, ids in self._by_shard(group_ids).items():
-            try:
-                response = self.runtime.shard(partition).read(
-                    functools.partial(_describe_consumer, ids=ids, image=image, config=config)
-                )
-                out.update((d.group_id, d) for d in response.groups)
-            except ShardNotAvailable as exc:
-                out.update(
-                    (g, ConsumerGroupDescribeResponseDescribedGroup(error_code=error_for(exc), group_id=g)) for g in ids
-                )
-        return [out[g] for g in group_ids]
+        """Each entry answered, duplicates with one answer, within the answer budget (``answer_budget``)."""
+        return await answer_each(
+            group_ids,
+            str,
+            self._describe_consumer_one,
+            lambda g, why: ConsumerGroupDescribeResponseDescribedGroup(
+                group_id=g, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=why
+            ),
+            self.max_answer_bytes,
+        )
+
+    def _describe_consumer_one(self, group_id: str) -> tuple[int, ConsumerGroupDescribeResponseDescribedGroup]:
+        try:
+            shard = self.shard_for(group_id)
+            size = shard.read(lambda state: consumer_describe_size(state.consumer, group_id))
+            if size > self.max_answer_bytes:
+                return size, ConsumerGroupDescribeResponseDescribedGroup(group_id=group_id)  # refused by its size
+            image, config = self.handlers.metadata(), self.handlers.consumer_config
+            response = shard.read(functools.partial(_describe_consumer, ids=[group_id], image=image, config=config))
+            return size, response.groups[0]
+        except ShardNotAvailable as exc:
+            return 0, ConsumerGroupDescribeResponseDescribedGroup(error_code=error_for(exc), group_id=group_id)
 
     # --- group configs -----------------------------------------------------------------------
 

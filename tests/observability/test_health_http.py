@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.config import ConfigError, load_settings
-from coordinator.observability.http import HealthServer, Readiness
+from coordinator.observability.http import HealthServer, Readiness, shard_states
 from deploy.local_broker import free_port
 from tests.integration.serve_process import ServeProcess
 
@@ -40,6 +40,10 @@ def test_healthz_and_readyz_follow_listeners_and_shard_load() -> None:
             200,
             {"ready": True, "listening": True, "shards": {"1": "active", "3": "active"}},
         )
+        # A shard whose writes are not read back (see Shard.check_stuck) makes the process not ready.
+        readiness.set_shards(shard_states({3: "stuck", 1: "active"}))
+        status, body = _get(base + "/readyz")
+        assert status == 503 and body["shards"] == {"1": "active", "3": "stuck"}
         assert _get(base + "/nope")[0] == 404
     finally:
         server.close()

@@ -166,3 +166,19 @@ def test_metrics_endpoint_serves_the_registry() -> None:
         assert {"groupcoord_offset_commits", "groupcoord_event_purgatory_time_ms", "process_cpu_seconds"} <= names
     finally:
         server.close()
+
+
+def test_a_shard_whose_writes_are_not_read_back_shows_in_the_gauges() -> None:
+    world = World()
+    shard = world.loaded(0)
+    got = samples(shard_families([shard]))
+    assert got[("groupcoord_event_purgatory_oldest_ms", (("partition", "0"),))] == 0
+    assert got[("groupcoord_stuck_partitions", ())] == 0
+    world.host.wedge(0)
+    shard.submit(write(commit("g", "t", 0, 5)))
+    world.run(100)
+    world.loop.clock.advance(2000)
+    shard.check_stuck(world.loop.clock.now_ms(), 1000, 60_000)
+    got = samples(shard_families([shard]))
+    assert got[("groupcoord_event_purgatory_oldest_ms", (("partition", "0"),))] >= 2000
+    assert got[("groupcoord_stuck_partitions", ())] == 1

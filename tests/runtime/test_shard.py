@@ -222,3 +222,62 @@ def test_a_load_the_reader_could_not_replay_fails_the_shard_and_a_stale_report_i
     assert shard.status is ShardStatus.LOADING
     shard.on_load_failed(shard.generation, "replay failed at offset 3: RuntimeError('boom')")
     assert shard.status is ShardStatus.FAILED and shard.error == "replay failed at offset 3: RuntimeError('boom')"
+
+
+def elapse(world: World, ms: int) -> None:
+    """Run the simulation for ``ms``, the clock reaching the end even when nothing happens."""
+    end = world.loop.clock.now_ms() + ms
+    world.run(ms)
+    world.loop.clock.advance(max(0, end - world.loop.clock.now_ms()))
+
+
+def test_a_shard_whose_writes_are_not_read_back_warns_once_then_reloads_and_serves_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Review S4: a shard appended its records but never released an answer, silently.
+    world = World()
+    shard = world.loaded()
+    world.hosts[0].wedge(0)
+    waiting = shard.submit(write(commit(0, 5)))
+    world.run(100)
+    assert not waiting.done() and shard.unreleased_age_ms(world.loop.clock.now_ms()) > 0
+    now = world.loop.clock.now_ms()
+    assert shard.check_stuck(now, 1000, 5000) < 1000 and not shard.stuck
+    elapse(world, 1500)
+    with caplog.at_level("WARNING", logger="coordinator.runtime.shard"):
+        age = shard.check_stuck(world.loop.clock.now_ms(), 1000, 5000)
+        shard.check_stuck(world.loop.clock.now_ms(), 1000, 5000)
+    assert age >= 1000 and shard.stuck and shard.status is ShardStatus.ACTIVE
+    assert len([r for r in caplog.records if "waited" in r.getMessage()]) == 1  # once per episode
+    elapse(world, 4000)
+    shard.check_stuck(world.loop.clock.now_ms(), 1000, 5000)
+    # Reloaded: what waited is failed with a retriable error, and the shard serves again.
+    assert isinstance(waiting.exception(), ShardNotAvailable) and not shard.stuck
+    world.run()
+    assert shard.status is ShardStatus.ACTIVE and offsets(shard.committed) == {0: 5}
+    after = shard.submit(write(commit(1, 6)))
+    world.run()
+    assert after.result() == "ok" and shard.unreleased_age_ms(world.loop.clock.now_ms()) == 0
+
+
+def test_a_shard_created_anew_for_its_partition_ignores_its_predecessors_reader_callbacks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    world = World()
+    first = world.loaded()
+    first.submit(write(commit(0, 1)))
+    world.run()
+    stale = first.generation
+    first.close()
+    # Placement gave the partition back: the runtime makes a new shard object for it.
+    del world.hosts[0].shards[0]
+    second = world.shard()
+    assert second is not first
+    second.load()
+    # The reader's last report for the first shard, still queued on the loop when the second loads.
+    with caplog.at_level("WARNING", logger="coordinator.runtime.shard"):
+        second.on_end(stale, 10_000)
+        world.run()
+    assert not [r for r in caplog.records if "reloading" in r.getMessage()]
+    assert second.status is ShardStatus.ACTIVE and offsets(second.committed) == {0: 1}
+    assert second.next_offset == world.log.end[0]

@@ -14,6 +14,11 @@ from coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from coordinator.messages.delete_groups import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DeleteGroupsResponseDeletableGroupResult,
+)
 from coordinator.messages.describe_groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
@@ -29,6 +34,11 @@ class CountingInner:
         self.chunks: list[int] = []
 
     async def handle(self, context: RequestContext, request: Message) -> Message:
+        if isinstance(request, DeleteGroupsRequest):
+            self.chunks.append(len(request.groups_names))
+            return DeleteGroupsResponse(
+                results=[DeleteGroupsResponseDeletableGroupResult(group_id=g) for g in request.groups_names]
+            )
         assert isinstance(request, DescribeGroupsRequest)
         self.chunks.append(len(request.groups))
         return DescribeGroupsResponse(
@@ -47,10 +57,10 @@ class NoTopics:
         return None
 
 
-def test_large_describe_is_chunked_and_yields_to_other_clients() -> None:
+def test_large_delete_is_chunked_and_yields_to_other_clients() -> None:
     inner = CountingInner()
     handler = SecuredHandler(inner, NoTopics())
-    context = RequestContext(RequestHeader(15, 5, 1, "c"), "127.0.0.1", 1, 2)
+    context = RequestContext(RequestHeader(42, 2, 1, "c"), "127.0.0.1", 1, 2)
     groups = [f"g{i}" for i in range(CHUNK * 4 + 7)]
     ticks: list[int] = []
 
@@ -62,16 +72,29 @@ def test_large_describe_is_chunked_and_yields_to_other_clients() -> None:
     async def main() -> Message:
         bystander = asyncio.create_task(other_client())
         try:
-            return await handler.handle(context, DescribeGroupsRequest(groups=list(groups)))
+            return await handler.handle(context, DeleteGroupsRequest(groups_names=list(groups)))
         finally:
             bystander.cancel()
 
     answer = asyncio.run(main())
-    assert isinstance(answer, DescribeGroupsResponse)
-    assert [g.group_id for g in answer.groups] == groups
+    assert isinstance(answer, DeleteGroupsResponse)
+    assert [r.group_id for r in answer.results] == groups
     assert inner.chunks == [CHUNK] * 4 + [7]
     # The other task ran between chunks, not only before or after the whole request.
     assert len(set(ticks) & {1, 2, 3, 4}) >= 3
+
+
+def test_a_large_describe_goes_on_whole_so_that_its_answer_is_bounded_as_one() -> None:
+    # The wrapped handler charges every copy of a group against one budget for the request
+    # (coordinator/service/answer_budget.py); chunks would each get a budget of their own.
+    inner = CountingInner()
+    handler = SecuredHandler(inner, NoTopics())
+    context = RequestContext(RequestHeader(15, 5, 1, "c"), "127.0.0.1", 1, 2)
+    groups = [f"g{i % 7}" for i in range(CHUNK * 4 + 7)]
+    answer = asyncio.run(handler.handle(context, DescribeGroupsRequest(groups=list(groups))))
+    assert isinstance(answer, DescribeGroupsResponse)
+    assert [g.group_id for g in answer.groups] == groups
+    assert inner.chunks == [len(groups)]
 
 
 def _produce(version: int, topics: list[str]) -> bytes:

@@ -257,6 +257,7 @@ class SimHost:
         self.shards: dict[int, Shard[Any]] = {}
         self.stalled = False
         self._readers: dict[int, list[int]] = {}  # partition -> [generation, next offset, scheduled]
+        self._wedged: dict[int, int] = {}  # partition -> the reader generation that delivers nothing
         self._write_at = 0  # one producer: appends land in the order they were made
         self._poisoned: set[int] = set()  # partitions whose writer failed (gapless guarantee)
         log.listeners.append(self._wake)
@@ -328,6 +329,13 @@ class SimHost:
     def stall(self) -> None:
         self.stalled = True
 
+    def wedge(self, partition: int) -> None:
+        """The reader of ``partition`` stops delivering for its current assignment only (as a
+        client's fetch state can wedge); assigning the partition anew (a reload) reads again."""
+        reader = self._readers.get(partition)
+        if reader is not None:
+            self._wedged[partition] = reader[0]
+
     def resume(self) -> None:
         self.stalled = False
         for partition in self._readers:
@@ -348,7 +356,7 @@ class SimHost:
         if reader is None or reader[0] != generation:
             return
         reader[2] = 0
-        if self.stalled:
+        if self.stalled or self._wedged.get(partition) == generation:
             return
         shard = self.shards.get(partition)
         if shard is None:

@@ -42,6 +42,27 @@ def describe_group(group: ClassicGroup) -> DescribedGroup:
     )
 
 
+# Upper bounds of a described member's and group's fixed fields and framing (DescribeGroups).
+_MEMBER_FIXED_BYTES = 32
+_GROUP_FIXED_BYTES = 128
+
+
+def describe_size(state: ClassicGroupsState, group_id: str) -> int:
+    """An upper bound of the bytes ``describe_groups`` encodes for ``group_id``, from the group's
+    state alone, so that an answer too large to send is refused before it is built. Counts every
+    protocol's metadata of a member, of which the answer carries one."""
+    group = state.groups.get(group_id)
+    size = _GROUP_FIXED_BYTES + len(group_id)
+    if group is None:
+        return size
+    size += len(group.protocol_type or "") + len(group.protocol_name or "")
+    for m in group.members.values():
+        size += _MEMBER_FIXED_BYTES + len(m.member_id) + len(m.group_instance_id or "")
+        size += len(m.client_id) + len(m.client_host) + len(m.assignment)
+        size += sum(len(p.metadata) for p in m.supported_protocols)
+    return size
+
+
 def describe_groups(state: ClassicGroupsState, group_ids: Iterable[str], api_version: int = 6) -> list[DescribedGroup]:
     """One entry per id; an unknown id is described as Dead (v0-5) or GROUP_ID_NOT_FOUND (v6+)."""
     out = []

@@ -80,6 +80,32 @@ def consumer_group_describe(
     return response
 
 
+# Upper bounds of the encoded ConsumerGroupDescribe parts that do not depend on strings: a
+# member's fixed fields and framing, a described topic (uuid, a name of at most 249 bytes, its
+# framing), a partition index; and a group's fixed fields (state, epochs, assignor name).
+_MEMBER_FIXED_BYTES = 64
+_TOPIC_BYTES = 16 + 256 + 8
+_PARTITION_BYTES = 4
+_GROUP_FIXED_BYTES = 128
+
+
+def describe_size(state: ConsumerGroupsState, group_id: str) -> int:
+    """An upper bound of the bytes ``consumer_group_describe`` encodes for ``group_id``, from the
+    group's state alone (members x their strings and assignments), so that an answer too large
+    to send is refused before it is built."""
+    group = state.group(group_id)
+    size = _GROUP_FIXED_BYTES + len(group_id)
+    if group is None:
+        return size
+    for mid, m in group.members.items():
+        size += _MEMBER_FIXED_BYTES + len(mid) + len(m.instance_id or "") + len(m.rack_id or "")
+        size += len(m.client_id) + len(m.client_host) + len(m.subscribed_topic_regex or "")
+        size += sum(len(t) + 2 for t in m.subscribed_topic_names)
+        for partitions in (m.assigned, group.target.get(mid, {})):
+            size += sum(_TOPIC_BYTES + _PARTITION_BYTES * len(ps) for ps in partitions.values())
+    return size
+
+
 def list_group_states(state: ConsumerGroupsState, states_filter: Iterable[str] | None = None) -> list[tuple[str, str]]:
     """(group id, state) for ListGroups; ``states_filter`` matches Kafka's case-insensitive state names."""
     wanted = {s.lower() for s in states_filter} if states_filter else None
