@@ -21,7 +21,7 @@ from cli.drill import drill
 from cli.log import log_app
 from cli.migrate import migrate_app
 from cli.pipeline import pipeline_app
-from coordinator.config import ConfigError, Settings, load_settings
+from coordinator.config import ConfigError, load_settings
 from deploy.local_broker import BrokerStartError, LocalBroker, parse_hostport
 
 
@@ -182,7 +182,8 @@ def serve(
             err.print(said, highlight=False)
         else:  # every stderr line of serve is JSON
             logging.getLogger("coordinator.server").warning(said)
-        settings = Settings(**{**settings.model_dump(), "bootstrap_servers": embedded.bootstrap})
+        # A copy keeps which settings were given explicitly (serve treats those more strictly).
+        settings = settings.model_copy(update={"bootstrap_servers": embedded.bootstrap})
     try:
         code = run(settings, err)
     finally:

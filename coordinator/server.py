@@ -375,7 +375,11 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
     try:
         health = HealthServer(settings.metrics_listen, readiness, REGISTRY) if settings.metrics_listen else None
     except OSError as exc:
-        # Not fatal: several processes on one host (drills, tests) share the default address;
+        if "metrics_listen" in settings.model_fields_set:
+            # Asked for by name: probes and scrapes would silently miss a process that went on.
+            say.error(f"cannot listen on metrics_listen {settings.metrics_listen}: {exc.strerror}")
+            return 1
+        # The default address only: several processes on one host (drills, tests) share it, and
         # coordination must not depend on the health endpoint.
         log.warning("health endpoint off: cannot listen on %s: %s", settings.metrics_listen, exc.strerror)
     # Nothing is claimed before the process can serve: listen first, then reach the cluster,
