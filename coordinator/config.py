@@ -134,7 +134,11 @@ class Settings(BaseSettings):
     event_loop: str = Field(
         "auto", pattern="^(auto|uvloop|asyncio)$", description="uvloop when installed (auto), or asyncio's own loop."
     )
-    log_format: str = Field("json", pattern="^(json|text)$", description="json: one JSON object a line.")
+    log_format: str = Field(
+        "json",
+        pattern="^(json|text)$",
+        description="json: one JSON object a line; unset: text when stderr is a terminal, else json.",
+    )
     metrics_listen: str = Field(
         "127.0.0.1:9095", description='HOST:PORT of the HTTP health/metrics endpoint; "" or "off" disables it.'
     )

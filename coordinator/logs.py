@@ -1,5 +1,8 @@
 """Logging: one JSON object per line on stderr, librdkafka's own lines included, rate-limited.
 
+- Unless ``log_format`` is set, ``serve`` logs plain text when stderr is a terminal and JSON
+  otherwise (:func:`default_format`).
+
 - The formatter is python-json-logger's (the maintained JSON formatter for stdlib ``logging``):
   every line has ``ts`` (ISO 8601, UTC), ``level``, ``logger`` and ``msg``, plus any ``extra``
   fields of the call. ``log_format = "text"`` gives plain lines for a human at a terminal.
@@ -138,6 +141,19 @@ class _Pollable(Protocol):
 def drain(client: _Pollable) -> None:
     """Hand over the log lines a client has queued (its only way out; see the module docstring)."""
     client.poll(0)
+
+
+class _Stream(Protocol):
+    def isatty(self) -> bool: ...
+
+
+def default_format(stream: _Stream) -> str:
+    """The log format when none is configured: plain text for a person at a terminal, JSON (one
+    object a line, for a log collector) everywhere else (a pipe, a file, systemd, a container)."""
+    try:
+        return "text" if stream.isatty() else "json"
+    except ValueError:  # a closed stream
+        return "json"
 
 
 def configure(level: str, fmt: str = "json") -> None:
