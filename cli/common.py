@@ -5,15 +5,12 @@
 - librdkafka's own log lines never reach the terminal: every client gets a Python ``logger``
   that keeps only the last line, which is used to say *why* a broker could not be reached.
 - Errors are one line on stderr and a non-zero exit code; Kafka error codes become words.
-- Tables are printed at their natural width when stdout is not a terminal, so nothing piped
-  is cut at 80 columns.
+- Results are printed by ``cli.output`` (``--format text|wide|json|yaml``).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,11 +21,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-# Far wider than any table: rich then renders each table at its natural width, never wrapped.
-_PIPE_WIDTH = 100_000
-out = Console(width=None if sys.stdout.isatty() else _PIPE_WIDTH, soft_wrap=not sys.stdout.isatty())
 err = Console(stderr=True, soft_wrap=True)
 
 Bootstrap = Annotated[
@@ -42,7 +35,6 @@ CommandConfig = Annotated[
     ),
 ]
 Timeout = Annotated[float, typer.Option("--timeout", help="Seconds to wait for the cluster.", min=0.1)]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 DEFAULT_TIMEOUT = 10.0
 
 
@@ -192,26 +184,6 @@ def describe_error(error: Any) -> str:
         text = error.str()
         return text.split(": ", 1)[-1] if text.startswith(("Broker: ", "Local: ")) else text
     return str(error)
-
-
-# --- output ---------------------------------------------------------------------------------
-
-
-def emit_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, default=str))
-
-
-def table(title: str | None, columns: list[str], rows: list[dict[str, Any]]) -> Table:
-    t = Table(title=title, title_justify="left")
-    for column in columns:
-        t.add_column(column.upper(), overflow="fold", no_wrap=not sys.stdout.isatty())
-    for row in rows:
-        t.add_row(*("-" if row.get(c) is None else str(row.get(c)) for c in columns))
-    return t
-
-
-def print_table(title: str | None, columns: list[str], rows: list[dict[str, Any]]) -> None:
-    out.print(table(title, columns, rows))
 
 
 # --- partitions and watermarks -----------------------------------------------------------------

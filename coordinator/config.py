@@ -17,6 +17,14 @@ from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.offsets.config import OffsetsConfig
 
 ENV_PREFIX = "GROUPCOORD_"
+# The sidecar's own consumer groups on the backing cluster: placement's, and its directory's
+# (placement.group_id's default is this prefix and the log topic's name).
+PLACEMENT_GROUP_PREFIX = "groupcoord-placement-"
+
+
+def is_internal_group(group: str) -> bool:
+    """A group the sidecar itself runs on the backing cluster (not an application's)."""
+    return group.startswith(PLACEMENT_GROUP_PREFIX)
 
 
 class ConfigError(ValueError):

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from coordinator import logs
-from coordinator.config import PlacementSettings, Settings
+from coordinator.config import PLACEMENT_GROUP_PREFIX, PlacementSettings, Settings
 from coordinator.errors import ErrorCode
 from coordinator.gateway.apis import ApiKey
 from coordinator.gateway.cluster import ClusterUnavailable
@@ -232,7 +232,7 @@ def placement_config(settings: Settings, host: str, port: int, mode: PlacementMo
     instance_id = p.instance_id or derived_instance_id(host, port) if mode.static_membership else None
     return PlacementConfig(
         log_topic=settings.log_topic,
-        group_id=p.group_id or f"groupcoord-placement-{settings.log_topic}",
+        group_id=p.group_id or f"{PLACEMENT_GROUP_PREFIX}{settings.log_topic}",
         directory_topic=p.directory_topic or f"{settings.log_topic}-directory",
         instance_id=instance_id,
         session_timeout_ms=p.session_timeout_ms,
