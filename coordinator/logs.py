@@ -32,6 +32,8 @@ from typing import Any, Protocol
 
 from pythonjsonlogger.json import JsonFormatter
 
+from coordinator.kafka_words import LastLine
+
 RDKAFKA_LOGGER = "librdkafka"
 _RDKAFKA_TEMPLATE = "%s [%s] %s"  # how confluent-kafka hands a line to its logger
 
@@ -118,6 +120,8 @@ def _is_deliberate_confwarn(record: logging.LogRecord) -> bool:
 
 rate_limit = RateLimit()
 _null = logging.NullHandler()
+# librdkafka's last line, kept to say why the cluster could not be reached (as the CLI does).
+last_line = LastLine()
 
 
 def rdkafka_logger() -> logging.Logger:
@@ -126,6 +130,8 @@ def rdkafka_logger() -> logging.Logger:
         logger.addFilter(rate_limit)
     if _null not in logger.handlers:
         logger.addHandler(_null)
+    if last_line not in logger.handlers:
+        logger.addHandler(last_line)
     return logger
 
 

@@ -26,6 +26,7 @@ from coordinator.gateway.event_loop import loop_factory
 from coordinator.gateway.handler import CoordinatorAddress
 from coordinator.gateway.server import GatewayServer
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from coordinator.kafka_words import describe_error
 from coordinator.observability.gateway import MeteredHandler
 from coordinator.observability.http import HealthServer, Readiness, shard_states
 from coordinator.observability.registry import REGISTRY
@@ -406,7 +407,9 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             runtime_started = True
             await metadata.refresh()
         except KafkaException as exc:
-            say.error(f"cannot reach the cluster or create the log topic: {exc}")
+            # In the CLI's words: "cannot reach HOST:PORT ...: no connection (Connection refused)".
+            why = f"{describe_error(exc.args[0] if exc.args else exc)}{logs.last_line.reason()}"
+            say.error(f"cannot reach {settings.bootstrap_servers} or create the log topic {settings.log_topic}: {why}")
             return 1
         await _protect_ids(gateway, metadata, own_topics)
         if acl_source is not None:
