@@ -20,7 +20,6 @@ not checked against the final offsets).
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -44,6 +43,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from cli.common import quiet_rdkafka_logger
+from cli.output import print_document
 from deploy.local_broker import BrokerStartError, LocalBroker, die_with_parent, free_port
 
 DATA_PARTITIONS = 6
@@ -542,8 +542,11 @@ def drill(
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+    problems = violations(result)
     if as_json:
-        print(json.dumps(result, indent=2), flush=True)
+        # The CLI's one shape: the faults are the items, the measures fields beside them.
+        fields = {k: v for k, v in result.items() if k != "kills"}
+        print_document(result["kills"], [{"error": p} for p in problems], **fields)
     else:
         _report(result, Console())
     if received:
@@ -555,7 +558,6 @@ def drill(
             soft_wrap=True,
         )
         raise typer.Exit(128 + received[0])
-    problems = violations(result)
     for problem in problems:
         console.print(f"violation: {problem}", highlight=False)
     raise typer.Exit(1 if problems else 0)

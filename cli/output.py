@@ -98,6 +98,14 @@ def _plain_value(value: Any) -> Any:
     return str(value)
 
 
+def print_document(
+    rows: Sequence[dict[str, Any]], errors: Sequence[dict[str, Any]] = (), fmt: Format = Format.json, **fields: Any
+) -> None:
+    """The JSON (or YAML) shape of every command for rows whose keys are already final."""
+    document = {"items": list(rows), "errors": list(errors), **{key(k): v for k, v in fields.items()}}
+    print(structured(fmt, _plain_value(document)), flush=True)
+
+
 @dataclass(frozen=True)
 class Output:
     format: Format
@@ -130,8 +138,7 @@ class Output:
         every = [*columns, *wide_columns]
         if self.is_structured:
             items = [{key(c): row.get(c) for c in every if c in row} for row in rows]
-            document = {"items": items, "errors": list(errors), **{key(k): v for k, v in fields.items()}}
-            print(structured(self.format, _plain_value(document)))
+            print_document(items, errors, self.format, **fields)
             return
         if errors and not rows:
             return  # the error lines say it all: no empty table

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import json
 import logging
 import os
 from collections import defaultdict
@@ -21,6 +20,8 @@ import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from cli.output import print_document
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -37,7 +38,7 @@ Master = Annotated[
     str | None, typer.Option("--master", help="Spark master (default local[*]; spark-submit's when run under it).")
 ]
 LogTopic = Annotated[str, typer.Option("--topic", help="Log topic.")]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables (the CLI's one shape).")]
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
@@ -228,9 +229,9 @@ def snapshot(
         names = topic_names(config)
         _step(as_json, f"writing tables to {out_dir} ({fmt})")
         counts = write_tables(snapshot_tables(spark, status_log, names), out_dir, fmt)
-    summary = {"records": records, "out": out_dir, "format": fmt, "tables": counts}
     if as_json:
-        print(json.dumps(summary, indent=2))
+        tables = [{"table": k, "rows": v} for k, v in counts.items()]
+        print_document(tables, records=records, out=out_dir, format=fmt)
         return
     _table(
         f"snapshot of {records} log records -> {out_dir}",
@@ -258,7 +259,7 @@ def audit(
         records = status_log.count()
         violations = [r.asDict() for r in run_audit(status_log).collect()]
     if as_json:
-        print(json.dumps({"records": records, "violations": violations}, indent=2))
+        print_document(violations, records=records)
     elif violations:
         _table(
             f"{len(violations)} violations in {records} records",
@@ -296,7 +297,7 @@ def lag(
         _step(as_json, "reading end offsets of the data topics")
         result = run_lag(spark, offsets, config)
     if as_json:
-        print(json.dumps({"partitions": result.rows, "groups": result.totals}, indent=2))
+        print_document(result.rows, groups=result.totals)
         return
     _table(
         "lag per partition", result.rows, ["group_id", "topic", "partition", "committed_offset", "end_offset", "lag"]
@@ -322,7 +323,7 @@ def history(
         _step(as_json, f"reading {topic} from {bootstrap}")
         events, commits = run_history(with_status(load_log(spark, config, topic)), group)
     if as_json:
-        print(json.dumps({"group": group, "events": events, "commits_per_minute": commits}, indent=2))
+        print_document(events, group=group, commits_per_minute=commits)
         return
     if not events and not commits:
         _fail(f"no records of group {group!r} in {topic}", 1)
@@ -393,7 +394,7 @@ def import_offsets(
         for g in plan
     ]
     if as_json:
-        print(json.dumps({"executed": execute, "groups": summary}, indent=2))
+        print_document(summary, executed=execute)
     else:
         _table(
             "import" + ("" if execute else " (dry run: add --execute to commit)"),
