@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from cli.admin import STATES, parse_states
+from cli.admin import STATES, kafka_state, parse_states
 from cli.common import CliError
 from cli.output import Format, Output, key, plain
 
@@ -105,3 +105,13 @@ def test_help_shows_bracketed_text() -> None:
         env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
     )
     assert "[earliest, latest]" in result.stdout and "[+HH:MM]" in result.stdout, result.stdout
+
+
+def test_kip848_states_from_consumer_group_describe_are_shown_as_the_others() -> None:
+    # confluent-kafka has no enum value for these: they come from ConsumerGroupDescribe's group_state.
+    assert [kafka_state(s) for s in ("Assigning", "Reconciling", "PreparingRebalance", "Empty")] == [
+        "assigning",
+        "reconciling",
+        "preparing_rebalance",
+        "empty",
+    ]
