@@ -37,7 +37,9 @@ RUN if [ "$WITH_SPARK" = "1" ]; then target="/tmp/src[spark]"; else target="/tmp
 USER 10001:10001
 WORKDIR /home/groupcoord
 
-# 9094: the Kafka-protocol listener clients use; 9095: /metrics, /healthz and /readyz.
+# 9094: the Kafka-protocol listener clients use; 9095: /metrics, /healthz and /readyz. Clients
+# also reach the ports forwarded to each backing broker: pin them with
+# GROUPCOORD_GATEWAY__BROKER_LISTEN_PORTS and publish them (deploy/compose.yaml does).
 EXPOSE 9094 9095
 
 # The process answers /healthz while it runs (the image has no curl: Python's own HTTP client).

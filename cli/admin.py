@@ -2,12 +2,13 @@
 
 These talk Kafka to the sidecar's listener (confluent-kafka's AdminClient, kafka-python for
 OffsetDelete, which confluent-kafka lacks), exactly as any operator tool would, so they show what
-clients see. Tables for people, ``--json`` for scripts; the column names follow
-kafka-consumer-groups.sh.
+clients see. Output as ``cli.output`` describes (``--format text|wide|json|yaml``); the column
+names follow kafka-consumer-groups.sh.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,32 +25,63 @@ from confluent_kafka.admin import AdminClient, ConsumerGroupDescription
 
 from cli.common import (
     DEFAULT_TIMEOUT,
-    AsJson,
     Bootstrap,
     CommandConfig,
     Conn,
     Timeout,
     describe_error,
-    emit_json,
     error_line,
     fail,
-    out,
     parse_topic_spec,
-    print_table,
     watermarks,
 )
+from cli.output import AsJson, FormatOption, Output
 from cli.wire import ConsumerGroupInfo, describe_consumer_groups
 
 groups_app = typer.Typer(help="List, describe and delete groups.", no_args_is_help=True)
 offsets_app = typer.Typer(help="Show, reset and delete committed offsets.", no_args_is_help=True)
 
 SIDECAR = "127.0.0.1:9094"
-_STATES = {s.name.lower(): s for s in ConsumerGroupState if s is not ConsumerGroupState.UNKNOWN}
+# Group states as this CLI shows them: Kafka's names (ListGroups, kafka-consumer-groups.sh --state)
+# in snake_case; the KIP-848 consumer group states included.
+STATES = (
+    "preparing_rebalance",
+    "completing_rebalance",
+    "assigning",
+    "reconciling",
+    "stable",
+    "dead",
+    "empty",
+)
+# confluent-kafka's enum names for the classic states end in "-ing"; the consumer states have none
+# (UNKNOWN there), so those are read from ConsumerGroupDescribe (``cli.wire``).
+_CONFLUENT_STATES = {"preparing_rebalancing": "preparing_rebalance", "completing_rebalancing": "completing_rebalance"}
 _TYPES = {t.name.lower(): t for t in ConsumerGroupType if t is not ConsumerGroupType.UNKNOWN}
 
 
 def _name(value: Any) -> str:
-    return str(getattr(value, "name", value)).lower()
+    name = str(getattr(value, "name", value)).lower()
+    return _CONFLUENT_STATES.get(name, name)
+
+
+def _squash(name: str) -> str:
+    return name.lower().replace("_", "").replace("-", "")
+
+
+# Every spelling accepted in a filter, case-insensitively: Kafka's (PreparingRebalance, Stable,
+# Assigning), this CLI's (preparing_rebalance) and confluent-kafka's (preparing_rebalancing).
+_STATE_SPELLINGS = {_squash(s): s for s in STATES} | {_squash(k): v for k, v in _CONFLUENT_STATES.items()}
+
+
+def parse_states(given: list[str]) -> set[str]:
+    states = set()
+    for s in given:
+        state = _STATE_SPELLINGS.get(_squash(s))
+        if state is None:
+            kafka = ", ".join("".join(w.capitalize() for w in s.split("_")) for s in STATES)
+            fail(f"--state {s!r}: expected one of {kafka} (any case)")
+        states.add(state)
+    return states
 
 
 # --- shared lookups ---------------------------------------------------------------------------
@@ -59,7 +91,7 @@ def list_group_ids(c: Conn, admin: AdminClient) -> list[dict[str, Any]]:
     result = c.wait(admin.list_consumer_groups(request_timeout=c.timeout), "cannot list groups")
     if result.errors:
         fail("listing groups failed: " + "; ".join(describe_error(getattr(e, "args", [e])[0]) for e in result.errors))
-    return [
+    rows = [
         {
             "group": g.group_id,
             "type": _name(g.type),
@@ -68,6 +100,24 @@ def list_group_ids(c: Conn, admin: AdminClient) -> list[dict[str, Any]]:
         }
         for g in sorted(result.valid, key=lambda g: g.group_id)
     ]
+    # confluent-kafka knows no KIP-848 state (Assigning, Reconciling): ask ConsumerGroupDescribe.
+    unknown = [r["group"] for r in rows if r["state"] == "unknown" and r["type"] == "consumer"]
+    try:
+        info = consumer_group_info(c, unknown)
+    except Exception:  # a cluster that answers ConsumerGroupDescribe oddly: the state stays unknown
+        info = None
+    for r in rows:
+        if info is not None and r["group"] in info and info[r["group"]].state:
+            r["state"] = kafka_state(info[r["group"]].state)
+    return rows
+
+
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def kafka_state(name: str) -> str:
+    """Kafka's state name (``PreparingRebalance``) as this CLI shows it (``preparing_rebalance``)."""
+    return _CAMEL.sub("_", name).lower()
 
 
 def describe(c: Conn, admin: AdminClient, groups: list[str]) -> dict[str, ConsumerGroupDescription | str]:
@@ -137,7 +187,12 @@ def _connect(bootstrap: str, command_config: Path | None, timeout: float) -> tup
 @groups_app.command("list")
 def list_groups(
     state: Annotated[
-        list[str] | None, typer.Option("--state", help=f"Only groups in this state ({', '.join(_STATES)}).")
+        list[str] | None,
+        typer.Option(
+            "--state",
+            help="Only groups in this state (Kafka's names, any case: PreparingRebalance, CompletingRebalance,"
+            " Assigning, Reconciling, Stable, Dead, Empty).",
+        ),
     ] = None,
     type_: Annotated[
         list[str] | None, typer.Option("--type", help="Only groups of this type (classic, consumer).")
@@ -145,15 +200,13 @@ def list_groups(
     bootstrap: Bootstrap = SIDECAR,
     command_config: CommandConfig = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
+    fmt: FormatOption = None,
     as_json: AsJson = False,
 ) -> None:
     """Every group the coordinator knows, with its type and state."""
-    states = {s.lower().replace("-", "_") for s in state or []}
+    o = Output.of(fmt, as_json)
+    states = parse_states(state or [])
     types = {t.lower() for t in type_ or []}
-    aliases = {"preparing_rebalance": "preparing_rebalancing", "completing_rebalance": "completing_rebalancing"}
-    states = {aliases.get(s, s) for s in states}
-    for s in states - set(_STATES):
-        fail(f"--state {s!r}: expected one of {', '.join(_STATES)}")
     for t in types - set(_TYPES):
         fail(f"--type {t!r}: expected one of {', '.join(_TYPES)}")
     c, admin = _connect(bootstrap, command_config, timeout)
@@ -162,10 +215,7 @@ def list_groups(
         for g in list_group_ids(c, admin)
         if (not states or g["state"] in states) and (not types or g["type"] in types)
     ]
-    if as_json:
-        emit_json(rows)
-    else:
-        print_table(None, ["group", "type", "state", "simple"], rows)
+    o.result(["group", "type", "state", "simple"], rows)
 
 
 # --- groups describe ------------------------------------------------------------------------
@@ -285,7 +335,7 @@ def _state_row(group: str, d: ConsumerGroupDescription, info: dict[str, Consumer
     return {
         "group": group,
         "type": _name(d.type),
-        "state": _name(d.state),
+        "state": kafka_state(info[group].state) if info and group in info and info[group].state else _name(d.state),
         "assignment-strategy": d.partition_assignor or None,
         "#members": len(d.members),
         "member-protocols": ",".join(protocols) or None,
@@ -317,9 +367,11 @@ def describe_groups(
     bootstrap: Bootstrap = SIDECAR,
     command_config: CommandConfig = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
+    fmt: FormatOption = None,
     as_json: AsJson = False,
 ) -> None:
     """Describe groups like kafka-consumer-groups.sh --describe (--offsets, --members, --state)."""
+    o = Output.of(fmt, as_json)
     if sum([offsets, members, state]) > 1:
         fail("give at most one of --offsets, --members, --state")
     if bool(groups) == all_groups:
@@ -342,19 +394,16 @@ def describe_groups(
             columns = ["group", "type", "state", "assignment-strategy", "#members", "member-protocols"]
             columns += ["group-epoch", "migration-policy", "coordinator"]
         elif view == "members":
-            rows = [r for g, d in found.items() for r in _member_rows(g, d, verbose, info)]
+            rows = [r for g, d in found.items() for r in _member_rows(g, d, verbose or o.wide, info)]
             columns = ["group", "consumer-id", "group-instance-id", "host", "client-id", "protocol", "epoch"]
             columns += ["#partitions"]
-            columns += ["assignment", "target-assignment"] if verbose else []
+            columns += ["assignment", "target-assignment"] if verbose or o.wide else []
         else:
             rows = _offset_rows(c, admin, found)
             columns = ["group", "topic", "partition", "current-offset", "log-end-offset", "lag"]
             columns += ["consumer-id", "host", "client-id"]
         settled = all(r["state"] in ("stable", "empty") for r in rows) if view == "state" else True
-        if as_json:
-            emit_json({"groups": rows, "errors": {g: why for g, why in failures.items()}})
-        else:
-            print_table(None, columns, rows)
+        o.result(columns, rows, errors=[{"group": g, "error": why} for g, why in failures.items()])
         for g, why in failures.items():
             error_line(f"group {g!r}: {why}")
         if not watch or settled or failures or time.monotonic() > deadline:
@@ -373,9 +422,11 @@ def delete_groups(
     bootstrap: Bootstrap = SIDECAR,
     command_config: CommandConfig = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
+    fmt: FormatOption = None,
     as_json: AsJson = False,
 ) -> None:
     """Delete empty groups and their offsets; each group gets its own result."""
+    o = Output.of(fmt, as_json)
     c, admin = _connect(bootstrap, command_config, timeout)
     names = list(dict.fromkeys(groups))
     futures = admin.delete_consumer_groups(names, request_timeout=c.timeout)
@@ -390,14 +441,14 @@ def delete_groups(
             results.append(
                 {"group": group, "deleted": False, "error": describe_error(exc.args[0] if exc.args else exc)}
             )
-    if as_json:
-        emit_json(results)
-    for r in results:
-        if r["deleted"]:
-            if not as_json:
-                out.print(f"deleted group {r['group']!r}", highlight=False)
-        else:
-            error_line(f"cannot delete group {r['group']!r}: {r['error']}")
+    deleted = [r for r in results if r["deleted"]]
+    errors = [{"group": r["group"], "error": r["error"]} for r in results if not r["deleted"]]
+    if o.is_structured:
+        o.result(["group", "deleted", "error"], results, errors=errors)
+    for r in deleted:
+        o.note(f"deleted group {r['group']!r}")
+    for e in errors:
+        error_line(f"cannot delete group {e['group']!r}: {e['error']}")
     if any(not r["deleted"] for r in results):
         raise typer.Exit(1)
 
@@ -411,18 +462,20 @@ def show_offsets(
     bootstrap: Bootstrap = SIDECAR,
     command_config: CommandConfig = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
+    fmt: FormatOption = None,
     as_json: AsJson = False,
 ) -> None:
-    """Committed offsets of a group."""
+    """Committed offsets of a group; a group that does not exist is an error, as for describe."""
+    o = Output.of(fmt, as_json)
     c, admin = _connect(bootstrap, command_config, timeout)
+    found = describe(c, admin, [group])[group]
+    if isinstance(found, str):
+        fail(f"group {group!r}: {found}")
     rows = [
-        {"topic": t, "partition": p, "offset": tp.offset, "metadata": tp.metadata or ""}
+        {"group": group, "topic": t, "partition": p, "offset": tp.offset, "metadata": tp.metadata or ""}
         for (t, p), tp in sorted(committed(c, admin, group).items())
     ]
-    if as_json:
-        emit_json(rows)
-    else:
-        print_table(f"offsets of {group}", ["topic", "partition", "offset", "metadata"], rows)
+    o.result(["group", "topic", "partition", "offset", "metadata"], rows, title=f"offsets of {group}")
 
 
 def _kafka_python_config(c: Conn) -> dict[str, Any]:
@@ -453,10 +506,12 @@ def delete_offsets(
     bootstrap: Bootstrap = SIDECAR,
     command_config: CommandConfig = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
+    fmt: FormatOption = None,
     as_json: AsJson = False,
 ) -> None:
     """Delete a group's committed offsets for some partitions (OffsetDelete). Refused for partitions
     the group's members are subscribed to."""
+    o = Output.of(fmt, as_json)
     import logging
 
     from kafka import KafkaAdminClient
@@ -486,12 +541,12 @@ def delete_offsets(
     for tp, error in sorted(result.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
         words = None if error is None or getattr(error, "errno", 0) == 0 else _py_error_words(error)
         rows.append({"group": group, "topic": tp.topic, "partition": tp.partition, "error": words})
-    if as_json:
-        emit_json(rows)
-    else:
-        for r in rows:
-            status = "deleted" if r["error"] is None else f"not deleted: {r['error']}"
-            out.print(f"{group} {r['topic']}-{r['partition']}: {status}", highlight=False)
+    errors = [r for r in rows if r["error"]]
+    if o.is_structured:
+        o.result(["group", "topic", "partition", "error"], rows, errors=errors)
+    for r in rows:
+        status = "deleted" if r["error"] is None else f"not deleted: {r['error']}"
+        o.note(f"{group} {r['topic']}-{r['partition']}: {status}")
     if any(r["error"] for r in rows):
         raise typer.Exit(1)
 

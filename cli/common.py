@@ -5,15 +5,12 @@
 - librdkafka's own log lines never reach the terminal: every client gets a Python ``logger``
   that keeps only the last line, which is used to say *why* a broker could not be reached.
 - Errors are one line on stderr and a non-zero exit code; Kafka error codes become words.
-- Tables are printed at their natural width when stdout is not a terminal, so nothing piped
-  is cut at 80 columns.
+- Results are printed by ``cli.output`` (``--format text|wide|json|yaml``).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,11 +21,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-# Far wider than any table: rich then renders each table at its natural width, never wrapped.
-_PIPE_WIDTH = 100_000
-out = Console(width=None if sys.stdout.isatty() else _PIPE_WIDTH, soft_wrap=not sys.stdout.isatty())
+from coordinator.kafka_words import LastLine, describe_error
+
 err = Console(stderr=True, soft_wrap=True)
 
 Bootstrap = Annotated[
@@ -42,7 +37,6 @@ CommandConfig = Annotated[
     ),
 ]
 Timeout = Annotated[float, typer.Option("--timeout", help="Seconds to wait for the cluster.", min=0.1)]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 DEFAULT_TIMEOUT = 10.0
 
 
@@ -64,21 +58,10 @@ def report(exc: CliError) -> NoReturn:
     raise typer.Exit(1)
 
 
-class _LastLine(logging.Handler):
-    """Keeps librdkafka's last log line (to explain a failure) instead of printing it."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.last = ""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.last = record.getMessage()
-
-
 _rdkafka_log = logging.getLogger("groupcoord.cli.librdkafka")
 _rdkafka_log.propagate = False
 _rdkafka_log.setLevel(logging.DEBUG)
-_last_line = _LastLine()
+_last_line = LastLine()
 _rdkafka_log.addHandler(_last_line)
 quiet_rdkafka_logger = _rdkafka_log  # for commands that build their own clients
 
@@ -143,15 +126,7 @@ class Conn:
             admin.list_topics(timeout=self.timeout)
         except KafkaException as exc:
             admin.poll(0)  # librdkafka's queued log lines are handed over on poll
-            why = _last_line.last
-            # e.g. "... Connect to ipv4#127.0.0.1:1 failed: Connection refused (after 0ms in state CONNECT)"
-            # or "... Failed to resolve 'host:9092': Name or service not known (after 1ms ...)".
-            why = why.split(" (after", 1)[0]
-            if "failed: " in why:
-                why = why.rsplit("failed: ", 1)[1]
-            elif "Failed to resolve" in why:
-                why = why[why.index("Failed to resolve") :]
-            reason = f" ({why})" if why else ""
+            reason = _last_line.reason()
             fail(f"cannot reach {self.bootstrap} within {self.timeout:g}s: {describe_error(exc.args[0])}{reason}")
 
     def wait(self, future: Any, what: str) -> Any:
@@ -161,57 +136,6 @@ class Conn:
             fail(f"{what}: {describe_error(exc.args[0])}")
         except TimeoutError:
             fail(f"{what}: no answer from {self.bootstrap} within {self.timeout:g}s")
-
-
-# Kafka error codes in words, for the refusals an operator meets.
-_WORDS: dict[int, str] = {
-    KafkaError.GROUP_ID_NOT_FOUND: "the group does not exist",
-    KafkaError.NON_EMPTY_GROUP: "the group still has active members (stop its consumers first)",
-    KafkaError.UNKNOWN_MEMBER_ID: "the group has active members (stop its consumers first)",
-    KafkaError.REBALANCE_IN_PROGRESS: "the group is rebalancing: it has active members (stop its consumers first)",
-    KafkaError.GROUP_SUBSCRIBED_TO_TOPIC: "the group's members are subscribed to that topic (stop its consumers first)",
-    KafkaError.INVALID_GROUP_ID: "the group id is not valid",
-    KafkaError.GROUP_AUTHORIZATION_FAILED: "not authorized for this group",
-    KafkaError.TOPIC_AUTHORIZATION_FAILED: "not authorized for this topic",
-    KafkaError.UNKNOWN_TOPIC_OR_PART: "the topic or partition does not exist",
-    KafkaError.COORDINATOR_NOT_AVAILABLE: "the coordinator is not available (is its shard loaded?)",
-    KafkaError.NOT_COORDINATOR: "the coordinator moved; try again",
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS: "the coordinator is still loading; try again",
-    KafkaError.OFFSET_METADATA_TOO_LARGE: "the offset metadata is too large",
-    KafkaError._TIMED_OUT: "timed out",
-    KafkaError._TRANSPORT: "no connection",
-    KafkaError._ALL_BROKERS_DOWN: "no broker reachable",
-}
-
-
-def describe_error(error: Any) -> str:
-    if isinstance(error, KafkaError):
-        words = _WORDS.get(error.code())
-        if words is not None:
-            return words
-        text = error.str()
-        return text.split(": ", 1)[-1] if text.startswith(("Broker: ", "Local: ")) else text
-    return str(error)
-
-
-# --- output ---------------------------------------------------------------------------------
-
-
-def emit_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, default=str))
-
-
-def table(title: str | None, columns: list[str], rows: list[dict[str, Any]]) -> Table:
-    t = Table(title=title, title_justify="left")
-    for column in columns:
-        t.add_column(column.upper(), overflow="fold", no_wrap=not sys.stdout.isatty())
-    for row in rows:
-        t.add_row(*("-" if row.get(c) is None else str(row.get(c)) for c in columns))
-    return t
-
-
-def print_table(title: str | None, columns: list[str], rows: list[dict[str, Any]]) -> None:
-    out.print(table(title, columns, rows))
 
 
 # --- partitions and watermarks -----------------------------------------------------------------

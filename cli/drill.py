@@ -11,11 +11,15 @@ kills (or pauses and resumes) a random process at each interval and restarts it,
 - committed offsets that went backwards, sampled once a second;
 - per kill, the time until every group had a commit acknowledged again;
 - commit latency p50/p99.
+
+Ctrl-C or SIGTERM ends the workload at once: the processes it started are stopped (the serve
+processes and the embedded broker; they also get SIGTERM from the kernel if the drill itself is
+killed) and the report so far is printed, marked ``interrupted`` (acknowledged commits are then
+not checked against the final offsets).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -39,7 +43,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from cli.common import quiet_rdkafka_logger
-from deploy.local_broker import BrokerStartError, LocalBroker, free_port
+from cli.output import print_document
+from deploy.local_broker import BrokerStartError, LocalBroker, die_with_parent, free_port
 
 DATA_PARTITIONS = 6
 _LOADED = re.compile(r"shard \d+ loaded in (\d+\.\d+)s")
@@ -77,7 +82,9 @@ class ServeChild:
         args = [sys.executable, "-m", "cli.main", "serve", "-b", self.bootstrap, "--listen", self.address]
         args += ["--log-topic", self.topic, "--partitions", "12"]
         with open(self.log, "a") as stderr:
-            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+            self.proc = subprocess.Popen(
+                args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, preexec_fn=die_with_parent
+            )
         self.ready.clear()
         stdout = self.proc.stdout
         assert stdout is not None
@@ -248,8 +255,11 @@ def run_drill(
     console: Console,
     workdir: Path,
     seed: int | None = None,
+    interrupted: threading.Event | None = None,
 ) -> dict[str, Any]:
+    """The drill; it ends early, with the report so far, once ``interrupted`` is set."""
     rng = random.Random(seed)
+    stopping = interrupted or threading.Event()
     embedded: LocalBroker | None = None
     if bootstrap is None:
         embedded = LocalBroker(port=free_port(), log_file=workdir / "broker.log")
@@ -270,9 +280,12 @@ def run_drill(
         admin.create_topics([NewTopic(data_topic, DATA_PARTITIONS, 1)])[data_topic].result(30)
         for child in children:
             child.start()
+        deadline = time.monotonic() + 120
         for child in children:
-            if not child.ready.wait(120):
-                raise RuntimeError(f"serve on {child.address} did not start; see {child.log}")
+            while not child.ready.wait(0.1) and not stopping.is_set():
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"serve on {child.address} did not start; see {child.log}")
+        console.print(f"{processes} serve processes ready; workload running", highlight=False)
         everyone = ",".join(c.address for c in children)
         groups = {"drill-kip848": "consumer", "drill-classic": "classic"}
         for group, protocol in groups.items():
@@ -300,6 +313,7 @@ def run_drill(
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         started = time.monotonic()
+        stats.produced = 0
         next_kill = started + kill_every
         with Progress(
             TextColumn("[bold]drill[/bold]"),
@@ -311,13 +325,17 @@ def run_drill(
         ) as progress:
             task = progress.add_task("drill", total=duration, status="")
             i = 0
-            while (now := time.monotonic()) - started < duration or (
-                # After the last fault, keep the load on until every group is served again
-                # (bounded), so its recovery is measured too.
-                now - started < duration + 120 and any(_recovery(k, groups, stats) is None for k in kills)
+            while not stopping.is_set() and (
+                (now := time.monotonic()) - started < duration
+                or (
+                    # After the last fault, keep the load on until every group is served again
+                    # (bounded), so its recovery is measured too.
+                    now - started < duration + 120 and any(_recovery(k, groups, stats) is None for k in kills)
+                )
             ):
                 producer.produce(data_topic, value=str(i).encode(), partition=i % DATA_PARTITIONS)
                 i += 1
+                stats.produced = i
                 producer.poll(0)
                 if now >= next_kill and now - started < duration:
                     victim = rng.randrange(processes)
@@ -330,51 +348,25 @@ def run_drill(
                     )
                 progress.update(task, completed=min(duration, now - started), status=status)
                 time.sleep(0.005)
-            producer.flush(30)
-            stats.produced = i
+            # Interrupted: what is in flight is not waited for.
+            producer.flush(1 if stopping.is_set() else 30)
         for m in members:
             m.stop_event.set()
         for m in members:
-            m.join(60)
+            m.join(5 if stopping.is_set() else 60)
         stop_sampling.set()
-        sampler.join(30)
-        for kill in kills:
-            kill["recovered_s"] = _recovery(kill, groups, stats)
-            del kill["at"]
-        lost: list[str] = []
-        for group in groups:
-            final = committed_offsets(everyone, group, data_topic)
-            for (g, p), acked in stats.acked.items():
-                if g == group and final.get(p, -1) < acked:
-                    lost.append(f"{g}/{p}: acknowledged {acked}, committed {final.get(p)}")
-        loads = [
-            float(m.group(1)) for child in children for m in _LOADED.finditer(child.log.read_text(errors="replace"))
-        ]
-        return {
-            "processes": processes,
-            "duration_s": duration,
-            "kill_every_s": kill_every,
-            "signal": sig,
-            "session_timeout_ms": session_timeout_ms,
-            "records_produced": stats.produced,
-            "records_delivered": stats.delivered,
-            "commits_acknowledged": len(stats.latencies),
-            "commit_failures": stats.commit_failures,
-            "commits_by_group": {g: sum(1 for _, x in stats.acks if x == g) for g in groups},
-            "last_ack_s_by_member": {m: round(t - started, 1) for m, t in stats.last_ack.items()},
-            "last_commit_error_by_member": stats.last_error,
-            "acknowledged_commits_lost": len(lost),
-            "lost": lost,
-            "double_deliveries": stats.double_deliveries,
-            "offsets_backwards": len(stats.backwards),
-            "backwards": stats.backwards,
-            "commit_latency_ms_p50": round(percentile(stats.latencies, 50) * 1000, 2),
-            "commit_latency_ms_p99": round(percentile(stats.latencies, 99) * 1000, 2),
-            "shard_loads": len(loads),
-            "shard_load_s_p50": round(percentile(loads, 50), 3),
-            "shard_load_s_max": round(max(loads, default=0.0), 3),
-            "kills": kills,
-        }
+        sampler.join(5 if stopping.is_set() else 30)
+        lost: list[str] | None = None
+        if not stopping.is_set():
+            lost = []
+            for group in groups:
+                final = committed_offsets(everyone, group, data_topic)
+                for (g, p), acked in stats.acked.items():
+                    if g == group and final.get(p, -1) < acked:
+                        lost.append(f"{g}/{p}: acknowledged {acked}, committed {final.get(p)}")
+        return _result(
+            processes, duration, kill_every, sig, session_timeout_ms, stats, kills, groups, lost, children, started
+        )
     finally:
         for m in members:
             m.stop_event.set()
@@ -383,6 +375,58 @@ def run_drill(
             child.stop()
         if embedded is not None:
             embedded.stop()
+
+
+def _result(
+    processes: int,
+    duration: float,
+    kill_every: float,
+    sig: str,
+    session_timeout_ms: int,
+    stats: Stats,
+    kills: list[dict[str, Any]],
+    groups: dict[str, str],
+    lost: list[str] | None,
+    children: list[ServeChild],
+    started: float,
+) -> dict[str, Any]:
+    """The report; ``lost`` is None when the drill was interrupted before the final check."""
+    for kill in kills:
+        kill["recovered_s"] = _recovery(kill, groups, stats)
+        kill.pop("at", None)
+    loads = [
+        float(m.group(1))
+        for child in children
+        if child.log.exists()
+        for m in _LOADED.finditer(child.log.read_text(errors="replace"))
+    ]
+    return {
+        "interrupted": lost is None,
+        "processes": processes,
+        "duration_s": duration,
+        "kill_every_s": kill_every,
+        "signal": sig,
+        "session_timeout_ms": session_timeout_ms,
+        "records_produced": stats.produced,
+        "records_delivered": stats.delivered,
+        "commits_acknowledged": len(stats.latencies),
+        "commit_failures": stats.commit_failures,
+        "commits_by_group": {g: sum(1 for _, x in stats.acks if x == g) for g in groups},
+        "last_ack_s_by_member": {m: round(t - started, 1) for m, t in stats.last_ack.items()},
+        "last_commit_error_by_member": stats.last_error,
+        # None: not checked (interrupted before the final offsets were read).
+        "acknowledged_commits_lost": None if lost is None else len(lost),
+        "lost": lost or [],
+        "double_deliveries": stats.double_deliveries,
+        "offsets_backwards": len(stats.backwards),
+        "backwards": stats.backwards,
+        "commit_latency_ms_p50": round(percentile(stats.latencies, 50) * 1000, 2),
+        "commit_latency_ms_p99": round(percentile(stats.latencies, 99) * 1000, 2),
+        "shard_loads": len(loads),
+        "shard_load_s_p50": round(percentile(loads, 50), 3),
+        "shard_load_s_max": round(max(loads, default=0.0), 3),
+        "kills": kills,
+    }
 
 
 def _fault(
@@ -431,7 +475,7 @@ def _report(result: dict[str, Any], console: Console) -> None:
         "shard_load_s_p50",
         "shard_load_s_max",
     ):
-        table.add_row(key, str(result[key]))
+        table.add_row(key, "not checked" if result[key] is None else str(result[key]))
     for n, kill in enumerate(result["kills"], 1):
         table.add_row(f"fault {n} ({kill['process']})", f"served again in {kill['recovered_s']}s")
     console.print(table)
@@ -470,18 +514,50 @@ def drill(
         raise typer.Exit(2)
     workdir = Path(tempfile.mkdtemp(prefix="groupcoord-drill-"))
     console.print(f"logs of the processes: {workdir}", highlight=False)
+    interrupted = threading.Event()
+    received: list[int] = []
+
+    def interrupt(signum: int, frame: object) -> None:
+        # Only a flag: the drill's own thread stops its children and reports (a second signal too).
+        received.append(signum)
+        interrupted.set()
+
+    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         result = run_drill(
-            processes, duration, kill_every, sig, bootstrap_servers, session_timeout_ms, console, workdir, seed
+            processes,
+            duration,
+            kill_every,
+            sig,
+            bootstrap_servers,
+            session_timeout_ms,
+            console,
+            workdir,
+            seed,
+            interrupted,
         )
     except (BrokerStartError, RuntimeError, KafkaException) as exc:
         console.print(f"error: drill could not run: {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    problems = violations(result)
     if as_json:
-        print(json.dumps(result, indent=2))
+        # The CLI's one shape: the faults are the items, the measures fields beside them.
+        fields = {k: v for k, v in result.items() if k != "kills"}
+        print_document(result["kills"], [{"error": p} for p in problems], **fields)
     else:
         _report(result, Console())
-    problems = violations(result)
+    if received:
+        name = signal.Signals(received[0]).name
+        console.print(
+            f"drill interrupted by {name}: its processes are stopped; the report above is what was measured"
+            " until then (acknowledged commits were not checked against the final offsets)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(128 + received[0])
     for problem in problems:
         console.print(f"violation: {problem}", highlight=False)
     raise typer.Exit(1 if problems else 0)

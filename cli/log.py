@@ -21,11 +21,10 @@ from cli.common import (
     Timeout,
     describe_error,
     fail,
-    out,
-    table,
     topic_partitions,
     watermarks,
 )
+from cli.output import AsJson, FormatOption, Output, out
 from coordinator.runtime.headers import parse_headers
 from coordinator.service.partitioning import partition_for
 from records import CoordinatorRecord, RecordDecodeError, RecordType, decode, encode
@@ -122,9 +121,11 @@ def dump(
     limit: Annotated[int, typer.Option(help="Stop after this many records (0: all).", min=0)] = 0,
     command_config: CommandConfig = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    fmt: FormatOption = None,
+    as_json: AsJson = False,
 ) -> None:
     """Decode the records of one shard: offset, epoch, type, key and value (tombstones shown)."""
+    o = Output.of(fmt, as_json)
     if (partition is None) == (group is None):
         fail("give --partition P or --group G")
     c, count = _open(bootstrap, command_config, timeout, topic)
@@ -142,16 +143,18 @@ def dump(
         rows.append(row)
         if limit and len(rows) >= limit:
             break
-    if as_json:
-        for row in rows:
-            print(json.dumps(row))
-        return
+    columns = ["offset", "epoch", "type", "key", "value"]
     title = f"{topic} partition {partition}" + (f" (group {group!r})" if group else "")
-    t = table(title, ["offset", "epoch", "type", "key", "value"], [])
-    for row in rows:
-        value = "(tombstone)" if row["value"] is None else json.dumps(row["value"])
-        t.add_row(str(row["offset"]), str(row["epoch"]), row["type"], json.dumps(row["key"]), value)
-    out.print(t)
+    if not o.is_structured:  # key and value as one JSON text each, a tombstone said in words
+        rows = [
+            {
+                **row,
+                "key": json.dumps(row["key"]),
+                "value": "(tombstone)" if row["value"] is None else json.dumps(row["value"]),
+            }
+            for row in rows
+        ]
+    o.result(columns, rows, title=title, topic=topic, partition=partition)
 
 
 @log_app.command("skip")
@@ -165,11 +168,13 @@ def skip(
     force: Annotated[bool, typer.Option("--force", help="Skip even a record that is readable.")] = False,
     command_config: CommandConfig = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the decision as JSON.")] = False,
+    fmt: FormatOption = None,
+    as_json: AsJson = False,
 ) -> None:
     """Record in the log a decision to load the shard without the record at OFFSET.
 
     The record stays in the log; every later load of the shard passes over it as if absent."""
+    o = Output.of(fmt, as_json)
     if not reason.strip():
         fail("--reason must say why")
     c, count = _open(bootstrap, command_config, timeout, topic)
@@ -187,8 +192,9 @@ def skip(
     decision = LogSkipValue(offset, f"{getpass.getuser()}@{socket.gethostname()}", int(time.time() * 1000), reason)
     shown = {"topic": topic, "partition": partition, "executed": execute, "decision": _plain(decision)}
     if not execute:
-        if as_json:
-            print(json.dumps({**shown, "record": row["value"]}))
+        if o.is_structured:
+            decided = {**shown, "record": row["value"]}
+            o.result(list(decided), [decided])
             return
         out.print(
             f"would write to {topic}-{partition}: skip offset {offset} ({row['value']}), by {decision.operator},"
@@ -209,8 +215,9 @@ def skip(
     error, msg = outcome[0]
     if error is not None:
         fail(f"cannot write the decision: {describe_error(error)}")
-    if as_json:
-        print(json.dumps({**shown, "written_at": msg.offset()}))
+    if o.is_structured:
+        written = {**shown, "written_at": msg.offset()}
+        o.result(list(written), [written])
         return
     out.print(
         f"wrote the decision to skip {topic}-{partition} offset {offset} at offset {msg.offset()};"

@@ -21,7 +21,7 @@ from cli.drill import drill
 from cli.log import log_app
 from cli.migrate import migrate_app
 from cli.pipeline import pipeline_app
-from coordinator.config import ConfigError, Settings, load_settings
+from coordinator.config import ConfigError, load_settings
 from deploy.local_broker import BrokerStartError, LocalBroker, parse_hostport
 
 
@@ -166,6 +166,10 @@ def serve(
         fail(str(exc))
     except SettingsError as exc:  # an environment value that is not valid JSON, for instance
         fail(f"invalid configuration: {exc} ({exc.__cause__})" if exc.__cause__ else f"invalid configuration: {exc}")
+    if "log_format" not in settings.model_fields_set:
+        from coordinator.logs import default_format
+
+        settings = settings.model_copy(update={"log_format": default_format(sys.stderr)})
     configure_logging(settings.log_level, settings.log_format)
     from coordinator.server import run
 
@@ -179,10 +183,12 @@ def serve(
             fail(f"embedded broker: {exc}")
         said = f"embedded broker (in memory, for development): bootstrap.servers={embedded.bootstrap}"
         if settings.log_format == "text":
-            err.print(said, highlight=False)
+            # A plain line, not an alarm: it is what a first run is expected to do.
+            err.print(said, highlight=False, markup=False, soft_wrap=True)
         else:  # every stderr line of serve is JSON
             logging.getLogger("coordinator.server").warning(said)
-        settings = Settings(**{**settings.model_dump(), "bootstrap_servers": embedded.bootstrap})
+        # A copy keeps which settings were given explicitly (serve treats those more strictly).
+        settings = settings.model_copy(update={"bootstrap_servers": embedded.bootstrap})
     try:
         code = run(settings, err)
     finally:

@@ -7,6 +7,9 @@ then read the destination back and fail unless it returns exactly what was writt
 ``--execute`` nothing is written: the plan shows each offset and what the destination has now.
 A group with active members on either side is refused unless ``--force``: consumers still running
 would commit over the copied offsets (source) or be fenced by the write (destination).
+``--all-groups`` leaves out the sidecar's own groups on the cluster (its placement group and the
+directory's, ``groupcoord-placement-*``): they are not an application's, and are live while a
+sidecar runs.
 """
 
 from __future__ import annotations
@@ -18,15 +21,23 @@ import typer
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from cli.admin import _connect, activity, committed, list_group_ids
-from cli.common import DEFAULT_TIMEOUT, AsJson, CommandConfig, Conn, Timeout, emit_json, fail, out, print_table
+from cli.admin import SIDECAR, _connect, activity, committed, list_group_ids
+from cli.common import DEFAULT_TIMEOUT, CommandConfig, Conn, Timeout, fail
+from cli.output import AsJson, FormatOption, Output
+from coordinator.config import is_internal_group
 
 migrate_app = typer.Typer(
     help="Move groups' committed offsets between a cluster and the sidecar.", no_args_is_help=True
 )
 
 Cluster = Annotated[str, typer.Option("--cluster", help="The cluster's own bootstrap HOST:PORT.")]
-Sidecar = Annotated[str, typer.Option("--sidecar", help="The sidecar's HOST:PORT.")]
+# -b like every other command that talks to the sidecar; --sidecar is the older spelling.
+Sidecar = Annotated[
+    str,
+    typer.Option(
+        "--bootstrap-servers", "-b", "--sidecar", envvar="GROUPCOORD_CLI_BOOTSTRAP", help="The sidecar's HOST:PORT."
+    ),
+]
 Groups = Annotated[list[str] | None, typer.Option("--group", help="Group id (repeatable).")]
 AllGroups = Annotated[bool, typer.Option("--all-groups", help="Every group the source knows.")]
 Execute = Annotated[bool, typer.Option("--execute", help="Write the offsets (default: print the plan).")]
@@ -45,13 +56,21 @@ def _move(
     all_groups: bool,
     execute: bool,
     force: bool,
-    as_json: bool,
+    o: Output,
 ) -> None:
     (sc, sadmin), (dc, dadmin) = source, dest
     src_name, dst_name = names
     if bool(groups) == all_groups:
         fail("give --group GROUP (repeatable) or --all-groups")
-    chosen = [g["group"] for g in list_group_ids(sc, sadmin)] if all_groups else list(dict.fromkeys(groups or []))
+    skipped: list[str] = []
+    if all_groups:
+        listed = [g["group"] for g in list_group_ids(sc, sadmin)]
+        skipped = [g for g in listed if is_internal_group(g)]
+        chosen = [g for g in listed if not is_internal_group(g)]
+        if skipped:
+            o.note(f"left out the sidecar's own groups: {', '.join(skipped)}")
+    else:
+        chosen = list(dict.fromkeys(groups or []))
     rows: list[dict[str, Any]] = []
     for g in chosen:
         for side, (c, admin) in ((src_name, source), (dst_name, dest)):
@@ -97,23 +116,18 @@ def _move(
                         f"group {g!r} {tp.topic}-{tp.partition}: the {dst_name} returns "
                         f"{None if got is None else got.offset} after writing {tp.offset}"
                     )
-    if as_json:
-        emit_json({"executed": execute, "verified": execute, "offsets": rows})
-        return
     columns = ["group", "topic", "partition", "offset", "metadata", f"{dst_name}-now"]
-    print_table(None, columns, rows)
+    o.result(columns, rows, executed=execute, verified=execute, skipped_groups=skipped)
     if execute:
-        out.print(
-            f"copied and verified {len(rows)} offset(s) of {len(chosen)} group(s) to the {dst_name}", highlight=False
-        )
+        o.note(f"copied and verified {len(rows)} offset(s) of {len(chosen)} group(s) to the {dst_name}")
     else:
-        out.print("plan only: nothing changed (add --execute to copy these offsets)", highlight=False)
+        o.note("plan only: nothing changed (add --execute to copy these offsets)")
 
 
 @migrate_app.command("import")
 def migrate_import(
     cluster: Cluster,
-    sidecar: Sidecar,
+    sidecar: Sidecar = SIDECAR,
     group: Groups = None,
     all_groups: AllGroups = False,
     execute: Execute = False,
@@ -121,18 +135,19 @@ def migrate_import(
     command_config: CommandConfig = None,
     cluster_config: ClusterConfig = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
+    fmt: FormatOption = None,
     as_json: AsJson = False,
 ) -> None:
     """Copy groups' committed offsets from the cluster's own coordinator into the sidecar."""
     source = _connect(cluster, cluster_config or command_config, timeout)
     dest = _connect(sidecar, command_config, timeout)
-    _move(source, dest, ("cluster", "sidecar"), group, all_groups, execute, force, as_json)
+    _move(source, dest, ("cluster", "sidecar"), group, all_groups, execute, force, Output.of(fmt, as_json))
 
 
 @migrate_app.command("export")
 def migrate_export(
     cluster: Cluster,
-    sidecar: Sidecar,
+    sidecar: Sidecar = SIDECAR,
     group: Groups = None,
     all_groups: AllGroups = False,
     execute: Execute = False,
@@ -140,9 +155,10 @@ def migrate_export(
     command_config: CommandConfig = None,
     cluster_config: ClusterConfig = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
+    fmt: FormatOption = None,
     as_json: AsJson = False,
 ) -> None:
     """Copy groups' committed offsets from the sidecar back to the cluster's own coordinator."""
     source = _connect(sidecar, command_config, timeout)
     dest = _connect(cluster, cluster_config or command_config, timeout)
-    _move(source, dest, ("sidecar", "cluster"), group, all_groups, execute, force, as_json)
+    _move(source, dest, ("sidecar", "cluster"), group, all_groups, execute, force, Output.of(fmt, as_json))

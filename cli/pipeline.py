@@ -6,17 +6,22 @@ coordinator runs or not; ``import`` is the one that talks to a running sidecar (
 
 from __future__ import annotations
 
+import contextlib
 import csv
-import json
+import logging
+import os
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from cli.output import print_document
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,10 +38,11 @@ Master = Annotated[
     str | None, typer.Option("--master", help="Spark master (default local[*]; spark-submit's when run under it).")
 ]
 LogTopic = Annotated[str, typer.Option("--topic", help="Log topic.")]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables (the CLI's one shape).")]
 
 
-def _fail(message: str, code: int = 2) -> None:
+def _fail(message: str, code: int = 2) -> NoReturn:
+    _progress.stop()
     err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
@@ -54,9 +60,41 @@ def _config(bootstrap: str, command_config: Path | None) -> dict[str, str]:
     return settings
 
 
+def _not_py4j(record: logging.LogRecord) -> bool:
+    return f"{os.sep}py4j{os.sep}" not in record.pathname
+
+
+class _Interrupted(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise _Interrupted()
+
+
+@contextmanager
+def _jvm_output_to(path: Path) -> Iterator[None]:
+    """While the JVM is started, file descriptor 2 is ``path``: the JVM (and every Spark process it
+    starts) inherits it, so its log4j lines and JVM warnings land there, not on the terminal."""
+    import sys
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 @contextmanager
 def _spark(master: str | None, quiet: bool) -> Iterator[SparkSession]:
-    import os
+    """A Spark session for one job. Spark's own output (log4j, stage bars) goes to a log file;
+    Ctrl-C or SIGTERM ends the job with one line (exit code 128 + the signal)."""
+    import signal
+    import tempfile
 
     try:
         from pipeline.source import session
@@ -67,23 +105,45 @@ def _spark(master: str | None, quiet: bool) -> Iterator[SparkSession]:
         master = "local[*]"
     from pyspark.sql import SparkSession
 
+    # py4j logs a whole traceback when a call is interrupted (some through its own logger, some
+    # through the root logger): the one line below says it.
+    logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
+    logging.getLogger().addFilter(_not_py4j)
+    previous = signal.signal(signal.SIGTERM, _terminate)
     # A session already running in this process (a notebook, the tests) is used and left running.
     owned = SparkSession.getActiveSession() is None
-    if not quiet:
-        err.print(f"starting Spark ({master or 'from spark-submit'})", highlight=False)
+    spark_log = Path(tempfile.gettempdir()) / f"groupcoord-pipeline-{os.getpid()}.log"
+    interrupted = False
     try:
-        spark = session(master)
-    except Exception as exc:  # no Java, bad master URL: one line, not a JVM trace
-        _fail(f"cannot start Spark: {str(exc).splitlines()[0] if str(exc) else exc!r}")
-    try:
-        yield spark
-    except typer.Exit:
-        raise
-    except Exception as exc:
-        _fail(_one_line(exc))
+        _step(quiet, f"starting Spark ({master or 'from spark-submit'}); its own log: {spark_log}")
+        try:
+            with _jvm_output_to(spark_log) if owned else contextlib.nullcontext():
+                spark = session(master)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # no Java, bad master URL: one line, not a JVM trace
+            _fail(f"cannot start Spark: {str(exc).splitlines()[0] if str(exc) else exc!r} (see {spark_log})")
+        try:
+            yield spark
+        except typer.Exit:
+            raise
+        except KeyboardInterrupt:
+            # No spark.stop(): a JVM whose calls were cut off does not stop cleanly (and says so);
+            # it exits by itself once this process has gone (it watches its stdin).
+            interrupted = True
+            raise
+        except Exception as exc:
+            _fail(_one_line(exc))
+        finally:
+            if owned and not interrupted:
+                spark.stop()
+    except KeyboardInterrupt as exc:
+        _progress.stop()
+        signum = signal.SIGTERM if isinstance(exc, _Interrupted) else signal.SIGINT
+        _fail(f"interrupted by {signum.name}: the job stopped", 128 + signum)
     finally:
-        if owned:
-            spark.stop()
+        _progress.stop()
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -95,9 +155,40 @@ def _one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else repr(exc)
 
 
+class _Progress:
+    """The job's steps: a rich progress line (spinner, step, time) on a terminal, a ``• step`` line
+    each otherwise; nothing with --json."""
+
+    def __init__(self) -> None:
+        self._live: Progress | None = None
+        self._task: TaskID | None = None
+
+    def step(self, message: str) -> None:
+        if not err.is_terminal:
+            err.print(f"• {message}", highlight=False)
+            return
+        if self._live is None:
+            self._live = Progress(
+                SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True
+            )
+            self._live.start()
+            self._task = self._live.add_task(message, total=None)
+        else:
+            assert self._task is not None
+            self._live.update(self._task, description=message)
+
+    def stop(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live, self._task = None, None
+
+
+_progress = _Progress()
+
+
 def _step(quiet: bool, message: str) -> None:
     if not quiet:
-        err.print(f"• {message}", highlight=False)
+        _progress.step(message)
 
 
 def _table(title: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
@@ -138,9 +229,9 @@ def snapshot(
         names = topic_names(config)
         _step(as_json, f"writing tables to {out_dir} ({fmt})")
         counts = write_tables(snapshot_tables(spark, status_log, names), out_dir, fmt)
-    summary = {"records": records, "out": out_dir, "format": fmt, "tables": counts}
     if as_json:
-        print(json.dumps(summary, indent=2))
+        tables = [{"table": k, "rows": v} for k, v in counts.items()]
+        print_document(tables, records=records, out=out_dir, format=fmt)
         return
     _table(
         f"snapshot of {records} log records -> {out_dir}",
@@ -168,7 +259,7 @@ def audit(
         records = status_log.count()
         violations = [r.asDict() for r in run_audit(status_log).collect()]
     if as_json:
-        print(json.dumps({"records": records, "violations": violations}, indent=2))
+        print_document(violations, records=records)
     elif violations:
         _table(
             f"{len(violations)} violations in {records} records",
@@ -206,7 +297,7 @@ def lag(
         _step(as_json, "reading end offsets of the data topics")
         result = run_lag(spark, offsets, config)
     if as_json:
-        print(json.dumps({"partitions": result.rows, "groups": result.totals}, indent=2))
+        print_document(result.rows, groups=result.totals)
         return
     _table(
         "lag per partition", result.rows, ["group_id", "topic", "partition", "committed_offset", "end_offset", "lag"]
@@ -232,7 +323,7 @@ def history(
         _step(as_json, f"reading {topic} from {bootstrap}")
         events, commits = run_history(with_status(load_log(spark, config, topic)), group)
     if as_json:
-        print(json.dumps({"group": group, "events": events, "commits_per_minute": commits}, indent=2))
+        print_document(events, group=group, commits_per_minute=commits)
         return
     if not events and not commits:
         _fail(f"no records of group {group!r} in {topic}", 1)
@@ -303,7 +394,7 @@ def import_offsets(
         for g in plan
     ]
     if as_json:
-        print(json.dumps({"executed": execute, "groups": summary}, indent=2))
+        print_document(summary, executed=execute)
     else:
         _table(
             "import" + ("" if execute else " (dry run: add --execute to commit)"),

@@ -22,21 +22,18 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartiti
 from cli.admin import SIDECAR, _connect, activity, committed, list_group_ids, offsets_app
 from cli.common import (
     DEFAULT_TIMEOUT,
-    AsJson,
     Bootstrap,
     CommandConfig,
     Conn,
     Timeout,
     check_partitions,
     describe_error,
-    emit_json,
     fail,
-    out,
     parse_topic_spec,
-    print_table,
     topic_partitions,
     watermarks,
 )
+from cli.output import AsJson, FormatOption, Output, note
 
 _DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
 
@@ -50,15 +47,34 @@ def parse_duration_ms(text: str) -> int:
     return int(((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000)
 
 
-def parse_datetime_ms(text: str) -> int:
-    """Kafka's --to-datetime format (YYYY-MM-DDTHH:mm:SS.sss, optional zone; UTC when none)."""
+def parse_datetime(text: str) -> tuple[datetime, bool]:
+    """Kafka's --to-datetime format (YYYY-MM-DDTHH:mm:SS.sss, optional zone), and whether it named a
+    zone. Without one it is this machine's local time, as kafka-consumer-groups.sh reads it (the
+    JVM's default time zone)."""
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         fail(f"--to-datetime {text!r}: expected YYYY-MM-DDTHH:mm:SS[.sss][+HH:MM]")
     if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return int(when.timestamp() * 1000)
+        return when.astimezone(), False  # a naive datetime's astimezone() reads it as local time
+    return when, True
+
+
+def parse_datetime_ms(text: str) -> int:
+    return int(parse_datetime(text)[0].timestamp() * 1000)
+
+
+def instant(ms: int) -> str:
+    """An instant in UTC, ISO 8601 with a Z: what the plan says it resets to."""
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def zone_note(text: str, when: datetime) -> str:
+    offset = when.strftime("%z")
+    return (
+        f"--to-datetime {text} has no zone: read as local time {when.tzname()} (UTC{offset[:3]}:{offset[3:]}),"
+        f" as kafka-consumer-groups.sh does; that is {instant(int(when.timestamp() * 1000))}"
+    )
 
 
 def read_plan_file(path: Path, groups: list[str]) -> dict[tuple[str, str, int], int]:
@@ -158,11 +174,17 @@ def reset_offsets(
     to_earliest: Annotated[bool, typer.Option("--to-earliest")] = False,
     to_latest: Annotated[bool, typer.Option("--to-latest")] = False,
     to_current: Annotated[bool, typer.Option("--to-current")] = False,
-    to_offset: Annotated[int | None, typer.Option("--to-offset", help="Clamped to [earliest, latest].")] = None,
+    to_offset: Annotated[int | None, typer.Option("--to-offset", help="Clamped to \\[earliest, latest].")] = None,
     shift_by: Annotated[
         int | None, typer.Option("--shift-by", help="Add to the committed offset (may be negative).")
     ] = None,
-    to_datetime: Annotated[str | None, typer.Option("--to-datetime", help="YYYY-MM-DDTHH:mm:SS.sss[+HH:MM].")] = None,
+    to_datetime: Annotated[
+        str | None,
+        typer.Option(
+            "--to-datetime",
+            help="YYYY-MM-DDTHH:mm:SS.sss\\[+HH:MM]; without a zone, this machine's local time (as Kafka's tool).",
+        ),
+    ] = None,
     by_duration: Annotated[
         str | None, typer.Option("--by-duration", help="ISO-8601 duration back from now, e.g. PT1H.")
     ] = None,
@@ -174,9 +196,11 @@ def reset_offsets(
     bootstrap: Bootstrap = SIDECAR,
     command_config: CommandConfig = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
+    fmt: FormatOption = None,
     as_json: AsJson = False,
 ) -> None:
     """Reset committed offsets like kafka-consumer-groups.sh --reset-offsets (a dry run unless --execute)."""
+    o = Output.of(fmt, as_json)
     strategies = {
         "--to-earliest": to_earliest,
         "--to-latest": to_latest,
@@ -197,7 +221,12 @@ def reset_offsets(
         fail("give --topic TOPIC[:P,...] (repeatable) or --all-topics")
     if to_offset is not None and to_offset < 0:
         fail(f"--to-offset must be >= 0, got {to_offset}")
-    when_ms = parse_datetime_ms(to_datetime) if to_datetime else None
+    when_ms = None
+    if to_datetime:
+        when, zoned = parse_datetime(to_datetime)
+        when_ms = int(when.timestamp() * 1000)
+        if not zoned:
+            note(zone_note(to_datetime, when))
     if by_duration is not None:
         when_ms = int(time.time() * 1000) - parse_duration_ms(by_duration)
 
@@ -294,9 +323,10 @@ def reset_offsets(
             cells = [r["topic"], r["partition"], r["new-offset"]]
             writer.writerow(cells if len(groups) == 1 else [r["group"], *cells])
         print(buf.getvalue(), end="")
-    elif as_json:
-        emit_json({"executed": execute, "plan": rows})
     else:
-        print_table(None, ["group", "topic", "partition", "current-offset", "new-offset"], rows)
+        at: dict[str, Any] = {"to_datetime": instant(when_ms)} if when_ms is not None else {}
+        o.result(["group", "topic", "partition", "current-offset", "new-offset"], rows, executed=execute, **at)
+        if when_ms is not None:
+            o.note(f"offsets of the first records at or after {instant(when_ms)}")
         if not execute:
-            out.print("dry run: nothing changed (add --execute to commit these offsets)", highlight=False)
+            o.note("dry run: nothing changed (add --execute to commit these offsets)")

@@ -25,6 +25,7 @@ class ConsumerGroupInfo:
     group_epoch: int
     assignment_epoch: int
     members: dict[str, tuple[str, int]] = field(default_factory=dict)  # member id -> (protocol, epoch)
+    state: str = ""  # Kafka's name: Empty, Assigning, Reconciling, Stable, Dead
 
 
 def _read_exactly(sock: socket.socket, n: int) -> bytes:
@@ -52,7 +53,7 @@ def describe_consumer_groups(bootstrap: str, groups: list[str], timeout: float) 
     for g in response.groups:
         if g.error_code:
             continue
-        info = ConsumerGroupInfo(g.group_epoch, g.assignment_epoch)
+        info = ConsumerGroupInfo(g.group_epoch, g.assignment_epoch, state=g.group_state)
         for m in g.members:
             info.members[m.member_id] = (_MEMBER_TYPES.get(m.member_type, "unknown"), m.member_epoch)
         found[g.group_id] = info

@@ -18,6 +18,14 @@ from coordinator.offsets.config import OffsetsConfig
 from coordinator.service.answer_budget import DEFAULT_MAX_ANSWER_BYTES
 
 ENV_PREFIX = "GROUPCOORD_"
+# The sidecar's own consumer groups on the backing cluster: placement's, and its directory's
+# (placement.group_id's default is this prefix and the log topic's name).
+PLACEMENT_GROUP_PREFIX = "groupcoord-placement-"
+
+
+def is_internal_group(group: str) -> bool:
+    """A group the sidecar itself runs on the backing cluster (not an application's)."""
+    return group.startswith(PLACEMENT_GROUP_PREFIX)
 
 
 class ConfigError(ValueError):
@@ -145,7 +153,11 @@ class Settings(BaseSettings):
     event_loop: str = Field(
         "auto", pattern="^(auto|uvloop|asyncio)$", description="uvloop when installed (auto), or asyncio's own loop."
     )
-    log_format: str = Field("json", pattern="^(json|text)$", description="json: one JSON object a line.")
+    log_format: str = Field(
+        "json",
+        pattern="^(json|text)$",
+        description="json: one JSON object a line; unset: text when stderr is a terminal, else json.",
+    )
     metrics_listen: str = Field(
         "127.0.0.1:9095", description='HOST:PORT of the HTTP health/metrics endpoint; "" or "off" disables it.'
     )

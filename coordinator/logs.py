@@ -1,5 +1,8 @@
 """Logging: one JSON object per line on stderr, librdkafka's own lines included, rate-limited.
 
+- Unless ``log_format`` is set, ``serve`` logs plain text when stderr is a terminal and JSON
+  otherwise (:func:`default_format`).
+
 - The formatter is python-json-logger's (the maintained JSON formatter for stdlib ``logging``):
   every line has ``ts`` (ISO 8601, UTC), ``level``, ``logger`` and ``msg``, plus any ``extra``
   fields of the call. ``log_format = "text"`` gives plain lines for a human at a terminal.
@@ -28,6 +31,8 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from pythonjsonlogger.json import JsonFormatter
+
+from coordinator.kafka_words import LastLine
 
 RDKAFKA_LOGGER = "librdkafka"
 _RDKAFKA_TEMPLATE = "%s [%s] %s"  # how confluent-kafka hands a line to its logger
@@ -115,6 +120,8 @@ def _is_deliberate_confwarn(record: logging.LogRecord) -> bool:
 
 rate_limit = RateLimit()
 _null = logging.NullHandler()
+# librdkafka's last line, kept to say why the cluster could not be reached (as the CLI does).
+last_line = LastLine()
 
 
 def rdkafka_logger() -> logging.Logger:
@@ -123,6 +130,8 @@ def rdkafka_logger() -> logging.Logger:
         logger.addFilter(rate_limit)
     if _null not in logger.handlers:
         logger.addHandler(_null)
+    if last_line not in logger.handlers:
+        logger.addHandler(last_line)
     return logger
 
 
@@ -138,6 +147,19 @@ class _Pollable(Protocol):
 def drain(client: _Pollable) -> None:
     """Hand over the log lines a client has queued (its only way out; see the module docstring)."""
     client.poll(0)
+
+
+class _Stream(Protocol):
+    def isatty(self) -> bool: ...
+
+
+def default_format(stream: _Stream) -> str:
+    """The log format when none is configured: plain text for a person at a terminal, JSON (one
+    object a line, for a log collector) everywhere else (a pipe, a file, systemd, a container)."""
+    try:
+        return "text" if stream.isatty() else "json"
+    except ValueError:  # a closed stream
+        return "json"
 
 
 def configure(level: str, fmt: str = "json") -> None:

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from coordinator import logs
-from coordinator.config import PlacementSettings, Settings
+from coordinator.config import PLACEMENT_GROUP_PREFIX, PlacementSettings, Settings
 from coordinator.errors import ErrorCode
 from coordinator.gateway.apis import ApiKey
 from coordinator.gateway.cluster import ClusterUnavailable
@@ -26,6 +26,7 @@ from coordinator.gateway.event_loop import loop_factory
 from coordinator.gateway.handler import CoordinatorAddress
 from coordinator.gateway.server import GatewayServer
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from coordinator.kafka_words import describe_error
 from coordinator.observability.gateway import MeteredHandler
 from coordinator.observability.http import HealthServer, Readiness, shard_states
 from coordinator.observability.registry import REGISTRY
@@ -232,7 +233,7 @@ def placement_config(settings: Settings, host: str, port: int, mode: PlacementMo
     instance_id = p.instance_id or derived_instance_id(host, port) if mode.static_membership else None
     return PlacementConfig(
         log_topic=settings.log_topic,
-        group_id=p.group_id or f"groupcoord-placement-{settings.log_topic}",
+        group_id=p.group_id or f"{PLACEMENT_GROUP_PREFIX}{settings.log_topic}",
         directory_topic=p.directory_topic or f"{settings.log_topic}-directory",
         instance_id=instance_id,
         session_timeout_ms=p.session_timeout_ms,
@@ -377,7 +378,11 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
     try:
         health = HealthServer(settings.metrics_listen, readiness, REGISTRY) if settings.metrics_listen else None
     except OSError as exc:
-        # Not fatal: several processes on one host (drills, tests) share the default address;
+        if "metrics_listen" in settings.model_fields_set:
+            # Asked for by name: probes and scrapes would silently miss a process that went on.
+            say.error(f"cannot listen on metrics_listen {settings.metrics_listen}: {exc.strerror}")
+            return 1
+        # The default address only: several processes on one host (drills, tests) share it, and
         # coordination must not depend on the health endpoint.
         log.warning("health endpoint off: cannot listen on %s: %s", settings.metrics_listen, exc.strerror)
     # Nothing is claimed before the process can serve: listen first, then reach the cluster,
@@ -404,7 +409,9 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             runtime_started = True
             await metadata.refresh()
         except KafkaException as exc:
-            say.error(f"cannot reach the cluster or create the log topic: {exc}")
+            # In the CLI's words: "cannot reach HOST:PORT ...: no connection (Connection refused)".
+            why = f"{describe_error(exc.args[0] if exc.args else exc)}{logs.last_line.reason()}"
+            say.error(f"cannot reach {settings.bootstrap_servers} or create the log topic {settings.log_topic}: {why}")
             return 1
         await _protect_ids(gateway, metadata, own_topics)
         if acl_source is not None:

@@ -44,8 +44,9 @@ def parse_hostport(value: str, default_port: int) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
-def _die_with_parent() -> None:
-    # A broker left running after its parent is SIGKILLed would hold the port and the data.
+def die_with_parent() -> None:
+    # (As preexec_fn of a child.) A child left running after its parent is SIGKILLed would hold its
+    # ports and, for a broker, its data: the kernel sends it SIGTERM when the parent dies.
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -106,7 +107,7 @@ class LocalBroker:
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
-            preexec_fn=_die_with_parent if self.die_with_parent else None,
+            preexec_fn=die_with_parent if self.die_with_parent else None,
             # Its own session: a terminal's Ctrl-C reaches only the process that started it, which
             # then stops it after its own clients (serve's shutdown logged connection errors when
             # the embedded broker went down with it).

@@ -157,6 +157,11 @@ def session(
     if master:
         builder = builder.master(master)
     builder = builder.config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
+    # No stage progress bars on the terminal: the CLI shows its own progress.
+    builder = builder.config("spark.ui.showConsoleProgress", "false")
+    if master and master.startswith("local"):
+        # A local driver needs no routable host name (and so no warning that it resolves to loopback).
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
     if shuffle_partitions is None:
         shuffle_partitions = local_shuffle_partitions(master)
     if shuffle_partitions is not None:

@@ -62,6 +62,11 @@ def check_frame_size(prefix: bytes | bytearray, max_frame_bytes: int) -> int:
     if size < 0:
         raise FrameError(f"negative frame length {size}")
     if size > max_frame_bytes:
+        if prefix[0] == 0x16 and prefix[1] == 0x03:  # a TLS handshake record, read as a length
+            raise FrameError(
+                "a TLS client on this plaintext listener (its ClientHello read as a frame length): the client has"
+                " security.protocol SSL or SASL_SSL, the listener has no gateway.listener_tls"
+            )
         raise FrameError(f"frame of {size} bytes exceeds the {max_frame_bytes}-byte limit")
     return size
 

@@ -9,7 +9,7 @@ connection-count                                 groupcoord_gateway_connections
 RequestsPerSec{request}                          groupcoord_gateway_requests_total{api}
 ErrorsPerSec{request,error}                      groupcoord_gateway_responses_total{api,error}
 (bytes of forwarded requests / responses)        groupcoord_gateway_forwarded_bytes_total{api,direction}
-(time to the backing broker's answer)            groupcoord_gateway_upstream_latency_ms{api} (histogram)
+(time to the backing broker's answer)            groupcoord_gateway_upstream_latency_seconds{api} (histogram)
 ===============================================  ============================================
 
 ``requests`` counts every request a client sent; ``responses`` counts the error codes of the
@@ -25,8 +25,6 @@ scheduling most of it); a scrape reads the integers without a lock.
 
 from __future__ import annotations
 
-import bisect
-import math
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -34,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import Gauge
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
-from prometheus_client.utils import floatToGoString
 
 from coordinator.errors import ErrorCode
+from coordinator.observability.histogram import UPSTREAM_BUCKETS, Histogram
 from coordinator.observability.registry import REGISTRY
 
 if TYPE_CHECKING:
@@ -124,9 +122,9 @@ _API_NAMES = [
     "DescribeTopicPartitions",
 ]
 
-CONNECTIONS = Gauge("groupcoord_gateway_connections", "Open client connections.", registry=REGISTRY)
-# Upper bounds (ms) of the upstream latency histogram's buckets; the last bucket is +Inf.
-LATENCY_BUCKETS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0)
+CONNECTIONS = Gauge(
+    "groupcoord_gateway_connections", "Open client connections (Kafka broker connection-count).", registry=REGISTRY
+)
 
 
 def api_name(key: int) -> str:
@@ -138,15 +136,14 @@ class _Api:
     a scrape reads them without a lock (a locked ``prometheus_client`` metric costs several
     times more on the forward path)."""
 
-    __slots__ = ("bytes_in", "bytes_out", "latency_buckets", "latency_sum", "name", "requests", "responses")
+    __slots__ = ("bytes_in", "bytes_out", "latency", "name", "requests", "responses")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.requests = 0
         self.bytes_out = 0
         self.bytes_in = 0
-        self.latency_buckets = [0] * (len(LATENCY_BUCKETS) + 1)
-        self.latency_sum = 0.0
+        self.latency = Histogram(UPSTREAM_BUCKETS)
         self.responses: dict[str, int] = {}  # error name -> occurrences
 
 
@@ -177,9 +174,7 @@ def forwarded(key: int, size: int, answer: Answer) -> None:
     sent = time.perf_counter()
 
     def answered(answer_size: int) -> None:
-        ms = (time.perf_counter() - sent) * 1000
-        api.latency_buckets[bisect.bisect_left(LATENCY_BUCKETS, ms)] += 1
-        api.latency_sum += ms
+        api.latency.observe(time.perf_counter() - sent)
         api.bytes_in += answer_size
 
     answer.on_arrival(answered)
@@ -189,11 +184,11 @@ class _Collector(Collector):
     def collect(self) -> Iterable[Metric]:
         apis = {a.name: a for a in list(_apis.values())}.values()
         requests = CounterMetricFamily(
-            "groupcoord_gateway_requests", "Requests read from clients, by API.", labels=["api"]
+            "groupcoord_gateway_requests", "Requests read from clients, by API (Kafka RequestsPerSec).", labels=["api"]
         )
         responses = CounterMetricFamily(
             "groupcoord_gateway_responses",
-            "Error codes in the answers the sidecar gives itself (group APIs), by API and error.",
+            "Error codes in the answers the sidecar gives itself (group APIs), by API and error (Kafka ErrorsPerSec).",
             labels=["api", "error"],
         )
         forwarded_bytes = CounterMetricFamily(
@@ -202,8 +197,8 @@ class _Collector(Collector):
             labels=["api", "direction"],
         )
         latency = HistogramMetricFamily(
-            "groupcoord_gateway_upstream_latency_ms",
-            "Time from forwarding a request to the backing broker's answer (ms).",
+            "groupcoord_gateway_upstream_latency_seconds",
+            "Time from forwarding a request to the backing broker's answer.",
             labels=["api"],
         )
         for api in apis:
@@ -213,11 +208,7 @@ class _Collector(Collector):
             if api.bytes_out:
                 forwarded_bytes.add_metric([api.name, "out"], api.bytes_out)
                 forwarded_bytes.add_metric([api.name, "in"], api.bytes_in)
-                cumulative, buckets = 0, []
-                for bound, count in zip((*LATENCY_BUCKETS, math.inf), list(api.latency_buckets), strict=True):
-                    cumulative += count
-                    buckets.append((floatToGoString(bound), cumulative))
-                latency.add_metric([api.name], buckets, api.latency_sum)
+                latency.add_metric([api.name], api.latency.buckets(), api.latency.total)
         return [requests, responses, forwarded_bytes, latency]
 
 

@@ -1,6 +1,6 @@
 """Consumer lag per group and partition, as ``kafka_consumergroup_lag`` of kafka-exporter.
 
-``groupcoord_consumergroup_lag{group,topic,partition}`` is the high watermark of the partition
+``groupcoord_consumergroup_lag{consumergroup,topic,partition}`` (kafka_exporter's labels) is the high watermark of the partition
 minus the group's committed offset (never below 0), for the committed offsets of the shards this
 process owns. A background thread refreshes it every ``metrics_lag_interval_ms``: it copies the
 committed offsets on the event loop (one pass over them, no I/O there) and reads the high
@@ -176,8 +176,11 @@ class LagMonitor(Collector):
     def _families(self, lags: dict[Committed, int], omitted: int) -> list[Metric]:
         family = GaugeMetricFamily(
             "groupcoord_consumergroup_lag",
-            "High watermark minus the group's committed offset, per partition (refreshed on an interval).",
-            labels=["group", "topic", "partition"],
+            "High watermark minus the group's committed offset, per partition, refreshed on an interval"
+            " (kafka_exporter kafka_consumergroup_lag).",
+            # kafka_exporter's label names, so that its dashboards read these series as they are
+            # (deploy/prometheus/ renames the metric to kafka_consumergroup_lag).
+            labels=["consumergroup", "topic", "partition"],
         )
         for (group, topic, partition, _), lag in lags.items():
             family.add_metric([group, topic, str(partition)], lag)

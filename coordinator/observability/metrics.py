@@ -3,19 +3,21 @@
 Names follow Kafka's group coordinator metrics (``kafka.server:type=group-coordinator-metrics``
 and the coordinator runtime's) where Kafka has one, made Prometheus-legal: ``groupcoord_``
 prefix, ``_`` for ``-``; Kafka's ``-rate``/``-count`` pairs become one counter ``..._total``
-(Prometheus derives the rate with ``rate()``). Times are in milliseconds, as Kafka's.
+(Prometheus derives the rate with ``rate()``). Each HELP text names the Kafka metric. Times are
+histograms in seconds (Prometheus' base unit), which add up across processes where Kafka's
+windowed percentiles and maxima could not; state label values are lower case.
 
 =========================================  ===================================================
 Kafka                                      here
 =========================================  ===================================================
 num-partitions{state}                      groupcoord_num_partitions{state=loading|active|failed}
-partition-load-time-max / -avg             groupcoord_partition_load_time_max_ms / _avg_ms
+partition-load-time-max / -avg             groupcoord_partition_load_time_seconds (histogram)
 event-queue-size                           groupcoord_event_queue_size
-event-queue-time-ms                        groupcoord_event_queue_time_ms{quantile}, _max
-event-processing-time-ms                   groupcoord_event_processing_time_ms{quantile}, _max
-event-purgatory-time-ms                    groupcoord_event_purgatory_time_ms{quantile}, _max
-(none)                                     groupcoord_event_purgatory_oldest_ms{partition}, groupcoord_stuck_partitions
-batch-flush-time-ms                        groupcoord_batch_flush_time_ms{quantile}, _max
+event-queue-time-ms                        groupcoord_event_queue_time_seconds (histogram)
+event-processing-time-ms                   groupcoord_event_processing_time_seconds (histogram)
+event-purgatory-time-ms                    groupcoord_event_purgatory_time_seconds (histogram)
+(none)                                     groupcoord_event_purgatory_oldest_seconds{partition}, groupcoord_stuck_partitions
+batch-flush-time-ms                        groupcoord_batch_flush_time_seconds (histogram)
 group-count{protocol}                      groupcoord_group_count{protocol=classic|consumer}
 consumer-group-count{state}                groupcoord_consumer_group_count{state}
 classic-group-count{state}                 groupcoord_classic_group_count{state}
@@ -27,10 +29,8 @@ offset-expiration-rate / -count            groupcoord_offset_expirations_total
 offset-deletion-rate / -count              groupcoord_offset_deletions_total
 =========================================  ===================================================
 
-The quantiles (0.5, 0.95, 0.99, 0.999) and the ``_max`` of the four latency summaries are over
-the last ``WINDOW`` events, as Kafka's histograms are over a recent window; ``_count`` and
-``_sum`` are totals. The gateway's metrics are in ``coordinator.observability.gateway``, consumer
-lag in ``coordinator.observability.lag``.
+The gateway's metrics are in ``coordinator.observability.gateway``, consumer lag in
+``coordinator.observability.lag``, ``groupcoord_build_info`` in ``registry``.
 
 Gauges over the in-memory state are computed when scraped, on the coordinator's event loop (the
 one thread that touches shard state), from the shards this process owns: several processes each
@@ -43,11 +43,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import math
 import time
 from collections import Counter as Tally
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -56,6 +54,7 @@ from prometheus_client.registry import Collector
 from coordinator.groups.classic.group_state import ClassicGroupState
 from coordinator.groups.consumer.group import ConsumerGroupState
 from coordinator.groups.coordinator_state import GroupCoordinatorState
+from coordinator.observability.histogram import EVENT_BUCKETS, LOAD_BUCKETS, Histogram
 from coordinator.observability.registry import REGISTRY
 from coordinator.runtime.shard import Shard, ShardObserver, ShardStatus
 from records import CoordinatorRecord, RecordType
@@ -100,83 +99,53 @@ class Counts:
 COUNTS = Counts()
 
 
-QUANTILES = (0.5, 0.95, 0.99, 0.999)
-WINDOW = 4096
+class Latency:
+    """A histogram of one of Kafka's runtime latencies, with its name and HELP text."""
 
-
-class LatencySummary:
-    """Quantiles and max over the last ``WINDOW`` samples, plus all-time count and sum.
-
-    Recorded on the loop thread, read on the HTTP thread: copying a deque holds the GIL for
-    the whole copy, and the two running totals have one writer, so no lock is needed."""
-
-    def __init__(self, name: str, documentation: str) -> None:
+    def __init__(self, name: str, documentation: str, bounds: tuple[float, ...] = EVENT_BUCKETS) -> None:
         self.name = name
         self.documentation = documentation
-        self.samples: deque[float] = deque(maxlen=WINDOW)
-        self.count = 0
-        self.total = 0.0
+        self.histogram = Histogram(bounds)
 
-    def observe(self, ms: float) -> None:
-        self.samples.append(ms)
-        self.count += 1
-        self.total += ms
+    def observe(self, seconds: float) -> None:
+        self.histogram.observe(seconds)
 
-    def families(self) -> Iterator[Metric]:
-        window = sorted(self.samples)
-        summary = Metric(self.name, self.documentation, "summary")
-        for q in QUANTILES:
-            summary.add_sample(self.name, {"quantile": str(q)}, _quantile(window, q))
-        summary.add_sample(self.name + "_count", {}, float(self.count))
-        summary.add_sample(self.name + "_sum", {}, self.total)
-        yield summary
-        yield GaugeMetricFamily(
-            self.name + "_max",
-            f"Largest of the last {WINDOW} samples of {self.name}.",
-            value=window[-1] if window else 0,
-        )
+    def family(self) -> Metric:
+        return self.histogram.family(self.name, self.documentation)
 
 
-def _quantile(ordered: list[float], q: float) -> float:
-    if not ordered:
-        return math.nan
-    return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
-
-
-EVENT_QUEUE_TIME = LatencySummary("groupcoord_event_queue_time_ms", "Time an event waits for its handler (ms).")
-EVENT_PROCESSING_TIME = LatencySummary(
-    "groupcoord_event_processing_time_ms", "Time a handler takes, encoding its records included (ms)."
+EVENT_QUEUE_TIME = Latency(
+    "groupcoord_event_queue_time_seconds", "Time an event waits for its handler (Kafka event-queue-time-ms)."
 )
-EVENT_PURGATORY_TIME = LatencySummary(
-    "groupcoord_event_purgatory_time_ms",
-    "Time from a write's append to the release of its answer once its records are read back (ms).",
+EVENT_PROCESSING_TIME = Latency(
+    "groupcoord_event_processing_time_seconds",
+    "Time a handler takes, encoding its records included (Kafka event-processing-time-ms).",
 )
-BATCH_FLUSH_TIME = LatencySummary(
-    "groupcoord_batch_flush_time_ms", "Time from handing a batch to the log writer to its acknowledgement (ms)."
+EVENT_PURGATORY_TIME = Latency(
+    "groupcoord_event_purgatory_time_seconds",
+    "Time from a write's append to the release of its answer once its records are read back"
+    " (Kafka event-purgatory-time-ms).",
 )
-SUMMARIES = (EVENT_QUEUE_TIME, EVENT_PROCESSING_TIME, EVENT_PURGATORY_TIME, BATCH_FLUSH_TIME)
-LOAD_TIMES: deque[float] = deque(maxlen=64)  # ms of the latest shard loads
+BATCH_FLUSH_TIME = Latency(
+    "groupcoord_batch_flush_time_seconds",
+    "Time from handing a batch to the log writer to its acknowledgement (Kafka batch-flush-time-ms).",
+)
+PARTITION_LOAD_TIME = Latency(
+    "groupcoord_partition_load_time_seconds",
+    "Time to load a shard from the log (Kafka partition-load-time-max and -avg: _sum/_count is the average).",
+    LOAD_BUCKETS,
+)
+LATENCIES = (EVENT_QUEUE_TIME, EVENT_PROCESSING_TIME, EVENT_PURGATORY_TIME, BATCH_FLUSH_TIME, PARTITION_LOAD_TIME)
 
 
 class _Process(Collector):
-    """The counters, the latency summaries and the load times of this process."""
+    """The counters and the latency histograms of this process."""
 
     def collect(self) -> Iterable[Metric]:
         for attribute, name, documentation in Counts.FAMILIES:
             yield CounterMetricFamily(name, documentation, value=getattr(COUNTS, attribute))
-        for summary in SUMMARIES:
-            yield from summary.families()
-        loads = list(LOAD_TIMES)
-        yield GaugeMetricFamily(
-            "groupcoord_partition_load_time_max_ms",
-            f"Longest of the last {LOAD_TIMES.maxlen} shard loads (ms).",
-            value=max(loads, default=0.0),
-        )
-        yield GaugeMetricFamily(
-            "groupcoord_partition_load_time_avg_ms",
-            f"Average of the last {LOAD_TIMES.maxlen} shard loads (ms).",
-            value=sum(loads) / len(loads) if loads else 0.0,
-        )
+        for latency in LATENCIES:
+            yield latency.family()
 
 
 REGISTRY.register(_Process())
@@ -186,19 +155,19 @@ class ShardMetrics(ShardObserver):
     """The runtime's hooks: latencies, and counters from the records each handler returned."""
 
     def loaded(self, partition: int, seconds: float) -> None:
-        LOAD_TIMES.append(seconds * 1000)
+        PARTITION_LOAD_TIME.observe(seconds)
 
     def dequeued(self, waited_s: float) -> None:
-        EVENT_QUEUE_TIME.observe(waited_s * 1000)
+        EVENT_QUEUE_TIME.observe(waited_s)
 
     def released(self, waited_s: float) -> None:
-        EVENT_PURGATORY_TIME.observe(waited_s * 1000)
+        EVENT_PURGATORY_TIME.observe(waited_s)
 
     def flushed(self, seconds: float) -> None:
-        BATCH_FLUSH_TIME.observe(seconds * 1000)
+        BATCH_FLUSH_TIME.observe(seconds)
 
     def processed(self, state: Any, records: list[CoordinatorRecord], cause: object, seconds: float) -> None:
-        EVENT_PROCESSING_TIME.observe(seconds * 1000)
+        EVENT_PROCESSING_TIME.observe(seconds)
         if records and isinstance(state, GroupCoordinatorState):
             count_records(state, records, timer=cause is not None)
 
@@ -242,8 +211,9 @@ _SHARD_STATES = {
     ShardStatus.ACTIVE: "active",
     ShardStatus.FAILED: "failed",
 }
-_CLASSIC_STATES = [s.value for s in ClassicGroupState]
-_CONSUMER_STATES = [s.value for s in ConsumerGroupState]
+# Label values as Kafka's lower-case state names (ListGroups' states filter): "preparingrebalance".
+_CLASSIC_STATES = [s.value.lower() for s in ClassicGroupState]
+_CONSUMER_STATES = [s.value.lower() for s in ConsumerGroupState]
 
 
 def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metric]:
@@ -253,8 +223,8 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
     never over single offsets."""
     partitions: Tally[str] = Tally()
     queued = waiting = 0
-    # partition -> ms the oldest written answer of that shard has waited for its records to be read back
-    unreleased: dict[int, int] = {}
+    # partition -> seconds the oldest written answer of that shard has waited for its records to be read back
+    unreleased: dict[int, float] = {}
     stuck = 0
     classic: Tally[str] = Tally()
     consumer: Tally[str] = Tally()
@@ -267,7 +237,7 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
         queued += q
         waiting += w
         if shard.status in (ShardStatus.ACTIVE, ShardStatus.LOADING):
-            unreleased[shard.partition] = shard.unreleased_age_ms(shard.host.clock.now_ms())
+            unreleased[shard.partition] = shard.unreleased_age_ms(shard.host.clock.now_ms()) / 1000
             stuck += shard.stuck
         if shard.status is not ShardStatus.ACTIVE:
             continue
@@ -275,22 +245,28 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
         # rebalance in progress, which is never written to the log.
         live = shard.live
         for cg in live.consumer.groups.values():
-            consumer[cg.state().value] += 1
+            consumer[cg.state().value.lower()] += 1
         for group in live.classic.groups.values():
-            classic[group.state.value] += 1
+            classic[group.state.value.lower()] += 1
         # A group that only ever committed offsets is an Empty classic group, as in Kafka.
-        classic["Empty"] += sum(
+        classic["empty"] += sum(
             1 for gid in live.offsets.offsets if gid not in live.consumer.groups and gid not in live.classic.groups
         )
         offsets += sum(len(parts) for topics in shard.committed.offsets.offsets.values() for parts in topics.values())
     out: list[Metric] = []
     family = GaugeMetricFamily(
-        "groupcoord_num_partitions", "Shards (log partitions) this process owns, by state.", labels=["state"]
+        "groupcoord_num_partitions",
+        "Shards (log partitions) this process owns, by state (Kafka num-partitions).",
+        labels=["state"],
     )
     for state in ("loading", "active", "failed"):
         family.add_metric([state], partitions[state])
     out.append(family)
-    out.append(GaugeMetricFamily("groupcoord_event_queue_size", "Events waiting for their handler.", value=queued))
+    out.append(
+        GaugeMetricFamily(
+            "groupcoord_event_queue_size", "Events waiting for their handler (Kafka event-queue-size).", value=queued
+        )
+    )
     out.append(
         GaugeMetricFamily(
             "groupcoord_event_purgatory_size",
@@ -299,8 +275,8 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
         )
     )
     family = GaugeMetricFamily(
-        "groupcoord_event_purgatory_oldest_ms",
-        "How long the oldest written answer of each owned shard has waited for its records to be read back (ms).",
+        "groupcoord_event_purgatory_oldest_seconds",
+        "How long the oldest written answer of each owned shard has waited for its records to be read back (seconds).",
         labels=["partition"],
     )
     for partition, age in sorted(unreleased.items()):
@@ -314,20 +290,26 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
         )
     )
     family = GaugeMetricFamily(
-        "groupcoord_group_count", "Groups of the owned shards, by protocol.", labels=["protocol"]
+        "groupcoord_group_count", "Groups of the owned shards, by protocol (Kafka group-count).", labels=["protocol"]
     )
     family.add_metric(["classic"], sum(classic.values()))
     family.add_metric(["consumer"], sum(consumer.values()))
     out.append(family)
-    family = GaugeMetricFamily("groupcoord_consumer_group_count", "Consumer groups by state.", labels=["state"])
+    family = GaugeMetricFamily(
+        "groupcoord_consumer_group_count", "Consumer groups by state (Kafka consumer-group-count).", labels=["state"]
+    )
     for state in _CONSUMER_STATES:
         family.add_metric([state], consumer[state])
     out.append(family)
-    family = GaugeMetricFamily("groupcoord_classic_group_count", "Classic groups by state.", labels=["state"])
+    family = GaugeMetricFamily(
+        "groupcoord_classic_group_count", "Classic groups by state (Kafka classic-group-count).", labels=["state"]
+    )
     for state in _CLASSIC_STATES:
         family.add_metric([state], classic[state])
     out.append(family)
-    out.append(GaugeMetricFamily("groupcoord_offset_count", "Committed offsets retained.", value=offsets))
+    out.append(
+        GaugeMetricFamily("groupcoord_offset_count", "Committed offsets retained (Kafka offset-count).", value=offsets)
+    )
     return out
 
 
@@ -372,9 +354,9 @@ class ShardCollector(Collector):
             return []
         families.append(
             GaugeMetricFamily(
-                "groupcoord_shard_metrics_collect_ms",
-                "Time this scrape took to read the shard gauges (ms).",
-                value=(time.perf_counter() - started) * 1000,
+                "groupcoord_shard_metrics_collect_seconds",
+                "Time this scrape took to read the shard gauges.",
+                value=time.perf_counter() - started,
             )
         )
         return families

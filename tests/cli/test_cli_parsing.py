@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cli.common import CliError, read_properties
 from cli.common import parse_topic_spec as topic_spec
-from cli.reset import parse_datetime_ms, parse_duration_ms, read_plan_file
+from cli.reset import instant, parse_datetime, parse_datetime_ms, parse_duration_ms, read_plan_file, zone_note
 
 
 @pytest.mark.parametrize(
@@ -25,8 +26,32 @@ def test_bad_durations_are_refused(text: str) -> None:
         parse_duration_ms(text)
 
 
-def test_datetimes_default_to_utc_and_honour_a_zone() -> None:
-    assert parse_datetime_ms("2023-11-14T22:13:20") == 1_700_000_000_000
+@pytest.fixture
+def berlin(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process in UTC+1 (November in Berlin), as an operator's machine may be."""
+    import time
+
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_datetimes_without_a_zone_are_local_time_and_say_so(berlin: None) -> None:
+    # Kafka's tool reads a zone-less --to-datetime in the JVM's default (local) zone.
+    assert parse_datetime_ms("2023-11-14T23:13:20") == 1_700_000_000_000
+    when, zoned = parse_datetime("2023-11-14T23:13:20")
+    assert not zoned
+    assert zone_note("2023-11-14T23:13:20", when) == (
+        "--to-datetime 2023-11-14T23:13:20 has no zone: read as local time CET (UTC+01:00), as"
+        " kafka-consumer-groups.sh does; that is 2023-11-14T22:13:20.000Z"
+    )
+    assert instant(1_700_000_000_250) == "2023-11-14T22:13:20.250Z"
+
+
+def test_datetimes_honour_a_zone(berlin: None) -> None:
+    assert parse_datetime("2023-11-14T22:13:20.250Z")[1]
     assert parse_datetime_ms("2023-11-14T22:13:20.250Z") == 1_700_000_000_250
     assert parse_datetime_ms("2023-11-14T23:13:20+01:00") == 1_700_000_000_000
     with pytest.raises(CliError, match="--to-datetime"):

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -27,7 +30,8 @@ def check(code: int, report: dict[str, object], faults: int) -> None:
     assert report["double_deliveries"] == 0
     assert report["offsets_backwards"] == 0, report["backwards"]
     assert code == 0
-    kills = report["kills"]
+    assert report["errors"] == []
+    kills = report["items"]  # one per fault
     assert isinstance(kills, list) and len(kills) >= faults
     # Every fault was followed by every group being served again.
     assert all(k["recovered_s"] is not None for k in kills), kills
@@ -57,3 +61,65 @@ def test_long_drill_with_kills_and_pauses(bootstrap: str) -> None:
             timeout=600,
         )
         check(code, report, faults=4)
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process under ``pid`` (from /proc: children of children too)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()  # noqa: SIM115
+            except OSError:
+                continue
+            # "pid (comm) state ppid ...": comm may hold spaces, so split after its last ')'.
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if fields[0] != "Z":
+                parents[int(entry)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_sigterm_stops_every_process_of_the_drill_and_reports_so_far() -> None:
+    """SIGTERM to a drill (its own embedded broker, two serve processes) stops them all and prints
+    the report so far, marked interrupted, with the exit code of a SIGTERM."""
+    drill = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "drill", "--processes", "2", "--duration", "300", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert drill.stderr is not None
+        deadline = time.monotonic() + 120
+        line = ""
+        while "workload running" not in line and time.monotonic() < deadline:
+            line = drill.stderr.readline()
+            assert line or drill.poll() is None, "the drill ended before its workload ran"
+        assert "workload running" in line
+        children = _descendants(drill.pid)
+        assert len(children) >= 3, children  # the broker and two serve processes at least
+        drill.send_signal(signal.SIGTERM)
+        stdout, stderr = drill.communicate(timeout=90)
+    finally:
+        if drill.poll() is None:
+            drill.kill()
+            drill.wait(10)
+    assert drill.returncode == 128 + signal.SIGTERM, stderr
+    report = json.loads(stdout)
+    assert report["interrupted"] is True and report["acknowledged_commits_lost"] is None
+    assert report["processes"] == 2
+    assert "drill interrupted by SIGTERM" in stderr
+    left = [pid for pid in children if _alive(pid)]
+    assert not left, left

@@ -68,7 +68,7 @@ def listed_groups(sidecar: Sidecar) -> list[str]:
     listed = cli("groups", "list", "-b", sidecar.address, "--json")
     if listed.returncode != 0:
         return []  # a shard is moving: try again
-    names = sorted(g["group"] for g in json.loads(listed.stdout))
+    names = sorted(g["group"] for g in json.loads(listed.stdout)["items"])
     assert len(names) == len(set(names)), f"a group listed twice: {names}"
     return names
 
@@ -97,7 +97,7 @@ def test_second_serve_on_a_taken_port_disturbs_nothing(
         assert log_end_offsets(bootstrap, unique_name) == before
         listed = cli("groups", "list", "-b", first.address, "--json")
         assert listed.returncode == 0, listed.stderr
-        assert "clash" in {g["group"] for g in json.loads(listed.stdout)}
+        assert "clash" in {g["group"] for g in json.loads(listed.stdout)["items"]}
         acked = committer.commit_until_acked(30)
         assert committer.committed() == acked
     finally:

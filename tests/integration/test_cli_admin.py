@@ -29,17 +29,17 @@ def test_inspect_reset_delete_and_dump(bootstrap: str, unique_name: str) -> None
         c.commit(offsets=[TopicPartition(t, 0, 5), TopicPartition(t, 1, 6)], asynchronous=False)
         c.close()
         listed = json.loads(cli("groups", "list", "-b", serve.bootstrap, "--json").stdout)
-        assert {"group": "ops", "type": "classic", "state": "empty", "simple": True} in listed
+        assert {"group": "ops", "type": "classic", "state": "empty", "simple": True} in listed["items"]
         shown = json.loads(cli("offsets", "show", "ops", "-b", serve.bootstrap, "--json").stdout)
-        assert [(r["partition"], r["offset"]) for r in shown] == [(0, 5), (1, 6)]
+        assert [(r["partition"], r["offset"]) for r in shown["items"]] == [(0, 5), (1, 6)]
         reset = cli(
             "offsets", "reset", "--group", "ops", "--topic", t, "--to-offset", "2", "--execute", "-b", serve.bootstrap
         )
         assert reset.returncode == 0, reset.stderr
         shown = json.loads(cli("offsets", "show", "ops", "-b", serve.bootstrap, "--json").stdout)
-        assert [r["offset"] for r in shown] == [2, 2]
+        assert [r["offset"] for r in shown["items"]] == [2, 2]
         dump = cli("log", "dump", "--partition", "0", "-b", bootstrap, "--topic", unique_name, "--json")
-        rows = [json.loads(line) for line in dump.stdout.splitlines()]
+        rows = json.loads(dump.stdout)["items"]
         assert rows[0]["type"] == "SHARD_EPOCH"
         assert [r["value"]["offset"] for r in rows if r["type"] == "OFFSET_COMMIT"] == [5, 6, 2, 2]
         assert cli("groups", "delete", "ops", "-b", serve.bootstrap).returncode == 0

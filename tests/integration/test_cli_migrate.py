@@ -87,15 +87,17 @@ def test_import_then_a_consumer_through_the_sidecar_resumes_exactly_there(
     assert plan.returncode == 0, plan.stderr
     rows = json.loads(plan.stdout)
     assert rows["executed"] is False
-    assert [(r["topic"], r["partition"], r["offset"], r["sidecar-now"]) for r in rows["offsets"]] == [
+    assert [(r["topic"], r["partition"], r["offset"], r["sidecar_now"]) for r in rows["items"]] == [
         (topic, 0, committed_at, None)
     ]
     shown = cli("offsets", "show", group, "-b", sidecar.bootstrap, "--json")
-    assert json.loads(shown.stdout) == []  # the plan wrote nothing
+    # The plan wrote nothing: the sidecar does not know the group.
+    assert shown.returncode == 1 and json.loads(shown.stdout or "null") is None, shown.stdout
+    assert f"group {group!r}: the group does not exist" in shown.stderr
 
     done = cli("migrate", "import", *b, "--execute")
     assert done.returncode == 0, done.stderr
-    assert "copied and verified 1 offset(s)" in done.stdout
+    assert "copied and verified 1 offset(s)" in done.stderr  # piped: what is said to a person goes to stderr
 
     # The same application, now pointed at the sidecar, resumes exactly there.
     second = consume(sidecar.bootstrap, group, topic, 20 - committed_at, commit=True)
@@ -105,7 +107,7 @@ def test_import_then_a_consumer_through_the_sidecar_resumes_exactly_there(
     # The way back: export refuses nothing here (no members), and the cluster gets offset 20.
     back = cli("migrate", "export", *b, "--execute", "--json")
     assert back.returncode == 0, back.stderr
-    assert [r["offset"] for r in json.loads(back.stdout)["offsets"]] == [20]
+    assert [r["offset"] for r in json.loads(back.stdout)["items"]] == [20]
 
 
 def test_import_refuses_a_group_with_active_members(bootstrap: str, sidecar: ServeProcess, unique_name: str) -> None:
@@ -198,7 +200,7 @@ def test_log_skip_lets_a_shard_with_an_unreadable_record_load(bootstrap: str, un
 
     dump = cli("log", "dump", "--group", broken, "-b", bootstrap, "--topic", topic, "--json")
     assert dump.returncode == 0, dump.stderr
-    assert [r["offset"] for r in map(json.loads, dump.stdout.splitlines()) if r["type"] == "UNREADABLE"] == [bad_offset]
+    assert [r["offset"] for r in json.loads(dump.stdout)["items"] if r["type"] == "UNREADABLE"] == [bad_offset]
 
     b = [
         "--partition",
@@ -218,9 +220,9 @@ def test_log_skip_lets_a_shard_with_an_unreadable_record_load(bootstrap: str, un
     assert "is readable (SHARD_EPOCH)" in readable
     written = cli("log", "skip", *b, "--execute", "--json")
     assert written.returncode == 0, written.stderr
-    assert json.loads(written.stdout)["decision"]["offset"] == bad_offset
+    assert json.loads(written.stdout)["items"][0]["decision"]["offset"] == bad_offset
     dump = cli("log", "dump", "--partition", str(shard), "-b", bootstrap, "--topic", topic, "--json")
-    decisions = [r for r in map(json.loads, dump.stdout.splitlines()) if r["type"] == "LOG_SKIP"]
+    decisions = [r for r in json.loads(dump.stdout)["items"] if r["type"] == "LOG_SKIP"]
     assert [(d["value"]["offset"], d["value"]["reason"]) for d in decisions] == [(bad_offset, "test: corrupt write")]
     assert "@" in decisions[0]["value"]["operator"]
 
@@ -229,6 +231,32 @@ def test_log_skip_lets_a_shard_with_an_unreadable_record_load(bootstrap: str, un
         for group, offset in ((broken, 5), (other, 11)):
             shown = cli("offsets", "show", group, "-b", serve.bootstrap, "--json")
             assert shown.returncode == 0, shown.stderr
-            assert [(r["partition"], r["offset"]) for r in json.loads(shown.stdout)] == [(0, offset)]
+            assert [(r["partition"], r["offset"]) for r in json.loads(shown.stdout)["items"]] == [(0, offset)]
     finally:
         serve.stop()
+
+
+def test_all_groups_leaves_out_the_sidecars_own_groups(tmp_path: object) -> None:
+    """On a cluster of its own (no other test's groups): ``migrate import --all-groups`` plans the
+    application's group and leaves out the sidecar's placement groups, which are live on the
+    cluster while it runs; ``-b`` names the sidecar, as for every other command."""
+    from deploy.local_broker import LocalBroker
+
+    with LocalBroker(port=free_port()) as broker:
+        topic, group = f"mig-all-{uuid.uuid4().hex[:8]}", "app"
+        ensure_topic(broker.bootstrap, topic, 1)
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False})
+        c.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+        c.close()
+        serve = ServeProcess(broker.bootstrap, free_port(), f"gc-cli-all-{uuid.uuid4().hex[:8]}", partitions=1).start()
+        try:
+            plan = cli(
+                "migrate", "import", "--cluster", broker.bootstrap, "-b", serve.bootstrap, "--all-groups", "--json"
+            )
+        finally:
+            serve.stop()
+    assert plan.returncode == 0, plan.stderr
+    document = json.loads(plan.stdout)
+    assert {r["group"] for r in document["items"]} == {group}
+    assert document["skipped_groups"] and all(g.startswith("groupcoord-placement-") for g in document["skipped_groups"])
+    assert document["errors"] == [] and document["executed"] is False

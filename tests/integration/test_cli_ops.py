@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -105,7 +106,7 @@ def test_log_dump_names_a_missing_topic_or_partition(bootstrap: str, sidecar: Se
         cli("log", "dump", "--partition", "7", "-b", bootstrap, "--topic", log_topic)
     )
     dumped = cli("log", "dump", "--partition", "0", "-b", bootstrap, "--topic", log_topic, "--json")
-    assert json.loads(dumped.stdout.splitlines()[0])["type"] == "SHARD_EPOCH"
+    assert json.loads(dumped.stdout)["items"][0]["type"] == "SHARD_EPOCH"
 
 
 def test_command_config_properties_reach_the_client(sidecar: ServeProcess, tmp_path: object) -> None:
@@ -144,30 +145,55 @@ def test_describe_list_and_refusals_with_a_live_member(sidecar: ServeProcess, un
 
         described = cli("groups", "describe", group, "--offsets", "-b", sidecar.bootstrap, "--json")
         assert described.returncode == 0, described.stderr
-        rows = {r["partition"]: r for r in json.loads(described.stdout)["groups"]}
-        assert (rows[0]["current-offset"], rows[0]["log-end-offset"], rows[0]["lag"]) == (4, 10, 6)
+        rows = {r["partition"]: r for r in json.loads(described.stdout)["items"]}
+        assert (rows[0]["current_offset"], rows[0]["log_end_offset"], rows[0]["lag"]) == (4, 10, 6)
         # Assigned but never committed: shown, with no current offset and no lag.
-        assert (rows[1]["current-offset"], rows[1]["log-end-offset"], rows[1]["lag"]) == (None, 10, None)
-        assert rows[0]["consumer-id"] and rows[0]["client-id"] == "reader-" + "x" * 90
+        assert (rows[1]["current_offset"], rows[1]["log_end_offset"], rows[1]["lag"]) == (None, 10, None)
+        assert rows[0]["consumer_id"] and rows[0]["client_id"] == "reader-" + "x" * 90
 
         table = cli("groups", "describe", group, "-b", sidecar.bootstrap)
         assert "reader-" + "x" * 90 in table.stdout  # piped: not truncated
+        # Piped: plain whitespace-aligned columns, a header and one line per row, as awk reads them.
+        lines = table.stdout.splitlines()
+        assert not set(table.stdout) & set("┃│┏━┡┼─╇"), table.stdout
+        assert lines[0].split() == [
+            "GROUP",
+            "TOPIC",
+            "PARTITION",
+            "CURRENT-OFFSET",
+            "LOG-END-OFFSET",
+            "LAG",
+            "CONSUMER-ID",
+            "HOST",
+            "CLIENT-ID",
+        ]
+        fields = sorted(line.split() for line in lines[1:])
+        assert [f[:6] for f in fields] == [[group, topic, "0", "4", "10", "6"], [group, topic, "1", "-", "10", "-"]]
+        assert all(len(f) == 9 and f[8] == "reader-" + "x" * 90 for f in fields)
+        listed = cli("groups", "list", "--state", "Stable", "-b", sidecar.bootstrap, "--format", "text")
+        assert [group, "classic", "stable", "False"] in [line.split() for line in listed.stdout.splitlines()[1:]]
+        as_yaml = yaml.safe_load(
+            cli("groups", "describe", group, "--state", "-b", sidecar.bootstrap, "--format", "yaml").stdout
+        )
+        assert as_yaml["errors"] == [] and as_yaml["items"][0]["state"] == "stable"
+        wide = cli("groups", "describe", group, "--members", "-b", sidecar.bootstrap, "--format", "wide")
+        assert wide.stdout.splitlines()[0].split()[-2:] == ["ASSIGNMENT", "TARGET-ASSIGNMENT"]
 
         members = json.loads(
             cli("groups", "describe", group, "--members", "--verbose", "-b", sidecar.bootstrap, "--json").stdout
         )
-        (member,) = members["groups"]
-        assert member["#partitions"] == 2 and member["assignment"] == f"{topic}-0,{topic}-1"
+        (member,) = members["items"]
+        assert member["num_partitions"] == 2 and member["assignment"] == f"{topic}-0,{topic}-1"
 
         state = json.loads(cli("groups", "describe", group, "--state", "-b", sidecar.bootstrap, "--json").stdout)
-        assert state["groups"][0]["state"] == "stable" and state["groups"][0]["#members"] == 1
+        assert state["items"][0]["state"] == "stable" and state["items"][0]["num_members"] == 1
 
         listed = json.loads(
             cli("groups", "list", "--state", "stable", "--type", "classic", "-b", sidecar.bootstrap, "--json").stdout
         )
-        assert group in [g["group"] for g in listed]
+        assert group in [g["group"] for g in listed["items"]]
         empty_only = json.loads(cli("groups", "list", "--state", "empty", "-b", sidecar.bootstrap, "--json").stdout)
-        assert group not in [g["group"] for g in empty_only]
+        assert group not in [g["group"] for g in empty_only["items"]]
 
         refused = one_error_line(cli("groups", "delete", group, "-b", sidecar.bootstrap))
         assert f"cannot delete group {group!r}: the group still has active members" in refused
@@ -199,14 +225,16 @@ def test_reset_plans_clamps_and_executes(sidecar: ServeProcess, unique_name: str
     b = ["-b", sidecar.bootstrap]
 
     def shown() -> dict[int, int]:
-        return {r["partition"]: r["offset"] for r in json.loads(cli("offsets", "show", group, *b, "--json").stdout)}
+        return {
+            r["partition"]: r["offset"] for r in json.loads(cli("offsets", "show", group, *b, "--json").stdout)["items"]
+        }
 
     dry = cli("offsets", "reset", "--group", group, "--topic", topic, "--to-offset", "999999", *b, "--json")
     assert dry.returncode == 0, dry.stderr
     plan = json.loads(dry.stdout)
     assert plan["executed"] is False
     # Every partition of the topic (not only partition 0), clamped to the log end (100).
-    assert [(r["partition"], r["current-offset"], r["new-offset"]) for r in plan["plan"]] == [
+    assert [(r["partition"], r["current_offset"], r["new_offset"]) for r in plan["items"]] == [
         (0, 50, 100),
         (1, 60, 100),
         (2, None, 100),
@@ -230,11 +258,11 @@ def test_reset_plans_clamps_and_executes(sidecar: ServeProcess, unique_name: str
     assert cli("offsets", "reset", "--group", group, "--all-topics", "--to-current", *b, "--execute").returncode == 0
     assert shown() == {0: 7, 1: 0, 2: 9}
     before = cli("offsets", "reset", "--group", group, "--all-topics", "--by-duration", "PT1H", *b, "--json")
-    assert [r["new-offset"] for r in json.loads(before.stdout)["plan"]] == [0, 0, 0]
+    assert [r["new_offset"] for r in json.loads(before.stdout)["items"]] == [0, 0, 0]
     future = cli(
         "offsets", "reset", "--group", group, "--all-topics", "--to-datetime", "2999-01-01T00:00:00", *b, "--json"
     )
-    assert [r["new-offset"] for r in json.loads(future.stdout)["plan"]] == [100, 100, 100]
+    assert [r["new_offset"] for r in json.loads(future.stdout)["items"]] == [100, 100, 100]
     assert "expected YYYY-MM-DD" in one_error_line(
         cli("offsets", "reset", "--group", group, "--all-topics", "--to-datetime", "yesterday", *b)
     )
@@ -270,7 +298,7 @@ def test_reset_to_datetime_finds_the_first_record_at_or_after_that_time(
     ):
         plan = cli("offsets", "reset", "--to-datetime", when, *b)
         assert plan.returncode == 0, plan.stderr
-        assert [r["new-offset"] for r in json.loads(plan.stdout)["plan"]] == [expected], when
+        assert [r["new_offset"] for r in json.loads(plan.stdout)["items"]] == [expected], when
 
 
 def test_offsets_delete_and_delete_several_groups(sidecar: ServeProcess, unique_name: str) -> None:
@@ -283,16 +311,18 @@ def test_offsets_delete_and_delete_several_groups(sidecar: ServeProcess, unique_
     commit(sidecar.bootstrap, f"{topic}-b", [(topic, 0, 3)])
     described = cli("groups", "describe", f"{topic}-b", *b, "--json")
     assert described.returncode == 0, described.stderr
-    rows = {r["topic"]: r for r in json.loads(described.stdout)["groups"]}
-    assert (rows[topic]["current-offset"], rows[topic]["log-end-offset"], rows[topic]["lag"]) == (3, 5, 2)
+    rows = {r["topic"]: r for r in json.loads(described.stdout)["items"]}
+    assert (rows[topic]["current_offset"], rows[topic]["log_end_offset"], rows[topic]["lag"]) == (3, 5, 2)
     deleted = cli("offsets", "delete", "--group", f"{topic}-a", "--topic", f"{topic}:1", *b)
     assert deleted.returncode == 0, deleted.stderr
     left = json.loads(cli("offsets", "show", f"{topic}-a", *b, "--json").stdout)
-    assert [(r["partition"], r["offset"]) for r in left] == [(0, 1)]
+    assert [(r["partition"], r["offset"]) for r in left["items"]] == [(0, 1)]
 
     result = cli("groups", "delete", f"{topic}-a", f"{topic}-b", f"{topic}-none", *b, "--json")
     assert result.returncode == 1
-    by_group = {r["group"]: r for r in json.loads(result.stdout)}
+    document = json.loads(result.stdout)
+    by_group = {r["group"]: r for r in document["items"]}
+    assert document["errors"] == [{"group": f"{topic}-none", "error": "the group does not exist"}]
     assert by_group[f"{topic}-a"]["deleted"] and by_group[f"{topic}-b"]["deleted"]
     assert by_group[f"{topic}-none"]["error"] == "the group does not exist"
     assert f"cannot delete group '{topic}-none': the group does not exist" in result.stderr
@@ -321,13 +351,13 @@ def test_describe_shows_each_members_protocol_while_a_group_migrates(sidecar: Se
         while not classic.assignment() and time.monotonic() < deadline:
             classic.poll(0.2)
         state = json.loads(cli("groups", "describe", group, "--state", "-b", sidecar.bootstrap, "--json").stdout)
-        assert (state["groups"][0]["type"], state["groups"][0]["member-protocols"]) == ("classic", "classic")
-        assert state["groups"][0]["migration-policy"] == "bidirectional"  # the default, as serve has it
+        assert (state["items"][0]["type"], state["items"][0]["member_protocols"]) == ("classic", "classic")
+        assert state["items"][0]["migration_policy"] == "bidirectional"  # the default, as serve has it
         policy = {"GROUPCOORD_GROUP": json.dumps({"group.consumer.migration.policy": "upgrade"})}
         state = json.loads(
             cli("groups", "describe", group, "--state", "-b", sidecar.bootstrap, "--json", env=policy).stdout
         )
-        assert state["groups"][0]["migration-policy"] == "upgrade"
+        assert state["items"][0]["migration_policy"] == "upgrade"
 
         # A consumer-protocol member joins: the group becomes a consumer group with a classic member in it.
         modern = Consumer(
@@ -344,7 +374,7 @@ def test_describe_shows_each_members_protocol_while_a_group_migrates(sidecar: Se
             classic.poll(0.1)
             modern.poll(0.1)
             shown = cli("groups", "describe", group, "--members", "-b", sidecar.bootstrap, "--json")
-            members = {m["protocol"]: m for m in json.loads(shown.stdout)["groups"]}
+            members = {m["protocol"]: m for m in json.loads(shown.stdout)["items"]}
             if set(members) == {"classic", "consumer"}:
                 break
         assert set(members) == {"classic", "consumer"}
@@ -363,9 +393,18 @@ def test_describe_shows_each_members_protocol_while_a_group_migrates(sidecar: Se
             modern.poll(0.1)
         stdout, stderr = watch.communicate(timeout=30)
         assert watch.returncode == 0, stderr
-        final = json_documents(stdout)[-1]["groups"][0]
-        assert (final["type"], final["state"], final["member-protocols"]) == ("consumer", "stable", "classic,consumer")
+        final = json_documents(stdout)[-1]["items"][0]
+        assert (final["type"], final["state"], final["member_protocols"]) == ("consumer", "stable", "classic,consumer")
     finally:
         classic.close()
         if modern is not None:
             modern.close()
+
+
+def test_an_unknown_group_is_an_error_with_no_table(sidecar: ServeProcess, unique_name: str) -> None:
+    """Like kafka-consumer-groups.sh: describe and offsets show of a group that does not exist say so
+    in one line and exit 1; nothing (no empty table) on stdout."""
+    for command in (["groups", "describe", unique_name], ["offsets", "show", unique_name]):
+        result = cli(*command, "-b", sidecar.bootstrap)
+        assert one_error_line(result) == f"error: group {unique_name!r}: the group does not exist"
+        assert result.stdout == ""

@@ -101,3 +101,26 @@ def test_serve_is_alive_but_not_ready_until_it_can_serve(tmp_path: Path) -> None
         if serve.poll() is None:
             serve.kill()
             serve.wait(10)
+
+
+def test_serve_stops_when_its_explicit_metrics_address_is_taken() -> None:
+    """A metrics_listen set on purpose (a probe and a scrape are pointed at it) that cannot be bound
+    stops serve with one error line, before it reaches the cluster; the default only warns."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        env = {**os.environ, "GROUPCOORD_METRICS_LISTEN": address}
+        result = subprocess.run(
+            [str(Path(sys.executable).with_name("groupcoord")), "serve", "-b", f"127.0.0.1:{free_port()}"]
+            + ["--listen", f"127.0.0.1:{free_port()}"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+    assert result.returncode == 1, result
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"cannot listen on metrics_listen {address}" in lines[0], result.stderr

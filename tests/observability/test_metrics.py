@@ -17,8 +17,9 @@ from coordinator.messages.offset_commit import (
 )
 from coordinator.observability import metrics
 from coordinator.observability.gateway import error_counts
+from coordinator.observability.histogram import Histogram
 from coordinator.observability.http import HealthServer, Readiness
-from coordinator.observability.metrics import LatencySummary, ShardMetrics, shard_families
+from coordinator.observability.metrics import ShardMetrics, shard_families
 from coordinator.observability.registry import REGISTRY
 from coordinator.runtime.api import Result
 from coordinator.runtime.shard import Shard, ShardStatus
@@ -89,7 +90,7 @@ def test_shard_gauges_and_counters_follow_what_the_shard_applies() -> None:
     assert got[("groupcoord_num_partitions", (("state", "loading"),))] == 0
     # Groups that only committed offsets are Empty classic groups, as Kafka counts them.
     assert got[("groupcoord_group_count", (("protocol", "classic"),))] == 2
-    assert got[("groupcoord_classic_group_count", (("state", "Empty"),))] == 2
+    assert got[("groupcoord_classic_group_count", (("state", "empty"),))] == 2
 
     # A tombstone written for a request is a deletion, one written by a timer an expiration.
     shard.submit(write(commit("g", "t", 1, None)))
@@ -110,31 +111,88 @@ def test_shard_gauges_and_counters_follow_what_the_shard_applies() -> None:
     assert counter("groupcoord_consumer_group_rebalances_total") == rebalances + 1
     got = samples(shard_families([shard]))
     assert got[("groupcoord_group_count", (("protocol", "consumer"),))] == 1
-    assert got[("groupcoord_consumer_group_count", (("state", "Empty"),))] == 1
+    assert got[("groupcoord_consumer_group_count", (("state", "empty"),))] == 1
 
 
 def test_runtime_latencies_are_observed() -> None:
-    counts = {s.name: s.count for s in metrics.SUMMARIES}
+    counts = {latency.name: latency.histogram.count for latency in metrics.LATENCIES}
     world = World()
     shard = world.loaded(0)
     shard.submit(write(commit("g", "t", 0, 1)))
     world.run()
-    for summary in metrics.SUMMARIES:
-        assert summary.count > counts[summary.name], summary.name
-    assert len(metrics.LOAD_TIMES) >= 1
+    for latency in metrics.LATENCIES:
+        assert latency.histogram.count > counts[latency.name], latency.name
 
 
-def test_latency_summary_quantiles_and_max() -> None:
-    summary = LatencySummary("x_ms", "test")
-    for v in range(1, 1001):
-        summary.observe(float(v))
-    got = samples(summary.families())
-    assert got[("x_ms", (("quantile", "0.5"),))] == 500
-    assert got[("x_ms", (("quantile", "0.99"),))] == 990
-    assert got[("x_ms", (("quantile", "0.999"),))] == 999
-    assert got[("x_ms_max", ())] == 1000
-    assert got[("x_ms_count", ())] == 1000
-    assert got[("x_ms_sum", ())] == sum(range(1, 1001))
+def test_histograms_are_in_seconds_and_cumulative() -> None:
+    histogram = Histogram((0.001, 0.01, 0.1))
+    for seconds in (0.0005, 0.001, 0.005, 0.05, 3.0):
+        histogram.observe(seconds)
+    got = samples([histogram.family("x_seconds", "test")])
+    buckets = {dict(labels)["le"]: v for (name, labels), v in got.items() if name == "x_seconds_bucket"}
+    # le is inclusive, as Prometheus' histograms have it.
+    assert buckets == {"0.001": 2, "0.01": 3, "0.1": 4, "+Inf": 5}
+    assert got[("x_seconds_count", ())] == 5
+    assert abs(got[("x_seconds_sum", ())] - 3.0565) < 1e-9
+
+
+# Each family with a Kafka equivalent, and the Kafka name its HELP text must give.
+KAFKA_NAMES = {
+    "groupcoord_num_partitions": "num-partitions",
+    "groupcoord_partition_load_time_seconds": "partition-load-time-max",
+    "groupcoord_event_queue_size": "event-queue-size",
+    "groupcoord_event_queue_time_seconds": "event-queue-time-ms",
+    "groupcoord_event_processing_time_seconds": "event-processing-time-ms",
+    "groupcoord_event_purgatory_time_seconds": "event-purgatory-time-ms",
+    "groupcoord_batch_flush_time_seconds": "batch-flush-time-ms",
+    "groupcoord_group_count": "group-count",
+    "groupcoord_consumer_group_count": "consumer-group-count",
+    "groupcoord_classic_group_count": "classic-group-count",
+    "groupcoord_consumer_group_rebalances": "consumer-group-rebalance-count",
+    "groupcoord_group_completed_rebalances": "group-completed-rebalance-count",
+    "groupcoord_offset_count": "offset-count",
+    "groupcoord_offset_commits": "offset-commit-count",
+    "groupcoord_offset_expirations": "offset-expiration-count",
+    "groupcoord_offset_deletions": "offset-deletion-count",
+    "groupcoord_gateway_connections": "connection-count",
+    "groupcoord_gateway_requests": "RequestsPerSec",
+    "groupcoord_gateway_responses": "ErrorsPerSec",
+    "groupcoord_consumergroup_lag": "kafka_consumergroup_lag",
+}
+
+
+def test_prometheus_conventions(monkeypatch: Any) -> None:
+    """Times are histograms in seconds, HELP names the Kafka metric, state labels are lower case,
+    the lag has kafka_exporter's labels, and the build is told."""
+    from coordinator.observability.lag import LagMonitor
+
+    world = World()
+    shard = world.loaded(0)
+    families = list(REGISTRY.collect()) + shard_families([shard])
+    families += LagMonitor({"bootstrap.servers": "127.0.0.1:1"}, lambda limit: ([], 0), 60, 10).describe()
+    by_name = {f.name: f for f in families}
+    for name, kafka in KAFKA_NAMES.items():
+        assert kafka in by_name[name].documentation, (name, by_name[name].documentation)
+    for family in families:
+        if family.name.startswith("groupcoord_"):
+            assert not family.name.endswith(("_ms", "_max", "_avg")), family.name
+            assert family.type != "summary", family.name
+            if "time" in family.name or "latency" in family.name:
+                assert family.type == "histogram" and family.name.endswith("_seconds"), family.name
+    for name in ("groupcoord_consumer_group_count", "groupcoord_classic_group_count"):
+        states = {s.labels["state"] for s in by_name[name].samples}
+        assert states and all(state == state.lower() for state in states), states
+    assert {"preparingrebalance", "completingrebalance", "stable", "dead", "empty"} == {
+        s.labels["state"] for s in by_name["groupcoord_classic_group_count"].samples
+    }
+    assert {"assigning", "reconciling", "stable", "dead", "empty"} == {
+        s.labels["state"] for s in by_name["groupcoord_consumer_group_count"].samples
+    }
+    lag = by_name["groupcoord_consumergroup_lag"]
+    lag.add_metric(["g", "t", "0"], 1)  # the labels it is built with
+    assert set(lag.samples[0].labels) == {"consumergroup", "topic", "partition"}
+    (build,) = by_name["groupcoord_build"].samples
+    assert build.name == "groupcoord_build_info" and build.value == 1 and build.labels["version"]
 
 
 def test_error_counts_walk_nested_answers() -> None:
@@ -163,7 +221,8 @@ def test_metrics_endpoint_serves_the_registry() -> None:
             assert response.headers["Content-Type"].startswith("text/plain")
             text = response.read().decode()
         names = {f.name for f in text_string_to_metric_families(text)}
-        assert {"groupcoord_offset_commits", "groupcoord_event_purgatory_time_ms", "process_cpu_seconds"} <= names
+        assert {"groupcoord_offset_commits", "groupcoord_event_purgatory_time_seconds", "process_cpu_seconds"} <= names
+        assert "groupcoord_build_info" in names
     finally:
         server.close()
 
@@ -172,7 +231,7 @@ def test_a_shard_whose_writes_are_not_read_back_shows_in_the_gauges() -> None:
     world = World()
     shard = world.loaded(0)
     got = samples(shard_families([shard]))
-    assert got[("groupcoord_event_purgatory_oldest_ms", (("partition", "0"),))] == 0
+    assert got[("groupcoord_event_purgatory_oldest_seconds", (("partition", "0"),))] == 0
     assert got[("groupcoord_stuck_partitions", ())] == 0
     world.host.wedge(0)
     shard.submit(write(commit("g", "t", 0, 5)))
@@ -180,5 +239,5 @@ def test_a_shard_whose_writes_are_not_read_back_shows_in_the_gauges() -> None:
     world.loop.clock.advance(2000)
     shard.check_stuck(world.loop.clock.now_ms(), 1000, 60_000)
     got = samples(shard_families([shard]))
-    assert got[("groupcoord_event_purgatory_oldest_ms", (("partition", "0"),))] >= 2000
+    assert got[("groupcoord_event_purgatory_oldest_seconds", (("partition", "0"),))] >= 2.0
     assert got[("groupcoord_stuck_partitions", ())] == 1

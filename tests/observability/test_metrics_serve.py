@@ -92,26 +92,29 @@ def test_metrics_follow_commits_groups_requests_and_lag(serve: tuple[ServeProces
     after = scrape(address)
     assert value(after, "groupcoord_offset_count") == value(before, "groupcoord_offset_count") + 2
     assert value(after, "groupcoord_offset_commits_total") == value(before, "groupcoord_offset_commits_total") + 2
-    assert value(after, "groupcoord_classic_group_count", state="Empty") >= 1
+    assert value(after, "groupcoord_classic_group_count", state="empty") >= 1
     # The gateway saw the commit, answered it itself without error, and forwarded Metadata.
     assert value(after, "groupcoord_gateway_requests_total", api="OffsetCommit") >= 1
     assert value(after, "groupcoord_gateway_responses_total", api="OffsetCommit", error="NONE") >= 2
     assert value(after, "groupcoord_gateway_forwarded_bytes_total", api="Metadata", direction="in") > 0
-    assert value(after, "groupcoord_gateway_upstream_latency_ms_count", api="Metadata") >= 1
+    assert value(after, "groupcoord_gateway_upstream_latency_seconds_count", api="Metadata") >= 1
     # The commits went through the write path: appended, flushed, released after read-back.
-    assert value(after, "groupcoord_event_purgatory_time_ms_count") > value(
-        before, "groupcoord_event_purgatory_time_ms_count"
+    assert value(after, "groupcoord_event_purgatory_time_seconds_count") > value(
+        before, "groupcoord_event_purgatory_time_seconds_count"
     )
-    assert value(after, "groupcoord_batch_flush_time_ms_count") >= 1
+    assert value(after, "groupcoord_batch_flush_time_seconds_count") >= 1
+    assert value(after, "groupcoord_partition_load_time_seconds_count") >= 2  # both shards loaded
 
     # Lag: high watermark 10 minus committed 4 on partition 0; 0 on partition 1.
     lagged = eventually(
         address,
-        lambda s: ("groupcoord_consumergroup_lag", (("group", "lagging"), ("partition", "0"), ("topic", topic))) in s,
+        lambda s: (
+            ("groupcoord_consumergroup_lag", (("consumergroup", "lagging"), ("partition", "0"), ("topic", topic))) in s
+        ),
         "the lag of group 'lagging'",
     )
-    assert value(lagged, "groupcoord_consumergroup_lag", group="lagging", topic=topic, partition="0") == 6
-    assert value(lagged, "groupcoord_consumergroup_lag", group="lagging", topic=topic, partition="1") == 0
+    assert value(lagged, "groupcoord_consumergroup_lag", consumergroup="lagging", topic=topic, partition="0") == 6
+    assert value(lagged, "groupcoord_consumergroup_lag", consumergroup="lagging", topic=topic, partition="1") == 0
     assert value(lagged, "groupcoord_consumergroup_lag_partitions_omitted") == 0
 
     # A KIP-848 group and a classic group with a member each show under their protocol.
@@ -137,8 +140,8 @@ def test_metrics_follow_commits_groups_requests_and_lag(serve: tuple[ServeProces
         joined = eventually(
             address,
             lambda s: (
-                value(s, "groupcoord_consumer_group_count", state="Stable") == 1
-                and value(s, "groupcoord_classic_group_count", state="Stable") == 1
+                value(s, "groupcoord_consumer_group_count", state="stable") == 1
+                and value(s, "groupcoord_classic_group_count", state="stable") == 1
             ),
             "a stable consumer group and a stable classic group",
             step=poll,
@@ -166,7 +169,7 @@ def test_lag_monitor_reads_fetch_watermarks(bootstrap: str, unique_name: str) ->
     try:
         monitor.refresh()
         got = {
-            (s.labels["group"], s.labels["partition"]): s.value
+            (s.labels["consumergroup"], s.labels["partition"]): s.value
             for family in monitor.collect()
             if family.name == "groupcoord_consumergroup_lag"
             for s in family.samples

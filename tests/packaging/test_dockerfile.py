@@ -245,7 +245,7 @@ def test_kubernetes_probes_use_the_health_endpoints() -> None:
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": 9095}
     variables = {e["name"]: e.get("value") for e in container["env"]}
     assert variables["GROUPCOORD_METRICS_LISTEN"] == "0.0.0.0:9095"
-    assert {p["containerPort"] for p in container["ports"]} == {9094, 9095}
+    assert {9094, 9095} <= {p["containerPort"] for p in container["ports"]}
     # The same non-root user as the image.
     assert str(container["securityContext"]["runAsUser"]) == only("USER")[-1].split(":")[0]
     assert container["securityContext"]["runAsNonRoot"] is True
@@ -302,6 +302,10 @@ def test_every_deploy_file_agrees_on_image_ports_and_user(tmp_path: Path, monkey
         assert _port(settings.metrics_listen) == metrics_port
         published = {int(p.split(":")[1]) for p in service["ports"]}
         assert {metrics_port, _port(settings.listen)} <= published
+        # Metadata through this process names its forwarded broker ports: clients must reach them.
+        assert settings.gateway.broker_listen_ports, f"{name} pins no forwarded broker port"
+        for port in settings.gateway.broker_listen_ports.values():
+            assert f"{port}:{port}" in service["ports"], (name, port)
         assert settings.advertised_host == name
 
     docs = [d for d in yaml.safe_load_all((ROOT / "deploy" / "kubernetes.yaml").read_text()) if d]
@@ -311,8 +315,7 @@ def test_every_deploy_file_agrees_on_image_ports_and_user(tmp_path: Path, monkey
     assert container["image"] in tags
     # The config file the pod is started with is the ConfigMap's, and it is a valid configuration.
     config_arg = Path(container["args"][container["args"].index("--config") + 1])
-    (mount,) = container["volumeMounts"]
-    assert config_arg.parent == Path(mount["mountPath"])
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == str(config_arg.parent)]
     (volume,) = [v for v in pod["spec"]["volumes"] if v["name"] == mount["name"]]
     configmap = by_kind["ConfigMap"]
     assert volume["configMap"]["name"] == configmap["metadata"]["name"]
@@ -325,8 +328,9 @@ def test_every_deploy_file_agrees_on_image_ports_and_user(tmp_path: Path, monkey
     assert in_file.get("listen", settings.listen) == settings.listen
     assert _port(settings.metrics_listen) == metrics_port
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"kafka": _port(settings.listen), "metrics": metrics_port}
-    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+    forwarded = {f"broker-{node}": port for node, port in settings.gateway.broker_listen_ports.items()}
+    assert ports == {"kafka": _port(settings.listen), "metrics": metrics_port, **forwarded}
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz"), ("startupProbe", "/readyz")):
         assert container[probe]["httpGet"] == {"path": path, "port": metrics_port}
     assert pod["metadata"]["annotations"]["prometheus.io/port"] == str(metrics_port)
     assert {p["port"] for p in by_kind["Service"]["spec"]["ports"]} == set(ports.values())

@@ -113,7 +113,8 @@ def test_snapshot_cli_writes_csv(spark: SparkSession, written_log: WrittenLog, t
     )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
-    assert summary["tables"]["offsets"] >= 3 * DATA_PARTITIONS
+    tables = {t["table"]: t["rows"] for t in summary["items"]}
+    assert tables["offsets"] >= 3 * DATA_PARTITIONS and summary["format"] == "csv" and summary["errors"] == []
     header = next((tmp_path / "offsets").glob("*.csv")).read_text().splitlines()[0]
     assert header.startswith("group_id,topic,partition,committed_offset")
 
@@ -197,7 +198,7 @@ def test_audit_names_forged_records(spark: SparkSession, written_log: WrittenLog
     result = runner.invoke(app, ["pipeline", "audit", "-b", wl.bootstrap, "--topic", topic, "--json"])
     assert result.exit_code == 1, result.output
     report = json.loads(result.stdout)
-    assert {(v["check"], v["offset"]) for v in report["violations"]} == {
+    assert {(v["check"], v["offset"]) for v in report["items"]} == {
         ("partition-two-members", stolen_at),
         ("epoch-backwards", backwards_at),
         ("member-epoch-above-group", backwards_at),
@@ -248,7 +249,7 @@ def test_history_of_a_group(spark: SparkSession, written_log: WrittenLog) -> Non
     )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert any(e["event"] == "generation" for e in report["events"])
+    assert any(e["event"] == "generation" for e in report["items"])
 
 
 def test_import_commits_through_the_sidecar(written_log: WrittenLog, tmp_path: Path) -> None:
@@ -264,7 +265,7 @@ def test_import_commits_through_the_sidecar(written_log: WrittenLog, tmp_path: P
     admin = _admin(wl)
     dry = runner.invoke(app, ["pipeline", "import", "--from", str(source), "-s", wl.sidecar, "--json"])
     assert dry.exit_code == 1, dry.output  # the live group is refused
-    plan = {g["group"]: g for g in json.loads(dry.stdout)["groups"]}
+    plan = {g["group"]: g for g in json.loads(dry.stdout)["items"]}
     assert plan[group]["action"] == "would commit" and plan[group]["partitions"] == DATA_PARTITIONS
     assert plan[wl.live_group]["action"].startswith("refused")
     assert _offset_fetch(admin, group) == {}

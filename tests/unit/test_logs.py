@@ -6,6 +6,7 @@ import io
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import time
@@ -149,7 +150,12 @@ def test_serve_against_a_dead_cluster_writes_only_json_lines_and_a_bounded_numbe
     assert all(isinstance(r, dict) and {"ts", "level", "logger", "msg"} <= r.keys() for r in records)
     last = records[-1]
     assert last["level"] == "ERROR" and last["logger"] == "coordinator.server", last
-    assert str(last["msg"]).startswith("cannot reach the cluster or create the log topic: "), last
+    # In the CLI's words: the address, what failed and why, not a KafkaError repr.
+    assert re.fullmatch(
+        r"cannot reach 127\.0\.0\.1:\d+ or create the log topic __group_coordinator_log: "
+        r"(no connection|timed out|no broker reachable) \(Connection refused\)",
+        str(last["msg"]),
+    ), last
     # Quiet by default: nothing below WARNING (the experimental-property notice included).
     assert all(r["level"] in ("WARNING", "ERROR", "CRITICAL") for r in records), records
     assert not [r for r in records if r.get("fac") == "CONFWARN"], records
@@ -318,3 +324,49 @@ def test_what_serve_says_is_one_line_each_in_either_format(fmt: str) -> None:
         assert console_out.getvalue().splitlines() == ["owns shards [0, 1]", f"error: {long}"]
         (warning,) = logged.getvalue().splitlines()
         assert warning.endswith("WARNING coordinator.server: shards [0, 1] lost")
+
+
+def test_first_run_on_a_terminal_reads_as_plain_lines() -> None:
+    """``serve`` with no log_format and no cluster, its stderr a terminal: plain lines (the embedded
+    broker's note among them, no JSON WARNING) and the shard moves the README promises."""
+    import os
+    import pty
+    import select
+    import signal
+
+    controller, terminal = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPCOORD_")}
+    env["GROUPCOORD_EMBEDDED_BROKER_LISTEN"] = f"127.0.0.1:{free_port()}"
+    env["GROUPCOORD_METRICS_LISTEN"] = "off"
+    serve = subprocess.Popen(
+        [GROUPCOORD, "serve", "--listen", f"127.0.0.1:{free_port()}", "--partitions", "2"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+        env=env,
+    )
+    os.close(terminal)
+    seen = b""
+    try:
+        assert serve.stdout is not None
+        line = serve.stdout.readline()  # "listening on ...", once the shards are loaded
+        assert line.startswith(b"listening on"), line
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(30) == 0
+        while select.select([controller], [], [], 2)[0]:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # the terminal's other side is closed
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait(10)
+        os.close(controller)
+    lines = [ln.strip() for ln in seen.decode().splitlines() if ln.strip()]
+    assert lines and not any(ln.startswith("{") for ln in lines), lines
+    assert lines[0].startswith("embedded broker (in memory, for development): bootstrap.servers=127.0.0.1:"), lines
+    assert any(ln.startswith("owns shards [0, 1]") for ln in lines), lines
