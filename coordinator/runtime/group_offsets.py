@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions
@@ -47,21 +47,32 @@ class GroupOffsetsQuery:
         self._sent_at = 0.0
 
     def ask(self, timeout: float) -> ConsumerGroupTopicPartitions:
-        """The group's offsets as of a request sent now, or the one still in flight; raises
-        ``TimeoutError`` when no answer comes within ``timeout`` (the request stays in flight),
-        ``KafkaException`` when the cluster answered with an error."""
-        with self._lock:
-            pending = self._pending
-            if pending is not None and not pending.done() and time.monotonic() - self._sent_at > RENEW_AFTER_S:
-                # Dropping the last reference destroys the old client here, once, on this thread.
-                self._admin = AdminClient(self._config)
-                pending = None
-            if pending is None or pending.done():
-                request = ConsumerGroupTopicPartitions(self.group_id)
-                futures = self._admin.list_consumer_group_offsets([request], request_timeout=REQUEST_TIMEOUT_S)
-                pending = self._pending = futures[self.group_id]
-                self._sent_at = time.monotonic()
-        return pending.result(timeout=timeout)
+        """The group's offsets as of a request sent after this call began; raises
+        ``TimeoutError`` when no answer comes within ``timeout`` (the request stays in flight,
+        and the next call waits for it before sending another), ``KafkaException`` when the
+        cluster answered with an error."""
+        asked = time.monotonic()
+        deadline = asked + timeout
+        while True:
+            with self._lock:
+                pending = self._pending
+                if pending is not None and not pending.done() and asked - self._sent_at > RENEW_AFTER_S:
+                    # Dropping the last reference destroys the old client here, once, on this thread.
+                    self._admin = AdminClient(self._config)
+                    pending = None
+                if pending is None or pending.done():
+                    request = ConsumerGroupTopicPartitions(self.group_id)
+                    futures = self._admin.list_consumer_group_offsets([request], request_timeout=REQUEST_TIMEOUT_S)
+                    pending = self._pending = futures[self.group_id]
+                    self._sent_at = time.monotonic()
+                sent_at = self._sent_at
+            if sent_at >= asked:
+                return pending.result(timeout=max(0.0, deadline - time.monotonic()))
+            # A request from before this call is in flight: its answer may predate what the
+            # caller asks about; wait for it, then send ours.
+            wait([pending], timeout=max(0.0, deadline - time.monotonic()))
+            if not pending.done():
+                raise TimeoutError
 
     def drain(self) -> None:
         """Hand over the admin client's queued log lines (it is polled nowhere else)."""
