@@ -31,6 +31,7 @@ from coordinator.observability.gateway import MeteredHandler
 from coordinator.observability.http import HealthServer, Readiness, shard_states
 from coordinator.observability.registry import REGISTRY
 from coordinator.observability.serve import ServeMetrics
+from coordinator.runtime.cluster_watch import ClusterWatch
 from coordinator.runtime.log import LogTopicSpec
 from coordinator.runtime.placement import Node, Placement, PlacementConfig, derived_instance_id, derived_node_id
 from coordinator.runtime.runtime import CoordinatorRuntime
@@ -400,6 +401,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         node_id = derived_node_id(public_host, gateway.port)
     gateway.config = gateway.config.model_copy(update={"coordinator_node_id": node_id})
     placement: Placement | None = None
+    watch: ClusterWatch | None = None
     runtime_started = False
     metrics.start()
     try:
@@ -451,6 +453,15 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         await metadata.refresh()
         await _protect_ids(gateway, metadata, own_topics)
         runtime.reload_guard = moves.reload_guard(placement)
+        # Rides out outages: reports them (not ready) and creates the topics again if the cluster lost them.
+        watch = ClusterWatch(
+            client_config,
+            runtime.topic_spec,
+            placement.config.directory_topic,
+            on_recreated=lambda topics: _recreated(runtime, placement, topics),
+            on_back=placement.reannounce,
+        )
+        watch.start()
         # Report readiness once the first assignment is loaded (bounded: with more processes
         # than shards this one may own none and still route).
         deadline = loop.time() + 3 * settings.placement.session_timeout_ms / 1000 + 10
@@ -464,6 +475,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         while not stop.is_set():
             # The HTTP thread reads a copy, never the runtime's own dict.
             readiness.set_shards(shard_states(shard_statuses(runtime)))
+            readiness.set_cluster_problem(watch.problem)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 0.2)
         return 0
@@ -473,6 +485,8 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             health.close()
         await metrics.close()
         await gateway.stop()
+        if watch is not None:
+            await asyncio.to_thread(watch.close)
         if placement is not None:
             # Shards stop serving first; then the placement consumer goes (a static member
             # keeps its shards until the session times out, so a quick restart gets them back).
@@ -489,6 +503,13 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
 def shard_statuses(runtime: CoordinatorRuntime[GroupCoordinatorState]) -> dict[int, str]:
     """Each owned shard's status for readiness; an active shard whose writes are not read back is stuck."""
     return {p: "stuck" if s.stuck else s.status.value for p, s in runtime.shards.items()}
+
+
+def _recreated(runtime: CoordinatorRuntime[GroupCoordinatorState], placement: Placement, topics: list[str]) -> None:
+    """The cluster lost our topics and has them again, empty (called on the watch's thread)."""
+    if runtime.topic in topics:
+        runtime.loop.call_soon_threadsafe(runtime.log_recreated)
+    placement.reannounce()
 
 
 def service_ready(service: GroupCoordinatorService, metadata: MetadataCache) -> None:

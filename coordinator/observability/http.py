@@ -26,6 +26,12 @@ class Readiness:
         self._lock = threading.Lock()
         self._listening = False
         self._shards: dict[int, ShardState] = {}
+        self._cluster_problem: str | None = None
+
+    def set_cluster_problem(self, problem: str | None) -> None:
+        """Why the backing cluster cannot be used (unreachable, a topic missing), or None."""
+        with self._lock:
+            self._cluster_problem = problem
 
     def set_listening(self, listening: bool) -> None:
         with self._lock:
@@ -39,12 +45,15 @@ class Readiness:
         with self._lock:
             shards = dict(self._shards)
             listening = self._listening
-        ready = listening and all(state == "active" for state in shards.values())
+            problem = self._cluster_problem
+        ready = listening and problem is None and all(state == "active" for state in shards.values())
         body: dict[str, object] = {
             "ready": ready,
             "listening": listening,
             "shards": {str(shard): state for shard, state in sorted(shards.items())},
         }
+        if problem is not None:
+            body["cluster"] = problem
         return ready, body
 
 

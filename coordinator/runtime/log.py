@@ -60,12 +60,12 @@ def ensure_log_topic(client_config: dict[str, Any], spec: LogTopicSpec) -> int:
     """Create the log topic if absent; return its partition count (fixed at creation)."""
     admin = AdminClient(dict(client_config))
     try:
-        return _ensure_log_topic(admin, spec)
+        return ensure_log_topic_on(admin, spec)
     finally:
         drain(admin)  # its queued librdkafka log lines
 
 
-def _ensure_log_topic(admin: AdminClient, spec: LogTopicSpec) -> int:
+def ensure_log_topic_on(admin: AdminClient, spec: LogTopicSpec) -> int:
     metadata = admin.list_topics(timeout=10)
     existing = metadata.topics.get(spec.name)
     if existing is None or existing.error is not None:
@@ -101,6 +101,9 @@ class LogWriter:
             # state that included it, and must never land without it (the writer turns fatal
             # and is replaced; the shard reloads).
             "enable.gapless.guarantee": True,
+            # Never let a metadata request create the log (a broker's defaults: not compacted,
+            # any partition count); it is created on purpose, see ``ClusterWatch``.
+            "allow.auto.create.topics": False,
         }
         self._producer = Producer(self._config)
         self._stop = threading.Event()
@@ -161,9 +164,14 @@ class LogWriter:
             self._producer.poll(0.05)
 
     def close(self, timeout: float = 5.0) -> None:
+        """Deliver what can be within ``timeout``, then report the rest failed (purged): every
+        append gets its report, so no shard waits for one that never comes. The poll thread is
+        stopped first, so only this thread touches the producer from then on."""
         self._producer.flush(timeout)
         self._stop.set()
-        self._thread.join(timeout)
+        self._thread.join()  # it polls in 50 ms steps; the metadata probe takes up to 2 s
+        self._producer.purge()
+        self._producer.flush(0)  # serves the purged records' delivery reports
 
 
 # Callbacks receive (partition, generation, ...).

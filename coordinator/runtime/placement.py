@@ -36,7 +36,6 @@ from typing import Any
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
-    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     Producer,
@@ -45,6 +44,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.logs import drain
+from coordinator.runtime.group_offsets import GroupOffsetsQuery
 
 log = logging.getLogger(__name__)
 
@@ -95,12 +95,12 @@ RevokeCallback = Callable[[list[int], bool], None]  # (partitions, lost)
 def ensure_directory_topic(client_config: dict[str, Any], topic: str, replication_factor: int) -> None:
     admin = AdminClient(dict(client_config))
     try:
-        _ensure_directory_topic(admin, topic, replication_factor)
+        ensure_directory_topic_on(admin, topic, replication_factor)
     finally:
         drain(admin)  # its queued librdkafka log lines
 
 
-def _ensure_directory_topic(admin: AdminClient, topic: str, replication_factor: int) -> None:
+def ensure_directory_topic_on(admin: AdminClient, topic: str, replication_factor: int) -> None:
     if topic in admin.list_topics(timeout=10).topics:
         return
     futures = admin.create_topics(
@@ -136,11 +136,12 @@ class Placement:
         self.rebalances = 0
         self._announce: set[int] = set()
         self._refresh_now = threading.Event()
+        self._reannounce = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._consumer: Consumer | None = None
         self._directory: Consumer | None = None
-        self._admin: AdminClient | None = None
+        self._owners_query: GroupOffsetsQuery | None = None
         self._producer: Producer | None = None
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -148,12 +149,11 @@ class Placement:
     def start(self) -> None:
         """Register the address, then join the group (the cluster must be reachable)."""
         ensure_directory_topic(self.client_config, self.config.directory_topic, self.config.replication_factor)
-        self._producer = Producer({**self.client_config, "acks": "all", "linger.ms": 0})
-        self._producer.produce(
-            self.config.directory_topic,
-            key=str(self.me.node_id).encode(),
-            value=json.dumps({"host": self.me.host, "port": self.me.port}).encode(),
+        # No metadata request of this producer may create the directory (see ``ClusterWatch``).
+        self._producer = Producer(
+            {**self.client_config, "acks": "all", "linger.ms": 0, "allow.auto.create.topics": False}
         )
+        self._register()
         if self._producer.flush(30) > 0:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "directory registration not acknowledged"))
         self._directory = Consumer(
@@ -162,10 +162,12 @@ class Placement:
                 "group.id": f"{self.config.group_id}-directory",
                 "enable.auto.commit": False,
                 "fetch.wait.max.ms": 100,
+                # A directory created again (after the cluster lost it) starts below our position.
+                "auto.offset.reset": "earliest",
             }
         )
         self._directory.assign([TopicPartition(self.config.directory_topic, 0, OFFSET_BEGINNING)])
-        self._admin = AdminClient(dict(self.client_config))
+        self._owners_query = GroupOffsetsQuery(self.client_config, self.config.group_id)
         consumer_config: dict[str, Any] = {
             **self.client_config,
             "group.id": self.config.group_id,
@@ -205,6 +207,20 @@ class Placement:
 
     def refresh_soon(self) -> None:
         self._refresh_now.set()
+
+    def reannounce(self) -> None:
+        """Register the address again (the cluster came back, maybe without the directory's
+        records) and look for the log topic now rather than at the next metadata refresh."""
+        self._reannounce.set()
+        self._refresh_now.set()
+
+    def _register(self) -> None:
+        assert self._producer is not None
+        self._producer.produce(
+            self.config.directory_topic,
+            key=str(self.me.node_id).encode(),
+            value=json.dumps({"host": self.me.host, "port": self.me.port}).encode(),
+        )
 
     # --- lookups (any thread) ------------------------------------------------------------------
 
@@ -293,6 +309,11 @@ class Placement:
                 if msg is not None and msg.error() is not None:
                     log.warning("placement consumer: %s", msg.error())
                 self._read_directory()
+                if self._reannounce.is_set():
+                    self._reannounce.clear()
+                    self._register()
+                    # A subscription learns of a topic created again only at its next metadata refresh.
+                    self._consumer.list_topics(self.config.log_topic, timeout=5)
                 if self._announce:
                     self._commit_ownership()
                 now = time.monotonic()
@@ -367,16 +388,13 @@ class Placement:
         self._refresh_now.set()
 
     def _refresh_owners(self) -> None:
-        assert self._admin is not None
-        request = ConsumerGroupTopicPartitions(self.config.group_id)
+        assert self._owners_query is not None
         # The admin client and the producer are polled nowhere else: hand over their log lines.
-        drain(self._admin)
+        self._owners_query.drain()
         if self._producer is not None:
             drain(self._producer)
         try:
-            result = self._admin.list_consumer_group_offsets([request], request_timeout=5)[self.config.group_id].result(
-                timeout=10
-            )
+            result = self._owners_query.ask(timeout=10)
         except (KafkaException, TimeoutError) as exc:
             log.info("placement owners refresh failed: %r", exc)
             return

@@ -153,10 +153,22 @@ class CoordinatorRuntime(Generic[S]):
         used again; shards reload from the log and append through a new one."""
         if failed is not self.writer:
             return  # already replaced
-        old = self.writer
         log.error("log writer failed fatally (%s); replacing it", error)
+        self.renew_writer()
+
+    def renew_writer(self) -> None:
+        """Append through a new producer from now on (a new producer id). The old one is closed
+        on another thread; what it still held is reported failed to its shards."""
+        old = self.writer
         self.writer = LogWriter(self.client_config, self.topic)
         self.loop.run_in_executor(None, old.close, 0.0)
+
+    def log_recreated(self) -> None:
+        """The log topic was created again: the cluster lost it, and with it the producer ids
+        it knew. A producer keeps its id; a broker that forgot it refuses every append, and
+        librdkafka only bumps the epoch of the same id (seen with Tansu: retried for ever)."""
+        log.warning("log topic %s was created again; appending through a new producer", self.topic)
+        self.renew_writer()
 
     def may_reload(self, partition: int, reason: str) -> bool:
         """Whether a shard may reload itself; when several processes share the log, a process

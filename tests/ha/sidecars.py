@@ -33,8 +33,17 @@ SESSION_TIMEOUT_MS = 6000
 
 
 class Sidecar:
-    def __init__(self, bootstrap: str, topic: str, log: Path, partitions: int = 6, port: int | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        log: Path,
+        partitions: int = 6,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.port = port or free_port()
+        self.env = env or {}
         self.bootstrap_servers = bootstrap
         self.topic = topic
         self.partitions = partitions
@@ -53,6 +62,7 @@ class Sidecar:
             "GROUPCOORD_PLACEMENT__HEARTBEAT_INTERVAL_MS": "500",
             # Shard moves are INFO records (JSON lines): the tests follow them.
             "GROUPCOORD_LOG_LEVEL": "INFO",
+            **self.env,
         }
         args = [sys.executable, "-m", "cli.main", "serve", "-b", self.bootstrap_servers, "--listen", self.address]
         args += ["--log-topic", self.topic, "--partitions", str(self.partitions)]

@@ -1,0 +1,96 @@
+"""A broker outage must not take a sidecar down (issue 22, item 3; security review S5).
+
+The broker is killed with -9 and started again on the same port: with the local broker's memory
+store it comes back empty, so the sidecars must create the log and directory topics again, rejoin
+placement, and serve from the new log. Before the fix every serve process aborted in librdkafka
+(``rd_kafka_enq_once_del_source_return``) when the broker came back.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from deploy.local_broker import LocalBroker, free_port
+from tests.ha.sidecars import Committer, Sidecar, wait_for
+from tests.topics import ensure_topic
+
+
+def _ready(address: str) -> tuple[int, dict[str, object]]:
+    try:
+        with urllib.request.urlopen(f"http://{address}/readyz", timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+    except OSError:
+        return 0, {}
+
+
+def _assert_alive(sidecars: list[Sidecar]) -> None:
+    dead = [s for s in sidecars if not s.alive]
+    assert not dead, [(s.proc.returncode if s.proc else None, s.log.read_text()[-1500:]) for s in dead]
+
+
+def _ready_or_dead(sidecars: list[Sidecar], health: list[str]) -> bool:
+    return not all(s.alive for s in sidecars) or all(_ready(h)[0] == 200 for h in health)
+
+
+def _ride_out_a_restart(tmp_path: Path, processes: int) -> None:
+    broker_port = free_port()
+    broker = LocalBroker(port=broker_port, log_file=tmp_path / "broker.log").start()
+    sidecars: list[Sidecar] = []
+    health: list[str] = []
+    committer: Committer | None = None
+    try:
+        ensure_topic(broker.bootstrap, "t")
+        for i in range(processes):
+            health.append(f"127.0.0.1:{free_port()}")
+            env = {"GROUPCOORD_METRICS_LISTEN": health[-1]}
+            sidecars.append(Sidecar(broker.bootstrap, "__gc_outage", tmp_path / f"serve{i}.log", 2, env=env))
+        for sidecar in sidecars:
+            sidecar.spawn()
+        for sidecar in sidecars:
+            sidecar.wait_listening()
+        committer = Committer(sidecars[0].address, "outage-group")
+        committer.commit_until_acked(30)
+        wait_for(lambda: all(_ready(h)[0] == 200 for h in health), 30, "every sidecar ready")
+
+        assert broker.process is not None
+        broker.process.kill()
+        broker.process.wait(10)
+        broker.process = None
+        # Long enough for requests to the group coordinator to time out while it is unreachable.
+        time.sleep(8)
+        _assert_alive(sidecars)
+        for address in health:
+            status, body = _ready(address)
+            assert status == 503 and "cluster" in body, body
+
+        broker = LocalBroker(port=broker_port, log_file=tmp_path / "broker.log").start()
+        ensure_topic(broker.bootstrap, "t")  # the memory store lost it too
+        wait_for(lambda: _ready_or_dead(sidecars, health), 60, "every sidecar ready again")
+        _assert_alive(sidecars)
+        committer.commit_until_acked(60)
+        _assert_alive(sidecars)
+        errors = [r["msg"] for s in sidecars for r in s.records() if r.get("level") == "ERROR"]
+        assert any("__gc_outage is gone" in str(m) for m in errors), errors
+    finally:
+        if committer is not None:
+            committer.close()
+        for sidecar in sidecars:
+            sidecar.stop()
+        broker.stop()
+
+
+def test_serve_rides_out_a_broker_restart(tmp_path: Path) -> None:
+    _ride_out_a_restart(tmp_path, 1)
+
+
+@pytest.mark.slow
+def test_three_serve_processes_ride_out_a_broker_restart(tmp_path: Path) -> None:
+    _ride_out_a_restart(tmp_path, 3)

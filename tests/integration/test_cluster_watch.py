@@ -1,0 +1,67 @@
+"""The cluster watch: an unreachable cluster is reported, and a log or directory topic the cluster
+lost is created again and reported (issue 22, item 3; README "Broker outages")."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from coordinator.runtime.cluster_watch import ClusterWatch
+from coordinator.runtime.log import LogTopicSpec, ensure_log_topic
+from coordinator.runtime.placement import ensure_directory_topic
+from deploy.local_broker import LocalBroker, free_port
+
+
+def test_a_deleted_log_topic_is_created_again_and_reported(
+    bootstrap: str, unique_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = {"bootstrap.servers": bootstrap}
+    spec = LogTopicSpec(unique_name, 2, 1)
+    directory = f"{unique_name}-directory"
+    ensure_log_topic(config, spec)
+    ensure_directory_topic(config, directory, 1)
+    recreated: list[list[str]] = []
+    watch = ClusterWatch(config, spec, directory, on_recreated=recreated.append, on_back=lambda: None)
+    watch.check()
+    assert watch.reachable and watch.problem is None and recreated == []
+
+    admin = AdminClient(config)  # kept: a client dropped at once fails its requests
+    admin.delete_topics([unique_name])[unique_name].result(10)
+    with caplog.at_level(logging.ERROR, logger="coordinator.runtime.cluster_watch"):
+        watch.check()
+    assert recreated == [[unique_name]]
+    assert any(f"topic {unique_name} is gone" in r.getMessage() for r in caplog.records)
+    assert watch.reachable and watch.problem is None
+    metadata = admin.list_topics(unique_name, timeout=10).topics[unique_name]
+    assert metadata.error is None and len(metadata.partitions) == 2
+
+    watch.check()  # the same incarnation again: nothing to report
+    assert recreated == [[unique_name]]
+
+
+def test_an_unreachable_cluster_is_reported_until_it_is_back(unique_name: str) -> None:
+    port = free_port()
+    broker = LocalBroker(port=port).start()
+    config = {"bootstrap.servers": broker.bootstrap, "log_level": 0}
+    spec = LogTopicSpec(unique_name, 1, 1)
+    ensure_log_topic(config, spec)
+    ensure_directory_topic(config, f"{unique_name}-directory", 1)
+    back: list[bool] = []
+    recreated: list[list[str]] = []
+    watch = ClusterWatch(
+        config, spec, f"{unique_name}-directory", recreated.append, lambda: back.append(True), timeout_s=1
+    )
+    try:
+        watch.check()
+        broker.stop()
+        watch.check()
+        assert not watch.reachable and watch.problem is not None and "unreachable" in watch.problem
+        # The local broker keeps nothing: it comes back without either topic.
+        broker = LocalBroker(port=port).start()
+        watch.check()
+        assert watch.reachable and watch.problem is None and back == [True]
+        assert recreated == [[unique_name, f"{unique_name}-directory"]]
+    finally:
+        broker.stop()

@@ -1,0 +1,86 @@
+"""The librdkafka abort behind the broker-outage crash (issue 22, item 3), and the way around it.
+
+Each scenario runs in a child process, since the bug aborts the whole process: a group-offsets
+request is made while the broker is down, and the broker is then started again on the same port.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from deploy.local_broker import free_port
+
+_SCENARIO = textwrap.dedent(
+    """
+    import sys, time
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+    from confluent_kafka.admin import AdminClient
+    from coordinator.runtime.group_offsets import GroupOffsetsQuery
+    from deploy.local_broker import LocalBroker
+
+    port, how = int(sys.argv[1]), sys.argv[2]
+    config = {"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0}
+    admin = AdminClient(config)
+    query = GroupOffsetsQuery(config, "g")
+
+    def ask():
+        if how == "bare":  # what placement did before: librdkafka's own timeout expires
+            request = [ConsumerGroupTopicPartitions("g")]
+            return admin.list_consumer_group_offsets(request, request_timeout=1)["g"].result(timeout=5)
+        return query.ask(timeout=1)
+
+    broker = LocalBroker(port=port).start()
+    ask()  # the coordinator is known and cached from here on
+    broker.process.kill()
+    broker.process.wait()
+    broker.process = None
+    for _ in range(2):
+        try:
+            ask()
+        except (KafkaException, TimeoutError):
+            pass
+    time.sleep(1)
+    broker = LocalBroker(port=port).start()
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            ask()
+            break
+        except (KafkaException, TimeoutError):
+            if time.monotonic() > deadline:
+                raise
+    broker.stop()
+    print("answered after the restart")
+    """
+)
+
+
+def _run(how: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "scenario.py"
+    script.write_text(_SCENARIO)
+    root = str(Path(__file__).resolve().parents[2])
+    return subprocess.run(
+        [sys.executable, str(script), str(free_port()), how],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=root,
+        env={"PYTHONPATH": root, "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_group_offsets_query_survives_a_broker_restart(tmp_path: Path) -> None:
+    done = _run("query", tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "answered after the restart" in done.stdout
+
+
+def test_librdkafka_aborts_when_a_timed_out_coordinator_request_wakes(tmp_path: Path) -> None:
+    """The bug itself (librdkafka 2.16.0). If this starts passing through, librdkafka fixed
+    rd_kafka_admin_coord_request and ``GroupOffsetsQuery`` may use ordinary timeouts again."""
+    done = _run("bare", tmp_path)
+    assert done.returncode < 0, (done.returncode, done.stdout, done.stderr[-2000:])
+    assert "rd_kafka_enq_once_del_source_return" in done.stderr
