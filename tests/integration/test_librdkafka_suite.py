@@ -1,6 +1,6 @@
 """librdkafka's own consumer-group tests through the sidecar (``scripts/librdkafka-tests``).
 
-Slow (about an hour for the whole subset in three modes) and it needs a librdkafka source tree,
+Slow (about 40 minutes for the whole subset in three modes) and it needs a librdkafka source tree,
 which the project does not ship: set ``LIBRDKAFKA_SRC`` and pass ``--run-slow``. The script starts
 its own broker and sidecar; it fails when a test passes directly against the broker but not
 through the sidecar. ``LIBRDKAFKA_TESTS`` (e.g. ``0030,0102``) narrows the subset.
