@@ -24,7 +24,7 @@ from coordinator.gateway.framing import (
     peek_request,
     produce_acks,
 )
-from coordinator.gateway.handler import RequestContext
+from coordinator.gateway.handler import ConnectionContext
 from coordinator.gateway.limits import ByteBudget, ConnectionBudget, count_elements, truncate_error_messages
 from coordinator.gateway.protect import NotForwardable
 from coordinator.gateway.protocol import Request, decode_request, decode_response, encode_request, encode_response
@@ -451,7 +451,7 @@ class ClientConnection:
     def _local(self, header: RequestHeader, body: object) -> Awaitable[bytes]:
         previous = self._last_local
         principal = self.session.principal if self.session.authenticated else None
-        context = RequestContext(header, self.peer[0], self.peer[1], self.listener.port, principal)
+        context = ConnectionContext(header, self.peer[0], self.peer[1], self.listener.port, principal)
         task = _spawn(self._call_handler(previous, context, body))
         self._last_local = task
         # A broker finishes a request whose client has gone and drops the answer; shielding keeps
@@ -459,7 +459,9 @@ class ClientConnection:
         # and its reply).
         return asyncio.shield(task)
 
-    async def _call_handler(self, previous: asyncio.Task[Any] | None, context: RequestContext, body: object) -> bytes:
+    async def _call_handler(
+        self, previous: asyncio.Task[Any] | None, context: ConnectionContext, body: object
+    ) -> bytes:
         spec = APIS[context.api_key]
         response = await self._handler_answer(previous, context, body)
         try:
@@ -468,7 +470,7 @@ class ClientConnection:
             raise CloseConnection(f"cannot encode the handler's {spec.name} answer: {exc}") from exc
 
     async def _handler_answer(
-        self, previous: asyncio.Task[Any] | None, context: RequestContext, body: object
+        self, previous: asyncio.Task[Any] | None, context: ConnectionContext, body: object
     ) -> Message:
         # One group request at a time per connection, as a broker processes them.
         if previous is not None:
@@ -541,7 +543,7 @@ class ClientConnection:
         if local is not None:
             previous = self._last_local
             principal = self.session.principal if self.session.authenticated else None
-            context = RequestContext(request.header, self.peer[0], self.peer[1], self.listener.port, principal)
+            context = ConnectionContext(request.header, self.peer[0], self.peer[1], self.listener.port, principal)
             answered = asyncio.create_task(self._handler_answer(previous, context, local))
             self._last_local = answered
         merged = self._merged_configs(Request(request.header, original), answered, relayed, rest, upstream, refusals)

@@ -38,7 +38,7 @@ from coordinator.observability.histogram import UPSTREAM_BUCKETS, Histogram
 from coordinator.observability.registry import REGISTRY
 
 if TYPE_CHECKING:
-    from coordinator.gateway.handler import GroupApiHandler, RequestContext
+    from coordinator.gateway.handler import ConnectionContext, GroupApiHandler
     from coordinator.gateway.upstream import Answer
     from coordinator.messages.schema import Message
 
@@ -246,7 +246,7 @@ class MeteredHandler:
     def __init__(self, inner: GroupApiHandler) -> None:
         self.inner = inner
 
-    async def handle(self, context: RequestContext, request: Message) -> Message:
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
         response = await self.inner.handle(context, request)
         codes: dict[int, int] = {}
         error_counts(response, codes)
