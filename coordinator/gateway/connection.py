@@ -8,13 +8,14 @@ import logging
 import ssl
 import struct
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from coordinator.gateway import configs, topic_split
 from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
 from coordinator.gateway.client_stream import ClientStream
 from coordinator.gateway.cluster import UNSUPPORTED_VERSION, ClusterUnavailable
 from coordinator.gateway.codec import CodecError, decode_struct
+from coordinator.gateway.context import GatewayContext, ListenerView
 from coordinator.gateway.framing import (
     FrameError,
     RequestHeader,
@@ -54,11 +55,7 @@ from coordinator.messages.sasl import (
     SaslHandshakeResponse,
 )
 from coordinator.messages.schema import Message
-from coordinator.observability import gateway as gateway_metrics
 from coordinator.security.sasl import SaslRefused, SaslSession
-
-if TYPE_CHECKING:
-    from coordinator.gateway.server import GatewayServer, Listener
 
 log = logging.getLogger(__name__)
 
@@ -112,21 +109,21 @@ Slot = tuple[bool, Awaitable[bytes]]
 class ClientConnection:
     def __init__(
         self,
-        server: GatewayServer,
-        listener: Listener,
+        gateway: GatewayContext,
+        listener: ListenerView,
         stream: ClientStream,
     ) -> None:
-        self.server = server
+        self.gateway = gateway
         self.listener = listener
         self.stream = stream
         peer = stream.get_extra_info("peername") or ("?", 0)
         self.peer: tuple[str, int] = (str(peer[0]), int(peer[1]))
-        self.queue: asyncio.Queue[Slot | None] = asyncio.Queue(server.config.max_in_flight_per_connection)
+        self.queue: asyncio.Queue[Slot | None] = asyncio.Queue(gateway.config.max_in_flight_per_connection)
         self.upstream: UpstreamConnection | None = None
         # Answers queued and not yet written; an idle timeout never fires while any are owed.
         self.outstanding = 0
-        config = server.config
-        self.budget = ConnectionBudget(ByteBudget(config.max_buffered_bytes_per_connection), server.buffer_budget)
+        config = gateway.config
+        self.budget = ConnectionBudget(ByteBudget(config.max_buffered_bytes_per_connection), gateway.buffer_budget)
         self._last_local: asyncio.Task[Any] | None = None
         self.session = SaslSession()
         subject = (
@@ -176,10 +173,10 @@ class ClientConnection:
             await self.stream.wait_closed()
 
     async def _read_loop(self) -> None:
-        config = self.server.config
+        config = self.gateway.config
         max_bytes = config.max_frame_bytes
         read_s = config.request_read_timeout_ms / 1000
-        budget = self.server.buffer_budget
+        budget = self.gateway.buffer_budget
         try:
             while True:
                 if not await self._next_frame_start():
@@ -219,7 +216,7 @@ class ClientConnection:
         """Whether another frame starts (False at EOF); closes a connection idle for too long."""
         if self.stream.buffered:
             return True  # pipelined requests: no idle deadline to arm
-        idle_s = self.server.config.connections_max_idle_ms / 1000
+        idle_s = self.gateway.config.connections_max_idle_ms / 1000
         while True:
             try:
                 return await self.stream.read_start(self.stream.loop_time() + idle_s)
@@ -228,7 +225,7 @@ class ClientConnection:
                     raise IdleConnection(f"idle for connections_max_idle_ms={idle_s * 1000:.0f}") from None
 
     async def _write_loop(self) -> None:
-        idle_s = self.server.config.connections_max_idle_ms / 1000
+        idle_s = self.gateway.config.connections_max_idle_ms / 1000
         while True:
             slot = await self.queue.get()
             if slot is None:
@@ -267,14 +264,14 @@ class ClientConnection:
             key, version, correlation_id = peek_request(payload)
         except FrameError as exc:
             raise CloseConnection(str(exc)) from exc
-        gateway_metrics.request(key)
+        self.gateway.observer.request(key)
         if key == ApiKey.API_VERSIONS:
             return True, self._ready(await self._api_versions(version, correlation_id))
         if key == ApiKey.SASL_HANDSHAKE:
             return False, await self._sasl_handshake(payload, version, correlation_id)
         if key == ApiKey.SASL_AUTHENTICATE:
             return False, await self._sasl_authenticate(payload, version, correlation_id)
-        if self.server.config.authentication == "required" and not self.session.authenticated:
+        if self.gateway.config.authentication == "required" and not self.session.authenticated:
             # What a Kafka broker does with any other request before (or after an expired)
             # authentication: close the connection.
             raise CloseConnection(f"API {key} v{version} before authentication")
@@ -287,7 +284,7 @@ class ClientConnection:
                 raise CloseConnection(f"unsupported API {spec.name}")
             if not spec.supports(version):
                 raise CloseConnection(f"unsupported version {spec.name} v{version}")
-            limit_bytes = self.server.config.max_group_request_bytes
+            limit_bytes = self.gateway.config.max_group_request_bytes
             if len(payload) > limit_bytes:
                 raise CloseConnection(
                     f"{spec.name} of {len(payload)} bytes exceeds max_group_request_bytes={limit_bytes}"
@@ -296,7 +293,7 @@ class ClientConnection:
                 request = decode_request(payload)
             except CodecError as exc:
                 raise CloseConnection(f"malformed {spec.name} v{version}: {exc}") from exc
-            limit = self.server.config.max_group_request_elements
+            limit = self.gateway.config.max_group_request_elements
             elements = count_elements(request.body, limit)
             if elements > limit:
                 raise CloseConnection(
@@ -313,7 +310,7 @@ class ClientConnection:
                     return True, self._ready(self._find_group_coordinator(request.body, version, correlation_id))
                 return True, await self._forward(payload, key, version, correlation_id, rewrite=True)
             return True, self._local(request.header, request.body)
-        protected = self.server.protected
+        protected = self.gateway.protected
         if key in (ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER):
             assert spec is not None
             if not spec.supports(version):
@@ -360,7 +357,7 @@ class ClientConnection:
 
     async def _forward_split(self, payload: bytes, key: int, version: int, correlation_id: int) -> Slot:
         """A request naming the log topic: TOPIC_AUTHORIZATION_FAILED for its slots, the rest forwarded."""
-        parts = topic_split.split(payload, self.server.protected.is_protected)
+        parts = topic_split.split(payload, self.gateway.protected.is_protected)
         if parts is None:
             raise CloseConnection(f"API {key} v{version} names the coordinator's log topic")
         upstream: Awaitable[bytes] | None = None
@@ -394,7 +391,7 @@ class ClientConnection:
     def _check_forwardable(self, key: int, version: int) -> None:
         """Only what ApiVersions offers is forwarded; anything else closes the connection, as a
         Kafka broker closes it for an API (or version) it does not expose."""
-        known = self.server.cluster.cached_ranges(self.listener.node_id)
+        known = self.gateway.cluster.cached_ranges(self.listener.node_id)
         offered = forwarded_range(key, known.get(key) if known is not None else (0, 0x7FFF))
         if offered is None:
             raise CloseConnection(f"unsupported API key {key}")
@@ -405,7 +402,7 @@ class ClientConnection:
 
     async def _api_versions(self, version: int, correlation_id: int) -> bytes:
         try:
-            cluster = await self.server.cluster.api_versions(self.listener.node_id)
+            cluster = await self.gateway.cluster.api_versions(self.listener.node_id)
         except ClusterUnavailable as exc:
             raise CloseConnection(str(exc)) from exc
         merged = merge_api_versions(cluster)
@@ -427,7 +424,7 @@ class ClientConnection:
         return version == 0 or request.key_type == _GROUP_KEY_TYPE
 
     def _find_group_coordinator(self, request: FindCoordinatorRequest, version: int, correlation_id: int) -> bytes:
-        locate = self.server.locator.locate
+        locate = self.gateway.locator.locate
         response = FindCoordinatorResponse()
         if version >= 4:
             for key in request.coordinator_keys:
@@ -478,7 +475,7 @@ class ClientConnection:
         spec = APIS[context.api_key]
         assert isinstance(body, spec.request)
         try:
-            response = await self.server.handler.handle(context, body)
+            response = await self.gateway.handler.handle(context, body)
         except Exception as exc:
             log.exception("group handler failed api=%s version=%s", spec.name, context.api_version)
             raise CloseConnection(f"group handler failed on {spec.name}: {exc!r}") from exc
@@ -493,7 +490,7 @@ class ClientConnection:
         """Answer the GROUP resources of a config request here; None: forward it as it is (it
         names no group, or is a version or shape the gateway does not decode)."""
         spec = APIS[key]
-        if not spec.supports(version) or len(payload) > self.server.config.max_group_request_bytes:
+        if not spec.supports(version) or len(payload) > self.gateway.config.max_group_request_bytes:
             return None
         try:
             request = decode_request(payload)
@@ -501,7 +498,7 @@ class ClientConnection:
             return None
         original = request.body
         refusals: list[Message] = []
-        protected = self.server.protected
+        protected = self.gateway.protected
         resources = list(original.resources)  # type: ignore[attr-defined]
         denied = [
             r for r in resources if r.resource_type == configs.TOPIC_RESOURCE and r.resource_name in protected.names
@@ -524,7 +521,7 @@ class ClientConnection:
                 request.body, UNSUPPORTED_VERSION, f"the cluster does not support API {key} v{version}"
             )
             return True, self._ready(encode_response(key, version, request.header.correlation_id, refusal))
-        limit = self.server.config.max_group_request_elements
+        limit = self.gateway.config.max_group_request_elements
         if count_elements(request.body, limit) > limit:
             raise CloseConnection(
                 f"{spec.name} v{version} carries more than max_group_request_elements={limit} array elements"
@@ -557,14 +554,14 @@ class ClientConnection:
         Only plain connections are relayed: with TLS listeners or required authentication the
         peer would refuse an anonymous relay, so the local answer (NOT_COORDINATOR) stands."""
         resources = groups.resources  # type: ignore[attr-defined]
-        config = self.server.config
+        config = self.gateway.config
         if header.client_id == RELAY_CLIENT_ID or config.listener_tls is not None or config.authentication != "none":
             return groups, []
         own = config.coordinator_node_id
         local: list[Any] = []
         remote: dict[tuple[str, int], list[Any]] = {}
         for resource in resources:
-            where = self.server.locator.locate(resource.resource_name) if resource.resource_name else None
+            where = self.gateway.locator.locate(resource.resource_name) if resource.resource_name else None
             if where is None or where.error_code or where.node_id == own:
                 local.append(resource)
             else:
@@ -574,7 +571,7 @@ class ClientConnection:
 
     async def _relayed(self, header: RequestHeader, host: str, port: int, part: Message) -> Message:
         try:
-            return await relay(host, port, header, part, self.server.config.upstream_connect_timeout_s)
+            return await relay(host, port, header, part, self.gateway.config.upstream_connect_timeout_s)
         except (OSError, TimeoutError, ValueError, CodecError) as exc:
             log.warning("relaying %s to the group coordinator %s:%s failed: %r", type(part).__name__, host, port, exc)
             return configs.refuse_all(
@@ -612,7 +609,7 @@ class ClientConnection:
         return encode_response(key, version, request.header.correlation_id, answer)
 
     def _cluster_supports(self, key: int, version: int) -> bool:
-        known = self.server.cluster.cached_ranges(self.listener.node_id)
+        known = self.gateway.cluster.cached_ranges(self.listener.node_id)
         if known is None:
             return True
         supported = known.get(key)
@@ -636,13 +633,13 @@ class ClientConnection:
             fut = await upstream.send(payload, correlation_id, expect)
         except (UpstreamClosed, OSError) as exc:
             raise CloseConnection(f"upstream write failed: {exc}") from exc
-        gateway_metrics.forwarded(key, len(payload), fut)
+        self.gateway.observer.forwarded(key, len(payload), fut)
         if not rewrite:
             return fut
         return _spawn(self._rewritten(fut, key, version, named))
 
     def _check_may_forward(self, key: int) -> None:
-        config = self.server.config
+        config = self.gateway.config
         if key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
             return
         if config.shares_upstream_identity and not config.allow_shared_upstream_identity and not self.session.sasl_used:
@@ -678,7 +675,7 @@ class ClientConnection:
         try:
             self.session.client_message(request.auth_bytes)
         except SaslRefused as exc:
-            if self.server.config.authentication == "required":
+            if self.gateway.config.authentication == "required":
                 raise CloseConnection(str(exc)) from exc
 
         def seen(body: Message) -> None:
@@ -718,7 +715,7 @@ class ClientConnection:
         try:
             seen(body)
         except SaslRefused as exc:
-            if self.server.config.authentication == "required":
+            if self.gateway.config.authentication == "required":
                 raise CloseConnection(str(exc)) from exc
         return payload
 
@@ -727,7 +724,7 @@ class ClientConnection:
             if self.upstream is not None:
                 raise CloseConnection("upstream connection lost")
             try:
-                self.upstream = await self.server.connect_upstream(self.listener, self.budget)
+                self.upstream = await self.gateway.connect_upstream(self.listener, self.budget)
             except (TimeoutError, OSError, ssl.SSLError) as exc:
                 raise CloseConnection(f"cannot reach the cluster: {exc}") from exc
         return self.upstream
@@ -740,21 +737,21 @@ class ClientConnection:
             correlation_id, body = decode_response(key, version, payload)
         except CodecError as exc:
             raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
-        server = self.server
+        gateway = self.gateway
         if isinstance(body, MetadataResponse):
-            if server.protected:
-                server.protected.filter_metadata(named, body)
-            await server.ensure_broker_listeners({b.node_id: (b.host, b.port) for b in body.brokers})
-            rewrite_metadata(body, server.broker_route, server.coordinator_metadata_node())
-            body.brokers.extend(server.peer_metadata_nodes())
+            if gateway.protected:
+                gateway.protected.filter_metadata(named, body)
+            await gateway.ensure_broker_listeners({b.node_id: (b.host, b.port) for b in body.brokers})
+            rewrite_metadata(body, gateway.broker_route, gateway.coordinator_metadata_node())
+            body.brokers.extend(gateway.peer_metadata_nodes())
         elif isinstance(body, DescribeClusterResponse) and body.endpoint_type == _BROKER_ENDPOINTS:
-            await server.ensure_broker_listeners({b.broker_id: (b.host, b.port) for b in body.brokers})
-            rewrite_describe_cluster(body, server.broker_route, server.coordinator_cluster_node())
-            body.brokers.extend(server.peer_cluster_nodes())
+            await gateway.ensure_broker_listeners({b.broker_id: (b.host, b.port) for b in body.brokers})
+            rewrite_describe_cluster(body, gateway.broker_route, gateway.coordinator_cluster_node())
+            body.brokers.extend(gateway.peer_cluster_nodes())
         elif isinstance(body, FindCoordinatorResponse):
             nodes = {c.node_id: (c.host, c.port) for c in body.coordinators if c.node_id >= 0}
             if version < 4 and body.node_id >= 0:
                 nodes[body.node_id] = (body.host, body.port)
-            await server.ensure_broker_listeners(nodes)
-            rewrite_find_coordinator(body, server.broker_route, version)
+            await gateway.ensure_broker_listeners(nodes)
+            rewrite_find_coordinator(body, gateway.broker_route, version)
         return encode_response(key, version, correlation_id, body)

@@ -34,6 +34,7 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from prometheus_client.registry import Collector
 
 from coordinator.errors import ErrorCode
+from coordinator.gateway.observer import GatewayObserver
 from coordinator.observability.histogram import UPSTREAM_BUCKETS, Histogram
 from coordinator.observability.registry import REGISTRY
 
@@ -178,6 +179,16 @@ def forwarded(key: int, size: int, answer: Answer) -> None:
         api.bytes_in += answer_size
 
     answer.on_arrival(answered)
+
+
+class GatewayMetrics(GatewayObserver):
+    """The gateway's observer: counts into this module's families."""
+
+    def request(self, key: int) -> None:
+        request(key)
+
+    def forwarded(self, key: int, size: int, answer: Answer) -> None:
+        forwarded(key, size, answer)
 
 
 class _Collector(Collector):
