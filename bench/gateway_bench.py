@@ -44,7 +44,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from coordinator.gateway import GatewayConfig, GatewayServer, RequestContext  # noqa: E402
+from coordinator.gateway import ConnectionContext, GatewayConfig, GatewayServer  # noqa: E402
 from coordinator.gateway.framing import RequestHeader  # noqa: E402
 from coordinator.gateway.protocol import encode_request  # noqa: E402
 from coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic  # noqa: E402
@@ -55,7 +55,7 @@ PARTITIONS = 3
 
 
 class NoGroups:
-    async def handle(self, context: RequestContext, request: Message) -> Message:
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
         raise RuntimeError("the benchmark uses no group APIs")
 
 

@@ -403,3 +403,9 @@ def import_offsets(
         )
     if any(g.refusal for g in plan) or any((result or {}).values()):
         raise typer.Exit(1)
+
+
+if __name__ == "__main__":
+    # ``python -m cli.pipeline ...`` or ``spark-submit cli/pipeline.py ...``: the same commands
+    # as ``groupcoord pipeline``.
+    pipeline_app()

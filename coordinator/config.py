@@ -10,10 +10,9 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from coordinator.gateway.config import TlsSettings
-from coordinator.groups.classic.config import PROPERTY_NAMES as CLASSIC_PROPERTIES
-from coordinator.groups.classic.config import ClassicGroupConfig
+from coordinator.groups.config import CLASSIC_PROPERTY_NAMES as CLASSIC_PROPERTIES
 from coordinator.groups.config import PROPERTY_NAMES as CONSUMER_PROPERTIES
-from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.config import ClassicGroupConfig, ConsumerGroupConfig
 from coordinator.offsets.config import OffsetsConfig
 from coordinator.service.answer_budget import DEFAULT_MAX_ANSWER_BYTES
 

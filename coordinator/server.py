@@ -27,7 +27,7 @@ from coordinator.gateway.handler import CoordinatorAddress
 from coordinator.gateway.server import GatewayServer
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.kafka_words import describe_error
-from coordinator.observability.gateway import MeteredHandler
+from coordinator.observability.gateway import GatewayMetrics, MeteredHandler
 from coordinator.observability.http import HealthServer, Readiness, shard_states
 from coordinator.observability.registry import REGISTRY
 from coordinator.observability.serve import ServeMetrics
@@ -371,6 +371,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             SecuredHandler(CoordinatorApiHandler(service, metadata), metadata, authorizer, own_topics, own_groups)
         ),
         locator,
+        GatewayMetrics(),
     )
     gateway.peers = locator.peers
     metrics.watch_connections(gateway.connections)

@@ -1,7 +1,8 @@
 """The pipeline jobs as Spark computations (the ``groupcoord pipeline`` commands print their results).
 
-``python -m pipeline.jobs snapshot -b KAFKA:9092 --out DIR`` (or the same arguments after
-``spark-submit pipeline/jobs.py``) runs the same commands as ``groupcoord pipeline``.
+The command line is the CLI's (``cli/pipeline.py``: ``python -m cli.pipeline snapshot -b KAFKA:9092
+--out DIR``, or the same arguments after ``spark-submit cli/pipeline.py``); this module imports
+nothing of it.
 """
 
 from __future__ import annotations
@@ -451,9 +452,3 @@ def history(status_log: DataFrame, group: str) -> tuple[list[dict[str, Any]], li
             )
     rows.unpersist()
     return events, commits
-
-
-if __name__ == "__main__":
-    from cli.pipeline import pipeline_app
-
-    pipeline_app()

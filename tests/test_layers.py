@@ -6,7 +6,12 @@
   nothing that does I/O: nothing of the gateway, the runtime or the service.
 * ``coordinator/messages`` is shared by the gateway and the logic: it imports nothing of either.
 * ``coordinator/runtime`` knows nothing of the gateway, the group logic or the service.
-* ``coordinator/gateway`` knows nothing of the group logic, the service or the runtime.
+* ``coordinator/gateway`` knows nothing of the group logic, the service, the runtime or
+  observability: it defines its ports (``GroupApiHandler``, ``GatewayObserver``) and the layers
+  above plug into them.
+* ``pipeline`` knows nothing of ``cli`` (the command line runs the jobs, not the other way round).
+* No circle between the modules of ``coordinator/``: each import goes one way (imports under
+  ``TYPE_CHECKING`` count too: they tie the files together just the same).
 """
 
 from __future__ import annotations
@@ -49,7 +54,8 @@ def _imports(path: Path) -> list[str]:
 
 
 def _files(layer: str) -> list[Path]:
-    return sorted((ROOT / layer).rglob("*.py"))
+    path = ROOT / layer
+    return [path] if path.suffix == ".py" else sorted(path.rglob("*.py"))
 
 
 def _within(module: str, prefixes: tuple[str, ...] | set[str]) -> bool:
@@ -86,8 +92,18 @@ def test_group_logic_imports_no_io(layer: str) -> None:
         ),
         (
             "coordinator/gateway",
-            ("coordinator.groups", "coordinator.offsets", "coordinator.service", "coordinator.runtime"),
+            (
+                "coordinator.groups",
+                "coordinator.offsets",
+                "coordinator.service",
+                "coordinator.runtime",
+                "coordinator.observability",
+            ),
         ),
+        ("pipeline", ("cli",)),
+        # The groups' shared floor (context, configs, routing's helpers) is below each protocol.
+        ("coordinator/groups/context.py", ("coordinator.groups.classic", "coordinator.groups.consumer")),
+        ("coordinator/groups/config.py", ("coordinator.groups.classic", "coordinator.groups.consumer")),
         (
             "coordinator/messages",
             (
@@ -118,3 +134,80 @@ def test_the_layer_check_sees_a_forbidden_import() -> None:
     assert "coordinator.errors" in modules and "coordinator.messages.offset_commit" in modules
     gateway = _imports(ROOT / "coordinator" / "service" / "service.py")
     assert any(_within(m, ("coordinator.runtime",)) for m in gateway)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_graph(folder: str) -> dict[str, set[str]]:
+    """Each module of ``folder`` -> the modules of ``folder`` it imports (``from p import m``
+    names the module ``p.m`` when there is one, else ``p``)."""
+    modules = {_module_name(p) for p in _files(folder)}
+    graph: dict[str, set[str]] = {}
+    for path in _files(folder):
+        name = _module_name(path)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names if a.name in modules}
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                module = ".".join([*base, node.module] if node.module else base) if node.level else node.module or ""
+                for alias in node.names:
+                    sub = f"{module}.{alias.name}"
+                    targets |= {sub} if sub in modules else ({module} if module in modules else set())
+        graph[name] = targets - {name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_circle_between_modules() -> None:
+    assert _circles(_module_graph("coordinator")) == []
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    """The graph must hold real edges and the search must find a circle, or the rule above would
+    pass vacuously."""
+    graph = _module_graph("coordinator")
+    assert "coordinator.gateway.connection" in graph["coordinator.gateway.server"]
+    assert "coordinator.groups.consumer.group" in graph["coordinator.groups.consumer.state"]
+    # The circle the gateway had: the connection imported the server that creates it.
+    tied = {**graph, "coordinator.gateway.connection": {"coordinator.gateway.server"}}
+    assert _circles(tied) == [["coordinator.gateway.connection", "coordinator.gateway.server"]]

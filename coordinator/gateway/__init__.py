@@ -1,7 +1,7 @@
 """Kafka-protocol gateway: answers group APIs through a handler, forwards the rest to the cluster."""
 
 from coordinator.gateway.config import GatewayConfig, TlsSettings
-from coordinator.gateway.handler import CoordinatorAddress, CoordinatorLocator, GroupApiHandler, RequestContext
+from coordinator.gateway.handler import ConnectionContext, CoordinatorAddress, CoordinatorLocator, GroupApiHandler
 from coordinator.gateway.server import GatewayServer
 
 __all__ = [
@@ -10,6 +10,6 @@ __all__ = [
     "GatewayConfig",
     "GatewayServer",
     "GroupApiHandler",
-    "RequestContext",
+    "ConnectionContext",
     "TlsSettings",
 ]

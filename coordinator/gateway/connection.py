@@ -7,14 +7,16 @@ import contextlib
 import logging
 import ssl
 import struct
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from coordinator.gateway import configs, topic_split
-from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
+from coordinator.gateway import group_configs, routing, topic_split
+from coordinator.gateway.answers import CloseConnection, IdleConnection, Slot, ready, spawn
+from coordinator.gateway.apis import APIS, ApiKey
 from coordinator.gateway.client_stream import ClientStream
 from coordinator.gateway.cluster import UNSUPPORTED_VERSION, ClusterUnavailable
 from coordinator.gateway.codec import CodecError, decode_struct
+from coordinator.gateway.context import GatewayContext, ListenerView
 from coordinator.gateway.framing import (
     FrameError,
     RequestHeader,
@@ -22,16 +24,11 @@ from coordinator.gateway.framing import (
     decode_request_header,
     decode_response_header,
     peek_request,
-    produce_acks,
 )
-from coordinator.gateway.handler import RequestContext
-from coordinator.gateway.limits import ByteBudget, ConnectionBudget, count_elements, truncate_error_messages
-from coordinator.gateway.protect import NotForwardable
-from coordinator.gateway.protocol import Request, decode_request, decode_response, encode_request, encode_response
-from coordinator.gateway.relay import RELAY_CLIENT_ID, relay
+from coordinator.gateway.handler import ConnectionContext
+from coordinator.gateway.limits import ByteBudget, ConnectionBudget, truncate_error_messages
+from coordinator.gateway.protocol import decode_response, encode_response
 from coordinator.gateway.rewrite import (
-    SERVED_LOCALLY,
-    forwarded_range,
     merge_api_versions,
     rewrite_describe_cluster,
     rewrite_find_coordinator,
@@ -45,7 +42,6 @@ from coordinator.messages.find_coordinator import (
     FindCoordinatorResponse,
     FindCoordinatorResponseCoordinator,
 )
-from coordinator.messages.list_groups import ListGroupsResponse
 from coordinator.messages.metadata import MetadataResponse
 from coordinator.messages.sasl import (
     SaslAuthenticateRequest,
@@ -54,28 +50,14 @@ from coordinator.messages.sasl import (
     SaslHandshakeResponse,
 )
 from coordinator.messages.schema import Message
-from coordinator.observability import gateway as gateway_metrics
 from coordinator.security.sasl import SaslRefused, SaslSession
-
-if TYPE_CHECKING:
-    from coordinator.gateway.server import GatewayServer, Listener
 
 log = logging.getLogger(__name__)
 
 _LEN = struct.Struct(">i")
-_GROUP_KEY_TYPE = 0
-COORDINATOR_NOT_AVAILABLE = 15
-TOPIC_AUTHORIZATION_FAILED = 29
 # DescribeCluster can list controllers instead (KIP-919); clients reaching controllers directly do
 # not go through the sidecar, so only broker lists are rewritten.
 _BROKER_ENDPOINTS = 1
-
-
-def _retrieve(task: asyncio.Future[bytes]) -> None:
-    # Answers still queued when a connection closes are never awaited; reading their outcome
-    # keeps asyncio from reporting them as lost exceptions.
-    if not task.cancelled():
-        task.exception()
 
 
 def _certificate_principal(stream: ClientStream) -> str | None:
@@ -90,43 +72,24 @@ def _certificate_principal(stream: ClientStream) -> str | None:
     return None
 
 
-def _spawn(coro: Coroutine[object, object, bytes]) -> asyncio.Task[bytes]:
-    task = asyncio.create_task(coro)
-    task.add_done_callback(_retrieve)
-    return task
-
-
-class CloseConnection(Exception):
-    """Stop serving this client; the message says why (logged once)."""
-
-
-class IdleConnection(CloseConnection):
-    """Closed for idleness: routine, logged at debug level."""
-
-
-# A queued answer: either a whole frame ready to write, or an upstream payload still needing its
-# length prefix (kept apart so large Fetch responses are never copied).
-Slot = tuple[bool, Awaitable[bytes]]
-
-
 class ClientConnection:
     def __init__(
         self,
-        server: GatewayServer,
-        listener: Listener,
+        gateway: GatewayContext,
+        listener: ListenerView,
         stream: ClientStream,
     ) -> None:
-        self.server = server
+        self.gateway = gateway
         self.listener = listener
         self.stream = stream
         peer = stream.get_extra_info("peername") or ("?", 0)
         self.peer: tuple[str, int] = (str(peer[0]), int(peer[1]))
-        self.queue: asyncio.Queue[Slot | None] = asyncio.Queue(server.config.max_in_flight_per_connection)
+        self.queue: asyncio.Queue[Slot | None] = asyncio.Queue(gateway.config.max_in_flight_per_connection)
         self.upstream: UpstreamConnection | None = None
         # Answers queued and not yet written; an idle timeout never fires while any are owed.
         self.outstanding = 0
-        config = server.config
-        self.budget = ConnectionBudget(ByteBudget(config.max_buffered_bytes_per_connection), server.buffer_budget)
+        config = gateway.config
+        self.budget = ConnectionBudget(ByteBudget(config.max_buffered_bytes_per_connection), gateway.buffer_budget)
         self._last_local: asyncio.Task[Any] | None = None
         self.session = SaslSession()
         subject = (
@@ -176,10 +139,10 @@ class ClientConnection:
             await self.stream.wait_closed()
 
     async def _read_loop(self) -> None:
-        config = self.server.config
+        config = self.gateway.config
         max_bytes = config.max_frame_bytes
         read_s = config.request_read_timeout_ms / 1000
-        budget = self.server.buffer_budget
+        budget = self.gateway.buffer_budget
         try:
             while True:
                 if not await self._next_frame_start():
@@ -219,7 +182,7 @@ class ClientConnection:
         """Whether another frame starts (False at EOF); closes a connection idle for too long."""
         if self.stream.buffered:
             return True  # pipelined requests: no idle deadline to arm
-        idle_s = self.server.config.connections_max_idle_ms / 1000
+        idle_s = self.gateway.config.connections_max_idle_ms / 1000
         while True:
             try:
                 return await self.stream.read_start(self.stream.loop_time() + idle_s)
@@ -228,7 +191,7 @@ class ClientConnection:
                     raise IdleConnection(f"idle for connections_max_idle_ms={idle_s * 1000:.0f}") from None
 
     async def _write_loop(self) -> None:
-        idle_s = self.server.config.connections_max_idle_ms / 1000
+        idle_s = self.gateway.config.connections_max_idle_ms / 1000
         while True:
             slot = await self.queue.get()
             if slot is None:
@@ -267,100 +230,54 @@ class ClientConnection:
             key, version, correlation_id = peek_request(payload)
         except FrameError as exc:
             raise CloseConnection(str(exc)) from exc
-        gateway_metrics.request(key)
-        if key == ApiKey.API_VERSIONS:
-            return True, self._ready(await self._api_versions(version, correlation_id))
-        if key == ApiKey.SASL_HANDSHAKE:
-            return False, await self._sasl_handshake(payload, version, correlation_id)
-        if key == ApiKey.SASL_AUTHENTICATE:
-            return False, await self._sasl_authenticate(payload, version, correlation_id)
-        if self.server.config.authentication == "required" and not self.session.authenticated:
-            # What a Kafka broker does with any other request before (or after an expired)
-            # authentication: close the connection.
-            raise CloseConnection(f"API {key} v{version} before authentication")
-        spec = APIS.get(key)
-        if key in GROUP_API_KEYS or key == ApiKey.FIND_COORDINATOR:
-            assert spec is not None
-            if key not in SERVED_LOCALLY and key != ApiKey.FIND_COORDINATOR:
-                # Not offered in ApiVersions (TxnOffsetCommit until it is served): as a broker does
-                # with an API it does not expose.
-                raise CloseConnection(f"unsupported API {spec.name}")
-            if not spec.supports(version):
-                raise CloseConnection(f"unsupported version {spec.name} v{version}")
-            limit_bytes = self.server.config.max_group_request_bytes
-            if len(payload) > limit_bytes:
-                raise CloseConnection(
-                    f"{spec.name} of {len(payload)} bytes exceeds max_group_request_bytes={limit_bytes}"
-                )
-            try:
-                request = decode_request(payload)
-            except CodecError as exc:
-                raise CloseConnection(f"malformed {spec.name} v{version}: {exc}") from exc
-            limit = self.server.config.max_group_request_elements
-            elements = count_elements(request.body, limit)
-            if elements > limit:
-                raise CloseConnection(
-                    f"{spec.name} v{version} carries more than max_group_request_elements={limit} array elements"
-                )
-            if key == ApiKey.LIST_GROUPS and self.listener.node_id is not None:
-                # A node lists only the groups it coordinates, and admin clients ask every node
-                # and merge the answers; a broker port coordinates none, so each group is listed
-                # once (by the coordinator port).
-                return True, self._ready(encode_response(key, version, correlation_id, ListGroupsResponse()))
-            if key == ApiKey.FIND_COORDINATOR:
-                assert isinstance(request.body, FindCoordinatorRequest)
-                if self._is_group_lookup(request.body, version):
-                    return True, self._ready(self._find_group_coordinator(request.body, version, correlation_id))
-                return True, await self._forward(payload, key, version, correlation_id, rewrite=True)
-            return True, self._local(request.header, request.body)
-        protected = self.server.protected
-        if key in (ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER):
-            assert spec is not None
-            if not spec.supports(version):
-                raise CloseConnection(f"{spec.name} v{version} is beyond what the gateway can rewrite")
-            # A request that names the protected topic gets TOPIC_AUTHORIZATION_FAILED for it; in
-            # any other answer (all topics) it is left out. Decoded as a broker reads it: clients
-            # send bytes no schema declares after the message (librdkafka's Metadata v12 ends with
-            # three), and brokers ignore them.
-            try:
-                named = key == ApiKey.METADATA and bool(protected) and protected.in_metadata(payload, version)
-            except NotForwardable as exc:
-                raise CloseConnection(str(exc)) from exc
-            return True, await self._forward(payload, key, version, correlation_id, rewrite=True, named=named)
-        if key in configs.CONFIG_API_KEYS:
-            slot = await self._configs(payload, key, version)
+        self.gateway.observer.request(key)
+        decision = routing.route(key, version, payload, self._facts())
+        if isinstance(decision, routing.Configs):
+            slot = await group_configs.answer_configs(self, payload, key, version)
             if slot is not None:
                 return slot
-        self._check_forwardable(key, version)
-        expect_response = True
-        if key == ApiKey.PRODUCE:
-            try:
-                expect_response = produce_acks(payload, version) != 0
-                names_protected = bool(protected) and protected.in_produce(payload, version)
-            except CodecError as exc:
-                raise CloseConnection(f"malformed Produce v{version}: {exc}") from exc
-            if names_protected and not expect_response:
-                # What Kafka does with an acks=0 produce that fails: close, so the producer notices.
-                raise CloseConnection("Produce with acks=0 to the coordinator's log topic")
-        elif key == topic_split.DESCRIBE_TOPIC_PARTITIONS:
-            # Answers list topics not named in the request: always filtered.
-            names_protected = bool(protected)
-        elif protected:
-            try:
-                names_protected = protected.in_request(payload, key, version)
-            except NotForwardable as exc:
-                raise CloseConnection(str(exc)) from exc
-        else:
-            names_protected = False
-        if names_protected:
-            # Rare (requests naming the log topic): a copy of a large frame costs nothing here.
-            return await self._forward_split(bytes(payload), key, version, correlation_id)
-        pending = await self._forward(payload, key, version, correlation_id, rewrite=False, expect=expect_response)
-        return (False, pending) if expect_response else None
+            decision = decision.fallback
+        match decision:
+            case routing.Forward(rewrite=rewrite, named=named, expect=expect):
+                pending = await self._forward(
+                    payload, key, version, correlation_id, rewrite=rewrite, expect=expect, named=named
+                )
+                return (rewrite, pending) if expect else None
+            case routing.ForwardSplit():
+                # Rare (requests naming the log topic): a copy of a large frame costs nothing here.
+                return await self._forward_split(bytes(payload), key, version, correlation_id)
+            case routing.CallHandler(request=request):
+                return True, self._local(request.header, request.body)
+            case routing.Answer(body=body):
+                return True, ready(encode_response(key, version, correlation_id, body))
+            case routing.LocateGroups(request=lookup):
+                return True, ready(self._find_group_coordinator(lookup, version, correlation_id))
+            case routing.AnswerApiVersions():
+                return True, ready(await self._api_versions(version, correlation_id))
+            case routing.Sasl(handshake=True):
+                return False, await self._sasl_handshake(payload, version, correlation_id)
+            case routing.Sasl(handshake=False):
+                return False, await self._sasl_authenticate(payload, version, correlation_id)
+            case routing.Close(reason=reason):
+                raise CloseConnection(reason)
+        raise AssertionError(f"no action for {decision!r}")
+
+    def _facts(self) -> routing.Facts:
+        gateway = self.gateway
+        config = gateway.config
+        return routing.Facts(
+            authentication_required=config.authentication == "required",
+            authenticated=self.session.authenticated,
+            max_group_request_bytes=config.max_group_request_bytes,
+            max_group_request_elements=config.max_group_request_elements,
+            broker_port=self.listener.node_id is not None,
+            protected=gateway.protected,
+            cluster_ranges=gateway.cluster.cached_ranges(self.listener.node_id),
+        )
 
     async def _forward_split(self, payload: bytes, key: int, version: int, correlation_id: int) -> Slot:
         """A request naming the log topic: TOPIC_AUTHORIZATION_FAILED for its slots, the rest forwarded."""
-        parts = topic_split.split(payload, self.server.protected.is_protected)
+        parts = topic_split.split(payload, self.gateway.protected.is_protected)
         if parts is None:
             raise CloseConnection(f"API {key} v{version} names the coordinator's log topic")
         upstream: Awaitable[bytes] | None = None
@@ -370,7 +287,7 @@ class ClientConnection:
             except CodecError as exc:
                 raise CloseConnection(f"cannot re-encode API {key} v{version} without the log topic: {exc}") from exc
             upstream = await self._forward(rest, key, version, correlation_id, rewrite=False)
-        return True, asyncio.shield(_spawn(self._merged_split(parts, upstream)))
+        return True, asyncio.shield(spawn(self._merged_split(parts, upstream)))
 
     async def _merged_split(self, parts: topic_split.Split, upstream: Awaitable[bytes] | None) -> bytes:
         forwarded: bytes | None = None
@@ -385,27 +302,11 @@ class ClientConnection:
             raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
         return _LEN.pack(len(body)) + body
 
-    @staticmethod
-    def _ready(data: bytes) -> Awaitable[bytes]:
-        fut: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        fut.set_result(data)
-        return fut
-
-    def _check_forwardable(self, key: int, version: int) -> None:
-        """Only what ApiVersions offers is forwarded; anything else closes the connection, as a
-        Kafka broker closes it for an API (or version) it does not expose."""
-        known = self.server.cluster.cached_ranges(self.listener.node_id)
-        offered = forwarded_range(key, known.get(key) if known is not None else (0, 0x7FFF))
-        if offered is None:
-            raise CloseConnection(f"unsupported API key {key}")
-        if not offered[0] <= version <= offered[1]:
-            raise CloseConnection(f"unsupported version: API {key} v{version}")
-
     # --- answered here -------------------------------------------------------------------------
 
     async def _api_versions(self, version: int, correlation_id: int) -> bytes:
         try:
-            cluster = await self.server.cluster.api_versions(self.listener.node_id)
+            cluster = await self.gateway.cluster.api_versions(self.listener.node_id)
         except ClusterUnavailable as exc:
             raise CloseConnection(str(exc)) from exc
         merged = merge_api_versions(cluster)
@@ -422,12 +323,8 @@ class ClientConnection:
         )
         return encode_response(ApiKey.API_VERSIONS, 0, correlation_id, refusal)
 
-    @staticmethod
-    def _is_group_lookup(request: FindCoordinatorRequest, version: int) -> bool:
-        return version == 0 or request.key_type == _GROUP_KEY_TYPE
-
     def _find_group_coordinator(self, request: FindCoordinatorRequest, version: int, correlation_id: int) -> bytes:
-        locate = self.server.locator.locate
+        locate = self.gateway.locator.locate
         response = FindCoordinatorResponse()
         if version >= 4:
             for key in request.coordinator_keys:
@@ -448,18 +345,34 @@ class ClientConnection:
             response.error_code, response.error_message = where.error_code, where.error_message
         return encode_response(ApiKey.FIND_COORDINATOR, version, correlation_id, response)
 
+    def _context(self, header: RequestHeader) -> ConnectionContext:
+        principal = self.session.principal if self.session.authenticated else None
+        return ConnectionContext(header, self.peer[0], self.peer[1], self.listener.port, principal)
+
     def _local(self, header: RequestHeader, body: object) -> Awaitable[bytes]:
         previous = self._last_local
-        principal = self.session.principal if self.session.authenticated else None
-        context = RequestContext(header, self.peer[0], self.peer[1], self.listener.port, principal)
-        task = _spawn(self._call_handler(previous, context, body))
+        task = spawn(self._call_handler(previous, self._context(header), body))
         self._last_local = task
         # A broker finishes a request whose client has gone and drops the answer; shielding keeps
         # a disconnect from cancelling the handler halfway through (say, between its log append
         # and its reply).
         return asyncio.shield(task)
 
-    async def _call_handler(self, previous: asyncio.Task[Any] | None, context: RequestContext, body: object) -> bytes:
+    def answer_here(self, header: RequestHeader, body: Message) -> asyncio.Task[Message]:
+        """The handler's answer to a part of a request (the GROUP resources of a config request),
+        after this connection's earlier group requests."""
+        previous = self._last_local
+        task = asyncio.create_task(self._handler_answer(previous, self._context(header), body))
+        self._last_local = task
+        return task
+
+    async def forward(self, payload: bytes, key: int, version: int, correlation_id: int) -> Awaitable[bytes]:
+        """A part of a request (without its length prefix) forwarded as it is."""
+        return await self._forward(payload, key, version, correlation_id, rewrite=False)
+
+    async def _call_handler(
+        self, previous: asyncio.Task[Any] | None, context: ConnectionContext, body: object
+    ) -> bytes:
         spec = APIS[context.api_key]
         response = await self._handler_answer(previous, context, body)
         try:
@@ -468,7 +381,7 @@ class ClientConnection:
             raise CloseConnection(f"cannot encode the handler's {spec.name} answer: {exc}") from exc
 
     async def _handler_answer(
-        self, previous: asyncio.Task[Any] | None, context: RequestContext, body: object
+        self, previous: asyncio.Task[Any] | None, context: ConnectionContext, body: object
     ) -> Message:
         # One group request at a time per connection, as a broker processes them.
         if previous is not None:
@@ -476,7 +389,7 @@ class ClientConnection:
         spec = APIS[context.api_key]
         assert isinstance(body, spec.request)
         try:
-            response = await self.server.handler.handle(context, body)
+            response = await self.gateway.handler.handle(context, body)
         except Exception as exc:
             log.exception("group handler failed api=%s version=%s", spec.name, context.api_version)
             raise CloseConnection(f"group handler failed on {spec.name}: {exc!r}") from exc
@@ -484,137 +397,6 @@ class ClientConnection:
             raise CloseConnection(f"group handler returned {type(response).__name__} for {spec.name}")
         truncate_error_messages(response)
         return response
-
-    # --- configs: GROUP resources here, the rest forwarded ---------------------------------------
-
-    async def _configs(self, payload: bytes | bytearray, key: int, version: int) -> Slot | None:
-        """Answer the GROUP resources of a config request here; None: forward it as it is (it
-        names no group, or is a version or shape the gateway does not decode)."""
-        spec = APIS[key]
-        if not spec.supports(version) or len(payload) > self.server.config.max_group_request_bytes:
-            return None
-        try:
-            request = decode_request(payload)
-        except CodecError:
-            return None
-        original = request.body
-        refusals: list[Message] = []
-        protected = self.server.protected
-        resources = list(original.resources)  # type: ignore[attr-defined]
-        denied = [
-            r for r in resources if r.resource_type == configs.TOPIC_RESOURCE and r.resource_name in protected.names
-        ]
-        if denied:
-            # The log topic's configs: TOPIC_AUTHORIZATION_FAILED for its resources, the rest served.
-            refused = configs.with_resources(original, denied)
-            refusals.append(configs.refuse_all(refused, TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."))
-            kept = [r for r in resources if all(r is not d for d in denied)]
-            if not kept:
-                answer = configs.merge(original, refusals)
-                return True, self._ready(encode_response(key, version, request.header.correlation_id, answer))
-            request = Request(request.header, configs.with_resources(original, kept))
-        if not configs.names_groups(request.body) and not denied:
-            if self._cluster_supports(key, version):
-                return None
-            # Offered because of group configs (merge_api_versions): the cluster's own resources
-            # get a per-resource refusal rather than a closed connection.
-            refusal = configs.refuse_all(
-                request.body, UNSUPPORTED_VERSION, f"the cluster does not support API {key} v{version}"
-            )
-            return True, self._ready(encode_response(key, version, request.header.correlation_id, refusal))
-        limit = self.server.config.max_group_request_elements
-        if count_elements(request.body, limit) > limit:
-            raise CloseConnection(
-                f"{spec.name} v{version} carries more than max_group_request_elements={limit} array elements"
-            )
-        groups, rest = configs.split(request.body)
-        upstream: Awaitable[bytes] | None = None
-        if rest is not None:
-            rest_payload = encode_request(request.header, rest)[4:]  # without its length prefix
-            if self._cluster_supports(key, version):
-                upstream = await self._forward(rest_payload, key, version, request.header.correlation_id, rewrite=False)
-        local, remote = self._by_owner(request.header, groups) if configs.names_groups(groups) else (None, [])
-        relayed = [
-            asyncio.ensure_future(self._relayed(request.header, host, port, part)) for (host, port), part in remote
-        ]
-        answered: asyncio.Task[Message] | None = None
-        if local is not None:
-            previous = self._last_local
-            principal = self.session.principal if self.session.authenticated else None
-            context = RequestContext(request.header, self.peer[0], self.peer[1], self.listener.port, principal)
-            answered = asyncio.create_task(self._handler_answer(previous, context, local))
-            self._last_local = answered
-        merged = self._merged_configs(Request(request.header, original), answered, relayed, rest, upstream, refusals)
-        return True, asyncio.shield(_spawn(merged))
-
-    def _by_owner(
-        self, header: RequestHeader, groups: Message
-    ) -> tuple[Message | None, list[tuple[tuple[str, int], Message]]]:
-        """The GROUP resources this process answers, and those relayed to the owner of their group.
-
-        Only plain connections are relayed: with TLS listeners or required authentication the
-        peer would refuse an anonymous relay, so the local answer (NOT_COORDINATOR) stands."""
-        resources = groups.resources  # type: ignore[attr-defined]
-        config = self.server.config
-        if header.client_id == RELAY_CLIENT_ID or config.listener_tls is not None or config.authentication != "none":
-            return groups, []
-        own = config.coordinator_node_id
-        local: list[Any] = []
-        remote: dict[tuple[str, int], list[Any]] = {}
-        for resource in resources:
-            where = self.server.locator.locate(resource.resource_name) if resource.resource_name else None
-            if where is None or where.error_code or where.node_id == own:
-                local.append(resource)
-            else:
-                remote.setdefault((where.host, where.port), []).append(resource)
-        parts = [(address, configs.with_resources(groups, items)) for address, items in remote.items()]
-        return (configs.with_resources(groups, local) if local else None), parts
-
-    async def _relayed(self, header: RequestHeader, host: str, port: int, part: Message) -> Message:
-        try:
-            return await relay(host, port, header, part, self.server.config.upstream_connect_timeout_s)
-        except (OSError, TimeoutError, ValueError, CodecError) as exc:
-            log.warning("relaying %s to the group coordinator %s:%s failed: %r", type(part).__name__, host, port, exc)
-            return configs.refuse_all(
-                part, COORDINATOR_NOT_AVAILABLE, f"the group's coordinator at {host}:{port} did not answer"
-            )
-
-    async def _merged_configs(
-        self,
-        request: Request,
-        local: Awaitable[Message] | None,
-        relayed: Sequence[Awaitable[Message]],
-        rest: Message | None,
-        upstream: Awaitable[bytes] | None,
-        refusals: Sequence[Message] = (),
-    ) -> bytes:
-        key, version = request.header.api_key, request.header.api_version
-        # Refusals first: the merged answer's top-level fields come from the last part.
-        parts: list[Message] = list(refusals)
-        if local is not None:
-            parts.append(await local)
-        parts += await asyncio.gather(*relayed)
-        if rest is not None and upstream is None:
-            parts.append(
-                configs.refuse_all(rest, UNSUPPORTED_VERSION, f"the cluster does not support API {key} v{version}")
-            )
-        elif upstream is not None:
-            payload = await upstream
-            self.budget.release_for(len(payload))
-            try:
-                _, rest_answer = decode_response(key, version, payload)
-            except CodecError as exc:
-                raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
-            parts.append(rest_answer)
-        answer = configs.merge(request.body, parts)
-        return encode_response(key, version, request.header.correlation_id, answer)
-
-    def _cluster_supports(self, key: int, version: int) -> bool:
-        known = self.server.cluster.cached_ranges(self.listener.node_id)
-        if known is None:
-            return True
-        supported = known.get(key)
-        return supported is not None and supported[0] <= version <= supported[1]
 
     # --- forwarded -----------------------------------------------------------------------------
 
@@ -634,13 +416,13 @@ class ClientConnection:
             fut = await upstream.send(payload, correlation_id, expect)
         except (UpstreamClosed, OSError) as exc:
             raise CloseConnection(f"upstream write failed: {exc}") from exc
-        gateway_metrics.forwarded(key, len(payload), fut)
+        self.gateway.observer.forwarded(key, len(payload), fut)
         if not rewrite:
             return fut
-        return _spawn(self._rewritten(fut, key, version, named))
+        return spawn(self._rewritten(fut, key, version, named))
 
     def _check_may_forward(self, key: int) -> None:
-        config = self.server.config
+        config = self.gateway.config
         if key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
             return
         if config.shares_upstream_identity and not config.allow_shared_upstream_identity and not self.session.sasl_used:
@@ -666,7 +448,7 @@ class ClientConnection:
             self.session.handshake(mechanism, body.error_code)
 
         fut = await self._forward(payload, ApiKey.SASL_HANDSHAKE, version, correlation_id, rewrite=False)
-        return _spawn(self._observed(fut, ApiKey.SASL_HANDSHAKE, version, seen))
+        return spawn(self._observed(fut, ApiKey.SASL_HANDSHAKE, version, seen))
 
     async def _sasl_authenticate(
         self, payload: bytes | bytearray, version: int, correlation_id: int
@@ -676,7 +458,7 @@ class ClientConnection:
         try:
             self.session.client_message(request.auth_bytes)
         except SaslRefused as exc:
-            if self.server.config.authentication == "required":
+            if self.gateway.config.authentication == "required":
                 raise CloseConnection(str(exc)) from exc
 
         def seen(body: Message) -> None:
@@ -691,7 +473,7 @@ class ClientConnection:
                 )
 
         fut = await self._forward(payload, ApiKey.SASL_AUTHENTICATE, version, correlation_id, rewrite=False)
-        return _spawn(self._observed(fut, ApiKey.SASL_AUTHENTICATE, version, seen))
+        return spawn(self._observed(fut, ApiKey.SASL_AUTHENTICATE, version, seen))
 
     @staticmethod
     def _decode_sasl(payload: bytes | bytearray, cls: type[Message], key: int, version: int) -> Message:
@@ -716,7 +498,7 @@ class ClientConnection:
         try:
             seen(body)
         except SaslRefused as exc:
-            if self.server.config.authentication == "required":
+            if self.gateway.config.authentication == "required":
                 raise CloseConnection(str(exc)) from exc
         return payload
 
@@ -725,7 +507,7 @@ class ClientConnection:
             if self.upstream is not None:
                 raise CloseConnection("upstream connection lost")
             try:
-                self.upstream = await self.server.connect_upstream(self.listener, self.budget)
+                self.upstream = await self.gateway.connect_upstream(self.listener, self.budget)
             except (TimeoutError, OSError, ssl.SSLError) as exc:
                 raise CloseConnection(f"cannot reach the cluster: {exc}") from exc
         return self.upstream
@@ -738,21 +520,21 @@ class ClientConnection:
             correlation_id, body = decode_response(key, version, payload)
         except CodecError as exc:
             raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
-        server = self.server
+        gateway = self.gateway
         if isinstance(body, MetadataResponse):
-            if server.protected:
-                server.protected.filter_metadata(named, body)
-            await server.ensure_broker_listeners({b.node_id: (b.host, b.port) for b in body.brokers})
-            rewrite_metadata(body, server.broker_route, server.coordinator_metadata_node())
-            body.brokers.extend(server.peer_metadata_nodes())
+            if gateway.protected:
+                gateway.protected.filter_metadata(named, body)
+            await gateway.ensure_broker_listeners({b.node_id: (b.host, b.port) for b in body.brokers})
+            rewrite_metadata(body, gateway.broker_route, gateway.coordinator_metadata_node())
+            body.brokers.extend(gateway.peer_metadata_nodes())
         elif isinstance(body, DescribeClusterResponse) and body.endpoint_type == _BROKER_ENDPOINTS:
-            await server.ensure_broker_listeners({b.broker_id: (b.host, b.port) for b in body.brokers})
-            rewrite_describe_cluster(body, server.broker_route, server.coordinator_cluster_node())
-            body.brokers.extend(server.peer_cluster_nodes())
+            await gateway.ensure_broker_listeners({b.broker_id: (b.host, b.port) for b in body.brokers})
+            rewrite_describe_cluster(body, gateway.broker_route, gateway.coordinator_cluster_node())
+            body.brokers.extend(gateway.peer_cluster_nodes())
         elif isinstance(body, FindCoordinatorResponse):
             nodes = {c.node_id: (c.host, c.port) for c in body.coordinators if c.node_id >= 0}
             if version < 4 and body.node_id >= 0:
                 nodes[body.node_id] = (body.host, body.port)
-            await server.ensure_broker_listeners(nodes)
-            rewrite_find_coordinator(body, server.broker_route, version)
+            await gateway.ensure_broker_listeners(nodes)
+            rewrite_find_coordinator(body, gateway.broker_route, version)
         return encode_response(key, version, correlation_id, body)

@@ -2,7 +2,7 @@
 
 The gateway decodes each group request into its typed body (``coordinator.messages``),
 calls ``GroupApiHandler.handle`` and encodes the returned body at the request's version. The
-handler never sees bytes, sockets or headers beyond ``RequestContext``; the gateway never looks
+handler never sees bytes, sockets or headers beyond ``ConnectionContext``; the gateway never looks
 inside group state.
 
 Request -> response classes (API key): OffsetCommit (8), OffsetFetch (9), JoinGroup (11),
@@ -22,7 +22,11 @@ from coordinator.messages.schema import Message
 
 
 @dataclass(frozen=True, slots=True)
-class RequestContext:
+class ConnectionContext:
+    """What the gateway knows of one request beyond its body: the header and the connection it
+    came on (peer, listener, principal). The group logic's own ``groups.context.RequestContext``
+    is built from it by the service (``service/gateway_handler.py:_facts``)."""
+
     header: RequestHeader
     client_host: str
     client_port: int
@@ -44,7 +48,7 @@ class RequestContext:
 
 
 class GroupApiHandler(Protocol):
-    async def handle(self, context: RequestContext, request: Message) -> Message:
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
         """Answer one group request.
 
         Must return an instance of the response class paired with ``type(request)`` (see

@@ -20,8 +20,10 @@ from coordinator.gateway.client_stream import ClientStream
 from coordinator.gateway.cluster import ClusterView
 from coordinator.gateway.config import GatewayConfig
 from coordinator.gateway.connection import ClientConnection
+from coordinator.gateway.context import ListenerView
 from coordinator.gateway.handler import CoordinatorAddress, CoordinatorLocator, GroupApiHandler
 from coordinator.gateway.limits import ByteBudget, ConnectionBudget
+from coordinator.gateway.observer import NO_OBSERVER, GatewayObserver
 from coordinator.gateway.protect import ProtectedTopics
 from coordinator.gateway.upstream import UpstreamConnection
 from coordinator.messages.describe_cluster import DescribeClusterBroker
@@ -113,15 +115,20 @@ class GatewayServer:
     """Kafka-protocol front of the group coordinator.
 
     ``handler`` answers the group APIs; ``locator`` says which process coordinates a group
-    (default: this one). ``start()`` binds the bootstrap port; broker ports open as Metadata
+    (default: this one); ``observer`` hears of every request and forward (metrics). ``start()`` binds the bootstrap port; broker ports open as Metadata
     answers reveal brokers.
     """
 
     def __init__(
-        self, config: GatewayConfig, handler: GroupApiHandler, locator: CoordinatorLocator | None = None
+        self,
+        config: GatewayConfig,
+        handler: GroupApiHandler,
+        locator: CoordinatorLocator | None = None,
+        observer: GatewayObserver = NO_OBSERVER,
     ) -> None:
         self.config = config
         self.handler = handler
+        self.observer = observer
         self.locator: CoordinatorLocator = locator or _SelfLocator(self)
         # The other coordinator processes sharing the shards: Metadata lists them as nodes too, so
         # admin clients ask each for its groups and a client whose sidecar dies knows another.
@@ -272,7 +279,9 @@ class GatewayServer:
                 self.broker_listeners[node_id] = listener
                 log.info("broker listener node=%s port=%s forwards_to=%s:%s", node_id, listener.port, *address)
 
-    async def connect_upstream(self, listener: Listener, budget: ConnectionBudget | None = None) -> UpstreamConnection:
+    async def connect_upstream(
+        self, listener: ListenerView, budget: ConnectionBudget | None = None
+    ) -> UpstreamConnection:
         last: Exception | None = None
         for address in self.cluster.addresses(listener.node_id):
             try:

@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any, Protocol, cast
 
+from coordinator.gateway.answers import retrieve
 from coordinator.gateway.framing import FrameError
 from coordinator.gateway.limits import ConnectionBudget
 
@@ -69,13 +70,6 @@ def write_framed(writer: asyncio.StreamWriter | asyncio.WriteTransport, payload:
         writer.write(memoryview(payload)[_JOIN_BELOW:])
 
 
-def _retrieve(fut: asyncio.Future[None]) -> None:
-    # A client that disconnected never awaits its remaining answers; reading the exception here
-    # keeps asyncio from reporting it as "never retrieved".
-    if not fut.cancelled():
-        fut.exception()
-
-
 # Bytes read ahead between answers: small answers are sliced out of it whole; a larger one gets its
 # own buffer of the announced size, and its remaining bytes are received straight into that.
 _SCRATCH_BYTES = 64 * 1024
@@ -123,7 +117,7 @@ class Answer:
         self._sent = -1  # payload bytes written to the sink; -1: not even the length prefix
         self._done = done
         self._written: asyncio.Future[None] | None = None  # while streaming: set once all is written
-        done.add_done_callback(_retrieve)
+        done.add_done_callback(retrieve)
 
     @property
     def arrived(self) -> bool:

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from coordinator.groups.classic.config import ClassicGroupConfig
-from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.config import ClassicGroupConfig, ConsumerGroupConfig
 from coordinator.groups.topics import TopicsImage
 from coordinator.offsets.config import OffsetsConfig
 

@@ -34,11 +34,12 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from prometheus_client.registry import Collector
 
 from coordinator.errors import ErrorCode
+from coordinator.gateway.observer import GatewayObserver
 from coordinator.observability.histogram import UPSTREAM_BUCKETS, Histogram
 from coordinator.observability.registry import REGISTRY
 
 if TYPE_CHECKING:
-    from coordinator.gateway.handler import GroupApiHandler, RequestContext
+    from coordinator.gateway.handler import ConnectionContext, GroupApiHandler
     from coordinator.gateway.upstream import Answer
     from coordinator.messages.schema import Message
 
@@ -180,6 +181,16 @@ def forwarded(key: int, size: int, answer: Answer) -> None:
     answer.on_arrival(answered)
 
 
+class GatewayMetrics(GatewayObserver):
+    """The gateway's observer: counts into this module's families."""
+
+    def request(self, key: int) -> None:
+        request(key)
+
+    def forwarded(self, key: int, size: int, answer: Answer) -> None:
+        forwarded(key, size, answer)
+
+
 class _Collector(Collector):
     def collect(self) -> Iterable[Metric]:
         apis = {a.name: a for a in list(_apis.values())}.values()
@@ -246,7 +257,7 @@ class MeteredHandler:
     def __init__(self, inner: GroupApiHandler) -> None:
         self.inner = inner
 
-    async def handle(self, context: RequestContext, request: Message) -> Message:
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
         response = await self.inner.handle(context, request)
         codes: dict[int, int] = {}
         error_counts(response, codes)

@@ -1,7 +1,7 @@
 """Answers the gateway's group APIs with the coordinator service.
 
 The group logic takes the gateway's messages as they are (``coordinator.messages``); what this
-edge adds is what came with the request rather than in it (``RequestContext``: version, client,
+edge adds is what came with the request rather than in it (``ConnectionContext``: version, client,
 a nonce) and, for the offset APIs, each topic's identity (name and id), resolved once.
 Holds no group rules.
 """
@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from coordinator.errors import ErrorCode
-from coordinator.gateway.handler import RequestContext
+from coordinator.gateway.handler import ConnectionContext
 from coordinator.groups import context as group_context
 from coordinator.groups import group_config
 from coordinator.messages import alter_configs as wire_alter_configs
@@ -53,7 +53,7 @@ FETCH_BY_TOPIC_ID_VERSION = 10
 FETCH_GROUPS_VERSION = 8
 
 
-def _facts(context: RequestContext) -> group_context.RequestContext:
+def _facts(context: ConnectionContext) -> group_context.RequestContext:
     """What the group logic takes from the request header and the connection."""
     return group_context.RequestContext(
         api_version=context.api_version,
@@ -72,7 +72,7 @@ class CoordinatorApiHandler:
     def __init__(self, service: GroupCoordinatorService, topics: TopicNames) -> None:
         self.service = service
         self.topics = topics
-        self._routes: dict[type[Message], Callable[[RequestContext, Any], Awaitable[Message]]] = {
+        self._routes: dict[type[Message], Callable[[ConnectionContext, Any], Awaitable[Message]]] = {
             wire_commit.OffsetCommitRequest: self.offset_commit,
             wire_fetch.OffsetFetchRequest: self.offset_fetch,
             wire_offset_delete.OffsetDeleteRequest: self.offset_delete,
@@ -91,7 +91,7 @@ class CoordinatorApiHandler:
             wire_alter_configs.AlterConfigsRequest: self.alter_configs,
         }
 
-    async def handle(self, context: RequestContext, request: Message) -> Message:
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
         route = self._routes.get(type(request))
         if route is None:
             raise LookupError(f"no coordinator route for {type(request).__name__}")
@@ -105,7 +105,7 @@ class CoordinatorApiHandler:
         return await self.topics.lookup(name, topic_id if api_version >= by_id_from else None)
 
     async def offset_commit(
-        self, context: RequestContext, request: wire_commit.OffsetCommitRequest
+        self, context: ConnectionContext, request: wire_commit.OffsetCommitRequest
     ) -> wire_commit.OffsetCommitResponse:
         """Topic identity is resolved once per request topic; the logic gets each topic with its
         name and id and answers it by both, and the answer is built against the request's own
@@ -151,7 +151,7 @@ class CoordinatorApiHandler:
     # --- OffsetFetch ---------------------------------------------------------------------
 
     async def offset_fetch(
-        self, context: RequestContext, request: wire_fetch.OffsetFetchRequest
+        self, context: ConnectionContext, request: wire_fetch.OffsetFetchRequest
     ) -> wire_fetch.OffsetFetchResponse:
         if context.api_version < FETCH_GROUPS_VERSION:
             # v0-7 name one group at the top level: asked and answered as a one-group batch.
@@ -232,7 +232,7 @@ class CoordinatorApiHandler:
     # --- OffsetDelete / TxnOffsetCommit ------------------------------------------------------
 
     async def offset_delete(
-        self, context: RequestContext, request: wire_offset_delete.OffsetDeleteRequest
+        self, context: ConnectionContext, request: wire_offset_delete.OffsetDeleteRequest
     ) -> wire_offset_delete.OffsetDeleteResponse:
         """As Kafka's KafkaApis: partitions of topics (or partition indexes) the cluster does not
         have are answered UNKNOWN_TOPIC_OR_PARTITION here and none of their offsets is deleted;
@@ -253,7 +253,7 @@ class CoordinatorApiHandler:
         return offset_delete_answers.merge(local, answered)
 
     async def txn_offset_commit(
-        self, context: RequestContext, request: wire_txn.TxnOffsetCommitRequest
+        self, context: ConnectionContext, request: wire_txn.TxnOffsetCommitRequest
     ) -> wire_txn.TxnOffsetCommitResponse:
         # Transactional offsets become visible on the transaction's commit marker, which is
         # written to the cluster's own __consumer_offsets and never seen by this sidecar. Rather
@@ -275,24 +275,24 @@ class CoordinatorApiHandler:
 
     # --- classic protocol --------------------------------------------------------------------
 
-    async def join_group(self, context: RequestContext, request: wire_join.JoinGroupRequest) -> Message:
+    async def join_group(self, context: ConnectionContext, request: wire_join.JoinGroupRequest) -> Message:
         response = await self.service.join_group(request, _facts(context))
         if response.protocol_name is None and context.api_version < 7:
             response.protocol_name = ""  # not nullable before v7
         return response
 
-    async def sync_group(self, context: RequestContext, request: wire_sync.SyncGroupRequest) -> Message:
+    async def sync_group(self, context: ConnectionContext, request: wire_sync.SyncGroupRequest) -> Message:
         return await self.service.sync_group(request, _facts(context))
 
-    async def heartbeat(self, context: RequestContext, request: wire_heartbeat.HeartbeatRequest) -> Message:
+    async def heartbeat(self, context: ConnectionContext, request: wire_heartbeat.HeartbeatRequest) -> Message:
         return await self.service.heartbeat(request, _facts(context))
 
-    async def leave_group(self, context: RequestContext, request: wire_leave.LeaveGroupRequest) -> Message:
+    async def leave_group(self, context: ConnectionContext, request: wire_leave.LeaveGroupRequest) -> Message:
         return await self.service.leave_group(request, _facts(context))
 
     # --- group administration ----------------------------------------------------------------
 
-    async def list_groups(self, context: RequestContext, request: wire_list.ListGroupsRequest) -> Message:
+    async def list_groups(self, context: ConnectionContext, request: wire_list.ListGroupsRequest) -> Message:
         error, groups = await self.service.list_groups(request.states_filter, request.types_filter)
         return wire_list.ListGroupsResponse(
             error_code=error,
@@ -307,11 +307,13 @@ class CoordinatorApiHandler:
             ],
         )
 
-    async def describe_groups(self, context: RequestContext, request: wire_describe.DescribeGroupsRequest) -> Message:
+    async def describe_groups(
+        self, context: ConnectionContext, request: wire_describe.DescribeGroupsRequest
+    ) -> Message:
         described = await self.service.describe_groups(list(request.groups), context.api_version)
         return wire_describe.DescribeGroupsResponse(groups=described)
 
-    async def delete_groups(self, context: RequestContext, request: wire_delete.DeleteGroupsRequest) -> Message:
+    async def delete_groups(self, context: ConnectionContext, request: wire_delete.DeleteGroupsRequest) -> Message:
         results = await self.service.delete_groups(list(request.groups_names))
         return wire_delete.DeleteGroupsResponse(
             results=[
@@ -322,7 +324,7 @@ class CoordinatorApiHandler:
     # --- consumer protocol -------------------------------------------------------------------
 
     async def consumer_group_heartbeat(
-        self, context: RequestContext, request: wire_cgh.ConsumerGroupHeartbeatRequest
+        self, context: ConnectionContext, request: wire_cgh.ConsumerGroupHeartbeatRequest
     ) -> Message:
         names = request.subscribed_topic_names or ()
         if request.subscribed_topic_regex or any(not self.topics.knows(name) for name in names):
@@ -334,7 +336,7 @@ class CoordinatorApiHandler:
         return await self.service.consumer_group_heartbeat(request, _facts(context))
 
     async def consumer_group_describe(
-        self, context: RequestContext, request: wire_cgd.ConsumerGroupDescribeRequest
+        self, context: ConnectionContext, request: wire_cgd.ConsumerGroupDescribeRequest
     ) -> Message:
         described = await self.service.consumer_group_describe(list(request.group_ids))
         return wire_cgd.ConsumerGroupDescribeResponse(groups=described)
@@ -342,7 +344,7 @@ class CoordinatorApiHandler:
     # --- group configs (the gateway passes only the GROUP resources) ----------------------------
 
     async def describe_configs(
-        self, context: RequestContext, request: wire_describe_configs.DescribeConfigsRequest
+        self, context: ConnectionContext, request: wire_describe_configs.DescribeConfigsRequest
     ) -> Message:
         results = []
         for r in request.resources:
@@ -362,7 +364,7 @@ class CoordinatorApiHandler:
         return wire_describe_configs.DescribeConfigsResponse(results=results)
 
     async def incremental_alter_configs(
-        self, context: RequestContext, request: wire_iac.IncrementalAlterConfigsRequest
+        self, context: ConnectionContext, request: wire_iac.IncrementalAlterConfigsRequest
     ) -> Message:
         out = []
         for r in request.resources:
@@ -381,7 +383,9 @@ class CoordinatorApiHandler:
             )
         return wire_iac.IncrementalAlterConfigsResponse(responses=out)
 
-    async def alter_configs(self, context: RequestContext, request: wire_alter_configs.AlterConfigsRequest) -> Message:
+    async def alter_configs(
+        self, context: ConnectionContext, request: wire_alter_configs.AlterConfigsRequest
+    ) -> Message:
         """The legacy AlterConfigs: the group's overrides become exactly the given set."""
         out = []
         for r in request.resources:

@@ -37,7 +37,7 @@ from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.gateway import configs
-from coordinator.gateway.handler import GroupApiHandler, RequestContext
+from coordinator.gateway.handler import ConnectionContext, GroupApiHandler
 from coordinator.messages import alter_configs as wire_alter_configs
 from coordinator.messages import consumer_group_describe as wire_cgd
 from coordinator.messages import consumer_group_heartbeat as wire_cgh
@@ -98,7 +98,7 @@ class SecuredHandler:
         self.protected_topics = protected_topics
         # The sidecar's own groups (placement): no caller may use them, whatever the ACLs.
         self.protected_groups = protected_groups
-        self._routes: dict[type[Message], Callable[[RequestContext, Any], Awaitable[Message]]] = {
+        self._routes: dict[type[Message], Callable[[ConnectionContext, Any], Awaitable[Message]]] = {
             wire_commit.OffsetCommitRequest: self._offset_commit,
             wire_fetch.OffsetFetchRequest: self._offset_fetch,
             wire_offset_delete.OffsetDeleteRequest: self._offset_delete,
@@ -111,7 +111,7 @@ class SecuredHandler:
             wire_alter_configs.AlterConfigsRequest: self._group_configs,
         }
 
-    async def handle(self, context: RequestContext, request: Message) -> Message:
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
         if isinstance(request, _READ_GROUP_TOP_LEVEL):
             group_id = request.group_id  # type: ignore[attr-defined]
             if not self._allowed(context, Operation.READ, ResourceType.GROUP, group_id):
@@ -134,7 +134,7 @@ class SecuredHandler:
             return await route(context, request)
         return await self.inner.handle(context, request)
 
-    def _describe_predicate(self, context: RequestContext) -> Callable[[str], bool]:
+    def _describe_predicate(self, context: ConnectionContext) -> Callable[[str], bool]:
         """Which topics this caller may DESCRIBE (never the protected ones). Built on first use:
         most heartbeats resolve no regex. One request sees one snapshot of the ACLs."""
         authorizer = self.authorizer
@@ -154,14 +154,14 @@ class SecuredHandler:
 
         return may_describe
 
-    def _allowed(self, context: RequestContext, operation: Operation, resource: ResourceType, name: str) -> bool:
+    def _allowed(self, context: ConnectionContext, operation: Operation, resource: ResourceType, name: str) -> bool:
         if resource == ResourceType.GROUP and name in self.protected_groups:
             return False
         if self.authorizer is None:
             return True
         return self.authorizer.authorize(context.principal, context.client_host, operation, resource, name)
 
-    async def _group_configs(self, context: RequestContext, request: Message) -> Message:
+    async def _group_configs(self, context: ConnectionContext, request: Message) -> Message:
         """Config requests on GROUP resources: each resource needs DESCRIBE_CONFIGS (describe) or
         ALTER_CONFIGS (alter) on its group; refused ones get GROUP_AUTHORIZATION_FAILED."""
         describe = isinstance(request, wire_describe_configs.DescribeConfigsRequest)
@@ -183,7 +183,7 @@ class SecuredHandler:
 
     # --- batches, chunked -----------------------------------------------------------------------
 
-    async def _chunked(self, context: RequestContext, request: Message, field: str, out_field: str) -> list[Any]:
+    async def _chunked(self, context: ConnectionContext, request: Message, field: str, out_field: str) -> list[Any]:
         """Pass ``request`` on in chunks of its ``field`` list; the answers' ``out_field`` lists, joined."""
         items = getattr(request, field)
         answers: list[Any] = []
@@ -196,14 +196,16 @@ class SecuredHandler:
                 await asyncio.sleep(0)
         return answers
 
-    async def _whole(self, context: RequestContext, request: Message, out_field: str) -> list[Any]:
+    async def _whole(self, context: ConnectionContext, request: Message, out_field: str) -> list[Any]:
         """Pass a read naming many groups on whole: its answer is bounded as one (in chunks, each
         part would get a budget of its own, and mapping the answers back by group id below would
         copy them to every entry naming the group)."""
         response = await self.inner.handle(context, request)
         return list(getattr(response, out_field))
 
-    async def _describe_groups(self, context: RequestContext, request: wire_describe.DescribeGroupsRequest) -> Message:
+    async def _describe_groups(
+        self, context: ConnectionContext, request: wire_describe.DescribeGroupsRequest
+    ) -> Message:
         wanted = list(request.groups)
         allowed = [g for g in wanted if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g)]
         request.groups = allowed
@@ -216,7 +218,7 @@ class SecuredHandler:
         return wire_describe.DescribeGroupsResponse(groups=out)
 
     async def _consumer_group_describe(
-        self, context: RequestContext, request: wire_cgd.ConsumerGroupDescribeRequest
+        self, context: ConnectionContext, request: wire_cgd.ConsumerGroupDescribeRequest
     ) -> Message:
         wanted = list(request.group_ids)
         allowed = [g for g in wanted if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g)]
@@ -232,7 +234,7 @@ class SecuredHandler:
         ]
         return wire_cgd.ConsumerGroupDescribeResponse(groups=out)
 
-    async def _delete_groups(self, context: RequestContext, request: wire_delete.DeleteGroupsRequest) -> Message:
+    async def _delete_groups(self, context: ConnectionContext, request: wire_delete.DeleteGroupsRequest) -> Message:
         wanted = list(request.groups_names)
         allowed = [g for g in wanted if self._allowed(context, Operation.DELETE, ResourceType.GROUP, g)]
         request.groups_names = allowed
@@ -244,7 +246,7 @@ class SecuredHandler:
         ]
         return wire_delete.DeleteGroupsResponse(results=out)
 
-    async def _list_groups(self, context: RequestContext, request: wire_list.ListGroupsRequest) -> Message:
+    async def _list_groups(self, context: ConnectionContext, request: wire_list.ListGroupsRequest) -> Message:
         response = await self.inner.handle(context, request)
         assert isinstance(response, wire_list.ListGroupsResponse)
         if self._allowed(context, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
@@ -261,7 +263,7 @@ class SecuredHandler:
             return await self.topics.name_of(topic_id)
         return name
 
-    async def _offset_commit(self, context: RequestContext, request: wire_commit.OffsetCommitRequest) -> Message:
+    async def _offset_commit(self, context: ConnectionContext, request: wire_commit.OffsetCommitRequest) -> Message:
         def refuse_all(code: int) -> Message:
             return wire_commit.OffsetCommitResponse(
                 topics=[
@@ -316,7 +318,9 @@ class SecuredHandler:
             )
         return wire_commit.OffsetCommitResponse(topics=answer_topics)
 
-    async def _offset_delete(self, context: RequestContext, request: wire_offset_delete.OffsetDeleteRequest) -> Message:
+    async def _offset_delete(
+        self, context: ConnectionContext, request: wire_offset_delete.OffsetDeleteRequest
+    ) -> Message:
         if not self._allowed(context, Operation.DELETE, ResourceType.GROUP, request.group_id):
             return wire_offset_delete.OffsetDeleteResponse(error_code=GROUP_DENIED)
         if self.authorizer is None:
@@ -332,7 +336,7 @@ class SecuredHandler:
         assert isinstance(response, wire_offset_delete.OffsetDeleteResponse)
         return offset_delete_answers.merge(denied, response)
 
-    async def _offset_fetch(self, context: RequestContext, request: wire_fetch.OffsetFetchRequest) -> Message:
+    async def _offset_fetch(self, context: ConnectionContext, request: wire_fetch.OffsetFetchRequest) -> Message:
         if context.api_version < 8:
             return await self._offset_fetch_single(context, request)
         groups = list(request.groups)
@@ -359,7 +363,7 @@ class SecuredHandler:
             out.append(found)
         return wire_fetch.OffsetFetchResponse(groups=out)
 
-    async def _offset_fetch_single(self, context: RequestContext, request: wire_fetch.OffsetFetchRequest) -> Message:
+    async def _offset_fetch_single(self, context: ConnectionContext, request: wire_fetch.OffsetFetchRequest) -> Message:
         if not self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, request.group_id):
             # v1 has no top-level error: Kafka puts the refusal on every partition asked for.
             return wire_fetch.OffsetFetchResponse(

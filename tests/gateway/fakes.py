@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from coordinator.gateway.handler import RequestContext
+from coordinator.gateway.handler import ConnectionContext
 from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember
 from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
@@ -42,7 +42,7 @@ class FakeGroupHandler:
         self.protocol: dict[str, tuple[str, str]] = {}
         self._ids = itertools.count(1)
 
-    async def handle(self, context: RequestContext, request: Message) -> Message:
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
         self.calls.append((context.api_key, context.api_version, type(request).__name__))
         if isinstance(request, JoinGroupRequest):
             member = request.member_id or f"member-{next(self._ids)}"

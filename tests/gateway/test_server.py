@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.gateway import GatewayConfig, GatewayServer, RequestContext
+from coordinator.gateway import ConnectionContext, GatewayConfig, GatewayServer
 from coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from coordinator.messages.list_groups import ListGroupsRequest
@@ -34,7 +34,7 @@ class ScriptedHandler(FakeGroupHandler):
         self.max_active = 0
         self.finished: list[str] = []
 
-    async def handle(self, context: RequestContext, request: Message) -> Message:
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
         if isinstance(request, HeartbeatRequest):
             self.calls.append((context.api_key, context.api_version, type(request).__name__))
             self.active += 1

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator.errors import GroupError
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer import (
     ConsumerGroupsState,
     consumer_group_heartbeat,
     on_timer,
 )
+from coordinator.groups.consumer.validation import validate_heartbeat_request
 from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.groups.topics import TopicImage, TopicsImage
 from coordinator.messages.consumer_group_heartbeat import (
@@ -63,6 +65,11 @@ class Coordinator:
         ctx = GroupContext(
             self.now, self.metadata, self.config, request=RequestContext(api_version, "client", "/127.0.0.1")
         )
+        try:
+            # As the shard's entry (groups/routing.py) does before the engine sees a request.
+            validate_heartbeat_request(request, api_version, self.config)
+        except GroupError as exc:
+            return ConsumerGroupHeartbeatResponse(error_code=int(exc.error), error_message=exc.message)
         result = consumer_group_heartbeat(self.state, request, ctx)
         self.apply(result)
         return result.response

@@ -7,7 +7,7 @@ import asyncio
 import uuid
 
 from coordinator.errors import ErrorCode
-from coordinator.gateway import GatewayConfig, GatewayServer, RequestContext, configs
+from coordinator.gateway import ConnectionContext, GatewayConfig, GatewayServer, configs
 from coordinator.gateway.framing import RequestHeader
 from coordinator.gateway.rewrite import merge_api_versions
 from coordinator.messages import describe_configs as dc
@@ -62,7 +62,7 @@ class Echo:
     def __init__(self) -> None:
         self.seen: list[str] = []
 
-    async def handle(self, context: RequestContext, request: Message) -> Message:
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
         names = [r.resource_name for r in request.resources]  # type: ignore[attr-defined]
         self.seen += names
         if isinstance(request, dc.DescribeConfigsRequest):
@@ -94,7 +94,7 @@ def test_altering_a_group_config_needs_alter_configs_on_the_group() -> None:
     inner = Echo()
     authorizer = AclAuthorizer([acl("mine", Operation.ALTER_CONFIGS), acl("read-only", Operation.READ)])
     handler = SecuredHandler(inner, NoTopics(), authorizer)  # type: ignore[arg-type]
-    context = RequestContext(RequestHeader(44, 0, 1, "c"), "127.0.0.1", 1, 2, "alice")
+    context = ConnectionContext(RequestHeader(44, 0, 1, "c"), "127.0.0.1", 1, 2, "alice")
     request = iac.IncrementalAlterConfigsRequest(
         resources=[
             iac.IncrementalAlterConfigsRequestAlterConfigsResource(resource_type=GROUP, resource_name=name)
@@ -114,7 +114,7 @@ def test_describing_group_configs_needs_describe_configs_which_alter_configs_imp
     inner = Echo()
     authorizer = AclAuthorizer([acl("alterable", Operation.ALTER_CONFIGS), acl("described", Operation.DESCRIBE)])
     handler = SecuredHandler(inner, NoTopics(), authorizer)  # type: ignore[arg-type]
-    context = RequestContext(RequestHeader(32, 1, 1, "c"), "127.0.0.1", 1, 2, "alice")
+    context = ConnectionContext(RequestHeader(32, 1, 1, "c"), "127.0.0.1", 1, 2, "alice")
     request = dc.DescribeConfigsRequest(resources=[resource(GROUP, "described"), resource(GROUP, "alterable")])
     response = asyncio.run(handler.handle(context, request))
     assert isinstance(response, dc.DescribeConfigsResponse)

@@ -10,7 +10,7 @@ import pytest
 
 from coordinator.errors import ErrorCode
 from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.handler import RequestContext
+from coordinator.gateway.handler import ConnectionContext
 from coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from coordinator.service.gateway_handler import CoordinatorApiHandler
 from coordinator.service.metadata_cache import MetadataCache
@@ -23,8 +23,8 @@ pytestmark = pytest.mark.integration
 OFFSET_COMMIT, OFFSET_DELETE = 8, 47
 
 
-def _context(api_key: int, version: int) -> RequestContext:
-    return RequestContext(RequestHeader(api_key, version, 1, "test"), "127.0.0.1", 50_000, 9092)
+def _context(api_key: int, version: int) -> ConnectionContext:
+    return ConnectionContext(RequestHeader(api_key, version, 1, "test"), "127.0.0.1", 50_000, 9092)
 
 
 def test_offset_delete_of_an_unknown_topic_or_partition(bootstrap: str, unique_name: str) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.gateway import GatewayServer, RequestContext, TlsSettings
+from coordinator.gateway import ConnectionContext, GatewayServer, TlsSettings
 from coordinator.messages.heartbeat import HeartbeatResponse
 from coordinator.messages.metadata import MetadataRequest
 from coordinator.messages.schema import Message
@@ -48,7 +48,7 @@ class PrincipalHandler(ScriptedHandler):
         super().__init__()
         self.principals: list[str | None] = []
 
-    async def handle(self, context: RequestContext, request: Message) -> Message:
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
         self.principals.append(context.principal)
         return await super().handle(context, request)
 

@@ -6,7 +6,7 @@ import asyncio
 import struct
 import uuid
 
-from coordinator.gateway import RequestContext
+from coordinator.gateway import ConnectionContext
 from coordinator.gateway.codec import write_uvarint
 from coordinator.gateway.framing import RequestHeader, encode_request_header
 from coordinator.gateway.protect import ProtectedTopics, produce_topics
@@ -33,7 +33,7 @@ class CountingInner:
     def __init__(self) -> None:
         self.chunks: list[int] = []
 
-    async def handle(self, context: RequestContext, request: Message) -> Message:
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
         if isinstance(request, DeleteGroupsRequest):
             self.chunks.append(len(request.groups_names))
             return DeleteGroupsResponse(
@@ -60,7 +60,7 @@ class NoTopics:
 def test_large_delete_is_chunked_and_yields_to_other_clients() -> None:
     inner = CountingInner()
     handler = SecuredHandler(inner, NoTopics())
-    context = RequestContext(RequestHeader(42, 2, 1, "c"), "127.0.0.1", 1, 2)
+    context = ConnectionContext(RequestHeader(42, 2, 1, "c"), "127.0.0.1", 1, 2)
     groups = [f"g{i}" for i in range(CHUNK * 4 + 7)]
     ticks: list[int] = []
 
@@ -89,7 +89,7 @@ def test_a_large_describe_goes_on_whole_so_that_its_answer_is_bounded_as_one() -
     # (coordinator/service/answer_budget.py); chunks would each get a budget of their own.
     inner = CountingInner()
     handler = SecuredHandler(inner, NoTopics())
-    context = RequestContext(RequestHeader(15, 5, 1, "c"), "127.0.0.1", 1, 2)
+    context = ConnectionContext(RequestHeader(15, 5, 1, "c"), "127.0.0.1", 1, 2)
     groups = [f"g{i % 7}" for i in range(CHUNK * 4 + 7)]
     answer = asyncio.run(handler.handle(context, DescribeGroupsRequest(groups=list(groups))))
     assert isinstance(answer, DescribeGroupsResponse)
@@ -158,7 +158,7 @@ def test_refusals_encode_at_every_version() -> None:
     from tests.gateway.samples import sample
 
     class Untouchable:
-        async def handle(self, context: RequestContext, request: Message) -> Message:
+        async def handle(self, context: ConnectionContext, request: Message) -> Message:
             name = type(request).__name__
             assert name in ("ListGroupsRequest", "TxnOffsetCommitRequest"), f"{name} reached the handler"
             return APIS[context.api_key].response()
@@ -169,7 +169,7 @@ def test_refusals_encode_at_every_version() -> None:
         spec = APIS[key]
         for version in range(spec.min_version, spec.max_version + 1):
             request = sample(spec.request, version, random.Random(key * 31 + version))
-            context = RequestContext(RequestHeader(key, version, 1, "c"), "10.0.0.9", 1, 2, principal="mallory")
+            context = ConnectionContext(RequestHeader(key, version, 1, "c"), "10.0.0.9", 1, 2, principal="mallory")
             response = asyncio.run(handler.handle(context, request))
             assert isinstance(response, spec.response)
             encode_response(key, version, 1, response)  # must be sendable at that version
@@ -196,9 +196,9 @@ def _error_codes(value: object) -> set[int]:
 
 class ContextKeeper:
     def __init__(self) -> None:
-        self.contexts: list[RequestContext] = []
+        self.contexts: list[ConnectionContext] = []
 
-    async def handle(self, context: RequestContext, request: Message) -> Message:
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
         self.contexts.append(context)
         return ConsumerGroupHeartbeatResponse()
 
@@ -212,7 +212,7 @@ def test_heartbeats_carry_what_the_caller_may_describe_and_only_with_an_authoriz
         Acl(ResourceType.TOPIC, "*", PatternType.LITERAL, "User:carol", "*", Operation.READ, Permission.ALLOW),
     ]
     request = ConsumerGroupHeartbeatRequest(group_id="g", subscribed_topic_regex=".*")
-    context = RequestContext(RequestHeader(68, 1, 1, "c"), "127.0.0.1", 1, 2, principal="carol")
+    context = ConnectionContext(RequestHeader(68, 1, 1, "c"), "127.0.0.1", 1, 2, principal="carol")
     inner = ContextKeeper()
     secured = SecuredHandler(inner, NoTopics(), AclAuthorizer(acls[:2]), frozenset({"__log"}))
     asyncio.run(secured.handle(context, request))

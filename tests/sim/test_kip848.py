@@ -61,29 +61,25 @@ def test_the_harness_catches_a_coordinator_that_assigns_before_revocation(monkey
 
 def test_the_harness_catches_commits_accepted_without_partition_epochs(monkeypatch: pytest.MonkeyPatch) -> None:
     from coordinator.errors import ErrorCode
-    from coordinator.groups import consumer
-    from coordinator.groups.consumer import offset_validation
-    from coordinator.groups.consumer.offset_validation import CommitValidation
+    from coordinator.groups.consumer.group import ConsumerGroup
 
     def member_only(
-        state: consumer.ConsumerGroupsState,
-        group_id: str,
+        group: ConsumerGroup,
         member_id: str,
         epoch: int,
         parts: object = (),
         api_version: int = 9,
-    ) -> CommitValidation:
-        group = state.group(group_id)
-        member = group.members.get(member_id) if group is not None else None
+    ) -> ErrorCode:
+        member = group.members.get(member_id)
         if member is None:
-            return CommitValidation(ErrorCode.UNKNOWN_MEMBER_ID)
+            return ErrorCode.UNKNOWN_MEMBER_ID
         # Newer epochs are still refused, so the only thing missing is the partition-epoch check
         # (a member that left with -2 must not trip the harness's other commit check first).
         if epoch > member.member_epoch:
-            return CommitValidation(ErrorCode.STALE_MEMBER_EPOCH)
-        return CommitValidation()
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
 
-    # The production composition (ConsumerGroup.validate_offset_commit) validates commits through this function.
-    monkeypatch.setattr(offset_validation, "validate_offset_commit", member_only)
+    # The production composition (ConsumerGroup.validate_offset_commit) validates commits through this method.
+    monkeypatch.setattr(ConsumerGroup, "offset_commit_error", member_only)
     with pytest.raises(InvariantViolation, match="accepted but it was not assigned at that epoch"):
         run_many(range(60))

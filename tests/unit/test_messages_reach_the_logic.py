@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.handler import RequestContext as WireContext
+from coordinator.gateway.handler import ConnectionContext as WireContext
 from coordinator.gateway.protocol import decode_request, encode_request
 from coordinator.groups.context import RequestContext
 from coordinator.groups.group import GroupSummary

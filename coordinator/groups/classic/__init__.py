@@ -9,7 +9,6 @@ as ``ClassicTimer`` events for ``classic_on_timer``; after a load, ``classic_on_
 the members' sessions.
 """
 
-from coordinator.groups.classic.config import ClassicGroupConfig
 from coordinator.groups.classic.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
     Assignment,
@@ -32,6 +31,7 @@ from coordinator.groups.classic.state import ClassicGroupsState
 from coordinator.groups.classic.sync import classic_sync
 from coordinator.groups.classic.timeouts import classic_on_loaded, classic_on_timer, is_classic_timer
 from coordinator.groups.classic.timers import ClassicTimer
+from coordinator.groups.config import ClassicGroupConfig
 
 __all__ = [
     "CONSUMER_PROTOCOL_TYPE",

@@ -3,18 +3,14 @@ session alive and tells it when a rebalance is under way."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from coordinator.errors import ErrorCode
 from coordinator.groups.classic.effects import Effects
 from coordinator.groups.classic.group import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE
 from coordinator.groups.classic.rebalance import schedule_heartbeat
 from coordinator.groups.classic.state import ClassicGroupsState
+from coordinator.groups.context import GroupContext
 from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from coordinator.runtime.api import Result, TimerOp
-
-if TYPE_CHECKING:  # groups.context imports the classic config, hence this package
-    from coordinator.groups.context import GroupContext
 
 
 def classic_heartbeat(

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from coordinator.errors import ErrorCode
-from coordinator.groups.classic.config import ClassicGroupConfig
 from coordinator.groups.classic.effects import Effects
 from coordinator.groups.classic.group import (
     COMPLETING_REBALANCE,
@@ -35,12 +33,11 @@ from coordinator.groups.classic.requests import (
 )
 from coordinator.groups.classic.state import ClassicGroupsState
 from coordinator.groups.classic.timers import HeartbeatExpiry, heartbeat_key
+from coordinator.groups.config import ClassicGroupConfig
+from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from coordinator.messages.sync_group import SyncGroupResponse
 from coordinator.runtime.api import Park, Result
-
-if TYPE_CHECKING:  # groups.context imports the classic config, hence this package
-    from coordinator.groups.context import GroupContext, RequestContext
 
 
 def classic_join(

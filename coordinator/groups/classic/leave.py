@@ -3,8 +3,6 @@ batch with a result per member (v3+); static members may be removed by instance 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from coordinator.errors import ErrorCode
 from coordinator.groups.classic.effects import Effects
 from coordinator.groups.classic.group import COMPLETING_REBALANCE, DEAD, PREPARING_REBALANCE, STABLE
@@ -16,6 +14,7 @@ from coordinator.groups.classic.rebalance import (
 from coordinator.groups.classic.requests import LEAVE_BATCH_VERSION, UNKNOWN_MEMBER_ID, leave_identities
 from coordinator.groups.classic.state import ClassicGroupsState
 from coordinator.groups.classic.timers import heartbeat_key
+from coordinator.groups.context import GroupContext
 from coordinator.messages.leave_group import (
     LeaveGroupRequest,
     LeaveGroupRequestMemberIdentity,
@@ -23,9 +22,6 @@ from coordinator.messages.leave_group import (
     LeaveGroupResponseMemberResponse,
 )
 from coordinator.runtime.api import Result
-
-if TYPE_CHECKING:  # groups.context imports the classic config, hence this package
-    from coordinator.groups.context import GroupContext
 
 
 def classic_leave(

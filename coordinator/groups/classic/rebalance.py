@@ -5,7 +5,6 @@ removing a failed member. JoinGroup, SyncGroup, LeaveGroup and the timers all go
 from __future__ import annotations
 
 from coordinator.errors import ErrorCode
-from coordinator.groups.classic.config import ClassicGroupConfig
 from coordinator.groups.classic.effects import Effects
 from coordinator.groups.classic.group import (
     COMPLETING_REBALANCE,
@@ -26,6 +25,7 @@ from coordinator.groups.classic.timers import (
     join_key,
     sync_key,
 )
+from coordinator.groups.config import ClassicGroupConfig
 from coordinator.messages.join_group import JoinGroupResponse
 from coordinator.messages.sync_group import SyncGroupResponse
 

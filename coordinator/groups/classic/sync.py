@@ -4,7 +4,6 @@ completes the rebalance; followers that sync first are parked until it arrives."
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import TYPE_CHECKING
 
 from coordinator.errors import ErrorCode
 from coordinator.groups.classic.effects import Effects
@@ -12,11 +11,9 @@ from coordinator.groups.classic.group import COMPLETING_REBALANCE, DEAD, PREPARI
 from coordinator.groups.classic.rebalance import remove_pending_sync_member, set_and_propagate_assignment
 from coordinator.groups.classic.requests import SYNC_REQUIRES_PROTOCOL_VERSION
 from coordinator.groups.classic.state import ClassicGroupsState
+from coordinator.groups.context import GroupContext
 from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from coordinator.runtime.api import Park, Result
-
-if TYPE_CHECKING:  # groups.context imports the classic config, hence this package
-    from coordinator.groups.context import GroupContext
 
 
 def classic_sync(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups.classic.config import ClassicGroupConfig
 from coordinator.groups.classic.effects import Effects
 from coordinator.groups.classic.group import COMPLETING_REBALANCE, DEAD, PREPARING_REBALANCE, STABLE, ClassicGroup
 from coordinator.groups.classic.rebalance import (
@@ -24,6 +23,7 @@ from coordinator.groups.classic.timers import (
     SyncDeadline,
     join_key,
 )
+from coordinator.groups.config import ClassicGroupConfig
 from coordinator.runtime.api import Result
 
 

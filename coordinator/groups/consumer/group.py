@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.groups.consumer import log_records
@@ -23,8 +23,8 @@ from coordinator.offsets.handlers import CommitVerdict
 from coordinator.offsets.retention import GroupRetentionView
 from records import CoordinatorRecord
 
-if TYPE_CHECKING:
-    from coordinator.groups.consumer.state import ConsumerGroupsState
+# OffsetCommit v9 introduced member epochs; members speaking the consumer protocol must use it.
+MEMBER_EPOCH_COMMIT_VERSION = 9
 
 
 class ConsumerGroupState(Enum):
@@ -190,37 +190,69 @@ class ConsumerGroup:
     def is_subscribed_to_topic(self, topic: str) -> bool:
         return topic in self.subscribed_topic_names()
 
-    def _alone(self) -> ConsumerGroupsState:
-        """A ConsumerGroupsState holding only this group, for the state-level validators.
-        Imported here: ``state`` (and ``offset_validation`` through it) import this module."""
-        from coordinator.groups.consumer.state import ConsumerGroupsState
+    # Kafka 4.4's ConsumerGroup.validateOffsetCommit / validateOffsetFetch, on the group itself
+    # (KIP-848, KIP-1251): a commit at the member's current epoch is accepted as is; a newer epoch
+    # is STALE_MEMBER_EPOCH; an older epoch (the member's response was lost, or it is still
+    # revoking) is accepted only if every committed partition was assigned to the member at or
+    # before that epoch, so a zombie that lost a partition cannot overwrite the new owner's
+    # offsets. A refusal refuses the whole request: nothing of it is written. Classic members
+    # inside a consumer group are checked like classic members: the generation must be the
+    # member epoch.
 
-        state = ConsumerGroupsState()
-        state.groups[self.group_id] = self
-        return state
+    def offset_commit_error(
+        self,
+        member_id: str,
+        member_epoch: int,
+        partitions: Iterable[tuple[str, int]] = (),
+        api_version: int = MEMBER_EPOCH_COMMIT_VERSION,
+    ) -> ErrorCode:
+        """Check a commit of ``partitions`` (topic id, partition) by ``member_id`` at ``member_epoch``."""
+        if member_epoch < 0 and not self.members:
+            # Admin clients and consumers without group management commit to an empty group.
+            return ErrorCode.NONE
+        member = self.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member.uses_classic_protocol:
+            # A classic member's generation is its member epoch; classic clients do not know error 113.
+            return ErrorCode.NONE if member_epoch == member.member_epoch else ErrorCode.ILLEGAL_GENERATION
+        if api_version < MEMBER_EPOCH_COMMIT_VERSION:
+            return ErrorCode.UNSUPPORTED_VERSION
+        if member_epoch > member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        if member_epoch == member.member_epoch:
+            return ErrorCode.NONE
+        for topic_id, partition in partitions:
+            assigned_at = member.assignment_epoch_of(topic_id, partition)
+            if assigned_at is None or assigned_at > member_epoch:
+                return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
 
     def validate_offset_commit(self, request: OffsetCommitRequest, api_version: int) -> CommitVerdict:
-        """Delegates to ``offset_validation.validate_offset_commit``, which checks partitions by
-        topic id (each request topic carries its name and id, resolved once at the edge); the
-        verdict names them back as the request did."""
-        from coordinator.groups.consumer import offset_validation
-
-        ids = {t.name: known_topic_id(t.topic_id) or "" for t in request.topics}
-        verdict = offset_validation.validate_offset_commit(
-            self._alone(),
-            self.group_id,
-            request.member_id,
-            request.generation_id_or_member_epoch,
-            [(ids[t.name], p.partition_index) for t in request.topics for p in t.partitions],
-            api_version,
+        """Partitions are checked by topic id: each request topic carries its name and id,
+        resolved once at the edge. A refusal is always the whole request's."""
+        partitions = [
+            (known_topic_id(t.topic_id) or "", p.partition_index) for t in request.topics for p in t.partitions
+        ]
+        return CommitVerdict(
+            self.offset_commit_error(request.member_id, request.generation_id_or_member_epoch, partitions, api_version)
         )
-        by_id = {v: k for k, v in ids.items()}
-        return CommitVerdict(verdict.error, {(by_id[tid], p): e for (tid, p), e in verdict.partition_errors.items()})
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
-        from coordinator.groups.consumer import offset_validation
+        """OffsetFetch v9+: a member fetching with its id must be current.
 
-        return offset_validation.validate_offset_fetch(self._alone(), self.group_id, member_id, member_epoch)
+        Only a fetch with neither member id nor epoch (admin clients, older consumers) skips the
+        checks; a classic member inside a consumer group is checked on its generation
+        (ILLEGAL_GENERATION), a consumer-protocol one on its epoch.
+        """
+        if member_id is None and member_epoch < 0:
+            return ErrorCode.NONE
+        member = None if member_id is None else self.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            return ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
 
     def validate_offset_delete(self) -> ErrorCode:
         # Kafka's ConsumerGroup.validateOffsetDelete accepts any state: subscribed topics are

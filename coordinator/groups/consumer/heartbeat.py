@@ -40,7 +40,7 @@ from coordinator.groups.consumer.timers import (
     schedule_rebalance,
     schedule_session,
 )
-from coordinator.groups.consumer.validation import throw_if_member_epoch_invalid, validate_heartbeat_request
+from coordinator.groups.consumer.validation import throw_if_member_epoch_invalid
 from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.groups.topics import TopicsImage
 from coordinator.messages.consumer_group_heartbeat import (
@@ -54,8 +54,9 @@ from records import CoordinatorRecord
 def consumer_group_heartbeat(
     state: ConsumerGroupsState, request: ConsumerGroupHeartbeatRequest, ctx: GroupContext
 ) -> Result[ConsumerGroupHeartbeatResponse]:
+    # The request is valid here: routing.consumer_group_heartbeat validates it once, before the
+    # group is looked up, as Kafka's consumerGroupHeartbeat entry does.
     try:
-        validate_heartbeat_request(request, ctx.request.api_version, ctx.consumer)
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return _leave(state, request, ctx.image)
         return _heartbeat(state, request, ctx)

@@ -1,0 +1,126 @@
+"""The gateway's routing decision, taken without a socket: each request and session gets the
+action a Kafka broker (and the sidecar's own rules) call for."""
+
+from __future__ import annotations
+
+from coordinator.gateway import routing
+from coordinator.gateway.apis import ApiKey
+from coordinator.gateway.protect import ProtectedTopics
+from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from coordinator.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
+from coordinator.messages.find_coordinator import FindCoordinatorRequest
+from coordinator.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic
+from coordinator.messages.produce import ProduceRequest, ProduceRequestTopicProduceData
+from coordinator.messages.schema import Message
+from tests.gateway.test_protect_decoded import payload
+
+LOG = "groupcoord-log"
+FACTS = routing.Facts(
+    authentication_required=False,
+    authenticated=False,
+    max_group_request_bytes=1 << 20,
+    max_group_request_elements=10_000,
+    broker_port=False,
+    protected=ProtectedTopics([LOG]),
+    cluster_ranges=None,
+)
+
+
+def facts_with(**changes: object) -> routing.Facts:
+    return FACTS._replace(**changes)  # type: ignore[arg-type]
+
+
+def decide(key: int, version: int, body: Message, **facts: object) -> routing.Decision:
+    return routing.route(key, version, payload(key, version, body), facts_with(**facts))
+
+
+def heartbeat() -> ConsumerGroupHeartbeatRequest:
+    return ConsumerGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=0)
+
+
+def test_every_route_of_the_table_has_a_decider() -> None:
+    assert set(routing.Route) == set(routing._DECIDERS)
+    assert routing.ROUTES[ApiKey.CONSUMER_GROUP_HEARTBEAT] is routing.Route.GROUP
+    assert routing.ROUTES[ApiKey.DESCRIBE_CONFIGS] is routing.Route.CONFIGS
+    assert ApiKey.PRODUCE not in routing.ROUTES  # forwarded as it is
+
+
+def test_group_requests_go_to_the_handler_decoded() -> None:
+    decision = decide(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, heartbeat())
+    assert isinstance(decision, routing.CallHandler)
+    assert decision.request.body == heartbeat()
+
+
+def test_only_the_authentication_apis_come_before_authentication() -> None:
+    required = {"authentication_required": True, "authenticated": False}
+    assert decide(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, heartbeat(), **required) == routing.Close(
+        f"API {ApiKey.CONSUMER_GROUP_HEARTBEAT} v0 before authentication"
+    )
+    assert isinstance(decide(ApiKey.METADATA, 12, MetadataRequest(), **required), routing.Close)
+    assert routing.route(ApiKey.API_VERSIONS, 3, b"", facts_with(**required)) == (routing.AnswerApiVersions())
+    assert routing.route(ApiKey.SASL_HANDSHAKE, 1, b"", facts_with(**required)) == routing.Sasl(True)
+    authenticated = decide(
+        ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, heartbeat(), authentication_required=True, authenticated=True
+    )
+    assert isinstance(authenticated, routing.CallHandler)
+
+
+def test_group_requests_beyond_the_limits_close_the_connection() -> None:
+    big = decide(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, heartbeat(), max_group_request_bytes=10)
+    assert isinstance(big, routing.Close) and "exceeds max_group_request_bytes=10" in big.reason
+    many = ConsumerGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=0, subscribed_topic_names=["a"] * 5)
+    crowded = decide(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, many, max_group_request_elements=3)
+    assert isinstance(crowded, routing.Close) and "max_group_request_elements=3" in crowded.reason
+    assert decide(ApiKey.CONSUMER_GROUP_HEARTBEAT, 99, heartbeat()) == routing.Close(
+        "unsupported version ConsumerGroupHeartbeat v99"
+    )
+    truncated = routing.route(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, payload(68, 0, heartbeat())[:-3], FACTS)
+    assert isinstance(truncated, routing.Close) and truncated.reason.startswith("malformed ConsumerGroupHeartbeat")
+
+
+def test_find_coordinator_for_groups_is_answered_here_and_for_transactions_forwarded() -> None:
+    group = FindCoordinatorRequest(key_type=0, coordinator_keys=["g"])
+    assert decide(ApiKey.FIND_COORDINATOR, 4, group) == routing.LocateGroups(group)
+    transaction = FindCoordinatorRequest(key_type=1, coordinator_keys=["t"])
+    assert decide(ApiKey.FIND_COORDINATOR, 4, transaction) == routing.Forward(rewrite=True)
+
+
+def test_a_broker_port_lists_no_groups() -> None:
+    assert decide(ApiKey.LIST_GROUPS, 4, ListGroupsRequest(), broker_port=True) == routing.Answer(ListGroupsResponse())
+    assert isinstance(decide(ApiKey.LIST_GROUPS, 4, ListGroupsRequest()), routing.CallHandler)
+
+
+def test_metadata_is_rewritten_and_marked_when_it_names_the_log_topic() -> None:
+    named = MetadataRequest(topics=[MetadataRequestTopic(name=LOG)])
+    assert decide(ApiKey.METADATA, 12, named) == routing.Forward(rewrite=True, named=True)
+    assert decide(ApiKey.METADATA, 12, MetadataRequest(topics=None)) == routing.Forward(rewrite=True, named=False)
+
+
+def test_produce_to_the_log_topic_is_split_or_closed_with_acks_0() -> None:
+    def produce(topic: str, acks: int) -> ProduceRequest:
+        return ProduceRequest(acks=acks, timeout_ms=1000, topic_data=[ProduceRequestTopicProduceData(name=topic)])
+
+    assert decide(ApiKey.PRODUCE, 9, produce("orders", 1)) == routing.Forward()
+    assert decide(ApiKey.PRODUCE, 9, produce("orders", 0)) == routing.Forward(expect=False)
+    assert decide(ApiKey.PRODUCE, 9, produce(LOG, 1)) == routing.ForwardSplit()
+    assert decide(ApiKey.PRODUCE, 9, produce(LOG, 0)) == routing.Close(
+        "Produce with acks=0 to the coordinator's log topic"
+    )
+
+
+def test_apis_or_versions_the_cluster_does_not_offer_close_the_connection() -> None:
+    ranges = {ApiKey.METADATA: (0, 12)}
+    assert routing.route(ApiKey.PRODUCE, 9, b"", facts_with(cluster_ranges=ranges)) == routing.Close(
+        f"unsupported API key {ApiKey.PRODUCE}"
+    )
+    assert routing.route(ApiKey.PRODUCE, 99, b"", FACTS) == routing.Close(
+        f"unsupported version: API {ApiKey.PRODUCE} v99"
+    )
+
+
+def test_config_requests_fall_back_to_the_forward_decision() -> None:
+    request = DescribeConfigsRequest(resources=[DescribeConfigsResource(resource_type=2, resource_name=LOG)])
+    assert decide(ApiKey.DESCRIBE_CONFIGS, 4, request) == routing.Configs(fallback=routing.ForwardSplit())
+    other = DescribeConfigsRequest(resources=[DescribeConfigsResource(resource_type=2, resource_name="orders")])
+    assert decide(ApiKey.DESCRIBE_CONFIGS, 4, other) == routing.Configs(fallback=routing.Forward())
