@@ -12,6 +12,8 @@
 * ``pipeline`` knows nothing of ``cli`` (the command line runs the jobs, not the other way round).
 * No circle between the modules of ``coordinator/``: each import goes one way (imports under
   ``TYPE_CHECKING`` count too: they tie the files together just the same).
+* ``coordinator/runtime/load.py`` (a shard's load) knows nothing of the shard that starts it, the
+  Kafka clients that feed it, or the runtime: the production reader and the simulations run it alike.
 """
 
 from __future__ import annotations
@@ -104,6 +106,15 @@ def test_group_logic_imports_no_io(layer: str) -> None:
         # The groups' shared floor (context, configs, routing's helpers) is below each protocol.
         ("coordinator/groups/context.py", ("coordinator.groups.classic", "coordinator.groups.consumer")),
         ("coordinator/groups/config.py", ("coordinator.groups.classic", "coordinator.groups.consumer")),
+        (
+            "coordinator/runtime/load.py",
+            (
+                "coordinator.runtime.shard",
+                "coordinator.runtime.log",
+                "coordinator.runtime.runtime",
+                "confluent_kafka",
+            ),
+        ),
         (
             "coordinator/messages",
             (

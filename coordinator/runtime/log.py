@@ -22,7 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from coordinator.logs import drain
-from coordinator.runtime.replayer import LogReplayer
+from coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
 
 log = logging.getLogger(__name__)
 
@@ -176,9 +176,8 @@ class LogWriter:
 
 # Callbacks receive (partition, generation, ...).
 RecordsCallback = Callable[[int, int, list[Message]], None]
-EndCallback = Callable[[int, int, int], None]
 ErrorCallback = Callable[[int, int, KafkaError], None]
-LoadFailedCallback = Callable[[int, int, str], None]
+LoadedCallback = Callable[[int, int, LoadResult | LoadFailed], None]
 
 
 TAILER_SETTINGS: dict[str, Any] = {
@@ -233,8 +232,8 @@ _IDLE_POLL_S = 0.01
 class LogTailer:
     """One consumer that reads every owned partition of the log from offset 0 and then tails it.
 
-    It reports records per partition, the end of a partition (``on_end(partition, next_offset)``,
-    used to know when loading is complete) and partition errors. ``stall()`` makes it stop
+    It runs each partition's load (a ``ShardLoad``) on its own thread, reports the load's one
+    result (``on_loaded``), then the records read after it (``on_records``) and partition errors. ``stall()`` makes it stop
     reading without dropping anything, so tests can show that responses wait for the log.
     """
 
@@ -243,22 +242,20 @@ class LogTailer:
         client_config: dict[str, Any],
         topic: str,
         on_records: RecordsCallback,
-        on_end: EndCallback,
+        on_loaded: LoadedCallback,
         on_error: ErrorCallback,
-        on_load_failed: LoadFailedCallback,
         group_id: str = "groupcoord-tailer",
     ) -> None:
         self.topic = topic
         self._on_records = on_records
-        self._on_end = on_end
+        self._on_loaded = on_loaded
         self._on_error = on_error
-        self._on_load_failed = on_load_failed
         self._consumer = Consumer({**client_config, "group.id": group_id, **TAILER_SETTINGS})
-        self._commands: queue.SimpleQueue[tuple[str, int, int, LogReplayer | None]] = queue.SimpleQueue()
+        self._commands: queue.SimpleQueue[tuple[str, int, int, ShardLoad | None]] = queue.SimpleQueue()
         # partition -> generation of the assignment being read
         self._assigned: dict[int, int] = {}
-        # partition -> the replayer of its load, fed on this thread until the end of the partition
-        self._loading: dict[int, LogReplayer] = {}
+        # partition -> its load, run on this thread until the end of the partition
+        self._loading: dict[int, ShardLoad] = {}
         # Set with every command: an idle reader waits on it rather than sleeping, so a shard's
         # load starts as soon as it is asked for.
         self._wake = threading.Event()
@@ -270,16 +267,17 @@ class LogTailer:
         self._thread = threading.Thread(target=self._loop, name="log-tailer", daemon=True)
         self._thread.start()
 
-    def assign_from_start(self, partition: int, generation: int, loader: LogReplayer | None = None) -> None:
-        """Read ``partition`` from offset 0; callbacks carry ``generation`` so stale ones can be told apart.
+    def load(self, partition: int, generation: int, load: ShardLoad) -> None:
+        """Read ``partition`` from offset 0 into ``load``, then tail it; callbacks carry
+        ``generation`` so stale ones can be told apart.
 
-        With a ``loader`` (the deferred replayer of the shard's load), the records up to the end of
-        the partition are fed to it on this thread, where they are read, instead of being handed
-        to ``on_records``: handing every batch of a load over to the loop thread cost a quarter
-        of the load's time (the records made on one thread, taken apart on another). ``on_end``
-        hands the loader back; this thread does not touch it after that, nor after a new
-        command for the partition."""
-        self._commands.put(("assign", partition, generation, loader))
+        The load's records, up to the end of the partition, are fed to it on this thread, where
+        they are read, and the load ended here too: handing every batch of a load over to the
+        loop thread cost a quarter of the load's time (the records made on one thread, taken
+        apart on another). ``on_loaded`` reports its result (or ``LoadFailed``); this thread
+        does not touch the load after that, nor after a new command for the partition. The
+        records after the end go to ``on_records``."""
+        self._commands.put(("assign", partition, generation, load))
         self._wake.set()
 
     def unassign(self, partition: int) -> None:
@@ -298,7 +296,7 @@ class LogTailer:
     def _apply_commands(self) -> None:
         while True:
             try:
-                op, partition, generation, loader = self._commands.get_nowait()
+                op, partition, generation, load = self._commands.get_nowait()
             except queue.Empty:
                 return
             self._loading.pop(partition, None)
@@ -313,8 +311,8 @@ class LogTailer:
                 # reader to its earliest record.
                 self._consumer.incremental_assign([TopicPartition(self.topic, partition, 0)])
                 self._assigned[partition] = generation
-                if loader is not None:
-                    self._loading[partition] = loader
+                if load is not None:
+                    self._loading[partition] = load
 
     def _loop(self) -> None:
         try:
@@ -378,9 +376,10 @@ class LogTailer:
             if pending:
                 self._deliver(partition, generation, pending)
             if err.code() == KafkaError._PARTITION_EOF:
-                # The load is read: its replayer goes back with the end offset.
-                self._loading.pop(partition, None)
-                self._on_end(partition, generation, msg.offset() or 0)
+                # The load is read (the end of a partition being tailed says nothing new).
+                load = self._loading.pop(partition, None)
+                if load is not None:
+                    self._on_loaded(partition, generation, load.end(msg.offset() or 0))
             else:
                 self._on_error(partition, generation, err)
         for partition, batch in by_partition.items():
@@ -404,15 +403,15 @@ class LogTailer:
         return True
 
     def _deliver(self, partition: int, generation: int, messages: list[Message]) -> None:
-        loader = self._loading.get(partition)
-        if loader is None:
+        load = self._loading.get(partition)
+        if load is None:
             self._on_records(partition, generation, messages)
             return
         try:
-            loader.feed_messages(messages)
-        except Exception as exc:  # a replay bug must not leave a half-read load to finish
+            load.feed(messages)
+        except LoadFailed as exc:
             del self._loading[partition]
-            self._on_load_failed(partition, generation, loader.failure(exc))
+            self._on_loaded(partition, generation, exc)
 
     def close(self) -> None:
         self._stop.set()

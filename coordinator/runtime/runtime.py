@@ -13,8 +13,8 @@ from confluent_kafka import KafkaError, Message
 
 from coordinator.runtime.api import ShardState
 from coordinator.runtime.clock import Clock, SystemClock
+from coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
 from coordinator.runtime.log import LogTailer, LogTopicSpec, LogWriter, ensure_log_topic
-from coordinator.runtime.replayer import LogReplayer
 from coordinator.runtime.shard import (
     DeliveryReport,
     LoadReport,
@@ -93,9 +93,8 @@ class CoordinatorRuntime(Generic[S]):
             self.client_config,
             self.topic,
             on_records=self._threadsafe(lambda p, g, msgs: self._shard_call(p, "on_records", g, msgs)),
-            on_end=self._threadsafe(lambda p, g, off: self._shard_call(p, "on_end", g, off)),
+            on_loaded=self._threadsafe(lambda p, g, outcome: self._shard_call(p, "on_loaded", g, outcome)),
             on_error=self._threadsafe(lambda p, g, err: self._shard_call(p, "on_error", g, err)),
-            on_load_failed=self._threadsafe(lambda p, g, why: self._shard_call(p, "on_load_failed", g, why)),
             group_id=f"groupcoord-tailer-{self.owner_id}",
         )
         wanted = range(self.partitions) if partitions is None else partitions
@@ -118,7 +117,7 @@ class CoordinatorRuntime(Generic[S]):
         return call
 
     def _shard_call(
-        self, partition: int, method: str, generation: int, arg: list[Message] | int | KafkaError | str
+        self, partition: int, method: str, generation: int, arg: list[Message] | LoadResult | LoadFailed | KafkaError
     ) -> None:
         shard = self.shards.get(partition)
         if shard is not None:
@@ -142,8 +141,8 @@ class CoordinatorRuntime(Generic[S]):
             self.replace_writer(writer, error)
         on_delivered(index, error, offset)
 
-    def assign_from_start(self, partition: int, generation: int, loader: LogReplayer | None = None) -> None:
-        self.tailer.assign_from_start(partition, generation, loader)
+    def load(self, partition: int, generation: int, load: ShardLoad) -> None:
+        self.tailer.load(partition, generation, load)
 
     def unassign(self, partition: int) -> None:
         self.tailer.unassign(partition)

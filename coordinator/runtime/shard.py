@@ -33,9 +33,9 @@ from confluent_kafka import KafkaError, Message
 from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer, ShardState, TimerOp
 from coordinator.runtime.clock import Clock
 from coordinator.runtime.headers import Headers, make_headers
+from coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
 from coordinator.runtime.replayer import LogReplayer
-from records import CoordinatorRecord, RecordType, encode
-from records.definitions import BatchAbortKey, BatchAbortValue, ShardEpochKey, ShardEpochValue
+from records import CoordinatorRecord, encode
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +76,12 @@ class ShardHost(Protocol):
         a writer that failed fatally (a fenced idempotent producer) before reporting."""
         ...
 
-    def assign_from_start(self, partition: int, generation: int, loader: LogReplayer | None = None) -> None:
-        """Read the partition from offset 0, calling back ``on_records``/``on_end``/``on_error``
-        with ``generation`` on the loop thread. The host may instead feed the records up to the
-        end of the partition to ``loader`` itself, on one thread of its own, and hand it back with
-        ``on_end`` (``on_load_failed`` if feeding it raised); the shard does not touch the loader
-        in between."""
+    def load(self, partition: int, generation: int, load: ShardLoad) -> None:
+        """Run ``load`` over the partition from offset 0 (``ShardLoad.feed``, on one thread of
+        the host's choosing, then ``ShardLoad.end`` at the end of the partition) and report its
+        result with ``on_loaded``; then tail the partition, calling back ``on_records`` and
+        ``on_error``. Every callback carries ``generation`` and runs on the loop thread. One
+        call rather than a load and a tail: the reader goes on from the end without seeking."""
         ...
 
     def unassign(self, partition: int) -> None: ...
@@ -93,11 +93,60 @@ class ShardHost(Protocol):
 
 
 class ShardStatus(enum.Enum):
+    """What the shard's state means to its callers (errors, metrics, readiness)."""
+
     LOADING = "loading"
     ACTIVE = "active"
     FAILED = "failed"
     FENCED = "fenced"
     CLOSED = "closed"
+
+
+class ShardPhase(enum.Enum):
+    """The shard's life, as Kafka's ``CoordinatorState``; ``TRANSITIONS`` says which moves are legal
+    and ``Shard._transition_to`` what entering each one entails."""
+
+    CLOSED = "closed"  # not loaded, or given up (unloaded)
+    LOADING = "loading"  # the partition is read into fresh states (a ``ShardLoad``)
+    CLAIMING = "claiming"  # the load's claim (its ShardEpoch) is appended, not yet read back
+    ACTIVE = "active"  # serving
+    DRAINING = "draining"  # reloading, once the appends still in flight are reported
+    FENCED = "fenced"  # another owner wrote a newer epoch, or placement decides whether it reloads
+    FAILED = "failed"  # the log could not be replayed
+
+    @property
+    def status(self) -> ShardStatus:
+        return _STATUS_OF[self]
+
+
+_STATUS_OF = {
+    ShardPhase.CLOSED: ShardStatus.CLOSED,
+    ShardPhase.LOADING: ShardStatus.LOADING,
+    ShardPhase.CLAIMING: ShardStatus.LOADING,
+    ShardPhase.ACTIVE: ShardStatus.ACTIVE,
+    ShardPhase.DRAINING: ShardStatus.LOADING,
+    ShardPhase.FENCED: ShardStatus.FENCED,
+    ShardPhase.FAILED: ShardStatus.FAILED,
+}
+
+_P = ShardPhase
+# Which phase may follow which. A (re)load may start from any phase; only a load's end claims,
+# only a claim read back serves, and only a shard that reads the log (loading, claiming or
+# serving) can find it unreadable. A reload may come at any time except after close (it waits in
+# DRAINING for the appends in flight, or stops as FENCED where placement decides).
+TRANSITIONS: dict[ShardPhase, frozenset[ShardPhase]] = {
+    _P.CLOSED: frozenset({_P.LOADING, _P.CLOSED}),
+    _P.LOADING: frozenset({_P.CLAIMING, _P.LOADING, _P.DRAINING, _P.FENCED, _P.FAILED, _P.CLOSED}),
+    _P.CLAIMING: frozenset({_P.ACTIVE, _P.LOADING, _P.DRAINING, _P.FENCED, _P.FAILED, _P.CLOSED}),
+    _P.ACTIVE: frozenset({_P.LOADING, _P.DRAINING, _P.FENCED, _P.FAILED, _P.CLOSED}),
+    _P.DRAINING: frozenset({_P.LOADING, _P.DRAINING, _P.FENCED, _P.CLOSED}),
+    _P.FENCED: frozenset({_P.LOADING, _P.DRAINING, _P.FENCED, _P.CLOSED}),
+    _P.FAILED: frozenset({_P.LOADING, _P.DRAINING, _P.FENCED, _P.CLOSED}),
+}
+
+
+class IllegalTransition(RuntimeError):
+    """A move the transition table does not allow: a bug in the runtime, never a client's doing."""
 
 
 class ShardObserver:
@@ -106,6 +155,9 @@ class ShardObserver:
 
     def loaded(self, partition: int, seconds: float) -> None:
         """A load finished and the shard is active."""
+
+    def transitioned(self, shard: Shard[Any], before: ShardPhase, after: ShardPhase) -> None:
+        """The shard changed phase (``Shard._transition_to``)."""
 
     def dequeued(self, waited_s: float) -> None:
         """An event left the queue for its handler after waiting ``waited_s``."""
@@ -175,7 +227,7 @@ class Shard(Generic[S]):
         self.host = host
         self.partition = partition
         self.handlers = handlers
-        self.status = ShardStatus.CLOSED
+        self.phase = ShardPhase.CLOSED
         self.error: str | None = None
         self.generation = 0
         self.epoch = 0
@@ -184,87 +236,99 @@ class Shard(Generic[S]):
         self.next_offset = 0  # offset the next appended record will get
         self.committed_offset = 0  # offset the reader will read next
         self.load_report: LoadReport | None = None
+        self._load: ShardLoad | None = None  # while LOADING
+        self._load_started = 0.0
+        self._read_seconds = 0.0
+        # The tailing replayer, handed over by the load once it has claimed the shard.
         self._replayer = LogReplayer(host.topic, partition, [])
         self.observer: ShardObserver = _NO_OBSERVER
         # (handler, its future, the timer event that caused it or None, perf_counter() when queued)
         self._queue: list[tuple[Callable[[S, int], Result[Any]], asyncio.Future[Any], object, float]] = []
         self._flush_scheduled = False
         self._pending: deque[_Pending] = deque()
-        # offset -> (record, key, value) of what we appended there, until it is read back
         # offset -> (record, key, value, headers) of our appends not yet read back
         self._inflight: dict[int, tuple[CoordinatorRecord, bytes, bytes | None, list[tuple[str, bytes]]]] = {}
         self._parked: dict[Hashable, asyncio.Future[Any]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._load_started = 0.0
-        self._read_seconds = 0.0
-        self._finishing = False
         self._loaded = asyncio.Event()
-        # Records handed to the host whose delivery has not been reported yet (any generation),
-        # and whether a reload waits for them (see ``reload``).
+        # Records handed to the host whose delivery has not been reported yet (any generation):
+        # a reload waits for them in DRAINING (see ``reload``).
         self._unreported = 0
-        self._reload_when_drained = False
         # Whether the watchdog warned that a written answer waits too long (``check_stuck``).
         self.stuck = False
 
-    # --- lifecycle -----------------------------------------------------------------------
+    @property
+    def status(self) -> ShardStatus:
+        return self.phase.status
 
-    def load(self) -> None:
+    # --- lifecycle: one transition table --------------------------------------------------
+
+    def _transition_to(self, phase: ShardPhase, reason: str = "") -> None:
+        """Move to ``phase`` and do what entering it entails, all of it here (Kafka's ``transitionTo``)."""
+        before = self.phase
+        if phase not in TRANSITIONS[before]:
+            raise IllegalTransition(f"shard {self.partition}: {before.value} -> {phase.value} ({reason})")
+        self.phase = phase
+        self.observer.transitioned(self, before, phase)
+        if phase is ShardPhase.CLAIMING:
+            return
+        if phase is ShardPhase.ACTIVE:
+            self._loaded.set()
+            return
+        # Every other phase stops what the shard did: callbacks of the old generation are ignored
+        # from now on, whatever waits is failed with the new status, timers are dropped.
         self.generation = next(_GENERATIONS)
-        self.status = ShardStatus.LOADING
-        self.error = None
-        self._reload_when_drained = False
+        self.error = None if phase is ShardPhase.LOADING else reason or None
+        self._load = None
+        self._fail_all(phase.status, reason)
+        self._cancel_timers()
+        if phase is ShardPhase.LOADING:
+            self._start_load()  # assigns the partition anew: no unassign first
+            return
+        self.host.unassign(self.partition)
+        if phase is not ShardPhase.DRAINING:
+            self._loaded.set()
+        if phase in (ShardPhase.FAILED, ShardPhase.FENCED):
+            log.error("shard %d %s: %s", self.partition, phase.value, reason)
+
+    def _start_load(self) -> None:
         self.live = self.handlers.create_state()
         self.committed = self.handlers.create_state()
-        self._replayer = LogReplayer(self.host.topic, self.partition, [self.committed, self.live], deferred=True)
         self._inflight.clear()
-        self._cancel_timers()
         self._loaded.clear()
-        self._finishing = False
         self._load_started = time.perf_counter()
-        # The reader may feed the load's records to the replayer on its own thread: it is not
-        # touched here again before ``on_end`` (or a record delivered to ``on_records``).
-        self.host.assign_from_start(self.partition, self.generation, self._replayer)
+        host = self.host
+        self._load = ShardLoad(host.topic, self.partition, self.committed, self.live, host.owner_id, host.clock)
+        # The host runs the load on a thread of its own: it is not touched here before ``on_loaded``.
+        host.load(self.partition, self.generation, self._load)
+
+    def load(self) -> None:
+        self._transition_to(ShardPhase.LOADING)
 
     async def wait_loaded(self) -> None:
         await self._loaded.wait()
 
     def close(self) -> None:
-        self._stop(ShardStatus.CLOSED)
+        self._transition_to(ShardPhase.CLOSED)
 
     def _fail(self, reason: str) -> None:
-        self._stop(ShardStatus.FAILED, reason)
+        self._transition_to(ShardPhase.FAILED, reason)
 
     def _fence(self, epoch: int) -> None:
-        self._stop(ShardStatus.FENCED, f"epoch {epoch} written by another owner (ours is {self.epoch})")
+        self._transition_to(ShardPhase.FENCED, f"epoch {epoch} written by another owner (ours is {self.epoch})")
 
     def reload(self, reason: str) -> None:
         """Rebuild both states from the log, e.g. after an append failed (the live state may hold
-        records the log does not). Appends still in flight are waited for first: one landing
-        after the reader had found the end of the log would reach the committed state only."""
+        records the log does not). Appends still in flight are waited for first (DRAINING): one
+        landing after the reader had found the end of the log would reach the committed state only."""
         log.warning("shard %d reloading from the log: %s", self.partition, reason)
         if not self.host.may_reload(self.partition, reason):
             # A reload claims a new epoch; with several processes only placement may decide that.
-            self._stop(ShardStatus.FENCED, f"stopped after {reason}; placement decides whether it reloads")
-            return
-        self._stop(ShardStatus.LOADING, reason)
-        if self._unreported > 0:
-            self._reload_when_drained = True
+            self._transition_to(ShardPhase.FENCED, f"stopped after {reason}; placement decides whether it reloads")
+        elif self._unreported > 0:
+            self._transition_to(ShardPhase.DRAINING, reason)
         else:
-            self.load()
-
-    def _stop(self, status: ShardStatus, reason: str = "") -> None:
-        """Stop serving: fail every waiting request with ``status``, drop timers, stop reading."""
-        self.generation = next(_GENERATIONS)  # callbacks of the old generation are ignored from now on
-        self.status = status
-        self.error = reason or None
-        self._reload_when_drained = False
-        self._fail_all(status, reason)
-        self._cancel_timers()
-        self.host.unassign(self.partition)
-        if status is not ShardStatus.LOADING:
-            self._loaded.set()
-        if status in (ShardStatus.FAILED, ShardStatus.FENCED):
-            log.error("shard %d %s: %s", self.partition, status.value, reason)
+            self._transition_to(ShardPhase.LOADING, reason)
 
     def _fail_all(self, status: ShardStatus, detail: str = "") -> None:
         queued, self._queue = self._queue, []
@@ -277,21 +341,57 @@ class Shard(Generic[S]):
             if not fut.done():
                 fut.set_exception(ShardNotAvailable(self.partition, status, detail))
 
-    # --- reader callbacks (on the loop thread) -------------------------------------------
+    # --- host callbacks (on the loop thread) ---------------------------------------------
+
+    def on_loaded(self, generation: int, outcome: LoadResult | LoadFailed) -> None:
+        """The load's one result: claim the shard, or fail."""
+        if generation != self.generation or self.phase is not ShardPhase.LOADING or self._load is None:
+            return
+        load, self._load = self._load, None
+        if isinstance(outcome, LoadFailed):
+            self._fail(str(outcome))
+            return
+        self._read_seconds = outcome.read_seconds
+        self.next_offset = self.committed_offset = outcome.next_offset
+        self.epoch = outcome.epoch
+        self._transition_to(ShardPhase.CLAIMING)
+        fut: asyncio.Future[Any] = self.host.loop.create_future()
+        fut.add_done_callback(lambda done: self._claimed(generation, done))
+        # Appended before the survivors are decoded: what it says is known already, and the
+        # decoding then overlaps the append's round trip and read-back (which are handled on
+        # this thread only after it). Should a survivor prove unreadable, the shard fails
+        # with its epoch written: the previous owner is fenced, as it would be by any load.
+        self._append(outcome.claim, fut, None, atomic=False)
+        try:
+            self._replayer = load.tailing()
+        except LoadFailed as exc:
+            self._fail(str(exc))
+
+    def _claimed(self, generation: int, fut: asyncio.Future[Any]) -> None:
+        # Done callbacks run later: a reload may have started a new load meanwhile.
+        if generation != self.generation or fut.cancelled() or fut.exception() is not None:
+            return
+        self._transition_to(ShardPhase.ACTIVE)
+        self.load_report = LoadReport(
+            self.partition,
+            self._replayer.read,
+            time.perf_counter() - self._load_started,
+            self.epoch,
+            self._read_seconds,
+        )
+        self.observer.loaded(self.partition, self.load_report.seconds)
+        self.submit(lambda state, now: self.handlers.on_loaded(state, now))
 
     def on_records(self, generation: int, messages: list[Message]) -> None:
-        if generation != self.generation:
+        """Records read after the load's end: ours (their offsets were noted at the append, so
+        they are not decoded again) or another writer's."""
+        if generation != self.generation or self.phase not in (ShardPhase.CLAIMING, ShardPhase.ACTIVE):
             return
         replayer = self._replayer
-        # Once we write (active, or appending our ShardEpoch), every record from the end of the
-        # load on is ours; the first offset holding another writer's record, if any:
+        # Every record from the end of the load on is ours; the first offset holding another
+        # writer's record, if any:
         foreign: int | None = None
-        writing = self.status is ShardStatus.ACTIVE or self._finishing
         try:
-            if not writing and not self._inflight:
-                # Loading: none of these records can be ours, so the replayer may take them in bulk.
-                replayer.feed_messages(messages)
-                messages = []
             for msg in messages:
                 offset = msg.offset()
                 if offset is None or offset < replayer.next_offset:
@@ -307,14 +407,14 @@ class Shard(Generic[S]):
                     if ours is not None and ours[1] == key and ours[2] == value and ours[3] == list(msg.headers() or ())
                     else None
                 )
-                if writing and foreign is None and decoded is None and (ours is not None or offset >= self.next_offset):
+                if foreign is None and decoded is None and (ours is not None or offset >= self.next_offset):
                     foreign = offset
                 replayer.feed(offset, key, value, msg.headers(), decoded)
         except Exception as exc:  # a replay bug must not leave a half-applied state serving
             self._fail(replayer.failure(exc))
             return
         self.committed_offset = replayer.next_offset
-        if self.status is ShardStatus.ACTIVE and replayer.max_epoch > self.epoch:
+        if self.phase is ShardPhase.ACTIVE and replayer.max_epoch > self.epoch:
             self._fence(replayer.max_epoch)
             return
         if foreign is not None:
@@ -324,19 +424,6 @@ class Shard(Generic[S]):
             self.reload(f"another writer appended at offset {foreign}")
             return
         self._release()
-
-    def on_end(self, generation: int, end_offset: int) -> None:
-        if generation != self.generation or self.status is not ShardStatus.LOADING or self._finishing:
-            return
-        # The reader is at the high watermark: everything committed so far has been replayed
-        # (offsets below end_offset that were never delivered were removed by compaction).
-        self._replayer.next_offset = max(self._replayer.next_offset, end_offset)
-        self._finish_load(self._replayer.next_offset)
-
-    def on_load_failed(self, generation: int, reason: str) -> None:
-        """The reader, feeding the load's replayer itself, could not replay a record."""
-        if generation == self.generation:
-            self._fail(reason)
 
     def on_error(self, generation: int, error: KafkaError) -> None:
         if generation != self.generation:
@@ -353,86 +440,8 @@ class Shard(Generic[S]):
             elif offset != expected:
                 # Someone else appended to our partition: our state no longer matches the log.
                 self.reload(f"append landed at offset {offset}, expected {expected}")
-        if self._reload_when_drained and self._unreported == 0:
-            self.load()
-
-    # --- loading -------------------------------------------------------------------------
-
-    def _finish_load(self, end_offset: int) -> None:
-        self._finishing = True
-        self._read_seconds = time.perf_counter() - self._load_started
-        try:
-            self._replayer.end_read()
-        except Exception as exc:
-            self._fail(self._replayer.failure(exc, finishing=True))
-            return
-        self.next_offset = end_offset
-        self.committed_offset = end_offset
-        records: list[CoordinatorRecord] = []
-        open_batch = self._replayer.open_batch()
-        self.epoch = self._replayer.max_epoch + 1
-        if open_batch is not None:
-            first, last = open_batch
-            log.warning("shard %d: aborting batch cut short at offsets %d-%d", self.partition, first, last)
-            records.append(
-                CoordinatorRecord(
-                    RecordType.BATCH_ABORT, BatchAbortKey(first), BatchAbortValue(first, last, self.epoch)
-                )
-            )
-        # Compaction would keep aborted and fenced records as the latest of their keys:
-        # re-state the valid values (see ``LogReplayer.restores``).
-        restores = self._replayer.restores()
-        records.extend(restores)
-        self._replayer.stop_tracking()
-        records.append(
-            CoordinatorRecord(
-                RecordType.SHARD_EPOCH,
-                ShardEpochKey(self.epoch),
-                ShardEpochValue(self.epoch, self.host.owner_id, self.host.clock.now_ms()),
-            )
-        )
-        # The earlier owners' ShardEpoch records: without tombstones each load would leave one
-        # that compaction keeps forever. Ours follows them, and fencing takes the highest epoch
-        # read so far; what they fenced is superseded by restores (this load's or an earlier one's).
-        records.extend(
-            CoordinatorRecord(RecordType.SHARD_EPOCH, ShardEpochKey(epoch), None)
-            for epoch in sorted(self._replayer.epoch_keys)
-            if epoch < self.epoch
-        )
-        fut: asyncio.Future[Any] = self.host.loop.create_future()
-        generation = self.generation
-        fut.add_done_callback(lambda done: self._activated(generation, done))
-        # Appended before the survivors are decoded: what it says is known already, and the
-        # decoding then overlaps the append's round trip and read-back (which are handled on
-        # this thread only after it). Should a survivor prove unreadable, the shard fails
-        # with its epoch written: the previous owner is fenced, as it would be by any load.
-        self._append(records, fut, None, atomic=False)
-        try:
-            # The load decoded nothing but the log's own records; replay the survivors now.
-            self._replayer.replay_survivors()
-        except Exception as exc:
-            self._fail(self._replayer.failure(exc, finishing=True))
-            return
-        # From here on, the reader replays into the committed state only.
-        self._replayer.targets = [self.committed]
-        for record in restores:
-            self.live.replay(record)
-
-    def _activated(self, generation: int, fut: asyncio.Future[Any]) -> None:
-        # Done callbacks run later: a reload may have started a new load meanwhile.
-        if generation != self.generation or fut.cancelled() or fut.exception() is not None:
-            return
-        self.status = ShardStatus.ACTIVE
-        self.load_report = LoadReport(
-            self.partition,
-            self._replayer.read,
-            time.perf_counter() - self._load_started,
-            self.epoch,
-            self._read_seconds,
-        )
-        self.observer.loaded(self.partition, self.load_report.seconds)
-        self._loaded.set()
-        self.submit(lambda state, now: self.handlers.on_loaded(state, now))
+        if self.phase is ShardPhase.DRAINING and self._unreported == 0:
+            self._transition_to(ShardPhase.LOADING, self.error or "")
 
     # --- write path ----------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import asyncio
 import pytest
 
 from coordinator.errors import ErrorCode
+from coordinator.runtime.load import LoadResult
 from tests.integration.runtime_helpers import commit_request, fetch_request, running_service
 from tests.messages import client
 
@@ -30,9 +31,9 @@ def test_a_recreated_shard_loads_whatever_its_predecessor_reader_reported(bootst
             stale, end = old.generation, old.committed_offset
             runtime.unload_shard(0)
             fresh = runtime.load_shard(0)
-            # The reader's last report of the end of the partition for the old shard, queued on the
-            # loop before it saw the unassignment.
-            runtime._shard_call(0, "on_end", stale, end)
+            # The reader's last report of the end of the partition for the old shard (its load's
+            # result), queued on the loop before it saw the unassignment.
+            runtime._shard_call(0, "on_loaded", stale, LoadResult(end, old.epoch + 1, [], [], 0, 0.0))
             await asyncio.wait_for(fresh.wait_loaded(), 20)
             (answer,) = await service.fetch_offsets(fetch_request("g49", "t", [0]))
             assert answer.error_code == 0 and answer.topics[0].partitions[0].committed_offset == 49

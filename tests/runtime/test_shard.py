@@ -8,11 +8,21 @@ from typing import Any
 import pytest
 
 from coordinator.runtime.api import Result
-from coordinator.runtime.shard import AppendFailed, Shard, ShardNotAvailable, ShardStatus
-from records import CoordinatorRecord, RecordType, decode
-from records.definitions import OffsetCommitKey, OffsetCommitValue
+from coordinator.runtime.headers import make_headers
+from coordinator.runtime.load import LoadFailed, LoadResult
+from coordinator.runtime.shard import (
+    AppendFailed,
+    IllegalTransition,
+    Shard,
+    ShardNotAvailable,
+    ShardPhase,
+    ShardStatus,
+)
+from records import CoordinatorRecord, RecordType, decode, encode
+from records.definitions import LogSkipKey, LogSkipValue, OffsetCommitKey, OffsetCommitValue
 from tests.runtime.test_replayer import Recorder, commit, offsets
-from tests.sim.kernel import LogFaults, SimHost, SimLog, SimLoop
+from tests.sim.invariants import invariant_shard_life
+from tests.sim.kernel import LogFaults, SimHost, SimLog, SimLoop, TransitionLog
 
 
 class Handlers:
@@ -218,9 +228,9 @@ def test_a_load_the_reader_could_not_replay_fails_the_shard_and_a_stale_report_i
     shard = world.shard()
     shard.load()
     stale = shard.generation - 1
-    shard.on_load_failed(stale, "from an earlier load")
+    shard.on_loaded(stale, LoadFailed("from an earlier load"))
     assert shard.status is ShardStatus.LOADING
-    shard.on_load_failed(shard.generation, "replay failed at offset 3: RuntimeError('boom')")
+    shard.on_loaded(shard.generation, LoadFailed("replay failed at offset 3: RuntimeError('boom')"))
     assert shard.status is ShardStatus.FAILED and shard.error == "replay failed at offset 3: RuntimeError('boom')"
 
 
@@ -276,8 +286,75 @@ def test_a_shard_created_anew_for_its_partition_ignores_its_predecessors_reader_
     second.load()
     # The reader's last report for the first shard, still queued on the loop when the second loads.
     with caplog.at_level("WARNING", logger="coordinator.runtime.shard"):
-        second.on_end(stale, 10_000)
+        second.on_loaded(stale, LoadResult(10_000, 9, [], [], 0, 0.0))
         world.run()
     assert not [r for r in caplog.records if "reloading" in r.getMessage()]
     assert second.status is ShardStatus.ACTIVE and offsets(second.committed) == {0: 1}
     assert second.next_offset == world.log.end[0]
+
+
+def test_an_illegal_transition_raises_and_leaves_the_shard_as_it_was() -> None:
+    world = World()
+    shard = world.shard()
+    with pytest.raises(IllegalTransition, match="closed -> active"):
+        shard._transition_to(ShardPhase.ACTIVE)  # serving without a load
+    assert shard.phase is ShardPhase.CLOSED and shard.generation == 0
+    shard = world.loaded()
+    with pytest.raises(IllegalTransition, match="active -> claiming"):
+        shard._transition_to(ShardPhase.CLAIMING)  # claiming without a load's end
+    assert shard.phase is ShardPhase.ACTIVE
+
+
+def test_a_reload_with_appends_in_flight_drains_them_before_it_loads() -> None:
+    world = World()
+    shard = world.loaded()
+    waiting = shard.submit(write(commit(0, 5)))
+    world.loop.step()  # the flush: the append is handed to the log, not yet reported
+    assert shard._unreported == 1
+    shard.reload("test")
+    assert shard.phase is ShardPhase.DRAINING and shard.status is ShardStatus.LOADING
+    assert isinstance(waiting.exception(), ShardNotAvailable)
+    world.run()
+    assert shard.status is ShardStatus.ACTIVE and offsets(shard.committed) == {0: 5} and shard.replay_matches()
+    moves = [(before, after) for _, before, after in world.hosts[0].transitions.seen]
+    assert moves[-4:] == [
+        (ShardPhase.ACTIVE, ShardPhase.DRAINING),
+        (ShardPhase.DRAINING, ShardPhase.LOADING),
+        (ShardPhase.LOADING, ShardPhase.CLAIMING),
+        (ShardPhase.CLAIMING, ShardPhase.ACTIVE),
+    ]
+
+
+def test_the_simulated_load_fails_at_an_unreadable_record_and_passes_it_once_an_operator_skips_it() -> None:
+    """The simulated host runs the production ``ShardLoad``: an unreadable record fails the load,
+    naming its offset and the fix; a ``LogSkip`` written after it lets the next load pass over it."""
+    world = World()
+    shard = world.loaded()
+    shard.submit(write(commit(0, 5)))
+    world.run()
+    shard.close()
+    bad = world.log.write(0, b"\x00\x01garbage", b"\x00\x01\x00\x01garbage", make_headers(shard.epoch, 0, 1))
+    shard.load()
+    world.run()
+    assert shard.status is ShardStatus.FAILED
+    assert f"offset {bad}" in (shard.error or "") and f"log skip --partition 0 --offset {bad}" in (shard.error or "")
+    key, value = encode(CoordinatorRecord(RecordType.LOG_SKIP, LogSkipKey(bad), LogSkipValue(bad, "ops", 0, "bad")))
+    world.log.write(0, key, value, [])
+    shard.load()
+    world.run()
+    assert shard.status is ShardStatus.ACTIVE and offsets(shard.committed) == {0: 5} and shard.replay_matches()
+
+
+def test_the_shard_life_invariant_sees_a_move_outside_the_table_or_out_of_turn() -> None:
+    seen: list[str] = []
+    transitions = TransitionLog()
+    world = World()
+    shard = world.shard()
+    transitions.transitioned(shard, ShardPhase.CLOSED, ShardPhase.LOADING)
+    transitions.transitioned(shard, ShardPhase.LOADING, ShardPhase.ACTIVE)  # not in the table
+    transitions.transitioned(shard, ShardPhase.CLAIMING, ShardPhase.ACTIVE)  # out of turn: it was active
+    invariant_shard_life(transitions, seen.append)
+    assert seen == [
+        "shard 0 moved loading -> active, not in its transition table",
+        "shard 0 moved claiming -> active while active",
+    ]

@@ -12,9 +12,10 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.group_shard import GroupCoordinatorState
+from coordinator.runtime.clock import SystemClock
 from coordinator.runtime.headers import make_headers
+from coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
 from coordinator.runtime.log import CollectorPause, LogTailer
-from coordinator.runtime.replayer import LogReplayer
 from deploy.local_broker import free_port
 from records import CoordinatorRecord, RecordType, encode
 from records.definitions import OffsetCommitKey, OffsetCommitValue
@@ -36,6 +37,10 @@ class Unreadable:
         raise RuntimeError("boom")
 
 
+def new_load() -> ShardLoad:
+    return ShardLoad("log", 0, GroupCoordinatorState(), GroupCoordinatorState(), "me", SystemClock())
+
+
 def test_a_load_whose_replay_raises_on_the_reader_thread_is_reported_once_and_dropped() -> None:
     failed: list[tuple[int, int, str]] = []
     delivered: list[tuple[int, int, int]] = []
@@ -43,14 +48,12 @@ def test_a_load_whose_replay_raises_on_the_reader_thread_is_reported_once_and_dr
         {"bootstrap.servers": f"127.0.0.1:{free_port()}"},  # nothing listens: no record is read
         "log",
         on_records=lambda p, g, msgs: delivered.append((p, g, len(msgs))),
-        on_end=lambda p, g, offset: None,
+        on_loaded=lambda p, g, outcome: failed.append((p, g, str(outcome))),
         on_error=lambda p, g, err: None,
-        on_load_failed=lambda p, g, why: failed.append((p, g, why)),
     )
     try:
         tailer.stall()
-        loader = LogReplayer("log", 0, [GroupCoordinatorState()], deferred=True)
-        tailer._loading[0] = loader
+        tailer._loading[0] = new_load()
         tailer._deliver(0, 7, [Unreadable()] * 20)  # type: ignore[list-item]
         assert failed == [(0, 7, "replay failed at offset -1: RuntimeError('boom')")]
         # The failed load's replayer is not fed again: later records go to the shard, which has failed.
@@ -60,16 +63,16 @@ def test_a_load_whose_replay_raises_on_the_reader_thread_is_reported_once_and_dr
         tailer.close()
 
 
-class WatchedLoader(LogReplayer):
-    """A load's replayer that notes, at each delivery, whether the cyclic collector runs."""
+class WatchedLoad(ShardLoad):
+    """A load that notes, at each delivery, whether the cyclic collector runs."""
 
     def __init__(self) -> None:
-        super().__init__("log", 0, [GroupCoordinatorState()], deferred=True)
+        super().__init__("log", 0, GroupCoordinatorState(), GroupCoordinatorState(), "me", SystemClock())
         self.collector_on: list[bool] = []
 
-    def feed_messages(self, messages: Any) -> None:
+    def feed(self, messages: Any) -> None:
         self.collector_on.append(gc.isenabled())
-        super().feed_messages(messages)
+        super().feed(messages)
 
 
 def test_the_collector_is_held_off_while_a_load_is_read_and_back_on_at_its_end(
@@ -86,26 +89,32 @@ def test_the_collector_is_held_off_while_a_load_is_read_and_back_on_at_its_end(
         producer.poll(0)
     producer.flush(10)
     ended = threading.Event()
+    results: list[LoadResult | LoadFailed] = []
+
+    def loaded(partition: int, generation: int, outcome: LoadResult | LoadFailed) -> None:
+        results.append(outcome)
+        ended.set()
+
     tailer = LogTailer(
         {"bootstrap.servers": bootstrap},
         unique_name,
         on_records=lambda p, g, msgs: None,
-        on_end=lambda p, g, offset: ended.set(),
+        on_loaded=loaded,
         on_error=lambda p, g, err: None,
-        on_load_failed=lambda p, g, why: None,
     )
-    loader = WatchedLoader()
+    load = WatchedLoad()
     assert gc.isenabled()
     try:
-        tailer.assign_from_start(0, 1, loader)
+        tailer.load(0, 1, load)
         assert ended.wait(30)
-        assert len(loader.collector_on) >= 3
-        assert False in loader.collector_on  # paused while the records kept coming
+        assert len(load.collector_on) >= 3
+        assert False in load.collector_on  # paused while the records kept coming
         deadline = time.monotonic() + 5
         while not gc.isenabled() and time.monotonic() < deadline:
             time.sleep(0.01)
         assert gc.isenabled()  # and back on once the load is read
-        assert loader.read == 6000
+        (result,) = results
+        assert isinstance(result, LoadResult) and result.records_read == 6000 and result.next_offset == 6000
     finally:
         tailer.close()
     assert gc.isenabled()

@@ -8,6 +8,8 @@ through ``fail`` (which adds the seed and the trace). The workloads call them af
 4. An acknowledged write survives the loss of any coordinator process.
 5. A fenced or stale member's commit is rejected.
 6. Every subscribed partition is eventually owned by exactly one live member once quiet.
+
+Besides these, ``invariant_shard_life``: every shard moves only along its transition table.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from typing import Any
 
 from coordinator.group_shard import GroupCoordinatorState
 from coordinator.groups.classic import ClassicGroupsState
-from coordinator.runtime.shard import Shard
+from coordinator.runtime.shard import TRANSITIONS, Shard, ShardPhase
 from records import RecordType, decode
 from tests.sim.clients import TP, ConsumerClient
-from tests.sim.kernel import SimLog
+from tests.sim.kernel import SimLog, TransitionLog
 
 Fail = Callable[[str], None]
 
@@ -123,6 +125,23 @@ def invariant_2_logged_generations(log: SimLog, partition: int, cursor: list[int
                 fail(f"2. logged generation went back to {record.value.generation}")
             cursor[1] = max(cursor[1], record.value.generation)
     cursor[0] = len(entries)
+
+
+# --- the shard's life -----------------------------------------------------------------------------
+
+
+def invariant_shard_life(transitions: TransitionLog, fail: Fail) -> None:
+    """Every phase change seen since the last check is in the shard's transition table, and each
+    shard's changes chain: each starts where its previous one ended, the first from CLOSED."""
+    seen = transitions.seen
+    for shard, before, after in seen[transitions.checked :]:
+        expected = transitions.phase_of.get(id(shard), ShardPhase.CLOSED)
+        if before is not expected:
+            fail(f"shard {shard.partition} moved {before.value} -> {after.value} while {expected.value}")
+        if after not in TRANSITIONS[before]:
+            fail(f"shard {shard.partition} moved {before.value} -> {after.value}, not in its transition table")
+        transitions.phase_of[id(shard)] = after
+    transitions.checked = len(seen)
 
 
 # --- 3. replay ------------------------------------------------------------------------------------

@@ -4,8 +4,9 @@
 ``runtime.Shard`` (futures, ``call_soon``/``call_later`` timers) runs on it unchanged and a whole
 run is a pure function of its seed. ``SimLog`` is an in-memory log topic (offsets, compaction,
 append faults); ``SimHost`` is one coordinator process's view of it and implements ``ShardHost``,
-so the shard's write path, read-back release, batch abort and epoch fencing, and ``LogReplayer``,
-are what the scenarios exercise. Several hosts over one log model ownership moves and zombies.
+so the shard's write path, read-back release, batch abort and epoch fencing, its transition
+table, and the production load (``ShardLoad``: bulk runs, skips, restores, load failures) are what
+the scenarios exercise. Several hosts over one log model ownership moves and zombies.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from confluent_kafka import KafkaError
 
 from coordinator.runtime.api import ShardState
 from coordinator.runtime.clock import ManualClock
+from coordinator.runtime.load import LoadFailed, ShardLoad
 from coordinator.runtime.replayer import LogReplayer
-from coordinator.runtime.shard import DeliveryReport, LogRecord, Shard, ShardHandlers
+from coordinator.runtime.shard import DeliveryReport, LogRecord, Shard, ShardHandlers, ShardObserver, ShardPhase
 
 LOG_TOPIC = "sim-log"
 
@@ -233,6 +235,19 @@ class SimLog:
         return replayer
 
 
+class TransitionLog(ShardObserver):
+    """Every phase change of a host's shards, in order, for ``invariants.invariant_shard_life``."""
+
+    def __init__(self) -> None:
+        # (the shard, kept so that its id stays its own, phase before, phase after)
+        self.seen: list[tuple[Shard[Any], ShardPhase, ShardPhase]] = []
+        self.checked = 0  # how many of ``seen`` the invariant has checked
+        self.phase_of: dict[int, ShardPhase] = {}  # id of the shard -> its phase, as checked so far
+
+    def transitioned(self, shard: Shard[Any], before: ShardPhase, after: ShardPhase) -> None:
+        self.seen.append((shard, before, after))
+
+
 class SimHost:
     """One coordinator process over a ``SimLog``: the ``ShardHost`` of its shards."""
 
@@ -257,6 +272,8 @@ class SimHost:
         self.shards: dict[int, Shard[Any]] = {}
         self.stalled = False
         self._readers: dict[int, list[int]] = {}  # partition -> [generation, next offset, scheduled]
+        self._loads: dict[int, ShardLoad] = {}  # partition -> the load its reader runs, until the end
+        self.transitions = TransitionLog()
         self._wedged: dict[int, int] = {}  # partition -> the reader generation that delivers nothing
         self._write_at = 0  # one producer: appends land in the order they were made
         self._poisoned: set[int] = set()  # partitions whose writer failed (gapless guarantee)
@@ -268,6 +285,7 @@ class SimHost:
         shard = self.shards.get(partition)
         if shard is None:
             shard = self.shards[partition] = Shard(self, partition, handlers)
+            shard.observer = self.transitions
         return shard
 
     # --- ShardHost -----------------------------------------------------------------------------
@@ -313,14 +331,17 @@ class SimHost:
         else:
             self.loop.call_later(0.001, on_delivered, index, None, offset)
 
-    def assign_from_start(self, partition: int, generation: int, loader: object = None) -> None:
-        # The simulated reader delivers every record through ``on_records``; the loader is not used.
+    def load(self, partition: int, generation: int, load: ShardLoad) -> None:
+        # The simulated reader runs the load as the production reader does (``LogTailer``),
+        # on the simulated loop: the same ``ShardLoad``, fed in batches of random sizes.
         self._poisoned.discard(partition)  # a reload appends through a new writer
         self._readers[partition] = [generation, 0, 0]
+        self._loads[partition] = load
         self._schedule_read(partition)
 
     def unassign(self, partition: int) -> None:
         self._readers.pop(partition, None)
+        self._loads.pop(partition, None)
 
     def may_reload(self, partition: int, reason: str) -> bool:
         return True  # one simulated process per shard decides for itself
@@ -362,9 +383,19 @@ class SimHost:
         if shard is None:
             return
         batch = self.log.read(partition, reader[1], self.rng.randint(1, 64))
+        load = self._loads.get(partition)
         if batch:
             reader[1] = batch[-1].offset + 1
-            shard.on_records(generation, [SimMessage(e) for e in batch])  # type: ignore[misc]
+            messages = [SimMessage(e) for e in batch]
             self._schedule_read(partition)
-        else:
-            shard.on_end(generation, self.log.end.get(partition, 0))
+            if load is None:
+                shard.on_records(generation, messages)  # type: ignore[arg-type]
+                return
+            try:
+                load.feed(messages)
+            except LoadFailed as exc:
+                del self._loads[partition]
+                shard.on_loaded(generation, exc)
+        elif load is not None:
+            del self._loads[partition]
+            shard.on_loaded(generation, load.end(self.log.end.get(partition, 0)))

@@ -27,6 +27,10 @@ def test_ownership_moves_zombies_and_faults_keep_the_invariants() -> None:
     assert stats["commit:UNKNOWN_SERVER_ERROR"] > 0, stats  # oversized records refused alone
     assert stats["compacted"] > 0 and stats["crash"] > 0, stats
     assert stats["commit:NONE"] > 1000 and stats["hb:NOT_COORDINATOR"] > 0, stats
+    # The shard's life, as its transition table has it (checked move by move by the invariant).
+    for move in ("loading->claiming", "claiming->active", "active->draining", "draining->loading"):
+        assert stats[f"phase:{move}"] > 0, (move, stats)
+    assert stats["phase:active->fenced"] > 0 and stats["phase:fenced->loading"] > 0, stats
 
 
 @pytest.mark.slow

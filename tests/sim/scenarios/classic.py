@@ -325,6 +325,7 @@ class Simulation:
         raise InvariantViolation(f"seed={self.sc.seed} t={self.now}ms step={self.steps}: {message}\n{self.sc}\n{tail}")
 
     def check(self) -> None:
+        invariants.invariant_shard_life(self.host.transitions, self.fail)
         invariants.invariant_1_no_partition_owned_twice(((c.name, c.owned) for c in self.clients if c.alive), self.fail)
         invariants.invariant_2_logged_generations(self.log, 0, self.logged, self.fail)
         shard = self.shard

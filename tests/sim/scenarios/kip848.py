@@ -334,6 +334,7 @@ class Simulation(ConsumerDriver):
     def after_step(self) -> bool:
         """Check the invariants if the step could have changed what they look at (a client event,
         or records read back into the committed state); False if it could not."""
+        invariants.invariant_shard_life(self.host.transitions, self.fail)
         self.steps += 1
         shard = self.shard
         if not self.dispatched and shard.committed_offset == self.checked_offset:
@@ -386,6 +387,7 @@ class Simulation(ConsumerDriver):
         return out
 
     def check_final(self) -> None:
+        invariants.invariant_shard_life(self.host.transitions, self.fail)
         invariants.invariant_6_quiet_group_covered(self.shard.committed, GROUP, self.clients, self.wanted(), self.fail)
         shard = self.shard
         for _ in range(10_000):  # let writes in flight be read back (a few ms of simulated time)

@@ -300,6 +300,7 @@ class Simulation:
 
     def check(self) -> None:
         self.steps += 1
+        invariants.invariant_shard_life(self.host.transitions, self.fail)
         invariants.invariant_1_no_partition_owned_twice(((p.name, self.owned(p)) for p in self.live()), self.fail)
         shard = self.shard
         if shard.status is ShardStatus.ACTIVE and shard.caught_up and not shard.replay_matches():

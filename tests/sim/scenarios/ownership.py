@@ -289,6 +289,8 @@ class Simulation(ConsumerDriver):
 
     # --- checks --------------------------------------------------------------------------------
     def check(self) -> None:
+        for host in self.hosts:
+            invariants.invariant_shard_life(host.transitions, self.fail)
         shard = self.shard(self.owner)
         if shard.status is ShardStatus.ACTIVE:
             group = shard.committed.consumer.group(GROUP)
@@ -340,6 +342,9 @@ class Simulation(ConsumerDriver):
         if any(len(g) > 1000 for g in shard.committed.offsets.offsets):
             self.fail("an oversized group id was applied")
         self.stats["skipped-zombie-records"] += self.log.replay(PARTITION, type(shard.committed)()).skipped
+        for host in self.hosts:
+            invariants.invariant_shard_life(host.transitions, self.fail)
+            self.stats.update(f"phase:{before.value}->{after.value}" for _, before, after in host.transitions.seen)
 
 
 def run_seed(seed: int, **kwargs: Any) -> Simulation:
