@@ -45,7 +45,9 @@ class AuthorizationSettings(BaseModel):
 
     # "cluster": DescribeAcls on the backing cluster, refreshed; "file": a local JSON/TOML file.
     acls: Literal["cluster", "file"] = "cluster"
+    # The ACL file when acls = "file" (JSON or TOML).
     acl_file: Path | None = None
+    # How often the ACLs are read again.
     refresh_interval_ms: int = Field(30_000, ge=1000)
     # Kafka's super.users: principals ("User:<name>") allowed everything.
     super_users: list[str] = Field(default_factory=list)
@@ -64,25 +66,41 @@ class GatewaySettings(BaseModel):
 
     model_config = {"frozen": True, "extra": "forbid"}
 
+    # Largest request frame read from a client; a larger one closes the connection.
     max_frame_bytes: int = Field(100 * 1024 * 1024, gt=0)
+    # Client connections open at once; more are refused.
     max_connections: int = Field(1000, gt=0)
+    # Requests read ahead of their answers on one connection.
     max_in_flight_per_connection: int = Field(64, gt=0)
+    # Kafka's max.connections.per.ip; lower it when clients are many hosts.
     max_connections_per_ip: int = Field(1000, gt=0)
+    # Request frames being read plus forwarded answers not yet written, all connections.
     max_buffered_bytes: int = Field(512 * 1024 * 1024, gt=0)
+    # Forwarded answers one connection may hold unwritten.
     max_buffered_bytes_per_connection: int = Field(100 * 1024 * 1024, gt=0)
+    # Kafka's connections.max.idle.ms: an idle connection is closed after this.
     connections_max_idle_ms: int = Field(600_000, gt=0)
+    # A frame, once started, must arrive within this (slowloris).
     request_read_timeout_ms: int = Field(30_000, gt=0)
+    # A TLS handshake in progress holds a connection slot for at most this.
     tls_handshake_timeout_ms: int = Field(10_000, gt=0)
+    # Array elements in one group request (nested summed); more closes the connection.
     max_group_request_elements: int = Field(10_000, gt=0)
+    # A larger group request is refused (connection closed) before it is decoded.
     max_group_request_bytes: int = Field(2 * 1024 * 1024, gt=0)
     # The most one group read request's answer may take (coordinator/service/answer_budget.py);
     # entries beyond it are answered UNKNOWN_SERVER_ERROR. Not a listener setting: the service
     # applies it while it builds the answer.
     max_group_response_bytes: int = Field(DEFAULT_MAX_ANSWER_BYTES, ge=1024 * 1024)
+    # Broker node id -> local port of its forwarded listener; ephemeral ports when empty.
     broker_listen_ports: dict[int, int] = Field(default_factory=dict)
+    # TLS on the client listener; off when unset.
     listener_tls: TlsSettings | None = None
+    # TLS towards the cluster; off when unset.
     upstream_tls: TlsSettings | None = None
+    # "required": clients authenticate (SASL or mTLS), verified by the cluster (see Security).
     authentication: Literal["none", "required"] = "none"
+    # Allow authentication where all clients would reach the cluster as one identity.
     allow_shared_upstream_identity: bool = False
     authorization: AuthorizationSettings = Field(default_factory=AuthorizationSettings)
 
@@ -105,7 +123,9 @@ class PlacementSettings(BaseModel):
     node_id: int | None = Field(
         None, ge=0, lt=2**31 - 2**20, description="Node id clients see for this process; default derived."
     )
+    # session.timeout.ms of this process in the placement group.
     session_timeout_ms: int = Field(10_000, ge=1000, le=300_000)
+    # heartbeat.interval.ms of this process in the placement group.
     heartbeat_interval_ms: int = Field(1000, ge=100, le=60_000)
     # auto: cooperative-sticky when the cluster advertises ConsumerGroupHeartbeat (a KIP-848 group
     # coordinator: Apache Kafka 4.x, or another groupcoord), else the eager roundrobin. The local
@@ -125,6 +145,7 @@ class Settings(BaseSettings):
     listen: str = Field("127.0.0.1:9094", description="HOST:PORT of the Kafka-protocol listener.")
     advertised_host: str | None = Field(None, description="Host name clients should use; defaults to the listen host.")
     embedded_broker_listen: str = Field("127.0.0.1:9092", description="Where the embedded broker listens.")
+    # The compacted topic that holds the coordinator's state.
     log_topic: str = Field("__group_coordinator_log", min_length=1, max_length=249)
     log_partitions: int = Field(16, ge=1, le=10_000, description="Partition count of the log topic, fixed at creation.")
     log_replication_factor: int = Field(1, ge=1, le=32, description="Use 3 on a production cluster.")
@@ -148,6 +169,7 @@ class Settings(BaseSettings):
     stuck_shard_reload_ms: int = Field(
         60_000, ge=1000, description="A write not read back from the log within this reloads its shard."
     )
+    # Logging threshold: DEBUG, INFO, WARNING or ERROR.
     log_level: str = Field("WARNING", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
     event_loop: str = Field(
         "auto", pattern="^(auto|uvloop|asyncio)$", description="uvloop when installed (auto), or asyncio's own loop."

@@ -19,12 +19,17 @@ class TlsSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    # CA bundle (ssl.cafile).
     cafile: Path | None = None
+    # Certificate chain (ssl.certfile).
     certfile: Path | None = None
+    # Private key (ssl.keyfile), unless it is in certfile.
     keyfile: Path | None = None
+    # Password of the private key (ssl.key.password).
     password: str | None = None
     # ssl.endpoint.identification.algorithm=https; only meaningful towards the cluster.
     check_hostname: bool = True
+    # On the listener: clients must present a certificate that cafile verifies (mTLS).
     require_client_cert: bool = False
 
     def server_context(self) -> ssl.SSLContext:
