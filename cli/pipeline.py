@@ -200,10 +200,6 @@ def _table(title: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
     out.print(table)
 
 
-def _jsonable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()} for r in rows]
-
-
 @pipeline_app.command()
 def snapshot(
     out_dir: Annotated[str, typer.Option("--out", help="Directory for the tables (DIR/offsets, DIR/groups, ...).")],
