@@ -32,9 +32,8 @@ def test_a_snapshot_every_n_updates_and_the_slots_are_reused() -> None:
     for n in range(7):
         h.acquire("m1", [OffsetRange(n, n)], 1, now=0)
     assert kinds(h) == ["S", "U0", "U1", "S", "U0", "U1", "S", "U0"]
-    snapshots: list[ShareSnapshotValue] = [
-        decode(k, v).value for k, v in h.log if decode(k, v).type == RecordType.SHARE_SNAPSHOT
-    ]
+    values = [decode(k, v).value for k, v in h.log]
+    snapshots = [s for s in values if isinstance(s, ShareSnapshotValue)]
     assert [s.snapshot_epoch for s in snapshots] == [0, 1, 2]
     # The last snapshot holds everything written before it.
     assert snapshots[-1].state_batches == [ShareStateBatch(0, 5, int(RecordState.AVAILABLE), 1)]
@@ -128,7 +127,8 @@ def test_a_reset_is_a_snapshot_with_a_new_state_epoch() -> None:
     h.acquire("m1", [OffsetRange(0, 9)], 100, now=0)
     records = h.store.records_for(KEY, ShareStateChange(100, (), state_epoch=1, reset=True))
     assert [r.type for r in records] == [RecordType.SHARE_SNAPSHOT]
-    value: ShareSnapshotValue = records[0].value
+    value = records[0].value
+    assert isinstance(value, ShareSnapshotValue)
     assert value.state_epoch == 1 and value.state_batches == [] and value.snapshot_epoch == 1
 
 
