@@ -17,9 +17,11 @@ Records (Kafka's share coordinator, on this project's compacted log):
   keeps at most ``updates_per_snapshot`` + 1 records per share-partition, and never drops one that
   replay needs: every update of the current snapshot epoch is the newest value of its slot.
 
-Replay applies a snapshot whole, and an update only if it carries the current snapshot epoch and
-the next slot in sequence (anything else is a leftover of an older snapshot, which compaction has
-not removed yet). Loading the compacted log and loading the full log give the same state.
+Replay keeps the newest snapshot and the newest update of each slot; the state is the snapshot
+with the updates of its epoch applied in slot order (an update of another epoch is a leftover of
+an older snapshot that compaction has not removed yet). The state is thus a function of the newest
+value of each key, whatever order those are read in: the full log, the compacted log, and a load
+whose restores re-append some keys' valid values at the end (after a zombie) agree.
 """
 
 from __future__ import annotations
@@ -37,8 +39,10 @@ from records.definitions import (
     ShareUpdateValue,
 )
 
-# share.coordinator.snapshot.update.records.per.snapshot (Kafka's default).
-DEFAULT_UPDATES_PER_SNAPSHOT = 500
+# Kafka's share.coordinator.snapshot.update.records.per.snapshot is 500. Here the newest update
+# of each slot is kept in memory (see ``replay``) and a load reads every one, so fewer: a snapshot
+# is small anyway (SPSO and the in-flight window's states, merged into runs).
+DEFAULT_UPDATES_PER_SNAPSHOT = 50
 
 # The durable state ids: ACQUIRED is written as AVAILABLE (see the module docstring).
 DURABLE_STATES = frozenset({int(RecordState.AVAILABLE), int(RecordState.ACKNOWLEDGED), int(RecordState.ARCHIVED)})
@@ -70,7 +74,7 @@ class DurableShareState:
     start_offset: int
     state_epoch: int = 0
     snapshot_epoch: int = 0
-    # Updates applied since the snapshot: the slot of the next update.
+    # The slot of the next update (one past the last update applied on the snapshot).
     updates: int = 0
     topic_id: str | None = None
     # offset -> (durable state id, delivery count), offsets >= start_offset only.
@@ -118,6 +122,9 @@ class ShareStateStore:
     def __init__(self, updates_per_snapshot: int = DEFAULT_UPDATES_PER_SNAPSHOT) -> None:
         self.updates_per_snapshot = updates_per_snapshot
         self.partitions: dict[SharePartitionKey, DurableShareState] = {}
+        # The newest value of each key, which the state is computed from.
+        self._snapshots: dict[SharePartitionKey, ShareSnapshotValue] = {}
+        self._slots: dict[SharePartitionKey, dict[int, ShareUpdateValue]] = {}
 
     def get(self, key: SharePartitionKey) -> DurableShareState | None:
         return self.partitions.get(key)
@@ -163,25 +170,50 @@ class ShareStateStore:
 
     # --- replay ----------------------------------------------------------------------------
     def replay(self, record: CoordinatorRecord) -> None:
+        """Keep the newest snapshot and update of each key; the state is the snapshot with the
+        updates of its epoch applied in slot order. It is thus a function of the newest value of
+        each key whatever order they are read in: a compacted log, and a load that re-appends
+        some keys' valid values at the end (the runtime's restores after a zombie), give the
+        same state as the full log."""
+        k = record.key
+        key = SharePartitionKey(k.group, k.topic, k.partition)
         if record.type == RecordType.SHARE_SNAPSHOT:
-            k = record.key
-            key = SharePartitionKey(k.group, k.topic, k.partition)
             if record.value is None:
-                self.partitions.pop(key, None)
-                return
-            v: ShareSnapshotValue = record.value
-            state = DurableShareState(v.start_offset, v.state_epoch, v.snapshot_epoch, 0, v.topic_id)
-            state.apply(v.start_offset, _valid(v.state_batches))
-            self.partitions[key] = state
+                self._snapshots.pop(key, None)
+            else:
+                self._snapshots[key] = record.value
+            self._rebuild(key)
         elif record.type == RecordType.SHARE_UPDATE:
-            k = record.key
-            current = self.partitions.get(SharePartitionKey(k.group, k.topic, k.partition))
+            slots = self._slots.setdefault(key, {})
             u: ShareUpdateValue | None = record.value
-            # A tombstone, or an update of an older snapshot that compaction has not removed yet.
-            if u is None or current is None or u.snapshot_epoch != current.snapshot_epoch or k.slot != current.updates:
+            old = slots.pop(k.slot, None)
+            if u is not None:
+                slots[k.slot] = u
+            elif not slots:
+                del self._slots[key]
+            current = self.partitions.get(key)
+            if current is None:
                 return
-            current.apply(u.start_offset, _valid(u.state_batches))
-            current.updates += 1
+            if u is not None and u.snapshot_epoch == current.snapshot_epoch and k.slot == current.updates:
+                current.apply(u.start_offset, _valid(u.state_batches))  # the next one, as written
+                current.updates += 1
+            elif (u is not None and u.snapshot_epoch == current.snapshot_epoch) or (
+                old is not None and old.snapshot_epoch == current.snapshot_epoch
+            ):
+                self._rebuild(key)
+
+    def _rebuild(self, key: SharePartitionKey) -> None:
+        v = self._snapshots.get(key)
+        if v is None:
+            self.partitions.pop(key, None)
+            return
+        state = DurableShareState(v.start_offset, v.state_epoch, v.snapshot_epoch, 0, v.topic_id)
+        state.apply(v.start_offset, _valid(v.state_batches))
+        for slot, u in sorted(self._slots.get(key, {}).items()):
+            if u.snapshot_epoch == v.snapshot_epoch:
+                state.apply(u.start_offset, _valid(u.state_batches))
+                state.updates = slot + 1
+        self.partitions[key] = state
 
     def picture(self) -> dict[SharePartitionKey, tuple[int, int, tuple[tuple[int, int, int], ...]]]:
         return {k: v.picture() for k, v in sorted(self.partitions.items(), key=lambda kv: repr(kv[0]))}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from coordinator.errors import ErrorCode
 from coordinator.share.partition_types import (
     AcknowledgementBatch,
@@ -90,23 +93,45 @@ def test_failover_at_every_point_of_a_history_replays_the_same() -> None:
         assert replay(compact(h.log[:cut]), 2).picture() == replay(h.log[:cut], 2).picture()
 
 
-def test_replay_ignores_updates_of_an_older_snapshot_and_out_of_sequence_slots() -> None:
-    store = ShareStateStore(updates_per_snapshot=5)
-    snap_key = ShareSnapshotKey("g", "t", 0)
-    store.replay(CoordinatorRecord(RecordType.SHARE_SNAPSHOT, snap_key, ShareSnapshotValue(3, 0, 10)))
-    batch = [ShareStateBatch(10, 10, int(RecordState.ACKNOWLEDGED), 1)]
-    store.replay(
-        CoordinatorRecord(RecordType.SHARE_UPDATE, ShareUpdateKey("g", "t", 0, 0), ShareUpdateValue(2, 11, batch))
-    )
-    store.replay(
-        CoordinatorRecord(RecordType.SHARE_UPDATE, ShareUpdateKey("g", "t", 0, 1), ShareUpdateValue(3, 11, batch))
-    )
-    state = store.get(KEY)
-    assert state is not None and state.start_offset == 10 and state.offsets == {} and state.updates == 0
-    store.replay(
-        CoordinatorRecord(RecordType.SHARE_UPDATE, ShareUpdateKey("g", "t", 0, 0), ShareUpdateValue(3, 11, batch))
-    )
-    assert state.start_offset == 11 and state.updates == 1
+def test_replay_applies_the_updates_of_the_snapshot_in_slot_order_whatever_the_read_order() -> None:
+    def snap(epoch: int) -> CoordinatorRecord:
+        return CoordinatorRecord(
+            RecordType.SHARE_SNAPSHOT, ShareSnapshotKey("g", "t", 0), ShareSnapshotValue(epoch, 0, 10)
+        )
+
+    def update(slot: int, epoch: int, state: RecordState) -> CoordinatorRecord:
+        value = ShareUpdateValue(epoch, 10, [ShareStateBatch(12, 12, int(state), 1)])
+        return CoordinatorRecord(RecordType.SHARE_UPDATE, ShareUpdateKey("g", "t", 0, slot), value)
+
+    stale = update(2, 2, RecordState.ARCHIVED)  # a slot of the previous snapshot
+    written = [snap(3), update(0, 3, RecordState.AVAILABLE), update(1, 3, RecordState.ACKNOWLEDGED)]
+    # A restore (the runtime re-appending a key's valid value after a zombie) reads a key late.
+    for order in ([stale, *written], [written[0], written[2], stale, written[1]], [written[2], written[1], written[0]]):
+        store = ShareStateStore(updates_per_snapshot=5)
+        for r in order:
+            store.replay(r)
+        state = store.get(KEY)
+        assert state is not None and state.offsets == {12: (int(RecordState.ACKNOWLEDGED), 1)}, order
+        assert state.updates == 2 and state.snapshot_epoch == 3
+    # A tombstone of an applied slot takes its change out again.
+    store.replay(CoordinatorRecord(RecordType.SHARE_UPDATE, ShareUpdateKey("g", "t", 0, 1), None))
+    assert store.get(KEY).offsets == {12: (int(RecordState.AVAILABLE), 1)}  # type: ignore[union-attr]
+
+
+@settings(max_examples=50, deadline=None)
+@given(data=st.data())
+def test_the_state_is_a_function_of_the_newest_value_of_each_key(data: st.DataObject) -> None:
+    h = Harness(updates_per_snapshot=3)
+    h.acquire("m1", [OffsetRange(0, 9)], 4, now=0)
+    h.acquire("m2", [OffsetRange(0, 9)], 4, now=0)
+    h.ack("m1", [AcknowledgementBatch(0, 3, (ACCEPT, REJECT, ACCEPT, RELEASE))], now=1)
+    h.ack("m2", [AcknowledgementBatch(4, 7, (ACCEPT,))], now=1)
+    h.acquire("m1", [OffsetRange(3, 12)], 100, now=2)
+    h.ack("m1", [AcknowledgementBatch(8, 9, (ACCEPT,))], now=3)
+    cut = data.draw(st.integers(1, len(h.log)))
+    newest = compact(h.log[:cut])
+    shuffled = data.draw(st.permutations(newest))
+    assert replay(shuffled, 3).picture() == replay(h.log[:cut], 3).picture()
 
 
 def test_replay_drops_batches_no_writer_produces() -> None:

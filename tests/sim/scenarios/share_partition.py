@@ -24,7 +24,8 @@ share_partition SEED`` replays one):
 4. Delivery counts never exceed ``share.delivery.count.limit``; a record is delivered at most that
    many times (the count survives failovers), and the count a member sees for it only grows.
 5. The records replay to the live partition's durable picture after every operation; the
-   compacted log replays to the same state as the full log; the committed SPSO never goes back.
+   compacted log, with some keys' values re-appended at its end (the runtime's restores), replays
+   to the same state as the full log; the committed SPSO never goes back.
 """
 
 from __future__ import annotations
@@ -352,6 +353,9 @@ class Simulation:
         if self.sc.compaction and self.rng.random() < 0.7:
             self.log.compact()
             self.stats["compacted"] += 1
+        if self.rng.random() < 0.3:
+            # The runtime's restores (after a zombie) re-append some keys' valid values at the end.
+            self.stats["restored"] += self.log.restore(self.rng)
         store = ShareStateStore(self.sc.per_snapshot)
         for key, value in self.log.values():
             store.replay(decode(key, value))
@@ -449,6 +453,14 @@ class SimCoordinatorLog:
         self.entries = [e for e in self.entries if e[0] < self.committed]
         self.next_seq = self.committed
         return lost
+
+    def restore(self, rng: random.Random) -> int:
+        newest = {key: (seq, value) for seq, key, value in self.entries}
+        again = [(key, value) for key, (_, value) in newest.items() if rng.random() < 0.3]
+        for key, value in again:
+            self.append(key, value)
+        self.commit()
+        return len(again)
 
     def compact(self) -> None:
         newest = {key: seq for seq, key, _ in self.entries}
