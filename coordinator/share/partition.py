@@ -30,7 +30,7 @@ from coordinator.share.partition_types import (
     RecordState,
     SharePartitionConfig,
 )
-from coordinator.share.state import DurableShareState, ShareStateChange, merge_batches
+from coordinator.share.state import MAX_BATCH_SPAN, DurableShareState, ShareStateChange, merge_batches
 
 _ACK_TARGET = {
     AcknowledgeType.GAP: RecordState.ARCHIVED,
@@ -183,7 +183,11 @@ class SharePartition:
         at most ``max_records``; new records only while the window is below
         ``max_in_flight_records``. Offsets in ``archive`` are never handed out: records of aborted
         transactions under ``share.isolation.level=read_committed`` and control records; they are
-        archived. An available record the fetch skipped over (compacted away) is archived too."""
+        archived. An available record the fetch skipped over (compacted away) is archived too.
+
+        The data path reads from ``next_fetch_offset()`` (after ``update_log_start_offset`` when
+        the log's start has passed it): offsets the fetch returned nothing for are taken to hold
+        no record, as Kafka does."""
         batches = sorted((b for b in fetched if b.last >= b.first), key=lambda b: b.first)
         if max_records <= 0 or not batches:
             return Acquired((), None)
@@ -193,7 +197,8 @@ class SharePartition:
         got: list[tuple[int, int]] = []  # (offset, delivery count)
         skip = _RangeSet(archive)
         lock_until = now + cfg.record_lock_duration_ms
-        room = cfg.max_in_flight_records - self.in_flight()
+        # (Also bounded by what replay accepts as one batch, whatever the configuration says.)
+        room = min(cfg.max_in_flight_records, MAX_BATCH_SPAN) - self.in_flight()
         limit = max_records
         throttled = False  # this fetch hands out records near the delivery-count limit
 

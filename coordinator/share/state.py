@@ -219,9 +219,10 @@ class ShareStateStore:
         return {k: v.picture() for k, v in sorted(self.partitions.items(), key=lambda kv: repr(kv[0]))}
 
 
-# A batch wider than this cannot come from this writer (the in-flight window is far smaller);
-# replaying it would only cost memory, so it is dropped.
-MAX_BATCH_SPAN = 1 << 20
+# A batch wider than this cannot come from this writer (``SharePartition.acquire`` keeps the
+# in-flight window below it; Kafka's max.record.locks is at most 10,000): replaying one would only
+# cost memory, so it is dropped.
+MAX_BATCH_SPAN = 1 << 17
 
 
 def _valid(batches: Iterable[ShareStateBatch]) -> Iterator[ShareStateBatch]:

@@ -323,7 +323,8 @@ class Simulation:
             if ok:
                 self.confirmed_accepts.update(accepts)
                 for o in offsets:
-                    if types[o] == AcknowledgeType.RENEW and o in m.held:
+                    # Only a lock the server held for m is renewed (one below SPSO is skipped).
+                    if types[o] == AcknowledgeType.RENEW and o in m.held and o in server_held:
                         m.held[o] = (m.held[o][0], t + self.config.record_lock_duration_ms)
 
         if res.change is None and ok:
