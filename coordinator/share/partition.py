@@ -33,10 +33,10 @@ from coordinator.share.partition_types import (
 from coordinator.share.state import MAX_BATCH_SPAN, DurableShareState, ShareStateChange, merge_batches
 
 _ACK_TARGET = {
-    AcknowledgeType.GAP: RecordState.ARCHIVED,
-    AcknowledgeType.ACCEPT: RecordState.ACKNOWLEDGED,
-    AcknowledgeType.RELEASE: RecordState.AVAILABLE,
-    AcknowledgeType.REJECT: RecordState.ARCHIVED,
+    int(AcknowledgeType.GAP): RecordState.ARCHIVED,
+    int(AcknowledgeType.ACCEPT): RecordState.ACKNOWLEDGED,
+    int(AcknowledgeType.RELEASE): RecordState.AVAILABLE,
+    int(AcknowledgeType.REJECT): RecordState.ARCHIVED,
 }
 
 
@@ -55,8 +55,8 @@ class InFlightRecord:
 
     def durable(self) -> tuple[int, int]:
         # A lock never survives a failover: acquired is written as available (not done yet).
-        state = RecordState.AVAILABLE if self.state == RecordState.ACQUIRED else self.state
-        return int(state), self.delivery_count
+        state = self.state
+        return (0 if state is RecordState.ACQUIRED else int(state)), self.delivery_count
 
     def __repr__(self) -> str:
         return f"InFlightRecord({self.state.name}, {self.delivery_count}, {self.member}, {self.deadline})"
@@ -201,6 +201,7 @@ class SharePartition:
         room = min(cfg.max_in_flight_records, MAX_BATCH_SPAN) - self.in_flight()
         limit = max_records
         throttled = False  # this fetch hands out records near the delivery-count limit
+        throttle_from, count_limit = cfg.throttle_delivery_count, cfg.delivery_count_limit
 
         # Records the log no longer has: available ones between the fetch offset and the data.
         lo = batches[0].first if fetch_offset is None else fetch_offset
@@ -223,20 +224,20 @@ class SharePartition:
                     touched[offset] = None
                 elif rec.state != RecordState.AVAILABLE:
                     continue
-                if offset in skip or rec.delivery_count >= cfg.delivery_count_limit:
+                if offset not in touched:
+                    touched[offset] = rec.durable()
+                if (skip and offset in skip) or rec.delivery_count >= count_limit:
                     # Not to be delivered, or the limit was lowered since it was released: done.
-                    touched.setdefault(offset, rec.durable())
                     rec.state = RecordState.ARCHIVED
                     continue
-                if rec.delivery_count >= cfg.throttle_delivery_count:
+                if rec.delivery_count >= throttle_from:
                     if not throttled:
                         if got:
                             break  # records near the limit go out in a lot of their own, later
                         throttled = True
-                        limit = max(1, max_records >> (rec.delivery_count - cfg.throttle_delivery_count + 1))
+                        limit = max(1, max_records >> (rec.delivery_count - throttle_from + 1))
                 elif throttled:
                     break
-                touched.setdefault(offset, rec.durable())
                 rec.state = RecordState.ACQUIRED
                 rec.delivery_count += 1
                 rec.member = member
@@ -290,7 +291,7 @@ class SharePartition:
                 rec.deadline = now + self.config.record_lock_duration_ms
                 heapq.heappush(self._locks, (rec.deadline, offset))
                 continue
-            self._release(rec, offset, _ACK_TARGET[AcknowledgeType(ack)], touched)
+            self._release(rec, offset, _ACK_TARGET[ack], touched)
         self._advance_start()
         return Acknowledged(ErrorCode.NONE, self._change(touched, before))
 
@@ -351,7 +352,8 @@ class SharePartition:
         return self._change({}, before)
 
     def _release(self, rec: InFlightRecord, offset: int, target: RecordState, touched: _Touched) -> None:
-        touched.setdefault(offset, rec.durable())
+        if offset not in touched:
+            touched[offset] = rec.durable()
         if target == RecordState.AVAILABLE and rec.delivery_count >= self.config.delivery_count_limit:
             target = RecordState.ARCHIVED
         rec.state = target
@@ -396,6 +398,9 @@ class _RangeSet:
 
     def __contains__(self, offset: object) -> bool:
         return any(first <= offset <= last for first, last in self._ranges)  # type: ignore[operator]
+
+    def __bool__(self) -> bool:
+        return bool(self._ranges)
 
 
 def _runs(got: list[tuple[int, int]]) -> list[AcquiredRecords]:
