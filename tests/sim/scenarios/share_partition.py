@@ -380,6 +380,10 @@ class Simulation:
         durable = self.store.get(KEY)
         if durable is None or durable.picture() != sp.durable_picture():
             self.fail("records do not replay to the partition's durable state")
+        # Every record of the topic-partition below SPEO is done (below SPSO) or has a state.
+        for o in range(max(sp.start_offset, self.log_start), sp.end_offset):
+            if o not in sp.records:
+                self.fail(f"offset {o} below SPEO {sp.end_offset} has no state")
         for o, r in sp.records.items():
             if o < sp.start_offset or o >= sp.end_offset:
                 self.fail(f"offset {o} in flight outside [{sp.start_offset}, {sp.end_offset})")
