@@ -31,6 +31,10 @@ class RecordType(IntEnum):
     # A group's dynamic configs (KIP-848 group configs). Kafka keeps them in its cluster
     # metadata, not in __consumer_offsets; here they live with the group, outside Kafka's ids.
     GROUP_CONFIG = 50
+    # Share-partition state (KIP-932). Kafka's share coordinator writes ShareSnapshot (0) and
+    # ShareUpdate (1) to its own __share_group_state topic; here they live in the group's shard.
+    SHARE_SNAPSHOT = 60
+    SHARE_UPDATE = 61
     # Runtime records.
     SHARD_EPOCH = 100
     BATCH_ABORT = 101
@@ -205,6 +209,61 @@ class GroupConfigValue:
     configs: list[GroupConfigEntry] = field(default_factory=list)
 
 
+# --- Share-partition state (60, 61) ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ShareStateBatch:
+    """Offsets ``first_offset..last_offset`` (inclusive) share one durable state: 0 AVAILABLE (not
+    done yet: never delivered, released, or delivered and unacknowledged), 2 ACKNOWLEDGED, 4 ARCHIVED
+    (Kafka's ids; an acquisition is written as AVAILABLE with its new delivery count)."""
+
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSnapshotKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSnapshotValue:
+    """The whole durable state of one share-partition: its start offset (SPSO) and every offset at
+    or above it that has a state. Updates written after it carry its ``snapshot_epoch``."""
+
+    snapshot_epoch: int
+    state_epoch: int
+    start_offset: int
+    state_batches: list[ShareStateBatch] = field(default_factory=list)
+    topic_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShareUpdateKey:
+    """``slot`` is the update's index since its snapshot (0..N-1): the slots are reused by the next
+    snapshot's updates, so compaction keeps at most N + 1 records per share-partition."""
+
+    group: str
+    topic: str
+    partition: int
+    slot: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareUpdateValue:
+    """A change on top of the snapshot ``snapshot_epoch``: the new start offset and the offsets whose
+    durable state changed."""
+
+    snapshot_epoch: int
+    start_offset: int
+    state_batches: list[ShareStateBatch] = field(default_factory=list)
+
+
 # --- Runtime records ---------------------------------------------------------------------
 
 
@@ -264,6 +323,15 @@ _TOPIC_PARTITIONS_EPOCHS = record(
         ("topic_id", "string"),
         ("partitions", array("int")),
         ("assignment_epochs", array("int"), []),
+    ],
+)
+_SHARE_STATE_BATCH = record(
+    "ShareStateBatch",
+    [
+        ("first_offset", "long"),
+        ("last_offset", "long"),
+        ("delivery_state", "int"),
+        ("delivery_count", "int"),
     ],
 )
 
@@ -483,6 +551,43 @@ DEFINITIONS: tuple[RecordDef, ...] = (
             1: record(
                 "GroupConfigValue",
                 [("configs", array(record("GroupConfigEntry", [("name", "string"), ("value", "string")])), [])],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.SHARE_SNAPSHOT,
+        ShareSnapshotKey,
+        record("ShareSnapshotKey", [("group", "string"), ("topic", "string"), ("partition", "int")]),
+        ShareSnapshotValue,
+        {
+            1: record(
+                "ShareSnapshotValue",
+                [
+                    ("snapshot_epoch", "int"),
+                    ("state_epoch", "int"),
+                    ("start_offset", "long"),
+                    ("state_batches", array(_SHARE_STATE_BATCH), []),
+                    ("topic_id", optional("string"), None),
+                ],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.SHARE_UPDATE,
+        ShareUpdateKey,
+        record(
+            "ShareUpdateKey",
+            [("group", "string"), ("topic", "string"), ("partition", "int"), ("slot", "int")],
+        ),
+        ShareUpdateValue,
+        {
+            1: record(
+                "ShareUpdateValue",
+                [
+                    ("snapshot_epoch", "int"),
+                    ("start_offset", "long"),
+                    ("state_batches", array(_SHARE_STATE_BATCH), []),
+                ],
             )
         },
     ),
