@@ -129,14 +129,15 @@ def test_group_configs_set_read_persisted_and_applied(
         _set(admin, group, **{"consumer.no.such.config": "1"})
     assert caught.value.args[0].code() == KafkaError.INVALID_CONFIG
     assert _describe(admin, group)[SESSION].value == "3000"
-    # Kafka's offload switch is accepted and kept (conformance review N5); share groups' are not.
+    # Kafka's offload switch is accepted and kept (conformance review N5); the share groups' one
+    # (a later Kafka feature) is not.
     _set(admin, group, **{OFFLOAD: "false"})
     offload = _describe(admin, group)[OFFLOAD]
     assert (offload.value, offload.source) == ("false", ConfigSource.GROUP_CONFIG.value)
     with pytest.raises(KafkaException) as caught:
-        _set(admin, group, **{"share.session.timeout.ms": "45000"})
+        _set(admin, group, **{"share.assignor.offload.enable": "true"})
     assert caught.value.args[0].code() == KafkaError.INVALID_CONFIG
-    assert "share or streams groups" in caught.value.args[0].str()
+    assert "streams groups or a share-group feature" in caught.value.args[0].str()
 
     # Applied: the heartbeat answer carries the group's interval; another group keeps the broker's.
     member, interval = asyncio.run(_join(serve.port, group, topic))
