@@ -161,3 +161,17 @@ def test_replaying_the_log_rebuilds_the_same_state_and_the_load_rearms_session_t
     loaded = c.shard.on_loaded(replayed, 5000)
     sessions = sorted(op.key for op in loaded.timers if op.key.startswith("share-session"))
     assert sessions == ["share-session\x00sg\x00m-b", "share-session\x00sg\x00m-d"]
+
+
+def test_other_classic_requests_and_offset_fetch_for_a_share_group() -> None:
+    from coordinator.group_shard import offset_fetch_error
+    from tests.messages import fetch_group, heartbeat_request, leave_request, sync_request
+
+    c = _shared()
+    before = len(c.log)
+    sync = c.apply(c.shard.sync_group(c.state, sync_request(GROUP, 1, "m-a"), "tok", c.now, CONTEXT))
+    beat = c.apply(c.shard.heartbeat(c.state, heartbeat_request(GROUP, 1, "m-a"), c.now, CONTEXT))
+    leave = c.apply(c.shard.leave_group(c.state, leave_request(GROUP, "m-a"), c.now, CONTEXT))
+    assert {sync.error_code, beat.error_code, leave.error_code} == {ErrorCode.UNKNOWN_MEMBER_ID}
+    assert offset_fetch_error(c.state, fetch_group(GROUP, None)) == ErrorCode.GROUP_ID_NOT_FOUND
+    assert len(c.log) == before and set(c.group().members) == {"m-a"}
