@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.errors import ErrorCode, GroupError
-from coordinator.groups import classic, group_config, routing
+from coordinator.groups import classic, group_config, routing, share
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupConfig
 from coordinator.groups.classic.requests import DESCRIBE_GROUP_NOT_FOUND_VERSION
-from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.config import ConsumerGroupConfig, ShareGroupConfig
 from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.groups.coordinator_state import GroupCoordinatorState
-from coordinator.groups.group import CLASSIC, CONSUMER, Group, GroupSummary
+from coordinator.groups.group import CLASSIC, CONSUMER, SHARE, Group, GroupSummary
 from coordinator.groups.topics import TopicsImage
 from coordinator.messages.consumer_group_describe import ConsumerGroupDescribeResponse
 from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
@@ -31,6 +31,8 @@ from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupRespon
 from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from coordinator.messages.offset_fetch import OffsetFetchRequestGroup
+from coordinator.messages.share_group_describe import ShareGroupDescribeResponseDescribedGroup
+from coordinator.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from coordinator.offsets.config import OffsetsConfig
 from coordinator.offsets.handlers import CommitVerdict, commit_offsets
@@ -82,6 +84,7 @@ class GroupCoordinatorShard:
     offsets_config: OffsetsConfig = field(default_factory=OffsetsConfig)
     classic_config: ClassicGroupConfig = field(default_factory=ClassicGroupConfig)
     consumer_config: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
+    share_config: ShareGroupConfig = field(default_factory=ShareGroupConfig)
     # The latest topic metadata; read when a handler runs, passed to the logic as a value.
     metadata: Callable[[], TopicsImage] = _empty_image
 
@@ -97,9 +100,11 @@ class GroupCoordinatorShard:
     ) -> GroupContext:
         """The GroupContext of one handler call: the time, the latest topic metadata, the configs
         (with the group's own dynamic configs when the call is about one group)."""
-        consumer = self.consumer_config
+        consumer, share_config = self.consumer_config, self.share_config
         if state is not None and group_id is not None:
-            consumer = group_config.effective(consumer, state.group_configs.configs.get(group_id))
+            overrides = state.group_configs.configs.get(group_id)
+            consumer = group_config.effective(consumer, overrides)
+            share_config = group_config.effective_share(share_config, overrides)
         return GroupContext(
             now_ms,
             self.metadata(),
@@ -107,6 +112,7 @@ class GroupCoordinatorShard:
             self.classic_config,
             self.offsets_config,
             request if request is not None else RequestContext(),
+            share_config,
         )
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -127,6 +133,11 @@ class GroupCoordinatorShard:
                 lambda gid: group_config.effective(self.consumer_config, state.group_configs.configs.get(gid)),
             ),
         ]
+        timers += share.on_loaded_timers(
+            {gid: list(g.members) for gid, g in state.share.groups.items()},
+            now_ms,
+            lambda gid: group_config.effective_share(self.share_config, state.group_configs.configs.get(gid)),
+        )
         timers.append(self._retention_timer(now_ms))
         return Result(None, result.records, timers, result.completions)
 
@@ -259,6 +270,17 @@ class GroupCoordinatorShard:
     ) -> Result[ConsumerGroupHeartbeatResponse]:
         return routing.consumer_group_heartbeat(state, request, self.context(now_ms, context, state, request.group_id))
 
+    # --- share groups ------------------------------------------------------------------------
+
+    def share_group_heartbeat(
+        self,
+        state: GroupCoordinatorState,
+        request: ShareGroupHeartbeatRequest,
+        now_ms: int,
+        context: RequestContext,
+    ) -> Result[ShareGroupHeartbeatResponse]:
+        return routing.share_group_heartbeat(state, request, self.context(now_ms, context, state, request.group_id))
+
     # --- group configs -----------------------------------------------------------------------
 
     def alter_group_config(
@@ -274,9 +296,11 @@ class GroupCoordinatorShard:
         current = state.group_configs.of(group_id)
         try:
             if replacement is not None:
-                updated = group_config.replace_all(replacement, self.consumer_config)
+                updated = group_config.replace_all(replacement, self.consumer_config, self.share_config)
             else:
-                updated = group_config.incremental_alter(current, changes or [], self.consumer_config)
+                updated = group_config.incremental_alter(
+                    current, changes or [], self.consumer_config, self.share_config
+                )
         except GroupError as exc:
             return Result((int(exc.error), exc.message))
         if validate_only or updated == current:
@@ -297,7 +321,11 @@ def list_groups(
 ) -> list[GroupSummary]:
     states = {s.lower() for s in states_filter}
     types = {t.lower() for t in types_filter}
-    groups: list[Group] = [*live.consumer.groups.values(), *live.classic.groups.values()]
+    groups: list[Group] = [
+        *live.consumer.groups.values(),
+        *live.share.groups.values(),
+        *live.classic.groups.values(),
+    ]
     out = [
         g.listed()
         for g in groups
@@ -314,7 +342,7 @@ def describe_classic_groups(
 ) -> list[DescribeGroupsResponseDescribedGroup]:
     out = []
     for group_id in group_ids:
-        if live.group_type(group_id) == CONSUMER:
+        if live.group_type(group_id) in (CONSUMER, SHARE):
             # As for an unknown group: Dead with no error before v6 (Kafka's describeGroups).
             error_version = api_version >= DESCRIBE_GROUP_NOT_FOUND_VERSION
             out.append(
@@ -343,3 +371,11 @@ def describe_consumer_groups(
         if described.error_code == ErrorCode.GROUP_ID_NOT_FOUND and state.group_known(described.group_id):
             described.error_message = f"Group {described.group_id} is not a consumer group."
     return response
+
+
+def describe_share_group(
+    state: GroupCoordinatorState, group_id: str, image: TopicsImage
+) -> ShareGroupDescribeResponseDescribedGroup:
+    """ShareGroupDescribe of one group: an id naming a group of another type (an offsets-only
+    group included) is GROUP_ID_NOT_FOUND with Kafka's message for the wrong type."""
+    return share.describe_share_group(group_id, state.share.group(group_id), state.group_known(group_id), image)

@@ -328,6 +328,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         offsets_config=settings.offsets,
         classic_config=settings.classic_group_config(),
         consumer_config=settings.consumer_group_config(),
+        share_config=settings.share_group_config(),
         metadata=lambda: metadata.image,
     )
     runtime: CoordinatorRuntime[GroupCoordinatorState] = CoordinatorRuntime(
@@ -365,6 +366,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             advertised_host=settings.advertised_host,
             protected_topics=sorted(own_topics),
             protected_groups=sorted(own_groups),
+            share_groups_enabled=settings.share_groups_enabled,
             **settings.gateway.model_dump(exclude={"authorization", "max_group_response_bytes"}),
         ),
         MeteredHandler(

@@ -27,6 +27,13 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+    # Share groups (KIP-932), Kafka's ids. 15 (ShareGroupStatePartitionMetadata, which
+    # share-partitions have initialized state) comes with the share-partition state itself.
+    SHARE_GROUP_MEMBER_METADATA = 10
+    SHARE_GROUP_METADATA = 11
+    SHARE_GROUP_TARGET_ASSIGNMENT_METADATA = 12
+    SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 13
+    SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
     CONSUMER_GROUP_REGULAR_EXPRESSION = 16
     # A group's dynamic configs (KIP-848 group configs). Kafka keeps them in its cluster
     # metadata, not in __consumer_offsets; here they live with the group, outside Kafka's ids.
@@ -186,6 +193,37 @@ class ConsumerGroupRegularExpressionValue:
     topics: list[str]
     version: int
     timestamp: int
+
+
+# --- Share groups (KIP-932) --------------------------------------------------------------
+# The keys and the group-level values have the consumer records' shapes (Kafka's share records
+# are the same fields under other ids); the member values are the share group's own.
+
+ShareGroupMetadataKey = ConsumerGroupMetadataKey
+ShareGroupMetadataValue = ConsumerGroupMetadataValue
+ShareGroupMemberKey = ConsumerGroupMemberKey
+ShareGroupTargetAssignmentMetadataKey = ConsumerGroupTargetAssignmentMetadataKey
+# assignment_timestamp stays 0: share groups have no assignment interval.
+ShareGroupTargetAssignmentMetadataValue = ConsumerGroupTargetAssignmentMetadataValue
+ShareGroupTargetAssignmentMemberValue = ConsumerGroupTargetAssignmentMemberValue
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMemberMetadataValue:
+    client_id: str
+    client_host: str
+    rack_id: str | None = None
+    subscribed_topic_names: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    # A share-partition may be assigned to several members at once: no revocation step, no
+    # per-partition epochs.
+    assigned_partitions: list[TopicPartitions] = field(default_factory=list)
 
 
 # --- GroupConfig (50) -------------------------------------------------------------------------
@@ -538,6 +576,66 @@ DEFINITIONS: tuple[RecordDef, ...] = (
                     ("topics", array("string"), []),
                     ("version", "long"),
                     ("timestamp", "long"),
+                ],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.SHARE_GROUP_MEMBER_METADATA,
+        ShareGroupMemberKey,
+        record("ShareGroupMemberMetadataKey", [("group", "string"), ("member_id", "string")]),
+        ShareGroupMemberMetadataValue,
+        {
+            1: record(
+                "ShareGroupMemberMetadataValue",
+                [
+                    ("client_id", "string"),
+                    ("client_host", "string"),
+                    ("rack_id", optional("string"), None),
+                    ("subscribed_topic_names", array("string"), []),
+                ],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.SHARE_GROUP_METADATA,
+        ShareGroupMetadataKey,
+        record("ShareGroupMetadataKey", [("group", "string")]),
+        ShareGroupMetadataValue,
+        {1: record("ShareGroupMetadataValue", [("epoch", "int"), ("metadata_hash", "long", 0)])},
+    ),
+    RecordDef(
+        RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
+        ShareGroupTargetAssignmentMetadataKey,
+        record("ShareGroupTargetAssignmentMetadataKey", [("group", "string")]),
+        ShareGroupTargetAssignmentMetadataValue,
+        {
+            1: record(
+                "ShareGroupTargetAssignmentMetadataValue",
+                [("assignment_epoch", "int"), ("assignment_timestamp", "long", 0)],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+        ShareGroupMemberKey,
+        record("ShareGroupTargetAssignmentMemberKey", [("group", "string"), ("member_id", "string")]),
+        ShareGroupTargetAssignmentMemberValue,
+        {1: record("ShareGroupTargetAssignmentMemberValue", [("topic_partitions", array(_TOPIC_PARTITIONS), [])])},
+    ),
+    RecordDef(
+        RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+        ShareGroupMemberKey,
+        record("ShareGroupCurrentMemberAssignmentKey", [("group", "string"), ("member_id", "string")]),
+        ShareGroupCurrentMemberAssignmentValue,
+        {
+            1: record(
+                "ShareGroupCurrentMemberAssignmentValue",
+                [
+                    ("member_epoch", "int"),
+                    ("previous_member_epoch", "int"),
+                    ("state", "int"),
+                    ("assigned_partitions", array(_TOPIC_PARTITIONS), []),
                 ],
             )
         },

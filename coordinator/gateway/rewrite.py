@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from coordinator.gateway import named_topics
-from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
+from coordinator.gateway.apis import APIS, GROUP_API_KEYS, SHARE_GROUP_API_KEYS, ApiKey
 from coordinator.messages.api_versions import (
     ApiVersionsResponse,
     ApiVersionsResponseApiVersion,
@@ -30,9 +30,12 @@ BrokerRoute = Callable[[int, str, int], tuple[str, int]]
 # served: a client must not be offered an API of which every call fails. True once it is served.
 SERVE_TXN_OFFSET_COMMIT = False
 # Answered here whatever the cluster says; the others are the cluster's own, possibly capped to
-# what this codec can decode when the gateway must rewrite the answer.
-SERVED_LOCALLY: frozenset[int] = (GROUP_API_KEYS | {ApiKey.API_VERSIONS}) - (
-    set() if SERVE_TXN_OFFSET_COMMIT else {ApiKey.TXN_OFFSET_COMMIT}
+# what this codec can decode when the gateway must rewrite the answer. The share-group APIs are
+# served only when share groups are enabled (``served_keys``).
+SERVED_LOCALLY: frozenset[int] = (
+    (GROUP_API_KEYS | {ApiKey.API_VERSIONS})
+    - (set() if SERVE_TXN_OFFSET_COMMIT else {ApiKey.TXN_OFFSET_COMMIT})
+    - SHARE_GROUP_API_KEYS
 )
 REWRITTEN: frozenset[int] = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER})
 # Decoded so that their GROUP resources are answered here (``configs``); offered even by a cluster
@@ -51,8 +54,13 @@ GROUP_VERSION_FEATURE = "group.version"
 GROUP_VERSION_LEVEL = 1
 
 
-def served_versions() -> dict[int, tuple[int, int]]:
-    return {key: (APIS[key].min_version, APIS[key].max_version) for key in SERVED_LOCALLY}
+def served_keys(share_groups: bool) -> frozenset[int]:
+    """The APIs answered here, share-group membership included when it is served."""
+    return SERVED_LOCALLY | SHARE_GROUP_API_KEYS if share_groups else SERVED_LOCALLY
+
+
+def served_versions(share_groups: bool = False) -> dict[int, tuple[int, int]]:
+    return {key: (APIS[key].min_version, APIS[key].max_version) for key in served_keys(share_groups)}
 
 
 def forwarded_range(key: int, cluster: tuple[int, int] | None) -> tuple[int, int] | None:
@@ -78,8 +86,10 @@ def forwarded_range(key: int, cluster: tuple[int, int] | None) -> tuple[int, int
     return (low, high) if low <= high else None
 
 
-def merge_api_versions(cluster: ApiVersionsResponse) -> ApiVersionsResponse:
-    """The versions a client may use through the gateway, cluster features kept."""
+def merge_api_versions(cluster: ApiVersionsResponse, share_groups: bool = False) -> ApiVersionsResponse:
+    """The versions a client may use through the gateway, cluster features kept. ``share_groups``:
+    ShareGroupHeartbeat and ShareGroupDescribe are offered (served here, whatever the cluster
+    has); never ShareFetch or ShareAcknowledge, which are not served yet."""
     ranges: dict[int, tuple[int, int]] = {}
     for entry in cluster.api_keys:
         offered = forwarded_range(entry.api_key, (entry.min_version, entry.max_version))
@@ -91,9 +101,10 @@ def merge_api_versions(cluster: ApiVersionsResponse) -> ApiVersionsResponse:
     for key in CONFIG_APIS:
         if key not in ranges:
             ranges[key] = (APIS[key].min_version, APIS[key].max_version)
-    for key in GROUP_API_KEYS - SERVED_LOCALLY:
+    served = served_keys(share_groups)
+    for key in GROUP_API_KEYS - served:
         ranges.pop(key, None)
-    ranges.update(served_versions())
+    ranges.update(served_versions(share_groups))
     supported = [f for f in cluster.supported_features if f.name != GROUP_VERSION_FEATURE]
     supported.append(
         ApiVersionsResponseSupportedFeatureKey(

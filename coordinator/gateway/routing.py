@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
-from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
+from coordinator.gateway.apis import APIS, GROUP_API_KEYS, SHARE_GROUP_API_KEYS, ApiKey
 from coordinator.gateway.codec import CodecError
 from coordinator.gateway.configs import CONFIG_API_KEYS
 from coordinator.gateway.framing import produce_acks
@@ -60,6 +60,8 @@ class Facts(NamedTuple):
     protected: ProtectedTopics
     # The cluster's API version ranges as last seen (None: not known yet).
     cluster_ranges: dict[int, tuple[int, int]] | None
+    # Share-group membership is served (``GatewayConfig.share_groups_enabled``).
+    share_groups: bool = False
 
 
 # --- decisions ------------------------------------------------------------------------------
@@ -167,9 +169,10 @@ def _sasl_authenticate(key: int, version: int, payload: bytes | bytearray, facts
 
 def _group(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
     spec = APIS[key]
-    if key not in SERVED_LOCALLY and key != ApiKey.FIND_COORDINATOR:
-        # Not offered in ApiVersions (TxnOffsetCommit until it is served): as a broker does
-        # with an API it does not expose.
+    served = key in SERVED_LOCALLY or (facts.share_groups and key in SHARE_GROUP_API_KEYS)
+    if not served and key != ApiKey.FIND_COORDINATOR:
+        # Not offered in ApiVersions (TxnOffsetCommit until it is served, the share-group APIs
+        # unless share groups are): as a broker does with an API it does not expose.
         return Close(f"unsupported API {spec.name}")
     if not spec.supports(version):
         return Close(f"unsupported version {spec.name} v{version}")

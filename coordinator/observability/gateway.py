@@ -121,6 +121,10 @@ _API_NAMES = [
     "AssignReplicasToDirs",
     "ListClientMetricsResources",
     "DescribeTopicPartitions",
+    "ShareGroupHeartbeat",
+    "ShareGroupDescribe",
+    "ShareFetch",
+    "ShareAcknowledge",
 ]
 
 CONNECTIONS = Gauge(

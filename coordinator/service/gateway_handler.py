@@ -13,7 +13,7 @@ import contextlib
 import logging
 import secrets
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -35,6 +35,8 @@ from coordinator.messages import list_groups as wire_list
 from coordinator.messages import offset_commit as wire_commit
 from coordinator.messages import offset_delete as wire_offset_delete
 from coordinator.messages import offset_fetch as wire_fetch
+from coordinator.messages import share_group_describe as wire_sgd
+from coordinator.messages import share_group_heartbeat as wire_sgh
 from coordinator.messages import sync_group as wire_sync
 from coordinator.messages import txn_offset_commit as wire_txn
 from coordinator.messages.schema import ZERO_UUID, Message
@@ -86,6 +88,8 @@ class CoordinatorApiHandler:
             wire_delete.DeleteGroupsRequest: self.delete_groups,
             wire_cgh.ConsumerGroupHeartbeatRequest: self.consumer_group_heartbeat,
             wire_cgd.ConsumerGroupDescribeRequest: self.consumer_group_describe,
+            wire_sgh.ShareGroupHeartbeatRequest: self.share_group_heartbeat,
+            wire_sgd.ShareGroupDescribeRequest: self.share_group_describe,
             wire_describe_configs.DescribeConfigsRequest: self.describe_configs,
             wire_iac.IncrementalAlterConfigsRequest: self.incremental_alter_configs,
             wire_alter_configs.AlterConfigsRequest: self.alter_configs,
@@ -326,20 +330,36 @@ class CoordinatorApiHandler:
     async def consumer_group_heartbeat(
         self, context: ConnectionContext, request: wire_cgh.ConsumerGroupHeartbeatRequest
     ) -> Message:
-        names = request.subscribed_topic_names or ()
-        if request.subscribed_topic_regex or any(not self.topics.knows(name) for name in names):
-            # A topic created a moment ago (or one a new regex may match) must not wait for the
-            # next periodic refresh to be assigned: learn about it now, so that this very
-            # heartbeat can be answered with an assignment as a broker would (bounded wait).
+        await self._learn_new_topics(request.subscribed_topic_names or (), bool(request.subscribed_topic_regex))
+        return await self.service.consumer_group_heartbeat(request, _facts(context))
+
+    async def _learn_new_topics(self, names: Iterable[str], regex: bool) -> None:
+        """A topic created a moment ago (or one a new regex may match) must not wait for the next
+        periodic refresh to be assigned: learn about it now, so that this very heartbeat can be
+        answered with an assignment as a broker would (bounded wait)."""
+        if regex or any(not self.topics.knows(name) for name in names):
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self.topics.refresh_soon()), SUBSCRIPTION_REFRESH_WAIT_S)
-        return await self.service.consumer_group_heartbeat(request, _facts(context))
 
     async def consumer_group_describe(
         self, context: ConnectionContext, request: wire_cgd.ConsumerGroupDescribeRequest
     ) -> Message:
         described = await self.service.consumer_group_describe(list(request.group_ids))
         return wire_cgd.ConsumerGroupDescribeResponse(groups=described)
+
+    # --- share groups ------------------------------------------------------------------------
+
+    async def share_group_heartbeat(
+        self, context: ConnectionContext, request: wire_sgh.ShareGroupHeartbeatRequest
+    ) -> Message:
+        await self._learn_new_topics(request.subscribed_topic_names or (), False)
+        return await self.service.share_group_heartbeat(request, _facts(context))
+
+    async def share_group_describe(
+        self, context: ConnectionContext, request: wire_sgd.ShareGroupDescribeRequest
+    ) -> Message:
+        described = await self.service.share_group_describe(list(request.group_ids))
+        return wire_sgd.ShareGroupDescribeResponse(groups=described)
 
     # --- group configs (the gateway passes only the GROUP resources) ----------------------------
 

@@ -20,6 +20,7 @@ from coordinator.group_shard import (
     GroupSummary,
     describe_classic_groups,
     describe_consumer_groups,
+    describe_share_group,
     list_groups,
     offset_fetch_error,
 )
@@ -29,6 +30,7 @@ from coordinator.groups.classic.requests import join_error
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer.describe import describe_size as consumer_describe_size
 from coordinator.groups.context import RequestContext
+from coordinator.groups.share import describe_size as share_describe_size
 from coordinator.groups.topics import TopicsImage
 from coordinator.messages.consumer_group_describe import (
     ConsumerGroupDescribeResponse,
@@ -42,6 +44,8 @@ from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupRespon
 from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchResponseGroup
+from coordinator.messages.share_group_describe import ShareGroupDescribeResponseDescribedGroup
+from coordinator.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from coordinator.offsets.handlers import commit_response, fetch_offsets, fetch_size
 from coordinator.runtime.api import Result
@@ -51,6 +55,7 @@ from coordinator.service.answer_budget import DEFAULT_MAX_ANSWER_BYTES, answer_e
 from coordinator.service.partitioning import partition_for
 
 T = TypeVar("T")
+D = TypeVar("D")
 
 _STATUS_ERRORS = {
     ShardStatus.LOADING: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
@@ -221,14 +226,8 @@ class GroupCoordinatorService:
         """Each entry answered, duplicates with one answer, within the answer budget
         (``answer_budget``); read from the live state (a rebalance in progress is never written
         to the log)."""
-        return await answer_each(
-            group_ids,
-            str,
-            lambda g: self._describe_classic_one(g, api_version),
-            lambda g, why: DescribeGroupsResponseDescribedGroup(
-                group_id=g, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=why
-            ),
-            self.max_answer_bytes,
+        return await self._describe_each(
+            group_ids, lambda g: self._describe_classic_one(g, api_version), DescribeGroupsResponseDescribedGroup
         )
 
     def _describe_classic_one(
@@ -295,13 +294,20 @@ class GroupCoordinatorService:
 
     async def consumer_group_describe(self, group_ids: list[str]) -> list[ConsumerGroupDescribeResponseDescribedGroup]:
         """Each entry answered, duplicates with one answer, within the answer budget (``answer_budget``)."""
+        return await self._describe_each(
+            group_ids, self._describe_consumer_one, ConsumerGroupDescribeResponseDescribedGroup
+        )
+
+    async def _describe_each(
+        self, group_ids: list[str], one: Callable[[str], tuple[int, D]], entry: Callable[..., D]
+    ) -> list[D]:
+        """A describe's entries, each answered by ``one``, duplicates with one answer, within the
+        answer budget (``answer_budget``); an entry over it is ``entry`` with UNKNOWN_SERVER_ERROR."""
         return await answer_each(
             group_ids,
             str,
-            self._describe_consumer_one,
-            lambda g, why: ConsumerGroupDescribeResponseDescribedGroup(
-                group_id=g, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=why
-            ),
+            one,
+            lambda g, why: entry(group_id=g, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=why),
             self.max_answer_bytes,
         )
 
@@ -316,6 +322,35 @@ class GroupCoordinatorService:
             return size, response.groups[0]
         except ShardNotAvailable as exc:
             return 0, ConsumerGroupDescribeResponseDescribedGroup(error_code=error_for(exc), group_id=group_id)
+
+    # --- share groups ------------------------------------------------------------------------
+
+    async def share_group_heartbeat(
+        self, request: ShareGroupHeartbeatRequest, context: RequestContext
+    ) -> ShareGroupHeartbeatResponse:
+        return await self._write(
+            request.group_id,
+            lambda state, now: self.handlers.share_group_heartbeat(state, request, now, context),
+            lambda code: ShareGroupHeartbeatResponse(error_code=code),
+        )
+
+    async def share_group_describe(self, group_ids: list[str]) -> list[ShareGroupDescribeResponseDescribedGroup]:
+        """Each entry answered, duplicates with one answer, within the answer budget (``answer_budget``);
+        read from the committed state."""
+        return await self._describe_each(group_ids, self._describe_share_one, ShareGroupDescribeResponseDescribedGroup)
+
+    def _describe_share_one(self, group_id: str) -> tuple[int, ShareGroupDescribeResponseDescribedGroup]:
+        if not group_id:
+            # Kafka answers an empty id before any shard (INVALID_GROUP_ID).
+            return 0, ShareGroupDescribeResponseDescribedGroup(error_code=ErrorCode.INVALID_GROUP_ID)
+        try:
+            committed = self.shard_for(group_id).read(lambda state: state)
+        except ShardNotAvailable as exc:
+            return 0, ShareGroupDescribeResponseDescribedGroup(error_code=error_for(exc), group_id=group_id)
+        size = share_describe_size(group_id, committed.share.group(group_id))
+        if size > self.max_answer_bytes:
+            return size, ShareGroupDescribeResponseDescribedGroup(group_id=group_id)  # refused by its size
+        return size, describe_share_group(committed, group_id, self.handlers.metadata())
 
     # --- group configs -----------------------------------------------------------------------
 
@@ -341,4 +376,6 @@ class GroupCoordinatorService:
             overrides = self.shard_for(group_id).read(lambda state: state.group_configs.of(group_id))
         except ShardNotAvailable as exc:
             return int(error_for(exc)), []
-        return int(ErrorCode.NONE), group_config.describe(overrides, self.handlers.consumer_config, keys)
+        return int(ErrorCode.NONE), group_config.describe(
+            overrides, self.handlers.consumer_config, keys, self.handlers.share_config
+        )
