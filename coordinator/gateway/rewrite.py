@@ -26,14 +26,14 @@ from coordinator.messages.produce import ProduceRequest
 # Maps a real broker (node id, host, port) to the sidecar (host, port) that reaches it.
 BrokerRoute = Callable[[int, str, int], tuple[str, int]]
 
-# TxnOffsetCommit is refused per partition (UNSUPPORTED_VERSION) until transactional offsets are
-# served: a client must not be offered an API of which every call fails. True once it is served.
-SERVE_TXN_OFFSET_COMMIT = False
 # Answered here whatever the cluster says; the others are the cluster's own, possibly capped to
 # what this codec can decode when the gateway must rewrite the answer.
-SERVED_LOCALLY: frozenset[int] = (GROUP_API_KEYS | {ApiKey.API_VERSIONS}) - (
-    set() if SERVE_TXN_OFFSET_COMMIT else {ApiKey.TXN_OFFSET_COMMIT}
-)
+SERVED_LOCALLY: frozenset[int] = GROUP_API_KEYS | {ApiKey.API_VERSIONS}
+# TxnOffsetCommit v5 is transaction version 2 (KIP-890: no AddOffsetsToTxn, the group coordinator
+# adds its partition itself). Served is v0-v4, the flow of transaction version 1, verified end to
+# end on the local broker; a TV2 client then falls back to v4 semantics (coordinator/txn/README.md).
+TXN_OFFSET_COMMIT_MAX_VERSION = 4
+_CAPPED: dict[int, int] = {ApiKey.TXN_OFFSET_COMMIT: TXN_OFFSET_COMMIT_MAX_VERSION}
 REWRITTEN: frozenset[int] = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER})
 # Decoded so that their GROUP resources are answered here (``configs``); offered even by a cluster
 # without them, since group configs do not need the cluster.
@@ -52,7 +52,10 @@ GROUP_VERSION_LEVEL = 1
 
 
 def served_versions() -> dict[int, tuple[int, int]]:
-    return {key: (APIS[key].min_version, APIS[key].max_version) for key in SERVED_LOCALLY}
+    return {
+        key: (APIS[key].min_version, min(APIS[key].max_version, _CAPPED.get(key, APIS[key].max_version)))
+        for key in SERVED_LOCALLY
+    }
 
 
 def forwarded_range(key: int, cluster: tuple[int, int] | None) -> tuple[int, int] | None:

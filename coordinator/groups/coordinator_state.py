@@ -15,6 +15,7 @@ from coordinator.groups.group import Group
 from coordinator.groups.group_config import GroupConfigsState
 from coordinator.offsets.retention import GroupRetentionView
 from coordinator.offsets.state import OffsetsState
+from coordinator.offsets.transactions import TxnOffsetsState
 from records import CoordinatorRecord, RecordType
 
 
@@ -24,10 +25,14 @@ class GroupCoordinatorState:
         self.classic = ClassicGroupsState()
         self.consumer = ConsumerGroupsState()
         self.group_configs = GroupConfigsState()
+        self.txn = TxnOffsetsState()
 
     def replay(self, record: CoordinatorRecord) -> None:
         if record.type == RecordType.OFFSET_COMMIT:
             self.offsets.replay(record)
+            self.txn.replay(record)
+        elif record.type in (RecordType.PENDING_TXN_OFFSETS, RecordType.TXN_PRODUCER):
+            self.txn.replay(record)
         elif record.type == RecordType.GROUP_METADATA:
             self.classic.replay(record)
         elif record.type == RecordType.GROUP_CONFIG:
@@ -41,6 +46,7 @@ class GroupCoordinatorState:
             "classic": self.classic.snapshot(),
             "consumer": self.consumer.snapshot(),
             "group_configs": self.group_configs.snapshot(),
+            "txn": self.txn.snapshot(),
         }
 
     def group(self, group_id: str) -> Group | None:

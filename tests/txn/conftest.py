@@ -1,0 +1,37 @@
+"""Transactional offsets through a real ``groupcoord serve``: one process per test module,
+in front of the session broker, as in tests/clients."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from deploy.local_broker import free_port
+from tests.integration.serve_process import ServeProcess
+
+pytest.register_assert_rewrite("tests.txn.eos")
+
+
+@pytest.fixture(scope="module")
+def sidecar(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    log = tmp_path_factory.mktemp("sidecar") / "serve.log"
+    serve = ServeProcess(bootstrap, free_port(), f"gc-txn-log-{uuid.uuid4().hex[:12]}", log=log)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GROUPCOORD_METADATA_REFRESH_INTERVAL_MS", "1000")
+        env.setenv("GROUPCOORD_GROUP", '{"group.initial.rebalance.delay.ms": "200"}')
+        try:
+            serve.start()
+        except BaseException:
+            if serve.proc is not None and serve.proc.poll() is None:
+                serve.kill9()
+            raise
+    try:
+        yield serve
+    finally:
+        try:
+            serve.stop()
+        finally:
+            if serve.proc is not None and serve.proc.poll() is None:
+                serve.kill9()
