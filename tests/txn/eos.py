@@ -209,3 +209,32 @@ def check_exactly_once(inputs: list[bytes], outputs: list[bytes]) -> None:
     assert not missing and not doubled and len(outputs) == len(inputs), (
         f"missing {missing[:5]} ({len(missing)}), duplicated {list(doubled.items())[:5]} ({len(doubled)})"
     )
+
+
+def producer_identity(bootstrap: str, topic: str) -> tuple[int, int]:
+    """(producer id, epoch) of the last data batch in partition 0 of ``topic`` (a transactional
+    producer's, read from its batch header: confluent-kafka does not tell them)."""
+
+    async def last() -> tuple[int, int]:
+        host, port = bootstrap.rsplit(":", 1)
+        conn = await BrokerConnection.open((host, int(port)), None, 10)
+        try:
+            answer = await conn.call(
+                FetchRequest(
+                    replica_id=-1,
+                    max_wait_ms=100,
+                    min_bytes=0,
+                    topics=[
+                        FetchTopic(topic=topic, partitions=[FetchPartition(partition=0, partition_max_bytes=1 << 20)])
+                    ],
+                ),
+                FetchResponse,
+                11,
+                10,
+            )
+        finally:
+            conn.close()
+        heads = [h for h in batch_heads(answer.responses[0].partitions[0].records) if h.marker is None]
+        return heads[-1].producer_id, heads[-1].producer_epoch
+
+    return asyncio.run(last())
