@@ -1,5 +1,5 @@
-"""Transactional offsets through a real ``groupcoord serve``: one process per test module,
-in front of the session broker, as in tests/clients."""
+"""Transactional offsets through a real ``groupcoord serve``: one process for the package (each
+test uses its own topics, groups and transactional ids), in front of the session broker."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tests.integration.serve_process import ServeProcess
 pytest.register_assert_rewrite("tests.txn.eos")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def sidecar(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     log = tmp_path_factory.mktemp("sidecar") / "serve.log"
     serve = ServeProcess(bootstrap, free_port(), f"gc-txn-log-{uuid.uuid4().hex[:12]}", log=log)
