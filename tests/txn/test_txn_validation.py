@@ -6,7 +6,11 @@ offsets are staged, and require_stable answers UNSTABLE_OFFSET_COMMIT until the 
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import time
+from typing import Any
 
 import pytest
 
@@ -100,6 +104,10 @@ def test_refusals_stage_nothing_and_staged_offsets_stay_unstable_until_decided(
     assert txn_commit(sidecar.bootstrap, txn_id, group, pid, epoch, source, 7) == [ErrorCode.NONE]
     assert fetch(sidecar.bootstrap, group, source, require_stable=False) == (-1, ErrorCode.NONE)
     assert fetch(sidecar.bootstrap, group, source, require_stable=True) == (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+    # `log dump` shows the staged offsets as such.
+    rows = dump_group(bootstrap, sidecar, group)
+    staged = [r for r in rows if r["type"] == "PENDING_TXN_OFFSETS"]
+    assert [(r["key"]["producer_id"], [o["offset"] for o in r["value"]["offsets"]]) for r in staged] == [(pid, [7])]
     # The zombie's epoch is now refused by the shard itself, before the cluster is asked.
     assert txn_commit(sidecar.bootstrap, txn_id, group, pid, old_epoch, source, 9) == [ErrorCode.INVALID_PRODUCER_EPOCH]
 
@@ -108,3 +116,16 @@ def test_refusals_stage_nothing_and_staged_offsets_stay_unstable_until_decided(
     while fetch(sidecar.bootstrap, group, source, require_stable=True) != (7, ErrorCode.NONE):
         assert time.monotonic() < deadline, "the commit marker was not applied"
         time.sleep(0.1)
+    # The outcome: an OffsetCommit carrying the producer id, and the staged record tombstoned.
+    rows = dump_group(bootstrap, sidecar, group)
+    assert [r["value"]["producer_id"] for r in rows if r["type"] == "OFFSET_COMMIT"] == [pid]
+    assert [r["value"] for r in rows if r["type"] == "PENDING_TXN_OFFSETS"] == [staged[0]["value"], None]
+
+
+def dump_group(bootstrap: str, sidecar: ServeProcess, group: str) -> list[dict[str, Any]]:
+    log_topic = sidecar.args[sidecar.args.index("--log-topic") + 1]
+    argv = [sys.executable, "-m", "cli.main", "log", "dump", "--group", group, "-b", bootstrap, "--topic", log_topic]
+    dumped = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=60)
+    assert dumped.returncode == 0, dumped.stderr
+    items: list[dict[str, Any]] = json.loads(dumped.stdout)["items"]
+    return items
