@@ -183,9 +183,20 @@ class GroupCoordinatorShard:
         records: list[CoordinatorRecord] = []
         for group_id in sorted(state.offsets.offsets):
             view = state.retention_view(group_id)
-            expiring = expire_offsets(state.offsets, group_id, view, now_ms, retention_ms)
+            # As Kafka: an offset with a transactional offset staged over it does not expire, and
+            # a group with an open transaction is not deleted.
+            expiring = [
+                r
+                for r in expire_offsets(state.offsets, group_id, view, now_ms, retention_ms)
+                if not state.txn.has_pending(group_id, r.key.topic, r.key.partition)
+            ]
             records += expiring
-            if expiring and view.is_empty and all_offsets_expire(state.offsets, group_id, expiring):
+            if (
+                expiring
+                and view.is_empty
+                and not state.txn.group_has_pending(group_id)
+                and all_offsets_expire(state.offsets, group_id, expiring)
+            ):
                 records += self._delete_group_records(state, group_id)
         return Result(None, records, [self._retention_timer(now_ms)])
 

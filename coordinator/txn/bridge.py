@@ -51,7 +51,7 @@ from coordinator.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOf
 from coordinator.offsets.transactions import Sequence
 from coordinator.runtime.api import Result
 from coordinator.runtime.runtime import CoordinatorRuntime
-from coordinator.runtime.shard import ShardNotAvailable, ShardStatus
+from coordinator.runtime.shard import Shard, ShardNotAvailable, ShardStatus
 from coordinator.service.partitioning import partition_for
 from coordinator.service.service import error_for
 from coordinator.txn.wire import COMMIT_MARKER, BrokerConnection, BrokerUnreachable, batch_heads, transactional_batch
@@ -66,6 +66,7 @@ _FETCH_VERSION = 11
 _METADATA_VERSION = 9
 _NOT_LEADER = frozenset({6, 74, 75})  # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH
 _RETRIABLE_COORDINATOR = frozenset({14, 15, 16})
+_MAX_CACHED_COORDINATORS = 10_000
 
 # What the client is told for an answer of the cluster's transaction coordinator or partition
 # leader. Kafka's AddPartitionsToTxnManager maps PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for the
@@ -173,35 +174,41 @@ class TxnBridge:
                 raise ShardNotAvailable(-1, ShardStatus.LOADING, "the process is starting")
             partition = partition_for(request.group_id, self.runtime.partitions)
             shard = self.runtime.shard(partition)
-            error, sequence = shard.read_live(lambda live: self.handlers.validate_txn_commit(live, request, topic_ids))
         except ShardNotAvailable as exc:
             return txn_commit_response(request, error_for(exc))
-        if error != ErrorCode.NONE:
-            return self._refuse(request, error)
-        lock = self._locks.setdefault((partition, request.producer_id), asyncio.Lock())
-        async with lock:
-            try:
-                # Read again under the lock: an earlier commit of this producer moved its sequence.
-                error, sequence = shard.read_live(
-                    lambda live: self.handlers.validate_txn_commit(live, request, topic_ids)
-                )
-                if error != ErrorCode.NONE:
-                    return self._refuse(request, error)
-                await self._add_partition(request, partition)
-                txn_offset, written = await self._produce(request, partition, sequence)
-                self._rewind(partition, shard.generation, txn_offset)
-                response = await shard.write(
-                    lambda state, now: self.handlers.stage_txn_offsets(
-                        state, request, txn_offset, written, topic_ids, now
-                    )
-                )
-            except _Refused as exc:
-                log.info(
-                    "TxnOffsetCommit of %s for group %s refused: %s", request.transactional_id, request.group_id, exc
-                )
-                return self._refuse(request, exc.code)
-            except ShardNotAvailable as exc:
-                return txn_commit_response(request, error_for(exc))
+        # One commit of a producer at a time: each carries the sequence the previous one left.
+        slot = (partition, request.producer_id)
+        lock = self._locks.setdefault(slot, asyncio.Lock())
+        try:
+            async with lock:
+                return await self._commit_locked(request, topic_ids, partition, shard)
+        finally:
+            if not lock.locked() and self._locks.get(slot) is lock:
+                del self._locks[slot]  # one lock per producer only while its commits are in flight
+
+    async def _commit_locked(
+        self,
+        request: TxnOffsetCommitRequest,
+        topic_ids: dict[str, str | None],
+        partition: int,
+        shard: Shard[GroupCoordinatorState],
+    ) -> TxnOffsetCommitResponse:
+        try:
+            # Checked on the live state before anything is sent; nothing is written on a refusal.
+            error, sequence = shard.read_live(lambda live: self.handlers.validate_txn_commit(live, request, topic_ids))
+            if error != ErrorCode.NONE:
+                return self._refuse(request, error)
+            await self._add_partition(request, partition)
+            txn_offset, written = await self._produce(request, partition, sequence)
+            self._rewind(partition, shard.generation, txn_offset)
+            response = await shard.write(
+                lambda state, now: self.handlers.stage_txn_offsets(state, request, txn_offset, written, topic_ids, now)
+            )
+        except _Refused as exc:
+            log.info("TxnOffsetCommit of %s for group %s refused: %s", request.transactional_id, request.group_id, exc)
+            return self._refuse(request, exc.code)
+        except ShardNotAvailable as exc:
+            return txn_commit_response(request, error_for(exc))
         self.stats.staged += 1
         self._wake.set()
         return response
@@ -242,6 +249,8 @@ class TxnBridge:
             if found.error_code != ErrorCode.NONE:
                 raise _Refused(client_error(found.error_code), f"FindCoordinator: {found.error_code}")
             address = (found.host, found.port)
+            if len(self._coordinators) >= _MAX_CACHED_COORDINATORS:
+                self._coordinators.clear()  # bounded: looked up again at the next commit of each
             self._coordinators[transactional_id] = address
         try:
             return await self._connection("txn", address)

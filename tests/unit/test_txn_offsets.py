@@ -189,3 +189,19 @@ def test_a_refused_staging_writes_nothing() -> None:
     result = HANDLERS.stage_txn_offsets(state, txn("cg", {0: 1}, generation=99, member="m1"), 5, Sequence(0, 0), IDS, 0)
     assert result.records == []
     assert [p.error_code for t in result.response.topics for p in t.partitions] == [ErrorCode.ILLEGAL_GENERATION]
+
+
+def test_an_offset_with_a_staged_transaction_over_it_does_not_expire() -> None:
+    """Kafka's cleanupExpiredOffsets skips partitions with pending transactional offsets and keeps
+    a group with an open transaction."""
+    from coordinator.group_shard import RetentionSweep
+    from tests.unit.test_group_shard import MINUTE
+
+    state = GroupCoordinatorState()
+    apply(state, commit_at(state, commit("g", {0: 1, 1: 1}), 0))
+    stage(state, txn("g", {0: 10}), txn_offset=5)
+    apply(state, HANDLERS.on_timer(state, RetentionSweep(), MINUTE))
+    assert committed(state, "g") == 1 and committed(state, "g", 1) is None
+    marker(state, 7, at=6, committed=False)
+    apply(state, HANDLERS.on_timer(state, RetentionSweep(), MINUTE))
+    assert not state.offsets.has_group("g")
