@@ -39,11 +39,6 @@ from coordinator.messages.offset_commit import (
     OffsetCommitRequestTopic,
 )
 from coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchRequestTopics
-from coordinator.messages.txn_offset_commit import (
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitRequestPartition,
-    TxnOffsetCommitRequestTopic,
-)
 from coordinator.runtime.log import LogTopicSpec, ensure_log_topic
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.service.partitioning import partition_for
@@ -51,7 +46,7 @@ from coordinator.service.service import GroupCoordinatorService
 from coordinator.txn.bridge import TxnBridge
 from coordinator.txn.topic import transaction_topic, transaction_topic_spec
 from tests.topics import ensure_topic
-from tests.txn.eos import producer_identity
+from tests.txn.eos import producer_identity, txn_offset_commit
 
 COMMIT_CONTEXT = RequestContext(api_version=9)
 PARTITIONS = 4
@@ -101,20 +96,6 @@ def raw_transactions(bootstrap: str, sink: str, count: int) -> dict[str, Any]:
     return {"transaction_ms": stats(latencies), "transactions_per_s": 1000 / (sum(latencies) / len(latencies))}
 
 
-def txn_request(txn_id: str, group: str, pid: int, epoch: int, offset: int) -> TxnOffsetCommitRequest:
-    return TxnOffsetCommitRequest(
-        transactional_id=txn_id,
-        group_id=group,
-        producer_id=pid,
-        producer_epoch=epoch,
-        topics=[
-            TxnOffsetCommitRequestTopic(
-                name="in", partitions=[TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=offset)]
-            )
-        ],
-    )
-
-
 def plain_request(group: str, offset: int) -> OffsetCommitRequest:
     return OffsetCommitRequest(
         group_id=group,
@@ -148,7 +129,7 @@ async def txn_commits(
         t0 = time.perf_counter()
         await asyncio.to_thread(begin_with, producer, sink, b"%d" % i)
         t1 = time.perf_counter()
-        answer = await bridge.commit(txn_request(txn_id, group, pid, epoch, i + 1), {"in": None})
+        answer = await bridge.commit(txn_offset_commit(txn_id, group, pid, epoch, "in", i + 1), {"in": None})
         assert all(p.error_code == 0 for t in answer.topics for p in t.partitions), answer
         t2 = time.perf_counter()
         await asyncio.to_thread(producer.commit_transaction, 30)
@@ -192,7 +173,7 @@ async def open_transaction_effect(
             lambda: (producer.begin_transaction(), producer.produce(sink, value=b"o"), producer.flush(10))
         )
         pid, epoch = await asyncio.to_thread(producer_identity, bootstrap, sink)
-        answer = await bridge.commit(txn_request(txn_id, txn_group, pid, epoch, r + 1), {"in": None})
+        answer = await bridge.commit(txn_offset_commit(txn_id, txn_group, pid, epoch, "in", r + 1), {"in": None})
         assert all(p.error_code == 0 for t in answer.topics for p in t.partitions), answer
         # Staged and undecided: the resolver polls the transaction partition all along.
         with_open += await plain_commits(service, plain_group, commits // rounds, r * commits + commits // 2)

@@ -15,7 +15,7 @@ import secrets
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from coordinator.errors import ErrorCode
 from coordinator.gateway.handler import ConnectionContext
@@ -122,14 +122,7 @@ class CoordinatorApiHandler:
                 missing = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 answers.append([(p.partition_index, missing) for p in t.partitions])
                 continue
-            local: list[tuple[int, int] | None] = []
-            valid = []
-            for p in t.partitions:
-                if _has_partition(info, p.partition_index):
-                    local.append(None)
-                    valid.append(p)
-                else:
-                    local.append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            local, valid = _known_partitions(info, t.partitions)
             answers.append(local)
             if valid:
                 topics.append(
@@ -269,14 +262,7 @@ class CoordinatorApiHandler:
         topic_ids: dict[str, str | None] = {}
         for t in request.topics:
             info = await self.topics.lookup(t.name, None)  # TxnOffsetCommit names topics by name only
-            local: list[tuple[int, int] | None] = []
-            valid = []
-            for p in t.partitions:
-                if _has_partition(info, p.partition_index):
-                    local.append(None)
-                    valid.append(p)
-                else:
-                    local.append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            local, valid = _known_partitions(info, t.partitions)
             answers.append(local)
             if valid and info is not None:
                 topics.append(wire_txn.TxnOffsetCommitRequestTopic(name=t.name, partitions=valid))
@@ -434,6 +420,23 @@ def _has_partition(info: TopicInfo | None, index: int) -> bool:
     """What Kafka's KafkaApis checks before OffsetCommit and OffsetDelete reach the coordinator
     (``info``: the topic as the cluster has it, None if it has no such topic)."""
     return info is not None and 0 <= index < info.partitions
+
+
+_P = TypeVar("_P", wire_commit.OffsetCommitRequestPartition, wire_txn.TxnOffsetCommitRequestPartition)
+
+
+def _known_partitions(info: TopicInfo | None, partitions: list[_P]) -> tuple[list[tuple[int, int] | None], list[_P]]:
+    """Per request partition, None if the cluster has it (it goes on to the coordinator) or its
+    answer, UNKNOWN_TOPIC_OR_PARTITION; and the partitions that go on."""
+    local: list[tuple[int, int] | None] = []
+    valid: list[_P] = []
+    for p in partitions:
+        if _has_partition(info, p.partition_index):
+            local.append(None)
+            valid.append(p)
+        else:
+            local.append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    return local, valid
 
 
 def _malformed_config_resource(name: str, keys: list[str]) -> tuple[int, str | None] | None:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from deploy.local_broker import free_port
-from tests.integration.serve_process import ServeProcess
+from tests.integration.serve_process import ServeProcess, serving
 
 pytest.register_assert_rewrite("tests.txn.eos")
 
@@ -18,20 +18,9 @@ pytest.register_assert_rewrite("tests.txn.eos")
 def sidecar(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     log = tmp_path_factory.mktemp("sidecar") / "serve.log"
     serve = ServeProcess(bootstrap, free_port(), f"gc-txn-log-{uuid.uuid4().hex[:12]}", log=log)
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("GROUPCOORD_METADATA_REFRESH_INTERVAL_MS", "1000")
-        env.setenv("GROUPCOORD_GROUP", '{"group.initial.rebalance.delay.ms": "200"}')
-        try:
-            serve.start()
-        except BaseException:
-            if serve.proc is not None and serve.proc.poll() is None:
-                serve.kill9()
-            raise
-    try:
+    env = {
+        "GROUPCOORD_METADATA_REFRESH_INTERVAL_MS": "1000",
+        "GROUPCOORD_GROUP": '{"group.initial.rebalance.delay.ms": "200"}',
+    }
+    with serving(serve, env):
         yield serve
-    finally:
-        try:
-            serve.stop()
-        finally:
-            if serve.proc is not None and serve.proc.poll() is None:
-                serve.kill9()

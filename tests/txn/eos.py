@@ -23,6 +23,11 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from kafka.record.default_records import DefaultRecordBatch
 
 from coordinator.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
+from coordinator.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
 from coordinator.txn.wire import COMMIT_MARKER, BrokerConnection, batch_heads
 
 
@@ -200,6 +205,42 @@ async def _read_committed(bootstrap: str, topic: str, partitions: int) -> list[b
     finally:
         conn.close()
     return values
+
+
+def check_outcome(bootstrap: str, sidecar: str, inputs: list[bytes], source: str, sink: str, group: str) -> None:
+    """The scenario's checks: the committed output holds every input exactly once, and the group's
+    committed offsets (asked through the sidecar) end at the input's end."""
+    check_exactly_once(inputs, read_committed(bootstrap, sink, 1))
+    partitions = _partitions(bootstrap, source)
+    probe = Consumer({"bootstrap.servers": sidecar, "group.id": group, "isolation.level": "read_committed"})
+    try:
+        ends = committed_offsets(probe, [TopicPartition(source, p) for p in range(partitions)])
+    finally:
+        probe.close()
+    assert ends == {p: len(inputs) // partitions for p in range(partitions)}
+
+
+def _partitions(bootstrap: str, topic: str) -> int:
+    from confluent_kafka.admin import AdminClient
+
+    return len(AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10).topics[topic].partitions)
+
+
+def txn_offset_commit(
+    transactional_id: str, group: str, producer_id: int, producer_epoch: int, topic: str, offset: int
+) -> TxnOffsetCommitRequest:
+    """A TxnOffsetCommit of ``offset`` for partition 0 of ``topic``, with no member (generation -1)."""
+    return TxnOffsetCommitRequest(
+        transactional_id=transactional_id,
+        group_id=group,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        topics=[
+            TxnOffsetCommitRequestTopic(
+                name=topic, partitions=[TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=offset)]
+            )
+        ],
+    )
 
 
 def check_exactly_once(inputs: list[bytes], outputs: list[bytes]) -> None:

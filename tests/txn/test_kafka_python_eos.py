@@ -8,7 +8,6 @@ import time
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
@@ -16,7 +15,7 @@ from kafka.structs import TopicPartition as KTopicPartition
 
 from tests.integration.serve_process import ServeProcess
 from tests.topics import ensure_topic
-from tests.txn.eos import check_exactly_once, committed_offsets, fill_input, read_committed
+from tests.txn.eos import check_outcome, fill_input
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -103,10 +102,4 @@ def test_kafka_python_exactly_once(bootstrap: str, sidecar: ServeProcess, unique
     finally:
         consumer.close()
         producer.close(timeout=5)
-    check_exactly_once(inputs, read_committed(bootstrap, sink, 1))
-    probe = Consumer({"bootstrap.servers": sidecar.bootstrap, "group.id": group, "isolation.level": "read_committed"})
-    try:
-        ends = committed_offsets(probe, [TopicPartition(source, p) for p in range(PARTITIONS)])
-    finally:
-        probe.close()
-    assert ends == {p: RECORDS // PARTITIONS for p in range(PARTITIONS)}
+    check_outcome(bootstrap, sidecar.bootstrap, inputs, source, sink, group)

@@ -10,13 +10,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from tests.clients.fetch import JS, node_modules
 from tests.conftest import BOOTSTRAP_ENV
 from tests.integration.serve_process import ServeProcess
 from tests.topics import ensure_topic
-from tests.txn.eos import check_exactly_once, committed_offsets, fill_input, read_committed
+from tests.txn.eos import check_outcome, fill_input
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -54,10 +53,4 @@ def test_kafkajs_exactly_once(bootstrap: str, sidecar: ServeProcess, unique_name
     (tmp_path / "driver.log").write_text(run.stdout + run.stderr)
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
     assert "ABORTED" in run.stdout and "FENCED" in run.stdout, run.stdout
-    check_exactly_once(inputs, read_committed(bootstrap, sink, 1))
-    probe = Consumer({"bootstrap.servers": sidecar.bootstrap, "group.id": group, "isolation.level": "read_committed"})
-    try:
-        ends = committed_offsets(probe, [TopicPartition(source, p) for p in range(PARTITIONS)])
-    finally:
-        probe.close()
-    assert ends == {p: RECORDS // PARTITIONS for p in range(PARTITIONS)}
+    check_outcome(bootstrap, sidecar.bootstrap, inputs, source, sink, group)

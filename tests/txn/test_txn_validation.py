@@ -18,14 +18,12 @@ from coordinator.errors import ErrorCode
 from coordinator.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic, OffsetFetchResponse
 from coordinator.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
-    TxnOffsetCommitRequestPartition,
-    TxnOffsetCommitRequestTopic,
     TxnOffsetCommitResponse,
 )
 from coordinator.txn.wire import BrokerConnection
 from tests.integration.serve_process import ServeProcess
 from tests.topics import ensure_topic
-from tests.txn.eos import producer_identity, transactional_producer
+from tests.txn.eos import producer_identity, transactional_producer, txn_offset_commit
 
 pytestmark = pytest.mark.integration
 
@@ -41,17 +39,7 @@ async def _call(address: str, body: TxnOffsetCommitRequest | OffsetFetchRequest,
 
 
 def txn_commit(sidecar: str, txn_id: str, group: str, pid: int, epoch: int, topic: str, offset: int) -> list[int]:
-    request = TxnOffsetCommitRequest(
-        transactional_id=txn_id,
-        group_id=group,
-        producer_id=pid,
-        producer_epoch=epoch,
-        topics=[
-            TxnOffsetCommitRequestTopic(
-                name=topic, partitions=[TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=offset)]
-            )
-        ],
-    )
+    request = txn_offset_commit(txn_id, group, pid, epoch, topic, offset)
     answer = asyncio.run(_call(sidecar, request, 3))
     assert isinstance(answer, TxnOffsetCommitResponse)
     return [p.error_code for t in answer.topics for p in t.partitions]
