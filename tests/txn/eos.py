@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from kafka.record.default_records import DefaultRecordBatch
@@ -73,6 +74,15 @@ def transactional_producer(bootstrap: str, transactional_id: str) -> Producer:
     return producer
 
 
+def _recover(producer: Producer, sidecar: str, transactional_id: str) -> Producer:
+    """Abort the failed transaction, or start over with a new producer (a new epoch aborts it)."""
+    try:
+        producer.abort_transaction(30)
+        return producer
+    except KafkaException:
+        return transactional_producer(sidecar, transactional_id)
+
+
 def run_scenario(
     sidecar: str,
     input_topic: str,
@@ -82,6 +92,8 @@ def run_scenario(
     expected: int,
     protocol: str = "classic",
     batch: int = 3,
+    after_commit: Callable[[int], None] | None = None,
+    survive_failures: bool = False,
 ) -> dict[str, int]:
     """Runs the loop until every input record is in a committed transaction; counts of what happened."""
     consumer = Consumer(
@@ -99,7 +111,7 @@ def run_scenario(
     producer = transactional_producer(sidecar, transactional_id)
     stats = Counter[str]()
     done = 0
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 150
     try:
         while done < expected:
             assert time.monotonic() < deadline, f"only {done} of {expected} records were committed: {dict(stats)}"
@@ -134,10 +146,22 @@ def run_scenario(
                 assert rewind(consumer) == before, "a fenced transaction moved the committed offsets"
                 stats["fenced"] += 1
                 continue
-            producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
-            producer.commit_transaction(30)
+            try:
+                producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
+                producer.commit_transaction(30)
+            except KafkaException as exc:
+                if not survive_failures:
+                    raise
+                # The coordinator moved under the transaction (a killed process): whatever became
+                # of it, the committed offsets say where its outcome left the input.
+                stats[f"failed:{exc.args[0].name()}"] += 1
+                producer = _recover(producer, sidecar, transactional_id)
+                rewind(consumer)
+                continue
             stats["transactions"] += 1
             done += len(messages)
+            if after_commit is not None:
+                after_commit(stats["transactions"])
         return dict(stats)
     finally:
         consumer.close()
