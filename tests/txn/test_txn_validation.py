@@ -109,6 +109,26 @@ def test_refusals_stage_nothing_and_staged_offsets_stay_unstable_until_decided(
     assert [r["value"]["producer_id"] for r in rows if r["type"] == "OFFSET_COMMIT"] == [pid]
     assert [r["value"] for r in rows if r["type"] == "PENDING_TXN_OFFSETS"] == [staged[0]["value"], None]
 
+    # `groups describe` marks a committed offset with a transaction staged over it.
+    current.begin_transaction()
+    current.produce(sink, value=b"d")
+    assert current.flush(10) == 0
+    assert txn_commit(sidecar.bootstrap, txn_id, group, pid, epoch, source, 9) == [ErrorCode.NONE]
+    assert describe_offsets(sidecar, group) == [(source, 0, 7, True)]
+    current.abort_transaction(30)
+    deadline = time.monotonic() + 20
+    while describe_offsets(sidecar, group) != [(source, 0, 7, False)]:
+        assert time.monotonic() < deadline, "the abort marker was not applied"
+        time.sleep(0.1)
+
+
+def describe_offsets(sidecar: ServeProcess, group: str) -> list[tuple[str, int, int, bool]]:
+    argv = [sys.executable, "-m", "cli.main", "groups", "describe", group, "-b", sidecar.bootstrap]
+    described = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=60)
+    assert described.returncode == 0, described.stderr
+    rows = json.loads(described.stdout)["items"]
+    return [(r["topic"], r["partition"], r["current_offset"], r["pending_transaction"]) for r in rows]
+
 
 def dump_group(bootstrap: str, sidecar: ServeProcess, group: str) -> list[dict[str, Any]]:
     log_topic = sidecar.args[sidecar.args.index("--log-topic") + 1]
