@@ -81,6 +81,24 @@ def forwarded_range(key: int, cluster: tuple[int, int] | None) -> tuple[int, int
     return (low, high) if low <= high else None
 
 
+# Transaction version 2 (KIP-890) sends TxnOffsetCommit v5 straight to the group coordinator with no
+# AddOffsetsToTxn, which is not served (``TXN_OFFSET_COMMIT_MAX_VERSION``): clients through the
+# sidecar are told the cluster's transaction.version is at most 1, so a Java 4.x producer keeps the
+# flow of version 1, which a version-2 cluster still serves to older clients.
+TRANSACTION_VERSION_FEATURE = "transaction.version"
+SERVED_TRANSACTION_VERSION = 1
+
+
+def _transaction_version_1(feature: ApiVersionsResponseFinalizedFeatureKey) -> ApiVersionsResponseFinalizedFeatureKey:
+    if feature.name != TRANSACTION_VERSION_FEATURE or feature.max_version_level <= SERVED_TRANSACTION_VERSION:
+        return feature
+    return ApiVersionsResponseFinalizedFeatureKey(
+        name=feature.name,
+        max_version_level=SERVED_TRANSACTION_VERSION,
+        min_version_level=min(feature.min_version_level, SERVED_TRANSACTION_VERSION),
+    )
+
+
 def merge_api_versions(cluster: ApiVersionsResponse) -> ApiVersionsResponse:
     """The versions a client may use through the gateway, cluster features kept."""
     ranges: dict[int, tuple[int, int]] = {}
@@ -103,7 +121,7 @@ def merge_api_versions(cluster: ApiVersionsResponse) -> ApiVersionsResponse:
             name=GROUP_VERSION_FEATURE, min_version=0, max_version=GROUP_VERSION_LEVEL
         )
     )
-    finalized = [f for f in cluster.finalized_features if f.name != GROUP_VERSION_FEATURE]
+    finalized = [_transaction_version_1(f) for f in cluster.finalized_features if f.name != GROUP_VERSION_FEATURE]
     finalized.append(
         ApiVersionsResponseFinalizedFeatureKey(
             name=GROUP_VERSION_FEATURE, max_version_level=GROUP_VERSION_LEVEL, min_version_level=GROUP_VERSION_LEVEL

@@ -87,3 +87,17 @@ def test_unoffered_apis_close_the_connection_as_a_broker_does(bootstrap: str) ->
 
     with GatewayThread(config, FakeGroupHandler()) as gateway:
         asyncio.run(run(gateway.server.port))
+
+
+def test_transaction_version_2_is_not_offered() -> None:
+    """A cluster at transaction.version 2 is reported at 1: TV2 clients would send TxnOffsetCommit v5
+    without AddOffsetsToTxn, which the sidecar does not serve; a TV2 cluster serves TV1 clients."""
+    cluster = _cluster(0, 28)
+    cluster.finalized_features.append(
+        ApiVersionsResponseFinalizedFeatureKey(name="transaction.version", max_version_level=2, min_version_level=2)
+    )
+    finalized = {
+        f.name: (f.min_version_level, f.max_version_level) for f in merge_api_versions(cluster).finalized_features
+    }
+    assert finalized["transaction.version"] == (1, 1)
+    assert finalized["metadata.version"] == (27, 27)
