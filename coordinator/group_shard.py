@@ -34,8 +34,15 @@ from coordinator.messages.offset_fetch import OffsetFetchRequestGroup
 from coordinator.messages.share_group_describe import ShareGroupDescribeResponseDescribedGroup
 from coordinator.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from coordinator.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
+from coordinator.offsets import transactions as txn
 from coordinator.offsets.config import OffsetsConfig
-from coordinator.offsets.handlers import CommitVerdict, commit_offsets
+from coordinator.offsets.handlers import CommitVerdict, commit_offsets, java_length
 from coordinator.offsets.retention import (
     all_offsets_expire,
     delete_group_offsets,
@@ -45,6 +52,7 @@ from coordinator.offsets.retention import (
 )
 from coordinator.runtime.api import Result, ScheduleTimer, TimerOp
 from records import CoordinatorRecord
+from records.definitions import PendingTxnOffset
 
 RETENTION_TIMER = "offsets-retention"
 
@@ -186,9 +194,20 @@ class GroupCoordinatorShard:
         records: list[CoordinatorRecord] = []
         for group_id in sorted(state.offsets.offsets):
             view = state.retention_view(group_id)
-            expiring = expire_offsets(state.offsets, group_id, view, now_ms, retention_ms)
+            # As Kafka: an offset with a transactional offset staged over it does not expire, and
+            # a group with an open transaction is not deleted.
+            expiring = [
+                r
+                for r in expire_offsets(state.offsets, group_id, view, now_ms, retention_ms)
+                if not state.txn.has_pending(group_id, r.key.topic, r.key.partition)
+            ]
             records += expiring
-            if expiring and view.is_empty and all_offsets_expire(state.offsets, group_id, expiring):
+            if (
+                expiring
+                and view.is_empty
+                and not state.txn.group_has_pending(group_id)
+                and all_offsets_expire(state.offsets, group_id, expiring)
+            ):
                 records += self._delete_group_records(state, group_id)
         return Result(None, records, [self._retention_timer(now_ms)])
 
@@ -197,6 +216,67 @@ class GroupCoordinatorShard:
         for name, topic_id in topics:
             records += offsets_of_deleted_topic(state.offsets, name, topic_id)
         return Result(None, records)
+
+    # --- transactional offsets (TxnOffsetCommit) ---------------------------------------------
+
+    def validate_txn_commit(
+        self, state: GroupCoordinatorState, request: TxnOffsetCommitRequest, topic_ids: dict[str, str | None]
+    ) -> tuple[ErrorCode, txn.Sequence]:
+        """Kafka's validateTransactionalOffsetCommit, plus the bounds of OffsetCommit and a zombie
+        producer epoch this shard has seen superseded: (error of the whole request, the sequence
+        the transaction topic record must carry). Run before anything is sent to the cluster."""
+        sequence = txn.next_sequence(state.txn, request.producer_id, request.producer_epoch)
+        if not request.group_id:
+            return ErrorCode.INVALID_GROUP_ID, sequence
+        fenced = txn.stale_epoch(state.txn, request.producer_id, request.producer_epoch)
+        if fenced != ErrorCode.NONE:
+            return fenced, sequence
+        limit = self.offsets_config.offset_metadata_max_bytes
+        if any(
+            p.committed_metadata is not None and java_length(p.committed_metadata) > limit
+            for t in request.topics
+            for p in t.partitions
+        ):
+            return ErrorCode.OFFSET_METADATA_TOO_LARGE, sequence
+        return _txn_group_error(state, request, topic_ids), sequence
+
+    def stage_txn_offsets(
+        self,
+        state: GroupCoordinatorState,
+        request: TxnOffsetCommitRequest,
+        txn_offset: int,
+        written: txn.Sequence,
+        topic_ids: dict[str, str | None],
+        now_ms: int,
+    ) -> Result[TxnOffsetCommitResponse]:
+        """Stage the offsets once their record of the client's transaction is in the transaction
+        topic at ``txn_offset``: checked again (the group may have moved on meanwhile; the record
+        then stays undecided in the transaction topic and is never applied)."""
+        error, _ = self.validate_txn_commit(state, request, topic_ids)
+        if error != ErrorCode.NONE:
+            return Result(txn_commit_response(request, error))
+        offsets = [
+            PendingTxnOffset(
+                t.name,
+                p.partition_index,
+                p.committed_offset,
+                p.committed_leader_epoch,
+                p.committed_metadata or "",
+                topic_ids.get(t.name),
+            )
+            for t in request.topics
+            for p in t.partitions
+        ]
+        records = txn.staging_records(
+            request.group_id, request.producer_id, txn_offset, request.transactional_id, written, offsets, now_ms
+        )
+        return Result(txn_commit_response(request, ErrorCode.NONE), records)
+
+    def resolve_txn(
+        self, state: GroupCoordinatorState, producer_id: int, marker_offset: int, committed: bool, now_ms: int
+    ) -> Result[None]:
+        """A marker of ``producer_id`` read in the transaction topic decides its staged offsets."""
+        return Result(None, txn.resolve(state.txn, producer_id, marker_offset, committed, now_ms))
 
     # --- group administration ----------------------------------------------------------------
 
@@ -306,6 +386,44 @@ class GroupCoordinatorShard:
         if validate_only or updated == current:
             return Result((int(ErrorCode.NONE), None))
         return Result((int(ErrorCode.NONE), None), [group_config.config_record(group_id, updated)])
+
+
+def _txn_group_error(
+    state: GroupCoordinatorState, request: TxnOffsetCommitRequest, topic_ids: dict[str, str | None]
+) -> ErrorCode:
+    """The group's own check of a transactional commit (Kafka's group.validateOffsetCommit with
+    isTransactional): an unknown group accepts generation -1 only (a simple group); a consumer
+    group's stale member epoch is ILLEGAL_GENERATION, as Kafka answers it through v5."""
+    group = state.group(request.group_id)
+    if group is None:
+        return ErrorCode.NONE if request.generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
+    if group.type == CLASSIC:
+        error = state.classic.validate_offset_commit(
+            request.group_id, request.member_id, request.group_instance_id, request.generation_id, True
+        )
+        return ErrorCode.NONE if error is None else error
+    consumer_group = state.consumer.group(request.group_id)
+    if consumer_group is None:
+        return ErrorCode.NONE
+    partitions = [(topic_ids.get(t.name) or "", p.partition_index) for t in request.topics for p in t.partitions]
+    error = consumer_group.offset_commit_error(request.member_id, request.generation_id, partitions)
+    return ErrorCode.ILLEGAL_GENERATION if error == ErrorCode.STALE_MEMBER_EPOCH else error
+
+
+def txn_commit_response(request: TxnOffsetCommitRequest, code: ErrorCode | int) -> TxnOffsetCommitResponse:
+    """The same answer for every partition of ``request``."""
+    return TxnOffsetCommitResponse(
+        topics=[
+            TxnOffsetCommitResponseTopic(
+                name=t.name,
+                partitions=[
+                    TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=int(code))
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ]
+    )
 
 
 # --- reads (on the committed state, or the live one for classic in-progress states) ----------

@@ -32,7 +32,7 @@ from coordinator.observability.http import HealthServer, Readiness, shard_states
 from coordinator.observability.registry import REGISTRY
 from coordinator.observability.serve import ServeMetrics
 from coordinator.runtime.cluster_watch import ClusterWatch
-from coordinator.runtime.log import LogTopicSpec
+from coordinator.runtime.log import LogTopicSpec, ensure_log_topic
 from coordinator.runtime.placement import Node, Placement, PlacementConfig, derived_instance_id, derived_node_id
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.shard import Shard, ShardStatus
@@ -42,6 +42,8 @@ from coordinator.service.metadata_cache import MetadataCache, TopicInfo
 from coordinator.service.partitioning import partition_for
 from coordinator.service.secured_handler import SecuredHandler
 from coordinator.service.service import GroupCoordinatorService
+from coordinator.txn.bridge import TxnBridge
+from coordinator.txn.topic import transaction_topic, transaction_topic_spec
 from deploy.local_broker import parse_hostport
 
 log = logging.getLogger(__name__)
@@ -317,8 +319,9 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
     # Every client of the cluster logs through the `librdkafka` logger (JSON, rate-limited).
     client_config = logs.client_config(settings.client_config())
     placement_settings = settings.placement
+    txn_topic = transaction_topic(settings.log_topic)
     own_topics = frozenset(
-        {settings.log_topic, placement_settings.directory_topic or f"{settings.log_topic}-directory"}
+        {settings.log_topic, placement_settings.directory_topic or f"{settings.log_topic}-directory", txn_topic}
     )
     placement_group = placement_settings.group_id or f"groupcoord-placement-{settings.log_topic}"
     # The placement group and the directory reader's group (runtime/placement.py).
@@ -405,6 +408,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
     gateway.config = gateway.config.model_copy(update={"coordinator_node_id": node_id})
     placement: Placement | None = None
     watch: ClusterWatch | None = None
+    bridge: TxnBridge | None = None
     runtime_started = False
     metrics.start()
     try:
@@ -412,6 +416,14 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             # Creating the log topic retries an unreachable cluster for 30 s: a stop signal must not wait.
             await _unless_stopped(stop, runtime.start(partitions=()))
             runtime_started = True
+            await _unless_stopped(
+                stop,
+                asyncio.to_thread(
+                    ensure_log_topic,
+                    client_config,
+                    transaction_topic_spec(txn_topic, runtime.partitions, settings.log_replication_factor),
+                ),
+            )
             await metadata.refresh()
         except KafkaException as exc:
             # In the CLI's words: "cannot reach HOST:PORT ...: no connection (Connection refused)".
@@ -430,6 +442,9 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
                 return 1
             acl_source.start()
         service_ready(service, metadata)
+        bridge = TxnBridge(runtime, handlers, txn_topic, gateway.cluster.bootstrap, gateway.cluster.tls)
+        service.txn = bridge
+        bridge.start()
         metadata.start()
         moves = ShardMoves(runtime, say)
         try:
@@ -488,6 +503,8 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             health.close()
         await metrics.close()
         await gateway.stop()
+        if bridge is not None:
+            await bridge.stop()
         if watch is not None:
             await asyncio.to_thread(watch.close)
         if placement is not None:

@@ -10,6 +10,7 @@ compaction keeps exactly one value per slot.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import struct
 from dataclasses import dataclass
@@ -36,7 +37,15 @@ class CoordinatorRecord:
 
 
 class _Compiled:
-    __slots__ = ("definition", "record_type", "key_schema", "value_schemas", "latest_version", "latest_schema")
+    __slots__ = (
+        "definition",
+        "record_type",
+        "key_schema",
+        "value_schemas",
+        "latest_version",
+        "latest_schema",
+        "versions",
+    )
 
     def __init__(self, definition: RecordDef) -> None:
         self.definition = definition
@@ -45,6 +54,31 @@ class _Compiled:
         self.value_schemas = {v: parse_schema(s) for v, s in definition.value_schemas.items()}
         self.latest_version = definition.latest_version
         self.latest_schema = self.value_schemas[self.latest_version]
+        # Per version, oldest first: the value's fields that version lacks, with their defaults. A
+        # value is written in the oldest version that holds it (its other fields at their
+        # defaults), so a process of an earlier release still reads every record it can
+        # represent (a rolling upgrade moves shards between releases).
+        fields = dataclasses.fields(definition.value_cls)
+        self.versions: list[tuple[int, list[tuple[str, Any]]]] = []
+        for v in sorted(definition.value_schemas):
+            names = {field["name"] for field in definition.value_schemas[v]["fields"]}
+            lacking = [f for f in fields if f.name not in names]
+            if all(_has_default(f) for f in lacking):
+                self.versions.append((v, [(f.name, _default(f)) for f in lacking]))
+
+    def version_for(self, value: Any) -> int:
+        for version, lacking in self.versions:
+            if all(getattr(value, name) == default for name, default in lacking):
+                return version
+        return self.latest_version
+
+
+def _has_default(f: dataclasses.Field[Any]) -> bool:
+    return f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    return f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc,operator]
 
 
 def _write(schema: Any, datum: Any) -> bytes:
@@ -73,7 +107,7 @@ class RecordCodec:
         if value is None:
             return None
         c = self._compiled(record_type)
-        v = c.latest_version if version is None else version
+        v = c.version_for(value) if version is None else version
         return _VALUE_HEADER.pack(record_type, v) + _write(c.value_schemas[v], value)
 
     def encode(self, record: CoordinatorRecord) -> tuple[bytes, bytes | None]:

@@ -38,10 +38,15 @@ class RecordType(IntEnum):
     # A group's dynamic configs (KIP-848 group configs). Kafka keeps them in its cluster
     # metadata, not in __consumer_offsets; here they live with the group, outside Kafka's ids.
     GROUP_CONFIG = 50
+    # Transactional offsets (TxnOffsetCommit): staged until the cluster's marker decides them
+    # (coordinator/offsets/transactions.py). Kafka keeps them as OffsetCommit records written
+    # with the producer's id; here the log has one writer, so they are records of their own.
+    PENDING_TXN_OFFSETS = 60
+    TXN_PRODUCER = 61
     # Share-partition state (KIP-932). Kafka's share coordinator writes ShareSnapshot (0) and
     # ShareUpdate (1) to its own __share_group_state topic; here they live in the group's shard.
-    SHARE_SNAPSHOT = 60
-    SHARE_UPDATE = 61
+    SHARE_SNAPSHOT = 62
+    SHARE_UPDATE = 63
     # Runtime records.
     SHARD_EPOCH = 100
     BATCH_ABORT = 101
@@ -66,6 +71,8 @@ class OffsetCommitValue:
     commit_timestamp: int = 0
     expire_timestamp: int = -1
     topic_id: str | None = None
+    # The transactional producer whose committed transaction wrote this value; -1 for a plain commit.
+    producer_id: int = -1
 
 
 # --- GroupMetadata (2), classic groups -----------------------------------------------------
@@ -247,7 +254,54 @@ class GroupConfigValue:
     configs: list[GroupConfigEntry] = field(default_factory=list)
 
 
-# --- Share-partition state (60, 61) ---------------------------------------------------------
+# --- Transactional offsets (60, 61) ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PendingTxnOffsetsKey:
+    group: str
+    producer_id: int
+    # Where the offsets' own record of the client's transaction sits in the transaction topic's
+    # partition of this shard: the first marker of ``producer_id`` after it decides them.
+    txn_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class PendingTxnOffset:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+    topic_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingTxnOffsetsValue:
+    """One TxnOffsetCommit, staged: invisible to OffsetFetch until its transaction commits."""
+
+    transactional_id: str
+    producer_epoch: int
+    offsets: list[PendingTxnOffset] = field(default_factory=list)
+    commit_timestamp: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TxnProducerKey:
+    producer_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxnProducerValue:
+    """The sequence the shard's next write for this producer to the transaction topic carries
+    (the cluster checks it per producer id, epoch and partition)."""
+
+    producer_epoch: int
+    next_sequence: int
+    timestamp: int = 0
+
+
+# --- Share-partition state (62, 63) ---------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,7 +462,19 @@ DEFINITIONS: tuple[RecordDef, ...] = (
                     ("expire_timestamp", "long", -1),
                     ("topic_id", optional("string"), None),
                 ],
-            )
+            ),
+            2: record(
+                "OffsetCommitValue",
+                [
+                    ("offset", "long"),
+                    ("leader_epoch", "int", -1),
+                    ("metadata", "string", ""),
+                    ("commit_timestamp", "long", 0),
+                    ("expire_timestamp", "long", -1),
+                    ("topic_id", optional("string"), None),
+                    ("producer_id", "long", -1),
+                ],
+            ),
         },
     ),
     RecordDef(
@@ -649,6 +715,54 @@ DEFINITIONS: tuple[RecordDef, ...] = (
             1: record(
                 "GroupConfigValue",
                 [("configs", array(record("GroupConfigEntry", [("name", "string"), ("value", "string")])), [])],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.PENDING_TXN_OFFSETS,
+        PendingTxnOffsetsKey,
+        record(
+            "PendingTxnOffsetsKey",
+            [("group", "string"), ("producer_id", "long"), ("txn_offset", "long")],
+        ),
+        PendingTxnOffsetsValue,
+        {
+            1: record(
+                "PendingTxnOffsetsValue",
+                [
+                    ("transactional_id", "string"),
+                    ("producer_epoch", "int"),
+                    (
+                        "offsets",
+                        array(
+                            record(
+                                "PendingTxnOffset",
+                                [
+                                    ("topic", "string"),
+                                    ("partition", "int"),
+                                    ("offset", "long"),
+                                    ("leader_epoch", "int", -1),
+                                    ("metadata", "string", ""),
+                                    ("topic_id", optional("string"), None),
+                                ],
+                            )
+                        ),
+                        [],
+                    ),
+                    ("commit_timestamp", "long", 0),
+                ],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.TXN_PRODUCER,
+        TxnProducerKey,
+        record("TxnProducerKey", [("producer_id", "long")]),
+        TxnProducerValue,
+        {
+            1: record(
+                "TxnProducerValue",
+                [("producer_epoch", "int"), ("next_sequence", "int"), ("timestamp", "long", 0)],
             )
         },
     ),

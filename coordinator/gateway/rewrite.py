@@ -26,17 +26,15 @@ from coordinator.messages.produce import ProduceRequest
 # Maps a real broker (node id, host, port) to the sidecar (host, port) that reaches it.
 BrokerRoute = Callable[[int, str, int], tuple[str, int]]
 
-# TxnOffsetCommit is refused per partition (UNSUPPORTED_VERSION) until transactional offsets are
-# served: a client must not be offered an API of which every call fails. True once it is served.
-SERVE_TXN_OFFSET_COMMIT = False
 # Answered here whatever the cluster says; the others are the cluster's own, possibly capped to
 # what this codec can decode when the gateway must rewrite the answer. The share-group APIs are
 # served only when share groups are enabled (``served_keys``).
-SERVED_LOCALLY: frozenset[int] = (
-    (GROUP_API_KEYS | {ApiKey.API_VERSIONS})
-    - (set() if SERVE_TXN_OFFSET_COMMIT else {ApiKey.TXN_OFFSET_COMMIT})
-    - SHARE_GROUP_API_KEYS
-)
+SERVED_LOCALLY: frozenset[int] = GROUP_API_KEYS - SHARE_GROUP_API_KEYS | {ApiKey.API_VERSIONS}
+# TxnOffsetCommit v5 is transaction version 2 (KIP-890: no AddOffsetsToTxn, the group coordinator
+# adds its partition itself). Served is v0-v4, the flow of transaction version 1, verified end to
+# end on the local broker; a TV2 client then falls back to v4 semantics (coordinator/txn/README.md).
+TXN_OFFSET_COMMIT_MAX_VERSION = 4
+_CAPPED: dict[int, int] = {ApiKey.TXN_OFFSET_COMMIT: TXN_OFFSET_COMMIT_MAX_VERSION}
 REWRITTEN: frozenset[int] = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER})
 # Decoded so that their GROUP resources are answered here (``configs``); offered even by a cluster
 # without them, since group configs do not need the cluster.
@@ -60,7 +58,10 @@ def served_keys(share_groups: bool) -> frozenset[int]:
 
 
 def served_versions(share_groups: bool = False) -> dict[int, tuple[int, int]]:
-    return {key: (APIS[key].min_version, APIS[key].max_version) for key in served_keys(share_groups)}
+    return {
+        key: (APIS[key].min_version, min(APIS[key].max_version, _CAPPED.get(key, APIS[key].max_version)))
+        for key in served_keys(share_groups)
+    }
 
 
 def forwarded_range(key: int, cluster: tuple[int, int] | None) -> tuple[int, int] | None:
@@ -84,6 +85,24 @@ def forwarded_range(key: int, cluster: tuple[int, int] | None) -> tuple[int, int
         return None
     low, high = max(low, valid[0]), min(high, valid[1])
     return (low, high) if low <= high else None
+
+
+# Transaction version 2 (KIP-890) sends TxnOffsetCommit v5 straight to the group coordinator with no
+# AddOffsetsToTxn, which is not served (``TXN_OFFSET_COMMIT_MAX_VERSION``): clients through the
+# sidecar are told the cluster's transaction.version is at most 1, so a Java 4.x producer keeps the
+# flow of version 1, which a version-2 cluster still serves to older clients.
+TRANSACTION_VERSION_FEATURE = "transaction.version"
+SERVED_TRANSACTION_VERSION = 1
+
+
+def _transaction_version_1(feature: ApiVersionsResponseFinalizedFeatureKey) -> ApiVersionsResponseFinalizedFeatureKey:
+    if feature.name != TRANSACTION_VERSION_FEATURE or feature.max_version_level <= SERVED_TRANSACTION_VERSION:
+        return feature
+    return ApiVersionsResponseFinalizedFeatureKey(
+        name=feature.name,
+        max_version_level=SERVED_TRANSACTION_VERSION,
+        min_version_level=min(feature.min_version_level, SERVED_TRANSACTION_VERSION),
+    )
 
 
 def merge_api_versions(cluster: ApiVersionsResponse, share_groups: bool = False) -> ApiVersionsResponse:
@@ -111,7 +130,7 @@ def merge_api_versions(cluster: ApiVersionsResponse, share_groups: bool = False)
             name=GROUP_VERSION_FEATURE, min_version=0, max_version=GROUP_VERSION_LEVEL
         )
     )
-    finalized = [f for f in cluster.finalized_features if f.name != GROUP_VERSION_FEATURE]
+    finalized = [_transaction_version_1(f) for f in cluster.finalized_features if f.name != GROUP_VERSION_FEATURE]
     finalized.append(
         ApiVersionsResponseFinalizedFeatureKey(
             name=GROUP_VERSION_FEATURE, max_version_level=GROUP_VERSION_LEVEL, min_version_level=GROUP_VERSION_LEVEL

@@ -35,13 +35,15 @@ from coordinator.gateway.framing import produce_acks
 from coordinator.gateway.limits import count_elements
 from coordinator.gateway.protect import NotForwardable, ProtectedTopics
 from coordinator.gateway.protocol import Request, decode_request
-from coordinator.gateway.rewrite import SERVED_LOCALLY, forwarded_range
+from coordinator.gateway.rewrite import SERVED_LOCALLY, forwarded_range, served_versions
 from coordinator.gateway.topic_split import DESCRIBE_TOPIC_PARTITIONS
 from coordinator.messages.find_coordinator import FindCoordinatorRequest
 from coordinator.messages.list_groups import ListGroupsResponse
 from coordinator.messages.schema import Message
 
 _GROUP_KEY_TYPE = 0
+# The highest version of each locally served API that ApiVersions offers (TxnOffsetCommit: v4).
+_SERVED_MAX = {key: high for key, (_, high) in served_versions().items()}
 
 
 # --- the facts a decision is taken on -------------------------------------------------------
@@ -171,10 +173,10 @@ def _group(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> 
     spec = APIS[key]
     served = key in SERVED_LOCALLY or (facts.share_groups and key in SHARE_GROUP_API_KEYS)
     if not served and key != ApiKey.FIND_COORDINATOR:
-        # Not offered in ApiVersions (TxnOffsetCommit until it is served, the share-group APIs
-        # unless share groups are): as a broker does with an API it does not expose.
+        # Not offered in ApiVersions (the share-group APIs unless share groups are): as a broker
+        # does with an API it does not expose.
         return Close(f"unsupported API {spec.name}")
-    if not spec.supports(version):
+    if not spec.supports(version) or version > _SERVED_MAX.get(key, version):
         return Close(f"unsupported version {spec.name} v{version}")
     limit_bytes = facts.max_group_request_bytes
     if len(payload) > limit_bytes:

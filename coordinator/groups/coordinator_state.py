@@ -16,6 +16,7 @@ from coordinator.groups.group_config import GroupConfigsState
 from coordinator.groups.share.state import SHARE_GROUP_RECORD_TYPES, ShareGroupsState
 from coordinator.offsets.retention import GroupRetentionView
 from coordinator.offsets.state import OffsetsState
+from coordinator.offsets.transactions import TxnOffsetsState
 from records import CoordinatorRecord, RecordType
 
 
@@ -26,10 +27,14 @@ class GroupCoordinatorState:
         self.consumer = ConsumerGroupsState()
         self.share = ShareGroupsState()
         self.group_configs = GroupConfigsState()
+        self.txn = TxnOffsetsState()
 
     def replay(self, record: CoordinatorRecord) -> None:
         if record.type == RecordType.OFFSET_COMMIT:
             self.offsets.replay(record)
+            self.txn.replay(record)
+        elif record.type in (RecordType.PENDING_TXN_OFFSETS, RecordType.TXN_PRODUCER):
+            self.txn.replay(record)
         elif record.type == RecordType.GROUP_METADATA:
             self.classic.replay(record)
         elif record.type == RecordType.GROUP_CONFIG:
@@ -46,6 +51,7 @@ class GroupCoordinatorState:
             "consumer": self.consumer.snapshot(),
             "share": self.share.snapshot(),
             "group_configs": self.group_configs.snapshot(),
+            "txn": self.txn.snapshot(),
         }
 
     def group(self, group_id: str) -> Group | None:

@@ -6,7 +6,7 @@ Pure functions: commit returns the records to write and the response; fetch read
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from coordinator.errors import ErrorCode
@@ -31,7 +31,7 @@ from records import CoordinatorRecord, RecordType
 from records.definitions import OffsetCommitKey, OffsetCommitValue
 
 
-def _java_length(text: str) -> int:
+def java_length(text: str) -> int:
     # Kafka compares String.length(), i.e. UTF-16 code units, against offset.metadata.max.bytes.
     return len(text.encode("utf-16-le")) // 2
 
@@ -82,7 +82,7 @@ def commit_offsets(
         (t.name, p.partition_index)
         for t in request.topics
         for p in t.partitions
-        if p.committed_metadata is not None and _java_length(p.committed_metadata) > config.offset_metadata_max_bytes
+        if p.committed_metadata is not None and java_length(p.committed_metadata) > config.offset_metadata_max_bytes
     }
     if oversized:
         # Nothing of a request with an oversized metadata is written, so a client never sees
@@ -156,10 +156,27 @@ def fetch_size(state: OffsetsState, request: OffsetFetchRequestGroup) -> int:
     return size
 
 
-def fetch_offsets(state: OffsetsState, request: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
+def fetch_offsets(
+    state: OffsetsState, request: OffsetFetchRequestGroup, unstable: Callable[[str, str, int], bool] | None = None
+) -> OffsetFetchResponseGroup:
     """The committed offsets the group asks for (``topics=None``: all of them); each answered
-    topic keeps the request's own name and id."""
+    topic keeps the request's own name and id. ``unstable(group, topic, partition)``: whether
+    transactional offsets are staged there (asked with require_stable), answered as Kafka does,
+    UNSTABLE_OFFSET_COMMIT with no offset."""
     committed = state.group_offsets(request.group_id)
+    response = _fetch(committed, request)
+    if unstable is not None:
+        for t in response.topics:
+            for p in t.partitions:
+                if unstable(request.group_id, t.name, p.partition_index):
+                    p.committed_offset, p.committed_leader_epoch, p.metadata = -1, -1, ""
+                    p.error_code = ErrorCode.UNSTABLE_OFFSET_COMMIT
+    return response
+
+
+def _fetch(
+    committed: Mapping[str, Mapping[int, OffsetCommitValue]], request: OffsetFetchRequestGroup
+) -> OffsetFetchResponseGroup:
     if request.topics is None:
         topics = [
             OffsetFetchResponseTopics(

@@ -15,10 +15,11 @@ import secrets
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from coordinator.errors import ErrorCode
 from coordinator.gateway.handler import ConnectionContext
+from coordinator.group_shard import txn_commit_response
 from coordinator.groups import context as group_context
 from coordinator.groups import group_config
 from coordinator.messages import alter_configs as wire_alter_configs
@@ -125,14 +126,7 @@ class CoordinatorApiHandler:
                 missing = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 answers.append([(p.partition_index, missing) for p in t.partitions])
                 continue
-            local: list[tuple[int, int] | None] = []
-            valid = []
-            for p in t.partitions:
-                if _has_partition(info, p.partition_index):
-                    local.append(None)
-                    valid.append(p)
-                else:
-                    local.append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            local, valid = _known_partitions(info, t.partitions)
             answers.append(local)
             if valid:
                 topics.append(
@@ -166,7 +160,8 @@ class CoordinatorApiHandler:
                     for t in request.topics
                 ]
             (group,) = await self.service.fetch_offsets(
-                [wire_fetch.OffsetFetchRequestGroup(group_id=request.group_id, topics=topics)]
+                [wire_fetch.OffsetFetchRequestGroup(group_id=request.group_id, topics=topics)],
+                request.require_stable,
             )
             return wire_fetch.OffsetFetchResponse(
                 error_code=group.error_code,
@@ -204,7 +199,7 @@ class CoordinatorApiHandler:
                     else:
                         topics.append(t)  # offsets of a topic the cluster lacks are still answered by name
             wanted.append(replace(g, topics=topics))
-        groups = await self.service.fetch_offsets(wanted)
+        groups = await self.service.fetch_offsets(wanted, request.require_stable)
         out = []
         for group, missing in zip(groups, unknown, strict=True):
             if context.api_version >= FETCH_BY_TOPIC_ID_VERSION:
@@ -259,21 +254,37 @@ class CoordinatorApiHandler:
     async def txn_offset_commit(
         self, context: ConnectionContext, request: wire_txn.TxnOffsetCommitRequest
     ) -> wire_txn.TxnOffsetCommitResponse:
-        # Transactional offsets become visible on the transaction's commit marker, which is
-        # written to the cluster's own __consumer_offsets and never seen by this sidecar. Rather
-        # than pretend, every partition is refused, so the producer fails the transaction.
+        """As Kafka's KafkaApis: partitions of topics the cluster does not have are answered
+        UNKNOWN_TOPIC_OR_PARTITION here and never staged; the rest go to the transaction bridge
+        (``coordinator.txn``), which joins them to the client's transaction."""
+        bridge = self.service.txn
+        if bridge is None:
+            # Served only with a bridge to the cluster's transactions (``groupcoord serve`` has one).
+            return txn_commit_response(request, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        answers: list[list[tuple[int, int] | None]] = []
+        topics: list[wire_txn.TxnOffsetCommitRequestTopic] = []
+        topic_ids: dict[str, str | None] = {}
+        for t in request.topics:
+            info = await self.topics.lookup(t.name, None)  # TxnOffsetCommit names topics by name only
+            local, valid = _known_partitions(info, t.partitions)
+            answers.append(local)
+            if valid and info is not None:
+                topics.append(wire_txn.TxnOffsetCommitRequestTopic(name=t.name, partitions=valid))
+                topic_ids[t.name] = info.id_string
+        staged: Iterator[tuple[int, int]] = iter(())
+        if topics:
+            answer = await bridge.commit(replace(request, topics=topics), topic_ids)
+            staged = iter([(p.partition_index, p.error_code) for t in answer.topics for p in t.partitions])
         return wire_txn.TxnOffsetCommitResponse(
             topics=[
                 wire_txn.TxnOffsetCommitResponseTopic(
                     name=t.name,
                     partitions=[
-                        wire_txn.TxnOffsetCommitResponsePartition(
-                            partition_index=p.partition_index, error_code=ErrorCode.UNSUPPORTED_VERSION
-                        )
-                        for p in t.partitions
+                        wire_txn.TxnOffsetCommitResponsePartition(partition_index=index, error_code=code)
+                        for index, code in (p if p is not None else next(staged) for p in local)
                     ],
                 )
-                for t in request.topics
+                for t, local in zip(request.topics, answers, strict=True)
             ]
         )
 
@@ -429,6 +440,23 @@ def _has_partition(info: TopicInfo | None, index: int) -> bool:
     """What Kafka's KafkaApis checks before OffsetCommit and OffsetDelete reach the coordinator
     (``info``: the topic as the cluster has it, None if it has no such topic)."""
     return info is not None and 0 <= index < info.partitions
+
+
+_P = TypeVar("_P", wire_commit.OffsetCommitRequestPartition, wire_txn.TxnOffsetCommitRequestPartition)
+
+
+def _known_partitions(info: TopicInfo | None, partitions: list[_P]) -> tuple[list[tuple[int, int] | None], list[_P]]:
+    """Per request partition, None if the cluster has it (it goes on to the coordinator) or its
+    answer, UNKNOWN_TOPIC_OR_PARTITION; and the partitions that go on."""
+    local: list[tuple[int, int] | None] = []
+    valid: list[_P] = []
+    for p in partitions:
+        if _has_partition(info, p.partition_index):
+            local.append(None)
+            valid.append(p)
+        else:
+            local.append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    return local, valid
 
 
 def _malformed_config_resource(name: str, keys: list[str]) -> tuple[int, str | None] | None:

@@ -42,6 +42,7 @@ from typing import Any
 from coordinator.errors import ErrorCode
 from coordinator.gateway import configs
 from coordinator.gateway.handler import ConnectionContext, GroupApiHandler
+from coordinator.group_shard import txn_commit_response
 from coordinator.messages import alter_configs as wire_alter_configs
 from coordinator.messages import consumer_group_describe as wire_cgd
 from coordinator.messages import consumer_group_heartbeat as wire_cgh
@@ -59,6 +60,7 @@ from coordinator.messages import offset_fetch as wire_fetch
 from coordinator.messages import share_group_describe as wire_sgd
 from coordinator.messages import share_group_heartbeat as wire_sgh
 from coordinator.messages import sync_group as wire_sync
+from coordinator.messages import txn_offset_commit as wire_txn
 from coordinator.messages.schema import ZERO_UUID, Message
 from coordinator.security.authorizer import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
 from coordinator.service import offset_delete_answers
@@ -110,6 +112,7 @@ class SecuredHandler:
             wire_commit.OffsetCommitRequest: self._offset_commit,
             wire_fetch.OffsetFetchRequest: self._offset_fetch,
             wire_offset_delete.OffsetDeleteRequest: self._offset_delete,
+            wire_txn.TxnOffsetCommitRequest: self._txn_offset_commit,
             wire_list.ListGroupsRequest: self._list_groups,
             wire_describe.DescribeGroupsRequest: self._describe_groups,
             wire_delete.DeleteGroupsRequest: self._delete_groups,
@@ -374,6 +377,30 @@ class SecuredHandler:
                 )
             )
         return wire_commit.OffsetCommitResponse(topics=answer_topics)
+
+    async def _txn_offset_commit(self, context: ConnectionContext, request: wire_txn.TxnOffsetCommitRequest) -> Message:
+        """Kafka's KafkaApis.handleTxnOffsetCommitRequest: WRITE on the transactional id, then READ
+        on the group refuse the whole request; a topic the caller may not READ (or one of the
+        sidecar's own) is refused alone and the rest goes on."""
+        if not self._allowed(context, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+            return txn_commit_response(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if not self._allowed(context, Operation.READ, ResourceType.GROUP, request.group_id):
+            return txn_commit_response(request, GROUP_DENIED)
+        denied = [
+            t
+            for t in request.topics
+            if t.name in self.protected_topics or not self._allowed(context, Operation.READ, ResourceType.TOPIC, t.name)
+        ]
+        if not denied:
+            return await self.inner.handle(context, request)
+        allowed = [t for t in request.topics if t not in denied]
+        answered: list[wire_txn.TxnOffsetCommitResponseTopic] = []
+        if allowed:
+            response = await self.inner.handle(context, dataclasses.replace(request, topics=allowed))
+            assert isinstance(response, wire_txn.TxnOffsetCommitResponse)
+            answered = list(response.topics)
+        refused = txn_commit_response(dataclasses.replace(request, topics=denied), TOPIC_DENIED)
+        return wire_txn.TxnOffsetCommitResponse(topics=answered + refused.topics)
 
     async def _offset_delete(
         self, context: ConnectionContext, request: wire_offset_delete.OffsetDeleteRequest

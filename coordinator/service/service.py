@@ -11,7 +11,7 @@ import functools
 import itertools
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from coordinator.errors import ErrorCode
 from coordinator.group_shard import (
@@ -47,6 +47,7 @@ from coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFet
 from coordinator.messages.share_group_describe import ShareGroupDescribeResponseDescribedGroup
 from coordinator.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from coordinator.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from coordinator.offsets.handlers import commit_response, fetch_offsets, fetch_size
 from coordinator.runtime.api import Result
 from coordinator.runtime.runtime import CoordinatorRuntime
@@ -56,6 +57,15 @@ from coordinator.service.partitioning import partition_for
 
 T = TypeVar("T")
 D = TypeVar("D")
+
+
+class TxnCommitter(Protocol):
+    """Where TxnOffsetCommit goes (``coordinator.txn.bridge.TxnBridge``)."""
+
+    async def commit(
+        self, request: TxnOffsetCommitRequest, topic_ids: dict[str, str | None]
+    ) -> TxnOffsetCommitResponse: ...
+
 
 _STATUS_ERRORS = {
     ShardStatus.LOADING: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
@@ -116,6 +126,9 @@ class GroupCoordinatorService:
         self.max_answer_bytes = max_answer_bytes
         # Parked requests are answered by token; tokens only need to be unique in this process.
         self._tokens = itertools.count()
+        # TxnOffsetCommit's way into the cluster's transactions (``coordinator.txn.bridge.TxnBridge``),
+        # set by ``groupcoord serve``; without one TxnOffsetCommit is answered COORDINATOR_NOT_AVAILABLE.
+        self.txn: TxnCommitter | None = None
 
     def partition_for(self, group_id: str) -> int:
         if not self.runtime.partitions:
@@ -148,18 +161,23 @@ class GroupCoordinatorService:
             lambda code: commit_response(request, code),
         )
 
-    async def fetch_offsets(self, groups: list[OffsetFetchRequestGroup]) -> list[OffsetFetchResponseGroup]:
+    async def fetch_offsets(
+        self, groups: list[OffsetFetchRequestGroup], require_stable: bool = False
+    ) -> list[OffsetFetchResponseGroup]:
         """Reads see only committed offsets (the shard's committed state). Identical entries are
-        answered once, within the answer budget (``answer_budget``)."""
+        answered once, within the answer budget (``answer_budget``). With ``require_stable`` a
+        partition with transactional offsets still staged answers UNSTABLE_OFFSET_COMMIT."""
         return await answer_each(
             groups,
             _fetch_key,
-            self._fetch_one,
+            lambda group: self._fetch_one(group, require_stable),
             lambda g, _: OffsetFetchResponseGroup(group_id=g.group_id, error_code=ErrorCode.UNKNOWN_SERVER_ERROR),
             self.max_answer_bytes,
         )
 
-    def _fetch_one(self, group: OffsetFetchRequestGroup) -> tuple[int, OffsetFetchResponseGroup]:
+    def _fetch_one(
+        self, group: OffsetFetchRequestGroup, require_stable: bool = False
+    ) -> tuple[int, OffsetFetchResponseGroup]:
         """(upper bound of its size, the answer) of one OffsetFetch entry; a group too large for
         any answer is not built (its size alone says it will be refused)."""
         try:
@@ -172,7 +190,8 @@ class GroupCoordinatorService:
         size = fetch_size(committed.offsets, group)
         if size > self.max_answer_bytes:
             return size, OffsetFetchResponseGroup(group_id=group.group_id, error_code=ErrorCode.UNKNOWN_SERVER_ERROR)
-        return size, fetch_offsets(committed.offsets, group)
+        unstable = committed.txn.has_pending if require_stable else None
+        return size, fetch_offsets(committed.offsets, group, unstable)
 
     async def delete_offsets(self, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
         return await self._write(

@@ -77,3 +77,19 @@ def test_large_group_bench(tmp_path: Path, bootstrap: str) -> None:
         assert figures["errors"] == {}
     assert result["mass_join"]["converge_s"] > 0
     assert result["rolling_restart"]["converge_s"] >= result["rolling_restart"]["all_restarted_s"] > 0
+
+
+def test_txn_bench(tmp_path: Path, bootstrap: str) -> None:
+    result = run_bench(
+        "txn_bench.py", tmp_path / "txn.json", "--transactions", "3", "--commits", "8", "--bootstrap", bootstrap
+    )
+    assert result["raw"]["transaction"]["transaction_ms"]["p50"] > 0
+    ours = result["groupcoord"]
+    for figure in (
+        ours["plain_commit"]["commit_ms"],
+        ours["txn_offset_commit"]["txn_offset_commit_ms"],
+        ours["txn_offset_commit"]["commit_to_visible_ms"],
+        ours["open_transaction"]["plain_commit_ms_with_open_transaction"],
+        ours["open_transaction"]["plain_commit_ms_without_open_transaction"],
+    ):
+        assert figure["p99"] >= figure["p50"] > 0

@@ -241,3 +241,26 @@ def test_a_shard_whose_writes_are_not_read_back_shows_in_the_gauges() -> None:
     got = samples(shard_families([shard]))
     assert got[("groupcoord_event_purgatory_oldest_seconds", (("partition", "0"),))] >= 2.0
     assert got[("groupcoord_stuck_partitions", ())] == 1
+
+
+def test_transactional_commits_and_their_outcomes_are_counted() -> None:
+    from coordinator.offsets import transactions as txn
+    from records.definitions import PendingTxnOffset
+
+    world = World()
+    shard = world.loaded(0)
+    staged, committed, aborted = (
+        counter("groupcoord_txn_offset_commits_total"),
+        counter("groupcoord_txn_commits_total"),
+        counter("groupcoord_txn_aborts_total"),
+    )
+    offsets = [PendingTxnOffset("t", 0, 5)]
+    for pid, at in ((7, 1), (8, 2)):
+        shard.submit(write(*txn.staging_records("g", pid, at, "tx", txn.Sequence(0, 0), offsets, 0)))
+    world.run()
+    assert counter("groupcoord_txn_offset_commits_total") == staged + 2
+    shard.submit(lambda state, now: Result("ok", txn.resolve(state.txn, 7, 5, True, now)))
+    shard.submit(lambda state, now: Result("ok", txn.resolve(state.txn, 8, 5, False, now)))
+    world.run()
+    assert counter("groupcoord_txn_commits_total") == committed + 1
+    assert counter("groupcoord_txn_aborts_total") == aborted + 1
