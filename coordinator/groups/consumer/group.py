@@ -24,6 +24,9 @@ from coordinator.offsets.handlers import CommitVerdict
 from coordinator.offsets.retention import GroupRetentionView
 from records import CoordinatorRecord
 
+# Groups this big or bigger keep a TargetIndex and assign incrementally (uniform, homogeneous).
+INCREMENTAL_MIN_MEMBERS = 64
+
 # OffsetCommit v9 introduced member epochs; members speaking the consumer protocol must use it.
 MEMBER_EPOCH_COMMIT_VERSION = 9
 
@@ -74,7 +77,7 @@ class ConsumerGroup:
         "topic_name_counts",
         "regex_counts",
         "assignor_counts",
-        "target_index",
+        "_target_index",
         "_subscribed_names",
         "_names",
     )
@@ -95,8 +98,9 @@ class ConsumerGroup:
         self.topic_name_counts: dict[str, int] = {}
         self.regex_counts: dict[str, int] = {}
         self.assignor_counts: dict[str, int] = {}
-        # Counts over ``target`` for the incremental assignor path; see TargetIndex.
-        self.target_index = TargetIndex()
+        # Counts over ``target`` for the incremental assignor path (TargetIndex), built on first
+        # use by a big enough group and kept by replay from then on; None costs small groups nothing.
+        self._target_index: TargetIndex | None = None
         self._subscribed_names: frozenset[str] | None = None
         # Subscribed-name tuples shared by members: tuple -> [the one shared object, users]. Members
         # with equal subscriptions hold one object, so the assignment step can tell them equal by
@@ -121,13 +125,14 @@ class ConsumerGroup:
             self._unindex(old)
 
     def put_target(self, member_id: str, partitions: TopicPartitionSet) -> None:
-        self.target_index.replace(member_id, self.target.get(member_id), partitions)
+        if self._target_index is not None:
+            self._target_index.replace(member_id, self.target.get(member_id), partitions)
         self.target[member_id] = partitions
 
     def drop_target(self, member_id: str) -> None:
         old = self.target.pop(member_id, None)
-        if old is not None:
-            self.target_index.replace(member_id, old, None)
+        if old is not None and self._target_index is not None:
+            self._target_index.replace(member_id, old, None)
 
     def put_regex(self, regex: str, resolved: ResolvedRegularExpression | None) -> None:
         if resolved is None:
@@ -172,6 +177,20 @@ class ConsumerGroup:
         self._subscribed_names = None
 
     # --- queries -------------------------------------------------------------------------------
+
+    def target_index(self) -> TargetIndex | None:
+        """The TargetIndex of ``target`` for a group of at least INCREMENTAL_MIN_MEMBERS members
+        (built here the first time, from ``target``), else None: below that the full assignor is
+        cheap and the index's memory is not worth keeping."""
+        if len(self.members) < INCREMENTAL_MIN_MEMBERS:
+            self._target_index = None
+            return None
+        if self._target_index is None:
+            index = TargetIndex()
+            for mid, partitions in self.target.items():
+                index.replace(mid, None, partitions)
+            self._target_index = index
+        return self._target_index
 
     def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
         member_id = self.static_members.get(instance_id)

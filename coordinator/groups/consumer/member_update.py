@@ -112,7 +112,7 @@ def update_group_epoch_and_target(
                 members_view = dict(group.members)
                 members_view[member_id] = updated
             # The group's TargetIndex describes group.target, not a copy with a static member renamed.
-            index = group.target_index if targets is group.target else None
+            index = group.target_index() if targets is group.target else None
             result = compute_target_assignment(
                 group_id, group_epoch, members_view, regexes, targets, image, config, now_ms, index
             )

@@ -68,7 +68,7 @@ def on_timer(
             metadata,
             config,
             now_ms,
-            group.target_index,
+            group.target_index(),
         )
         return Result(None, result.records)
     return Result(None)
