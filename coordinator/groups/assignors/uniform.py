@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping
+from operator import attrgetter
 
 from coordinator.groups.assignors.spec import GroupAssignment, GroupSpec, MemberSubscriptionSpec
 from coordinator.groups.assignors.uniform_homogeneous import assign_homogeneous
 from coordinator.groups.topics import TopicsImage
+
+_SUBSCRIPTION = attrgetter("subscribed_topic_ids")
 
 
 class UniformAssignor:
@@ -37,10 +40,9 @@ class UniformAssignor:
             first = next(iter(group.members.values()))
             return assign_homogeneous(group.members, first.subscribed_topic_ids, topics)
         result: GroupAssignment = {}
-        for part in _parts(group.members, topics):
-            subscriptions = {m.subscribed_topic_ids for m in part.values()}
+        for subscriptions, part in _parts(group.members, topics):
             if len(subscriptions) == 1:
-                result.update(assign_homogeneous(part, subscriptions.pop(), topics))
+                result.update(assign_homogeneous(part, subscriptions[0], topics))
             else:
                 result.update(_assign_heterogeneous(part, topics))
         return result
@@ -48,14 +50,15 @@ class UniformAssignor:
 
 def _parts(
     members: Mapping[str, MemberSubscriptionSpec], topics: TopicsImage
-) -> list[dict[str, MemberSubscriptionSpec]]:
-    """Members linked (directly or not) by a subscribed topic with partitions, one dict per part.
+) -> list[tuple[list[frozenset[str]], dict[str, MemberSubscriptionSpec]]]:
+    """Members linked (directly or not) by a subscribed topic with partitions: per part, its
+    distinct subscriptions and its members.
 
     The parts share no topic, so each can be assigned on its own. Members subscribing to nothing
     assignable form a part of their own (they get nothing)."""
     by_sub: dict[frozenset[str], list[str]] = {}
-    for mid, m in members.items():
-        by_sub.setdefault(m.subscribed_topic_ids, []).append(mid)
+    for mid, sub in zip(members, map(_SUBSCRIPTION, members.values()), strict=True):
+        by_sub.setdefault(sub, []).append(mid)
     subs = list(by_sub)
     parent = list(range(len(subs)))
 
@@ -73,11 +76,12 @@ def _parts(
             j = owner.setdefault(t, i)
             if j != i:
                 parent[find(i)] = find(j)
-    parts: dict[int, dict[str, MemberSubscriptionSpec]] = {}
+    parts: dict[int, tuple[list[frozenset[str]], dict[str, MemberSubscriptionSpec]]] = {}
     for i, sub in enumerate(subs):
-        part = parts.setdefault(find(i), {})
-        for mid in by_sub[sub]:
-            part[mid] = members[mid]
+        part_subs, part = parts.setdefault(find(i), ([], {}))
+        part_subs.append(sub)
+        mids = by_sub[sub]
+        part.update(zip(mids, map(members.__getitem__, mids), strict=True))
     return [parts[k] for k in sorted(parts)]
 
 

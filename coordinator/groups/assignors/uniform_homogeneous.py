@@ -68,15 +68,27 @@ def merge(kept: Assignment, got: dict[str, frozenset[int]]) -> dict[str, frozens
 
 
 class Chunks:
-    """Unassigned partitions, lowest first, handed out in runs (one frozenset per topic run)."""
+    """Unassigned partitions, lowest first, handed out in runs (one frozenset per topic run).
 
-    __slots__ = ("chunks", "ci", "off", "left")
+    A run of a topic nobody held is a range; equal ranges of different topics (members 0-9 of
+    1,000 topics) share one frozenset, which spares thousands of allocations per assignment."""
+
+    __slots__ = ("chunks", "ci", "off", "left", "shared")
 
     def __init__(self, chunks: list[tuple[str, Sequence[int]]]) -> None:
         self.chunks = chunks
         self.ci = 0
         self.off = 0
         self.left = sum(len(ps) for _, ps in chunks)
+        self.shared: dict[range, frozenset[int]] = {}
+
+    def _frozen(self, part: Sequence[int]) -> frozenset[int]:
+        if type(part) is not range:
+            return frozenset(part)
+        fs = self.shared.get(part)
+        if fs is None:
+            fs = self.shared[part] = frozenset(part)
+        return fs
 
     def take(self, k: int) -> dict[str, frozenset[int]]:
         """The next ``k`` partitions; callers never ask for more than ``left``."""
@@ -85,12 +97,12 @@ class Chunks:
         end = self.off + k
         if end < len(ps):  # the common case: one run of one topic
             self.off = end
-            return {t: frozenset(ps[end - k : end])}
+            return {t: self._frozen(ps[end - k : end])}
         got: dict[str, frozenset[int]] = {}
         while k > 0:
             t, ps = self.chunks[self.ci]
             part = ps[self.off : self.off + k]
-            got[t] = frozenset(part)
+            got[t] = self._frozen(part)
             k -= len(part)
             self.off += len(part)
             if self.off >= len(ps):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, KeysView, Mapping
-from itertools import filterfalse
+from itertools import compress, filterfalse, repeat
 from operator import gt
 
 from coordinator.groups.assignors.target_index import TargetIndex
@@ -65,7 +65,9 @@ def reassign_homogeneous(
         """Members of the new group whose target holds one of ``counts`` partitions."""
         out: list[str] = []
         for c in counts:
-            out.extend(m for m in index.by_count.get(c, ()) if m not in leavers)
+            bucket = index.by_count.get(c)
+            if bucket:
+                out.extend(filterfalse(leavers.__contains__, bucket) if leavers else bucket)
             if c == 0:
                 out.extend(joiners)
         return out
@@ -93,10 +95,10 @@ def reassign_homogeneous(
     for m in leavers:
         pool += [(t, p) for t, ps in targets[m].items() for p in ps]
     if index.distinct_total < total:
-        for t, n in sizes.items():
-            h = index.held.get(t, bytearray())
-            if index.distinct.get(t, 0) < n:
-                pool += [(t, p) for p in range(n) if p >= len(h) or not h[p]]
+        distinct = index.distinct
+        for t in compress(sizes, map(gt, sizes.values(), map(distinct.get, sizes, repeat(0)))):
+            h = held.get(t, bytearray())
+            pool += [(t, p) for p in range(sizes[t]) if p >= len(h) or not h[p]]
     pool.sort()
     # Step 2: fill members below q in member order, then one each to the first at exactly q.
     ptr = 0
@@ -106,7 +108,7 @@ def reassign_homogeneous(
         changes[m] = merge(targets.get(m, {}), as_mapping(pool[ptr : ptr + need]))
         ptr += need
     if extras_left > 0 and ptr < len(pool):
-        at_q = [m for m in heapq.nsmallest(extras_left + len(leavers), having([q])) if m not in leavers]
+        at_q = heapq.nsmallest(extras_left, having([q]))
         for m in heapq.nsmallest(extras_left, set(at_q + truncated_to_q + under)):
             if ptr >= len(pool):
                 break
