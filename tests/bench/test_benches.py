@@ -93,3 +93,21 @@ def test_txn_bench(tmp_path: Path, bootstrap: str) -> None:
         ours["open_transaction"]["plain_commit_ms_without_open_transaction"],
     ):
         assert figure["p99"] >= figure["p50"] > 0
+def test_assignor_bench(tmp_path: Path) -> None:
+    result = run_bench(
+        "assignor_bench.py",
+        tmp_path / "assignors.json",
+        *("--rounds", "1", "--members", "40", "--topics", "10", "--partitions", "6", "--heartbeat-members", "20"),
+    )
+    shapes = {(s["subscription"], s["racks"]) for s in result["shapes"]}
+    assert shapes == {
+        (sub, racks) for sub in ("homogeneous", "heterogeneous") for racks in ("none", "members", "replicas")
+    }
+    for s in result["shapes"]:
+        for name in ("uniform", "range"):
+            assert set(s[name]) == {"assignor_full", "assignor_sticky_join"}
+        target = s["uniform_target_assignment"]
+        for change in ("one_member_joins", "one_member_leaves"):
+            assert set(target[change]) == {"full", "incremental", "records_written"}
+            assert target[change]["incremental"]["cpu_ms_median"] >= 0
+    assert result["anchor_one_dict_entry_per_partition"]["cpu_ms_median"] >= 0

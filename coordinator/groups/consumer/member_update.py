@@ -111,8 +111,10 @@ def update_group_epoch_and_target(
             if members_view is None:
                 members_view = dict(group.members)
                 members_view[member_id] = updated
+            # The group's TargetIndex describes group.target, not a copy with a static member renamed.
+            index = group.target_index() if targets is group.target else None
             result = compute_target_assignment(
-                group_id, group_epoch, members_view, regexes, targets, image, config, now_ms
+                group_id, group_epoch, members_view, regexes, targets, image, config, now_ms, index
             )
             records += result.records
             target_epoch = group_epoch

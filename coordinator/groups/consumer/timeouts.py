@@ -60,7 +60,15 @@ def on_timer(
             deadline = group.assignment_timestamp + config.assignment_interval_ms
             return Result(None, [], [schedule_assignment(group.group_id, deadline)])
         result = compute_target_assignment(
-            group.group_id, group.group_epoch, group.members, group.regexes, group.target, metadata, config, now_ms
+            group.group_id,
+            group.group_epoch,
+            group.members,
+            group.regexes,
+            group.target,
+            metadata,
+            config,
+            now_ms,
+            group.target_index(),
         )
         return Result(None, result.records)
     return Result(None)
