@@ -229,10 +229,11 @@ def compute_target_assignment(
             for mid, m in members.items()
         }
     )
-    targets = ASSIGNOR.assign(spec, image)
+    assigned = ASSIGNOR.assign(spec, image)
+    targets: dict[str, dict[str, frozenset[int]]] = {}
     records: list[CoordinatorRecord] = []
     for mid in sorted(members):
-        new = {t: ps for t, ps in targets.get(mid, {}).items() if ps}
+        new = {t: ps for t, ps in assigned.get(mid, {}).items() if ps}
         old = {t: ps for t, ps in group.target.get(mid, {}).items() if ps}
         if new != old:
             records.append(log_records.target_member_record(group.group_id, mid, new))
