@@ -281,8 +281,11 @@ def _ends_quietly() -> Iterator[None]:
     side is then closed too, and the client reconnects as it would to a broker that went away."""
     try:
         yield
-    except (asyncio.IncompleteReadError, ConnectionError, OSError, FrameError, CodecError) as exc:
+    except (asyncio.IncompleteReadError, ConnectionError, OSError) as exc:
         log.debug("reader relay connection ended: %r", exc)
+    except (FrameError, CodecError) as exc:
+        # Not expected from a broker or librdkafka: worth a line, the client reconnects anyway.
+        log.warning("reader relay: closing a connection on an unreadable frame: %s", exc)
 
 
 def _split_address(entry: str) -> tuple[str, int]:

@@ -158,3 +158,24 @@ def test_a_consumer_reads_and_commits_through_the_relay(bootstrap: str, unique_n
     finally:
         consumer.close()
         relay.close()
+
+
+def test_an_unreadable_frame_closes_only_its_connection(bootstrap: str, unique_name: str) -> None:
+    ensure_topic(bootstrap, unique_name)
+    relay = ReaderRelay(bootstrap).start()
+    host, port = relay.bootstrap.split(",")[0].rsplit(":", 1)
+
+    async def garbage() -> bool:
+        client = await WireClient.connect(host, int(port))
+        client.send_raw(b"\xff\xff\xff\xfe")  # a negative frame length
+        try:
+            return await client.closed_by_peer()
+        finally:
+            await client.close()
+
+    try:
+        assert asyncio.run(garbage())
+        versions, _ = asyncio.run(_through(relay, unique_name))
+        assert any(k.api_key == ApiKey.FETCH for k in versions.api_keys)
+    finally:
+        relay.close()
