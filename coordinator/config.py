@@ -154,6 +154,11 @@ class Settings(BaseSettings):
     client: dict[str, str] = Field(
         default_factory=dict, description="Extra librdkafka settings for every client (security.protocol, sasl.*)."
     )
+    reader_relay: bool = Field(
+        True,
+        description="The sidecar's consumers reach the cluster through a loopback relay capping Fetch at v12, "
+        "where librdkafka cannot crash on a deleted topic (plaintext clusters without Kerberos).",
+    )
     offsets: OffsetsConfig = Field(default_factory=OffsetsConfig)
     group: dict[str, str] = Field(
         default_factory=dict,

@@ -24,6 +24,7 @@ from coordinator.gateway.cluster import ClusterUnavailable
 from coordinator.gateway.config import GatewayConfig
 from coordinator.gateway.event_loop import loop_factory
 from coordinator.gateway.handler import CoordinatorAddress
+from coordinator.gateway.reader_relay import ReaderRelay, relayable
 from coordinator.gateway.server import GatewayServer
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.kafka_words import describe_error
@@ -315,9 +316,24 @@ async def _protect_ids(gateway: GatewayServer, metadata: MetadataCache, topics: 
 
 
 async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
-    loop = asyncio.get_running_loop()
     # Every client of the cluster logs through the `librdkafka` logger (JSON, rate-limited).
     client_config = logs.client_config(settings.client_config())
+    # Consumers (they fetch) go through the relay; producers and admin clients talk to the cluster directly.
+    relay = (
+        ReaderRelay(client_config["bootstrap.servers"]) if settings.reader_relay and relayable(client_config) else None
+    )
+    reader_config = relay.start().reader_config(client_config) if relay is not None else client_config
+    try:
+        return await _serving_with(settings, say, stop, client_config, reader_config)
+    finally:
+        if relay is not None:
+            relay.close()
+
+
+async def _serving_with(
+    settings: Settings, say: Say, stop: asyncio.Event, client_config: dict[str, Any], reader_config: dict[str, Any]
+) -> int:
+    loop = asyncio.get_running_loop()
     placement_settings = settings.placement
     txn_topic = transaction_topic(settings.log_topic)
     own_topics = frozenset(
@@ -343,13 +359,14 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         ),
         handlers,
         owner_id=settings.owner_id,
+        reader_config=reader_config,
     )
     runtime.stuck_warning_ms = settings.stuck_shard_warning_ms
     runtime.stuck_reload_ms = settings.stuck_shard_reload_ms
     service = GroupCoordinatorService(runtime, handlers, settings.gateway.max_group_response_bytes)
     metrics = ServeMetrics(
         lambda: runtime.shards.values(),
-        client_config,
+        reader_config,
         settings.metrics_lag_interval_ms if settings.metrics_listen else 0,
         settings.metrics_lag_max_partitions,
     )
@@ -460,6 +477,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             Node(node_id, public_host, gateway.port),
             moves.assigned,
             moves.revoked,
+            reader_config=reader_config,
         )
         try:
             await asyncio.to_thread(placement.start)

@@ -160,18 +160,23 @@ def _sane_controller(controller_id: int, node_ids: Iterable[int]) -> int:
     return ids[0] if ids else -1
 
 
-def rewrite_metadata(
-    response: MetadataResponse, route: BrokerRoute, coordinator: MetadataResponseBroker
-) -> MetadataResponse:
+def route_brokers(response: MetadataResponse, route: BrokerRoute, skip_node: int | None = None) -> None:
+    """Advertise every broker (but ``skip_node``) at the address ``route`` gives for it."""
     brokers: list[MetadataResponseBroker] = []
     for broker in response.brokers:
-        if broker.node_id == coordinator.node_id:
+        if broker.node_id == skip_node:
             continue
         host, port = route(broker.node_id, broker.host, broker.port)
         brokers.append(MetadataResponseBroker(node_id=broker.node_id, host=host, port=port, rack=broker.rack))
     response.controller_id = _sane_controller(response.controller_id, (b.node_id for b in brokers))
-    brokers.append(coordinator)
     response.brokers = brokers
+
+
+def rewrite_metadata(
+    response: MetadataResponse, route: BrokerRoute, coordinator: MetadataResponseBroker
+) -> MetadataResponse:
+    route_brokers(response, route, skip_node=coordinator.node_id)
+    response.brokers.append(coordinator)
     return response
 
 

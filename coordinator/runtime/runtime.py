@@ -23,6 +23,7 @@ from coordinator.runtime.shard import (
     ShardHandlers,
     ShardNotAvailable,
     ShardObserver,
+    ShardPhase,
     ShardStatus,
 )
 
@@ -63,8 +64,12 @@ class CoordinatorRuntime(Generic[S]):
         handlers: ShardHandlers[S],
         clock: Clock | None = None,
         owner_id: str | None = None,
+        reader_config: dict[str, Any] | None = None,
     ) -> None:
         self.client_config = dict(client_config)
+        # The log reader's (a consumer's) config: serve points it at a relay that keeps
+        # librdkafka off the Fetch versions it crashes on (coordinator/gateway/reader_relay.py).
+        self.reader_config = dict(reader_config if reader_config is not None else client_config)
         self.topic_spec = topic_spec
         self.topic = topic_spec.name
         self.handlers = handlers
@@ -90,7 +95,7 @@ class CoordinatorRuntime(Generic[S]):
         self.partitions = await asyncio.to_thread(ensure_log_topic, self.client_config, self.topic_spec)
         self.writer = LogWriter(self.client_config, self.topic)
         self.tailer = LogTailer(
-            self.client_config,
+            self.reader_config,
             self.topic,
             on_records=self._threadsafe(lambda p, g, msgs: self._shard_call(p, "on_records", g, msgs)),
             on_loaded=self._threadsafe(lambda p, g, outcome: self._shard_call(p, "on_loaded", g, outcome)),
@@ -165,9 +170,15 @@ class CoordinatorRuntime(Generic[S]):
     def log_recreated(self) -> None:
         """The log topic was created again: the cluster lost it, and with it the producer ids
         it knew. A producer keeps its id; a broker that forgot it refuses every append, and
-        librdkafka only bumps the epoch of the same id (seen with Tansu: retried for ever)."""
-        log.warning("log topic %s was created again; appending through a new producer", self.topic)
+        librdkafka only bumps the epoch of the same id (seen with Tansu: retried for ever).
+        Every shard still held reloads: its state came from the lost log, and serving it would
+        answer with offsets the new log does not have (a deletion on the cluster leaves the
+        shards owned, where a broker restart would have had placement take them away)."""
+        log.warning("log topic %s was created again; appending through a new producer, shards reload", self.topic)
         self.renew_writer()
+        for shard in list(self.shards.values()):
+            if shard.phase is not ShardPhase.CLOSED:
+                shard.reload("the log topic was created again")
 
     def may_reload(self, partition: int, reason: str) -> bool:
         """Whether a shard may reload itself; when several processes share the log, a process
