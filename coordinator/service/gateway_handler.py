@@ -19,6 +19,7 @@ from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.gateway.handler import ConnectionContext
+from coordinator.gateway.off_loop import OFF_LOOP_ENTRIES
 from coordinator.groups import context as group_context
 from coordinator.groups import group_config
 from coordinator.messages import alter_configs as wire_alter_configs
@@ -294,18 +295,24 @@ class CoordinatorApiHandler:
 
     async def list_groups(self, context: ConnectionContext, request: wire_list.ListGroupsRequest) -> Message:
         error, groups = await self.service.list_groups(request.states_filter, request.types_filter)
-        return wire_list.ListGroupsResponse(
-            error_code=error,
-            groups=[
-                wire_list.ListGroupsResponseListedGroup(
-                    group_id=g.group_id,
-                    protocol_type=g.protocol_type,
-                    group_state=g.group_state,
-                    group_type=g.group_type,
-                )
-                for g in groups
-            ],
-        )
+
+        def answer() -> wire_list.ListGroupsResponse:
+            return wire_list.ListGroupsResponse(
+                error_code=error,
+                groups=[
+                    wire_list.ListGroupsResponseListedGroup(
+                        group_id=g.group_id,
+                        protocol_type=g.protocol_type,
+                        group_state=g.group_state,
+                        group_type=g.group_type,
+                    )
+                    for g in groups
+                ],
+            )
+
+        # Thousands of entries: built in a worker thread like their encoding (gateway/off_loop.py);
+        # ``groups`` is this request's own list of immutable summaries.
+        return await asyncio.to_thread(answer) if len(groups) >= OFF_LOOP_ENTRIES else answer()
 
     async def describe_groups(
         self, context: ConnectionContext, request: wire_describe.DescribeGroupsRequest
