@@ -6,9 +6,13 @@ of another group heartbeats.
 
 Phases, against one ``groupcoord serve`` process holding every group in one shard (``--partitions
 1``, the worst case: the admin requests and the heartbeats share one shard's event loop):
-- fill: each group commits ``--offsets-per-group`` partitions in one OffsetCommit v9 (a simple
-  group: generation -1, no member, as tools and ``assign()``-ed consumers commit); offsets/s;
-- queries: a KIP-848 member of another group heartbeats every 100 ms (its own cadence, not the
+- fill: one group commits through the sidecar (a simple group: generation -1, no member, as tools
+  and ``assign()``-ed consumers commit); the process stops, and the log gets the other groups'
+  commit records appended directly, each a copy of that record (its epoch header included) with
+  its own group, partition and offset: exactly what the process would have written, at the
+  cluster's produce rate instead of the commit rate (which ``bench/offsets_bench.py`` measures);
+  ``--fill wire`` commits every group through the sidecar instead. A new process then loads it;
+- queries: a KIP-848 member of another group heartbeats every 20 ms (its own cadence, not the
   coordinator's interval) through a quiet phase and then while one client lists every group
   (ListGroups v5) and describes them all (DescribeGroups v5, 1,000 group ids a request);
   heartbeat p50/p99/max quiet and busy, the ListGroups answer time and size, the describe time;
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import gc
 import json
 import os
@@ -36,6 +41,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from large_group_bench import HB_KEY, HB_VERSION, Connection, cpu_seconds
 from rich.progress import Progress
@@ -52,9 +58,10 @@ from coordinator.messages.offset_commit import (
     OffsetCommitRequestTopic,
     OffsetCommitResponse,
 )
-from coordinator.runtime.log import LogTopicSpec
+from coordinator.runtime.log import TAILER_SETTINGS, LogTopicSpec
 from coordinator.runtime.runtime import CoordinatorRuntime
 from deploy.local_broker import free_port
+from records import RecordType, decode, encode
 
 COMMIT_KEY, COMMIT_VERSION = 8, 9
 LIST_KEY, LIST_VERSION = 16, 5
@@ -124,12 +131,83 @@ async def fill(address: tuple[str, int], topic: str, groups: int, per_group: int
     }
 
 
+def fill_direct(bootstrap: str, log_topic: str, groups: int, per_group: int) -> dict[str, Any]:
+    """Append every other group's commit records to the log, copies of the one the process wrote."""
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "many-bench-seed", **TAILER_SETTINGS})
+    reader.assign([TopicPartition(log_topic, 0, 0)])
+    seed = None
+    while True:
+        msg = reader.poll(5.0)
+        if msg is None or msg.error() is not None:
+            break
+        record = decode(msg.key(), msg.value())
+        if record.type == RecordType.OFFSET_COMMIT:
+            seed = (record, msg.headers())
+    reader.close()
+    assert seed is not None, "the seed commit is not in the log"
+    record, headers = seed
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10_000})
+    start = time.perf_counter()
+    written = 0
+    with Progress() as progress:
+        task = progress.add_task("appending", total=groups)
+        for i in range(1, groups):
+            for p in range(per_group):
+                key, value = encode(
+                    dataclasses.replace(
+                        record,
+                        key=dataclasses.replace(record.key, group=group_name(i), partition=p),
+                        value=dataclasses.replace(record.value, offset=i + p),
+                    )
+                )
+                while True:
+                    try:
+                        producer.produce(log_topic, value, key, partition=0, headers=headers)
+                        break
+                    except BufferError:
+                        producer.poll(0.1)
+                written += 1
+            if i % 1000 == 0:
+                producer.poll(0)
+                progress.update(task, completed=i)
+        assert producer.flush(120) == 0
+    seconds = time.perf_counter() - start
+    return {"appended_records": written, "seconds": seconds, "records_per_s": written / seconds}
+
+
+def start_serve(bootstrap: str, log_topic: str, port: int, connections: int, log: Any) -> subprocess.Popen[str]:
+    env = {**os.environ, "GROUPCOORD_GATEWAY__MAX_CONNECTIONS": str(connections + 100)}
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
+         "--log-topic", log_topic, "--partitions", "1"],
+        stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT, env=env,
+    )  # fmt: skip
+    assert serve.stdout is not None and serve.stdout.readline().startswith("listening on")
+    return serve
+
+
+async def wait_served(address: tuple[str, int], timeout: float) -> float:
+    """Seconds until ListGroups answers without error (every shard loaded)."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        conn = await Connection.open(address)
+        try:
+            listed = await conn.call(LIST_KEY, LIST_VERSION, ListGroupsRequest(states_filter=["Dead"]))
+        finally:
+            conn.close()
+        assert isinstance(listed, ListGroupsResponse)
+        if listed.error_code == 0:
+            return time.perf_counter() - start
+        await asyncio.sleep(0.1)
+    raise TimeoutError("the shard did not load")
+
+
 class Prober:
     """One KIP-848 member of its own group, heartbeating every 100 ms, recording each latency."""
 
     def __init__(self, address: tuple[str, int], topic: str) -> None:
         self.address, self.topic = address, topic
-        self.latencies_ms: list[float] = []
+        self.samples: list[tuple[float, float]] = []  # (wall-clock send time, latency ms)
         self.stop = False
 
     async def run(self) -> None:
@@ -146,59 +224,85 @@ class Prober:
                     subscribed_topic_names=[self.topic] if epoch == 0 else None,
                     topic_partitions=[] if epoch == 0 else None,
                 )
-                start = time.perf_counter()
+                sent, start = time.time(), time.perf_counter()
                 response = await conn.call(HB_KEY, HB_VERSION, body)
-                self.latencies_ms.append((time.perf_counter() - start) * 1000)
+                self.samples.append((sent, (time.perf_counter() - start) * 1000))
                 assert isinstance(response, ConsumerGroupHeartbeatResponse)
                 if response.error_code == 0:
+                    if epoch == 0:
+                        print("joined", flush=True)
                     epoch = response.member_epoch
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(0.02)
         finally:
             conn.close()
 
-    def take(self) -> dict[str, float]:
-        taken, self.latencies_ms = self.latencies_ms, []
-        return {
-            "heartbeats": len(taken),
-            "p50_ms": percentile(taken, 0.5),
-            "p99_ms": percentile(taken, 0.99),
-            "max_ms": max(taken),
-        }
+
+async def child_probe(host: str, port: int, topic: str) -> list[tuple[float, float]]:
+    """The prober in a process of its own (so that decoding large admin answers in the bench's
+    process never delays it), until its stdin closes."""
+    prober = Prober((host, port), topic)
+    probing = asyncio.create_task(prober.run())
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    prober.stop = True
+    await probing
+    return prober.samples
+
+
+def latency_figures(samples: list[tuple[float, float]], start: float, end: float) -> dict[str, float]:
+    """Heartbeats sent in [start, end) or still waiting for their answer at ``start``."""
+    taken = [ms for sent, ms in samples if start <= sent < end or sent < start < sent + ms / 1000]
+    if not taken:
+        return {"heartbeats": 0}
+    return {
+        "heartbeats": len(taken),
+        "p50_ms": percentile(taken, 0.5),
+        "p99_ms": percentile(taken, 0.99),
+        "max_ms": max(taken),
+    }
 
 
 async def queries(address: tuple[str, int], topic: str, groups: int, quiet_seconds: float) -> dict[str, Any]:
-    prober = Prober(address, topic)
-    probing = asyncio.create_task(prober.run())
+    probe = subprocess.Popen(
+        [sys.executable, __file__, "--child-probe", address[0], str(address[1]), topic],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert probe.stdin is not None and probe.stdout is not None
+    assert probe.stdout.readline().strip() == "joined"
+    quiet_start = time.time()
     await asyncio.sleep(quiet_seconds)
-    quiet = prober.take()
     admin = await Connection.open(address)
-    start = time.perf_counter()
+    list_start = time.time()
     listed = await admin.call(LIST_KEY, LIST_VERSION, ListGroupsRequest())
-    list_seconds = time.perf_counter() - start
+    list_end = time.time()
     assert isinstance(listed, ListGroupsResponse) and listed.error_code == 0, listed
     names = sorted(g.group_id for g in listed.groups if g.group_id.startswith("many-0"))
     assert len(names) == groups, (len(names), groups)
     described = 0
-    describe_start = time.perf_counter()
+    describe_seconds = 0.0
+    describing: list[tuple[float, float]] = []
     for at in range(0, len(names), DESCRIBE_CHUNK):
-        response = await admin.call(
-            DESCRIBE_KEY, DESCRIBE_VERSION, DescribeGroupsRequest(groups=names[at : at + DESCRIBE_CHUNK])
-        )
+        request = DescribeGroupsRequest(groups=names[at : at + DESCRIBE_CHUNK])
+        start = time.time()
+        response = await admin.call(DESCRIBE_KEY, DESCRIBE_VERSION, request)
+        describing.append((start, time.time()))
+        describe_seconds += describing[-1][1] - start
         assert isinstance(response, DescribeGroupsResponse)
         described += sum(1 for g in response.groups if g.error_code == 0)
-    describe_seconds = time.perf_counter() - describe_start
-    busy = prober.take()
     admin.close()
-    prober.stop = True
-    await probing
+    await asyncio.sleep(0.5)
+    probe.stdin.close()
+    samples = [tuple(s) for s in json.loads(probe.stdout.read())]
+    probe.wait(30)
+    during_describe = [s for s in samples if any(a <= s[0] < b or s[0] < a < s[0] + s[1] / 1000 for a, b in describing)]
     return {
-        "list_groups_seconds": list_seconds,
+        "list_groups_seconds": list_end - list_start,
         "list_groups_listed": len(listed.groups),
         "describe_groups_seconds": describe_seconds,
         "describe_groups_described": described,
-        "describe_groups_requests": -(-len(names) // DESCRIBE_CHUNK),
-        "heartbeat_quiet": quiet,
-        "heartbeat_during_list_and_describe": busy,
+        "describe_groups_requests": len(describing),
+        "heartbeat_quiet": latency_figures(samples, quiet_start, list_start),
+        "heartbeat_during_list": latency_figures(samples, list_start, list_end),
+        "heartbeat_during_describe": latency_figures(during_describe, 0, float("inf")),
     }
 
 
@@ -242,12 +346,18 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=100_000)
     parser.add_argument("--offsets-per-group", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--fill", choices=("direct", "wire"), default="direct")
     parser.add_argument("--quiet-seconds", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--bootstrap", default=None)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "many_groups.json"))
     parser.add_argument("--child-load", nargs=2, metavar=("BOOTSTRAP", "LOG_TOPIC"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-probe", nargs=3, metavar=("HOST", "PORT", "TOPIC"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child_probe:
+        host, port, topic = args.child_probe
+        print(json.dumps(asyncio.run(child_probe(host, int(port), topic))))
+        return
     if args.child_load:
         print(json.dumps(asyncio.run(child_load(*args.child_load))))
         return
@@ -259,20 +369,27 @@ def main() -> None:
         port = free_port()
         address = ("127.0.0.1", port)
         serve_log = tempfile.TemporaryFile()  # noqa: SIM115 (closed once serve has stopped)
-        env = {**os.environ, "GROUPCOORD_GATEWAY__MAX_CONNECTIONS": str(args.connections + 100)}
-        serve = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
-             "--log-topic", log_topic, "--partitions", "1"],
-            stdout=subprocess.PIPE, stderr=serve_log, text=True, cwd=ROOT, env=env,
-        )  # fmt: skip
+        serve = start_serve(bootstrap, log_topic, port, args.connections, serve_log)
         try:
-            assert serve.stdout is not None and serve.stdout.readline().startswith("listening on")
-            time.sleep(2.0)
+            asyncio.run(wait_served(address, 120))
             serve_rss_empty = rss_bytes(serve.pid)
             cpu0 = cpu_seconds(serve.pid)
-            filled = asyncio.run(fill(address, topic, args.groups, args.offsets_per_group, args.connections))
+            filled = asyncio.run(
+                fill(
+                    address,
+                    topic,
+                    1 if args.fill == "direct" else args.groups,
+                    args.offsets_per_group,
+                    args.connections,
+                )
+            )
             filled["serve_cpu_seconds_per_offset"] = (cpu_seconds(serve.pid) - cpu0) / filled["offsets"]
-            gc.collect()
+            if args.fill == "direct":
+                serve.terminate()
+                serve.wait(60)
+                filled["direct"] = fill_direct(bootstrap, log_topic, args.groups, args.offsets_per_group)
+                serve = start_serve(bootstrap, log_topic, port, args.connections, serve_log)
+                filled["new_process_served_after_seconds"] = asyncio.run(wait_served(address, 1800))
             serve_rss_filled = rss_bytes(serve.pid)
             asked = asyncio.run(queries(address, topic, args.groups, args.quiet_seconds))
         except BaseException:
@@ -299,7 +416,7 @@ def main() -> None:
         "benchmark": "many_groups",
         "broker": label,
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "params": {k: v for k, v in vars(args).items() if k not in ("out", "bootstrap", "child_load")},
+        "params": {k: v for k, v in vars(args).items() if k not in ("out", "bootstrap", "child_load", "child_probe")},
         "fill": filled,
         "queries": asked,
         "load": {
@@ -314,7 +431,7 @@ def main() -> None:
             "bytes_per_committed_offset": grown / offsets,
             "bytes_per_group": grown / args.groups,
             "serve_rss_empty_bytes": serve_rss_empty,
-            "serve_rss_after_fill_bytes": serve_rss_filled,
+            "serve_rss_with_every_group_bytes": serve_rss_filled,
         },
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

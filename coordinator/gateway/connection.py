@@ -27,7 +27,6 @@ from coordinator.gateway.framing import (
 )
 from coordinator.gateway.handler import ConnectionContext
 from coordinator.gateway.limits import ByteBudget, ConnectionBudget, truncate_error_messages
-from coordinator.gateway.off_loop import encode_off_loop
 from coordinator.gateway.protocol import decode_response, encode_response
 from coordinator.gateway.rewrite import (
     merge_api_versions,
@@ -377,10 +376,6 @@ class ClientConnection:
         spec = APIS[context.api_key]
         response = await self._handler_answer(previous, context, body)
         try:
-            if encode_off_loop(context.api_key, response):
-                return await asyncio.to_thread(
-                    encode_response, context.api_key, context.api_version, context.header.correlation_id, response
-                )
             return encode_response(context.api_key, context.api_version, context.header.correlation_id, response)
         except CodecError as exc:
             raise CloseConnection(f"cannot encode the handler's {spec.name} answer: {exc}") from exc

@@ -35,7 +35,7 @@ A = TypeVar("A")
 DEFAULT_MAX_ANSWER_BYTES = 32 * 1024 * 1024
 YIELD_EVERY_BYTES = 1024 * 1024
 # A heartbeat waits at most about this long behind one request's answer being built.
-YIELD_EVERY_SECONDS = 0.005
+YIELD_EVERY_SECONDS = 0.002
 
 
 class AnswerBudget:

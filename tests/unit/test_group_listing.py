@@ -7,10 +7,7 @@ import asyncio
 
 import pytest
 
-from coordinator.gateway.apis import ApiKey
-from coordinator.gateway.off_loop import OFF_LOOP_ENTRIES, encode_off_loop
 from coordinator.group_shard import group_listing
-from coordinator.messages.list_groups import ListGroupsResponse, ListGroupsResponseListedGroup
 from coordinator.service import answer_budget
 from coordinator.service.answer_budget import take_in_slices
 from tests.unit.test_group_shard import GroupCoordinatorState, apply, commit, commit_at
@@ -59,11 +56,3 @@ def test_a_group_created_while_the_listing_is_taken_does_not_break_it(state: Gro
     rest = list(listing)
     assert first.group_id not in {g.group_id for g in rest}
     assert len(rest) == GROUPS - 1
-
-
-def test_only_a_large_list_groups_answer_is_encoded_off_the_loop() -> None:
-    small = ListGroupsResponse(groups=[ListGroupsResponseListedGroup(group_id="g")] * (OFF_LOOP_ENTRIES - 1))
-    large = ListGroupsResponse(groups=[ListGroupsResponseListedGroup(group_id="g")] * OFF_LOOP_ENTRIES)
-    assert not encode_off_loop(ApiKey.LIST_GROUPS, small)
-    assert encode_off_loop(ApiKey.LIST_GROUPS, large)
-    assert not encode_off_loop(ApiKey.DESCRIBE_GROUPS, large)
