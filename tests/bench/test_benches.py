@@ -77,3 +77,15 @@ def test_large_group_bench(tmp_path: Path, bootstrap: str) -> None:
         assert figures["errors"] == {}
     assert result["mass_join"]["converge_s"] > 0
     assert result["rolling_restart"]["converge_s"] >= result["rolling_restart"]["all_restarted_s"] > 0
+
+
+def test_many_groups_bench(tmp_path: Path, bootstrap: str) -> None:
+    result = run_bench(
+        "many_groups_bench.py", tmp_path / "many.json",
+        "--groups", "50", "--rounds", "1", "--quiet-seconds", "0.3", "--bootstrap", bootstrap,
+    )  # fmt: skip
+    assert result["fill"]["direct"]["appended_records"] == 49 * 10
+    assert result["queries"]["list_groups_listed"] >= 50 and result["queries"]["describe_groups_described"] == 50
+    assert result["queries"]["heartbeat_quiet"]["heartbeats"] > 0
+    assert result["load"]["records"] >= 500 and result["load"]["load_over_raw_read"] > 0
+    assert set(result["memory"]) >= {"bytes_per_committed_offset", "bytes_per_group"}
