@@ -8,7 +8,8 @@ stream, a schema walk, a dict per record) and the dataclass built from that dict
 load's CPU, 16 us a record. The records that dominate such logs (offset commits, group and member
 metadata keys) are flat: ints, longs, strings, bytes and nullable ones of those, which this module
 reads straight from the bytes into the dataclass. Anything else compiles to None and is read by
-fastavro, as are older schema versions (which need Avro's schema resolution).
+fastavro, as is an older schema version unless the fields it lacks default alike in the newest
+schema and in the dataclass (all Avro's schema resolution would do for it).
 
 The results must be fastavro's: ``tests/unit/test_avro_reader.py`` decodes the same bytes both
 ways for every record definition, malformed bytes included.
@@ -91,9 +92,11 @@ def _field_reader(schema: Any) -> FieldReader | None:
     return None
 
 
-def compile_reader(schema: Any, cls: Any) -> RecordReader | None:
+def compile_reader(schema: Any, cls: Any, newest: Any = None) -> RecordReader | None:
     """A reader of ``schema`` (a record, as declared with ``records.avro``) into dataclass ``cls``,
-    or None when the schema is not flat or the dataclass has fields the schema does not fill."""
+    or None when the schema is not flat or its fields are not the dataclass's. An older version
+    (``newest`` given) may hold the first fields only, when each field it lacks has the same default
+    in ``newest`` (what Avro's schema resolution fills in) as in the dataclass."""
     if not (isinstance(schema, dict) and schema.get("type") == "record" and dataclasses.is_dataclass(cls)):
         return None
     readers: list[FieldReader] = []
@@ -104,8 +107,11 @@ def compile_reader(schema: Any, cls: Any) -> RecordReader | None:
             return None
         readers.append(reader)
         names.append(f["name"])
-    if names != [f.name for f in dataclasses.fields(cls)]:
-        return None  # fields in another order, or defaults the dataclass fills: fastavro's path
+    fields = dataclasses.fields(cls)
+    if names != [f.name for f in fields[: len(names)]]:
+        return None  # fields in another order: fastavro's path
+    if len(names) < len(fields) and not _filled_alike(fields[len(names) :], newest):
+        return None
     build: Any = cls
     steps = tuple(readers)
 
@@ -117,3 +123,19 @@ def compile_reader(schema: Any, cls: Any) -> RecordReader | None:
         return build(*values), pos
 
     return read
+
+
+def _filled_alike(missing: tuple[dataclasses.Field[Any], ...], newest: Any) -> bool:
+    defaults = {f["name"]: f["default"] for f in (newest or {}).get("fields", ()) if "default" in f}
+    for f in missing:
+        if f.name not in defaults:
+            return False
+        if f.default is not dataclasses.MISSING:
+            value = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            value = f.default_factory()
+        else:
+            return False
+        if value != defaults[f.name]:
+            return False
+    return True

@@ -45,7 +45,7 @@ class _Compiled:
         "latest_version",
         "latest_schema",
         "key_reader",
-        "value_reader",
+        "value_readers",
     )
 
     def __init__(self, definition: RecordDef, compiled_readers: bool = True) -> None:
@@ -55,14 +55,16 @@ class _Compiled:
         self.value_schemas = {v: parse_schema(s) for v, s in definition.value_schemas.items()}
         self.latest_version = definition.latest_version
         self.latest_schema = self.value_schemas[self.latest_version]
-        # Flat schemas are read without fastavro (records/avro_reader.py); the newest value
-        # version only, older ones need Avro's schema resolution.
+        # Flat schemas are read without fastavro (records/avro_reader.py).
         self.key_reader: RecordReader | None = None
-        self.value_reader: RecordReader | None = None
+        self.value_readers: dict[int, RecordReader] = {}
         if compiled_readers:
             self.key_reader = compile_reader(definition.key_schema, definition.key_cls)
-            latest = definition.value_schemas[self.latest_version]
-            self.value_reader = compile_reader(latest, definition.value_cls)
+            newest = definition.value_schemas[self.latest_version]
+            for version, declared in definition.value_schemas.items():
+                reader = compile_reader(declared, definition.value_cls, newest)
+                if reader is not None:
+                    self.value_readers[version] = reader
 
 
 def _write(schema: Any, datum: Any) -> bytes:
@@ -121,9 +123,10 @@ class RecordCodec:
         writer = c.value_schemas.get(version)
         if writer is None:
             raise RecordDecodeError(f"record type {record_type} has no schema version {version}")
-        if c.value_reader is not None and version == c.latest_version:
+        compiled = c.value_readers.get(version)
+        if compiled is not None:
             try:
-                value_obj, end = c.value_reader(value, _VALUE_HEADER.size)
+                value_obj, end = compiled(value, _VALUE_HEADER.size)
             except Exception as exc:
                 raise RecordDecodeError(f"bad value body for record type {record_type} v{version}: {exc!r}") from exc
             if end != len(value):
