@@ -8,7 +8,7 @@ here is pure: topic metadata arrives as a ``TopicsImage`` value.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -434,9 +434,13 @@ def offset_fetch_error(state: GroupCoordinatorState, request: OffsetFetchRequest
     return ErrorCode.NONE if group is None else group.validate_offset_fetch(request.member_id, request.member_epoch)
 
 
-def list_groups(
+def group_listing(
     live: GroupCoordinatorState, states_filter: Iterable[str], types_filter: Iterable[str]
-) -> list[GroupSummary]:
+) -> Iterator[GroupSummary]:
+    """The groups ListGroups lists, unsorted and lazily, over the group tables as they are now (a
+    copy of their entries is taken before the first one is listed): a caller may take it in slices
+    and let other work run between them. A group created meanwhile is then left out and one
+    deleted meanwhile still listed, as in any listing of many shards."""
     states = {s.lower() for s in states_filter}
     types = {t.lower() for t in types_filter}
     groups: list[Group] = [
@@ -444,15 +448,21 @@ def list_groups(
         *live.share.groups.values(),
         *live.classic.groups.values(),
     ]
-    out = [
-        g.listed()
-        for g in groups
-        if (not types or g.type in types) and (not states or g.listed().group_state.lower() in states)
-    ]
-    if (not types or CLASSIC in types) and (not states or "empty" in states):
-        # Groups that only ever committed offsets are listed as empty classic groups, like Kafka.
-        out += [GroupSummary(gid, "", "Empty", CLASSIC) for gid in live.offsets.offsets if live.group_type(gid) is None]
-    return sorted(out, key=lambda g: g.group_id)
+    # Groups that only ever committed offsets are listed as empty classic groups, like Kafka.
+    simple = list(live.offsets.offsets) if (not types or CLASSIC in types) and (not states or "empty" in states) else []
+
+    def listing() -> Iterator[GroupSummary]:
+        for g in groups:
+            if types and g.type not in types:
+                continue
+            listed = g.listed()
+            if not states or listed.group_state.lower() in states:
+                yield listed
+        for gid in simple:
+            if live.group_type(gid) is None:
+                yield GroupSummary(gid, "", "Empty", CLASSIC)
+
+    return listing()
 
 
 def describe_classic_groups(

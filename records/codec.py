@@ -19,6 +19,7 @@ from typing import Any
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from records.avro import from_avro, to_avro
+from records.avro_reader import RecordReader, compile_reader
 from records.definitions import DEFINITIONS, RecordDef, RecordType
 
 _KEY_HEADER = struct.Struct(">h")
@@ -45,15 +46,27 @@ class _Compiled:
         "latest_version",
         "latest_schema",
         "versions",
+        "key_reader",
+        "value_readers",
     )
 
-    def __init__(self, definition: RecordDef) -> None:
+    def __init__(self, definition: RecordDef, compiled_readers: bool = True) -> None:
         self.definition = definition
         self.record_type = RecordType(definition.type)
         self.key_schema = parse_schema(definition.key_schema)
         self.value_schemas = {v: parse_schema(s) for v, s in definition.value_schemas.items()}
         self.latest_version = definition.latest_version
         self.latest_schema = self.value_schemas[self.latest_version]
+        # Flat schemas are read without fastavro (records/avro_reader.py).
+        self.key_reader: RecordReader | None = None
+        self.value_readers: dict[int, RecordReader] = {}
+        if compiled_readers:
+            self.key_reader = compile_reader(definition.key_schema, definition.key_cls)
+            newest = definition.value_schemas[self.latest_version]
+            for version, declared in definition.value_schemas.items():
+                reader = compile_reader(declared, definition.value_cls, newest)
+                if reader is not None:
+                    self.value_readers[version] = reader
         # Per version, oldest first: the value's fields that version lacks, with their defaults. A
         # value is written in the oldest version that holds it (its other fields at their
         # defaults), so a process of an earlier release still reads every record it can
@@ -90,8 +103,8 @@ def _write(schema: Any, datum: Any) -> bytes:
 class RecordCodec:
     """Encoder/decoder over a set of record definitions (the shipped set by default)."""
 
-    def __init__(self, definitions: tuple[RecordDef, ...] = DEFINITIONS) -> None:
-        self._by_type: dict[int, _Compiled] = {int(d.type): _Compiled(d) for d in definitions}
+    def __init__(self, definitions: tuple[RecordDef, ...] = DEFINITIONS, compiled_readers: bool = True) -> None:
+        self._by_type: dict[int, _Compiled] = {int(d.type): _Compiled(d, compiled_readers) for d in definitions}
 
     def _compiled(self, record_type: int) -> _Compiled:
         try:
@@ -120,8 +133,11 @@ class RecordCodec:
         (record_type,) = _KEY_HEADER.unpack_from(key)
         c = self._compiled(record_type)
         try:
-            key_dict = schemaless_reader(io.BytesIO(key[_KEY_HEADER.size :]), c.key_schema, None)
-            key_obj = from_avro(c.definition.key_cls, key_dict)  # type: ignore[arg-type]
+            if c.key_reader is not None:
+                key_obj = c.key_reader(key, _KEY_HEADER.size)[0]
+            else:
+                key_dict = schemaless_reader(io.BytesIO(key[_KEY_HEADER.size :]), c.key_schema, None)
+                key_obj = from_avro(c.definition.key_cls, key_dict)  # type: ignore[arg-type]
         except Exception as exc:  # fastavro raises several unrelated types on bad bytes
             raise RecordDecodeError(f"bad key body for record type {record_type}: {exc!r}") from exc
         if value is None:
@@ -134,6 +150,15 @@ class RecordCodec:
         writer = c.value_schemas.get(version)
         if writer is None:
             raise RecordDecodeError(f"record type {record_type} has no schema version {version}")
+        compiled = c.value_readers.get(version)
+        if compiled is not None:
+            try:
+                value_obj, end = compiled(value, _VALUE_HEADER.size)
+            except Exception as exc:
+                raise RecordDecodeError(f"bad value body for record type {record_type} v{version}: {exc!r}") from exc
+            if end != len(value):
+                raise RecordDecodeError(f"trailing bytes after value body of record type {record_type}")
+            return CoordinatorRecord(c.record_type, key_obj, value_obj)
         body = io.BytesIO(value[_VALUE_HEADER.size :])
         try:
             reader = None if version == c.latest_version else c.latest_schema

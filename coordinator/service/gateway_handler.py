@@ -42,6 +42,7 @@ from coordinator.messages import sync_group as wire_sync
 from coordinator.messages import txn_offset_commit as wire_txn
 from coordinator.messages.schema import ZERO_UUID, Message
 from coordinator.service import offset_delete_answers
+from coordinator.service.answer_budget import take_in_slices
 from coordinator.service.metadata_cache import TopicInfo, TopicNames
 from coordinator.service.service import GroupCoordinatorService
 
@@ -309,18 +310,14 @@ class CoordinatorApiHandler:
 
     async def list_groups(self, context: ConnectionContext, request: wire_list.ListGroupsRequest) -> Message:
         error, groups = await self.service.list_groups(request.states_filter, request.types_filter)
-        return wire_list.ListGroupsResponse(
-            error_code=error,
-            groups=[
-                wire_list.ListGroupsResponseListedGroup(
-                    group_id=g.group_id,
-                    protocol_type=g.protocol_type,
-                    group_state=g.group_state,
-                    group_type=g.group_type,
-                )
-                for g in groups
-            ],
+        # Thousands of groups take a while to convert: other connections are served meanwhile.
+        listed = await take_in_slices(
+            wire_list.ListGroupsResponseListedGroup(
+                group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.group_state, group_type=g.group_type
+            )
+            for g in groups
         )
+        return wire_list.ListGroupsResponse(error_code=error, groups=listed)
 
     async def describe_groups(
         self, context: ConnectionContext, request: wire_describe.DescribeGroupsRequest

@@ -21,7 +21,7 @@ from coordinator.group_shard import (
     describe_classic_groups,
     describe_consumer_groups,
     describe_share_group,
-    list_groups,
+    group_listing,
     offset_fetch_error,
 )
 from coordinator.groups import group_config
@@ -52,7 +52,7 @@ from coordinator.offsets.handlers import commit_response, fetch_offsets, fetch_s
 from coordinator.runtime.api import Result
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.shard import AppendFailed, Shard, ShardNotAvailable, ShardStatus
-from coordinator.service.answer_budget import DEFAULT_MAX_ANSWER_BYTES, answer_each, first_occurrences
+from coordinator.service.answer_budget import DEFAULT_MAX_ANSWER_BYTES, answer_each, first_occurrences, take_in_slices
 from coordinator.service.partitioning import partition_for
 
 T = TypeVar("T")
@@ -232,11 +232,14 @@ class GroupCoordinatorService:
         """All groups of the shards this process owns (see ``list_groups_answer``)."""
         states, types = tuple(states_filter), tuple(types_filter)
         answers: list[ErrorCode | list[GroupSummary]] = []
-        for shard in self.runtime.shards.values():
+        # A copy: a shard may be added or dropped while a long listing lets other work run.
+        for shard in list(self.runtime.shards.values()):
             try:
-                answers.append(shard.read_live(lambda live: list_groups(live, states, types)))
+                listing = shard.read_live(lambda live: group_listing(live, states, types))
             except ShardNotAvailable as exc:
                 answers.append(error_for(exc))
+                continue
+            answers.append(await take_in_slices(listing))
         return list_groups_answer(answers)
 
     async def describe_groups(

@@ -93,6 +93,8 @@ def test_txn_bench(tmp_path: Path, bootstrap: str) -> None:
         ours["open_transaction"]["plain_commit_ms_without_open_transaction"],
     ):
         assert figure["p99"] >= figure["p50"] > 0
+
+
 def test_assignor_bench(tmp_path: Path) -> None:
     result = run_bench(
         "assignor_bench.py",
@@ -111,3 +113,15 @@ def test_assignor_bench(tmp_path: Path) -> None:
             assert set(target[change]) == {"full", "incremental", "records_written"}
             assert target[change]["incremental"]["cpu_ms_median"] >= 0
     assert result["anchor_one_dict_entry_per_partition"]["cpu_ms_median"] >= 0
+
+
+def test_many_groups_bench(tmp_path: Path, bootstrap: str) -> None:
+    result = run_bench(
+        "many_groups_bench.py", tmp_path / "many.json",
+        "--groups", "50", "--rounds", "1", "--quiet-seconds", "0.3", "--bootstrap", bootstrap,
+    )  # fmt: skip
+    assert result["fill"]["direct"]["appended_records"] == 49 * 10
+    assert result["queries"]["list_groups_listed"] >= 50 and result["queries"]["describe_groups_described"] == 50
+    assert result["queries"]["heartbeat_quiet"]["heartbeats"] > 0
+    assert result["load"]["records"] >= 500 and result["load"]["load_over_raw_read"] > 0
+    assert set(result["memory"]) >= {"bytes_per_committed_offset", "bytes_per_group"}
