@@ -5,7 +5,8 @@ group's state rebuilt from its records alone."""
 from __future__ import annotations
 
 from coordinator.errors import ErrorCode
-from coordinator.group_shard import describe_classic_groups, list_groups
+from coordinator.group_shard import describe_classic_groups
+from coordinator.group_shard import group_listing as list_groups
 from coordinator.groups.context import RequestContext
 from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from coordinator.messages.join_group import JoinGroupResponse
