@@ -18,7 +18,9 @@ from typing import Any
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from records.avro import from_avro, to_avro
-from records.definitions import DEFINITIONS, RecordDef, RecordType
+from records.avro_writer import compile_encoder
+from records.definitions import DEFINITIONS, OffsetCommitKey, OffsetCommitValue, RecordDef, RecordType
+from records.offset_commit_encoding import VALUE_FIELDS, OffsetCommitEncoder
 
 _KEY_HEADER = struct.Struct(">h")
 _VALUE_HEADER = struct.Struct(">hh")
@@ -36,7 +38,16 @@ class CoordinatorRecord:
 
 
 class _Compiled:
-    __slots__ = ("definition", "record_type", "key_schema", "value_schemas", "latest_version", "latest_schema")
+    __slots__ = (
+        "definition",
+        "record_type",
+        "key_schema",
+        "value_schemas",
+        "latest_version",
+        "latest_schema",
+        "fast_key",
+        "fast_value",
+    )
 
     def __init__(self, definition: RecordDef) -> None:
         self.definition = definition
@@ -45,6 +56,28 @@ class _Compiled:
         self.value_schemas = {v: parse_schema(s) for v, s in definition.value_schemas.items()}
         self.latest_version = definition.latest_version
         self.latest_schema = self.value_schemas[self.latest_version]
+        # The same bytes as fastavro's, written without it (see ``records.avro_writer``); None
+        # where the schema uses something that module does not encode.
+        self.fast_key = compile_encoder(definition.key_schema, _KEY_HEADER.pack(definition.type))
+        self.fast_value = compile_encoder(
+            definition.value_schemas[self.latest_version], _VALUE_HEADER.pack(definition.type, self.latest_version)
+        )
+        if _is_offset_commit(definition, self.latest_version):
+            commits = OffsetCommitEncoder(self.latest_version)
+            self.fast_key, self.fast_value = commits.key, commits.value
+
+
+def _is_offset_commit(definition: RecordDef, version: int) -> bool:
+    """Whether the definition is the OffsetCommit record ``OffsetCommitEncoder`` writes."""
+    fields = tuple(f["name"] for f in definition.value_schemas[version]["fields"])
+    key_fields = tuple(f["name"] for f in definition.key_schema["fields"])
+    return (
+        definition.type == RecordType.OFFSET_COMMIT
+        and definition.key_cls is OffsetCommitKey
+        and definition.value_cls is OffsetCommitValue
+        and key_fields == ("group", "topic", "partition")
+        and fields == VALUE_FIELDS
+    )
 
 
 def _write(schema: Any, datum: Any) -> bytes:
@@ -67,12 +100,16 @@ class RecordCodec:
 
     def encode_key(self, record_type: RecordType, key: Any) -> bytes:
         c = self._compiled(record_type)
+        if c.fast_key is not None:
+            return c.fast_key(key)
         return _KEY_HEADER.pack(record_type) + _write(c.key_schema, key)
 
     def encode_value(self, record_type: RecordType, value: Any | None, version: int | None = None) -> bytes | None:
         if value is None:
             return None
         c = self._compiled(record_type)
+        if c.fast_value is not None and (version is None or version == c.latest_version):
+            return c.fast_value(value)
         v = c.latest_version if version is None else version
         return _VALUE_HEADER.pack(record_type, v) + _write(c.value_schemas[v], value)
 

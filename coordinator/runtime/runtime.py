@@ -129,17 +129,19 @@ class CoordinatorRuntime(Generic[S]):
         writer = self.writer
         loop = self.loop
 
-        def delivered(index: int, error: KafkaError | None, offset: int) -> None:
-            loop.call_soon_threadsafe(self._delivered, writer, on_delivered, index, error, offset)
+        def delivered(reports: list[tuple[KafkaError | None, int]]) -> None:
+            # One hand-over to the loop per append (see ``LogWriter.append``).
+            loop.call_soon_threadsafe(self._delivered, writer, on_delivered, reports)
 
         writer.append(partition, records, delivered)
 
     def _delivered(
-        self, writer: LogWriter, on_delivered: DeliveryReport, index: int, error: KafkaError | None, offset: int
+        self, writer: LogWriter, on_delivered: DeliveryReport, reports: list[tuple[KafkaError | None, int]]
     ) -> None:
-        if error is not None and error.fatal():
-            self.replace_writer(writer, error)
-        on_delivered(index, error, offset)
+        for index, (error, offset) in enumerate(reports):
+            if error is not None and error.fatal():
+                self.replace_writer(writer, error)
+            on_delivered(index, error, offset)
 
     def load(self, partition: int, generation: int, load: ShardLoad) -> None:
         self.tailer.load(partition, generation, load)

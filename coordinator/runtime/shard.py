@@ -32,7 +32,7 @@ from confluent_kafka import KafkaError, Message
 
 from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer, ShardState, TimerOp
 from coordinator.runtime.clock import Clock
-from coordinator.runtime.headers import Headers, make_headers
+from coordinator.runtime.headers import Headers, batch_headers
 from coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
 from coordinator.runtime.replayer import LogReplayer
 from records import CoordinatorRecord, encode
@@ -213,6 +213,12 @@ class _Pending:
     written_ms: int = 0  # the host clock at the append, for the stuck-shard watchdog
 
 
+# A record as the shard appended it, to know it again when it is read back: (record, key, value,
+# headers, epoch, (index, count) in its atomic batch or None, as its headers say). A plain tuple:
+# one is made per record written, and a NamedTuple's constructor cost 3% of a commit-heavy run.
+_Written = tuple[CoordinatorRecord, bytes, "bytes | None", Headers, int, "tuple[int, int] | None"]
+
+
 @dataclass(slots=True)
 class LoadReport:
     partition: int
@@ -246,8 +252,8 @@ class Shard(Generic[S]):
         self._queue: list[tuple[Callable[[S, int], Result[Any]], asyncio.Future[Any], object, float]] = []
         self._flush_scheduled = False
         self._pending: deque[_Pending] = deque()
-        # offset -> (record, key, value, headers) of our appends not yet read back
-        self._inflight: dict[int, tuple[CoordinatorRecord, bytes, bytes | None, list[tuple[str, bytes]]]] = {}
+        # offset -> our appends not yet read back
+        self._inflight: dict[int, _Written] = {}
         self._parked: dict[Hashable, asyncio.Future[Any]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._loaded = asyncio.Event()
@@ -391,25 +397,26 @@ class Shard(Generic[S]):
         # Every record from the end of the load on is ours; the first offset holding another
         # writer's record, if any:
         foreign: int | None = None
+        inflight = self._inflight
         try:
             for msg in messages:
                 offset = msg.offset()
                 if offset is None or offset < replayer.next_offset:
                     continue
-                key, value = msg.key(), msg.value()
-                ours = self._inflight.pop(offset, None)
+                key, value, headers = msg.key(), msg.value(), msg.headers()
+                ours = inflight.pop(offset, None)
                 # Skip decoding only if the record at this offset really is the one we wrote:
                 # another writer (a zombie, or the owner we fenced) may have taken the offset,
                 # even with the very same bytes (both handled the same heartbeat): the headers
                 # (its epoch) tell them apart, and the zombie's is fenced on replay.
-                decoded = (
-                    ours[0]
-                    if ours is not None and ours[1] == key and ours[2] == value and ours[3] == list(msg.headers() or ())
-                    else None
-                )
+                decoded = None
+                if ours is not None and ours[1] == key and ours[2] == value and ours[3] == list(headers or ()):
+                    if replayer.feed_own(offset, ours[0], ours[4], ours[5]):
+                        continue
+                    decoded = ours[0]
                 if foreign is None and decoded is None and (ours is not None or offset >= self.next_offset):
                     foreign = offset
-                replayer.feed(offset, key, value, msg.headers(), decoded)
+                replayer.feed(offset, key, value, headers, decoded)
         except Exception as exc:  # a replay bug must not leave a half-applied state serving
             self._fail(replayer.failure(exc))
             return
@@ -559,11 +566,17 @@ class Shard(Generic[S]):
         """Give the records their offsets (remembered, so reading them back skips decoding) and
         their headers: the shard epoch, and the batch position when they must apply together."""
         count = len(records) if atomic else 1
+        epoch, inflight, offset = self.epoch, self._inflight, self.next_offset
+        headers_of = batch_headers(epoch, count)
         for i, (record, (key, value)) in enumerate(zip(records, encoded, strict=True)):
-            headers = make_headers(self.epoch, i if atomic else 0, count)
-            self._inflight[self.next_offset] = (record, key, value, headers)
+            if count > 1:
+                headers, batch = headers_of[i], (i, count)
+            else:
+                headers, batch = headers_of[0], None
+            inflight[offset] = (record, key, value, headers, epoch, batch)
             out.append((key, value, headers))
-            self.next_offset += 1
+            offset += 1
+        self.next_offset = offset
 
     def _oversized(self, encoded: list[tuple[bytes, bytes | None]]) -> str:
         limit = self.host.max_record_bytes
