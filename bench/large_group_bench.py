@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +70,14 @@ class Connection:
     async def open(cls, address: tuple[str, int]) -> Connection:
         return cls(*await asyncio.open_connection(*address))
 
-    async def call(self, api_key: int, version: int, body: Message) -> Message:
+    async def call(self, api_key: int, version: int, body: Message | bytes) -> Message:
+        """``body`` is a request or a frame encoded before (its correlation id is set here)."""
         self.next_id += 1
-        self.writer.write(encode_request(RequestHeader(api_key, version, self.next_id, "bench-large"), body))
+        if isinstance(body, bytes):
+            # Length (4 bytes), api key (2), version (2), then the correlation id.
+            self.writer.write(b"".join((body[:8], self.next_id.to_bytes(4, "big"), body[12:])))
+        else:
+            self.writer.write(encode_request(RequestHeader(api_key, version, self.next_id, "bench-large"), body))
         size = int.from_bytes(await self.reader.readexactly(4), "big")
         correlation_id, response = decode_response(api_key, version, await self.reader.readexactly(size))
         assert correlation_id == self.next_id
@@ -98,6 +104,11 @@ class Member:
         self.leave = asyncio.Event()
         self.rejoined = asyncio.Event()
         self.rejoining = False
+        self._wake: asyncio.Future[None] | None = None
+        # The steady heartbeat's frame, encoded once per member epoch: the bench client runs
+        # 5,000 members on the machine the serve process runs on, and what it spends encoding
+        # is taken from the coordinator it measures.
+        self._steady: tuple[int, bytes] | None = None
 
     def new_identity(self) -> None:
         self.member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
@@ -116,7 +127,20 @@ class Member:
             topic_partitions=list(self.owned) if self.ack else None,
         )
 
-    async def heartbeat(self, body: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+    def steady_frame(self) -> bytes | ConsumerGroupHeartbeatRequest:
+        if self.epoch == 0 or self.ack:
+            return self.request()
+        if self._steady is None or self._steady[0] != self.epoch:
+            header = RequestHeader(HB_KEY, HB_VERSION, 0, "bench-large")
+            self._steady = (self.epoch, encode_request(header, self.request()))
+        return self._steady[1]
+
+    def tell_to_leave(self) -> None:
+        self.leave.set()
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+    async def heartbeat(self, body: ConsumerGroupHeartbeatRequest | bytes) -> ConsumerGroupHeartbeatResponse:
         assert self.conn is not None
         start = time.perf_counter()
         response = await self.conn.call(HB_KEY, HB_VERSION, body)
@@ -135,7 +159,7 @@ class Member:
                 self.leave.clear()
                 self.new_identity()
                 self.rejoining = True
-            response = await self.heartbeat(self.request())
+            response = await self.heartbeat(self.steady_frame())
             self.ack = False
             if response.error_code:
                 name = ErrorCode(response.error_code).name
@@ -162,9 +186,23 @@ class Member:
             await self.sleep(interval)
 
     async def sleep(self, seconds: float) -> None:
-        """Sleep, but wake at once when told to leave."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.leave.wait(), seconds)
+        """Sleep, but wake at once when told to leave (a future and a timer: ``wait_for`` on
+        the event made a task per sleep)."""
+        if self.leave.is_set():
+            return
+        loop = asyncio.get_running_loop()
+        self._wake = wake = loop.create_future()
+        timer = loop.call_later(seconds, _wake_up, wake)
+        try:
+            await wake
+        finally:
+            timer.cancel()
+            self._wake = None
+
+
+def _wake_up(wake: asyncio.Future[None]) -> None:
+    if not wake.done():
+        wake.set_result(None)
 
 
 async def converged(describe: Connection, group: str, members: int) -> bool:
@@ -253,7 +291,7 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
             batch = order[i : i + args.restart_batch]
             for m in batch:
                 m.rejoined.clear()
-                m.leave.set()
+                m.tell_to_leave()
             await asyncio.gather(*(m.rejoined.wait() for m in batch))
         rolled_s = time.perf_counter() - start
         restart_s = await wait_converged(describe, group, args.members, start, args.timeout, tasks)
@@ -266,7 +304,7 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
     finally:
         for m in members:
             m.stop = True
-            m.leave.set()
+            m.tell_to_leave()
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -275,6 +313,36 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
                 m.conn.close()
         describe.close()
     return result
+
+
+@contextlib.contextmanager
+def serve_process(bootstrap: str, members: int, env: dict[str, str]) -> Iterator[tuple[tuple[str, int], int]]:
+    """A ``groupcoord serve`` process for ``members`` connections, on one log partition:
+    ((host, port) it listens on, its pid). Its log's tail is printed if the run fails."""
+    port = free_port()
+    serve_log = tempfile.TemporaryFile()  # noqa: SIM115 (closed once serve has stopped)
+    env = {
+        **os.environ,
+        "GROUPCOORD_GATEWAY__MAX_CONNECTIONS": str(members + 100),
+        "GROUPCOORD_GATEWAY__MAX_CONNECTIONS_PER_IP": str(members + 100),
+        **env,
+    }
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
+         "--log-topic", f"large-log-{uuid.uuid4().hex[:6]}", "--partitions", "1"],
+        stdout=subprocess.PIPE, stderr=serve_log, text=True, cwd=ROOT, env=env,
+    )  # fmt: skip
+    try:
+        assert serve.stdout is not None and serve.stdout.readline().startswith("listening on")
+        yield ("127.0.0.1", port), serve.pid
+    except BaseException:
+        serve_log.seek(0)
+        print("serve's log (tail):", *serve_log.read().decode(errors="replace").splitlines()[-20:], sep="\n")
+        raise
+    finally:
+        serve.terminate()
+        serve.wait(30)
+        serve_log.close()
 
 
 def main() -> None:
@@ -294,34 +362,15 @@ def main() -> None:
         topic = f"large-{uuid.uuid4().hex[:8]}"
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(120)
-        port = free_port()
-        serve_log = tempfile.TemporaryFile()  # noqa: SIM115 (closed once serve has stopped)
         env = {
-            **os.environ,
-            "GROUPCOORD_GATEWAY__MAX_CONNECTIONS": str(args.members + 100),
-            "GROUPCOORD_GATEWAY__MAX_CONNECTIONS_PER_IP": str(args.members + 100),
             # The first member to join owns every partition and acknowledges them all in one
             # heartbeat: more array elements than the default limit allows with 10,000 partitions.
             "GROUPCOORD_GATEWAY__MAX_GROUP_REQUEST_ELEMENTS": str(max(10_000, 2 * args.partitions)),
             "GROUPCOORD_EVENT_LOOP": args.event_loop,
             "GROUPCOORD_GROUP": json.dumps({"group.consumer.assignment.interval.ms": str(args.assignment_interval_ms)}),
         }
-        serve = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
-             "--log-topic", f"large-log-{uuid.uuid4().hex[:6]}", "--partitions", "1"],
-            stdout=subprocess.PIPE, stderr=serve_log, text=True, cwd=ROOT, env=env,
-        )  # fmt: skip
-        try:
-            assert serve.stdout is not None and serve.stdout.readline().startswith("listening on")
-            result = asyncio.run(drive(args, ("127.0.0.1", port), topic, serve.pid))
-        except BaseException:
-            serve_log.seek(0)
-            print("serve's log (tail):", *serve_log.read().decode(errors="replace").splitlines()[-20:], sep="\n")
-            raise
-        finally:
-            serve.terminate()
-            serve.wait(30)
-            serve_log.close()
+        with serve_process(bootstrap, args.members, env) as (sidecar, pid):
+            result = asyncio.run(drive(args, sidecar, topic, pid))
         # The raw figure beside a heartbeat (each one an acknowledged log write when it changes
         # state): the broker's own produce -> consume round trip, same broker, same run.
         raw = raw_figures(bootstrap, 1000, 200)
