@@ -32,7 +32,6 @@ from coordinator.observability.http import HealthServer, Readiness, shard_states
 from coordinator.observability.registry import REGISTRY
 from coordinator.observability.serve import ServeMetrics
 from coordinator.runtime.cluster_watch import ClusterWatch
-from coordinator.runtime.collector import SurvivorFreezer
 from coordinator.runtime.log import LogTopicSpec
 from coordinator.runtime.placement import Node, Placement, PlacementConfig, derived_instance_id, derived_node_id
 from coordinator.runtime.runtime import CoordinatorRuntime
@@ -297,16 +296,11 @@ async def _serve(settings: Settings, say: Say) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    # The shards' state is long-lived: kept out of the cyclic collector's full walks (see there).
-    freezer = SurvivorFreezer()
-    freezer.install()
     try:
         return await _serving(settings, say, stop)
     except _Stopped:
         say.info("stopped while starting")
         return 0
-    finally:
-        freezer.uninstall()
 
 
 async def _protect_ids(gateway: GatewayServer, metadata: MetadataCache, topics: frozenset[str]) -> None:

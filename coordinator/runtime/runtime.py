@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar
 
 from confluent_kafka import KafkaError, Message
 
+from coordinator.runtime import collector
 from coordinator.runtime.api import ShardState
 from coordinator.runtime.clock import Clock, SystemClock
 from coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
@@ -84,10 +85,14 @@ class CoordinatorRuntime(Generic[S]):
         self.stuck_warning_ms = STUCK_WARNING_MS
         self.stuck_reload_ms = STUCK_RELOAD_MS
         self._watchdog: asyncio.TimerHandle | None = None
+        self._collector_installed = False
 
     async def start(self, partitions: Iterable[int] | None = None) -> None:
         """Create the log topic if needed, then begin loading the given shards (all by default)."""
         self.partitions = await asyncio.to_thread(ensure_log_topic, self.client_config, self.topic_spec)
+        # The shards' state is long-lived: kept out of the cyclic collector's full walks.
+        collector.SHARED.install()
+        self._collector_installed = True
         self.writer = LogWriter(self.client_config, self.topic)
         self.tailer = LogTailer(
             self.client_config,
@@ -206,6 +211,9 @@ class CoordinatorRuntime(Generic[S]):
     async def close(self) -> None:
         if self._watchdog is not None:
             self._watchdog.cancel()
+        if self._collector_installed:
+            self._collector_installed = False
+            collector.SHARED.uninstall()
         for partition in list(self.shards):
             self.unload_shard(partition)
         await asyncio.to_thread(self.writer.close)

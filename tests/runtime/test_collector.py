@@ -26,3 +26,14 @@ def test_survivors_are_frozen_and_thawed() -> None:
     finally:
         freezer.uninstall()
     assert gc.get_freeze_count() == 0 and freezer._on_collection not in gc.callbacks
+
+
+def test_installs_are_counted_and_the_thresholds_restored() -> None:
+    before = gc.get_threshold()
+    freezer = SurvivorFreezer()
+    freezer.install()
+    freezer.install()
+    freezer.uninstall()
+    assert freezer._on_collection in gc.callbacks and gc.get_threshold()[0] >= 20_000
+    freezer.uninstall()
+    assert freezer._on_collection not in gc.callbacks and gc.get_threshold() == before
