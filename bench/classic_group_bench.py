@@ -30,7 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
-from large_group_bench import Connection, Stats, cpu_seconds, serve_process, summary
+from large_group_bench import (
+    Connection,
+    Stats,
+    cpu_seconds,
+    handled_counts,
+    handled_quantiles,
+    serve_process,
+    summary,
+)
 from runtime_bench import ROOT, cluster, percentile, raw_figures
 
 from coordinator.errors import ErrorCode
@@ -271,21 +279,25 @@ async def drive(
     result: dict[str, Any] = {}
     tasks: list[asyncio.Task[None]] = []
     try:
-        cpu0, start = cpu_seconds(pid), time.perf_counter()
+        handled0, cpu0, start = handled_counts(pid, "Heartbeat"), cpu_seconds(pid), time.perf_counter()
         tasks = [asyncio.create_task(m.run()) for m in members]
         join_s = await bench.wait_converged(args.members, start, args.timeout, tasks)
         generation = next(iter(bench.synced.values()))[0]
-        result["mass_join"] = {"converge_s": join_s, "generation": generation, **_summary(bench, pid, cpu0, join_s)}
+        result["mass_join"] = {
+            "converge_s": join_s,
+            "generation": generation,
+            **_summary(bench, pid, cpu0, join_s, handled0),
+        }
         print(protocol, "mass join", json.dumps(result["mass_join"]), flush=True)
 
         bench.stats.__init__()  # type: ignore[misc]
-        cpu0, start = cpu_seconds(pid), time.perf_counter()
+        handled0, cpu0, start = handled_counts(pid, "Heartbeat"), cpu_seconds(pid), time.perf_counter()
         await asyncio.sleep(args.steady_seconds)
-        result["steady"] = _summary(bench, pid, cpu0, time.perf_counter() - start)
+        result["steady"] = _summary(bench, pid, cpu0, time.perf_counter() - start, handled0)
         print(protocol, "steady", json.dumps(result["steady"]), flush=True)
 
         bench.stats.__init__()  # type: ignore[misc]
-        cpu0, start = cpu_seconds(pid), time.perf_counter()
+        handled0, cpu0, start = handled_counts(pid, "Heartbeat"), cpu_seconds(pid), time.perf_counter()
         restarts = []
         for member in members[: args.restarts]:
             began = time.perf_counter()
@@ -299,7 +311,7 @@ async def drive(
             result["restarts"] = {
                 "count": len(restarts),
                 "converge_s": {"p50": percentile(restarts, 0.5), "max": max(restarts)},
-                **_summary(bench, pid, cpu0, time.perf_counter() - start),
+                **_summary(bench, pid, cpu0, time.perf_counter() - start, handled0),
             }
             print(protocol, "restarts", json.dumps(result["restarts"]), flush=True)
     finally:
@@ -315,9 +327,12 @@ async def drive(
     return result
 
 
-def _summary(bench: Bench, pid: int, cpu0: float, seconds: float) -> dict[str, Any]:
+def _summary(
+    bench: Bench, pid: int, cpu0: float, seconds: float, handled0: list[tuple[float, float]]
+) -> dict[str, Any]:
     out = summary(bench.stats, cpu_seconds(pid) - cpu0, seconds)
     out.pop("distinct_member_epochs", None)
+    out["serve_handled_ms"] = handled_quantiles(handled0, handled_counts(pid, "Heartbeat"))
     return out
 
 

@@ -11,6 +11,9 @@ asks for (5 s by default). Phases, all against one serve process and a fresh loc
 - mass join: every member sends its join at the same moment; the time until the group has
   converged (ConsumerGroupDescribe: every member at the group epoch with its target assignment);
 - steady state: heartbeat latency p50/p99 and the serve process's CPU seconds per heartbeat;
+  beside the latency the client sees, the serve process's own (``serve_handled_ms``, from its
+  /metrics histogram: handler call to answer), since the client runs 5,000 members in one
+  process on the same machine and its own delays are in what it sees;
 - rolling restart: members leave (epoch -1) and rejoin as new members, ``--restart-batch`` at a
   time, each batch once the previous one has rejoined; the time until the group converges again.
 Beside them, the same run's raw figure: the broker's produce -> consume round trip, and the distinct member epochs members saw (about how many target assignments were computed; the
@@ -31,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,6 +57,7 @@ from coordinator.messages.schema import Message
 from deploy.local_broker import free_port
 
 HB_KEY, HB_VERSION = 68, 1
+HB_API = "ConsumerGroupHeartbeat"
 DESCRIBE_KEY, DESCRIBE_VERSION = 69, 0
 
 
@@ -60,6 +65,38 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU a process has used, all its threads (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# serve pid -> the URL of its /metrics (see ``serve_process``)
+_METRICS: dict[int, str] = {}
+_HANDLED = "groupcoord_gateway_handled_latency_seconds_bucket"
+
+
+def handled_counts(pid: int, api: str) -> list[tuple[float, float]]:
+    """Cumulative (le seconds, count) of the serve process's handled-latency histogram for ``api``."""
+    with urllib.request.urlopen(_METRICS[pid], timeout=30) as answer:
+        text = answer.read().decode()
+    prefix = f'{_HANDLED}{{api="{api}",le="'
+    out = []
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            le, count = line[len(prefix) :].split('"}')
+            out.append((float(le), float(count)))
+    return out
+
+
+def handled_quantiles(before: list[tuple[float, float]], after: list[tuple[float, float]]) -> dict[str, Any]:
+    """p50/p99 of what the serve process handled between two ``handled_counts``, as the upper
+    bound (ms) of the histogram bucket each falls in: from the handler's call to its answer, so
+    neither the client's own delays nor the wait before the request was read are in it."""
+    base = dict(before)
+    deltas = [(le, count - base.get(le, 0.0)) for le, count in after]
+    total = deltas[-1][1] if deltas else 0.0
+
+    def bound(q: float) -> float | None:
+        return next((le * 1000 for le, count in deltas if count >= q * total), None) if total else None
+
+    return {"count": total, "p50_le_ms": bound(0.5), "p99_le_ms": bound(0.99)}
 
 
 class Connection:
@@ -267,23 +304,28 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
     tasks: list[asyncio.Task[None]] = []
     try:
         # Mass join: every member's first heartbeat at once.
+        handled0 = handled_counts(pid, HB_API)
         cpu0, start = cpu_seconds(pid), time.perf_counter()
         tasks = [asyncio.create_task(m.run()) for m in members]
         join_s = await wait_converged(describe, group, args.members, start, args.timeout, tasks)
         result["mass_join"] = {"converge_s": join_s, **summary(stats, cpu_seconds(pid) - cpu0, join_s)}
+        result["mass_join"]["serve_handled_ms"] = handled_quantiles(handled0, handled_counts(pid, HB_API))
         print("mass join", json.dumps(result["mass_join"]), flush=True)
 
         # Steady state: the heartbeat interval alone, no describes.
         stats.__init__()  # type: ignore[misc]
+        handled0 = handled_counts(pid, HB_API)
         cpu0, start = cpu_seconds(pid), time.perf_counter()
         await asyncio.sleep(args.steady_seconds)
         result["steady"] = summary(stats, cpu_seconds(pid) - cpu0, time.perf_counter() - start)
+        result["steady"]["serve_handled_ms"] = handled_quantiles(handled0, handled_counts(pid, HB_API))
         print("steady", json.dumps(result["steady"]), flush=True)
 
         if not args.restart:
             return result
         # Rolling restart: each member leaves and rejoins as a new member, a batch at a time.
         stats.__init__()  # type: ignore[misc]
+        handled0 = handled_counts(pid, HB_API)
         cpu0, start = cpu_seconds(pid), time.perf_counter()
         order = list(members)
         random.Random(7).shuffle(order)
@@ -299,6 +341,7 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
             "all_restarted_s": rolled_s,
             "converge_s": restart_s,
             **summary(stats, cpu_seconds(pid) - cpu0, restart_s),
+            "serve_handled_ms": handled_quantiles(handled0, handled_counts(pid, HB_API)),
         }
         print("rolling restart", json.dumps(result["rolling_restart"]), flush=True)
     finally:
@@ -319,10 +362,11 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
 def serve_process(bootstrap: str, members: int, env: dict[str, str]) -> Iterator[tuple[tuple[str, int], int]]:
     """A ``groupcoord serve`` process for ``members`` connections, on one log partition:
     ((host, port) it listens on, its pid). Its log's tail is printed if the run fails."""
-    port = free_port()
+    port, metrics_port = free_port(), free_port()
     serve_log = tempfile.TemporaryFile()  # noqa: SIM115 (closed once serve has stopped)
     env = {
         **os.environ,
+        "GROUPCOORD_METRICS_LISTEN": f"127.0.0.1:{metrics_port}",
         "GROUPCOORD_GATEWAY__MAX_CONNECTIONS": str(members + 100),
         "GROUPCOORD_GATEWAY__MAX_CONNECTIONS_PER_IP": str(members + 100),
         **env,
@@ -334,6 +378,7 @@ def serve_process(bootstrap: str, members: int, env: dict[str, str]) -> Iterator
     )  # fmt: skip
     try:
         assert serve.stdout is not None and serve.stdout.readline().startswith("listening on")
+        _METRICS[serve.pid] = f"http://127.0.0.1:{metrics_port}/metrics"
         yield ("127.0.0.1", port), serve.pid
     except BaseException:
         serve_log.seek(0)
