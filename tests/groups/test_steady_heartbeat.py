@@ -86,3 +86,13 @@ def test_subscription_counts_of_a_change_are_those_of_the_group_walked_anew(
     after[joining.member_id] = joining
     assert subscribed_names_of(names, regex_counts, regexes) == group_topic_names(after.values(), regexes)
     assert set(regex_counts) == regexes_in_use(after.values())
+
+
+def test_members_are_told_intervals_spread_below_the_configured_one() -> None:
+    # Members that joined together must not heartbeat together for ever: each gets a period of
+    # its own, never longer than configured, the same for the same member every time.
+    intervals = [heartbeat.member_heartbeat_interval(f"member-{i}", 5000) for i in range(1000)]
+    assert all(4000 <= i <= 5000 for i in intervals)
+    assert len(set(intervals)) > 500 and max(intervals) - min(intervals) > 900
+    assert heartbeat.member_heartbeat_interval("member-7", 5000) == intervals[7]
+    assert heartbeat.member_heartbeat_interval("m", 4) == 4

@@ -14,6 +14,7 @@ Nothing here mutates the state: the result's records, replayed by the runtime, d
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import replace
 
 from coordinator.errors import ErrorCode, GroupError
@@ -157,7 +158,11 @@ def _heartbeat(
     response = ConsumerGroupHeartbeatResponse(
         member_id=member_id,
         member_epoch=reconciled.member_epoch,
-        heartbeat_interval_ms=config.heartbeat_interval_ms,
+        heartbeat_interval_ms=(
+            member_heartbeat_interval(member_id, config.heartbeat_interval_ms)
+            if len(group.members) >= SPREAD_HEARTBEATS_FROM
+            else config.heartbeat_interval_ms
+        ),
     )
     full_request = epoch == 0 or (
         request.rebalance_timeout_ms != -1
@@ -167,6 +172,26 @@ def _heartbeat(
     if full_request or not _same_partitions(member, reconciled):
         response.assignment = assignment(reconciled.assigned)
     return Result(response, records, timers)
+
+
+# Groups of at least this many members have their heartbeats spread (``member_heartbeat_interval``);
+# smaller ones are told the configured interval, as Kafka tells every member.
+SPREAD_HEARTBEATS_FROM = 100
+
+
+def member_heartbeat_interval(member_id: str, interval_ms: int) -> int:
+    """The interval a member of a big group is told to heartbeat at: up to a fifth shorter than
+    the configured one, by a fraction fixed per member (from its id; deterministic).
+
+    Kafka tells every member the configured interval. Members that joined together (a rollout, a
+    mass join) then heartbeat together for as long as they live, in bursts of the whole group
+    every interval: with 5,000 members every heartbeat of a burst waits for those before it
+    (measured: p99 of several seconds at 0.2 ms of serve CPU each). A period that differs per
+    member spreads them over the interval within a few heartbeats. It is never longer than
+    configured, so no session comes closer to its timeout; the cost is up to a fifth more
+    heartbeats (about a tenth on average)."""
+    spread = interval_ms // 5
+    return interval_ms - zlib.crc32(member_id.encode()) % (spread + 1) if spread else interval_ms
 
 
 def _resolve_member(
