@@ -355,7 +355,8 @@ def main() -> None:
         admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(120)
         # A SyncGroup from the leader carries one assignment per member.
         env = {"GROUPCOORD_GATEWAY__MAX_GROUP_REQUEST_ELEMENTS": str(max(10_000, 2 * args.members))}
-        with serve_process(bootstrap, args.members, env) as (sidecar, pid):
+        # Each protocol's members connect anew: room for all of them (closed ones may linger).
+        with serve_process(bootstrap, args.members * len(protocols), env) as (sidecar, pid):
             for protocol in protocols:
                 results[protocol] = asyncio.run(drive(args, sidecar, topic, pid, protocol))
         raw = raw_figures(bootstrap, 1000, 200)
