@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,9 @@ from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from records.avro import from_avro, to_avro
 from records.avro_reader import RecordReader, compile_reader
-from records.definitions import DEFINITIONS, RecordDef, RecordType
+from records.avro_writer import compile_encoder
+from records.definitions import DEFINITIONS, OffsetCommitKey, OffsetCommitValue, RecordDef, RecordType
+from records.offset_commit_encoding import VALUE_FIELDS, OffsetCommitEncoder
 
 _KEY_HEADER = struct.Struct(">h")
 _VALUE_HEADER = struct.Struct(">hh")
@@ -48,6 +51,8 @@ class _Compiled:
         "versions",
         "key_reader",
         "value_readers",
+        "fast_key",
+        "fast_values",
     )
 
     def __init__(self, definition: RecordDef, compiled_readers: bool = True) -> None:
@@ -78,6 +83,17 @@ class _Compiled:
             lacking = [f for f in fields if f.name not in names]
             if all(_has_default(f) for f in lacking):
                 self.versions.append((v, [(f.name, _default(f)) for f in lacking]))
+        # The same bytes as fastavro's, written without it (see ``records.avro_writer``), per
+        # value version; absent where the schema uses something that module does not encode.
+        self.fast_key = compile_encoder(definition.key_schema, _KEY_HEADER.pack(definition.type))
+        self.fast_values: dict[int, Callable[[Any], bytes]] = {}
+        for v, declared in definition.value_schemas.items():
+            encoder = compile_encoder(declared, _VALUE_HEADER.pack(definition.type, v))
+            if encoder is not None:
+                self.fast_values[v] = encoder
+            if _is_offset_commit(definition, v):
+                commits = OffsetCommitEncoder(v)
+                self.fast_key, self.fast_values[v] = commits.key, commits.value
 
     def version_for(self, value: Any) -> int:
         for version, lacking in self.versions:
@@ -92,6 +108,19 @@ def _has_default(f: dataclasses.Field[Any]) -> bool:
 
 def _default(f: dataclasses.Field[Any]) -> Any:
     return f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc,operator]
+
+
+def _is_offset_commit(definition: RecordDef, version: int) -> bool:
+    """Whether the definition is the OffsetCommit record ``OffsetCommitEncoder`` writes."""
+    fields = tuple(f["name"] for f in definition.value_schemas[version]["fields"])
+    key_fields = tuple(f["name"] for f in definition.key_schema["fields"])
+    return (
+        definition.type == RecordType.OFFSET_COMMIT
+        and definition.key_cls is OffsetCommitKey
+        and definition.value_cls is OffsetCommitValue
+        and key_fields == ("group", "topic", "partition")
+        and fields == VALUE_FIELDS
+    )
 
 
 def _write(schema: Any, datum: Any) -> bytes:
@@ -114,6 +143,8 @@ class RecordCodec:
 
     def encode_key(self, record_type: RecordType, key: Any) -> bytes:
         c = self._compiled(record_type)
+        if c.fast_key is not None:
+            return c.fast_key(key)
         return _KEY_HEADER.pack(record_type) + _write(c.key_schema, key)
 
     def encode_value(self, record_type: RecordType, value: Any | None, version: int | None = None) -> bytes | None:
@@ -121,6 +152,9 @@ class RecordCodec:
             return None
         c = self._compiled(record_type)
         v = c.version_for(value) if version is None else version
+        fast = c.fast_values.get(v)
+        if fast is not None:
+            return fast(value)
         return _VALUE_HEADER.pack(record_type, v) + _write(c.value_schemas[v], value)
 
     def encode(self, record: CoordinatorRecord) -> tuple[bytes, bytes | None]:

@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar
 
 from confluent_kafka import KafkaError, Message
 
+from coordinator.runtime import collector
 from coordinator.runtime.api import ShardState
 from coordinator.runtime.clock import Clock, SystemClock
 from coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
@@ -89,10 +90,14 @@ class CoordinatorRuntime(Generic[S]):
         self.stuck_warning_ms = STUCK_WARNING_MS
         self.stuck_reload_ms = STUCK_RELOAD_MS
         self._watchdog: asyncio.TimerHandle | None = None
+        self._collector_installed = False
 
     async def start(self, partitions: Iterable[int] | None = None) -> None:
         """Create the log topic if needed, then begin loading the given shards (all by default)."""
         self.partitions = await asyncio.to_thread(ensure_log_topic, self.client_config, self.topic_spec)
+        # The shards' state is long-lived: kept out of the cyclic collector's full walks.
+        collector.SHARED.install()
+        self._collector_installed = True
         self.writer = LogWriter(self.client_config, self.topic)
         self.tailer = LogTailer(
             self.reader_config,
@@ -134,17 +139,19 @@ class CoordinatorRuntime(Generic[S]):
         writer = self.writer
         loop = self.loop
 
-        def delivered(index: int, error: KafkaError | None, offset: int) -> None:
-            loop.call_soon_threadsafe(self._delivered, writer, on_delivered, index, error, offset)
+        def delivered(reports: list[tuple[KafkaError | None, int]]) -> None:
+            # One hand-over to the loop per append (see ``LogWriter.append``).
+            loop.call_soon_threadsafe(self._delivered, writer, on_delivered, reports)
 
         writer.append(partition, records, delivered)
 
     def _delivered(
-        self, writer: LogWriter, on_delivered: DeliveryReport, index: int, error: KafkaError | None, offset: int
+        self, writer: LogWriter, on_delivered: DeliveryReport, reports: list[tuple[KafkaError | None, int]]
     ) -> None:
-        if error is not None and error.fatal():
-            self.replace_writer(writer, error)
-        on_delivered(index, error, offset)
+        for index, (error, offset) in enumerate(reports):
+            if error is not None and error.fatal():
+                self.replace_writer(writer, error)
+            on_delivered(index, error, offset)
 
     def load(self, partition: int, generation: int, load: ShardLoad) -> None:
         self.tailer.load(partition, generation, load)
@@ -215,6 +222,9 @@ class CoordinatorRuntime(Generic[S]):
     async def close(self) -> None:
         if self._watchdog is not None:
             self._watchdog.cancel()
+        if self._collector_installed:
+            self._collector_installed = False
+            collector.SHARED.uninstall()
         for partition in list(self.shards):
             self.unload_shard(partition)
         await asyncio.to_thread(self.writer.close)

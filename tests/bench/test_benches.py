@@ -125,3 +125,19 @@ def test_many_groups_bench(tmp_path: Path, bootstrap: str) -> None:
     assert result["queries"]["heartbeat_quiet"]["heartbeats"] > 0
     assert result["load"]["records"] >= 500 and result["load"]["load_over_raw_read"] > 0
     assert set(result["memory"]) >= {"bytes_per_committed_offset", "bytes_per_group"}
+
+
+def test_classic_group_bench(tmp_path: Path, bootstrap: str) -> None:
+    result = run_bench(
+        "classic_group_bench.py",
+        tmp_path / "classic_group.json",
+        *("--members", "6", "--partitions", "12", "--steady-seconds", "4", "--restarts", "1"),
+        *("--timeout", "120", "--bootstrap", bootstrap),
+    )
+    assert result["raw"]["produce_consume_round_trip_ms"]["p50"] > 0
+    for protocol in ("eager", "cooperative"):
+        assert result[protocol]["mass_join"]["converge_s"] > 0
+        steady = result[protocol]["steady"]
+        assert steady["heartbeats"] > 0 and steady["errors"] == {}
+        assert steady["latency_ms"]["p99"] >= steady["latency_ms"]["p50"] > 0
+        assert result[protocol]["restarts"]["count"] == 1

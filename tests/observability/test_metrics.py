@@ -3,20 +3,24 @@ and the /metrics endpoint parsed as Prometheus parses it."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import urllib.request
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from coordinator.gateway.framing import RequestHeader
+from coordinator.gateway.handler import ConnectionContext
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from coordinator.messages.offset_commit import (
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
 )
 from coordinator.observability import metrics
-from coordinator.observability.gateway import error_counts
+from coordinator.observability.gateway import MeteredHandler, error_counts
 from coordinator.observability.histogram import Histogram
 from coordinator.observability.http import HealthServer, Readiness
 from coordinator.observability.metrics import ShardMetrics, shard_families
@@ -264,3 +268,20 @@ def test_transactional_commits_and_their_outcomes_are_counted() -> None:
     world.run()
     assert counter("groupcoord_txn_commits_total") == committed + 1
     assert counter("groupcoord_txn_aborts_total") == aborted + 1
+
+
+def test_group_requests_handled_are_timed_by_api() -> None:
+    # The handled-latency histogram (handler call to answer) counts each group request handled.
+    class Inner:
+        async def handle(self, context: ConnectionContext, request: Any) -> Any:
+            return HeartbeatResponse()
+
+    def handled() -> float:
+        return (
+            REGISTRY.get_sample_value("groupcoord_gateway_handled_latency_seconds_count", {"api": "Heartbeat"}) or 0.0
+        )
+
+    before = handled()
+    context = ConnectionContext(RequestHeader(12, 4, 1, "c"), "127.0.0.1", 1, 9092, None)
+    asyncio.run(MeteredHandler(Inner()).handle(context, HeartbeatRequest()))  # type: ignore[arg-type]
+    assert handled() == before + 1

@@ -192,6 +192,25 @@ class ConsumerGroup:
             self._target_index = index
         return self._target_index
 
+    def subscription_counts_with(
+        self, gone: Iterable[ConsumerGroupMember | None], added: ConsumerGroupMember | None = None
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """(topic name counts, regex counts) as they would be without the ``gone`` members and
+        with ``added``: the group's counts adjusted for those members alone, so a join or a
+        leave costs what the member's own subscription does, not a walk over every member
+        (which made a mass join or a rolling restart of n members cost n^2)."""
+        names, regexes = dict(self.topic_name_counts), dict(self.regex_counts)
+        for m in gone:
+            if m is not None:
+                for name in m.subscribed_topic_names:
+                    _bump(names, name, -1)
+                _bump(regexes, m.subscribed_topic_regex, -1)
+        if added is not None:
+            for name in added.subscribed_topic_names:
+                _bump(names, name, 1)
+            _bump(regexes, added.subscribed_topic_regex, 1)
+        return names, regexes
+
     def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
         member_id = self.static_members.get(instance_id)
         return None if member_id is None else self.members.get(member_id)

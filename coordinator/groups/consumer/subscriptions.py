@@ -83,6 +83,18 @@ def group_topic_names(
     return frozenset(names)
 
 
+def subscribed_names_of(
+    name_counts: Mapping[str, int], regex_counts: Mapping[str, int], regexes: Mapping[str, ResolvedRegularExpression]
+) -> frozenset[str]:
+    """``group_topic_names`` of the members whose subscriptions these counts count."""
+    names = set(name_counts)
+    for r in regex_counts:
+        resolved = regexes.get(r)
+        if resolved is not None:
+            names |= resolved.topics
+    return frozenset(names)
+
+
 def regexes_in_use(members: Iterable[ConsumerGroupMember]) -> set[str]:
     return {m.subscribed_topic_regex for m in members if m.subscribed_topic_regex is not None}
 
