@@ -24,6 +24,7 @@ from coordinator.gateway.cluster import ClusterUnavailable
 from coordinator.gateway.config import GatewayConfig
 from coordinator.gateway.event_loop import loop_factory
 from coordinator.gateway.handler import CoordinatorAddress
+from coordinator.gateway.member_removal import Member, MemberRemover, RemovalFailed
 from coordinator.gateway.server import GatewayServer
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.kafka_words import describe_error
@@ -33,7 +34,15 @@ from coordinator.observability.registry import REGISTRY
 from coordinator.observability.serve import ServeMetrics
 from coordinator.runtime.cluster_watch import ClusterWatch
 from coordinator.runtime.log import LogTopicSpec
-from coordinator.runtime.placement import Node, Placement, PlacementConfig, derived_instance_id, derived_node_id
+from coordinator.runtime.peers import PeerWatch
+from coordinator.runtime.placement import (
+    Incarnation,
+    Node,
+    Placement,
+    PlacementConfig,
+    derived_instance_id,
+    derived_node_id,
+)
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.shard import Shard, ShardStatus
 from coordinator.security.authorizer import AclAuthorizer, AclError, ClusterAclSource, FileAclSource
@@ -229,7 +238,7 @@ def placement_mode(settings: PlacementSettings, cluster_api_keys: Iterable[int])
     return PlacementMode(strategy, static)
 
 
-def placement_config(settings: Settings, host: str, port: int, mode: PlacementMode) -> PlacementConfig:
+def placement_config(settings: Settings, host: str, port: int, mode: PlacementMode, bound: str = "") -> PlacementConfig:
     p = settings.placement
     instance_id = p.instance_id or derived_instance_id(host, port) if mode.static_membership else None
     return PlacementConfig(
@@ -243,7 +252,36 @@ def placement_config(settings: Settings, host: str, port: int, mode: PlacementMo
         refresh_interval_ms=p.refresh_interval_ms,
         replication_factor=settings.log_replication_factor,
         derived_node_ids=p.node_id is None,
+        bound=bound,
     )
+
+
+def member_remover(settings: Settings, gateway: GatewayServer) -> MemberRemover | None:
+    """What removes a dead peer's member from the placement group (``PeerWatch``), and this
+    process's own static member at a graceful stop; None where the cluster authenticates with SASL
+    (the removal's own connection does not log in), and then the session timeout decides."""
+    protocol = str(settings.client.get("security.protocol", "plaintext")).lower()
+    if protocol not in ("plaintext", "ssl"):
+        log.info("fast failover off: placement cannot remove members over %s; the session timeout decides", protocol)
+        return None
+    return MemberRemover(gateway.cluster.bootstrap, gateway.upstream_tls)
+
+
+def removal(
+    remover: MemberRemover, group_id: str, loop: asyncio.AbstractEventLoop
+) -> Callable[[Incarnation, str], int | None]:
+    """``PeerWatch``'s way to remove a member: on the loop, waited for on the watch's thread."""
+
+    def remove(incarnation: Incarnation, why: str) -> int | None:
+        assert incarnation.member_id is not None
+        member = Member(group_id, incarnation.member_id, incarnation.instance_id)
+        try:
+            return asyncio.run_coroutine_threadsafe(remover.remove(member, why[:200]), loop).result(30)
+        except (RemovalFailed, TimeoutError, OSError) as exc:
+            log.warning("placement could not remove member %s: %s", incarnation.member_id, exc)
+            return None
+
+    return remove
 
 
 def _authorization(
@@ -402,6 +440,8 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         node_id = derived_node_id(public_host, gateway.port)
     gateway.config = gateway.config.model_copy(update={"coordinator_node_id": node_id})
     placement: Placement | None = None
+    peers: PeerWatch | None = None
+    remover: MemberRemover | None = None
     watch: ClusterWatch | None = None
     runtime_started = False
     metrics.start()
@@ -439,7 +479,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         moves.say(f"placement: {mode.describe()}")
         placement = Placement(
             client_config,
-            placement_config(settings, public_host, gateway.port, mode),
+            placement_config(settings, public_host, gateway.port, mode, bound=f"{host}:{gateway.port}"),
             Node(node_id, public_host, gateway.port),
             moves.assigned,
             moves.revoked,
@@ -454,6 +494,10 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         await metadata.refresh()
         await _protect_ids(gateway, metadata, own_topics)
         runtime.reload_guard = moves.reload_guard(placement)
+        remover = member_remover(settings, gateway)
+        if remover is not None:
+            peers = PeerWatch(placement, removal(remover, placement.config.group_id, loop))
+            peers.start()
         # Rides out outages: reports them (not ready) and creates the topics again if the cluster lost them.
         watch = ClusterWatch(
             client_config,
@@ -482,23 +526,48 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         return 0
     finally:
         readiness.set_listening(False)
+        if peers is not None:
+            await asyncio.to_thread(peers.close)
+        if placement is not None:
+            # Hand the shards over first, while the listener still answers (FindCoordinator sends
+            # clients on as soon as the next owners announce): shards stop serving, then the
+            # process leaves the placement group, so the cluster rebalances now rather than at
+            # the session timeout.
+            await _leave_placement(runtime, placement, remover, say)
         if health is not None:
             health.close()
         await metrics.close()
         await gateway.stop()
         if watch is not None:
             await asyncio.to_thread(watch.close)
-        if placement is not None:
-            # Shards stop serving first; then the placement consumer goes (a static member
-            # keeps its shards until the session times out, so a quick restart gets them back).
-            for p in list(runtime.shards):
-                runtime.unload_shard(p)
-            await asyncio.to_thread(placement.close)
         await metadata.stop()
         if acl_source is not None:
             await acl_source.stop()
         if runtime_started:
             await runtime.close()
+
+
+async def _leave_placement(
+    runtime: CoordinatorRuntime[GroupCoordinatorState],
+    placement: Placement,
+    remover: MemberRemover | None,
+    say: Say,
+) -> None:
+    owned = sorted(runtime.shards)
+    for p in owned:
+        runtime.unload_shard(p)
+    member_id = placement.me_now.member_id
+    await asyncio.to_thread(placement.close)  # a dynamic member's LeaveGroup
+    instance_id = placement.config.instance_id
+    if instance_id is not None and member_id is not None and remover is not None:
+        # librdkafka sends no LeaveGroup for a static member: without one its shards would wait
+        # for the session timeout. (A restart then gets shards by a rebalance, not back as they were.)
+        try:
+            member = Member(placement.config.group_id, member_id, instance_id)
+            await asyncio.wait_for(remover.remove(member, "graceful stop"), 10)
+        except (RemovalFailed, TimeoutError, OSError) as exc:
+            say.warning(f"could not leave the placement group ({exc}); shards move at the session timeout")
+    say.info(f"placement left; shards {owned} handed over")
 
 
 def shard_statuses(runtime: CoordinatorRuntime[GroupCoordinatorState]) -> dict[int, str]:
