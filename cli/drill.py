@@ -59,7 +59,8 @@ _LOADED = re.compile(r"shard \d+ loaded in (\d+\.\d+)s")
 # coordinator/runtime/placement.py say them at INFO).
 _LOADED_SHARD = re.compile(r"shard (\d+) loaded in ")
 _OWNS = re.compile(r"owns shards \[([0-9, ]*)\] \(assigned \[([0-9, ]*)\]\)")
-_REBALANCE = re.compile(r"^placement (rebalance|evicted)")
+_REBALANCE = re.compile(r"^placement rebalance")
+_EVICTED = re.compile(r"^placement evicted")
 SIGNALS = ("KILL", "STOP", "TERM")
 _RETRY = {
     KafkaError.NOT_COORDINATOR,
@@ -500,10 +501,11 @@ def _fault(child: ServeChild, sig: str, session_timeout_ms: int) -> dict[str, An
     return {"process": child.address, "signal": sig, "at": at, "wall": wall}
 
 
-# Each step's end, in seconds after the fault: a surviving process saw the placement group
-# rebalance; a lost shard of the drill's groups was assigned to a process; every such shard was
+# Each step's end, in seconds after the fault: a process removed the dead one from the placement
+# group (``PeerWatch``; absent when the session timeout did it); a surviving process saw the
+# placement group rebalance; a lost shard of the drill's groups was assigned to a process; every such shard was
 # loaded; every group had a commit acknowledged (``recovered_s``).
-BREAKDOWN_STEPS = ("rebalance_seen_s", "assigned_s", "loaded_s", "recovered_s")
+BREAKDOWN_STEPS = ("detected_s", "rebalance_seen_s", "assigned_s", "loaded_s", "recovered_s")
 
 
 def serve_lines(path: Path) -> list[tuple[float, str]]:
@@ -536,6 +538,7 @@ def breakdown(kill: dict[str, Any], lines: dict[str, list[tuple[float, str]]], s
     after = [(ts - wall, address, msg) for address, found in lines.items() for ts, msg in found if ts >= wall]
     after.sort()
     # The victim's own lines before it died (a TERM'd process says it leaves) are not a survivor's.
+    detected = [t for t, _, msg in after if _EVICTED.search(msg)]
     rebalance = [t for t, a, msg in after if _REBALANCE.search(msg) and a != victim]
     assigned = [
         t
@@ -547,6 +550,7 @@ def breakdown(kill: dict[str, Any], lines: dict[str, list[tuple[float, str]]], s
         m = _LOADED_SHARD.search(msg)
         if m and int(m.group(1)) in lost:
             loaded.setdefault(int(m.group(1)), t)
+    out["detected_s"] = round(detected[0], 2) if detected else None
     out["rebalance_seen_s"] = round(rebalance[0], 2) if rebalance else None
     out["assigned_s"] = round(assigned[0], 2) if assigned else None
     out["loaded_s"] = round(max(loaded.values()), 2) if len(loaded) == len(lost) else None
