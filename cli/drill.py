@@ -478,12 +478,15 @@ def _result(
         "owner_recovery_s_p99": round(percentile(owner_recoveries, 99), 2),
         "owner_recovery_s_max": round(max(owner_recoveries, default=0.0), 2),
         # Medians over the owner faults of each step's end, in seconds after the fault.
-        "owner_breakdown_s_p50": {
-            step: round(percentile([k[step] for k in owner_faults if k.get(step) is not None], 50), 2)
-            for step in BREAKDOWN_STEPS
-        },
+        "owner_breakdown_s_p50": {step: _median_of(owner_faults, step) for step in BREAKDOWN_STEPS},
         "kills": kills,
     }
+
+
+def _median_of(faults: list[dict[str, Any]], step: str) -> float | None:
+    """The median of a breakdown step over the faults that have it (None: none has it)."""
+    values = [float(k[step]) for k in faults if k.get(step) is not None]
+    return round(percentile(values, 50), 2) if values else None
 
 
 def _fault(child: ServeChild, sig: str, session_timeout_ms: int) -> dict[str, Any]:

@@ -495,7 +495,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         await _protect_ids(gateway, metadata, own_topics)
         runtime.reload_guard = moves.reload_guard(placement)
         remover = member_remover(settings, gateway)
-        if remover is not None:
+        if remover is not None and settings.placement.fast_failover:
             peers = PeerWatch(placement, removal(remover, placement.config.group_id, loop))
             peers.start()
         # Rides out outages: reports them (not ready) and creates the topics again if the cluster lost them.
