@@ -34,7 +34,7 @@ from coordinator.observability.registry import REGISTRY
 from coordinator.observability.serve import ServeMetrics
 from coordinator.runtime.cluster_watch import ClusterWatch
 from coordinator.runtime.log import LogTopicSpec
-from coordinator.runtime.peers import PeerWatch
+from coordinator.runtime.peers import PeerWatch, await_takeover
 from coordinator.runtime.placement import (
     Incarnation,
     Node,
@@ -484,8 +484,15 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             moves.assigned,
             moves.revoked,
         )
+        remover = member_remover(settings, gateway)
+        fast = remover is not None and settings.placement.fast_failover
+        before_join: Callable[[], None] | None = None
+        if remover is not None and fast:
+            before_join = _takeover_first(
+                placement, removal(remover, placement.config.group_id, loop), settings.placement, say
+            )
         try:
-            await asyncio.to_thread(placement.start)
+            await asyncio.to_thread(placement.start, before_join)
         except KafkaException as exc:
             say.error(f"cannot join the placement group: {exc}")
             return 1
@@ -494,8 +501,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         await metadata.refresh()
         await _protect_ids(gateway, metadata, own_topics)
         runtime.reload_guard = moves.reload_guard(placement)
-        remover = member_remover(settings, gateway)
-        if remover is not None and settings.placement.fast_failover:
+        if remover is not None and fast:
             peers = PeerWatch(placement, removal(remover, placement.config.group_id, loop))
             peers.start()
         # Rides out outages: reports them (not ready) and creates the topics again if the cluster lost them.
@@ -545,6 +551,19 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             await acl_source.stop()
         if runtime_started:
             await runtime.close()
+
+
+def _takeover_first(
+    placement: Placement, remove: Callable[[Incarnation, str], int | None], settings: PlacementSettings, say: Say
+) -> Callable[[], None]:
+    """Run before the join (placement's thread): a process restarted on its predecessor's address
+    lets the others take the predecessor's shards over first (``await_takeover``)."""
+
+    def wait() -> None:
+        if await_takeover(placement, remove, settings.session_timeout_ms / 1000):
+            say.info("placement: joining now that the other processes took over the previous process's shards")
+
+    return wait
 
 
 async def _leave_placement(

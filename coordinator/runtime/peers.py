@@ -34,6 +34,7 @@ import errno
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable
 
 from coordinator.runtime.placement import Incarnation, Node, Placement
@@ -59,6 +60,50 @@ def refuses(host: str, port: int, timeout: float = PROBE_TIMEOUT_S) -> bool:
         return True
     except OSError as exc:
         return exc.errno == errno.ECONNREFUSED
+
+
+def replaced_predecessors(placement: Placement) -> list[Incarnation]:
+    """Earlier processes of this node id whose address this process now holds (dynamic members)."""
+    me = placement.me_now
+    return [
+        p
+        for p in placement.predecessors
+        if p.member_id is not None
+        and p.instance_id is None
+        and p.boot_id
+        and p.boot_id == me.boot_id
+        and p.bound
+        and p.bound == me.bound
+    ]
+
+
+def await_takeover(placement: Placement, remove: RemoveCallback, timeout_s: float, poll_s: float = 0.2) -> bool:
+    """Before a restarted process joins placement: remove its predecessor, and let the other
+    processes take the predecessor's shards over first (bounded by ``timeout_s``); whether it waited.
+
+    A join while the others' rebalance is under way starts the broker's wait for members anew (on
+    the local broker half the rebalance timeout each time), and the shards would then go to this
+    process, whose first loads are slow while it starts; the others, warm, serve them sooner. This
+    process takes its share in the rebalance its own join starts afterwards."""
+    placement.catch_up_directory(5.0)
+    gone = replaced_predecessors(placement)
+    if not gone:
+        return False
+    for earlier in gone:
+        code = remove(earlier, f"this process took over its address {earlier.bound}")
+        if code == 0:
+            log.warning("placement evicted this node's predecessor (member %s) before joining", earlier.member_id)
+    me = placement.me.node_id
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        placement.refresh_owners()
+        owners = placement.owners
+        # Done once none of the shards is still announced by this node id (the predecessor), or
+        # when no other process announces any (nobody else to take them over).
+        if not any(n == me for n in owners.values()) or all(n == me for n in owners.values()):
+            return True
+        time.sleep(poll_s)
+    return True
 
 
 class PeerWatch:
@@ -96,10 +141,8 @@ class PeerWatch:
     def check(self) -> None:
         """One round: the predecessors of this process, then every peer that owns a shard."""
         placement = self.placement
-        me = placement.me_now
-        for earlier in placement.predecessors:
-            if earlier.boot_id and earlier.boot_id == me.boot_id and earlier.bound and earlier.bound == me.bound:
-                self._removal(placement.me, earlier, f"this process took over its address {me.bound}")
+        for earlier in replaced_predecessors(placement):
+            self._removal(placement.me, earlier, f"this process took over its address {earlier.bound}")
         for node in placement.live_nodes()[1:]:
             incarnation = placement.incarnations.get(node.node_id)
             if incarnation is None or incarnation.member_id is None or incarnation.incarnation in self._removed:

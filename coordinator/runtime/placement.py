@@ -180,8 +180,9 @@ class Placement:
 
     # --- lifecycle -----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Register the address, then join the group (the cluster must be reachable)."""
+    def start(self, before_join: Callable[[], None] | None = None) -> None:
+        """Register the address, then join the group (the cluster must be reachable).
+        ``before_join`` runs once the directory and the owners can be read, before the join."""
         ensure_directory_topic(self.client_config, self.config.directory_topic, self.config.replication_factor)
         # No metadata request of this producer may create the directory (see ``ClusterWatch``).
         self._producer = Producer(
@@ -202,6 +203,8 @@ class Placement:
         )
         self._directory.assign([TopicPartition(self.config.directory_topic, 0, OFFSET_BEGINNING)])
         self._owners_query = GroupOffsetsQuery(self.client_config, self.config.group_id)
+        if before_join is not None:
+            before_join()
         consumer_config: dict[str, Any] = {
             **self.client_config,
             "group.id": self.config.group_id,
@@ -374,11 +377,26 @@ class Placement:
                 log.warning("placement loop: %r", exc)
                 time.sleep(0.2)
 
-    def _read_directory(self) -> None:
+    def catch_up_directory(self, timeout_s: float) -> None:
+        """Read the directory until it has nothing more (it holds this process's own entry at
+        least), or for ``timeout_s``. (Placement thread, or before the join.)"""
+        deadline = time.monotonic() + timeout_s
+        read = 0
+        while time.monotonic() < deadline:
+            got = self._read_directory(0.5)
+            if got == 0 and read > 0:
+                return
+            read += got
+
+    def refresh_owners(self) -> None:
+        """Re-read the owners now. (Placement thread, or before the join.)"""
+        self._refresh_owners()
+
+    def _read_directory(self, timeout: float = 0) -> int:
         assert self._directory is not None
-        messages = self._directory.consume(num_messages=500, timeout=0)
+        messages = self._directory.consume(num_messages=500, timeout=timeout)
         if not messages:
-            return
+            return 0
         nodes = dict(self.nodes)
         incarnations = dict(self.incarnations)
         for msg in messages:
@@ -419,6 +437,7 @@ class Placement:
         nodes[self.me.node_id] = self.me
         self.nodes = nodes
         self.incarnations = incarnations
+        return len(messages)
 
     def _vouched(self, node: Node) -> bool:
         """Whether a directory entry may be used for routing.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass, field
 
-from coordinator.runtime.peers import REFUSALS, PeerWatch, refuses
+from coordinator.runtime.peers import REFUSALS, PeerWatch, await_takeover, refuses
 from coordinator.runtime.placement import Incarnation, Node
 
 
@@ -32,9 +32,19 @@ class FakePlacement:
     me_now: Incarnation = Incarnation("mine", "m-1", None, "boot", "127.0.0.1:9000")
     incarnations: dict[int, Incarnation] = field(default_factory=dict)
     predecessors: list[Incarnation] = field(default_factory=list)
+    owners: dict[int, int] = field(default_factory=dict)
+    # what each refresh_owners() finds, in turn (the last one stays)
+    owner_reads: list[dict[int, int]] = field(default_factory=list)
 
     def live_nodes(self) -> list[Node]:
         return [ME, PEER]
+
+    def catch_up_directory(self, timeout_s: float) -> None:
+        pass
+
+    def refresh_owners(self) -> None:
+        if self.owner_reads:
+            self.owners = self.owner_reads.pop(0) if len(self.owner_reads) > 1 else self.owner_reads[0]
 
 
 def watch(placement: FakePlacement, refused: set[int], answers: list[int | None]) -> tuple[PeerWatch, list[str]]:
@@ -102,3 +112,29 @@ def test_only_a_predecessor_on_this_machine_and_address_is_removed() -> None:
     w.check()
     w.check()
     assert removed == ["m-old"]
+
+
+def test_a_restarted_process_removes_its_predecessor_and_waits_for_the_others_to_take_over() -> None:
+    placement = FakePlacement(
+        predecessors=[Incarnation("older", "m-old", None, "boot", "127.0.0.1:9000")],
+        # The predecessor (node 1) still announces shard 0; then node 2 has taken it over.
+        owner_reads=[{0: 1, 1: 2}, {0: 1, 1: 2}, {0: 2, 1: 2}],
+    )
+    removed: list[str] = []
+
+    def remove(incarnation: Incarnation, why: str) -> int | None:
+        removed.append(str(incarnation.member_id))
+        return 0
+
+    assert await_takeover(placement, remove, timeout_s=10, poll_s=0)  # type: ignore[arg-type]
+    assert removed == ["m-old"]
+    assert placement.owners == {0: 2, 1: 2}
+
+
+def test_a_process_without_a_predecessor_or_peers_joins_at_once() -> None:
+    assert not await_takeover(FakePlacement(), lambda i, w: 0, timeout_s=10)  # type: ignore[arg-type]
+    # Alone: nobody else announces a shard, so there is nobody to wait for.
+    alone = FakePlacement(
+        predecessors=[Incarnation("older", "m-old", None, "boot", "127.0.0.1:9000")], owner_reads=[{0: 1, 1: 1}]
+    )
+    assert await_takeover(alone, lambda i, w: 0, timeout_s=10, poll_s=0)  # type: ignore[arg-type]
