@@ -24,7 +24,7 @@ from coordinator.gateway.cluster import ClusterUnavailable
 from coordinator.gateway.config import GatewayConfig
 from coordinator.gateway.event_loop import loop_factory
 from coordinator.gateway.handler import CoordinatorAddress
-from coordinator.gateway.member_removal import Member, MemberRemover, RemovalFailed
+from coordinator.gateway.member_removal import REBALANCE_IN_PROGRESS, Member, MemberRemover, RemovalFailed
 from coordinator.gateway.server import GatewayServer
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.kafka_words import describe_error
@@ -276,10 +276,12 @@ def removal(
         assert incarnation.member_id is not None
         member = Member(group_id, incarnation.member_id, incarnation.instance_id)
         try:
-            return asyncio.run_coroutine_threadsafe(remover.remove(member, why[:200]), loop).result(30)
+            code = asyncio.run_coroutine_threadsafe(remover.remove(member, why[:200]), loop).result(30)
         except (RemovalFailed, TimeoutError, OSError) as exc:
             log.warning("placement could not remove member %s: %s", incarnation.member_id, exc)
             return None
+        # While the group rebalances, not now: the rebalance removes a member that does not rejoin.
+        return None if code == REBALANCE_IN_PROGRESS else code
 
     return remove
 
@@ -583,7 +585,7 @@ async def _leave_placement(
         # for the session timeout. (A restart then gets shards by a rebalance, not back as they were.)
         try:
             member = Member(placement.config.group_id, member_id, instance_id)
-            await asyncio.wait_for(remover.remove(member, "graceful stop"), 10)
+            await asyncio.wait_for(remover.remove(member, "graceful stop", only_if_stable=False), 30)
         except (RemovalFailed, TimeoutError, OSError) as exc:
             say.warning(f"could not leave the placement group ({exc}); shards move at the session timeout")
     say.info(f"placement left; shards {owned} handed over")

@@ -22,6 +22,7 @@ from coordinator.gateway.cluster import fetch_api_versions
 from coordinator.gateway.framing import RequestHeader
 from coordinator.gateway.protocol import decode_response, encode_request
 from coordinator.gateway.upstream import MAX_UPSTREAM_FRAME, open_stream, read_frame
+from coordinator.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupRequestMemberIdentity, LeaveGroupResponse
 from coordinator.messages.schema import Message
@@ -32,6 +33,10 @@ _CLIENT_ID = "groupcoord-placement"
 # Kafka's answers that mean "that member is not (or no longer) in the group": the removal is done.
 UNKNOWN_MEMBER_ID = 25
 FENCED_INSTANCE_ID = 82
+# Returned, without a LeaveGroup, while the group is not Stable: a rebalance under way removes a
+# member that does not rejoin by itself, and the local broker (Tansu) was seen to stall for minutes
+# when a member was removed in the middle of one. The caller tries again later.
+REBALANCE_IN_PROGRESS = 27
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,18 +56,21 @@ class MemberRemover:
         self.tls = tls
         self.timeout = timeout
 
-    async def remove(self, member: Member, reason: str) -> int:
+    async def remove(self, member: Member, reason: str, only_if_stable: bool = True) -> int:
         """Send the LeaveGroup; its error code for the member (0: removed; UNKNOWN_MEMBER_ID: was
-        not there). Raises ``RemovalFailed`` when no broker could be asked."""
+        not there; REBALANCE_IN_PROGRESS: not sent, the group is rebalancing). Raises
+        ``RemovalFailed`` when no broker could be asked."""
         failures: list[str] = []
         for address in self.bootstrap:
             try:
-                return await asyncio.wait_for(self._remove_via(address, member, reason), 3 * self.timeout)
+                return await asyncio.wait_for(
+                    self._remove_via(address, member, reason, only_if_stable), 4 * self.timeout
+                )
             except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError, RemovalFailed) as exc:
                 failures.append(f"{address[0]}:{address[1]}: {exc!r}")
         raise RemovalFailed("; ".join(failures))
 
-    async def _remove_via(self, address: tuple[str, int], member: Member, reason: str) -> int:
+    async def _remove_via(self, address: tuple[str, int], member: Member, reason: str, only_if_stable: bool) -> int:
         ranges = {
             k.api_key: (k.min_version, k.max_version)
             for k in (await fetch_api_versions(address, self.tls, self.timeout)).api_keys
@@ -74,6 +82,14 @@ class MemberRemover:
         if found.error_code != 0:
             raise RemovalFailed(f"FindCoordinator: error {found.error_code}")
         coordinator = (found.host, found.port)
+        describe_version = _version(ranges, ApiKey.DESCRIBE_GROUPS, 5)
+        described = await self._call(
+            coordinator, ApiKey.DESCRIBE_GROUPS, describe_version, DescribeGroupsRequest(groups=[member.group_id])
+        )
+        assert isinstance(described, DescribeGroupsResponse)
+        state = described.groups[0].group_state if described.groups else ""
+        if only_if_stable and state != "Stable":
+            return REBALANCE_IN_PROGRESS
         leave_version = _version(ranges, ApiKey.LEAVE_GROUP, 5)
         if leave_version >= 3:
             identity = LeaveGroupRequestMemberIdentity(

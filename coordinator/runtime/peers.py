@@ -42,7 +42,7 @@ from coordinator.runtime.placement import Incarnation, Node, Placement
 log = logging.getLogger(__name__)
 
 # (the process's member to remove, why) -> the cluster's error code for it (0: removed), or None
-# when the cluster could not be asked (tried again at the next round).
+# when the cluster could not be asked or the group was rebalancing (tried again at the next round).
 RemoveCallback = Callable[[Incarnation, str], int | None]
 
 PROBE_INTERVAL_S = 0.5
@@ -89,12 +89,17 @@ def await_takeover(placement: Placement, remove: RemoveCallback, timeout_s: floa
     gone = replaced_predecessors(placement)
     if not gone:
         return False
-    for earlier in gone:
-        code = remove(earlier, f"this process took over its address {earlier.bound}")
-        if code == 0:
-            log.warning("placement evicted this node's predecessor (member %s) before joining", earlier.member_id)
     me = placement.me.node_id
     deadline = time.monotonic() + timeout_s
+    while gone and time.monotonic() < deadline:
+        earlier = gone[0]
+        code = remove(earlier, f"this process took over its address {earlier.bound}")
+        if code is None:
+            time.sleep(poll_s)  # not now (the group is rebalancing, or the cluster did not answer)
+            continue
+        gone.pop(0)
+        if code == 0:
+            log.warning("placement evicted this node's predecessor (member %s) before joining", earlier.member_id)
     while time.monotonic() < deadline:
         placement.refresh_owners()
         owners = placement.owners
