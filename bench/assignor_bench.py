@@ -1,13 +1,30 @@
 """Assignor and heartbeat throughput benchmark (run on demand, never part of the test suite).
 
-    python bench/assignor_bench.py [--repeat 5] [--out bench/results/assignors.json]
+    python bench/assignor_bench.py [--rounds 5] [--members 5000 --topics 1000 --partitions 50]
+                                   [--out bench/results/assignors.json]
 
-Measures, on this machine:
-* the uniform assignor on homogeneous groups: 1,000 members x 10,000 partitions and
-  10,000 members x 100,000 partitions, from scratch and sticky (one member joins);
-* the full TargetAssignmentBuilder (assignor + record diff) for the 1,000 member group;
-* steady-state ConsumerGroupHeartbeat handling for one shard holding a 1,000 member group,
-  with the records and timers applied as the runtime would.
+Kafka's shapes (jmh-benchmarks ServerSideAssignorBenchmark / TargetAssignmentBuilderBenchmark):
+5,000 members, 1,000 topics x 50 partitions (10 partitions per member); subscriptions homogeneous
+(everyone subscribes to every topic) or heterogeneous (5 buckets of members, each subscribed to
+its own fifth of the topics); racks none, ``members`` (Kafka's isRackAware: members get
+rack<i % 3>, partitions carry no rack, so the assignor has no rack to match) or ``replicas``
+(beyond Kafka's: partition p also lives on rack<p % 3> and rack<(p + 1) % 3>, so the
+rack-aware placement really runs).
+
+For each shape and assignor (uniform, range):
+* ``assignor_full``: the assignor alone, every member new (Kafka's FULL);
+* ``assignor_sticky_join``: the assignor alone, 4,999 members with their targets and one new
+  member (Kafka's INCREMENTAL: still a whole-group computation);
+and, for uniform, the whole target-assignment step a heartbeat runs (compute_target_assignment:
+subscriptions resolved, assignor, records for the changed members) on a group held as replay
+holds it, for one member joining and one member leaving, each computed two ways:
+* ``full``: the assignor over the whole group (the group's TargetIndex withheld);
+* ``incremental``: with the TargetIndex (falls back to full where it does not apply: say which).
+
+Every figure is the median of ``--rounds`` rounds of CPU time (time.process_time: the machine is
+shared, so wall time mostly measures the neighbours) with the wall-time median beside it, and
+``anchor``: the same run's time for the least any Python full assignment does, one dict entry per
+partition, so runs on busier or faster machines compare as ratios.
 """
 
 from __future__ import annotations
@@ -26,10 +43,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from coordinator.groups.assignors import GroupSpec, MemberSubscriptionSpec, UniformAssignor  # noqa: E402
+from coordinator.groups.assignors import (  # noqa: E402
+    GroupSpec,
+    MemberSubscriptionSpec,
+    PartitionAssignor,
+    RangeAssignor,
+    UniformAssignor,
+)
 from coordinator.groups.config import ConsumerGroupConfig  # noqa: E402
 from coordinator.groups.consumer import ConsumerGroupsState, consumer_group_heartbeat  # noqa: E402
-from coordinator.groups.consumer.target_assignment import TargetAssignmentBuilder  # noqa: E402
+from coordinator.groups.consumer.assignment import compute_target_assignment  # noqa: E402
+from coordinator.groups.consumer.group import ConsumerGroup  # noqa: E402
+from coordinator.groups.consumer.member import ConsumerGroupMember  # noqa: E402
 from coordinator.groups.context import GroupContext  # noqa: E402
 from coordinator.groups.topics import TopicImage, TopicsImage  # noqa: E402
 from coordinator.messages.consumer_group_heartbeat import (  # noqa: E402
@@ -39,88 +64,169 @@ from coordinator.messages.consumer_group_heartbeat import (  # noqa: E402
 )
 from coordinator.messages.schema import topic_id_string  # noqa: E402
 
+RACKS = 3
+BUCKETS = 5
+CONFIG = ConsumerGroupConfig(assignment_interval_ms=0)
 
-def timed(fn: Callable[[], Any], repeat: int) -> dict[str, float]:
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
+
+def timed(fn: Callable[[], Any], rounds: int, before: Callable[[], Any] | None = None) -> dict[str, Any]:
+    cpu, wall = [], []
+    for _ in range(rounds):
+        if before is not None:
+            before()
+        w0, c0 = time.perf_counter(), time.process_time()
         fn()
-        samples.append(time.perf_counter() - t0)
-    return {"best_s": min(samples), "median_s": statistics.median(samples), "runs": repeat}
-
-
-def topics_image(partitions: int, topics: int = 10) -> TopicsImage:
-    return TopicsImage.of(
-        [TopicImage(f"t{i}", topic_id_string(uuid.UUID(int=i + 1)), partitions // topics) for i in range(topics)]
-    )
-
-
-def bench_uniform(members: int, partitions: int, repeat: int, topics: int = 10) -> dict[str, Any]:
-    img = topics_image(partitions, topics)
-    ids = frozenset(img.topic_id(n) or "" for n in img.topics)
-    spec = GroupSpec({f"member-{j:06d}": MemberSubscriptionSpec(f"member-{j:06d}", ids) for j in range(members)})
-    assignor = UniformAssignor()
-    fresh = assignor.assign(spec, img)
-    sticky_spec = GroupSpec(
-        {
-            **{m: MemberSubscriptionSpec(m, ids, fresh[m]) for m in fresh},
-            "member-joining": MemberSubscriptionSpec("member-joining", ids),
-        }
-    )
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
     return {
-        "members": members,
-        "partitions": partitions,
-        "topics": topics,
-        "from_scratch": timed(lambda: assignor.assign(spec, img), repeat),
-        "sticky_one_member_joins": timed(lambda: assignor.assign(sticky_spec, img), repeat),
+        "cpu_ms_median": round(statistics.median(cpu) * 1e3, 3),
+        "wall_ms_median": round(statistics.median(wall) * 1e3, 3),
+        "cpu_ms_rounds": [round(s * 1e3, 3) for s in cpu],
     }
 
 
-def bench_uniform_heterogeneous(members: int, partitions: int, repeat: int) -> dict[str, Any]:
-    """Members subscribe to 3 of 10 topics each (a deterministic pattern)."""
-    img = topics_image(partitions)
-    ids = sorted(img.topic_id(n) or "" for n in img.topics)
-    spec = GroupSpec(
-        {
-            f"member-{j:06d}": MemberSubscriptionSpec(
-                f"member-{j:06d}", frozenset(ids[(j + k * 3) % 10] for k in range(3))
+class Shape:
+    def __init__(self, members: int, topics: int, partitions: int, subscription: str, racks: str) -> None:
+        self.members, self.subscription, self.racks = members, subscription, racks
+        self.names = [f"topic-{i}" for i in range(topics)]
+
+        def prack(p: int) -> frozenset[str]:
+            return frozenset({f"rack{p % RACKS}", f"rack{(p + 1) % RACKS}"})
+
+        self.image = TopicsImage.of(
+            TopicImage(
+                name,
+                topic_id_string(uuid.UUID(int=i + 1)),
+                partitions,
+                tuple(prack(p) for p in range(partitions)) if racks == "replicas" else (),
             )
-            for j in range(members)
-        }
+            for i, name in enumerate(self.names)
+        )
+        per_bucket = -(-topics // BUCKETS)
+        members_per_bucket = -(-members // BUCKETS)
+        self.bucket_names = [tuple(self.names[b * per_bucket : (b + 1) * per_bucket]) for b in range(BUCKETS)]
+        self.members_per_bucket = members_per_bucket
+
+    def subscribed_names(self, j: int) -> tuple[str, ...]:
+        if self.subscription == "homogeneous":
+            return tuple(self.names)
+        return self.bucket_names[min(j // self.members_per_bucket, BUCKETS - 1)]
+
+    def rack(self, j: int) -> str | None:
+        return None if self.racks == "none" else f"rack{j % RACKS}"
+
+    def topic_ids(self, names: tuple[str, ...]) -> frozenset[str]:
+        return frozenset(self.image.topic_id(n) or "" for n in names)
+
+    def spec(self, count: int, targets: dict[str, Any] | None = None) -> GroupSpec:
+        shared: dict[tuple[str, ...], frozenset[str]] = {}
+        specs = {}
+        for j in range(count):
+            names = self.subscribed_names(j)
+            ids = shared.setdefault(names, self.topic_ids(names))
+            mid = f"member{j}"
+            specs[mid] = MemberSubscriptionSpec(mid, ids, (targets or {}).get(mid, {}), rack_id=self.rack(j))
+        return GroupSpec(specs)
+
+
+def anchor(shape: Shape, rounds: int) -> dict[str, Any]:
+    pairs = [(t, p) for t in shape.names for p in range(shape.image.topics[t].partitions)]
+    return timed(lambda: {tp: "m" for tp in pairs}, rounds)
+
+
+def bench_assignor(shape: Shape, assignor: PartitionAssignor, rounds: int) -> dict[str, Any]:
+    full_spec = shape.spec(shape.members)
+    first = assignor.assign(shape.spec(shape.members - 1), shape.image)
+    sticky = shape.spec(shape.members - 1, first)
+    last = shape.members - 2  # the newcomer subscribes as the last member does (Kafka's setup)
+    joining = MemberSubscriptionSpec(
+        "newMember", sticky.members[f"member{last}"].subscribed_topic_ids, rack_id=shape.rack(shape.members - 1)
     )
-    assignor = UniformAssignor()
+    sticky = GroupSpec({**sticky.members, "newMember": joining})
     return {
-        "members": members,
-        "partitions": partitions,
-        "from_scratch": timed(lambda: assignor.assign(spec, img), repeat),
+        "assignor_full": timed(lambda: assignor.assign(full_spec, shape.image), rounds),
+        "assignor_sticky_join": timed(lambda: assignor.assign(sticky, shape.image), rounds),
     }
 
 
-def bench_target_builder(members: int, partitions: int, repeat: int) -> dict[str, Any]:
-    from coordinator.groups.consumer.member import ConsumerGroupMember
+def group_of(shape: Shape, count: int) -> ConsumerGroup:
+    """A group of ``count`` stable members holding the uniform assignor's targets, as replay builds it."""
+    group = ConsumerGroup("bench")
+    for j in range(count):
+        # A fresh tuple per member, as each member's own record brings it; put_member shares them.
+        names = tuple(list(shape.subscribed_names(j)))
+        group.put_member(ConsumerGroupMember(f"member{j}", rack_id=shape.rack(j), subscribed_topic_names=names))
+    result = compute_target_assignment("bench", 1, group.members, {}, {}, shape.image, CONFIG, 0)
+    for mid, parts in result.targets.items():
+        group.put_target(mid, parts)
+    return group
 
-    img = topics_image(partitions)
-    names = tuple(sorted(img.topics))
-    ids = frozenset(img.topic_id(n) or "" for n in names)
-    group = {
-        f"member-{j:06d}": ConsumerGroupMember(f"member-{j:06d}", subscribed_topic_names=names) for j in range(members)
+
+def bench_target(shape: Shape, rounds: int) -> dict[str, Any]:
+    """One member joins a group of members - 1; one member leaves a group of ``members``."""
+    out: dict[str, Any] = {}
+    group = group_of(shape, shape.members - 1)
+    newcomer = ConsumerGroupMember(
+        "newMember",
+        rack_id=shape.rack(shape.members - 1),
+        subscribed_topic_names=tuple(list(shape.subscribed_names(shape.members - 2))),
+    )
+    view = {**group.members, "newMember": newcomer}
+    used: list[bool] = []
+
+    def join(index: bool) -> Callable[[], Any]:
+        def run() -> None:
+            r = compute_target_assignment(
+                "bench", 2, view, {}, group.target, shape.image, CONFIG, 0, group.target_index() if index else None
+            )
+            used.append(len(r.records))
+
+        return run
+
+    out["one_member_joins"] = {
+        "full": timed(join(False), rounds),
+        "incremental": timed(join(True), rounds),
+        "records_written": used[-1],
     }
-    subscribed = {m: ids for m in group}
-    builder = TargetAssignmentBuilder("g", 1, UniformAssignor(), img)
-    first = builder.build(group, subscribed, {}, 0).targets
-    group2 = {**group, "member-joining": ConsumerGroupMember("member-joining", subscribed_topic_names=names)}
-    subscribed2 = {**subscribed, "member-joining": ids}
-    return {
-        "members": members,
-        "partitions": partitions,
-        "one_member_joins_with_records": timed(lambda: builder.build(group2, subscribed2, first, 0), repeat),
+    group = group_of(shape, shape.members)
+    leaver = f"member{shape.members // 2}"
+    parts = group.target[leaver]
+    view = {m: v for m, v in group.members.items() if m != leaver}
+
+    def drop() -> None:  # the leave's tombstone is replayed before the next assignment runs
+        group.put_target(leaver, parts)
+        group.drop_target(leaver)
+
+    def leave(index: bool) -> Callable[[], Any]:
+        def run() -> None:
+            r = compute_target_assignment(
+                "bench", 2, view, {}, group.target, shape.image, CONFIG, 0, group.target_index() if index else None
+            )
+            used.append(len(r.records))
+
+        return run
+
+    out["one_member_leaves"] = {
+        "full": timed(leave(False), rounds, drop),
+        "incremental": timed(leave(True), rounds, drop),
+        "records_written": used[-1],
     }
+    return out
+
+
+def incremental_applies(shape: Shape) -> str:
+    if shape.subscription != "homogeneous":
+        return "no: heterogeneous subscriptions (the full assignor runs; it splits the buckets into homogeneous parts)"
+    if shape.racks == "replicas":
+        return "no: rack-aware placement (the full assignor runs)"
+    return "yes"
 
 
 def bench_heartbeats(members: int, partitions: int, rounds: int) -> dict[str, Any]:
-    img = topics_image(partitions)
+    img = TopicsImage.of(
+        [TopicImage(f"t{i}", topic_id_string(uuid.UUID(int=i + 1)), partitions // 10) for i in range(10)]
+    )
     names = sorted(img.topics)
-    config = ConsumerGroupConfig(assignment_interval_ms=0)
     state = ConsumerGroupsState()
     epoch: dict[str, int] = {}
     owned: dict[str, list[ConsumerGroupHeartbeatRequestTopicPartitions] | None] = {}
@@ -133,7 +239,7 @@ def bench_heartbeats(members: int, partitions: int, rounds: int) -> dict[str, An
     now = 0
 
     def send(req: ConsumerGroupHeartbeatRequest) -> Any:
-        result = consumer_group_heartbeat(state, req, GroupContext(now, img, config))
+        result = consumer_group_heartbeat(state, req, GroupContext(now, img, CONFIG))
         for r in result.records:
             state.replay(r)
         return result.response
@@ -184,33 +290,47 @@ def bench_heartbeats(members: int, partitions: int, rounds: int) -> dict[str, An
     return {
         "members": members,
         "partitions": partitions,
-        "joins_per_s": members / join_s,
+        "joins_per_s (assignment interval 0: one target assignment per join)": round(members / join_s, 1),
         "steady_heartbeats": count,
-        "steady_heartbeats_per_s": count / steady,
+        "steady_heartbeats_per_s": round(count / steady),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--members", type=int, default=5_000)
+    parser.add_argument("--topics", type=int, default=1_000)
+    parser.add_argument("--partitions", type=int, default=50, help="per topic")
+    parser.add_argument("--heartbeat-members", type=int, default=1_000)
     parser.add_argument("--out", default=str(Path(__file__).with_name("results") / "assignors.json"))
     args = parser.parse_args()
+    shapes = []
+    for subscription in ("homogeneous", "heterogeneous"):
+        for racks in ("none", "members", "replicas"):
+            shape = Shape(args.members, args.topics, args.partitions, subscription, racks)
+            entry: dict[str, Any] = {"subscription": subscription, "racks": racks}
+            for name, assignor in (("uniform", UniformAssignor()), ("range", RangeAssignor())):
+                entry[name] = bench_assignor(shape, assignor, args.rounds)
+            entry["uniform_target_assignment"] = bench_target(shape, args.rounds)
+            entry["uniform_target_assignment"]["incremental_applies"] = incremental_applies(shape)
+            print(json.dumps(entry), flush=True)
+            shapes.append(entry)
     results = {
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
+        "command": " ".join(["python", "bench/assignor_bench.py", *sys.argv[1:]]),
+        "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()},
+        "params": {
+            "members": args.members,
+            "topics": args.topics,
+            "partitions_per_topic": args.partitions,
+            "rounds": args.rounds,
+            "kafka_jmh": "ServerSideAssignorBenchmark / TargetAssignmentBuilderBenchmark shapes",
         },
-        "uniform_homogeneous": [
-            bench_uniform(1_000, 10_000, args.repeat),
-            bench_uniform(10_000, 100_000, max(1, args.repeat // 2)),
-            # The shape of Kafka's own JMH figure (~1.7 ms): 5,000 members, 1,000 topics,
-            # 10 partitions per member.
-            bench_uniform(5_000, 50_000, args.repeat, topics=1_000),
-        ],
-        "uniform_heterogeneous": [bench_uniform_heterogeneous(1_000, 10_000, args.repeat)],
-        "target_assignment_builder": [bench_target_builder(1_000, 10_000, args.repeat)],
-        "heartbeat": [bench_heartbeats(1_000, 10_000, rounds=20)],
+        "anchor_one_dict_entry_per_partition": anchor(
+            Shape(args.members, args.topics, args.partitions, "homogeneous", "none"), args.rounds
+        ),
+        "shapes": shapes,
+        "heartbeat": [bench_heartbeats(args.heartbeat_members, 10 * args.heartbeat_members, rounds=20)],
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

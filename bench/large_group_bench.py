@@ -11,6 +11,9 @@ asks for (5 s by default). Phases, all against one serve process and a fresh loc
 - mass join: every member sends its join at the same moment; the time until the group has
   converged (ConsumerGroupDescribe: every member at the group epoch with its target assignment);
 - steady state: heartbeat latency p50/p99 and the serve process's CPU seconds per heartbeat;
+  beside the latency the client sees, the serve process's own (``serve_handled_ms``, from its
+  /metrics histogram: handler call to answer), since the client runs 5,000 members in one
+  process on the same machine and its own delays are in what it sees;
 - rolling restart: members leave (epoch -1) and rejoin as new members, ``--restart-batch`` at a
   time, each batch once the previous one has rejoined; the time until the group converges again.
 Beside them, the same run's raw figure: the broker's produce -> consume round trip, and the distinct member epochs members saw (about how many target assignments were computed; the
@@ -31,7 +34,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +57,7 @@ from coordinator.messages.schema import Message
 from deploy.local_broker import free_port
 
 HB_KEY, HB_VERSION = 68, 1
+HB_API = "ConsumerGroupHeartbeat"
 DESCRIBE_KEY, DESCRIBE_VERSION = 69, 0
 
 
@@ -59,6 +65,38 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU a process has used, all its threads (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# serve pid -> the URL of its /metrics (see ``serve_process``)
+_METRICS: dict[int, str] = {}
+_HANDLED = "groupcoord_gateway_handled_latency_seconds_bucket"
+
+
+def handled_counts(pid: int, api: str) -> list[tuple[float, float]]:
+    """Cumulative (le seconds, count) of the serve process's handled-latency histogram for ``api``."""
+    with urllib.request.urlopen(_METRICS[pid], timeout=30) as answer:
+        text = answer.read().decode()
+    prefix = f'{_HANDLED}{{api="{api}",le="'
+    out = []
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            le, count = line[len(prefix) :].split('"}')
+            out.append((float(le), float(count)))
+    return out
+
+
+def handled_quantiles(before: list[tuple[float, float]], after: list[tuple[float, float]]) -> dict[str, Any]:
+    """p50/p99 of what the serve process handled between two ``handled_counts``, as the upper
+    bound (ms) of the histogram bucket each falls in: from the handler's call to its answer, so
+    neither the client's own delays nor the wait before the request was read are in it."""
+    base = dict(before)
+    deltas = [(le, count - base.get(le, 0.0)) for le, count in after]
+    total = deltas[-1][1] if deltas else 0.0
+
+    def bound(q: float) -> float | None:
+        return next((le * 1000 for le, count in deltas if count >= q * total), None) if total else None
+
+    return {"count": total, "p50_le_ms": bound(0.5), "p99_le_ms": bound(0.99)}
 
 
 class Connection:
@@ -69,9 +107,14 @@ class Connection:
     async def open(cls, address: tuple[str, int]) -> Connection:
         return cls(*await asyncio.open_connection(*address))
 
-    async def call(self, api_key: int, version: int, body: Message) -> Message:
+    async def call(self, api_key: int, version: int, body: Message | bytes) -> Message:
+        """``body`` is a request or a frame encoded before (its correlation id is set here)."""
         self.next_id += 1
-        self.writer.write(encode_request(RequestHeader(api_key, version, self.next_id, "bench-large"), body))
+        if isinstance(body, bytes):
+            # Length (4 bytes), api key (2), version (2), then the correlation id.
+            self.writer.write(b"".join((body[:8], self.next_id.to_bytes(4, "big"), body[12:])))
+        else:
+            self.writer.write(encode_request(RequestHeader(api_key, version, self.next_id, "bench-large"), body))
         size = int.from_bytes(await self.reader.readexactly(4), "big")
         correlation_id, response = decode_response(api_key, version, await self.reader.readexactly(size))
         assert correlation_id == self.next_id
@@ -98,6 +141,11 @@ class Member:
         self.leave = asyncio.Event()
         self.rejoined = asyncio.Event()
         self.rejoining = False
+        self._wake: asyncio.Future[None] | None = None
+        # The steady heartbeat's frame, encoded once per member epoch: the bench client runs
+        # 5,000 members on the machine the serve process runs on, and what it spends encoding
+        # is taken from the coordinator it measures.
+        self._steady: tuple[int, bytes] | None = None
 
     def new_identity(self) -> None:
         self.member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
@@ -116,7 +164,20 @@ class Member:
             topic_partitions=list(self.owned) if self.ack else None,
         )
 
-    async def heartbeat(self, body: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+    def steady_frame(self) -> bytes | ConsumerGroupHeartbeatRequest:
+        if self.epoch == 0 or self.ack:
+            return self.request()
+        if self._steady is None or self._steady[0] != self.epoch:
+            header = RequestHeader(HB_KEY, HB_VERSION, 0, "bench-large")
+            self._steady = (self.epoch, encode_request(header, self.request()))
+        return self._steady[1]
+
+    def tell_to_leave(self) -> None:
+        self.leave.set()
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+    async def heartbeat(self, body: ConsumerGroupHeartbeatRequest | bytes) -> ConsumerGroupHeartbeatResponse:
         assert self.conn is not None
         start = time.perf_counter()
         response = await self.conn.call(HB_KEY, HB_VERSION, body)
@@ -135,7 +196,7 @@ class Member:
                 self.leave.clear()
                 self.new_identity()
                 self.rejoining = True
-            response = await self.heartbeat(self.request())
+            response = await self.heartbeat(self.steady_frame())
             self.ack = False
             if response.error_code:
                 name = ErrorCode(response.error_code).name
@@ -162,9 +223,23 @@ class Member:
             await self.sleep(interval)
 
     async def sleep(self, seconds: float) -> None:
-        """Sleep, but wake at once when told to leave."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.leave.wait(), seconds)
+        """Sleep, but wake at once when told to leave (a future and a timer: ``wait_for`` on
+        the event made a task per sleep)."""
+        if self.leave.is_set():
+            return
+        loop = asyncio.get_running_loop()
+        self._wake = wake = loop.create_future()
+        timer = loop.call_later(seconds, _wake_up, wake)
+        try:
+            await wake
+        finally:
+            timer.cancel()
+            self._wake = None
+
+
+def _wake_up(wake: asyncio.Future[None]) -> None:
+    if not wake.done():
+        wake.set_result(None)
 
 
 async def converged(describe: Connection, group: str, members: int) -> bool:
@@ -229,23 +304,28 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
     tasks: list[asyncio.Task[None]] = []
     try:
         # Mass join: every member's first heartbeat at once.
+        handled0 = handled_counts(pid, HB_API)
         cpu0, start = cpu_seconds(pid), time.perf_counter()
         tasks = [asyncio.create_task(m.run()) for m in members]
         join_s = await wait_converged(describe, group, args.members, start, args.timeout, tasks)
         result["mass_join"] = {"converge_s": join_s, **summary(stats, cpu_seconds(pid) - cpu0, join_s)}
+        result["mass_join"]["serve_handled_ms"] = handled_quantiles(handled0, handled_counts(pid, HB_API))
         print("mass join", json.dumps(result["mass_join"]), flush=True)
 
         # Steady state: the heartbeat interval alone, no describes.
         stats.__init__()  # type: ignore[misc]
+        handled0 = handled_counts(pid, HB_API)
         cpu0, start = cpu_seconds(pid), time.perf_counter()
         await asyncio.sleep(args.steady_seconds)
         result["steady"] = summary(stats, cpu_seconds(pid) - cpu0, time.perf_counter() - start)
+        result["steady"]["serve_handled_ms"] = handled_quantiles(handled0, handled_counts(pid, HB_API))
         print("steady", json.dumps(result["steady"]), flush=True)
 
         if not args.restart:
             return result
         # Rolling restart: each member leaves and rejoins as a new member, a batch at a time.
         stats.__init__()  # type: ignore[misc]
+        handled0 = handled_counts(pid, HB_API)
         cpu0, start = cpu_seconds(pid), time.perf_counter()
         order = list(members)
         random.Random(7).shuffle(order)
@@ -253,7 +333,7 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
             batch = order[i : i + args.restart_batch]
             for m in batch:
                 m.rejoined.clear()
-                m.leave.set()
+                m.tell_to_leave()
             await asyncio.gather(*(m.rejoined.wait() for m in batch))
         rolled_s = time.perf_counter() - start
         restart_s = await wait_converged(describe, group, args.members, start, args.timeout, tasks)
@@ -261,12 +341,13 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
             "all_restarted_s": rolled_s,
             "converge_s": restart_s,
             **summary(stats, cpu_seconds(pid) - cpu0, restart_s),
+            "serve_handled_ms": handled_quantiles(handled0, handled_counts(pid, HB_API)),
         }
         print("rolling restart", json.dumps(result["rolling_restart"]), flush=True)
     finally:
         for m in members:
             m.stop = True
-            m.leave.set()
+            m.tell_to_leave()
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -275,6 +356,38 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
                 m.conn.close()
         describe.close()
     return result
+
+
+@contextlib.contextmanager
+def serve_process(bootstrap: str, members: int, env: dict[str, str]) -> Iterator[tuple[tuple[str, int], int]]:
+    """A ``groupcoord serve`` process for ``members`` connections, on one log partition:
+    ((host, port) it listens on, its pid). Its log's tail is printed if the run fails."""
+    port, metrics_port = free_port(), free_port()
+    serve_log = tempfile.TemporaryFile()  # noqa: SIM115 (closed once serve has stopped)
+    env = {
+        **os.environ,
+        "GROUPCOORD_METRICS_LISTEN": f"127.0.0.1:{metrics_port}",
+        "GROUPCOORD_GATEWAY__MAX_CONNECTIONS": str(members + 100),
+        "GROUPCOORD_GATEWAY__MAX_CONNECTIONS_PER_IP": str(members + 100),
+        **env,
+    }
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
+         "--log-topic", f"large-log-{uuid.uuid4().hex[:6]}", "--partitions", "1"],
+        stdout=subprocess.PIPE, stderr=serve_log, text=True, cwd=ROOT, env=env,
+    )  # fmt: skip
+    try:
+        assert serve.stdout is not None and serve.stdout.readline().startswith("listening on")
+        _METRICS[serve.pid] = f"http://127.0.0.1:{metrics_port}/metrics"
+        yield ("127.0.0.1", port), serve.pid
+    except BaseException:
+        serve_log.seek(0)
+        print("serve's log (tail):", *serve_log.read().decode(errors="replace").splitlines()[-20:], sep="\n")
+        raise
+    finally:
+        serve.terminate()
+        serve.wait(30)
+        serve_log.close()
 
 
 def main() -> None:
@@ -294,34 +407,15 @@ def main() -> None:
         topic = f"large-{uuid.uuid4().hex[:8]}"
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(120)
-        port = free_port()
-        serve_log = tempfile.TemporaryFile()  # noqa: SIM115 (closed once serve has stopped)
         env = {
-            **os.environ,
-            "GROUPCOORD_GATEWAY__MAX_CONNECTIONS": str(args.members + 100),
-            "GROUPCOORD_GATEWAY__MAX_CONNECTIONS_PER_IP": str(args.members + 100),
             # The first member to join owns every partition and acknowledges them all in one
             # heartbeat: more array elements than the default limit allows with 10,000 partitions.
             "GROUPCOORD_GATEWAY__MAX_GROUP_REQUEST_ELEMENTS": str(max(10_000, 2 * args.partitions)),
             "GROUPCOORD_EVENT_LOOP": args.event_loop,
             "GROUPCOORD_GROUP": json.dumps({"group.consumer.assignment.interval.ms": str(args.assignment_interval_ms)}),
         }
-        serve = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
-             "--log-topic", f"large-log-{uuid.uuid4().hex[:6]}", "--partitions", "1"],
-            stdout=subprocess.PIPE, stderr=serve_log, text=True, cwd=ROOT, env=env,
-        )  # fmt: skip
-        try:
-            assert serve.stdout is not None and serve.stdout.readline().startswith("listening on")
-            result = asyncio.run(drive(args, ("127.0.0.1", port), topic, serve.pid))
-        except BaseException:
-            serve_log.seek(0)
-            print("serve's log (tail):", *serve_log.read().decode(errors="replace").splitlines()[-20:], sep="\n")
-            raise
-        finally:
-            serve.terminate()
-            serve.wait(30)
-            serve_log.close()
+        with serve_process(bootstrap, args.members, env) as (sidecar, pid):
+            result = asyncio.run(drive(args, sidecar, topic, pid))
         # The raw figure beside a heartbeat (each one an acknowledged log write when it changes
         # state): the broker's own produce -> consume round trip, same broker, same run.
         raw = raw_figures(bootstrap, 1000, 200)

@@ -39,6 +39,7 @@ from rich.progress import Progress
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from coordinator.gateway.reader_relay import ReaderRelay  # noqa: E402
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState  # noqa: E402
 from coordinator.groups.context import RequestContext  # noqa: E402
 from coordinator.messages.offset_commit import (  # noqa: E402
@@ -190,17 +191,24 @@ async def ours(bootstrap: str, records: int, writes: int, progress: Progress) ->
     await runtime.close()
 
     # Three of each, interleaved: the raw read and the loads share the broker and the machine.
-    raw_reads, raw_reads_no_collector, failovers, colds = [], [], [], []
+    # serve's log reader goes through the reader relay (Fetch capped at v12): loads with and
+    # without it, beside the same raw read.
+    relay = ReaderRelay(bootstrap).start()
+    relayed = relay.reader_config(config)
+    raw_reads, raw_reads_no_collector, failovers, direct_failovers, colds = [], [], [], [], []
     load_task = progress.add_task("loading", total=3)
     for _ in range(3):
         raw_reads.append(read_log_raw(config, topic))
         raw_reads_no_collector.append(read_log_raw(config, topic, collector=False))
-        failovers.append(await failover_load(config, spec, handlers))
-        colds.append(await cold_start_load(config, spec, handlers))
+        failovers.append(await failover_load(config, spec, handlers, relayed))
+        direct_failovers.append(await failover_load(config, spec, handlers, config))
+        colds.append(await cold_start_load(config, spec, handlers, relayed))
         progress.update(load_task, advance=1)
+    relay.close()
     raw_read = median_by(raw_reads, "records_per_s")
     raw_read_no_collector = median_by(raw_reads_no_collector, "records_per_s")
     failover = median_by(failovers, "records_per_s")
+    direct_failover = median_by(direct_failovers, "records_per_s")
     cold = median_by(colds, "records_per_s")
     return {
         # A shard loaded by a process already running (a failover, or placement moving the
@@ -217,10 +225,14 @@ async def ours(bootstrap: str, records: int, writes: int, progress: Progress) ->
         # not. Beside a bare reader that does too:
         "raw_read_with_the_collector_off": raw_read_no_collector,
         "load_over_raw_read_with_the_collector_off": failover["records_per_s"] / raw_read_no_collector["records_per_s"],
+        # The same load with the log reader talking to the broker directly (no reader relay).
+        "load_without_relay_records_per_s": direct_failover["records_per_s"],
+        "load_without_relay_over_raw_read": direct_failover["records_per_s"] / raw_read["records_per_s"],
         "runs": {
             "raw_read": raw_reads,
             "raw_read_with_the_collector_off": raw_reads_no_collector,
             "failover_load": failovers,
+            "failover_load_without_relay": direct_failovers,
             "cold_start_load": colds,
         },
         # A process that starts and loads at once: its new idempotent producer cannot write the
@@ -246,9 +258,11 @@ def load_figures(report: LoadReport, seconds: float) -> dict[str, Any]:
     }
 
 
-async def failover_load(config: dict[str, Any], spec: LogTopicSpec, handlers: GroupCoordinatorShard) -> dict[str, Any]:
+async def failover_load(
+    config: dict[str, Any], spec: LogTopicSpec, handlers: GroupCoordinatorShard, reader_config: dict[str, Any]
+) -> dict[str, Any]:
     """A standby process, running for a second, is given the shard and loads it."""
-    standby = CoordinatorRuntime(config, spec, handlers, owner_id="bench-standby")
+    standby = CoordinatorRuntime(config, spec, handlers, owner_id="bench-standby", reader_config=reader_config)
     await standby.start(partitions=[])
     await asyncio.sleep(1.0)
     t0 = time.perf_counter()
@@ -260,10 +274,10 @@ async def failover_load(config: dict[str, Any], spec: LogTopicSpec, handlers: Gr
 
 
 async def cold_start_load(
-    config: dict[str, Any], spec: LogTopicSpec, handlers: GroupCoordinatorShard
+    config: dict[str, Any], spec: LogTopicSpec, handlers: GroupCoordinatorShard, reader_config: dict[str, Any]
 ) -> dict[str, Any]:
     """A process that starts and loads the shard at once."""
-    reader = CoordinatorRuntime(config, spec, handlers, owner_id="bench-loader")
+    reader = CoordinatorRuntime(config, spec, handlers, owner_id="bench-loader", reader_config=reader_config)
     t0 = time.perf_counter()
     await reader.start()
     (report,) = await reader.wait_loaded(600)

@@ -18,6 +18,7 @@ from confluent_kafka import (
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     ConsumerGroupType,
+    KafkaError,
     KafkaException,
     TopicPartition,
 )
@@ -157,6 +158,19 @@ def committed(c: Conn, admin: AdminClient, group: str) -> dict[tuple[str, int], 
     return offsets
 
 
+def staged_transactional(c: Conn, admin: AdminClient, group: str) -> set[tuple[str, int]]:
+    """The committed partitions with transactional offsets staged over them: asked with
+    require_stable, they answer UNSTABLE_OFFSET_COMMIT until their transaction ends."""
+    request = [ConsumerGroupTopicPartitions(group)]
+    future = admin.list_consumer_group_offsets(request, require_stable=True, request_timeout=c.timeout)[group]
+    result = c.wait(future, f"cannot read the offsets of group {group!r}")
+    return {
+        (tp.topic, tp.partition)
+        for tp in result.topic_partitions
+        if tp.error is not None and tp.error.code() == KafkaError.UNSTABLE_OFFSET_COMMIT
+    }
+
+
 def activity(c: Conn, admin: AdminClient, group: str) -> str | None:
     """Why the group counts as active (in words), or None if it is empty or unknown.
 
@@ -235,12 +249,14 @@ def _fmt(tps: list[tuple[str, int]]) -> str:
 def _offset_rows(c: Conn, admin: AdminClient, found: dict[str, ConsumerGroupDescription]) -> list[dict[str, Any]]:
     """Kafka's --describe --offsets rows: committed and assigned partitions, with log end and lag."""
     per_group = []
+    pending: dict[str, set[tuple[str, int]]] = {}
     for group, d in found.items():
         owner: dict[tuple[str, int], Any] = {}
         for member in d.members:
             for tp in _assignment(member):
                 owner[tp] = member
         per_group.append((group, owner, committed(c, admin, group)))
+        pending[group] = staged_transactional(c, admin, group)
     every = sorted({key for _, owner, commits in per_group for key in set(commits) | set(owner)})
     try:
         known = admin.list_topics(timeout=c.timeout).topics
@@ -266,6 +282,8 @@ def _offset_rows(c: Conn, admin: AdminClient, found: dict[str, ConsumerGroupDesc
                     "consumer-id": m.member_id if m else None,
                     "host": m.host if m else None,
                     "client-id": m.client_id if m else None,
+                    # Transactional offsets staged over the committed one, until the transaction ends.
+                    "pending-transaction": key in pending[group],
                 }
             )
     return rows
@@ -389,6 +407,7 @@ def describe_groups(
         found = {g: d for g, d in described.items() if not isinstance(d, str)}
         consumer_groups = [g for g, d in found.items() if d.type is ConsumerGroupType.CONSUMER]
         info = consumer_group_info(c, consumer_groups) if view != "offsets" else None
+        wide: list[str] = []
         if view == "state":
             rows = [{**_state_row(g, d, info), "migration-policy": policy} for g, d in found.items()]
             columns = ["group", "type", "state", "assignment-strategy", "#members", "member-protocols"]
@@ -402,8 +421,10 @@ def describe_groups(
             rows = _offset_rows(c, admin, found)
             columns = ["group", "topic", "partition", "current-offset", "log-end-offset", "lag"]
             columns += ["consumer-id", "host", "client-id"]
+            # Not in Kafka's table: shown with --format wide, and always in JSON and YAML.
+            wide = ["pending-transaction"]
         settled = all(r["state"] in ("stable", "empty") for r in rows) if view == "state" else True
-        o.result(columns, rows, errors=[{"group": g, "error": why} for g, why in failures.items()])
+        o.result(columns, rows, errors=[{"group": g, "error": why} for g, why in failures.items()], wide_columns=wide)
         for g, why in failures.items():
             error_line(f"group {g!r}: {why}")
         if not watch or settled or failures or time.monotonic() > deadline:

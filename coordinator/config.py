@@ -12,7 +12,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from coordinator.gateway.config import TlsSettings
 from coordinator.groups.config import CLASSIC_PROPERTY_NAMES as CLASSIC_PROPERTIES
 from coordinator.groups.config import PROPERTY_NAMES as CONSUMER_PROPERTIES
-from coordinator.groups.config import ClassicGroupConfig, ConsumerGroupConfig
+from coordinator.groups.config import SHARE_PROPERTY_NAMES as SHARE_PROPERTIES
+from coordinator.groups.config import ClassicGroupConfig, ConsumerGroupConfig, ShareGroupConfig
 from coordinator.offsets.config import OffsetsConfig
 from coordinator.service.answer_budget import DEFAULT_MAX_ANSWER_BYTES
 
@@ -159,10 +160,27 @@ class Settings(BaseSettings):
     client: dict[str, str] = Field(
         default_factory=dict, description="Extra librdkafka settings for every client (security.protocol, sasl.*)."
     )
+    reader_relay: bool = Field(
+        True,
+        description="The sidecar's consumers reach the cluster through a loopback relay capping Fetch at v12, "
+        "where librdkafka cannot crash on a deleted topic (plaintext clusters without Kerberos).",
+    )
     offsets: OffsetsConfig = Field(default_factory=OffsetsConfig)
     group: dict[str, str] = Field(
         default_factory=dict,
-        description="Kafka group settings by their broker names, e.g. group.consumer.session.timeout.ms.",
+        description=(
+            "Kafka group settings by their broker names, e.g. group.consumer.session.timeout.ms "
+            "or group.share.record.lock.duration.ms."
+        ),
+    )
+    share_groups_enabled: bool = Field(
+        False,
+        description=(
+            "Serve share-group membership (KIP-932): ShareGroupHeartbeat and ShareGroupDescribe are "
+            "offered in ApiVersions and answered here; share groups are listed, described and deleted "
+            "like other groups. The share data path (ShareFetch, ShareAcknowledge) is not served yet, "
+            "so share consumers cannot receive records through the sidecar."
+        ),
     )
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     placement: PlacementSettings = Field(default_factory=PlacementSettings)
@@ -221,12 +239,13 @@ class Settings(BaseSettings):
     @field_validator("group")
     @classmethod
     def _check_group(cls, value: dict[str, str]) -> dict[str, str]:
-        known = set(CONSUMER_PROPERTIES) | set(CLASSIC_PROPERTIES)
+        known = set(CONSUMER_PROPERTIES) | set(CLASSIC_PROPERTIES) | set(SHARE_PROPERTIES)
         unknown = sorted(set(value) - known)
         if unknown:
             raise ValueError(f"unknown group settings {unknown}; known: {sorted(known)}")
         ClassicGroupConfig.from_properties(value)
         ConsumerGroupConfig.from_properties(value)
+        ShareGroupConfig.from_properties(value)
         return value
 
     def consumer_group_config(self) -> ConsumerGroupConfig:
@@ -234,6 +253,9 @@ class Settings(BaseSettings):
 
     def classic_group_config(self) -> ClassicGroupConfig:
         return ClassicGroupConfig.from_properties(self.group)
+
+    def share_group_config(self) -> ShareGroupConfig:
+        return ShareGroupConfig.from_properties(self.group)
 
     def client_config(self) -> dict[str, Any]:
         if self.bootstrap_servers is None:

@@ -8,19 +8,19 @@ here is pure: topic metadata arrives as a ``TopicsImage`` value.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.errors import ErrorCode, GroupError
-from coordinator.groups import classic, group_config, routing
+from coordinator.groups import classic, group_config, routing, share
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic import ClassicGroupConfig
 from coordinator.groups.classic.requests import DESCRIBE_GROUP_NOT_FOUND_VERSION
-from coordinator.groups.config import ConsumerGroupConfig
+from coordinator.groups.config import ConsumerGroupConfig, ShareGroupConfig
 from coordinator.groups.context import GroupContext, RequestContext
 from coordinator.groups.coordinator_state import GroupCoordinatorState
-from coordinator.groups.group import CLASSIC, CONSUMER, Group, GroupSummary
+from coordinator.groups.group import CLASSIC, CONSUMER, SHARE, Group, GroupSummary
 from coordinator.groups.topics import TopicsImage
 from coordinator.messages.consumer_group_describe import ConsumerGroupDescribeResponse
 from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
@@ -31,9 +31,18 @@ from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupRespon
 from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from coordinator.messages.offset_fetch import OffsetFetchRequestGroup
+from coordinator.messages.share_group_describe import ShareGroupDescribeResponseDescribedGroup
+from coordinator.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from coordinator.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
+from coordinator.offsets import transactions as txn
 from coordinator.offsets.config import OffsetsConfig
-from coordinator.offsets.handlers import CommitVerdict, commit_offsets
+from coordinator.offsets.handlers import CommitVerdict, commit_offsets, java_length
 from coordinator.offsets.retention import (
     all_offsets_expire,
     delete_group_offsets,
@@ -43,6 +52,7 @@ from coordinator.offsets.retention import (
 )
 from coordinator.runtime.api import Result, ScheduleTimer, TimerOp
 from records import CoordinatorRecord
+from records.definitions import PendingTxnOffset
 
 RETENTION_TIMER = "offsets-retention"
 
@@ -82,6 +92,7 @@ class GroupCoordinatorShard:
     offsets_config: OffsetsConfig = field(default_factory=OffsetsConfig)
     classic_config: ClassicGroupConfig = field(default_factory=ClassicGroupConfig)
     consumer_config: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
+    share_config: ShareGroupConfig = field(default_factory=ShareGroupConfig)
     # The latest topic metadata; read when a handler runs, passed to the logic as a value.
     metadata: Callable[[], TopicsImage] = _empty_image
 
@@ -97,9 +108,11 @@ class GroupCoordinatorShard:
     ) -> GroupContext:
         """The GroupContext of one handler call: the time, the latest topic metadata, the configs
         (with the group's own dynamic configs when the call is about one group)."""
-        consumer = self.consumer_config
+        consumer, share_config = self.consumer_config, self.share_config
         if state is not None and group_id is not None:
-            consumer = group_config.effective(consumer, state.group_configs.configs.get(group_id))
+            overrides = state.group_configs.configs.get(group_id)
+            consumer = group_config.effective(consumer, overrides)
+            share_config = group_config.effective_share(share_config, overrides)
         return GroupContext(
             now_ms,
             self.metadata(),
@@ -107,6 +120,7 @@ class GroupCoordinatorShard:
             self.classic_config,
             self.offsets_config,
             request if request is not None else RequestContext(),
+            share_config,
         )
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -127,6 +141,11 @@ class GroupCoordinatorShard:
                 lambda gid: group_config.effective(self.consumer_config, state.group_configs.configs.get(gid)),
             ),
         ]
+        timers += share.on_loaded_timers(
+            {gid: list(g.members) for gid, g in state.share.groups.items()},
+            now_ms,
+            lambda gid: group_config.effective_share(self.share_config, state.group_configs.configs.get(gid)),
+        )
         timers.append(self._retention_timer(now_ms))
         return Result(None, result.records, timers, result.completions)
 
@@ -175,9 +194,20 @@ class GroupCoordinatorShard:
         records: list[CoordinatorRecord] = []
         for group_id in sorted(state.offsets.offsets):
             view = state.retention_view(group_id)
-            expiring = expire_offsets(state.offsets, group_id, view, now_ms, retention_ms)
+            # As Kafka: an offset with a transactional offset staged over it does not expire, and
+            # a group with an open transaction is not deleted.
+            expiring = [
+                r
+                for r in expire_offsets(state.offsets, group_id, view, now_ms, retention_ms)
+                if not state.txn.has_pending(group_id, r.key.topic, r.key.partition)
+            ]
             records += expiring
-            if expiring and view.is_empty and all_offsets_expire(state.offsets, group_id, expiring):
+            if (
+                expiring
+                and view.is_empty
+                and not state.txn.group_has_pending(group_id)
+                and all_offsets_expire(state.offsets, group_id, expiring)
+            ):
                 records += self._delete_group_records(state, group_id)
         return Result(None, records, [self._retention_timer(now_ms)])
 
@@ -186,6 +216,67 @@ class GroupCoordinatorShard:
         for name, topic_id in topics:
             records += offsets_of_deleted_topic(state.offsets, name, topic_id)
         return Result(None, records)
+
+    # --- transactional offsets (TxnOffsetCommit) ---------------------------------------------
+
+    def validate_txn_commit(
+        self, state: GroupCoordinatorState, request: TxnOffsetCommitRequest, topic_ids: dict[str, str | None]
+    ) -> tuple[ErrorCode, txn.Sequence]:
+        """Kafka's validateTransactionalOffsetCommit, plus the bounds of OffsetCommit and a zombie
+        producer epoch this shard has seen superseded: (error of the whole request, the sequence
+        the transaction topic record must carry). Run before anything is sent to the cluster."""
+        sequence = txn.next_sequence(state.txn, request.producer_id, request.producer_epoch)
+        if not request.group_id:
+            return ErrorCode.INVALID_GROUP_ID, sequence
+        fenced = txn.stale_epoch(state.txn, request.producer_id, request.producer_epoch)
+        if fenced != ErrorCode.NONE:
+            return fenced, sequence
+        limit = self.offsets_config.offset_metadata_max_bytes
+        if any(
+            p.committed_metadata is not None and java_length(p.committed_metadata) > limit
+            for t in request.topics
+            for p in t.partitions
+        ):
+            return ErrorCode.OFFSET_METADATA_TOO_LARGE, sequence
+        return _txn_group_error(state, request, topic_ids), sequence
+
+    def stage_txn_offsets(
+        self,
+        state: GroupCoordinatorState,
+        request: TxnOffsetCommitRequest,
+        txn_offset: int,
+        written: txn.Sequence,
+        topic_ids: dict[str, str | None],
+        now_ms: int,
+    ) -> Result[TxnOffsetCommitResponse]:
+        """Stage the offsets once their record of the client's transaction is in the transaction
+        topic at ``txn_offset``: checked again (the group may have moved on meanwhile; the record
+        then stays undecided in the transaction topic and is never applied)."""
+        error, _ = self.validate_txn_commit(state, request, topic_ids)
+        if error != ErrorCode.NONE:
+            return Result(txn_commit_response(request, error))
+        offsets = [
+            PendingTxnOffset(
+                t.name,
+                p.partition_index,
+                p.committed_offset,
+                p.committed_leader_epoch,
+                p.committed_metadata or "",
+                topic_ids.get(t.name),
+            )
+            for t in request.topics
+            for p in t.partitions
+        ]
+        records = txn.staging_records(
+            request.group_id, request.producer_id, txn_offset, request.transactional_id, written, offsets, now_ms
+        )
+        return Result(txn_commit_response(request, ErrorCode.NONE), records)
+
+    def resolve_txn(
+        self, state: GroupCoordinatorState, producer_id: int, marker_offset: int, committed: bool, now_ms: int
+    ) -> Result[None]:
+        """A marker of ``producer_id`` read in the transaction topic decides its staged offsets."""
+        return Result(None, txn.resolve(state.txn, producer_id, marker_offset, committed, now_ms))
 
     # --- group administration ----------------------------------------------------------------
 
@@ -259,6 +350,17 @@ class GroupCoordinatorShard:
     ) -> Result[ConsumerGroupHeartbeatResponse]:
         return routing.consumer_group_heartbeat(state, request, self.context(now_ms, context, state, request.group_id))
 
+    # --- share groups ------------------------------------------------------------------------
+
+    def share_group_heartbeat(
+        self,
+        state: GroupCoordinatorState,
+        request: ShareGroupHeartbeatRequest,
+        now_ms: int,
+        context: RequestContext,
+    ) -> Result[ShareGroupHeartbeatResponse]:
+        return routing.share_group_heartbeat(state, request, self.context(now_ms, context, state, request.group_id))
+
     # --- group configs -----------------------------------------------------------------------
 
     def alter_group_config(
@@ -274,14 +376,54 @@ class GroupCoordinatorShard:
         current = state.group_configs.of(group_id)
         try:
             if replacement is not None:
-                updated = group_config.replace_all(replacement, self.consumer_config)
+                updated = group_config.replace_all(replacement, self.consumer_config, self.share_config)
             else:
-                updated = group_config.incremental_alter(current, changes or [], self.consumer_config)
+                updated = group_config.incremental_alter(
+                    current, changes or [], self.consumer_config, self.share_config
+                )
         except GroupError as exc:
             return Result((int(exc.error), exc.message))
         if validate_only or updated == current:
             return Result((int(ErrorCode.NONE), None))
         return Result((int(ErrorCode.NONE), None), [group_config.config_record(group_id, updated)])
+
+
+def _txn_group_error(
+    state: GroupCoordinatorState, request: TxnOffsetCommitRequest, topic_ids: dict[str, str | None]
+) -> ErrorCode:
+    """The group's own check of a transactional commit (Kafka's group.validateOffsetCommit with
+    isTransactional): an unknown group accepts generation -1 only (a simple group); a consumer
+    group's stale member epoch is ILLEGAL_GENERATION, as Kafka answers it through v5."""
+    group = state.group(request.group_id)
+    if group is None:
+        return ErrorCode.NONE if request.generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
+    if group.type == CLASSIC:
+        error = state.classic.validate_offset_commit(
+            request.group_id, request.member_id, request.group_instance_id, request.generation_id, True
+        )
+        return ErrorCode.NONE if error is None else error
+    consumer_group = state.consumer.group(request.group_id)
+    if consumer_group is None:
+        return ErrorCode.NONE
+    partitions = [(topic_ids.get(t.name) or "", p.partition_index) for t in request.topics for p in t.partitions]
+    error = consumer_group.offset_commit_error(request.member_id, request.generation_id, partitions)
+    return ErrorCode.ILLEGAL_GENERATION if error == ErrorCode.STALE_MEMBER_EPOCH else error
+
+
+def txn_commit_response(request: TxnOffsetCommitRequest, code: ErrorCode | int) -> TxnOffsetCommitResponse:
+    """The same answer for every partition of ``request``."""
+    return TxnOffsetCommitResponse(
+        topics=[
+            TxnOffsetCommitResponseTopic(
+                name=t.name,
+                partitions=[
+                    TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=int(code))
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ]
+    )
 
 
 # --- reads (on the committed state, or the live one for classic in-progress states) ----------
@@ -292,21 +434,35 @@ def offset_fetch_error(state: GroupCoordinatorState, request: OffsetFetchRequest
     return ErrorCode.NONE if group is None else group.validate_offset_fetch(request.member_id, request.member_epoch)
 
 
-def list_groups(
+def group_listing(
     live: GroupCoordinatorState, states_filter: Iterable[str], types_filter: Iterable[str]
-) -> list[GroupSummary]:
+) -> Iterator[GroupSummary]:
+    """The groups ListGroups lists, unsorted and lazily, over the group tables as they are now (a
+    copy of their entries is taken before the first one is listed): a caller may take it in slices
+    and let other work run between them. A group created meanwhile is then left out and one
+    deleted meanwhile still listed, as in any listing of many shards."""
     states = {s.lower() for s in states_filter}
     types = {t.lower() for t in types_filter}
-    groups: list[Group] = [*live.consumer.groups.values(), *live.classic.groups.values()]
-    out = [
-        g.listed()
-        for g in groups
-        if (not types or g.type in types) and (not states or g.listed().group_state.lower() in states)
+    groups: list[Group] = [
+        *live.consumer.groups.values(),
+        *live.share.groups.values(),
+        *live.classic.groups.values(),
     ]
-    if (not types or CLASSIC in types) and (not states or "empty" in states):
-        # Groups that only ever committed offsets are listed as empty classic groups, like Kafka.
-        out += [GroupSummary(gid, "", "Empty", CLASSIC) for gid in live.offsets.offsets if live.group_type(gid) is None]
-    return sorted(out, key=lambda g: g.group_id)
+    # Groups that only ever committed offsets are listed as empty classic groups, like Kafka.
+    simple = list(live.offsets.offsets) if (not types or CLASSIC in types) and (not states or "empty" in states) else []
+
+    def listing() -> Iterator[GroupSummary]:
+        for g in groups:
+            if types and g.type not in types:
+                continue
+            listed = g.listed()
+            if not states or listed.group_state.lower() in states:
+                yield listed
+        for gid in simple:
+            if live.group_type(gid) is None:
+                yield GroupSummary(gid, "", "Empty", CLASSIC)
+
+    return listing()
 
 
 def describe_classic_groups(
@@ -314,7 +470,7 @@ def describe_classic_groups(
 ) -> list[DescribeGroupsResponseDescribedGroup]:
     out = []
     for group_id in group_ids:
-        if live.group_type(group_id) == CONSUMER:
+        if live.group_type(group_id) in (CONSUMER, SHARE):
             # As for an unknown group: Dead with no error before v6 (Kafka's describeGroups).
             error_version = api_version >= DESCRIBE_GROUP_NOT_FOUND_VERSION
             out.append(
@@ -343,3 +499,11 @@ def describe_consumer_groups(
         if described.error_code == ErrorCode.GROUP_ID_NOT_FOUND and state.group_known(described.group_id):
             described.error_message = f"Group {described.group_id} is not a consumer group."
     return response
+
+
+def describe_share_group(
+    state: GroupCoordinatorState, group_id: str, image: TopicsImage
+) -> ShareGroupDescribeResponseDescribedGroup:
+    """ShareGroupDescribe of one group: an id naming a group of another type (an offsets-only
+    group included) is GROUP_ID_NOT_FOUND with Kafka's message for the wrong type."""
+    return share.describe_share_group(group_id, state.share.group(group_id), state.group_known(group_id), image)

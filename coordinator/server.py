@@ -25,6 +25,7 @@ from coordinator.gateway.config import GatewayConfig
 from coordinator.gateway.event_loop import loop_factory
 from coordinator.gateway.handler import CoordinatorAddress
 from coordinator.gateway.member_removal import REBALANCE_IN_PROGRESS, Member, MemberRemover, RemovalFailed
+from coordinator.gateway.reader_relay import ReaderRelay, relayable
 from coordinator.gateway.server import GatewayServer
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from coordinator.kafka_words import describe_error
@@ -33,7 +34,7 @@ from coordinator.observability.http import HealthServer, Readiness, shard_states
 from coordinator.observability.registry import REGISTRY
 from coordinator.observability.serve import ServeMetrics
 from coordinator.runtime.cluster_watch import ClusterWatch
-from coordinator.runtime.log import LogTopicSpec
+from coordinator.runtime.log import LogTopicSpec, ensure_log_topic
 from coordinator.runtime.peers import PeerWatch, await_takeover
 from coordinator.runtime.placement import (
     Incarnation,
@@ -51,6 +52,8 @@ from coordinator.service.metadata_cache import MetadataCache, TopicInfo
 from coordinator.service.partitioning import partition_for
 from coordinator.service.secured_handler import SecuredHandler
 from coordinator.service.service import GroupCoordinatorService
+from coordinator.txn.bridge import TxnBridge
+from coordinator.txn.topic import transaction_topic, transaction_topic_spec
 from deploy.local_broker import parse_hostport
 
 log = logging.getLogger(__name__)
@@ -353,12 +356,28 @@ async def _protect_ids(gateway: GatewayServer, metadata: MetadataCache, topics: 
 
 
 async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
-    loop = asyncio.get_running_loop()
     # Every client of the cluster logs through the `librdkafka` logger (JSON, rate-limited).
     client_config = logs.client_config(settings.client_config())
+    # Consumers (they fetch) go through the relay; producers and admin clients talk to the cluster directly.
+    relay = (
+        ReaderRelay(client_config["bootstrap.servers"]) if settings.reader_relay and relayable(client_config) else None
+    )
+    reader_config = relay.start().reader_config(client_config) if relay is not None else client_config
+    try:
+        return await _serving_with(settings, say, stop, client_config, reader_config)
+    finally:
+        if relay is not None:
+            relay.close()
+
+
+async def _serving_with(
+    settings: Settings, say: Say, stop: asyncio.Event, client_config: dict[str, Any], reader_config: dict[str, Any]
+) -> int:
+    loop = asyncio.get_running_loop()
     placement_settings = settings.placement
+    txn_topic = transaction_topic(settings.log_topic)
     own_topics = frozenset(
-        {settings.log_topic, placement_settings.directory_topic or f"{settings.log_topic}-directory"}
+        {settings.log_topic, placement_settings.directory_topic or f"{settings.log_topic}-directory", txn_topic}
     )
     placement_group = placement_settings.group_id or f"groupcoord-placement-{settings.log_topic}"
     # The placement group and the directory reader's group (runtime/placement.py).
@@ -368,6 +387,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         offsets_config=settings.offsets,
         classic_config=settings.classic_group_config(),
         consumer_config=settings.consumer_group_config(),
+        share_config=settings.share_group_config(),
         metadata=lambda: metadata.image,
     )
     runtime: CoordinatorRuntime[GroupCoordinatorState] = CoordinatorRuntime(
@@ -379,13 +399,14 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
         ),
         handlers,
         owner_id=settings.owner_id,
+        reader_config=reader_config,
     )
     runtime.stuck_warning_ms = settings.stuck_shard_warning_ms
     runtime.stuck_reload_ms = settings.stuck_shard_reload_ms
     service = GroupCoordinatorService(runtime, handlers, settings.gateway.max_group_response_bytes)
     metrics = ServeMetrics(
         lambda: runtime.shards.values(),
-        client_config,
+        reader_config,
         settings.metrics_lag_interval_ms if settings.metrics_listen else 0,
         settings.metrics_lag_max_partitions,
     )
@@ -405,6 +426,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             advertised_host=settings.advertised_host,
             protected_topics=sorted(own_topics),
             protected_groups=sorted(own_groups),
+            share_groups_enabled=settings.share_groups_enabled,
             **settings.gateway.model_dump(exclude={"authorization", "max_group_response_bytes"}),
         ),
         MeteredHandler(
@@ -445,6 +467,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
     peers: PeerWatch | None = None
     remover: MemberRemover | None = None
     watch: ClusterWatch | None = None
+    bridge: TxnBridge | None = None
     runtime_started = False
     metrics.start()
     try:
@@ -452,6 +475,14 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             # Creating the log topic retries an unreachable cluster for 30 s: a stop signal must not wait.
             await _unless_stopped(stop, runtime.start(partitions=()))
             runtime_started = True
+            await _unless_stopped(
+                stop,
+                asyncio.to_thread(
+                    ensure_log_topic,
+                    client_config,
+                    transaction_topic_spec(txn_topic, runtime.partitions, settings.log_replication_factor),
+                ),
+            )
             await metadata.refresh()
         except KafkaException as exc:
             # In the CLI's words: "cannot reach HOST:PORT ...: no connection (Connection refused)".
@@ -470,6 +501,9 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
                 return 1
             acl_source.start()
         service_ready(service, metadata)
+        bridge = TxnBridge(runtime, handlers, txn_topic, gateway.cluster.bootstrap, gateway.cluster.tls)
+        service.txn = bridge
+        bridge.start()
         metadata.start()
         moves = ShardMoves(runtime, say)
         try:
@@ -485,6 +519,7 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             Node(node_id, public_host, gateway.port),
             moves.assigned,
             moves.revoked,
+            reader_config=reader_config,
         )
         remover = member_remover(settings, gateway)
         fast = remover is not None and settings.placement.fast_failover
@@ -546,6 +581,8 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
             health.close()
         await metrics.close()
         await gateway.stop()
+        if bridge is not None:
+            await bridge.stop()
         if watch is not None:
             await asyncio.to_thread(watch.close)
         await metadata.stop()

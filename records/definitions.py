@@ -27,10 +27,26 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+    # Share groups (KIP-932), Kafka's ids. 15 (ShareGroupStatePartitionMetadata, which
+    # share-partitions have initialized state) comes with the share-partition state itself.
+    SHARE_GROUP_MEMBER_METADATA = 10
+    SHARE_GROUP_METADATA = 11
+    SHARE_GROUP_TARGET_ASSIGNMENT_METADATA = 12
+    SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 13
+    SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
     CONSUMER_GROUP_REGULAR_EXPRESSION = 16
     # A group's dynamic configs (KIP-848 group configs). Kafka keeps them in its cluster
     # metadata, not in __consumer_offsets; here they live with the group, outside Kafka's ids.
     GROUP_CONFIG = 50
+    # Transactional offsets (TxnOffsetCommit): staged until the cluster's marker decides them
+    # (coordinator/offsets/transactions.py). Kafka keeps them as OffsetCommit records written
+    # with the producer's id; here the log has one writer, so they are records of their own.
+    PENDING_TXN_OFFSETS = 60
+    TXN_PRODUCER = 61
+    # Share-partition state (KIP-932). Kafka's share coordinator writes ShareSnapshot (0) and
+    # ShareUpdate (1) to its own __share_group_state topic; here they live in the group's shard.
+    SHARE_SNAPSHOT = 62
+    SHARE_UPDATE = 63
     # Runtime records.
     SHARD_EPOCH = 100
     BATCH_ABORT = 101
@@ -55,6 +71,8 @@ class OffsetCommitValue:
     commit_timestamp: int = 0
     expire_timestamp: int = -1
     topic_id: str | None = None
+    # The transactional producer whose committed transaction wrote this value; -1 for a plain commit.
+    producer_id: int = -1
 
 
 # --- GroupMetadata (2), classic groups -----------------------------------------------------
@@ -184,6 +202,37 @@ class ConsumerGroupRegularExpressionValue:
     timestamp: int
 
 
+# --- Share groups (KIP-932) --------------------------------------------------------------
+# The keys and the group-level values have the consumer records' shapes (Kafka's share records
+# are the same fields under other ids); the member values are the share group's own.
+
+ShareGroupMetadataKey = ConsumerGroupMetadataKey
+ShareGroupMetadataValue = ConsumerGroupMetadataValue
+ShareGroupMemberKey = ConsumerGroupMemberKey
+ShareGroupTargetAssignmentMetadataKey = ConsumerGroupTargetAssignmentMetadataKey
+# assignment_timestamp stays 0: share groups have no assignment interval.
+ShareGroupTargetAssignmentMetadataValue = ConsumerGroupTargetAssignmentMetadataValue
+ShareGroupTargetAssignmentMemberValue = ConsumerGroupTargetAssignmentMemberValue
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMemberMetadataValue:
+    client_id: str
+    client_host: str
+    rack_id: str | None = None
+    subscribed_topic_names: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    # A share-partition may be assigned to several members at once: no revocation step, no
+    # per-partition epochs.
+    assigned_partitions: list[TopicPartitions] = field(default_factory=list)
+
+
 # --- GroupConfig (50) -------------------------------------------------------------------------
 
 
@@ -203,6 +252,108 @@ class GroupConfigValue:
     """Every dynamic config set on the group, by name; a tombstone when none is left."""
 
     configs: list[GroupConfigEntry] = field(default_factory=list)
+
+
+# --- Transactional offsets (60, 61) ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PendingTxnOffsetsKey:
+    group: str
+    producer_id: int
+    # Where the offsets' own record of the client's transaction sits in the transaction topic's
+    # partition of this shard: the first marker of ``producer_id`` after it decides them.
+    txn_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class PendingTxnOffset:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+    topic_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingTxnOffsetsValue:
+    """One TxnOffsetCommit, staged: invisible to OffsetFetch until its transaction commits."""
+
+    transactional_id: str
+    producer_epoch: int
+    offsets: list[PendingTxnOffset] = field(default_factory=list)
+    commit_timestamp: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TxnProducerKey:
+    producer_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxnProducerValue:
+    """The sequence the shard's next write for this producer to the transaction topic carries
+    (the cluster checks it per producer id, epoch and partition)."""
+
+    producer_epoch: int
+    next_sequence: int
+    timestamp: int = 0
+
+
+# --- Share-partition state (62, 63) ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ShareStateBatch:
+    """Offsets ``first_offset..last_offset`` (inclusive) share one durable state: 0 AVAILABLE (not
+    done yet: never delivered, released, or delivered and unacknowledged), 2 ACKNOWLEDGED, 4 ARCHIVED
+    (Kafka's ids; an acquisition is written as AVAILABLE with its new delivery count)."""
+
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSnapshotKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSnapshotValue:
+    """The whole durable state of one share-partition: its start offset (SPSO) and every offset at
+    or above it that has a state. Updates written after it carry its ``snapshot_epoch``."""
+
+    snapshot_epoch: int
+    state_epoch: int
+    start_offset: int
+    state_batches: list[ShareStateBatch] = field(default_factory=list)
+    topic_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShareUpdateKey:
+    """``slot`` is the update's index since its snapshot (0..N-1): the slots are reused by the next
+    snapshot's updates, so compaction keeps at most N + 1 records per share-partition."""
+
+    group: str
+    topic: str
+    partition: int
+    slot: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareUpdateValue:
+    """A change on top of the snapshot ``snapshot_epoch``: the new start offset and the offsets whose
+    durable state changed."""
+
+    snapshot_epoch: int
+    start_offset: int
+    state_batches: list[ShareStateBatch] = field(default_factory=list)
 
 
 # --- Runtime records ---------------------------------------------------------------------
@@ -266,6 +417,15 @@ _TOPIC_PARTITIONS_EPOCHS = record(
         ("assignment_epochs", array("int"), []),
     ],
 )
+_SHARE_STATE_BATCH = record(
+    "ShareStateBatch",
+    [
+        ("first_offset", "long"),
+        ("last_offset", "long"),
+        ("delivery_state", "int"),
+        ("delivery_count", "int"),
+    ],
+)
 
 
 @dataclass(frozen=True)
@@ -302,7 +462,19 @@ DEFINITIONS: tuple[RecordDef, ...] = (
                     ("expire_timestamp", "long", -1),
                     ("topic_id", optional("string"), None),
                 ],
-            )
+            ),
+            2: record(
+                "OffsetCommitValue",
+                [
+                    ("offset", "long"),
+                    ("leader_epoch", "int", -1),
+                    ("metadata", "string", ""),
+                    ("commit_timestamp", "long", 0),
+                    ("expire_timestamp", "long", -1),
+                    ("topic_id", optional("string"), None),
+                    ("producer_id", "long", -1),
+                ],
+            ),
         },
     ),
     RecordDef(
@@ -475,6 +647,66 @@ DEFINITIONS: tuple[RecordDef, ...] = (
         },
     ),
     RecordDef(
+        RecordType.SHARE_GROUP_MEMBER_METADATA,
+        ShareGroupMemberKey,
+        record("ShareGroupMemberMetadataKey", [("group", "string"), ("member_id", "string")]),
+        ShareGroupMemberMetadataValue,
+        {
+            1: record(
+                "ShareGroupMemberMetadataValue",
+                [
+                    ("client_id", "string"),
+                    ("client_host", "string"),
+                    ("rack_id", optional("string"), None),
+                    ("subscribed_topic_names", array("string"), []),
+                ],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.SHARE_GROUP_METADATA,
+        ShareGroupMetadataKey,
+        record("ShareGroupMetadataKey", [("group", "string")]),
+        ShareGroupMetadataValue,
+        {1: record("ShareGroupMetadataValue", [("epoch", "int"), ("metadata_hash", "long", 0)])},
+    ),
+    RecordDef(
+        RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
+        ShareGroupTargetAssignmentMetadataKey,
+        record("ShareGroupTargetAssignmentMetadataKey", [("group", "string")]),
+        ShareGroupTargetAssignmentMetadataValue,
+        {
+            1: record(
+                "ShareGroupTargetAssignmentMetadataValue",
+                [("assignment_epoch", "int"), ("assignment_timestamp", "long", 0)],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+        ShareGroupMemberKey,
+        record("ShareGroupTargetAssignmentMemberKey", [("group", "string"), ("member_id", "string")]),
+        ShareGroupTargetAssignmentMemberValue,
+        {1: record("ShareGroupTargetAssignmentMemberValue", [("topic_partitions", array(_TOPIC_PARTITIONS), [])])},
+    ),
+    RecordDef(
+        RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+        ShareGroupMemberKey,
+        record("ShareGroupCurrentMemberAssignmentKey", [("group", "string"), ("member_id", "string")]),
+        ShareGroupCurrentMemberAssignmentValue,
+        {
+            1: record(
+                "ShareGroupCurrentMemberAssignmentValue",
+                [
+                    ("member_epoch", "int"),
+                    ("previous_member_epoch", "int"),
+                    ("state", "int"),
+                    ("assigned_partitions", array(_TOPIC_PARTITIONS), []),
+                ],
+            )
+        },
+    ),
+    RecordDef(
         RecordType.GROUP_CONFIG,
         GroupConfigKey,
         record("GroupConfigKey", [("group", "string")]),
@@ -483,6 +715,91 @@ DEFINITIONS: tuple[RecordDef, ...] = (
             1: record(
                 "GroupConfigValue",
                 [("configs", array(record("GroupConfigEntry", [("name", "string"), ("value", "string")])), [])],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.PENDING_TXN_OFFSETS,
+        PendingTxnOffsetsKey,
+        record(
+            "PendingTxnOffsetsKey",
+            [("group", "string"), ("producer_id", "long"), ("txn_offset", "long")],
+        ),
+        PendingTxnOffsetsValue,
+        {
+            1: record(
+                "PendingTxnOffsetsValue",
+                [
+                    ("transactional_id", "string"),
+                    ("producer_epoch", "int"),
+                    (
+                        "offsets",
+                        array(
+                            record(
+                                "PendingTxnOffset",
+                                [
+                                    ("topic", "string"),
+                                    ("partition", "int"),
+                                    ("offset", "long"),
+                                    ("leader_epoch", "int", -1),
+                                    ("metadata", "string", ""),
+                                    ("topic_id", optional("string"), None),
+                                ],
+                            )
+                        ),
+                        [],
+                    ),
+                    ("commit_timestamp", "long", 0),
+                ],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.TXN_PRODUCER,
+        TxnProducerKey,
+        record("TxnProducerKey", [("producer_id", "long")]),
+        TxnProducerValue,
+        {
+            1: record(
+                "TxnProducerValue",
+                [("producer_epoch", "int"), ("next_sequence", "int"), ("timestamp", "long", 0)],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.SHARE_SNAPSHOT,
+        ShareSnapshotKey,
+        record("ShareSnapshotKey", [("group", "string"), ("topic", "string"), ("partition", "int")]),
+        ShareSnapshotValue,
+        {
+            1: record(
+                "ShareSnapshotValue",
+                [
+                    ("snapshot_epoch", "int"),
+                    ("state_epoch", "int"),
+                    ("start_offset", "long"),
+                    ("state_batches", array(_SHARE_STATE_BATCH), []),
+                    ("topic_id", optional("string"), None),
+                ],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.SHARE_UPDATE,
+        ShareUpdateKey,
+        record(
+            "ShareUpdateKey",
+            [("group", "string"), ("topic", "string"), ("partition", "int"), ("slot", "int")],
+        ),
+        ShareUpdateValue,
+        {
+            1: record(
+                "ShareUpdateValue",
+                [
+                    ("snapshot_epoch", "int"),
+                    ("start_offset", "long"),
+                    ("state_batches", array(_SHARE_STATE_BATCH), []),
+                ],
             )
         },
     ),

@@ -1,8 +1,9 @@
 """The layer rules of DESIGN.md, checked on the imports themselves (parsed with ``ast``).
 
-* ``coordinator/groups`` and ``coordinator/offsets`` are pure logic: the standard library (plus
-  re2, hashlib, pydantic), ``records``, ``coordinator/errors``, ``coordinator/messages`` (the
-  generated message classes), each other and ``coordinator/runtime/api`` (the Result values),
+* ``coordinator/groups``, ``coordinator/offsets`` and ``coordinator/share`` are pure logic: the
+  standard library (plus re2, hashlib, pydantic), ``records``, ``coordinator/errors``,
+  ``coordinator/messages`` (the generated message classes), each other and
+  ``coordinator/runtime/api`` (the Result values),
   nothing that does I/O: nothing of the gateway, the runtime or the service.
 * ``coordinator/messages`` is shared by the gateway and the logic: it imports nothing of either.
 * ``coordinator/runtime`` knows nothing of the gateway, the group logic or the service.
@@ -32,6 +33,7 @@ PURE_ALLOWED_FIRST_PARTY = (
     "coordinator.messages",
     "coordinator.groups",
     "coordinator.offsets",
+    "coordinator.share",
 )
 PURE_ALLOWED_MODULES = {"coordinator.runtime.api"}
 
@@ -68,7 +70,9 @@ def _top(module: str) -> str:
     return module.split(".")[0]
 
 
-@pytest.mark.parametrize("layer", ["coordinator/groups", "coordinator/offsets", "coordinator/messages"])
+@pytest.mark.parametrize(
+    "layer", ["coordinator/groups", "coordinator/offsets", "coordinator/share", "coordinator/messages"]
+)
 def test_group_logic_imports_no_io(layer: str) -> None:
     bad = []
     for path in _files(layer):
@@ -90,7 +94,13 @@ def test_group_logic_imports_no_io(layer: str) -> None:
     [
         (
             "coordinator/runtime",
-            ("coordinator.gateway", "coordinator.groups", "coordinator.offsets", "coordinator.service"),
+            (
+                "coordinator.gateway",
+                "coordinator.groups",
+                "coordinator.offsets",
+                "coordinator.share",
+                "coordinator.service",
+            ),
         ),
         (
             "coordinator/gateway",

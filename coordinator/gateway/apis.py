@@ -33,6 +33,8 @@ from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommit
 from coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from coordinator.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from coordinator.messages.schema import Message
+from coordinator.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from coordinator.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from coordinator.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
@@ -63,6 +65,8 @@ class ApiKey(IntEnum):
     DESCRIBE_CLUSTER = 60
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +130,8 @@ APIS: dict[int, ApiSpec] = {
         _spec(DeleteGroupsRequest, DeleteGroupsResponse),
         _spec(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
         _spec(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
+        _spec(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse),
+        _spec(ShareGroupDescribeRequest, ShareGroupDescribeResponse),
         # Split by resource type: GROUP resources go to the group handler, the rest to the cluster.
         _spec(DescribeConfigsRequest, DescribeConfigsResponse),
         _spec(AlterConfigsRequest, AlterConfigsResponse),
@@ -150,5 +156,11 @@ GROUP_API_KEYS: frozenset[int] = frozenset(
         ApiKey.DELETE_GROUPS,
         ApiKey.CONSUMER_GROUP_HEARTBEAT,
         ApiKey.CONSUMER_GROUP_DESCRIBE,
+        ApiKey.SHARE_GROUP_HEARTBEAT,
+        ApiKey.SHARE_GROUP_DESCRIBE,
     }
 )
+# Share-group membership (KIP-932): answered by the group handler only when the gateway serves
+# share groups (``GatewayConfig.share_groups_enabled``); otherwise neither offered nor accepted.
+# The share data path (ShareFetch 78, ShareAcknowledge 79) is not served at all yet.
+SHARE_GROUP_API_KEYS: frozenset[int] = frozenset({ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE})

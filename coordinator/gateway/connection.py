@@ -273,6 +273,7 @@ class ClientConnection:
             broker_port=self.listener.node_id is not None,
             protected=gateway.protected,
             cluster_ranges=gateway.cluster.cached_ranges(self.listener.node_id),
+            share_groups=config.share_groups_enabled,
         )
 
     async def _forward_split(self, payload: bytes, key: int, version: int, correlation_id: int) -> Slot:
@@ -309,7 +310,7 @@ class ClientConnection:
             cluster = await self.gateway.cluster.api_versions(self.listener.node_id)
         except ClusterUnavailable as exc:
             raise CloseConnection(str(exc)) from exc
-        merged = merge_api_versions(cluster)
+        merged = merge_api_versions(cluster, self.gateway.config.share_groups_enabled)
         if APIS[ApiKey.API_VERSIONS].supports(version):
             return encode_response(ApiKey.API_VERSIONS, version, correlation_id, merged)
         # Per KIP-511: a version we do not know gets a v0 body with error 35 and our versions, so
@@ -383,8 +384,10 @@ class ClientConnection:
     async def _handler_answer(
         self, previous: asyncio.Task[Any] | None, context: ConnectionContext, body: object
     ) -> Message:
-        # One group request at a time per connection, as a broker processes them.
-        if previous is not None:
+        # One group request at a time per connection, as a broker processes them. The previous
+        # one is usually answered long since (a heartbeat 5 s ago): ``asyncio.wait`` on a done
+        # task still builds its waiter, a tenth of a steady heartbeat's serve CPU (profiled).
+        if previous is not None and not previous.done():
             await asyncio.wait({previous})
         spec = APIS[context.api_key]
         assert isinstance(body, spec.request)

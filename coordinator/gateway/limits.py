@@ -161,16 +161,47 @@ def count_elements(value: Any, limit: int) -> int:
 
 
 def truncate_error_messages(value: Any, limit: int = MAX_ERROR_MESSAGE_CHARS) -> None:
-    """Shorten every ``error_message`` string field of a response, in place."""
+    """Shorten every ``error_message`` string field of a response, in place. Only the fields that
+    can lead to one are walked (``_message_paths``): a ListGroups answer of 100,000 groups has
+    none below its top, a DescribeGroups answer none below its groups."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, list):
-            stack.extend(x for x in item if isinstance(x, list) or is_dataclass(x))
-        elif is_dataclass(item):
-            for f in fields(item):
-                child = getattr(item, f.name)
-                if f.name == "error_message" and isinstance(child, str) and len(child) > limit:
-                    setattr(item, f.name, child[:limit] + "...")
-                elif isinstance(child, list) or is_dataclass(child):
-                    stack.append(child)
+            stack.extend(item)
+            continue
+        for name, kind in _message_paths(type(item)):
+            child = getattr(item, name)
+            if kind == "message":
+                if isinstance(child, str) and len(child) > limit:
+                    setattr(item, name, child[:limit] + "...")
+            elif child is not None:
+                stack.append(child)
+
+
+_PATHS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def _message_paths(cls: type) -> tuple[tuple[str, str], ...]:
+    """(field, "message" | "nested") for each field of a message class that is an error message
+    or holds structs with one somewhere below; taken from the class's schema once."""
+    paths = _PATHS.get(cls)
+    if paths is not None:
+        return paths
+    schema = getattr(cls, "SCHEMA", None)
+    if schema is None:  # not a generated message: every dataclass field may lead to one
+        _PATHS[cls] = paths = (
+            tuple((f.name, "message" if f.name == "error_message" else "nested") for f in fields(cls))
+            if is_dataclass(cls)
+            else ()
+        )
+        return paths
+    _PATHS[cls] = ()  # a struct holding itself adds nothing more
+    found = []
+    for f in schema:
+        if f.name == "error_message":
+            found.append((f.name, "message"))
+        elif f.struct is not None and _message_paths(f.struct):
+            found.append((f.name, "nested"))
+    _PATHS[cls] = paths = tuple(found)
+    return paths

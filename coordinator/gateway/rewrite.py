@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from coordinator.gateway import named_topics
-from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
+from coordinator.gateway.apis import APIS, GROUP_API_KEYS, SHARE_GROUP_API_KEYS, ApiKey
 from coordinator.messages.api_versions import (
     ApiVersionsResponse,
     ApiVersionsResponseApiVersion,
@@ -26,14 +26,15 @@ from coordinator.messages.produce import ProduceRequest
 # Maps a real broker (node id, host, port) to the sidecar (host, port) that reaches it.
 BrokerRoute = Callable[[int, str, int], tuple[str, int]]
 
-# TxnOffsetCommit is refused per partition (UNSUPPORTED_VERSION) until transactional offsets are
-# served: a client must not be offered an API of which every call fails. True once it is served.
-SERVE_TXN_OFFSET_COMMIT = False
 # Answered here whatever the cluster says; the others are the cluster's own, possibly capped to
-# what this codec can decode when the gateway must rewrite the answer.
-SERVED_LOCALLY: frozenset[int] = (GROUP_API_KEYS | {ApiKey.API_VERSIONS}) - (
-    set() if SERVE_TXN_OFFSET_COMMIT else {ApiKey.TXN_OFFSET_COMMIT}
-)
+# what this codec can decode when the gateway must rewrite the answer. The share-group APIs are
+# served only when share groups are enabled (``served_keys``).
+SERVED_LOCALLY: frozenset[int] = GROUP_API_KEYS - SHARE_GROUP_API_KEYS | {ApiKey.API_VERSIONS}
+# TxnOffsetCommit v5 is transaction version 2 (KIP-890: no AddOffsetsToTxn, the group coordinator
+# adds its partition itself). Served is v0-v4, the flow of transaction version 1, verified end to
+# end on the local broker; a TV2 client then falls back to v4 semantics (coordinator/txn/README.md).
+TXN_OFFSET_COMMIT_MAX_VERSION = 4
+_CAPPED: dict[int, int] = {ApiKey.TXN_OFFSET_COMMIT: TXN_OFFSET_COMMIT_MAX_VERSION}
 REWRITTEN: frozenset[int] = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER})
 # Decoded so that their GROUP resources are answered here (``configs``); offered even by a cluster
 # without them, since group configs do not need the cluster.
@@ -51,8 +52,16 @@ GROUP_VERSION_FEATURE = "group.version"
 GROUP_VERSION_LEVEL = 1
 
 
-def served_versions() -> dict[int, tuple[int, int]]:
-    return {key: (APIS[key].min_version, APIS[key].max_version) for key in SERVED_LOCALLY}
+def served_keys(share_groups: bool) -> frozenset[int]:
+    """The APIs answered here, share-group membership included when it is served."""
+    return SERVED_LOCALLY | SHARE_GROUP_API_KEYS if share_groups else SERVED_LOCALLY
+
+
+def served_versions(share_groups: bool = False) -> dict[int, tuple[int, int]]:
+    return {
+        key: (APIS[key].min_version, min(APIS[key].max_version, _CAPPED.get(key, APIS[key].max_version)))
+        for key in served_keys(share_groups)
+    }
 
 
 def forwarded_range(key: int, cluster: tuple[int, int] | None) -> tuple[int, int] | None:
@@ -78,8 +87,28 @@ def forwarded_range(key: int, cluster: tuple[int, int] | None) -> tuple[int, int
     return (low, high) if low <= high else None
 
 
-def merge_api_versions(cluster: ApiVersionsResponse) -> ApiVersionsResponse:
-    """The versions a client may use through the gateway, cluster features kept."""
+# Transaction version 2 (KIP-890) sends TxnOffsetCommit v5 straight to the group coordinator with no
+# AddOffsetsToTxn, which is not served (``TXN_OFFSET_COMMIT_MAX_VERSION``): clients through the
+# sidecar are told the cluster's transaction.version is at most 1, so a Java 4.x producer keeps the
+# flow of version 1, which a version-2 cluster still serves to older clients.
+TRANSACTION_VERSION_FEATURE = "transaction.version"
+SERVED_TRANSACTION_VERSION = 1
+
+
+def _transaction_version_1(feature: ApiVersionsResponseFinalizedFeatureKey) -> ApiVersionsResponseFinalizedFeatureKey:
+    if feature.name != TRANSACTION_VERSION_FEATURE or feature.max_version_level <= SERVED_TRANSACTION_VERSION:
+        return feature
+    return ApiVersionsResponseFinalizedFeatureKey(
+        name=feature.name,
+        max_version_level=SERVED_TRANSACTION_VERSION,
+        min_version_level=min(feature.min_version_level, SERVED_TRANSACTION_VERSION),
+    )
+
+
+def merge_api_versions(cluster: ApiVersionsResponse, share_groups: bool = False) -> ApiVersionsResponse:
+    """The versions a client may use through the gateway, cluster features kept. ``share_groups``:
+    ShareGroupHeartbeat and ShareGroupDescribe are offered (served here, whatever the cluster
+    has); never ShareFetch or ShareAcknowledge, which are not served yet."""
     ranges: dict[int, tuple[int, int]] = {}
     for entry in cluster.api_keys:
         offered = forwarded_range(entry.api_key, (entry.min_version, entry.max_version))
@@ -91,16 +120,17 @@ def merge_api_versions(cluster: ApiVersionsResponse) -> ApiVersionsResponse:
     for key in CONFIG_APIS:
         if key not in ranges:
             ranges[key] = (APIS[key].min_version, APIS[key].max_version)
-    for key in GROUP_API_KEYS - SERVED_LOCALLY:
+    served = served_keys(share_groups)
+    for key in GROUP_API_KEYS - served:
         ranges.pop(key, None)
-    ranges.update(served_versions())
+    ranges.update(served_versions(share_groups))
     supported = [f for f in cluster.supported_features if f.name != GROUP_VERSION_FEATURE]
     supported.append(
         ApiVersionsResponseSupportedFeatureKey(
             name=GROUP_VERSION_FEATURE, min_version=0, max_version=GROUP_VERSION_LEVEL
         )
     )
-    finalized = [f for f in cluster.finalized_features if f.name != GROUP_VERSION_FEATURE]
+    finalized = [_transaction_version_1(f) for f in cluster.finalized_features if f.name != GROUP_VERSION_FEATURE]
     finalized.append(
         ApiVersionsResponseFinalizedFeatureKey(
             name=GROUP_VERSION_FEATURE, max_version_level=GROUP_VERSION_LEVEL, min_version_level=GROUP_VERSION_LEVEL
@@ -130,18 +160,23 @@ def _sane_controller(controller_id: int, node_ids: Iterable[int]) -> int:
     return ids[0] if ids else -1
 
 
-def rewrite_metadata(
-    response: MetadataResponse, route: BrokerRoute, coordinator: MetadataResponseBroker
-) -> MetadataResponse:
+def route_brokers(response: MetadataResponse, route: BrokerRoute, skip_node: int | None = None) -> None:
+    """Advertise every broker (but ``skip_node``) at the address ``route`` gives for it."""
     brokers: list[MetadataResponseBroker] = []
     for broker in response.brokers:
-        if broker.node_id == coordinator.node_id:
+        if broker.node_id == skip_node:
             continue
         host, port = route(broker.node_id, broker.host, broker.port)
         brokers.append(MetadataResponseBroker(node_id=broker.node_id, host=host, port=port, rack=broker.rack))
     response.controller_id = _sane_controller(response.controller_id, (b.node_id for b in brokers))
-    brokers.append(coordinator)
     response.brokers = brokers
+
+
+def rewrite_metadata(
+    response: MetadataResponse, route: BrokerRoute, coordinator: MetadataResponseBroker
+) -> MetadataResponse:
+    route_brokers(response, route, skip_node=coordinator.node_id)
+    response.brokers.append(coordinator)
     return response
 
 

@@ -28,20 +28,22 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
-from coordinator.gateway.apis import APIS, GROUP_API_KEYS, ApiKey
+from coordinator.gateway.apis import APIS, GROUP_API_KEYS, SHARE_GROUP_API_KEYS, ApiKey
 from coordinator.gateway.codec import CodecError
 from coordinator.gateway.configs import CONFIG_API_KEYS
 from coordinator.gateway.framing import produce_acks
 from coordinator.gateway.limits import count_elements
 from coordinator.gateway.protect import NotForwardable, ProtectedTopics
 from coordinator.gateway.protocol import Request, decode_request
-from coordinator.gateway.rewrite import SERVED_LOCALLY, forwarded_range
+from coordinator.gateway.rewrite import SERVED_LOCALLY, forwarded_range, served_versions
 from coordinator.gateway.topic_split import DESCRIBE_TOPIC_PARTITIONS
 from coordinator.messages.find_coordinator import FindCoordinatorRequest
 from coordinator.messages.list_groups import ListGroupsResponse
 from coordinator.messages.schema import Message
 
 _GROUP_KEY_TYPE = 0
+# The highest version of each locally served API that ApiVersions offers (TxnOffsetCommit: v4).
+_SERVED_MAX = {key: high for key, (_, high) in served_versions().items()}
 
 
 # --- the facts a decision is taken on -------------------------------------------------------
@@ -60,6 +62,8 @@ class Facts(NamedTuple):
     protected: ProtectedTopics
     # The cluster's API version ranges as last seen (None: not known yet).
     cluster_ranges: dict[int, tuple[int, int]] | None
+    # Share-group membership is served (``GatewayConfig.share_groups_enabled``).
+    share_groups: bool = False
 
 
 # --- decisions ------------------------------------------------------------------------------
@@ -167,11 +171,12 @@ def _sasl_authenticate(key: int, version: int, payload: bytes | bytearray, facts
 
 def _group(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
     spec = APIS[key]
-    if key not in SERVED_LOCALLY and key != ApiKey.FIND_COORDINATOR:
-        # Not offered in ApiVersions (TxnOffsetCommit until it is served): as a broker does
-        # with an API it does not expose.
+    served = key in SERVED_LOCALLY or (facts.share_groups and key in SHARE_GROUP_API_KEYS)
+    if not served and key != ApiKey.FIND_COORDINATOR:
+        # Not offered in ApiVersions (the share-group APIs unless share groups are): as a broker
+        # does with an API it does not expose.
         return Close(f"unsupported API {spec.name}")
-    if not spec.supports(version):
+    if not spec.supports(version) or version > _SERVED_MAX.get(key, version):
         return Close(f"unsupported version {spec.name} v{version}")
     limit_bytes = facts.max_group_request_bytes
     if len(payload) > limit_bytes:

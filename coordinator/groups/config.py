@@ -1,4 +1,4 @@
-"""``group.consumer.*`` and the classic protocol's ``group.*`` configuration, with Apache Kafka's
+"""``group.consumer.*``, ``group.share.*`` and the classic protocol's ``group.*`` configuration, with Apache Kafka's
 names, defaults and bounds (seed 004, configuration reference)."""
 
 from __future__ import annotations
@@ -149,4 +149,85 @@ class ClassicGroupConfig:
     def from_properties(cls, props: Mapping[str, Any]) -> ClassicGroupConfig:
         """Build from Kafka-style properties (``group.max.size`` = ``100`` ...); other keys are ignored."""
         kwargs = {CLASSIC_PROPERTY_NAMES[key]: int(raw) for key, raw in props.items() if key in CLASSIC_PROPERTY_NAMES}
+        return cls(**kwargs)
+
+
+# Share-group broker settings (KIP-932: GroupCoordinatorConfig and ShareGroupConfig), Kafka
+# property name -> field name.
+SHARE_PROPERTY_NAMES: dict[str, str] = {
+    "group.share.session.timeout.ms": "session_timeout_ms",
+    "group.share.min.session.timeout.ms": "min_session_timeout_ms",
+    "group.share.max.session.timeout.ms": "max_session_timeout_ms",
+    "group.share.heartbeat.interval.ms": "heartbeat_interval_ms",
+    "group.share.min.heartbeat.interval.ms": "min_heartbeat_interval_ms",
+    "group.share.max.heartbeat.interval.ms": "max_heartbeat_interval_ms",
+    "group.share.max.size": "max_size",
+    "group.share.record.lock.duration.ms": "record_lock_duration_ms",
+    "group.share.min.record.lock.duration.ms": "min_record_lock_duration_ms",
+    "group.share.max.record.lock.duration.ms": "max_record_lock_duration_ms",
+    "group.share.delivery.count.limit": "delivery_count_limit",
+    "group.share.min.delivery.count.limit": "min_delivery_count_limit",
+    "group.share.max.delivery.count.limit": "max_delivery_count_limit",
+    "group.share.partition.max.record.locks": "partition_max_record_locks",
+    "group.share.min.partition.max.record.locks": "min_partition_max_record_locks",
+    "group.share.max.partition.max.record.locks": "max_partition_max_record_locks",
+}
+
+# (value, min, max) field triples of ShareGroupConfig, checked alike.
+_SHARE_BOUNDED = (
+    ("session_timeout_ms", "min_session_timeout_ms", "max_session_timeout_ms"),
+    ("heartbeat_interval_ms", "min_heartbeat_interval_ms", "max_heartbeat_interval_ms"),
+    ("record_lock_duration_ms", "min_record_lock_duration_ms", "max_record_lock_duration_ms"),
+    ("delivery_count_limit", "min_delivery_count_limit", "max_delivery_count_limit"),
+    ("partition_max_record_locks", "min_partition_max_record_locks", "max_partition_max_record_locks"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupConfig:
+    """Broker-level share-group settings, Kafka's defaults. The group-level ``share.*`` configs
+    (``group_config``) override the first of each bounded triple, within its bounds. Record locks
+    and delivery counts are read by the share-partition data path, not by membership."""
+
+    session_timeout_ms: int = 45000
+    min_session_timeout_ms: int = 45000
+    max_session_timeout_ms: int = 60000
+    heartbeat_interval_ms: int = 5000
+    min_heartbeat_interval_ms: int = 5000
+    max_heartbeat_interval_ms: int = 15000
+    max_size: int = 200
+    record_lock_duration_ms: int = 30000
+    min_record_lock_duration_ms: int = 15000
+    max_record_lock_duration_ms: int = 60000
+    delivery_count_limit: int = 5
+    min_delivery_count_limit: int = 2
+    max_delivery_count_limit: int = 10
+    partition_max_record_locks: int = 2000
+    min_partition_max_record_locks: int = 100
+    max_partition_max_record_locks: int = 10000
+    # Group-level STRING configs have no broker-level setting in Kafka; their defaults.
+    auto_offset_reset: str = "latest"
+    isolation_level: str = "read_uncommitted"
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, int) and not 1 <= value <= INT_MAX:
+                raise ValueError(f"{f.name}={value} out of range [1, {INT_MAX}]")
+        for value, low, high in _SHARE_BOUNDED:
+            _require(
+                getattr(self, low) <= getattr(self, value) <= getattr(self, high),
+                f"share {value} outside [{low}, {high}]",
+            )
+        _require(
+            self.heartbeat_interval_ms < self.session_timeout_ms,
+            "share heartbeat interval must be below share session timeout",
+        )
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any]) -> ShareGroupConfig:
+        """Build from Kafka-style properties (``group.share.session.timeout.ms`` ...); other keys are ignored."""
+        kwargs: dict[str, Any] = {
+            SHARE_PROPERTY_NAMES[k]: int(raw) for k, raw in props.items() if k in SHARE_PROPERTY_NAMES
+        }
         return cls(**kwargs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from coordinator.groups.config import ClassicGroupConfig, ConsumerGroupConfig
+from coordinator.groups.config import ClassicGroupConfig, ConsumerGroupConfig, ShareGroupConfig
 from coordinator.groups.topics import TopicsImage
 from coordinator.offsets.config import OffsetsConfig
 
@@ -40,6 +40,7 @@ class GroupContext:
     classic: ClassicGroupConfig = field(default_factory=ClassicGroupConfig)
     offsets: OffsetsConfig = field(default_factory=OffsetsConfig)
     request: RequestContext = field(default_factory=RequestContext)
+    share: ShareGroupConfig = field(default_factory=ShareGroupConfig)
 
     @property
     def migration_enabled(self) -> bool:

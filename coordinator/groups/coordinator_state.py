@@ -1,5 +1,5 @@
 """GroupCoordinatorState: the whole state of one log partition (offsets, classic groups,
-consumer groups), rebuilt by the one ``replay`` used both when loading and when writing.
+consumer groups, share groups), rebuilt by the one ``replay`` used both when loading and when writing.
 
 Kafka keeps this in GroupMetadataManager and OffsetMetadataManager; the handlers over it are
 ``coordinator.group_shard.GroupCoordinatorShard``.
@@ -13,8 +13,10 @@ from coordinator.groups.classic.state import ClassicGroupsState
 from coordinator.groups.consumer.state import ConsumerGroupsState
 from coordinator.groups.group import Group
 from coordinator.groups.group_config import GroupConfigsState
+from coordinator.groups.share.state import SHARE_GROUP_RECORD_TYPES, ShareGroupsState
 from coordinator.offsets.retention import GroupRetentionView
 from coordinator.offsets.state import OffsetsState
+from coordinator.offsets.transactions import TxnOffsetsState
 from records import CoordinatorRecord, RecordType
 
 
@@ -23,15 +25,22 @@ class GroupCoordinatorState:
         self.offsets = OffsetsState()
         self.classic = ClassicGroupsState()
         self.consumer = ConsumerGroupsState()
+        self.share = ShareGroupsState()
         self.group_configs = GroupConfigsState()
+        self.txn = TxnOffsetsState()
 
     def replay(self, record: CoordinatorRecord) -> None:
         if record.type == RecordType.OFFSET_COMMIT:
             self.offsets.replay(record)
+            self.txn.replay(record)
+        elif record.type in (RecordType.PENDING_TXN_OFFSETS, RecordType.TXN_PRODUCER):
+            self.txn.replay(record)
         elif record.type == RecordType.GROUP_METADATA:
             self.classic.replay(record)
         elif record.type == RecordType.GROUP_CONFIG:
             self.group_configs.replay(record)
+        elif record.type in SHARE_GROUP_RECORD_TYPES:
+            self.share.replay(record)
         else:
             self.consumer.replay(record)
 
@@ -40,14 +49,20 @@ class GroupCoordinatorState:
             "offsets": self.offsets.snapshot(),
             "classic": self.classic.snapshot(),
             "consumer": self.consumer.snapshot(),
+            "share": self.share.snapshot(),
             "group_configs": self.group_configs.snapshot(),
+            "txn": self.txn.snapshot(),
         }
 
     def group(self, group_id: str) -> Group | None:
-        """The group a membership protocol manages under this id (None: unknown, or offsets only)."""
+        """The group a membership protocol manages under this id (None: unknown, or offsets only).
+        Group ids are one namespace: an id names at most one group, of one type."""
         consumer = self.consumer.group(group_id)
         if consumer is not None:
             return consumer
+        share = self.share.group(group_id)
+        if share is not None:
+            return share
         return self.classic.group(group_id)
 
     def group_type(self, group_id: str) -> str | None:

@@ -1,8 +1,7 @@
 """Group: the face every group type shows the shard (Kafka's ``Group.java``).
 
 Offsets, retention, DeleteGroups and ListGroups ask a group these questions without knowing which
-membership protocol manages it; ``ClassicGroup`` and ``ConsumerGroup`` answer them. A third
-protocol would add one class, not a branch in every handler.
+membership protocol manages it; ``ClassicGroup``, ``ConsumerGroup`` and ``ShareGroup`` answer them.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from records import CoordinatorRecord
 
 CLASSIC = "classic"
 CONSUMER = "consumer"
+SHARE = "share"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class Group(Protocol):
 
     @property
     def type(self) -> str:
-        """``classic`` or ``consumer`` (Kafka's GroupType)."""
+        """``classic``, ``consumer`` or ``share`` (Kafka's GroupType)."""
         ...
 
     def is_empty(self) -> bool: ...

@@ -2,7 +2,11 @@
 GroupMetadataManager entry points: consumerGroupHeartbeat, classicGroupJoin and friends).
 
 Routing goes by the group's type alone: a classic request for a consumer group goes to the
-consumer group's engine (its classic members), whatever the migration policy. The policy
+consumer group's engine (its classic members), whatever the migration policy. Group ids are one
+namespace: a share group never converts, and a request of another protocol for it is refused as
+Kafka refuses it (ConsumerGroupHeartbeat GROUP_ID_NOT_FOUND, JoinGroup INCONSISTENT_GROUP_PROTOCOL,
+the other classic requests UNKNOWN_MEMBER_ID), as is a ShareGroupHeartbeat for a group of another
+type. The policy
 (``group.consumer.migration.policy``) is read only where a group converts:
 
 * upgrade: a consumer-protocol member joining a non-empty classic group
@@ -21,10 +25,10 @@ from collections.abc import Hashable, Iterable
 from typing import Any
 
 from coordinator.errors import ErrorCode, GroupError
-from coordinator.groups import classic
+from coordinator.groups import classic, share
 from coordinator.groups import consumer as cg
 from coordinator.groups.classic.group import ClassicGroup
-from coordinator.groups.classic.requests import UNKNOWN_MEMBER_ID, leave_identities
+from coordinator.groups.classic.requests import UNKNOWN_MEMBER_ID, join_error, leave_identities
 from coordinator.groups.consumer.fencing import fence_members
 from coordinator.groups.consumer.group import ConsumerGroup
 from coordinator.groups.consumer.member import MemberState
@@ -52,10 +56,12 @@ from coordinator.groups.migration.timers import (
     ClassicMemberSyncTimeout,
     cancel_classic_member_timers,
 )
+from coordinator.groups.share.group import ShareGroup
 from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from coordinator.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from coordinator.runtime.api import Park, Result, TimerOp
 from records import CoordinatorRecord
@@ -85,6 +91,8 @@ def consumer_group_heartbeat(
         if group is None and request.member_epoch != 0:
             # getOrMaybeCreateConsumerGroup (and consumerGroupLeave): only epoch 0 creates.
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {gid} not found.")
+        if isinstance(group, ShareGroup):
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
         if isinstance(group, ClassicGroup):
             return _consumer_group_heartbeat_to_classic_group(state, group, request, ctx)
     except GroupError as exc:
@@ -165,6 +173,24 @@ def maybe_downgrade_after_leave(
     return Result(response, converted.records, converted.timers, converted.completions)
 
 
+# --- ShareGroupHeartbeat ----------------------------------------------------------------------
+
+
+def share_group_heartbeat(
+    state: GroupCoordinatorState, request: ShareGroupHeartbeatRequest, ctx: GroupContext
+) -> Result[ShareGroupHeartbeatResponse]:
+    """Kafka validates the request before the shard, then getOrMaybeCreateShareGroup refuses an id
+    held by a group of another type (an offsets-only group is a classic group in Kafka)."""
+    gid = request.group_id
+    try:
+        share.validate_share_heartbeat(request)
+        if state.group_known(gid) and state.share.group(gid) is None:
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a share group.")
+    except GroupError as exc:
+        return Result(ShareGroupHeartbeatResponse(error_code=int(exc.error), error_message=exc.message))
+    return share.share_group_heartbeat(state.share, request, ctx)
+
+
 # --- classic requests --------------------------------------------------------------------------
 
 
@@ -172,6 +198,9 @@ def classic_group_join(
     state: GroupCoordinatorState, request: JoinGroupRequest, token: Hashable, ctx: GroupContext
 ) -> Result[JoinGroupResponse]:
     group = state.group(request.group_id)
+    if isinstance(group, ShareGroup):
+        # Kafka's classicGroupJoin: the group exists and is neither classic nor consumer.
+        return Result(join_error(UNKNOWN_MEMBER_ID, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
     if isinstance(group, ConsumerGroup) and not group.is_empty():
         return classic_group_join_to_consumer_group(state, request, ctx)
     return classic_group_join_to_classic_group(state, group, request, token, ctx)
@@ -309,7 +338,10 @@ def fence_or_downgrade(
 
 def on_timer(state: GroupCoordinatorState, event: Any, ctx: GroupContext) -> Result[None]:
     """Timers of consumer groups: a classic member's join or sync timeout, and any fencing that
-    leaves only classic members (a downgrade); everything else is the consumer engine's."""
+    leaves only classic members (a downgrade); everything else is the consumer engine's. A share
+    member's session timeout is the share engine's."""
+    if isinstance(event, share.ShareSessionTimeout):
+        return share.on_session_timeout(state.share, event.group_id, event.member_id, ctx.image)
     if isinstance(event, (ClassicMemberJoinTimeout, ClassicMemberSyncTimeout)):
         if isinstance(event, ClassicMemberJoinTimeout):
             state.consumer.classic_join_deadlines.pop((event.group_id, event.member_id), None)

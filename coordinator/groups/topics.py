@@ -10,6 +10,9 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+# Distinct subscriptions whose topic ids and partition counts one image remembers (a bound).
+_COUNTS_CACHE_SIZE = 1024
+
 
 @dataclass(frozen=True, slots=True)
 class TopicImage:
@@ -37,11 +40,17 @@ class TopicsImage:
     version: int = 0
     _by_id: dict[str, TopicImage] = field(init=False, repr=False, compare=False)
     _hash_cache: dict[frozenset[str], int] = field(init=False, repr=False, compare=False)
+    _counts_cache: dict[frozenset[str], Mapping[str, int]] = field(init=False, repr=False, compare=False)
+    _racked: frozenset[str] = field(init=False, repr=False, compare=False)
+    _ids_cache: dict[tuple[str, ...], frozenset[str]] = field(init=False, repr=False, compare=False)
     _topic_hash: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {t.topic_id: t for t in self.topics.values()})
         object.__setattr__(self, "_hash_cache", {})
+        object.__setattr__(self, "_counts_cache", {})
+        object.__setattr__(self, "_ids_cache", {})
+        object.__setattr__(self, "_racked", frozenset(t.topic_id for t in self.topics.values() if t.partition_racks))
         object.__setattr__(self, "_topic_hash", {})
 
     @classmethod
@@ -62,6 +71,18 @@ class TopicsImage:
         t = self.topics.get(name)
         return None if t is None else t.topic_id
 
+    def topic_ids_of(self, names: tuple[str, ...]) -> frozenset[str]:
+        """Ids of the existing topics among ``names``; remembered per tuple, so a subscription seen
+        again (every member of a big group, every assignment) costs one tuple hash."""
+        cached = self._ids_cache.get(names)
+        if cached is None:
+            topics = self.topics
+            cached = frozenset(t.topic_id for n in names if (t := topics.get(n)) is not None)
+            if len(self._ids_cache) >= _COUNTS_CACHE_SIZE:
+                self._ids_cache.clear()
+            self._ids_cache[names] = cached
+        return cached
+
     def topic_name(self, topic_id: str) -> str | None:
         t = self._by_id.get(topic_id)
         return None if t is None else t.name
@@ -70,8 +91,26 @@ class TopicsImage:
         t = self._by_id.get(topic_id)
         return 0 if t is None else t.partitions
 
+    def partition_counts(self, topic_ids: frozenset[str]) -> Mapping[str, int]:
+        """Topic id -> partition count of those of ``topic_ids`` that exist and have partitions.
+
+        Remembered per set (the image never changes): a group's assignments ask for the same
+        subscription again and again, 1,000 topics at a time. Treat the result as read-only."""
+        cached = self._counts_cache.get(topic_ids)
+        if cached is None:
+            by_id = self._by_id
+            cached = {t: img.partitions for t in topic_ids if (img := by_id.get(t)) is not None and img.partitions > 0}
+            if len(self._counts_cache) >= _COUNTS_CACHE_SIZE:
+                self._counts_cache.clear()
+            self._counts_cache[topic_ids] = cached
+        return cached
+
     def has_racks(self) -> bool:
-        return any(t.partition_racks for t in self.topics.values())
+        return bool(self._racked)
+
+    def any_racks(self, topic_ids: frozenset[str]) -> bool:
+        """Whether any of ``topic_ids`` knows its partitions' replica racks."""
+        return not self._racked.isdisjoint(topic_ids)
 
     def topic_hash(self, name: str) -> int:
         """Hash of one topic's metadata (id, partition count, racks); 0 if the topic does not exist."""

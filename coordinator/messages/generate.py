@@ -37,6 +37,8 @@ MODULES: dict[str, str] = {
     "delete_groups": "DeleteGroups",
     "consumer_group_heartbeat": "ConsumerGroupHeartbeat",
     "consumer_group_describe": "ConsumerGroupDescribe",
+    "share_group_heartbeat": "ShareGroupHeartbeat",
+    "share_group_describe": "ShareGroupDescribe",
     "describe_configs": "DescribeConfigs",
     "alter_configs": "AlterConfigs",
     "incremental_alter_configs": "IncrementalAlterConfigs",

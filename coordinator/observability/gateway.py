@@ -121,6 +121,10 @@ _API_NAMES = [
     "AssignReplicasToDirs",
     "ListClientMetricsResources",
     "DescribeTopicPartitions",
+    "ShareGroupHeartbeat",
+    "ShareGroupDescribe",
+    "ShareFetch",
+    "ShareAcknowledge",
 ]
 
 CONNECTIONS = Gauge(
@@ -137,7 +141,7 @@ class _Api:
     a scrape reads them without a lock (a locked ``prometheus_client`` metric costs several
     times more on the forward path)."""
 
-    __slots__ = ("bytes_in", "bytes_out", "latency", "name", "requests", "responses")
+    __slots__ = ("bytes_in", "bytes_out", "handled", "latency", "name", "requests", "responses")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -145,6 +149,7 @@ class _Api:
         self.bytes_out = 0
         self.bytes_in = 0
         self.latency = Histogram(UPSTREAM_BUCKETS)
+        self.handled = Histogram(UPSTREAM_BUCKETS)  # group APIs: from the handler's call to its answer
         self.responses: dict[str, int] = {}  # error name -> occurrences
 
 
@@ -212,15 +217,23 @@ class _Collector(Collector):
             "Time from forwarding a request to the backing broker's answer.",
             labels=["api"],
         )
+        handled = HistogramMetricFamily(
+            "groupcoord_gateway_handled_latency_seconds",
+            "Group APIs: time from the sidecar's handler taking a request to its answer (the shard's "
+            "queue and the read-back of what it wrote included; not the wait before it was read).",
+            labels=["api"],
+        )
         for api in apis:
             requests.add_metric([api.name], api.requests)
+            if api.handled.count:
+                handled.add_metric([api.name], api.handled.buckets(), api.handled.total)
             for error, count in list(api.responses.items()):
                 responses.add_metric([api.name, error], count)
             if api.bytes_out:
                 forwarded_bytes.add_metric([api.name, "out"], api.bytes_out)
                 forwarded_bytes.add_metric([api.name, "in"], api.bytes_in)
                 latency.add_metric([api.name], api.latency.buckets(), api.latency.total)
-        return [requests, responses, forwarded_bytes, latency]
+        return [requests, responses, forwarded_bytes, latency, handled]
 
 
 REGISTRY.register(_Collector())
@@ -258,10 +271,13 @@ class MeteredHandler:
         self.inner = inner
 
     async def handle(self, context: ConnectionContext, request: Message) -> Message:
+        started = time.perf_counter()
         response = await self.inner.handle(context, request)
+        api = _api(context.api_key)
+        api.handled.observe(time.perf_counter() - started)
         codes: dict[int, int] = {}
         error_counts(response, codes)
-        counts = _api(context.api_key).responses
+        counts = api.responses
         for code, count in codes.items():
             name = _error_name(code)
             counts[name] = counts.get(name, 0) + count

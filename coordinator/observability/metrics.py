@@ -86,6 +86,21 @@ class Counts:
             "groupcoord_group_completed_rebalances",
             "Classic groups' rebalances completed into a new generation (Kafka group-completed-rebalance-count).",
         ),
+        (
+            "txn_offset_commits",
+            "groupcoord_txn_offset_commits",
+            "TxnOffsetCommit requests staged, pending until their transaction is decided.",
+        ),
+        (
+            "txn_commits",
+            "groupcoord_txn_commits",
+            "Staged transactional offset commits applied by their transaction's COMMIT marker.",
+        ),
+        (
+            "txn_aborts",
+            "groupcoord_txn_aborts",
+            "Staged transactional offset commits dropped by their transaction's ABORT marker.",
+        ),
     )
 
     def __init__(self) -> None:
@@ -94,6 +109,9 @@ class Counts:
         self.offset_deletions = 0
         self.consumer_rebalances = 0
         self.classic_completed_rebalances = 0
+        self.txn_offset_commits = 0
+        self.txn_commits = 0
+        self.txn_aborts = 0
 
 
 COUNTS = Counts()
@@ -181,6 +199,7 @@ def count_records(state: GroupCoordinatorState, records: list[CoordinatorRecord]
     counts each group epoch bump); a GroupMetadata value with members and a generation newer
     than the group's last record is a completed classic rebalance."""
     commits = tombstones = 0
+    decided = applied = 0
     for record in records:
         kind = record.type
         if kind == RecordType.OFFSET_COMMIT:
@@ -188,6 +207,12 @@ def count_records(state: GroupCoordinatorState, records: list[CoordinatorRecord]
                 tombstones += 1
             else:
                 commits += 1
+                applied += record.value.producer_id >= 0
+        elif kind == RecordType.PENDING_TXN_OFFSETS:
+            if record.value is None:
+                decided += 1
+            else:
+                COUNTS.txn_offset_commits += 1
         elif kind == RecordType.CONSUMER_GROUP_METADATA and record.value is not None:
             group = state.consumer.groups.get(record.key.group)
             if group is None or record.value.epoch > group.group_epoch:
@@ -196,6 +221,12 @@ def count_records(state: GroupCoordinatorState, records: list[CoordinatorRecord]
             previous = state.classic.records.get(record.key.group)
             if previous is None or record.value.generation > previous.generation:
                 COUNTS.classic_completed_rebalances += 1
+    if decided:
+        # One marker decides a whole batch: a COMMIT writes the offsets, an ABORT only drops.
+        if applied:
+            COUNTS.txn_commits += decided
+        else:
+            COUNTS.txn_aborts += decided
     COUNTS.offset_commits += commits
     if timer:
         COUNTS.offset_expirations += tombstones

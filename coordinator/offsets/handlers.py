@@ -6,7 +6,7 @@ Pure functions: commit returns the records to write and the response; fetch read
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from coordinator.errors import ErrorCode
@@ -31,7 +31,7 @@ from records import CoordinatorRecord, RecordType
 from records.definitions import OffsetCommitKey, OffsetCommitValue
 
 
-def _java_length(text: str) -> int:
+def java_length(text: str) -> int:
     # Kafka compares String.length(), i.e. UTF-16 code units, against offset.metadata.max.bytes.
     return len(text.encode("utf-16-le")) // 2
 
@@ -78,11 +78,15 @@ def commit_offsets(
         return Result(commit_response(request, ErrorCode.INVALID_GROUP_ID))
     if verdict.error != ErrorCode.NONE:
         return Result(commit_response(request, verdict.error))
+    max_metadata = config.offset_metadata_max_bytes
     oversized = {
         (t.name, p.partition_index)
         for t in request.topics
         for p in t.partitions
-        if p.committed_metadata is not None and _java_length(p.committed_metadata) > config.offset_metadata_max_bytes
+        # A string of n code points is n to 2n UTF-16 units: only one that may be too long is measured.
+        if p.committed_metadata
+        and 2 * len(p.committed_metadata) > max_metadata
+        and java_length(p.committed_metadata) > max_metadata
     }
     if oversized:
         # Nothing of a request with an oversized metadata is written, so a client never sees
@@ -106,29 +110,37 @@ def commit_offsets(
     # Only -1 means "the broker's default"; any other retention (v2-v4), 0 included, is taken as
     # given, so 0 expires the offsets at commit time (Kafka's expireTimestampMs).
     expire = now_ms + request.retention_time_ms if request.retention_time_ms != -1 else -1
-    records = [
-        CoordinatorRecord(
-            RecordType.OFFSET_COMMIT,
-            OffsetCommitKey(request.group_id, t.name, p.partition_index),
-            OffsetCommitValue(
-                offset=p.committed_offset,
-                leader_epoch=p.committed_leader_epoch,
-                metadata=p.committed_metadata or "",
-                commit_timestamp=now_ms,
-                expire_timestamp=expire,
-                topic_id=known_topic_id(t.topic_id),
-            ),
-        )
-        for t in request.topics
-        for p in t.partitions
-        if (t.name, p.partition_index) not in rejected
-    ]
-    response = OffsetCommitResponse(
-        topics=[
-            _answer(t, [rejected.get((t.name, p.partition_index), ErrorCode.NONE) for p in t.partitions])
-            for t in request.topics
-        ]
-    )
+    # One pass, the records and the answer together: a 100-partition commit builds 100 of each.
+    group_id = request.group_id
+    records: list[CoordinatorRecord] = []
+    answered: list[OffsetCommitResponseTopic] = []
+    for t in request.topics:
+        name, topic_id = t.name, known_topic_id(t.topic_id)
+        partitions: list[OffsetCommitResponsePartition] = []
+        for p in t.partitions:
+            index = p.partition_index
+            if rejected and (name, index) in rejected:
+                partitions.append(
+                    OffsetCommitResponsePartition(partition_index=index, error_code=rejected[name, index])
+                )
+                continue
+            partitions.append(OffsetCommitResponsePartition(partition_index=index, error_code=ErrorCode.NONE))
+            records.append(
+                CoordinatorRecord(
+                    RecordType.OFFSET_COMMIT,
+                    OffsetCommitKey(group_id, name, index),
+                    OffsetCommitValue(
+                        offset=p.committed_offset,
+                        leader_epoch=p.committed_leader_epoch,
+                        metadata=p.committed_metadata or "",
+                        commit_timestamp=now_ms,
+                        expire_timestamp=expire,
+                        topic_id=topic_id,
+                    ),
+                )
+            )
+        answered.append(OffsetCommitResponseTopic(name=name, topic_id=t.topic_id, partitions=partitions))
+    response = OffsetCommitResponse(topics=answered)
     return Result(response, records)
 
 
@@ -156,10 +168,27 @@ def fetch_size(state: OffsetsState, request: OffsetFetchRequestGroup) -> int:
     return size
 
 
-def fetch_offsets(state: OffsetsState, request: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
+def fetch_offsets(
+    state: OffsetsState, request: OffsetFetchRequestGroup, unstable: Callable[[str, str, int], bool] | None = None
+) -> OffsetFetchResponseGroup:
     """The committed offsets the group asks for (``topics=None``: all of them); each answered
-    topic keeps the request's own name and id."""
+    topic keeps the request's own name and id. ``unstable(group, topic, partition)``: whether
+    transactional offsets are staged there (asked with require_stable), answered as Kafka does,
+    UNSTABLE_OFFSET_COMMIT with no offset."""
     committed = state.group_offsets(request.group_id)
+    response = _fetch(committed, request)
+    if unstable is not None:
+        for t in response.topics:
+            for p in t.partitions:
+                if unstable(request.group_id, t.name, p.partition_index):
+                    p.committed_offset, p.committed_leader_epoch, p.metadata = -1, -1, ""
+                    p.error_code = ErrorCode.UNSTABLE_OFFSET_COMMIT
+    return response
+
+
+def _fetch(
+    committed: Mapping[str, Mapping[int, OffsetCommitValue]], request: OffsetFetchRequestGroup
+) -> OffsetFetchResponseGroup:
     if request.topics is None:
         topics = [
             OffsetFetchResponseTopics(

@@ -94,7 +94,10 @@ class ClusterWatch:
         renewed = [n for n, topic_id in ids.items() if n in self._seen and self._seen[n] != topic_id]
         self._seen.update(ids)
         was_reachable = self.reachable
-        self.reachable, self.problem = True, None
+        # The round that finds topics lost does not vouch for them: the process stays not ready
+        # until the next round finds them still there (and its shards have reloaded meanwhile).
+        lost = sorted(set(missing) | set(renewed))
+        self.reachable, self.problem = True, f"lost and created again: {', '.join(lost)}" if lost else None
         if renewed:
             self._on_recreated(renewed)
         if not was_reachable:

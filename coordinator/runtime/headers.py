@@ -27,6 +27,16 @@ def make_headers(epoch: int, index: int, count: int) -> Headers:
     return headers
 
 
+def batch_headers(epoch: int, count: int) -> list[Headers]:
+    """``make_headers(epoch, i, count)`` for every i of a batch of ``count`` (one record: itself
+    alone), with the epoch header packed once."""
+    epoch_header = (EPOCH_HEADER, _EPOCH.pack(epoch))
+    if count <= 1:
+        return [[epoch_header]]
+    pack = _BATCH.pack
+    return [[epoch_header, (BATCH_HEADER, pack(i, count))] for i in range(count)]
+
+
 def parse_headers(headers: Sequence[tuple[str, Any]] | None) -> tuple[int, tuple[int, int] | None]:
     """(epoch, (index, count) or None) from a record's headers; malformed headers raise ValueError."""
     epoch = 0

@@ -152,8 +152,11 @@ class Placement:
         me: Node,
         on_assigned: AssignCallback,
         on_revoked: RevokeCallback,
+        reader_config: dict[str, Any] | None = None,
     ) -> None:
         self.client_config = dict(client_config)
+        # The consumers' config (see ``CoordinatorRuntime.reader_config``).
+        self.reader_config = dict(reader_config if reader_config is not None else client_config)
         self.config = config
         self.me = me
         self._on_assigned = on_assigned
@@ -193,7 +196,7 @@ class Placement:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "directory registration not acknowledged"))
         self._directory = Consumer(
             {
-                **self.client_config,
+                **self.reader_config,
                 "group.id": f"{self.config.group_id}-directory",
                 "enable.auto.commit": False,
                 "fetch.wait.max.ms": 100,
@@ -206,7 +209,7 @@ class Placement:
         if before_join is not None:
             before_join()
         consumer_config: dict[str, Any] = {
-            **self.client_config,
+            **self.reader_config,
             "group.id": self.config.group_id,
             "client.id": f"groupcoord-placement-{self.me.node_id}",
             "partition.assignment.strategy": self.config.assignment_strategy,

@@ -185,6 +185,25 @@ class LogReplayer:
         item: CoordinatorRecord | _Raw = raw
         if self._latest is None or key is None:  # tailing: apply records as they come
             item = decoded if decoded is not None else self._decode(raw)
+        self._place(offset, item, batch)
+
+    def feed_own(self, offset: int, record: CoordinatorRecord, epoch: int, batch: tuple[int, int] | None) -> bool:
+        """Consume, while tailing, a record the shard wrote itself and read back unchanged, whose
+        headers it made (``epoch``, ``batch``): what ``feed`` does with it, without reading its
+        headers and type again (a 100-partition commit reads back 100 of them). False, and
+        nothing done, where ``feed`` has more to decide (a load, the runtime's own records, an
+        epoch other than the newest): the caller feeds the record as read."""
+        if self._latest is not None or epoch != self.max_epoch or offset < self.next_offset:
+            return False
+        if record.type in _RUNTIME_TYPES:
+            return False
+        self.next_offset = offset + 1
+        self.read += 1
+        self._place(offset, record, batch)
+        return True
+
+    def _place(self, offset: int, item: CoordinatorRecord | _Raw, batch: tuple[int, int] | None) -> None:
+        """Apply a state record at once, or buffer it with its atomic batch until the batch ends."""
         if batch is None:
             self._close_batch(offset)
             self._apply(item)

@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar
 
 from confluent_kafka import KafkaError, Message
 
+from coordinator.runtime import collector
 from coordinator.runtime.api import ShardState
 from coordinator.runtime.clock import Clock, SystemClock
 from coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
@@ -23,6 +24,7 @@ from coordinator.runtime.shard import (
     ShardHandlers,
     ShardNotAvailable,
     ShardObserver,
+    ShardPhase,
     ShardStatus,
 )
 
@@ -63,8 +65,12 @@ class CoordinatorRuntime(Generic[S]):
         handlers: ShardHandlers[S],
         clock: Clock | None = None,
         owner_id: str | None = None,
+        reader_config: dict[str, Any] | None = None,
     ) -> None:
         self.client_config = dict(client_config)
+        # The log reader's (a consumer's) config: serve points it at a relay that keeps
+        # librdkafka off the Fetch versions it crashes on (coordinator/gateway/reader_relay.py).
+        self.reader_config = dict(reader_config if reader_config is not None else client_config)
         self.topic_spec = topic_spec
         self.topic = topic_spec.name
         self.handlers = handlers
@@ -84,13 +90,17 @@ class CoordinatorRuntime(Generic[S]):
         self.stuck_warning_ms = STUCK_WARNING_MS
         self.stuck_reload_ms = STUCK_RELOAD_MS
         self._watchdog: asyncio.TimerHandle | None = None
+        self._collector_installed = False
 
     async def start(self, partitions: Iterable[int] | None = None) -> None:
         """Create the log topic if needed, then begin loading the given shards (all by default)."""
         self.partitions = await asyncio.to_thread(ensure_log_topic, self.client_config, self.topic_spec)
+        # The shards' state is long-lived: kept out of the cyclic collector's full walks.
+        collector.SHARED.install()
+        self._collector_installed = True
         self.writer = LogWriter(self.client_config, self.topic)
         self.tailer = LogTailer(
-            self.client_config,
+            self.reader_config,
             self.topic,
             on_records=self._threadsafe(lambda p, g, msgs: self._shard_call(p, "on_records", g, msgs)),
             on_loaded=self._threadsafe(lambda p, g, outcome: self._shard_call(p, "on_loaded", g, outcome)),
@@ -129,17 +139,19 @@ class CoordinatorRuntime(Generic[S]):
         writer = self.writer
         loop = self.loop
 
-        def delivered(index: int, error: KafkaError | None, offset: int) -> None:
-            loop.call_soon_threadsafe(self._delivered, writer, on_delivered, index, error, offset)
+        def delivered(reports: list[tuple[KafkaError | None, int]]) -> None:
+            # One hand-over to the loop per append (see ``LogWriter.append``).
+            loop.call_soon_threadsafe(self._delivered, writer, on_delivered, reports)
 
         writer.append(partition, records, delivered)
 
     def _delivered(
-        self, writer: LogWriter, on_delivered: DeliveryReport, index: int, error: KafkaError | None, offset: int
+        self, writer: LogWriter, on_delivered: DeliveryReport, reports: list[tuple[KafkaError | None, int]]
     ) -> None:
-        if error is not None and error.fatal():
-            self.replace_writer(writer, error)
-        on_delivered(index, error, offset)
+        for index, (error, offset) in enumerate(reports):
+            if error is not None and error.fatal():
+                self.replace_writer(writer, error)
+            on_delivered(index, error, offset)
 
     def load(self, partition: int, generation: int, load: ShardLoad) -> None:
         self.tailer.load(partition, generation, load)
@@ -165,9 +177,15 @@ class CoordinatorRuntime(Generic[S]):
     def log_recreated(self) -> None:
         """The log topic was created again: the cluster lost it, and with it the producer ids
         it knew. A producer keeps its id; a broker that forgot it refuses every append, and
-        librdkafka only bumps the epoch of the same id (seen with Tansu: retried for ever)."""
-        log.warning("log topic %s was created again; appending through a new producer", self.topic)
+        librdkafka only bumps the epoch of the same id (seen with Tansu: retried for ever).
+        Every shard still held reloads: its state came from the lost log, and serving it would
+        answer with offsets the new log does not have (a deletion on the cluster leaves the
+        shards owned, where a broker restart would have had placement take them away)."""
+        log.warning("log topic %s was created again; appending through a new producer, shards reload", self.topic)
         self.renew_writer()
+        for shard in list(self.shards.values()):
+            if shard.phase is not ShardPhase.CLOSED:
+                shard.reload("the log topic was created again")
 
     def may_reload(self, partition: int, reason: str) -> bool:
         """Whether a shard may reload itself; when several processes share the log, a process
@@ -204,6 +222,9 @@ class CoordinatorRuntime(Generic[S]):
     async def close(self) -> None:
         if self._watchdog is not None:
             self._watchdog.cancel()
+        if self._collector_installed:
+            self._collector_installed = False
+            collector.SHARED.uninstall()
         for partition in list(self.shards):
             self.unload_shard(partition)
         await asyncio.to_thread(self.writer.close)

@@ -13,15 +13,17 @@ back by group id (the authorizing handler does) sends exactly what was charged. 
 such bound (its answers are limited by what the group holds); a few hundred bytes of request
 naming one large group a hundred times made this process build gigabytes (review S3).
 
-Building yields to the event loop after every ``YIELD_EVERY_BYTES`` so that one large answer does
+Building yields to the event loop after every ``YIELD_EVERY_BYTES``, and after ``YIELD_EVERY_SECONDS``
+of building, so that one large answer (a megabyte of one group, or thousands of small ones) does
 not hold up every other connection, the placement consumer's heartbeats and the shards' timers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -32,6 +34,8 @@ A = TypeVar("A")
 # (100,000,000 by default), and Kafka's own socket.request.max.bytes is 100 MiB.
 DEFAULT_MAX_ANSWER_BYTES = 32 * 1024 * 1024
 YIELD_EVERY_BYTES = 1024 * 1024
+# A heartbeat waits at most about this long behind one request's answer being built.
+YIELD_EVERY_SECONDS = 0.002
 
 
 class AnswerBudget:
@@ -41,6 +45,7 @@ class AnswerBudget:
         self.limit = limit
         self.used = 0
         self._since_yield = 0
+        self._yielded_at = time.perf_counter()
 
     def admit(self, size: int) -> bool:
         """Charge an entry of (at most) ``size`` bytes; False, and nothing charged, if it does not fit."""
@@ -57,10 +62,23 @@ class AnswerBudget:
         )
 
     async def pause(self) -> None:
-        """Let the event loop run if enough was built since it last did."""
-        if self._since_yield >= YIELD_EVERY_BYTES:
+        """Let the event loop run if enough was built, or long enough, since it last did."""
+        if self._since_yield >= YIELD_EVERY_BYTES or time.perf_counter() - self._yielded_at >= YIELD_EVERY_SECONDS:
             self._since_yield = 0
             await asyncio.sleep(0)
+            self._yielded_at = time.perf_counter()
+
+
+async def take_in_slices(items: Iterator[A]) -> list[A]:
+    """Every item of a lazy listing, letting the event loop run every ``YIELD_EVERY_SECONDS``."""
+    out: list[A] = []
+    yielded_at = time.perf_counter()
+    for count, item in enumerate(items, 1):
+        out.append(item)
+        if count % 256 == 0 and time.perf_counter() - yielded_at >= YIELD_EVERY_SECONDS:
+            await asyncio.sleep(0)
+            yielded_at = time.perf_counter()
+    return out
 
 
 def first_occurrences(keys: Iterable[K]) -> list[K]:

@@ -13,12 +13,13 @@ import contextlib
 import logging
 import secrets
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from coordinator.errors import ErrorCode
 from coordinator.gateway.handler import ConnectionContext
+from coordinator.group_shard import txn_commit_response
 from coordinator.groups import context as group_context
 from coordinator.groups import group_config
 from coordinator.messages import alter_configs as wire_alter_configs
@@ -35,10 +36,13 @@ from coordinator.messages import list_groups as wire_list
 from coordinator.messages import offset_commit as wire_commit
 from coordinator.messages import offset_delete as wire_offset_delete
 from coordinator.messages import offset_fetch as wire_fetch
+from coordinator.messages import share_group_describe as wire_sgd
+from coordinator.messages import share_group_heartbeat as wire_sgh
 from coordinator.messages import sync_group as wire_sync
 from coordinator.messages import txn_offset_commit as wire_txn
 from coordinator.messages.schema import ZERO_UUID, Message
 from coordinator.service import offset_delete_answers
+from coordinator.service.answer_budget import take_in_slices
 from coordinator.service.metadata_cache import TopicInfo, TopicNames
 from coordinator.service.service import GroupCoordinatorService
 
@@ -86,6 +90,8 @@ class CoordinatorApiHandler:
             wire_delete.DeleteGroupsRequest: self.delete_groups,
             wire_cgh.ConsumerGroupHeartbeatRequest: self.consumer_group_heartbeat,
             wire_cgd.ConsumerGroupDescribeRequest: self.consumer_group_describe,
+            wire_sgh.ShareGroupHeartbeatRequest: self.share_group_heartbeat,
+            wire_sgd.ShareGroupDescribeRequest: self.share_group_describe,
             wire_describe_configs.DescribeConfigsRequest: self.describe_configs,
             wire_iac.IncrementalAlterConfigsRequest: self.incremental_alter_configs,
             wire_alter_configs.AlterConfigsRequest: self.alter_configs,
@@ -121,14 +127,7 @@ class CoordinatorApiHandler:
                 missing = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 answers.append([(p.partition_index, missing) for p in t.partitions])
                 continue
-            local: list[tuple[int, int] | None] = []
-            valid = []
-            for p in t.partitions:
-                if _has_partition(info, p.partition_index):
-                    local.append(None)
-                    valid.append(p)
-                else:
-                    local.append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            local, valid = _known_partitions(info, t.partitions)
             answers.append(local)
             if valid:
                 topics.append(
@@ -162,7 +161,8 @@ class CoordinatorApiHandler:
                     for t in request.topics
                 ]
             (group,) = await self.service.fetch_offsets(
-                [wire_fetch.OffsetFetchRequestGroup(group_id=request.group_id, topics=topics)]
+                [wire_fetch.OffsetFetchRequestGroup(group_id=request.group_id, topics=topics)],
+                request.require_stable,
             )
             return wire_fetch.OffsetFetchResponse(
                 error_code=group.error_code,
@@ -200,7 +200,7 @@ class CoordinatorApiHandler:
                     else:
                         topics.append(t)  # offsets of a topic the cluster lacks are still answered by name
             wanted.append(replace(g, topics=topics))
-        groups = await self.service.fetch_offsets(wanted)
+        groups = await self.service.fetch_offsets(wanted, request.require_stable)
         out = []
         for group, missing in zip(groups, unknown, strict=True):
             if context.api_version >= FETCH_BY_TOPIC_ID_VERSION:
@@ -255,21 +255,37 @@ class CoordinatorApiHandler:
     async def txn_offset_commit(
         self, context: ConnectionContext, request: wire_txn.TxnOffsetCommitRequest
     ) -> wire_txn.TxnOffsetCommitResponse:
-        # Transactional offsets become visible on the transaction's commit marker, which is
-        # written to the cluster's own __consumer_offsets and never seen by this sidecar. Rather
-        # than pretend, every partition is refused, so the producer fails the transaction.
+        """As Kafka's KafkaApis: partitions of topics the cluster does not have are answered
+        UNKNOWN_TOPIC_OR_PARTITION here and never staged; the rest go to the transaction bridge
+        (``coordinator.txn``), which joins them to the client's transaction."""
+        bridge = self.service.txn
+        if bridge is None:
+            # Served only with a bridge to the cluster's transactions (``groupcoord serve`` has one).
+            return txn_commit_response(request, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        answers: list[list[tuple[int, int] | None]] = []
+        topics: list[wire_txn.TxnOffsetCommitRequestTopic] = []
+        topic_ids: dict[str, str | None] = {}
+        for t in request.topics:
+            info = await self.topics.lookup(t.name, None)  # TxnOffsetCommit names topics by name only
+            local, valid = _known_partitions(info, t.partitions)
+            answers.append(local)
+            if valid and info is not None:
+                topics.append(wire_txn.TxnOffsetCommitRequestTopic(name=t.name, partitions=valid))
+                topic_ids[t.name] = info.id_string
+        staged: Iterator[tuple[int, int]] = iter(())
+        if topics:
+            answer = await bridge.commit(replace(request, topics=topics), topic_ids)
+            staged = iter([(p.partition_index, p.error_code) for t in answer.topics for p in t.partitions])
         return wire_txn.TxnOffsetCommitResponse(
             topics=[
                 wire_txn.TxnOffsetCommitResponseTopic(
                     name=t.name,
                     partitions=[
-                        wire_txn.TxnOffsetCommitResponsePartition(
-                            partition_index=p.partition_index, error_code=ErrorCode.UNSUPPORTED_VERSION
-                        )
-                        for p in t.partitions
+                        wire_txn.TxnOffsetCommitResponsePartition(partition_index=index, error_code=code)
+                        for index, code in (p if p is not None else next(staged) for p in local)
                     ],
                 )
-                for t in request.topics
+                for t, local in zip(request.topics, answers, strict=True)
             ]
         )
 
@@ -294,18 +310,14 @@ class CoordinatorApiHandler:
 
     async def list_groups(self, context: ConnectionContext, request: wire_list.ListGroupsRequest) -> Message:
         error, groups = await self.service.list_groups(request.states_filter, request.types_filter)
-        return wire_list.ListGroupsResponse(
-            error_code=error,
-            groups=[
-                wire_list.ListGroupsResponseListedGroup(
-                    group_id=g.group_id,
-                    protocol_type=g.protocol_type,
-                    group_state=g.group_state,
-                    group_type=g.group_type,
-                )
-                for g in groups
-            ],
+        # Thousands of groups take a while to convert: other connections are served meanwhile.
+        listed = await take_in_slices(
+            wire_list.ListGroupsResponseListedGroup(
+                group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.group_state, group_type=g.group_type
+            )
+            for g in groups
         )
+        return wire_list.ListGroupsResponse(error_code=error, groups=listed)
 
     async def describe_groups(
         self, context: ConnectionContext, request: wire_describe.DescribeGroupsRequest
@@ -326,20 +338,36 @@ class CoordinatorApiHandler:
     async def consumer_group_heartbeat(
         self, context: ConnectionContext, request: wire_cgh.ConsumerGroupHeartbeatRequest
     ) -> Message:
-        names = request.subscribed_topic_names or ()
-        if request.subscribed_topic_regex or any(not self.topics.knows(name) for name in names):
-            # A topic created a moment ago (or one a new regex may match) must not wait for the
-            # next periodic refresh to be assigned: learn about it now, so that this very
-            # heartbeat can be answered with an assignment as a broker would (bounded wait).
+        await self._learn_new_topics(request.subscribed_topic_names or (), bool(request.subscribed_topic_regex))
+        return await self.service.consumer_group_heartbeat(request, _facts(context))
+
+    async def _learn_new_topics(self, names: Iterable[str], regex: bool) -> None:
+        """A topic created a moment ago (or one a new regex may match) must not wait for the next
+        periodic refresh to be assigned: learn about it now, so that this very heartbeat can be
+        answered with an assignment as a broker would (bounded wait)."""
+        if regex or any(not self.topics.knows(name) for name in names):
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self.topics.refresh_soon()), SUBSCRIPTION_REFRESH_WAIT_S)
-        return await self.service.consumer_group_heartbeat(request, _facts(context))
 
     async def consumer_group_describe(
         self, context: ConnectionContext, request: wire_cgd.ConsumerGroupDescribeRequest
     ) -> Message:
         described = await self.service.consumer_group_describe(list(request.group_ids))
         return wire_cgd.ConsumerGroupDescribeResponse(groups=described)
+
+    # --- share groups ------------------------------------------------------------------------
+
+    async def share_group_heartbeat(
+        self, context: ConnectionContext, request: wire_sgh.ShareGroupHeartbeatRequest
+    ) -> Message:
+        await self._learn_new_topics(request.subscribed_topic_names or (), False)
+        return await self.service.share_group_heartbeat(request, _facts(context))
+
+    async def share_group_describe(
+        self, context: ConnectionContext, request: wire_sgd.ShareGroupDescribeRequest
+    ) -> Message:
+        described = await self.service.share_group_describe(list(request.group_ids))
+        return wire_sgd.ShareGroupDescribeResponse(groups=described)
 
     # --- group configs (the gateway passes only the GROUP resources) ----------------------------
 
@@ -409,6 +437,23 @@ def _has_partition(info: TopicInfo | None, index: int) -> bool:
     """What Kafka's KafkaApis checks before OffsetCommit and OffsetDelete reach the coordinator
     (``info``: the topic as the cluster has it, None if it has no such topic)."""
     return info is not None and 0 <= index < info.partitions
+
+
+_P = TypeVar("_P", wire_commit.OffsetCommitRequestPartition, wire_txn.TxnOffsetCommitRequestPartition)
+
+
+def _known_partitions(info: TopicInfo | None, partitions: list[_P]) -> tuple[list[tuple[int, int] | None], list[_P]]:
+    """Per request partition, None if the cluster has it (it goes on to the coordinator) or its
+    answer, UNKNOWN_TOPIC_OR_PARTITION; and the partitions that go on."""
+    local: list[tuple[int, int] | None] = []
+    valid: list[_P] = []
+    for p in partitions:
+        if _has_partition(info, p.partition_index):
+            local.append(None)
+            valid.append(p)
+        else:
+            local.append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    return local, valid
 
 
 def _malformed_config_resource(name: str, keys: list[str]) -> tuple[int, str | None] | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 
 def java_string_hash(value: str) -> int:
     """``String.hashCode()`` of Java: 31-polynomial over UTF-16 code units, as a signed int32."""
@@ -12,6 +14,9 @@ def java_string_hash(value: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+# Every request names its group, and the same groups come back every heartbeat interval: the
+# hash, a loop over the id's characters, is computed once per group id while it stays in use.
+@functools.lru_cache(maxsize=65536)
 def partition_for(group_id: str, partitions: int) -> int:
     h = java_string_hash(group_id)
     # Kafka's Utils.abs maps Integer.MIN_VALUE to 0 instead of overflowing.

@@ -3,15 +3,19 @@
 Authorization (when an ``AclAuthorizer`` is given) follows what a Kafka broker checks per API:
 
 - READ on the group: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat,
-  OffsetCommit (plus READ on each topic committed; others get TOPIC_AUTHORIZATION_FAILED);
-- DESCRIBE on topics: a ConsumerGroupHeartbeat subscribing by name to a topic the caller may not
-  DESCRIBE (or to a protected one) is refused with TOPIC_AUTHORIZATION_FAILED; a
+  ShareGroupHeartbeat, OffsetCommit (plus READ on each topic committed; others get
+  TOPIC_AUTHORIZATION_FAILED);
+- DESCRIBE on topics: a ConsumerGroupHeartbeat or ShareGroupHeartbeat subscribing by name to a
+  topic the caller may not DESCRIBE (or to a protected one) is refused with
+  TOPIC_AUTHORIZATION_FAILED; a
   ConsumerGroupHeartbeat (or a classic JoinGroup into a consumer group) carries the caller's
   DESCRIBE rights on topics in its context, and the group logic resolves regex subscriptions only
   to topics the caller may DESCRIBE (never to the protected ones);
 - DESCRIBE on the group: OffsetFetch (topics the caller may not DESCRIBE are refused when named,
-  left out when all are asked for), DescribeGroups, ConsumerGroupDescribe; ListGroups lists only
-  the groups the caller may DESCRIBE (all of them with DESCRIBE on the cluster);
+  left out when all are asked for), DescribeGroups, ConsumerGroupDescribe, ShareGroupDescribe (a
+  share group assigned a topic the caller may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED, as Kafka
+  4.2 answers); ListGroups lists only the groups the caller may DESCRIBE (all of them with
+  DESCRIBE on the cluster);
 - DELETE on the group: DeleteGroups, OffsetDelete (plus READ on each topic, as Kafka does);
 - DESCRIBE_CONFIGS / ALTER_CONFIGS on the group: DescribeConfigs / (Incremental)AlterConfigs of
   GROUP resources (the only resources the gateway passes here), refused per resource.
@@ -32,12 +36,13 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from coordinator.errors import ErrorCode
 from coordinator.gateway import configs
 from coordinator.gateway.handler import ConnectionContext, GroupApiHandler
+from coordinator.group_shard import txn_commit_response
 from coordinator.messages import alter_configs as wire_alter_configs
 from coordinator.messages import consumer_group_describe as wire_cgd
 from coordinator.messages import consumer_group_heartbeat as wire_cgh
@@ -52,7 +57,10 @@ from coordinator.messages import list_groups as wire_list
 from coordinator.messages import offset_commit as wire_commit
 from coordinator.messages import offset_delete as wire_offset_delete
 from coordinator.messages import offset_fetch as wire_fetch
+from coordinator.messages import share_group_describe as wire_sgd
+from coordinator.messages import share_group_heartbeat as wire_sgh
 from coordinator.messages import sync_group as wire_sync
+from coordinator.messages import txn_offset_commit as wire_txn
 from coordinator.messages.schema import ZERO_UUID, Message
 from coordinator.security.authorizer import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
 from coordinator.service import offset_delete_answers
@@ -68,6 +76,7 @@ _READ_GROUP_TOP_LEVEL: tuple[type[Message], ...] = (
     wire_heartbeat.HeartbeatRequest,
     wire_leave.LeaveGroupRequest,
     wire_cgh.ConsumerGroupHeartbeatRequest,
+    wire_sgh.ShareGroupHeartbeatRequest,
 )
 # Requests whose handling may (re)resolve a consumer group's regex subscriptions.
 _RESOLVES_REGEXES = (wire_cgh.ConsumerGroupHeartbeatRequest, wire_join.JoinGroupRequest)
@@ -77,6 +86,7 @@ _REFUSALS: dict[type[Message], Callable[[], Message]] = {
     wire_heartbeat.HeartbeatRequest: lambda: wire_heartbeat.HeartbeatResponse(error_code=GROUP_DENIED),
     wire_leave.LeaveGroupRequest: lambda: wire_leave.LeaveGroupResponse(error_code=GROUP_DENIED),
     wire_cgh.ConsumerGroupHeartbeatRequest: lambda: wire_cgh.ConsumerGroupHeartbeatResponse(error_code=GROUP_DENIED),
+    wire_sgh.ShareGroupHeartbeatRequest: lambda: wire_sgh.ShareGroupHeartbeatResponse(error_code=GROUP_DENIED),
 }
 
 
@@ -102,10 +112,12 @@ class SecuredHandler:
             wire_commit.OffsetCommitRequest: self._offset_commit,
             wire_fetch.OffsetFetchRequest: self._offset_fetch,
             wire_offset_delete.OffsetDeleteRequest: self._offset_delete,
+            wire_txn.TxnOffsetCommitRequest: self._txn_offset_commit,
             wire_list.ListGroupsRequest: self._list_groups,
             wire_describe.DescribeGroupsRequest: self._describe_groups,
             wire_delete.DeleteGroupsRequest: self._delete_groups,
             wire_cgd.ConsumerGroupDescribeRequest: self._consumer_group_describe,
+            wire_sgd.ShareGroupDescribeRequest: self._share_group_describe,
             wire_describe_configs.DescribeConfigsRequest: self._group_configs,
             wire_iac.IncrementalAlterConfigsRequest: self._group_configs,
             wire_alter_configs.AlterConfigsRequest: self._group_configs,
@@ -129,6 +141,11 @@ class SecuredHandler:
                     # a topic the caller may not DESCRIBE is refused whole, with no message naming
                     # the topics, before the coordinator: no member, epoch or assignment is made.
                     return wire_cgh.ConsumerGroupHeartbeatResponse(error_code=TOPIC_DENIED)
+            if isinstance(request, wire_sgh.ShareGroupHeartbeatRequest) and not self._may_describe_all(
+                context, request.subscribed_topic_names or ()
+            ):
+                # Kafka 4.2 (KafkaApis.handleShareGroupHeartbeat): the same rule for share groups.
+                return wire_sgh.ShareGroupHeartbeatResponse(error_code=TOPIC_DENIED)
         route = self._routes.get(type(request))
         if route is not None:
             return await route(context, request)
@@ -153,6 +170,13 @@ class SecuredHandler:
             return view[0](topic)
 
         return may_describe
+
+    def _may_describe_all(self, context: ConnectionContext, topics: Iterable[str]) -> bool:
+        """The caller may DESCRIBE every one of ``topics`` (never a protected one)."""
+        names = set(topics)
+        if names & self.protected_topics:
+            return False
+        return self.authorizer is None or all(map(self._describe_predicate(context), names))
 
     def _allowed(self, context: ConnectionContext, operation: Operation, resource: ResourceType, name: str) -> bool:
         if resource == ResourceType.GROUP and name in self.protected_groups:
@@ -203,36 +227,72 @@ class SecuredHandler:
         response = await self.inner.handle(context, request)
         return list(getattr(response, out_field))
 
+    async def _described(
+        self,
+        context: ConnectionContext,
+        request: Message,
+        ids_field: str,
+        refusal: Callable[[str], Any],
+        check: Callable[[Any], Any] = lambda described: described,
+    ) -> list[Any]:
+        """A describe naming groups: those the caller may DESCRIBE are passed on whole (``check``
+        then sees each answer), the others get ``refusal``; answers in the request's order."""
+        wanted = list(getattr(request, ids_field))
+        allowed = [g for g in wanted if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g)]
+        setattr(request, ids_field, allowed)
+        described = await self._whole(context, request, "groups") if allowed else []
+        by_id = {d.group_id: check(d) for d in described}
+        return [by_id.get(g) or refusal(g) for g in wanted]
+
     async def _describe_groups(
         self, context: ConnectionContext, request: wire_describe.DescribeGroupsRequest
     ) -> Message:
-        wanted = list(request.groups)
-        allowed = [g for g in wanted if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g)]
-        request.groups = allowed
-        described = await self._whole(context, request, "groups") if allowed else []
-        by_id = {d.group_id: d for d in described}
-        out = [
-            by_id.get(g) or wire_describe.DescribeGroupsResponseDescribedGroup(group_id=g, error_code=GROUP_DENIED)
-            for g in wanted
-        ]
+        out = await self._described(
+            context,
+            request,
+            "groups",
+            lambda g: wire_describe.DescribeGroupsResponseDescribedGroup(group_id=g, error_code=GROUP_DENIED),
+        )
         return wire_describe.DescribeGroupsResponse(groups=out)
 
     async def _consumer_group_describe(
         self, context: ConnectionContext, request: wire_cgd.ConsumerGroupDescribeRequest
     ) -> Message:
-        wanted = list(request.group_ids)
-        allowed = [g for g in wanted if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g)]
-        request.group_ids = allowed
-        described = await self._whole(context, request, "groups") if allowed else []
-        by_id = {d.group_id: d for d in described}
-        out = [
-            by_id.get(g)
-            or wire_cgd.ConsumerGroupDescribeResponseDescribedGroup(
+        out = await self._described(
+            context,
+            request,
+            "group_ids",
+            lambda g: wire_cgd.ConsumerGroupDescribeResponseDescribedGroup(
                 group_id=g, error_code=GROUP_DENIED, error_message="Group authorization failed."
-            )
-            for g in wanted
-        ]
+            ),
+        )
         return wire_cgd.ConsumerGroupDescribeResponse(groups=out)
+
+    async def _share_group_describe(
+        self, context: ConnectionContext, request: wire_sgd.ShareGroupDescribeRequest
+    ) -> Message:
+        out = await self._described(
+            context,
+            request,
+            "group_ids",
+            lambda g: wire_sgd.ShareGroupDescribeResponseDescribedGroup(group_id=g, error_code=GROUP_DENIED),
+            lambda described: self._share_group_topics_visible(context, described),
+        )
+        return wire_sgd.ShareGroupDescribeResponse(groups=out)
+
+    def _share_group_topics_visible(
+        self, context: ConnectionContext, described: wire_sgd.ShareGroupDescribeResponseDescribedGroup
+    ) -> wire_sgd.ShareGroupDescribeResponseDescribedGroup:
+        """Kafka 4.2: a described share group assigned a topic the caller may not DESCRIBE is
+        answered TOPIC_AUTHORIZATION_FAILED, without its members."""
+        topics = {tp.topic_name for m in described.members for tp in m.assignment.topic_partitions}
+        if self.authorizer is None or self._may_describe_all(context, topics):
+            return described
+        return wire_sgd.ShareGroupDescribeResponseDescribedGroup(
+            group_id=described.group_id,
+            error_code=TOPIC_DENIED,
+            error_message="The group has described topic(s) that the client is not authorized to describe.",
+        )
 
     async def _delete_groups(self, context: ConnectionContext, request: wire_delete.DeleteGroupsRequest) -> Message:
         wanted = list(request.groups_names)
@@ -317,6 +377,30 @@ class SecuredHandler:
                 )
             )
         return wire_commit.OffsetCommitResponse(topics=answer_topics)
+
+    async def _txn_offset_commit(self, context: ConnectionContext, request: wire_txn.TxnOffsetCommitRequest) -> Message:
+        """Kafka's KafkaApis.handleTxnOffsetCommitRequest: WRITE on the transactional id, then READ
+        on the group refuse the whole request; a topic the caller may not READ (or one of the
+        sidecar's own) is refused alone and the rest goes on."""
+        if not self._allowed(context, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+            return txn_commit_response(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if not self._allowed(context, Operation.READ, ResourceType.GROUP, request.group_id):
+            return txn_commit_response(request, GROUP_DENIED)
+        denied = [
+            t
+            for t in request.topics
+            if t.name in self.protected_topics or not self._allowed(context, Operation.READ, ResourceType.TOPIC, t.name)
+        ]
+        if not denied:
+            return await self.inner.handle(context, request)
+        allowed = [t for t in request.topics if t not in denied]
+        answered: list[wire_txn.TxnOffsetCommitResponseTopic] = []
+        if allowed:
+            response = await self.inner.handle(context, dataclasses.replace(request, topics=allowed))
+            assert isinstance(response, wire_txn.TxnOffsetCommitResponse)
+            answered = list(response.topics)
+        refused = txn_commit_response(dataclasses.replace(request, topics=denied), TOPIC_DENIED)
+        return wire_txn.TxnOffsetCommitResponse(topics=answered + refused.topics)
 
     async def _offset_delete(
         self, context: ConnectionContext, request: wire_offset_delete.OffsetDeleteRequest

@@ -11,7 +11,7 @@ import functools
 import itertools
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from coordinator.errors import ErrorCode
 from coordinator.group_shard import (
@@ -20,7 +20,8 @@ from coordinator.group_shard import (
     GroupSummary,
     describe_classic_groups,
     describe_consumer_groups,
-    list_groups,
+    describe_share_group,
+    group_listing,
     offset_fetch_error,
 )
 from coordinator.groups import group_config
@@ -29,6 +30,7 @@ from coordinator.groups.classic.requests import join_error
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer.describe import describe_size as consumer_describe_size
 from coordinator.groups.context import RequestContext
+from coordinator.groups.share import describe_size as share_describe_size
 from coordinator.groups.topics import TopicsImage
 from coordinator.messages.consumer_group_describe import (
     ConsumerGroupDescribeResponse,
@@ -42,15 +44,28 @@ from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupRespon
 from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchResponseGroup
+from coordinator.messages.share_group_describe import ShareGroupDescribeResponseDescribedGroup
+from coordinator.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from coordinator.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from coordinator.offsets.handlers import commit_response, fetch_offsets, fetch_size
 from coordinator.runtime.api import Result
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.shard import AppendFailed, Shard, ShardNotAvailable, ShardStatus
-from coordinator.service.answer_budget import DEFAULT_MAX_ANSWER_BYTES, answer_each, first_occurrences
+from coordinator.service.answer_budget import DEFAULT_MAX_ANSWER_BYTES, answer_each, first_occurrences, take_in_slices
 from coordinator.service.partitioning import partition_for
 
 T = TypeVar("T")
+D = TypeVar("D")
+
+
+class TxnCommitter(Protocol):
+    """Where TxnOffsetCommit goes (``coordinator.txn.bridge.TxnBridge``)."""
+
+    async def commit(
+        self, request: TxnOffsetCommitRequest, topic_ids: dict[str, str | None]
+    ) -> TxnOffsetCommitResponse: ...
+
 
 _STATUS_ERRORS = {
     ShardStatus.LOADING: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
@@ -111,6 +126,9 @@ class GroupCoordinatorService:
         self.max_answer_bytes = max_answer_bytes
         # Parked requests are answered by token; tokens only need to be unique in this process.
         self._tokens = itertools.count()
+        # TxnOffsetCommit's way into the cluster's transactions (``coordinator.txn.bridge.TxnBridge``),
+        # set by ``groupcoord serve``; without one TxnOffsetCommit is answered COORDINATOR_NOT_AVAILABLE.
+        self.txn: TxnCommitter | None = None
 
     def partition_for(self, group_id: str) -> int:
         if not self.runtime.partitions:
@@ -143,18 +161,23 @@ class GroupCoordinatorService:
             lambda code: commit_response(request, code),
         )
 
-    async def fetch_offsets(self, groups: list[OffsetFetchRequestGroup]) -> list[OffsetFetchResponseGroup]:
+    async def fetch_offsets(
+        self, groups: list[OffsetFetchRequestGroup], require_stable: bool = False
+    ) -> list[OffsetFetchResponseGroup]:
         """Reads see only committed offsets (the shard's committed state). Identical entries are
-        answered once, within the answer budget (``answer_budget``)."""
+        answered once, within the answer budget (``answer_budget``). With ``require_stable`` a
+        partition with transactional offsets still staged answers UNSTABLE_OFFSET_COMMIT."""
         return await answer_each(
             groups,
             _fetch_key,
-            self._fetch_one,
+            lambda group: self._fetch_one(group, require_stable),
             lambda g, _: OffsetFetchResponseGroup(group_id=g.group_id, error_code=ErrorCode.UNKNOWN_SERVER_ERROR),
             self.max_answer_bytes,
         )
 
-    def _fetch_one(self, group: OffsetFetchRequestGroup) -> tuple[int, OffsetFetchResponseGroup]:
+    def _fetch_one(
+        self, group: OffsetFetchRequestGroup, require_stable: bool = False
+    ) -> tuple[int, OffsetFetchResponseGroup]:
         """(upper bound of its size, the answer) of one OffsetFetch entry; a group too large for
         any answer is not built (its size alone says it will be refused)."""
         try:
@@ -167,7 +190,8 @@ class GroupCoordinatorService:
         size = fetch_size(committed.offsets, group)
         if size > self.max_answer_bytes:
             return size, OffsetFetchResponseGroup(group_id=group.group_id, error_code=ErrorCode.UNKNOWN_SERVER_ERROR)
-        return size, fetch_offsets(committed.offsets, group)
+        unstable = committed.txn.has_pending if require_stable else None
+        return size, fetch_offsets(committed.offsets, group, unstable)
 
     async def delete_offsets(self, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
         return await self._write(
@@ -208,11 +232,14 @@ class GroupCoordinatorService:
         """All groups of the shards this process owns (see ``list_groups_answer``)."""
         states, types = tuple(states_filter), tuple(types_filter)
         answers: list[ErrorCode | list[GroupSummary]] = []
-        for shard in self.runtime.shards.values():
+        # A copy: a shard may be added or dropped while a long listing lets other work run.
+        for shard in list(self.runtime.shards.values()):
             try:
-                answers.append(shard.read_live(lambda live: list_groups(live, states, types)))
+                listing = shard.read_live(lambda live: group_listing(live, states, types))
             except ShardNotAvailable as exc:
                 answers.append(error_for(exc))
+                continue
+            answers.append(await take_in_slices(listing))
         return list_groups_answer(answers)
 
     async def describe_groups(
@@ -221,14 +248,8 @@ class GroupCoordinatorService:
         """Each entry answered, duplicates with one answer, within the answer budget
         (``answer_budget``); read from the live state (a rebalance in progress is never written
         to the log)."""
-        return await answer_each(
-            group_ids,
-            str,
-            lambda g: self._describe_classic_one(g, api_version),
-            lambda g, why: DescribeGroupsResponseDescribedGroup(
-                group_id=g, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=why
-            ),
-            self.max_answer_bytes,
+        return await self._describe_each(
+            group_ids, lambda g: self._describe_classic_one(g, api_version), DescribeGroupsResponseDescribedGroup
         )
 
     def _describe_classic_one(
@@ -295,13 +316,20 @@ class GroupCoordinatorService:
 
     async def consumer_group_describe(self, group_ids: list[str]) -> list[ConsumerGroupDescribeResponseDescribedGroup]:
         """Each entry answered, duplicates with one answer, within the answer budget (``answer_budget``)."""
+        return await self._describe_each(
+            group_ids, self._describe_consumer_one, ConsumerGroupDescribeResponseDescribedGroup
+        )
+
+    async def _describe_each(
+        self, group_ids: list[str], one: Callable[[str], tuple[int, D]], entry: Callable[..., D]
+    ) -> list[D]:
+        """A describe's entries, each answered by ``one``, duplicates with one answer, within the
+        answer budget (``answer_budget``); an entry over it is ``entry`` with UNKNOWN_SERVER_ERROR."""
         return await answer_each(
             group_ids,
             str,
-            self._describe_consumer_one,
-            lambda g, why: ConsumerGroupDescribeResponseDescribedGroup(
-                group_id=g, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=why
-            ),
+            one,
+            lambda g, why: entry(group_id=g, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=why),
             self.max_answer_bytes,
         )
 
@@ -316,6 +344,35 @@ class GroupCoordinatorService:
             return size, response.groups[0]
         except ShardNotAvailable as exc:
             return 0, ConsumerGroupDescribeResponseDescribedGroup(error_code=error_for(exc), group_id=group_id)
+
+    # --- share groups ------------------------------------------------------------------------
+
+    async def share_group_heartbeat(
+        self, request: ShareGroupHeartbeatRequest, context: RequestContext
+    ) -> ShareGroupHeartbeatResponse:
+        return await self._write(
+            request.group_id,
+            lambda state, now: self.handlers.share_group_heartbeat(state, request, now, context),
+            lambda code: ShareGroupHeartbeatResponse(error_code=code),
+        )
+
+    async def share_group_describe(self, group_ids: list[str]) -> list[ShareGroupDescribeResponseDescribedGroup]:
+        """Each entry answered, duplicates with one answer, within the answer budget (``answer_budget``);
+        read from the committed state."""
+        return await self._describe_each(group_ids, self._describe_share_one, ShareGroupDescribeResponseDescribedGroup)
+
+    def _describe_share_one(self, group_id: str) -> tuple[int, ShareGroupDescribeResponseDescribedGroup]:
+        if not group_id:
+            # Kafka answers an empty id before any shard (INVALID_GROUP_ID).
+            return 0, ShareGroupDescribeResponseDescribedGroup(error_code=ErrorCode.INVALID_GROUP_ID)
+        try:
+            committed = self.shard_for(group_id).read(lambda state: state)
+        except ShardNotAvailable as exc:
+            return 0, ShareGroupDescribeResponseDescribedGroup(error_code=error_for(exc), group_id=group_id)
+        size = share_describe_size(group_id, committed.share.group(group_id))
+        if size > self.max_answer_bytes:
+            return size, ShareGroupDescribeResponseDescribedGroup(group_id=group_id)  # refused by its size
+        return size, describe_share_group(committed, group_id, self.handlers.metadata())
 
     # --- group configs -----------------------------------------------------------------------
 
@@ -341,4 +398,6 @@ class GroupCoordinatorService:
             overrides = self.shard_for(group_id).read(lambda state: state.group_configs.of(group_id))
         except ShardNotAvailable as exc:
             return int(error_for(exc)), []
-        return int(ErrorCode.NONE), group_config.describe(overrides, self.handlers.consumer_config, keys)
+        return int(ErrorCode.NONE), group_config.describe(
+            overrides, self.handlers.consumer_config, keys, self.handlers.share_config
+        )

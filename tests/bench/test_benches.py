@@ -77,3 +77,67 @@ def test_large_group_bench(tmp_path: Path, bootstrap: str) -> None:
         assert figures["errors"] == {}
     assert result["mass_join"]["converge_s"] > 0
     assert result["rolling_restart"]["converge_s"] >= result["rolling_restart"]["all_restarted_s"] > 0
+
+
+def test_txn_bench(tmp_path: Path, bootstrap: str) -> None:
+    result = run_bench(
+        "txn_bench.py", tmp_path / "txn.json", "--transactions", "3", "--commits", "8", "--bootstrap", bootstrap
+    )
+    assert result["raw"]["transaction"]["transaction_ms"]["p50"] > 0
+    ours = result["groupcoord"]
+    for figure in (
+        ours["plain_commit"]["commit_ms"],
+        ours["txn_offset_commit"]["txn_offset_commit_ms"],
+        ours["txn_offset_commit"]["commit_to_visible_ms"],
+        ours["open_transaction"]["plain_commit_ms_with_open_transaction"],
+        ours["open_transaction"]["plain_commit_ms_without_open_transaction"],
+    ):
+        assert figure["p99"] >= figure["p50"] > 0
+
+
+def test_assignor_bench(tmp_path: Path) -> None:
+    result = run_bench(
+        "assignor_bench.py",
+        tmp_path / "assignors.json",
+        *("--rounds", "1", "--members", "40", "--topics", "10", "--partitions", "6", "--heartbeat-members", "20"),
+    )
+    shapes = {(s["subscription"], s["racks"]) for s in result["shapes"]}
+    assert shapes == {
+        (sub, racks) for sub in ("homogeneous", "heterogeneous") for racks in ("none", "members", "replicas")
+    }
+    for s in result["shapes"]:
+        for name in ("uniform", "range"):
+            assert set(s[name]) == {"assignor_full", "assignor_sticky_join"}
+        target = s["uniform_target_assignment"]
+        for change in ("one_member_joins", "one_member_leaves"):
+            assert set(target[change]) == {"full", "incremental", "records_written"}
+            assert target[change]["incremental"]["cpu_ms_median"] >= 0
+    assert result["anchor_one_dict_entry_per_partition"]["cpu_ms_median"] >= 0
+
+
+def test_many_groups_bench(tmp_path: Path, bootstrap: str) -> None:
+    result = run_bench(
+        "many_groups_bench.py", tmp_path / "many.json",
+        "--groups", "50", "--rounds", "1", "--quiet-seconds", "0.3", "--bootstrap", bootstrap,
+    )  # fmt: skip
+    assert result["fill"]["direct"]["appended_records"] == 49 * 10
+    assert result["queries"]["list_groups_listed"] >= 50 and result["queries"]["describe_groups_described"] == 50
+    assert result["queries"]["heartbeat_quiet"]["heartbeats"] > 0
+    assert result["load"]["records"] >= 500 and result["load"]["load_over_raw_read"] > 0
+    assert set(result["memory"]) >= {"bytes_per_committed_offset", "bytes_per_group"}
+
+
+def test_classic_group_bench(tmp_path: Path, bootstrap: str) -> None:
+    result = run_bench(
+        "classic_group_bench.py",
+        tmp_path / "classic_group.json",
+        *("--members", "6", "--partitions", "12", "--steady-seconds", "4", "--restarts", "1"),
+        *("--timeout", "120", "--bootstrap", bootstrap),
+    )
+    assert result["raw"]["produce_consume_round_trip_ms"]["p50"] > 0
+    for protocol in ("eager", "cooperative"):
+        assert result[protocol]["mass_join"]["converge_s"] > 0
+        steady = result[protocol]["steady"]
+        assert steady["heartbeats"] > 0 and steady["errors"] == {}
+        assert steady["latency_ms"]["p99"] >= steady["latency_ms"]["p50"] > 0
+        assert result[protocol]["restarts"]["count"] == 1

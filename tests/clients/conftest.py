@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from deploy.local_broker import free_port
-from tests.integration.serve_process import ServeProcess
+from tests.integration.serve_process import ServeProcess, serving
 
 # The shared scenario and checker assert too; show their operands when they fail.
 pytest.register_assert_rewrite("tests.clients.driven", "tests.clients.support")
@@ -34,24 +34,13 @@ def sidecar(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     """One coordinator process for the whole module; its stderr is kept in the pytest temp dir."""
     log = tmp_path_factory.mktemp("sidecar") / "serve.log"
     serve = ServeProcess(bootstrap, free_port(), f"gc-clients-log-{uuid.uuid4().hex[:12]}", log=log)
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("GROUPCOORD_GROUP", json.dumps(GROUP_SETTINGS))
+    env = {
+        "GROUPCOORD_GROUP": json.dumps(GROUP_SETTINGS),
         # New topics reach the coordinator's metadata cache within a second instead of ten.
-        env.setenv("GROUPCOORD_METADATA_REFRESH_INTERVAL_MS", "1000")
-        try:
-            serve.start()
-        except BaseException:
-            if serve.proc is not None and serve.proc.poll() is None:
-                serve.kill9()
-            raise
-    try:
+        "GROUPCOORD_METADATA_REFRESH_INTERVAL_MS": "1000",
+    }
+    with serving(serve, env):
         yield serve
-    finally:
-        try:
-            serve.stop()
-        finally:
-            if serve.proc is not None and serve.proc.poll() is None:
-                serve.kill9()
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ import struct
 
 from coordinator.gateway import GatewayConfig
 from coordinator.gateway.apis import ApiKey
-from coordinator.gateway.rewrite import GROUP_VERSION_FEATURE, SERVE_TXN_OFFSET_COMMIT, merge_api_versions
+from coordinator.gateway.rewrite import GROUP_VERSION_FEATURE, TXN_OFFSET_COMMIT_MAX_VERSION, merge_api_versions
 from coordinator.messages.api_versions import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -41,9 +41,11 @@ def _cluster(*keys: int) -> ApiVersionsResponse:
 
 
 def test_no_api_is_offered_that_every_call_would_refuse() -> None:
-    offered = {k.api_key for k in merge_api_versions(_cluster(0, 1, 3, 22, 28, *SHARE_AND_STREAMS, 93)).api_keys}
-    assert not SERVE_TXN_OFFSET_COMMIT
-    assert ApiKey.TXN_OFFSET_COMMIT not in offered
+    merged = merge_api_versions(_cluster(0, 1, 3, 22, 28, *SHARE_AND_STREAMS, 93))
+    offered = {k.api_key for k in merged.api_keys}
+    # TxnOffsetCommit is served (coordinator/txn), up to v4: v5 is transaction version 2, not verified.
+    txn = next(k for k in merged.api_keys if k.api_key == ApiKey.TXN_OFFSET_COMMIT)
+    assert (txn.min_version, txn.max_version) == (0, TXN_OFFSET_COMMIT_MAX_VERSION) == (0, 4)
     # Share and streams groups are not served; API 93 is newer than the gateway's table.
     assert offered.isdisjoint({*SHARE_AND_STREAMS, 93})
     assert {0, 1, 3, 22, ApiKey.FIND_COORDINATOR, ApiKey.CONSUMER_GROUP_HEARTBEAT} <= offered
@@ -61,8 +63,8 @@ def test_group_version_is_finalized_and_the_cluster_features_are_kept() -> None:
 
 
 def test_unoffered_apis_close_the_connection_as_a_broker_does(bootstrap: str) -> None:
-    """Through a real gateway (local broker): ApiVersions v3 carries group.version; a
-    TxnOffsetCommit or a share-group heartbeat closes the connection; FindCoordinator(GROUP)
+    """Through a real gateway (local broker): ApiVersions v3 carries group.version; TxnOffsetCommit
+    v5 (not offered) or a share-group heartbeat closes the connection; FindCoordinator(GROUP)
     is still answered by the sidecar."""
     config = GatewayConfig(bootstrap_servers=bootstrap, listen_port=0, protected_topics=["__gc_log"])
 
@@ -71,12 +73,12 @@ def test_unoffered_apis_close_the_connection_as_a_broker_does(bootstrap: str) ->
         response = await client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t"))
         assert isinstance(response, ApiVersionsResponse)
         assert (GROUP_VERSION_FEATURE, 1) in {(f.name, f.max_version_level) for f in response.finalized_features}
-        assert ApiKey.TXN_OFFSET_COMMIT not in {k.api_key for k in response.api_keys}
+        assert (ApiKey.TXN_OFFSET_COMMIT, 4) in {(k.api_key, k.max_version) for k in response.api_keys}
         found = await client.call(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="g", key_type=0))
         assert isinstance(found, FindCoordinatorResponse)
         assert (found.error_code, found.port) == (0, port)
         await client.close()
-        for key, version in ((ApiKey.TXN_OFFSET_COMMIT, 3), (76, 1), (88, 0)):
+        for key, version in ((ApiKey.TXN_OFFSET_COMMIT, 5), (76, 1), (88, 0)):
             client = await WireClient.connect("127.0.0.1", port)
             # A header and an empty-ish body: the API is refused before its body is read.
             client.send_raw(struct.pack(">ihhih", 10 + 3, key, version, 5, -1) + b"\x00\x00\x00")
@@ -85,3 +87,26 @@ def test_unoffered_apis_close_the_connection_as_a_broker_does(bootstrap: str) ->
 
     with GatewayThread(config, FakeGroupHandler()) as gateway:
         asyncio.run(run(gateway.server.port))
+
+
+def test_share_group_membership_is_offered_only_when_enabled() -> None:
+    """With share groups on, ShareGroupHeartbeat/ShareGroupDescribe v1 are offered whatever the
+    cluster has; the share data path (78, 79) and streams groups never are."""
+    for cluster in (_cluster(0, 3), _cluster(0, 3, *SHARE_AND_STREAMS)):
+        offered = {k.api_key: (k.min_version, k.max_version) for k in merge_api_versions(cluster, True).api_keys}
+        assert offered[ApiKey.SHARE_GROUP_HEARTBEAT] == (1, 1)
+        assert offered[ApiKey.SHARE_GROUP_DESCRIBE] == (1, 1)
+        assert offered.keys().isdisjoint(set(SHARE_AND_STREAMS) - {76, 77})
+    assert {76, 77}.isdisjoint(k.api_key for k in merge_api_versions(_cluster(0, *SHARE_AND_STREAMS)).api_keys)
+def test_transaction_version_2_is_not_offered() -> None:
+    """A cluster at transaction.version 2 is reported at 1: TV2 clients would send TxnOffsetCommit v5
+    without AddOffsetsToTxn, which the sidecar does not serve; a TV2 cluster serves TV1 clients."""
+    cluster = _cluster(0, 28)
+    cluster.finalized_features.append(
+        ApiVersionsResponseFinalizedFeatureKey(name="transaction.version", max_version_level=2, min_version_level=2)
+    )
+    finalized = {
+        f.name: (f.min_version_level, f.max_version_level) for f in merge_api_versions(cluster).finalized_features
+    }
+    assert finalized["transaction.version"] == (1, 1)
+    assert finalized["metadata.version"] == (27, 27)

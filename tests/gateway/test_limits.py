@@ -267,3 +267,21 @@ def test_small_requests_are_not_starved_by_large_partial_frames() -> None:
         blocked_large.cancel()
 
     asyncio.run(main())
+
+
+def test_error_messages_below_the_top_are_truncated_and_lists_without_any_are_not_walked() -> None:
+    from coordinator.gateway.limits import MAX_ERROR_MESSAGE_CHARS, _message_paths, truncate_error_messages
+    from coordinator.messages.describe_groups import DescribeGroupsResponse, DescribeGroupsResponseDescribedGroup
+    from coordinator.messages.list_groups import ListGroupsResponse
+    from coordinator.messages.offset_fetch import OffsetFetchResponse, OffsetFetchResponseGroup
+
+    described = DescribeGroupsResponse(
+        groups=[DescribeGroupsResponseDescribedGroup(group_id=str(i), error_message="d" * 9_000) for i in range(3)]
+    )
+    fetched = OffsetFetchResponse(groups=[OffsetFetchResponseGroup(group_id="g", error_code=15)])
+    truncate_error_messages(described)
+    truncate_error_messages(fetched)
+    assert {len(g.error_message or "") for g in described.groups} == {MAX_ERROR_MESSAGE_CHARS + 3}
+    # ListGroups carries no error message anywhere: its 100,000 entries are never visited.
+    assert _message_paths(ListGroupsResponse) == ()
+    assert _message_paths(DescribeGroupsResponse) == (("groups", "nested"),)

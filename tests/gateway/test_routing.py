@@ -124,3 +124,15 @@ def test_config_requests_fall_back_to_the_forward_decision() -> None:
     assert decide(ApiKey.DESCRIBE_CONFIGS, 4, request) == routing.Configs(fallback=routing.ForwardSplit())
     other = DescribeConfigsRequest(resources=[DescribeConfigsResource(resource_type=2, resource_name="orders")])
     assert decide(ApiKey.DESCRIBE_CONFIGS, 4, other) == routing.Configs(fallback=routing.Forward())
+
+
+def test_share_group_apis_are_served_only_when_share_groups_are() -> None:
+    from coordinator.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+
+    request = ShareGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=0, subscribed_topic_names=["t"])
+    assert decide(ApiKey.SHARE_GROUP_HEARTBEAT, 1, request) == routing.Close("unsupported API ShareGroupHeartbeat")
+    decision = decide(ApiKey.SHARE_GROUP_HEARTBEAT, 1, request, share_groups=True)
+    assert isinstance(decision, routing.CallHandler)
+    assert decision.request.body == request
+    # ShareFetch (78) is never the group handler's: not offered, so not decoded here.
+    assert routing.ROUTES.get(78) is None

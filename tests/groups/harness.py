@@ -103,6 +103,11 @@ class Coordinator:
                 op = self.timers.pop(key)
                 self.apply(on_timer(self.state, op.event, self.now, self.metadata, self.config))
 
+    def resolve_regexes(self) -> None:
+        """Run the regex resolution a heartbeat asked for (the runtime fires it as an event of its
+        own right after that heartbeat, as Kafka's background pool would)."""
+        self.fire("consumer-regex")
+
     def replayed(self) -> Any:
         fresh = ConsumerGroupsState()
         for r in self.log:

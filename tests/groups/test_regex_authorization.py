@@ -60,6 +60,8 @@ def test_a_member_is_assigned_only_what_it_may_describe() -> None:
     c = Coordinator(TOPICS)
     r = beat(c, "A", 0, orders_only, ".*")
     assert r.error_code == ErrorCode.NONE
+    c.resolve_regexes()  # with the rights of A's heartbeat, which asked for it
+    beat(c, "A", r.member_epoch, orders_only)
     assert c.group().regexes[".*"].topics == {"orders-eu", "orders-us"}
     assert c.target("A") == {tid("orders-eu"): [0, 1], tid("orders-us"): [0]}
     # The recorded resolution is what a restarted coordinator replays.
@@ -68,7 +70,9 @@ def test_a_member_is_assigned_only_what_it_may_describe() -> None:
 
 def test_without_an_authorizer_every_topic_matches() -> None:
     c = Coordinator(TOPICS)
-    beat(c, "A", 0, None, ".*")
+    r = beat(c, "A", 0, None, ".*")
+    c.resolve_regexes()
+    beat(c, "A", r.member_epoch, None)
     assert c.group().regexes[".*"].topics == {"orders-eu", "orders-us", "payments"}
     assert c.target("A") == {tid("orders-eu"): [0, 1], tid("orders-us"): [0], tid("payments"): [0, 1, 2]}
 
@@ -76,19 +80,23 @@ def test_without_an_authorizer_every_topic_matches() -> None:
 def test_the_resolution_is_the_groups_and_carries_the_rights_of_who_triggered_it() -> None:
     c = Coordinator(TOPICS, ConsumerGroupConfig(assignment_interval_ms=0, regex_refresh_interval_ms=10_000))
     beat(c, "A", 0, orders_only, ".*")
+    c.resolve_regexes()
     # B joins with the same regex while A's resolution is fresh: B shares it, whatever B's rights.
     beat(c, "B", 0, None, ".*")
+    c.resolve_regexes()
     assert c.group().regexes[".*"].topics == {"orders-eu", "orders-us"}
-    # Once the refresh interval has passed, the next heartbeat re-resolves with its sender's
-    # rights: B's (all topics) ...
+    # Once the refresh interval has passed, the next heartbeat asks for a resolution with its
+    # sender's rights: B's (all topics) ...
     c.now += 11_000
     r = beat(c, "B", c.group().members["B"].member_epoch, None)
     assert r.error_code == ErrorCode.NONE
+    c.resolve_regexes()
     assert c.group().regexes[".*"].topics == {"orders-eu", "orders-us", "payments"}
-    # ... and a later refresh triggered by A narrows it again.
+    # ... and a later refresh asked for by A narrows it again.
     c.now += 11_000
     epoch = c.group().group_epoch
     beat(c, "A", c.group().members["A"].member_epoch, orders_only)
+    c.resolve_regexes()
     assert c.group().regexes[".*"].topics == {"orders-eu", "orders-us"}
     assert c.group().group_epoch == epoch + 1
     assert c.replayed() == c.state.snapshot()
@@ -105,6 +113,7 @@ def test_a_classic_member_joining_resolves_the_groups_regexes_with_its_own_right
     shard.cg_heartbeat(
         cg_request(GROUP, "A", 0, rebalance_timeout_ms=30_000, subscribed_topic_regex=".*", topic_partitions=[])
     )
+    shard.fire("consumer-regex")
     group = shard.state.consumer.group(GROUP)
     assert group is not None and group.regexes[".*"].topics == {FOO, "secret"}
     shard.now += shard.handlers.consumer_config.regex_refresh_interval_ms + 1
@@ -124,6 +133,7 @@ def test_a_classic_member_joining_resolves_the_groups_regexes_with_its_own_right
     assert isinstance(answer, JoinGroupResponse) and answer.member_id
     request = dataclasses.replace(request, member_id=answer.member_id)
     shard.apply(shard.handlers.join_group(shard.state, request, "join2", shard.now, context), "join2")
+    shard.fire("consumer-regex")
     group = shard.state.consumer.group(GROUP)
     assert group is not None and group.regexes[".*"].topics == {FOO}
     shard.check_replay()

@@ -25,6 +25,9 @@ def test_subscribed_topic_names_and_a_regex_together_subscribe_to_their_union() 
         )
     )
     assert response.error_code == 0
+    # The regex's topics come once its resolution (off the heartbeat) has landed.
+    c.resolve_regexes()
+    response = c.beat("m", response.member_epoch, [])
     owned = {topic_id_string(tp.topic_id): sorted(tp.partitions) for tp in response.assignment.topic_partitions}  # type: ignore[union-attr]
     assert owned == {tid("foo"): [0, 1], tid("bar-1"): [0]}
     assert assigned(response) == [0, 0, 1]

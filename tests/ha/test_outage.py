@@ -4,6 +4,10 @@ The broker is killed with -9 and started again on the same port: with the local 
 store it comes back empty, so the sidecars must create the log and directory topics again, rejoin
 placement, and serve from the new log. Before the fix every serve process aborted in librdkafka
 (``rd_kafka_enq_once_del_source_return``) when the broker came back.
+
+The log topic deleted on the cluster itself (not through the sidecar) is the same loss without
+the outage. Before the reader relay (``coordinator/gateway/reader_relay.py``) every serve process
+died with SIGSEGV in librdkafka a fraction of a second after the deletion.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from deploy.local_broker import LocalBroker, free_port
 from tests.ha.sidecars import Committer, Sidecar, wait_for
@@ -94,3 +99,38 @@ def test_serve_rides_out_a_broker_restart(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_three_serve_processes_ride_out_a_broker_restart(tmp_path: Path) -> None:
     _ride_out_a_restart(tmp_path, 3)
+
+
+def test_serve_rides_out_its_log_topic_deleted_on_the_cluster(bootstrap: str, unique_name: str, tmp_path: Path) -> None:
+    topic = f"{unique_name}-orders"
+    ensure_topic(bootstrap, topic)
+    health = f"127.0.0.1:{free_port()}"
+    sidecar = Sidecar(bootstrap, unique_name, tmp_path / "serve.log", 2, env={"GROUPCOORD_METRICS_LISTEN": health})
+    committer: Committer | None = None
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        sidecar.start()
+        committer = Committer(sidecar.address, f"{unique_name}-group", topic)
+        before = committer.commit_until_acked(30)
+        wait_for(lambda: _ready(health)[0] == 200, 30, "the sidecar ready")
+
+        admin.delete_topics([unique_name])[unique_name].result(10)
+        # Not ready while the log is gone and until the next look at the cluster finds it back.
+        wait_for(lambda: not sidecar.alive or _ready(health)[0] == 503, 30, "the sidecar not ready")
+        _assert_alive([sidecar])
+        wait_for(lambda: not sidecar.alive or _ready(health)[0] == 200, 60, "the sidecar ready again")
+        _assert_alive([sidecar])
+        metadata = admin.list_topics(unique_name, timeout=10).topics[unique_name]
+        assert metadata.error is None and len(metadata.partitions) == 2
+
+        # Served from the new, empty log: the commit made before is gone with the old one.
+        assert committer.committed() == -1001
+        after = committer.commit_until_acked(60)
+        assert after > before and committer.committed() == after
+        _assert_alive([sidecar])
+        errors = [str(r["msg"]) for r in sidecar.records() if r.get("level") == "ERROR"]
+        assert any(f"{unique_name} is gone" in m for m in errors), errors
+    finally:
+        if committer is not None:
+            committer.close()
+        assert sidecar.stop() == 0, sidecar.log.read_text()[-1500:]

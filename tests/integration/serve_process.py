@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -34,9 +37,12 @@ class ServeProcess:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 60.0) -> ServeProcess:
+    def start(self, timeout: float = 60.0, env: dict[str, str] | None = None) -> ServeProcess:
+        """Start and wait for "listening on"; ``env`` adds settings to the environment (as an
+        operator would pass them)."""
         stderr = open(self.log, "a") if self.log else subprocess.DEVNULL  # noqa: SIM115
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=stderr, text=True)
+        environment = {**os.environ, **env} if env else None
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=environment)
         assert self.proc.stdout is not None
         stdout = self.proc.stdout
 
@@ -60,3 +66,23 @@ class ServeProcess:
             return self.proc.returncode if self.proc else 0
         self.proc.terminate()
         return self.proc.wait(30)
+
+
+@contextmanager
+def serving(serve: ServeProcess, env: dict[str, str]) -> Iterator[ServeProcess]:
+    """``serve`` started with ``env`` (settings), stopped at the end, killed if it will not stop
+    or fails to start."""
+    try:
+        serve.start(env=env)
+    except BaseException:
+        if serve.proc is not None and serve.proc.poll() is None:
+            serve.kill9()
+        raise
+    try:
+        yield serve
+    finally:
+        try:
+            serve.stop()
+        finally:
+            if serve.proc is not None and serve.proc.poll() is None:
+                serve.kill9()

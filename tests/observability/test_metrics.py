@@ -3,20 +3,24 @@ and the /metrics endpoint parsed as Prometheus parses it."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import urllib.request
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from coordinator.gateway.framing import RequestHeader
+from coordinator.gateway.handler import ConnectionContext
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from coordinator.messages.offset_commit import (
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
 )
 from coordinator.observability import metrics
-from coordinator.observability.gateway import error_counts
+from coordinator.observability.gateway import MeteredHandler, error_counts
 from coordinator.observability.histogram import Histogram
 from coordinator.observability.http import HealthServer, Readiness
 from coordinator.observability.metrics import ShardMetrics, shard_families
@@ -241,3 +245,43 @@ def test_a_shard_whose_writes_are_not_read_back_shows_in_the_gauges() -> None:
     got = samples(shard_families([shard]))
     assert got[("groupcoord_event_purgatory_oldest_seconds", (("partition", "0"),))] >= 2.0
     assert got[("groupcoord_stuck_partitions", ())] == 1
+
+
+def test_transactional_commits_and_their_outcomes_are_counted() -> None:
+    from coordinator.offsets import transactions as txn
+    from records.definitions import PendingTxnOffset
+
+    world = World()
+    shard = world.loaded(0)
+    staged, committed, aborted = (
+        counter("groupcoord_txn_offset_commits_total"),
+        counter("groupcoord_txn_commits_total"),
+        counter("groupcoord_txn_aborts_total"),
+    )
+    offsets = [PendingTxnOffset("t", 0, 5)]
+    for pid, at in ((7, 1), (8, 2)):
+        shard.submit(write(*txn.staging_records("g", pid, at, "tx", txn.Sequence(0, 0), offsets, 0)))
+    world.run()
+    assert counter("groupcoord_txn_offset_commits_total") == staged + 2
+    shard.submit(lambda state, now: Result("ok", txn.resolve(state.txn, 7, 5, True, now)))
+    shard.submit(lambda state, now: Result("ok", txn.resolve(state.txn, 8, 5, False, now)))
+    world.run()
+    assert counter("groupcoord_txn_commits_total") == committed + 1
+    assert counter("groupcoord_txn_aborts_total") == aborted + 1
+
+
+def test_group_requests_handled_are_timed_by_api() -> None:
+    # The handled-latency histogram (handler call to answer) counts each group request handled.
+    class Inner:
+        async def handle(self, context: ConnectionContext, request: Any) -> Any:
+            return HeartbeatResponse()
+
+    def handled() -> float:
+        return (
+            REGISTRY.get_sample_value("groupcoord_gateway_handled_latency_seconds_count", {"api": "Heartbeat"}) or 0.0
+        )
+
+    before = handled()
+    context = ConnectionContext(RequestHeader(12, 4, 1, "c"), "127.0.0.1", 1, 9092, None)
+    asyncio.run(MeteredHandler(Inner()).handle(context, HeartbeatRequest()))  # type: ignore[arg-type]
+    assert handled() == before + 1

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.runtime.api import Result
+from coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
 from coordinator.runtime.headers import make_headers
 from coordinator.runtime.load import LoadFailed, LoadResult
 from coordinator.runtime.shard import (
@@ -358,3 +358,55 @@ def test_the_shard_life_invariant_sees_a_move_outside_the_table_or_out_of_turn()
         "shard 0 moved loading -> active, not in its transition table",
         "shard 0 moved claiming -> active while active",
     ]
+
+
+class TimerHandlers(Handlers):
+    def __init__(self) -> None:
+        self.fired: list[tuple[int, Any]] = []
+
+    def on_timer(self, state: Recorder, event: Any, now_ms: int) -> Result[None]:
+        self.fired.append((now_ms, event))
+        return Result(None)
+
+
+def schedule(key: str, deadline_ms: int, event: Any) -> Any:
+    return lambda state, now: Result(None, timers=[ScheduleTimer(key, deadline_ms, event)])
+
+
+def test_a_timer_moved_later_fires_once_at_its_last_deadline_without_arming_the_loop_each_time() -> None:
+    # A session timer moves with every heartbeat: moving it later must not arm a loop timer each
+    # time (each one a heap operation of the loop, and a cancelled one left in its heap), and it
+    # fires once, at the last deadline, with the last event; moved earlier, it fires at the
+    # earlier deadline; cancelled, never.
+    world = World()
+    handlers = TimerHandlers()
+    shard: Shard[Any] = world.hosts[0].shard(0, handlers)  # type: ignore[arg-type]
+    shard.load()
+    world.run()
+    armed: list[float] = []
+    call_later = world.loop.call_later
+
+    def counting_call_later(delay: float, callback: Any, *args: Any, context: Any = None) -> Any:
+        if callback == shard._fire:
+            armed.append(delay)
+        return call_later(delay, callback, *args, context=context)
+
+    world.loop.call_later = counting_call_later  # type: ignore[method-assign]
+    start = world.loop.clock.now_ms()
+    for i in range(10):
+        shard.submit(schedule("session", start + 1000 + 100 * i, f"e{i}"))
+        world.run(0)
+    assert len(armed) == 1
+    world.run(5000)
+    assert handlers.fired == [(start + 1900, "e9")]
+    assert len(armed) == 2  # armed once more, when it first came due, for the rest
+    now = world.loop.clock.now_ms()
+    shard.submit(schedule("other", now + 5000, "late"))
+    world.run(0)
+    shard.submit(schedule("other", now + 3000, "early"))
+    world.run(0)
+    shard.submit(schedule("gone", now + 4000, "never"))
+    world.run(0)
+    shard.submit(lambda state, now: Result(None, timers=[CancelTimer("gone")]))
+    world.run(10_000)
+    assert handlers.fired[1:] == [(now + 3000, "early")]

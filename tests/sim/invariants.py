@@ -8,6 +8,8 @@ through ``fail`` (which adds the seed and the trace). The workloads call them af
 4. An acknowledged write survives the loss of any coordinator process.
 5. A fenced or stale member's commit is rejected.
 6. Every subscribed partition is eventually owned by exactly one live member once quiet.
+7. A committed offset is always a plain commit's value or a committed transaction's; an aborted
+   or fenced transaction never moves one.
 
 Besides these, ``invariant_shard_life``: every shard moves only along its transition table.
 """
@@ -251,3 +253,24 @@ def invariant_6_quiet_group_covered(
         if assigned != c.owned:
             fail(f"6. {c.member_id} owns {sorted(c.owned)} but is assigned {sorted(assigned)}")
     invariant_6_owned_exactly_once([(c.member_id, c.owned) for c in live], partitions, fail)
+
+
+# --- 7. transactional offsets ---------------------------------------------------------------------
+
+
+def invariant_7_committed_offsets_come_from_commits(
+    state: GroupCoordinatorState,
+    group_id: str,
+    plain: set[int],
+    committed_transactions: set[int],
+    aborted_transactions: set[int],
+    fail: Fail,
+) -> None:
+    """7. Every committed offset of the group is a value some plain commit or some committed
+    transaction wrote (the workloads make every value unique), never an aborted transaction's."""
+    for topic, partitions in state.offsets.group_offsets(group_id).items():
+        for partition, value in partitions.items():
+            if value.offset in aborted_transactions:
+                fail(f"7. {topic}-{partition} holds {value.offset}, written by an aborted transaction")
+            if value.offset not in plain and value.offset not in committed_transactions:
+                fail(f"7. {topic}-{partition} holds {value.offset}, neither a plain commit nor a committed transaction")

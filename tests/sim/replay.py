@@ -1,5 +1,5 @@
 """Replay one seed of a workload with its trace: ``python -m tests.sim.replay WORKLOAD SEED``,
-WORKLOAD one of kip848, classic, migration, ownership."""
+WORKLOAD one of kip848, classic, migration, ownership, share_partition."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 from tests.sim.kernel import InvariantViolation
 
-WORKLOADS = ("kip848", "classic", "migration", "ownership")
+WORKLOADS = ("kip848", "classic", "migration", "ownership", "share_partition")
 
 
 def main(argv: list[str]) -> int:

@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-SCENARIOS = ("kip848", "classic", "migration", "ownership")
+SCENARIOS = ("kip848", "classic", "migration", "ownership", "share_partition")
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

@@ -12,7 +12,7 @@ from coordinator.group_shard import (
     RetentionSweep,
     describe_classic_groups,
     describe_consumer_groups,
-    list_groups,
+    group_listing,
 )
 from coordinator.groups.classic import ClassicGroupState
 from coordinator.groups.classic.consumer_protocol import Subscription, encode_subscription
@@ -21,6 +21,7 @@ from coordinator.groups.consumer import (
     log_records,
 )
 from coordinator.groups.context import RequestContext
+from coordinator.groups.group import GroupSummary
 from coordinator.groups.topics import TopicImage, TopicsImage
 from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from coordinator.messages.join_group import JoinGroupResponse
@@ -292,6 +293,10 @@ def test_retention_sweep_expires_and_deletes_empty_groups() -> None:
     # The subscribed topic's offset stays; the unsubscribed one expires; the group stays (it has members).
     assert state.offsets.get("live", "t", 0) is not None and state.offsets.get("live", "u", 0) is None
     assert state.group_type("live") == "consumer"
+
+
+def list_groups(state: GroupCoordinatorState, states: tuple[str, ...], types: tuple[str, ...]) -> list[GroupSummary]:
+    return sorted(group_listing(state, states, types), key=lambda g: g.group_id)
 
 
 def test_list_and_describe() -> None:

@@ -226,11 +226,12 @@ def test_an_offset_commit_reaches_the_logic_whole_with_its_topics_resolved(versi
 def test_an_offset_fetch_reaches_the_logic_whole_with_its_topics_resolved(version: int) -> None:
     body = filled(offset_fetch.OffsetFetchRequest, version)
     service = RecordingService()
-    service.answers["fetch_offsets"] = lambda groups: [
+    service.answers["fetch_offsets"] = lambda groups, require_stable: [
         offset_fetch.OffsetFetchResponseGroup(group_id=g.group_id, error_code=i + 1) for i, g in enumerate(groups)
     ]
     decoded, response = _run(service, body, version)
-    [(_, (groups,))] = service.calls
+    [(_, (groups, require_stable))] = service.calls
+    assert require_stable == decoded.require_stable  # UNSTABLE_OFFSET_COMMIT needs it
     assert len(groups) == len(decoded.groups) == 2
     for sent, got in zip(decoded.groups, groups, strict=True):
         assert _fields(replace(got, topics=[])) == _fields(replace(sent, topics=[]))
@@ -247,9 +248,12 @@ def test_an_offset_fetch_reaches_the_logic_whole_with_its_topics_resolved(versio
 def test_an_offset_fetch_before_v8_reaches_the_logic_as_a_one_group_batch() -> None:
     body = filled(offset_fetch.OffsetFetchRequest, 7)
     service = RecordingService()
-    service.answers["fetch_offsets"] = lambda groups: [offset_fetch.OffsetFetchResponseGroup(error_code=16)]
+    service.answers["fetch_offsets"] = lambda groups, require_stable: [
+        offset_fetch.OffsetFetchResponseGroup(error_code=16)
+    ]
     decoded, response = _run(service, body, 7)
-    [(_, ([group],))] = service.calls
+    [(_, ([group], require_stable))] = service.calls
+    assert require_stable == decoded.require_stable
     assert group.group_id == decoded.group_id
     assert [(t.name, t.partition_indexes) for t in group.topics] == [
         (t.name, t.partition_indexes) for t in decoded.topics

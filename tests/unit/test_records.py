@@ -155,3 +155,18 @@ def test_version_n_is_read_after_version_n_plus_1_adds_a_field() -> None:
 def test_unreadable_bytes_raise_decode_error(key: bytes | None, value: bytes | None) -> None:
     with pytest.raises(RecordDecodeError):
         decode(key, value)
+
+
+def test_a_value_is_written_in_the_oldest_version_that_holds_it() -> None:
+    """A plain commit stays OffsetCommitValue v1, which every earlier release reads (a rolling
+    upgrade moves shards between releases); only a transaction's commit, with its producer id,
+    needs v2."""
+    from records import CoordinatorRecord, RecordType, decode, encode
+    from records.definitions import OffsetCommitKey, OffsetCommitValue
+
+    key = OffsetCommitKey("g", "t", 0)
+    for value, version in ((OffsetCommitValue(5, metadata="m"), 1), (OffsetCommitValue(5, producer_id=7), 2)):
+        record = CoordinatorRecord(RecordType.OFFSET_COMMIT, key, value)
+        raw_key, raw_value = encode(record)
+        assert raw_value is not None and int.from_bytes(raw_value[2:4], "big") == version
+        assert decode(raw_key, raw_value) == record

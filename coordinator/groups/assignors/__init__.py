@@ -1,4 +1,6 @@
-"""Server-side partition assignors: ``uniform`` (the default) and ``range``."""
+"""Server-side partition assignors: ``uniform`` (the default) and ``range`` for consumer groups;
+``simple`` (``coordinator.groups.assignors.simple``) for share groups, which is not among the
+consumer groups' choices."""
 
 from __future__ import annotations
 

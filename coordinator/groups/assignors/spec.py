@@ -8,8 +8,9 @@ from typing import Protocol
 
 from coordinator.groups.topics import TopicsImage
 
-# member id -> topic id -> partitions
-GroupAssignment = dict[str, dict[str, frozenset[int]]]
+# member id -> topic id -> partitions. An assignor may hand back a member's input mapping
+# itself when that member keeps exactly what it had (no copy for the unchanged majority).
+GroupAssignment = dict[str, Mapping[str, frozenset[int]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +32,9 @@ class GroupSpec:
         for m in self.members.values():
             if first is None:
                 first = m.subscribed_topic_ids
-            elif m.subscribed_topic_ids != first:
+            # ``is`` first: the builder hands equal subscriptions over as one shared object, and
+            # ``!=`` on two frozensets never short-cuts on identity (O(topics) per member).
+            elif m.subscribed_topic_ids is not first and m.subscribed_topic_ids != first:
                 return False
         return True
 

@@ -2,13 +2,15 @@
 
 Like Kafka's UniformAssignor it picks one of two builders:
 
-* homogeneous (every member subscribes to the same topics; OptimizedUniformAssignmentBuilder):
-  every member ends with ``P // M`` or ``P // M + 1`` partitions. Members first keep what they
-  already had up to that quota (stickiness), then the freed and new partitions fill the members
-  below quota. Partitions are numbered globally so the whole pass is a few linear sweeps.
-* heterogeneous (GeneralUniformAssignmentBuilder): members keep their valid partitions,
-  unassigned partitions go to the least loaded subscriber, then partitions move from loaded to
-  lightly loaded subscribers until no single move improves the balance.
+* homogeneous (every member subscribes to the same topics): ``uniform_homogeneous``, where the
+  rule is written down; every member ends with ``P // M`` or ``P // M + 1`` partitions and keeps
+  what it had up to that quota.
+* heterogeneous: the members are split into independent parts (members linked by a shared
+  topic). A part where everyone subscribes to the same topics (Kafka's bucketed benchmark shape)
+  is a homogeneous problem and goes to that builder. A mixed part goes to the general builder
+  (GeneralUniformAssignmentBuilder): members keep their valid partitions, unassigned partitions
+  go to the least loaded subscriber, then partitions move from loaded to lightly loaded
+  subscribers until no single move improves the balance.
 
 Rack awareness: when members have racks and partitions have replica racks, a partition that
 has to be placed goes to a member in one of its replicas' racks if one has room, so consumers
@@ -18,10 +20,14 @@ fetch from a local replica. Balance and stickiness always come first.
 from __future__ import annotations
 
 import heapq
-from collections import deque
+from collections.abc import Mapping
+from operator import attrgetter
 
 from coordinator.groups.assignors.spec import GroupAssignment, GroupSpec, MemberSubscriptionSpec
+from coordinator.groups.assignors.uniform_homogeneous import assign_homogeneous
 from coordinator.groups.topics import TopicsImage
+
+_SUBSCRIPTION = attrgetter("subscribed_topic_ids")
 
 
 class UniformAssignor:
@@ -31,164 +37,56 @@ class UniformAssignor:
         if not group.members:
             return {}
         if group.is_homogeneous():
-            return _assign_homogeneous(group, topics)
-        return _assign_heterogeneous(group, topics)
-
-
-def _racks_in_use(members: list[MemberSubscriptionSpec], topics: TopicsImage, topic_ids: list[str]) -> bool:
-    if not any(m.rack_id for m in members):
-        return False
-    for t in topic_ids:
-        img = topics.topic_by_id(t)
-        if img is not None and img.partition_racks:
-            return True
-    return False
-
-
-def _assign_homogeneous(group: GroupSpec, topics: TopicsImage) -> GroupAssignment:
-    members = sorted(group.members.values(), key=lambda m: m.member_id)
-    topic_ids = sorted(t for t in members[0].subscribed_topic_ids if topics.partition_count(t) > 0)
-    base: dict[str, int] = {}
-    counts: list[int] = []
-    total = 0
-    for t in topic_ids:
-        base[t] = total
-        n = topics.partition_count(t)
-        counts.append(n)
-        total += n
-    result: GroupAssignment = {m.member_id: {} for m in members}
-    if total == 0:
+            first = next(iter(group.members.values()))
+            return assign_homogeneous(group.members, first.subscribed_topic_ids, topics)
+        result: GroupAssignment = {}
+        for subscriptions, part in _parts(group.members, topics):
+            if len(subscriptions) == 1:
+                result.update(assign_homogeneous(part, subscriptions[0], topics))
+            else:
+                result.update(_assign_heterogeneous(part, topics))
         return result
 
-    min_quota, extra = divmod(total, len(members))
-    taken = bytearray(total)
-    owned: list[list[int]] = []
-    extras_left = extra
-    for m in members:
-        keep: list[int] = []
-        for t, ps in m.assigned.items():
-            b = base.get(t)
-            if b is None:
+
+def _parts(
+    members: Mapping[str, MemberSubscriptionSpec], topics: TopicsImage
+) -> list[tuple[list[frozenset[str]], dict[str, MemberSubscriptionSpec]]]:
+    """Members linked (directly or not) by a subscribed topic with partitions: per part, its
+    distinct subscriptions and its members.
+
+    The parts share no topic, so each can be assigned on its own. Members subscribing to nothing
+    assignable form a part of their own (they get nothing)."""
+    by_sub: dict[frozenset[str], list[str]] = {}
+    for mid, sub in zip(members, map(_SUBSCRIPTION, members.values()), strict=True):
+        by_sub.setdefault(sub, []).append(mid)
+    subs = list(by_sub)
+    parent = list(range(len(subs)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[str, int] = {}
+    for i, sub in enumerate(subs):
+        for t in sub:
+            if topics.partition_count(t) <= 0:
                 continue
-            n = topics.partition_count(t)
-            for p in ps:
-                if p < n and not taken[b + p]:
-                    keep.append(b + p)
-        if len(keep) > min_quota:
-            keep.sort()
-            if extras_left > 0:
-                keep = keep[: min_quota + 1]
-                extras_left -= 1
-            else:
-                keep = keep[:min_quota]
-        for i in keep:
-            taken[i] = 1
-        owned.append(keep)
-
-    unassigned = [i for i in range(total) if not taken[i]]
-    if unassigned:
-        if _racks_in_use(members, topics, topic_ids):
-            _fill_rack_aware(members, owned, unassigned, min_quota, extras_left, topics, topic_ids, base)
-        else:
-            _fill(owned, unassigned, min_quota, extras_left)
-
-    # Global index -> (topic id, partition): topics occupy consecutive ranges in ``topic_ids`` order.
-    tid_of: list[str] = []
-    pid_of: list[int] = []
-    for t, n in zip(topic_ids, counts, strict=True):
-        tid_of.extend([t] * n)
-        pid_of.extend(range(n))
-    for m, idx in zip(members, owned, strict=True):
-        per_topic: dict[str, list[int]] = {}
-        for i in idx:
-            lst = per_topic.get(tid_of[i])
-            if lst is None:
-                per_topic[tid_of[i]] = [pid_of[i]]
-            else:
-                lst.append(pid_of[i])
-        result[m.member_id] = {t: frozenset(ps) for t, ps in per_topic.items()}
-    return result
+            j = owner.setdefault(t, i)
+            if j != i:
+                parent[find(i)] = find(j)
+    parts: dict[int, tuple[list[frozenset[str]], dict[str, MemberSubscriptionSpec]]] = {}
+    for i, sub in enumerate(subs):
+        part_subs, part = parts.setdefault(find(i), ([], {}))
+        part_subs.append(sub)
+        mids = by_sub[sub]
+        part.update(zip(mids, map(members.__getitem__, mids), strict=True))
+    return [parts[k] for k in sorted(parts)]
 
 
-def _fill(owned: list[list[int]], unassigned: list[int], min_quota: int, extras_left: int) -> None:
-    ptr = 0
-    for keep in owned:
-        need = min_quota - len(keep)
-        if need > 0:
-            keep.extend(unassigned[ptr : ptr + need])
-            ptr += need
-    for keep in owned:
-        if extras_left == 0 or ptr >= len(unassigned):
-            break
-        if len(keep) == min_quota:
-            keep.append(unassigned[ptr])
-            ptr += 1
-            extras_left -= 1
-
-
-def _fill_rack_aware(
-    members: list[MemberSubscriptionSpec],
-    owned: list[list[int]],
-    unassigned: list[int],
-    min_quota: int,
-    extras_left: int,
-    topics: TopicsImage,
-    topic_ids: list[str],
-    base: dict[str, int],
-) -> None:
-    racks_of: list[frozenset[str]] = []
-    for t in topic_ids:
-        img = topics.topic_by_id(t)
-        assert img is not None
-        racks_of.extend(img.racks_of(p) for p in range(img.partitions))
-
-    def place(pool: list[int], capacity: list[int]) -> list[int]:
-        """Give partitions to members with capacity, rack-local first; returns what is left."""
-        by_rack: dict[str, deque[int]] = {}
-        for j, m in enumerate(members):
-            if capacity[j] > 0 and m.rack_id:
-                by_rack.setdefault(m.rack_id, deque()).append(j)
-        rest: list[int] = []
-        for i in pool:
-            chosen = -1
-            for rack in sorted(racks_of[i]):
-                q = by_rack.get(rack)
-                while q and capacity[q[0]] == 0:
-                    q.popleft()
-                if q:
-                    chosen = q[0]
-                    break
-            if chosen < 0:
-                rest.append(i)
-                continue
-            owned[chosen].append(i)
-            capacity[chosen] -= 1
-        ptr = 0
-        for j in range(len(members)):
-            take = min(capacity[j], len(rest) - ptr)
-            if take > 0:
-                owned[j].extend(rest[ptr : ptr + take])
-                capacity[j] -= take
-                ptr += take
-        return rest[ptr:]
-
-    deficit = [max(0, min_quota - len(k)) for k in owned]
-    left = place(unassigned, deficit)
-    if left and extras_left > 0:
-        extra_slots = [1 if len(k) == min_quota else 0 for k in owned]
-        # Only ``extras_left`` members may go above the minimum quota.
-        granted = 0
-        for j in range(len(extra_slots)):
-            if extra_slots[j]:
-                if granted >= extras_left:
-                    extra_slots[j] = 0
-                else:
-                    granted += 1
-        place(left, extra_slots)
-
-
-def _assign_heterogeneous(group: GroupSpec, topics: TopicsImage) -> GroupAssignment:
-    members = sorted(group.members.values(), key=lambda m: m.member_id)
+def _assign_heterogeneous(group: Mapping[str, MemberSubscriptionSpec], topics: TopicsImage) -> GroupAssignment:
+    members = sorted(group.values(), key=lambda m: m.member_id)
     ids = [m.member_id for m in members]
     subs: dict[str, list[int]] = {}
     for j, m in enumerate(members):

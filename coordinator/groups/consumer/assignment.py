@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from coordinator.groups.assignors import assignor
+from coordinator.groups.assignors.target_index import TargetIndex
 from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer.group import ResolvedRegularExpression, choose_assignor
 from coordinator.groups.consumer.member import ConsumerGroupMember, TopicPartitionSet
-from coordinator.groups.consumer.subscriptions import assignor_preferences, member_topic_ids
+from coordinator.groups.consumer.subscriptions import assignor_preferences, member_topic_id_sets
 from coordinator.groups.consumer.target_assignment import TargetAssignmentBuilder, TargetAssignmentResult
 from coordinator.groups.topics import TopicsImage
 
@@ -27,8 +28,11 @@ def compute_target_assignment(
     image: TopicsImage,
     config: ConsumerGroupConfig,
     now_ms: int,
+    index: TargetIndex | None = None,
 ) -> TargetAssignmentResult:
+    """``index`` is the group's TargetIndex when ``current_targets`` is the group's own target
+    (it lets the uniform assignor work incrementally); None otherwise."""
     name = choose_assignor(assignor_preferences(members.values()), config.assignors, config.default_assignor)
-    subscribed = {mid: member_topic_ids(m, regexes, image) for mid, m in members.items()}
+    subscribed = member_topic_id_sets(members, regexes, image)
     builder = TargetAssignmentBuilder(group_id, group_epoch, assignor(name), image)
-    return builder.build(members, subscribed, current_targets, now_ms)
+    return builder.build(members, subscribed, current_targets, now_ms, index)

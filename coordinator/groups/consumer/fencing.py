@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from coordinator.groups.consumer import log_records
 from coordinator.groups.consumer.group import ConsumerGroup
-from coordinator.groups.consumer.subscriptions import group_topic_names, regexes_in_use
+from coordinator.groups.consumer.subscriptions import regexes_in_use, subscribed_names_of
 from coordinator.groups.consumer.timers import cancel_member_timers
 from coordinator.groups.topics import TopicsImage
 from coordinator.runtime.api import TimerOp
@@ -37,15 +37,14 @@ def fence_members(
             log_records.member_metadata_tombstone(gid, mid),
         ]
         timers += cancel_member_timers(gid, mid)
-    remaining = [m for mid, m in group.members.items() if mid not in gone]
-    still_used = regexes_in_use(remaining)
-    for regex in sorted(regexes_in_use(group.members[mid] for mid in gone) - still_used):
+    # What the others still subscribe to, from the group's counts less the members leaving.
+    name_counts, regex_counts = group.subscription_counts_with(group.members[mid] for mid in gone)
+    for regex in sorted(regexes_in_use(group.members[mid] for mid in gone) - regex_counts.keys()):
         if regex in group.regexes:
             records.append(log_records.regex_tombstone(gid, regex))
     epoch = group.group_epoch + 1
-    records.append(
-        log_records.group_epoch_record(gid, epoch, image.metadata_hash(group_topic_names(remaining, group.regexes)))
-    )
-    if not remaining:
+    subscribed = subscribed_names_of(name_counts, regex_counts, group.regexes)
+    records.append(log_records.group_epoch_record(gid, epoch, image.metadata_hash(subscribed)))
+    if len(gone) == len(group.members):
         records.append(log_records.target_metadata_record(gid, epoch, 0))
     return records, timers

@@ -14,6 +14,7 @@ Nothing here mutates the state: the result's records, replayed by the runtime, d
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import replace
 
 from coordinator.errors import ErrorCode, GroupError
@@ -65,6 +66,9 @@ def consumer_group_heartbeat(
 
 
 def _same_partitions(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
+    if a.assigned is b.assigned:
+        # A steady heartbeat: the member is carried over as it was (its assignment not copied).
+        return True
     if a.assigned.keys() != b.assigned.keys():
         return False
     return all(a.assigned[t].keys() == b.assigned[t].keys() for t in a.assigned)
@@ -154,7 +158,11 @@ def _heartbeat(
     response = ConsumerGroupHeartbeatResponse(
         member_id=member_id,
         member_epoch=reconciled.member_epoch,
-        heartbeat_interval_ms=config.heartbeat_interval_ms,
+        heartbeat_interval_ms=(
+            member_heartbeat_interval(member_id, config.heartbeat_interval_ms)
+            if len(group.members) >= SPREAD_HEARTBEATS_FROM
+            else config.heartbeat_interval_ms
+        ),
     )
     full_request = epoch == 0 or (
         request.rebalance_timeout_ms != -1
@@ -164,6 +172,26 @@ def _heartbeat(
     if full_request or not _same_partitions(member, reconciled):
         response.assignment = assignment(reconciled.assigned)
     return Result(response, records, timers)
+
+
+# Groups of at least this many members have their heartbeats spread (``member_heartbeat_interval``);
+# smaller ones are told the configured interval, as Kafka tells every member.
+SPREAD_HEARTBEATS_FROM = 100
+
+
+def member_heartbeat_interval(member_id: str, interval_ms: int) -> int:
+    """The interval a member of a big group is told to heartbeat at: up to a fifth shorter than
+    the configured one, by a fraction fixed per member (from its id; deterministic).
+
+    Kafka tells every member the configured interval. Members that joined together (a rollout, a
+    mass join) then heartbeat together for as long as they live, in bursts of the whole group
+    every interval: with 5,000 members every heartbeat of a burst waits for those before it
+    (measured: p99 of several seconds at 0.2 ms of serve CPU each). A period that differs per
+    member spreads them over the interval within a few heartbeats. It is never longer than
+    configured, so no session comes closer to its timeout; the cost is up to a fifth more
+    heartbeats (about a tenth on average)."""
+    spread = interval_ms // 5
+    return interval_ms - zlib.crc32(member_id.encode()) % (spread + 1) if spread else interval_ms
 
 
 def _resolve_member(
@@ -212,6 +240,11 @@ def member_from_heartbeat(
     member: ConsumerGroupMember, request: ConsumerGroupHeartbeatRequest, context: RequestContext
 ) -> ConsumerGroupMember:
     """Step 1: the member as this heartbeat describes it (fields left out keep their value)."""
+    if _changes_nothing(member, request, context):
+        # A steady heartbeat (every field left out, same client): the member as it is, rather
+        # than an equal copy; ``replace`` of a frozen dataclass of 17 fields was the largest
+        # single cost of a steady heartbeat's group logic.
+        return member
     return replace(
         member,
         instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
@@ -234,6 +267,24 @@ def member_from_heartbeat(
         client_host=context.client_host,
         has_metadata=True,
         classic_member_metadata=None,
+    )
+
+
+def _changes_nothing(
+    member: ConsumerGroupMember, request: ConsumerGroupHeartbeatRequest, context: RequestContext
+) -> bool:
+    """Whether ``member_from_heartbeat`` would return a member equal to ``member``."""
+    return (
+        member.has_metadata
+        and member.classic_member_metadata is None
+        and request.subscribed_topic_names is None
+        and request.subscribed_topic_regex is None
+        and request.rebalance_timeout_ms in (-1, member.rebalance_timeout_ms)
+        and (request.instance_id is None or request.instance_id == member.instance_id)
+        and (request.rack_id is None or request.rack_id == member.rack_id)
+        and (request.server_assignor is None or request.server_assignor == member.server_assignor)
+        and context.client_id == member.client_id
+        and context.client_host == member.client_host
     )
 
 

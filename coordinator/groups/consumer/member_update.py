@@ -21,9 +21,9 @@ from coordinator.groups.consumer.assignment import can_compute_target, compute_t
 from coordinator.groups.consumer.current_assignment import CurrentAssignmentBuilder
 from coordinator.groups.consumer.group import ConsumerGroup, ResolvedRegularExpression
 from coordinator.groups.consumer.member import ConsumerGroupMember, TopicPartitionSet
-from coordinator.groups.consumer.regex import resolve_regex
+from coordinator.groups.consumer.regex_refresh import maybe_schedule_resolution
 from coordinator.groups.consumer.requests import Owned
-from coordinator.groups.consumer.subscriptions import group_topic_names, member_topic_ids, regexes_in_use
+from coordinator.groups.consumer.subscriptions import member_topic_ids, subscribed_names_of
 from coordinator.groups.consumer.timers import schedule_assignment
 from coordinator.groups.context import GroupContext
 from coordinator.groups.topics import TopicsImage
@@ -74,24 +74,23 @@ def update_group_epoch_and_target(
     group_id, member_id = group.group_id, updated.member_id
     image, now_ms, config = ctx.image, ctx.now_ms, ctx.consumer
     records: list[CoordinatorRecord] = []
-    timers: list[TimerOp] = []
-    members_view: dict[str, ConsumerGroupMember] | None = None
-    if membership_changed or replaced is not None:
-        members_view = dict(group.members)
-        if replaced is not None:
-            del members_view[replaced.member_id]
-        members_view[member_id] = updated
-    in_use = regexes_in_use(members_view.values()) if members_view is not None else set(group.regex_counts)
+    # What the group subscribes to with this update, from the group's counts adjusted for the
+    # members it changes: a walk over every member per join made a mass join of n members cost
+    # n^2 (5,000 members: the largest part of the serve CPU while they joined).
+    changed = membership_changed or replaced is not None
+    name_counts, regex_counts = (
+        group.subscription_counts_with((group.members.get(member_id), replaced), updated)
+        if changed
+        else (group.topic_name_counts, group.regex_counts)
+    )
 
-    regexes, regex_records = _refresh_regexes(group, in_use, ctx)
+    regexes, regex_records, timers = _update_regexes(group, set(regex_counts), ctx)
     records += regex_records
 
-    if members_view is None and not regex_records:
+    if not changed and not regex_records:
         subscribed_names = group.subscribed_topic_names()
     else:
-        subscribed_names = group_topic_names(
-            members_view.values() if members_view is not None else group.members.values(), regexes
-        )
+        subscribed_names = subscribed_names_of(name_counts, regex_counts, regexes)
     metadata_hash = image.metadata_hash(subscribed_names)
 
     group_epoch = group.group_epoch
@@ -108,11 +107,14 @@ def update_group_epoch_and_target(
     member_target: TopicPartitionSet = targets.get(member_id, {})
     if group_epoch > group.assignment_epoch:
         if can_compute_target(group.assignment_timestamp, now_ms, config):
-            if members_view is None:
-                members_view = dict(group.members)
-                members_view[member_id] = updated
+            members_view = dict(group.members)
+            if replaced is not None:
+                del members_view[replaced.member_id]
+            members_view[member_id] = updated
+            # The group's TargetIndex describes group.target, not a copy with a static member renamed.
+            index = group.target_index() if targets is group.target else None
             result = compute_target_assignment(
-                group_id, group_epoch, members_view, regexes, targets, image, config, now_ms
+                group_id, group_epoch, members_view, regexes, targets, image, config, now_ms, index
             )
             records += result.records
             target_epoch = group_epoch
@@ -153,35 +155,22 @@ def reconcile_member(
     ).build()
 
 
-def _refresh_regexes(
+def _update_regexes(
     group: ConsumerGroup, in_use: set[str], ctx: GroupContext
-) -> tuple[dict[str, ResolvedRegularExpression], list[CoordinatorRecord]]:
-    """Resolve new regexes, re-resolve on a new metadata image or after the refresh interval,
-    and drop regexes no member uses any more.
-
-    A resolution is the group's (one record per regex, shared by every member using it) and is
-    made with the rights of the member whose request triggered it, as Kafka resolves with the
-    triggering request's context: only topics that principal may DESCRIBE."""
-    image, now_ms, config = ctx.image, ctx.now_ms, ctx.consumer
+) -> tuple[dict[str, ResolvedRegularExpression], list[CoordinatorRecord], list[TimerOp]]:
+    """Drop the resolutions no member uses any more (tombstones, at once), and ask for the
+    group's regexes to be resolved when that is due (``regex_refresh``: off the heartbeat, as
+    Kafka does). The heartbeat goes on with the resolutions the group has: a new regex matches
+    nothing until its resolution lands."""
     regexes = group.regexes
     records: list[CoordinatorRecord] = []
-    updated: dict[str, ResolvedRegularExpression] | None = None
-    for regex in sorted(in_use):
-        current = regexes.get(regex)
-        if (
-            current is not None
-            and current.version == image.version
-            and now_ms - current.timestamp < config.regex_refresh_interval_ms
-        ):
-            continue
-        topics = resolve_regex(regex, image, ctx.request.may_describe_topic)
-        if updated is None:
-            updated = dict(regexes)
-        updated[regex] = ResolvedRegularExpression(topics, image.version, now_ms)
-        records.append(log_records.regex_record(group.group_id, regex, topics, image.version, now_ms))
-    for regex in sorted(set(regexes) - in_use):
-        if updated is None:
-            updated = dict(regexes)
-        del updated[regex]
-        records.append(log_records.regex_tombstone(group.group_id, regex))
-    return (regexes if updated is None else updated), records
+    unused = sorted(set(regexes) - in_use)
+    if unused:
+        regexes = {r: v for r, v in regexes.items() if r in in_use}
+        records = [log_records.regex_tombstone(group.group_id, r) for r in unused]
+    timers: list[TimerOp] = list(
+        maybe_schedule_resolution(
+            group, regexes, in_use, ctx.image.version, ctx.now_ms, ctx.consumer, ctx.request.may_describe_topic
+        )
+    )
+    return regexes, records, timers

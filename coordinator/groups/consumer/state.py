@@ -88,12 +88,12 @@ class ConsumerGroupsState:
             if value is None:
                 g0 = self.groups.get(key.group)
                 if g0 is not None:
-                    g0.target.pop(key.member_id, None)
+                    g0.drop_target(key.member_id)
                 return
             g = self._get_or_create(key.group)
-            g.target[key.member_id] = {
-                tp.topic_id: frozenset(tp.partitions) for tp in value.topic_partitions if tp.partitions
-            }
+            g.put_target(
+                key.member_id, {tp.topic_id: frozenset(tp.partitions) for tp in value.topic_partitions if tp.partitions}
+            )
         elif t == RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
             self._replay_current_assignment(key.group, key.member_id, value)
         elif t == RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION:

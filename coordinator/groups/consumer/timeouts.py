@@ -1,4 +1,5 @@
-"""Timer expiries (session timeout, rebalance timeout, throttled assignment) and timers after a load."""
+"""Timer expiries (session timeout, rebalance timeout, throttled assignment, regex resolution) and timers
+after a load."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from coordinator.groups.config import ConsumerGroupConfig
 from coordinator.groups.consumer.assignment import can_compute_target, compute_target_assignment
 from coordinator.groups.consumer.fencing import fence_members
 from coordinator.groups.consumer.member import MemberState
+from coordinator.groups.consumer.regex_refresh import resolution_records
 from coordinator.groups.consumer.state import ConsumerGroupsState
 from coordinator.groups.consumer.timers import (
     AssignmentDue,
     RebalanceTimeout,
+    RegexResolutionDue,
     SessionTimeout,
     schedule_assignment,
     schedule_rebalance,
@@ -52,6 +55,9 @@ def on_timer(
             return Result(None)
         records, timers = fence_members(group, [member.member_id], metadata)
         return Result(None, records, timers)
+    if isinstance(event, RegexResolutionDue):
+        group = state.group(event.group_id)
+        return Result(None, resolution_records(group, event, metadata, now_ms) if group is not None else [])
     if isinstance(event, AssignmentDue):
         group = state.group(event.group_id)
         if group is None or not group.members or group.group_epoch <= group.assignment_epoch:
@@ -60,7 +66,15 @@ def on_timer(
             deadline = group.assignment_timestamp + config.assignment_interval_ms
             return Result(None, [], [schedule_assignment(group.group_id, deadline)])
         result = compute_target_assignment(
-            group.group_id, group.group_epoch, group.members, group.regexes, group.target, metadata, config, now_ms
+            group.group_id,
+            group.group_epoch,
+            group.members,
+            group.regexes,
+            group.target,
+            metadata,
+            config,
+            now_ms,
+            group.target_index(),
         )
         return Result(None, result.records)
     return Result(None)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from coordinator.runtime.api import CancelTimer, ScheduleTimer
 
@@ -31,6 +32,16 @@ class AssignmentDue:
     group_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class RegexResolutionDue:
+    """The group's subscription regexes are to be resolved (``regex_refresh``), off the heartbeat
+    that asked, as Kafka resolves them on its background pool."""
+
+    group_id: str
+    # Which topics the principal of the heartbeat that asked may DESCRIBE (None: no authorizer).
+    may_describe_topic: Callable[[str], bool] | None = field(default=None, compare=False)
+
+
 def session_key(group_id: str, member_id: str) -> str:
     return f"consumer-session\x00{group_id}\x00{member_id}"
 
@@ -41,6 +52,10 @@ def rebalance_key(group_id: str, member_id: str) -> str:
 
 def assignment_key(group_id: str) -> str:
     return f"consumer-assignment\x00{group_id}"
+
+
+def regex_key(group_id: str) -> str:
+    return f"consumer-regex\x00{group_id}"
 
 
 def schedule_session(group_id: str, member_id: str, now_ms: int, session_timeout_ms: int) -> ScheduleTimer:
@@ -57,6 +72,12 @@ def schedule_rebalance(group_id: str, member_id: str, epoch: int, now_ms: int, t
 
 def schedule_assignment(group_id: str, deadline_ms: int) -> ScheduleTimer:
     return ScheduleTimer(assignment_key(group_id), deadline_ms, AssignmentDue(group_id))
+
+
+def schedule_regex_resolution(
+    group_id: str, now_ms: int, may_describe_topic: Callable[[str], bool] | None
+) -> ScheduleTimer:
+    return ScheduleTimer(regex_key(group_id), now_ms, RegexResolutionDue(group_id, may_describe_topic))
 
 
 def cancel_member_timers(group_id: str, member_id: str) -> list[CancelTimer]:

@@ -366,6 +366,10 @@ class Simulation(ConsumerDriver):
             return not live
         if group.state().value not in ("Stable", "Empty") or set(group.members) != {c.member_id for c in live}:
             return False
+        # A group's regexes are resolved again at most every 10 s (as in Kafka): a group may look
+        # settled on a resolution older than the topics for that long.
+        if any(r not in group.regexes or group.regexes[r].version < self.metadata.version for r in group.regex_counts):
+            return False
         for c in live:
             if c.reconciling or c.in_flight < 0:
                 return False

@@ -1,0 +1,443 @@
+"""Many groups on one process: memory per group and per committed offset, load after failover
+beside a bare read of the same log, and ListGroups/DescribeGroups over every group while a member
+of another group heartbeats.
+
+    python bench/many_groups_bench.py [--groups 100000] [--offsets-per-group 10] [--connections 32]
+
+Phases, against one ``groupcoord serve`` process holding every group in one shard (``--partitions
+1``, the worst case: the admin requests and the heartbeats share one shard's event loop):
+- fill: one group commits through the sidecar (a simple group: generation -1, no member, as tools
+  and ``assign()``-ed consumers commit); the process stops, and the log gets the other groups'
+  commit records appended directly, each a copy of that record (its epoch header included) with
+  its own group, partition and offset: exactly what the process would have written, at the
+  cluster's produce rate instead of the commit rate (which ``bench/offsets_bench.py`` measures);
+  ``--fill wire`` commits every group through the sidecar instead. A new process then loads it;
+- queries: a KIP-848 member of another group heartbeats every 20 ms (its own cadence, not the
+  coordinator's interval) through a quiet phase and then while one client lists every group
+  (ListGroups v5) and describes them all (DescribeGroups v5, 1,000 group ids a request);
+  heartbeat p50/p99/max quiet and busy, the ListGroups answer time and size, the describe time;
+- load: the serve process stops; a standby runtime in a fresh child process loads the shard
+  (a failover), three times, each beside a bare consumer reading the same log with the same
+  settings (the raw figure, same run); the child's RSS before and after the load gives memory per
+  group and per committed offset (the same bytes, divided by groups and by offsets).
+JSON to bench/results/many_groups.json. Not part of the test suite: timings drift on shared
+machines, which is why every figure stands beside its raw one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from large_group_bench import HB_KEY, HB_VERSION, Connection, cpu_seconds
+from rich.progress import Progress
+from runtime_bench import ROOT, cluster, median_by, percentile, read_log_raw
+
+from coordinator.errors import ErrorCode
+from coordinator.group_shard import GroupCoordinatorShard
+from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from coordinator.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from coordinator.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from coordinator.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+)
+from coordinator.runtime.log import TAILER_SETTINGS, LogTopicSpec
+from coordinator.runtime.runtime import CoordinatorRuntime
+from deploy.local_broker import free_port
+from records import RecordType, decode, encode
+
+COMMIT_KEY, COMMIT_VERSION = 8, 9
+LIST_KEY, LIST_VERSION = 16, 5
+DESCRIBE_KEY, DESCRIBE_VERSION = 15, 5
+DESCRIBE_CHUNK = 1000
+RETRIABLE = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
+
+
+def rss_bytes(pid: int | str = "self") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def group_name(i: int) -> str:
+    return f"many-{i:07d}"
+
+
+async def fill(address: tuple[str, int], topic: str, groups: int, per_group: int, connections: int) -> dict[str, Any]:
+    next_group = 0
+    retries = 0
+
+    async def worker(progress: Progress, task: Any) -> None:
+        nonlocal next_group, retries
+        conn = await Connection.open(address)
+        try:
+            while next_group < groups:
+                i = next_group
+                next_group += 1
+                request = OffsetCommitRequest(
+                    group_id=group_name(i),
+                    topics=[
+                        OffsetCommitRequestTopic(
+                            name=topic,
+                            partitions=[
+                                OffsetCommitRequestPartition(partition_index=p, committed_offset=i + p)
+                                for p in range(per_group)
+                            ],
+                        )
+                    ],
+                )
+                while True:
+                    response = await conn.call(COMMIT_KEY, COMMIT_VERSION, request)
+                    assert isinstance(response, OffsetCommitResponse)
+                    codes = {p.error_code for t in response.topics for p in t.partitions}
+                    if codes == {0}:
+                        break
+                    assert codes <= set(RETRIABLE), codes
+                    retries += 1
+                    await asyncio.sleep(0.1)
+                progress.update(task, advance=1)
+        finally:
+            conn.close()
+
+    with Progress() as progress:
+        task = progress.add_task("committing", total=groups)
+        start = time.perf_counter()
+        await asyncio.gather(*(worker(progress, task) for _ in range(connections)))
+        seconds = time.perf_counter() - start
+    return {
+        "groups": groups,
+        "offsets": groups * per_group,
+        "seconds": seconds,
+        "offsets_per_s": groups * per_group / seconds,
+        "retried_requests": retries,
+    }
+
+
+def fill_direct(bootstrap: str, log_topic: str, groups: int, per_group: int) -> dict[str, Any]:
+    """Append every other group's commit records to the log, copies of the one the process wrote."""
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "many-bench-seed", **TAILER_SETTINGS})
+    reader.assign([TopicPartition(log_topic, 0, 0)])
+    seed = None
+    while True:
+        msg = reader.poll(5.0)
+        if msg is None or msg.error() is not None:
+            break
+        record = decode(msg.key(), msg.value())
+        if record.type == RecordType.OFFSET_COMMIT:
+            seed = (record, msg.headers())
+    reader.close()
+    assert seed is not None, "the seed commit is not in the log"
+    record, headers = seed
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10_000})
+    start = time.perf_counter()
+    written = 0
+    with Progress() as progress:
+        task = progress.add_task("appending", total=groups)
+        for i in range(1, groups):
+            for p in range(per_group):
+                key, value = encode(
+                    dataclasses.replace(
+                        record,
+                        key=dataclasses.replace(record.key, group=group_name(i), partition=p),
+                        value=dataclasses.replace(record.value, offset=i + p),
+                    )
+                )
+                while True:
+                    try:
+                        producer.produce(log_topic, value, key, partition=0, headers=headers)
+                        break
+                    except BufferError:
+                        producer.poll(0.1)
+                written += 1
+            if i % 1000 == 0:
+                producer.poll(0)
+                progress.update(task, completed=i)
+        assert producer.flush(120) == 0
+    seconds = time.perf_counter() - start
+    return {"appended_records": written, "seconds": seconds, "records_per_s": written / seconds}
+
+
+def start_serve(bootstrap: str, log_topic: str, port: int, connections: int, log: Any) -> subprocess.Popen[str]:
+    env = {**os.environ, "GROUPCOORD_GATEWAY__MAX_CONNECTIONS": str(connections + 100)}
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
+         "--log-topic", log_topic, "--partitions", "1"],
+        stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT, env=env,
+    )  # fmt: skip
+    assert serve.stdout is not None and serve.stdout.readline().startswith("listening on")
+    return serve
+
+
+async def wait_served(address: tuple[str, int], timeout: float) -> float:
+    """Seconds until ListGroups answers without error (every shard loaded)."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        conn = await Connection.open(address)
+        try:
+            listed = await conn.call(LIST_KEY, LIST_VERSION, ListGroupsRequest(states_filter=["Dead"]))
+        finally:
+            conn.close()
+        assert isinstance(listed, ListGroupsResponse)
+        if listed.error_code == 0:
+            return time.perf_counter() - start
+        await asyncio.sleep(0.1)
+    raise TimeoutError("the shard did not load")
+
+
+class Prober:
+    """One KIP-848 member of its own group, heartbeating every 100 ms, recording each latency."""
+
+    def __init__(self, address: tuple[str, int], topic: str) -> None:
+        self.address, self.topic = address, topic
+        self.samples: list[tuple[float, float]] = []  # (wall-clock send time, latency ms)
+        self.stop = False
+
+    async def run(self) -> None:
+        conn = await Connection.open(self.address)
+        member_id = uuid.uuid4().hex[:22]
+        epoch = 0
+        try:
+            while not self.stop:
+                body = ConsumerGroupHeartbeatRequest(
+                    group_id="many-bench-probe",
+                    member_id=member_id,
+                    member_epoch=epoch,
+                    rebalance_timeout_ms=60_000 if epoch == 0 else -1,
+                    subscribed_topic_names=[self.topic] if epoch == 0 else None,
+                    topic_partitions=[] if epoch == 0 else None,
+                )
+                sent, start = time.time(), time.perf_counter()
+                response = await conn.call(HB_KEY, HB_VERSION, body)
+                self.samples.append((sent, (time.perf_counter() - start) * 1000))
+                assert isinstance(response, ConsumerGroupHeartbeatResponse)
+                if response.error_code == 0:
+                    if epoch == 0:
+                        print("joined", flush=True)
+                    epoch = response.member_epoch
+                await asyncio.sleep(0.02)
+        finally:
+            conn.close()
+
+
+async def child_probe(host: str, port: int, topic: str) -> list[tuple[float, float]]:
+    """The prober in a process of its own (so that decoding large admin answers in the bench's
+    process never delays it), until its stdin closes."""
+    prober = Prober((host, port), topic)
+    probing = asyncio.create_task(prober.run())
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    prober.stop = True
+    await probing
+    return prober.samples
+
+
+def latency_figures(samples: list[tuple[float, float]], start: float, end: float) -> dict[str, float]:
+    """Heartbeats sent in [start, end) or still waiting for their answer at ``start``."""
+    taken = [ms for sent, ms in samples if start <= sent < end or sent < start < sent + ms / 1000]
+    if not taken:
+        return {"heartbeats": 0}
+    return {
+        "heartbeats": len(taken),
+        "p50_ms": percentile(taken, 0.5),
+        "p99_ms": percentile(taken, 0.99),
+        "max_ms": max(taken),
+    }
+
+
+async def queries(address: tuple[str, int], topic: str, groups: int, quiet_seconds: float) -> dict[str, Any]:
+    probe = subprocess.Popen(
+        [sys.executable, __file__, "--child-probe", address[0], str(address[1]), topic],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert probe.stdin is not None and probe.stdout is not None
+    assert probe.stdout.readline().strip() == "joined"
+    quiet_start = time.time()
+    await asyncio.sleep(quiet_seconds)
+    admin = await Connection.open(address)
+    list_start = time.time()
+    listed = await admin.call(LIST_KEY, LIST_VERSION, ListGroupsRequest())
+    list_end = time.time()
+    assert isinstance(listed, ListGroupsResponse) and listed.error_code == 0, listed
+    names = sorted(g.group_id for g in listed.groups if g.group_id.startswith("many-0"))
+    assert len(names) == groups, (len(names), groups)
+    described = 0
+    describe_seconds = 0.0
+    describing: list[tuple[float, float]] = []
+    for at in range(0, len(names), DESCRIBE_CHUNK):
+        request = DescribeGroupsRequest(groups=names[at : at + DESCRIBE_CHUNK])
+        start = time.time()
+        response = await admin.call(DESCRIBE_KEY, DESCRIBE_VERSION, request)
+        describing.append((start, time.time()))
+        describe_seconds += describing[-1][1] - start
+        assert isinstance(response, DescribeGroupsResponse)
+        described += sum(1 for g in response.groups if g.error_code == 0)
+    admin.close()
+    await asyncio.sleep(0.5)
+    probe.stdin.close()
+    samples = [tuple(s) for s in json.loads(probe.stdout.read())]
+    probe.wait(30)
+    during_describe = [s for s in samples if any(a <= s[0] < b or s[0] < a < s[0] + s[1] / 1000 for a, b in describing)]
+    return {
+        "list_groups_seconds": list_end - list_start,
+        "list_groups_listed": len(listed.groups),
+        "describe_groups_seconds": describe_seconds,
+        "describe_groups_described": described,
+        "describe_groups_requests": len(describing),
+        "heartbeat_quiet": latency_figures(samples, quiet_start, list_start),
+        "heartbeat_during_list": latency_figures(samples, list_start, list_end),
+        "heartbeat_during_describe": latency_figures(during_describe, 0, float("inf")),
+    }
+
+
+async def child_load(bootstrap: str, log_topic: str) -> dict[str, Any]:
+    """A standby runtime in this (fresh) process loads the shard; RSS before and after."""
+    config = {"bootstrap.servers": bootstrap}
+    standby = CoordinatorRuntime(
+        config, LogTopicSpec(name=log_topic, partitions=1), GroupCoordinatorShard(), owner_id="bench-many"
+    )
+    await standby.start(partitions=[])
+    await asyncio.sleep(1.0)
+    gc.collect()
+    before = rss_bytes()
+    start = time.perf_counter()
+    standby.load_shard(0)
+    (report,) = await standby.wait_loaded(900)
+    seconds = time.perf_counter() - start
+    gc.collect()
+    after = rss_bytes()
+    await standby.close()
+    return {
+        "records": report.records,
+        "seconds": seconds,
+        "records_per_s": report.records / seconds,
+        "rss_before_bytes": before,
+        "rss_after_bytes": after,
+    }
+
+
+def run_child_load(bootstrap: str, log_topic: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child-load", bootstrap, log_topic],
+        capture_output=True, text=True, check=True, cwd=ROOT, timeout=1800,
+    )  # fmt: skip
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--groups", type=int, default=100_000)
+    parser.add_argument("--offsets-per-group", type=int, default=10)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--fill", choices=("direct", "wire"), default="direct")
+    parser.add_argument("--quiet-seconds", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--bootstrap", default=None)
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "many_groups.json"))
+    parser.add_argument("--child-load", nargs=2, metavar=("BOOTSTRAP", "LOG_TOPIC"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-probe", nargs=3, metavar=("HOST", "PORT", "TOPIC"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child_probe:
+        host, port, topic = args.child_probe
+        print(json.dumps(asyncio.run(child_probe(host, int(port), topic))))
+        return
+    if args.child_load:
+        print(json.dumps(asyncio.run(child_load(*args.child_load))))
+        return
+    with cluster(args.bootstrap) as (bootstrap, label):
+        topic = f"many-data-{uuid.uuid4().hex[:8]}"
+        log_topic = f"many-log-{uuid.uuid4().hex[:6]}"
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic, args.offsets_per_group, 1)])[topic].result(120)
+        port = free_port()
+        address = ("127.0.0.1", port)
+        serve_log = tempfile.TemporaryFile()  # noqa: SIM115 (closed once serve has stopped)
+        serve = start_serve(bootstrap, log_topic, port, args.connections, serve_log)
+        try:
+            asyncio.run(wait_served(address, 120))
+            serve_rss_empty = rss_bytes(serve.pid)
+            cpu0 = cpu_seconds(serve.pid)
+            filled = asyncio.run(
+                fill(
+                    address,
+                    topic,
+                    1 if args.fill == "direct" else args.groups,
+                    args.offsets_per_group,
+                    args.connections,
+                )
+            )
+            filled["serve_cpu_seconds_per_offset"] = (cpu_seconds(serve.pid) - cpu0) / filled["offsets"]
+            if args.fill == "direct":
+                serve.terminate()
+                serve.wait(60)
+                filled["direct"] = fill_direct(bootstrap, log_topic, args.groups, args.offsets_per_group)
+                serve = start_serve(bootstrap, log_topic, port, args.connections, serve_log)
+                filled["new_process_served_after_seconds"] = asyncio.run(wait_served(address, 1800))
+            serve_rss_filled = rss_bytes(serve.pid)
+            asked = asyncio.run(queries(address, topic, args.groups, args.quiet_seconds))
+        except BaseException:
+            serve_log.seek(0)
+            print("serve's log (tail):", *serve_log.read().decode(errors="replace").splitlines()[-20:], sep="\n")
+            raise
+        finally:
+            serve.terminate()
+            serve.wait(60)
+            serve_log.close()
+        config = {"bootstrap.servers": bootstrap}
+        raws, loads = [], []
+        with Progress() as progress:
+            task = progress.add_task("loading", total=args.rounds)
+            for _ in range(args.rounds):
+                raws.append(read_log_raw(config, log_topic))
+                loads.append(run_child_load(bootstrap, log_topic))
+                progress.update(task, advance=1)
+    raw = median_by(raws, "records_per_s")
+    load = median_by(loads, "records_per_s")
+    grown = statistics.median(run["rss_after_bytes"] - run["rss_before_bytes"] for run in loads)
+    offsets = args.groups * args.offsets_per_group
+    out = {
+        "benchmark": "many_groups",
+        "broker": label,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "params": {k: v for k, v in vars(args).items() if k not in ("out", "bootstrap", "child_load", "child_probe")},
+        "fill": filled,
+        "queries": asked,
+        "load": {
+            "records": load["records"],
+            "load_records_per_s": load["records_per_s"],
+            "raw_read_of_the_same_log": raw,
+            "load_over_raw_read": load["records_per_s"] / raw["records_per_s"],
+            "runs": {"raw_read": raws, "failover_load": loads},
+        },
+        "memory": {
+            "loaded_shard_rss_growth_bytes": grown,
+            "bytes_per_committed_offset": grown / offsets,
+            "bytes_per_group": grown / args.groups,
+            "serve_rss_empty_bytes": serve_rss_empty,
+            "serve_rss_with_every_group_bytes": serve_rss_filled,
+        },
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Transactional offsets through the sidecar (TxnOffsetCommit): see ``bridge``."""

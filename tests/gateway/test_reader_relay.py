@@ -1,0 +1,181 @@
+"""The reader relay: the sidecar's consumers see the cluster's ApiVersions with Fetch capped at v12,
+every broker at a loopback listener of the relay, and read through it as they would directly
+(issue 22, item 3: librdkafka's SIGSEGV on Tansu's Fetch answer for a deleted topic)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from coordinator.gateway.apis import APIS, ApiKey
+from coordinator.gateway.protocol import decode_response, encode_response
+from coordinator.gateway.reader_relay import FETCH_MAX_VERSION, ReaderRelay, cap_api_versions, relayable
+from coordinator.messages.api_versions import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ApiVersionsResponseApiVersion,
+    ApiVersionsResponseFinalizedFeatureKey,
+)
+from coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
+from tests.gateway.wire_client import WireClient
+from tests.topics import ensure_topic
+
+
+def _answer(version: int, error: int = 0) -> bytearray:
+    body = ApiVersionsResponse(
+        error_code=error,
+        api_keys=[
+            ApiVersionsResponseApiVersion(api_key=ApiKey.FETCH, min_version=4, max_version=17),
+            ApiVersionsResponseApiVersion(api_key=ApiKey.METADATA, min_version=0, max_version=99),
+            ApiVersionsResponseApiVersion(api_key=ApiKey.PRODUCE, min_version=3, max_version=12),
+        ],
+        finalized_features_epoch=7,
+        finalized_features=[
+            ApiVersionsResponseFinalizedFeatureKey(name="metadata.version", max_version_level=27, min_version_level=27)
+        ],
+    )
+    return bytearray(encode_response(ApiKey.API_VERSIONS, version, 5, body)[4:])
+
+
+@pytest.mark.parametrize("version", [0, 2, 3, 4])
+def test_fetch_and_the_rewritten_apis_are_capped_and_nothing_else_changes(version: int) -> None:
+    payload = _answer(version)
+    cap_api_versions(payload, version)
+    correlation_id, body = decode_response(ApiKey.API_VERSIONS, version, memoryview(payload))
+    assert correlation_id == 5 and isinstance(body, ApiVersionsResponse)
+    ranges = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+    assert ranges == {
+        ApiKey.FETCH: (4, FETCH_MAX_VERSION),
+        ApiKey.METADATA: (0, APIS[ApiKey.METADATA].max_version),
+        ApiKey.PRODUCE: (3, 12),
+    }
+    if version >= 3:
+        assert body.finalized_features_epoch == 7 and body.finalized_features[0].name == "metadata.version"
+
+
+def test_an_answer_with_an_error_is_passed_on_as_it_is() -> None:
+    payload = _answer(0, error=35)
+    before = bytes(payload)
+    cap_api_versions(payload, 0)
+    assert bytes(payload) == before
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({}, True),
+        ({"security.protocol": "PLAINTEXT"}, True),
+        ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512"}, True),
+        ({"security.protocol": "sasl_plaintext", "sasl.mechanisms": "PLAIN"}, True),
+        # Kerberos names the broker's host in its ticket; librdkafka's default mechanism.
+        ({"security.protocol": "SASL_PLAINTEXT"}, False),
+        ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI"}, False),
+        ({"security.protocol": "SSL"}, False),
+        ({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}, False),
+    ],
+)
+def test_only_plaintext_without_kerberos_is_relayed(config: dict[str, str], expected: bool) -> None:
+    assert relayable(config) is expected
+
+
+async def _through(relay: ReaderRelay, topic: str) -> tuple[ApiVersionsResponse, MetadataResponse]:
+    host, port = relay.bootstrap.split(",")[0].rsplit(":", 1)
+    client = await WireClient.connect(host, int(port))
+    try:
+        versions = await client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t"))
+        metadata = await client.call(ApiKey.METADATA, 12, MetadataRequest(topics=[MetadataRequestTopic(name=topic)]))
+        assert isinstance(versions, ApiVersionsResponse) and isinstance(metadata, MetadataResponse)
+        return versions, metadata
+    finally:
+        await client.close()
+
+
+def test_the_cluster_is_seen_through_the_relay(bootstrap: str, unique_name: str) -> None:
+    ensure_topic(bootstrap, unique_name, 2)
+    relay = ReaderRelay(bootstrap).start()
+    try:
+        versions, metadata = asyncio.run(_through(relay, unique_name))
+        fetch = next(k for k in versions.api_keys if k.api_key == ApiKey.FETCH)
+        assert fetch.max_version == FETCH_MAX_VERSION
+        assert metadata.brokers and all(b.host == "127.0.0.1" for b in metadata.brokers)
+        broker_ports = {int(address.rsplit(":", 1)[1]) for address in bootstrap.split(",")}
+        assert not broker_ports & {b.port for b in metadata.brokers}
+        assert [t.name for t in metadata.topics] == [unique_name] and len(metadata.topics[0].partitions) == 2
+
+        # The advertised listener reaches the broker too, and a coordinator is advertised there.
+        async def coordinator() -> FindCoordinatorResponse:
+            client = await WireClient.connect(metadata.brokers[0].host, metadata.brokers[0].port)
+            try:
+                answer = await client.call(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key=unique_name))
+                assert isinstance(answer, FindCoordinatorResponse)
+                return answer
+            finally:
+                await client.close()
+
+        found = asyncio.run(coordinator())
+        assert found.error_code == 0 and (found.host, found.port) == (
+            metadata.brokers[0].host,
+            metadata.brokers[0].port,
+        )
+    finally:
+        relay.close()
+
+
+def test_a_consumer_reads_and_commits_through_the_relay(bootstrap: str, unique_name: str) -> None:
+    ensure_topic(bootstrap, unique_name)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(500):
+        producer.produce(unique_name, value=f"{i}".encode() * 100, partition=0)
+    assert producer.flush(30) == 0
+    relay = ReaderRelay(bootstrap).start()
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    consumer = Consumer(
+        relay.reader_config(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "enable.partition.eof": True,
+                "enable.auto.commit": False,
+            }
+        )
+    )
+    try:
+        consumer.assign([TopicPartition(unique_name, 0, 0)])
+        values: list[bytes] = []
+        while True:
+            msg = consumer.poll(10)
+            assert msg is not None, f"read {len(values)} of 500"
+            if msg.error() is not None:
+                break
+            values.append(msg.value() or b"")
+        assert values == [f"{i}".encode() * 100 for i in range(500)]
+        consumer.commit(offsets=[TopicPartition(unique_name, 0, 500)], asynchronous=False)
+        assert consumer.committed([TopicPartition(unique_name, 0)], timeout=10)[0].offset == 500
+    finally:
+        consumer.close()
+        relay.close()
+
+
+def test_an_unreadable_frame_closes_only_its_connection(bootstrap: str, unique_name: str) -> None:
+    ensure_topic(bootstrap, unique_name)
+    relay = ReaderRelay(bootstrap).start()
+    host, port = relay.bootstrap.split(",")[0].rsplit(":", 1)
+
+    async def garbage() -> bool:
+        client = await WireClient.connect(host, int(port))
+        client.send_raw(b"\xff\xff\xff\xfe")  # a negative frame length
+        try:
+            return await client.closed_by_peer()
+        finally:
+            await client.close()
+
+    try:
+        assert asyncio.run(garbage())
+        versions, _ = asyncio.run(_through(relay, unique_name))
+        assert any(k.api_key == ApiKey.FETCH for k in versions.api_keys)
+    finally:
+        relay.close()

@@ -1,0 +1,108 @@
+"""Kafka 4.2's share.* group configs: validated against the group.share.* bounds, stored in the
+log with the group, described, and applied to the group's membership (session, heartbeat)."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator.errors import ErrorCode, GroupError
+from coordinator.groups import group_config as gc
+from coordinator.groups.config import ConsumerGroupConfig, ShareGroupConfig
+from tests.groups_share.harness import GROUP, Coordinator, image, topic
+
+CONSUMER = ConsumerGroupConfig()
+SHARE = ShareGroupConfig()
+
+
+def _alter(*changes: tuple[str, str | None]) -> dict[str, str]:
+    return gc.incremental_alter({}, [gc.ConfigChange(n, gc.ConfigOp.SET, v) for n, v in changes], CONSUMER, SHARE)
+
+
+def _refused(*changes: tuple[str, str | None]) -> str:
+    with pytest.raises(GroupError) as caught:
+        _alter(*changes)
+    assert caught.value.error == ErrorCode.INVALID_CONFIG
+    return str(caught.value.message)
+
+
+def test_share_configs_are_validated_as_kafka_does() -> None:
+    assert _alter(
+        (gc.SHARE_RECORD_LOCK_DURATION, "20000"),
+        (gc.SHARE_DELIVERY_COUNT_LIMIT, "3"),
+        (gc.SHARE_AUTO_OFFSET_RESET, "Earliest"),
+        (gc.SHARE_ISOLATION_LEVEL, "READ_COMMITTED"),
+    ) == {
+        gc.SHARE_RECORD_LOCK_DURATION: "20000",
+        gc.SHARE_DELIVERY_COUNT_LIMIT: "3",
+        gc.SHARE_AUTO_OFFSET_RESET: "earliest",
+        gc.SHARE_ISOLATION_LEVEL: "read_committed",
+    }
+    assert _alter((gc.SHARE_AUTO_OFFSET_RESET, "by_duration:PT1H30M"))[gc.SHARE_AUTO_OFFSET_RESET] == (
+        "by_duration:PT1H30M"
+    )
+    assert _refused((gc.SHARE_RECORD_LOCK_DURATION, "100")) == (
+        "Invalid value 100 for configuration share.record.lock.duration.ms: Value must be at least 1000"
+    )
+    assert _refused((gc.SHARE_RECORD_LOCK_DURATION, "90000")) == (
+        "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive."
+    )
+    assert _refused((gc.SHARE_DELIVERY_COUNT_LIMIT, "11")) == (
+        "share.delivery.count.limit must be in the range 2 to 10 inclusive."
+    )
+    assert "Negative duration" in _refused((gc.SHARE_AUTO_OFFSET_RESET, "by_duration:-PT1S"))
+    assert "Unable to parse duration" in _refused((gc.SHARE_AUTO_OFFSET_RESET, "by_duration:1h"))
+    assert "read_committed, read_uncommitted" in _refused((gc.SHARE_ISOLATION_LEVEL, "serializable"))
+
+
+def test_session_must_exceed_heartbeat_for_share_groups_too() -> None:
+    broker = ShareGroupConfig(min_session_timeout_ms=1000, min_heartbeat_interval_ms=1000)
+    with pytest.raises(GroupError) as caught:
+        gc.incremental_alter(
+            {},
+            [
+                gc.ConfigChange(gc.SHARE_SESSION_TIMEOUT, gc.ConfigOp.SET, "5000"),
+                gc.ConfigChange(gc.SHARE_HEARTBEAT_INTERVAL, gc.ConfigOp.SET, "5000"),
+            ],
+            CONSUMER,
+            broker,
+        )
+    assert caught.value.message == "share.session.timeout.ms must be greater than share.heartbeat.interval.ms"
+
+
+def test_described_with_their_broker_synonyms_and_types() -> None:
+    described = {d.name: d for d in gc.describe({gc.SHARE_ISOLATION_LEVEL: "read_committed"}, CONSUMER, share=SHARE)}
+    lock = described[gc.SHARE_RECORD_LOCK_DURATION]
+    assert (lock.value, lock.source, lock.config_type) == ("30000", gc.ConfigSource.DEFAULT_CONFIG, gc.CONFIG_TYPE_INT)
+    assert [s.name for s in lock.synonyms] == ["group.share.record.lock.duration.ms"]
+    level = described[gc.SHARE_ISOLATION_LEVEL]
+    assert (level.value, level.source, level.config_type) == (
+        "read_committed",
+        gc.ConfigSource.GROUP_CONFIG,
+        gc.CONFIG_TYPE_STRING,
+    )
+    reset = described[gc.SHARE_AUTO_OFFSET_RESET]
+    assert (reset.value, reset.source) == ("latest", gc.ConfigSource.DEFAULT_CONFIG)
+
+
+def test_the_groups_session_timeout_and_heartbeat_interval_are_applied() -> None:
+    broker = ShareGroupConfig(min_session_timeout_ms=1000, min_heartbeat_interval_ms=500)
+    c = Coordinator(image(topic("t", 1)), broker)
+    result = c.shard.alter_group_config(
+        c.state,
+        GROUP,
+        [
+            gc.ConfigChange(gc.SHARE_SESSION_TIMEOUT, gc.ConfigOp.SET, "3000"),
+            gc.ConfigChange(gc.SHARE_HEARTBEAT_INTERVAL, gc.ConfigOp.SET, "700"),
+        ],
+        None,
+        False,
+    )
+    assert c.apply(result) == (0, None)
+    r = c.join("m-a", ["t"])
+    assert r.heartbeat_interval_ms == 700
+    assert c.timers[f"share-session\x00{GROUP}\x00m-a"].deadline_ms == c.now + 3000
+    # Another group runs with the broker's values.
+    assert c.join("m-a", ["t"], group="other").heartbeat_interval_ms == broker.heartbeat_interval_ms
+    loaded = c.shard.on_loaded(c.replayed(), 10_000)
+    deadlines = {op.key: op.deadline_ms for op in loaded.timers if op.key.startswith("share-session")}
+    assert deadlines[f"share-session\x00{GROUP}\x00m-a"] == 13_000

@@ -1,0 +1,207 @@
+"""Transactional offsets, pure: validation as Kafka's validateTransactionalOffsetCommit, staging,
+the outcome of a marker (Kafka's replayEndTransactionMarker) and the ordering against plain commits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.errors import ErrorCode
+from coordinator.group_shard import GroupCoordinatorState
+from coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchRequestTopics
+from coordinator.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
+from coordinator.offsets.handlers import fetch_offsets
+from coordinator.offsets.transactions import Sequence
+from coordinator.runtime.api import Result
+from records import decode, encode
+from tests.unit.test_group_shard import HANDLERS, IMAGE, apply, commit, commit_at, join_consumer
+
+IDS = {"t": IMAGE.topic_id("t"), "u": IMAGE.topic_id("u")}
+
+
+def txn(
+    group: str,
+    offsets: dict[int, int],
+    pid: int = 7,
+    epoch: int = 0,
+    generation: int = -1,
+    member: str = "",
+    metadata: str = "",
+) -> TxnOffsetCommitRequest:
+    return TxnOffsetCommitRequest(
+        transactional_id="tx",
+        group_id=group,
+        producer_id=pid,
+        producer_epoch=epoch,
+        generation_id=generation,
+        member_id=member,
+        topics=[
+            TxnOffsetCommitRequestTopic(
+                name="t",
+                partitions=[
+                    TxnOffsetCommitRequestPartition(partition_index=p, committed_offset=o, committed_metadata=metadata)
+                    for p, o in offsets.items()
+                ],
+            )
+        ],
+    )
+
+
+def stage(state: GroupCoordinatorState, request: TxnOffsetCommitRequest, txn_offset: int, now: int = 0) -> Any:
+    error, sequence = HANDLERS.validate_txn_commit(state, request, IDS)
+    assert error == ErrorCode.NONE
+    return apply(state, HANDLERS.stage_txn_offsets(state, request, txn_offset, sequence, IDS, now))
+
+
+def marker(state: GroupCoordinatorState, pid: int, at: int, committed: bool) -> Result[None]:
+    result = HANDLERS.resolve_txn(state, pid, at, committed, 0)
+    apply(state, result)
+    return result
+
+
+def committed(state: GroupCoordinatorState, group: str, partition: int = 0) -> int | None:
+    value = state.offsets.get(group, "t", partition)
+    return None if value is None else value.offset
+
+
+def test_staged_offsets_stay_invisible_until_the_commit_marker() -> None:
+    state = GroupCoordinatorState()
+    apply(state, commit_at(state, commit("g", {0: 3}), 0))
+    stage(state, txn("g", {0: 10, 1: 4}), txn_offset=5)
+    assert committed(state, "g") == 3 and committed(state, "g", 1) is None
+    assert state.txn.has_pending("g", "t", 0) and state.txn.has_pending("g", "t", 1)
+    # A marker before the staged record is an earlier transaction's: it decides nothing.
+    assert marker(state, 7, at=4, committed=True).records == []
+    # Another producer's marker decides nothing either.
+    assert marker(state, 8, at=9, committed=True).records == []
+    marker(state, 7, at=9, committed=True)
+    assert (committed(state, "g"), committed(state, "g", 1)) == (10, 4)
+    assert state.offsets.get("g", "t", 0).producer_id == 7  # type: ignore[union-attr]
+    assert not state.txn.group_has_pending("g") and state.txn.lowest_txn_offset() is None
+    # A second marker for the same producer (a duplicate, or a reload) writes nothing.
+    assert marker(state, 7, at=9, committed=True).records == []
+
+
+def test_an_abort_drops_staged_offsets() -> None:
+    state = GroupCoordinatorState()
+    apply(state, commit_at(state, commit("g", {0: 3}), 0))
+    stage(state, txn("g", {0: 10}), txn_offset=5)
+    result = marker(state, 7, at=6, committed=False)
+    assert [r.value for r in result.records] == [None]
+    assert committed(state, "g") == 3 and not state.txn.has_pending("g", "t", 0)
+
+
+def test_a_marker_decides_only_the_staged_commits_before_it() -> None:
+    """The next transaction of the same producer may be staged before the previous outcome is written."""
+    state = GroupCoordinatorState()
+    stage(state, txn("g", {0: 10}), txn_offset=5)
+    stage(state, txn("g", {0: 20}), txn_offset=8)
+    marker(state, 7, at=6, committed=True)
+    assert committed(state, "g") == 10 and state.txn.has_pending("g", "t", 0)
+    marker(state, 7, at=9, committed=False)
+    assert committed(state, "g") == 10 and not state.txn.has_pending("g", "t", 0)
+
+
+def test_a_later_staged_commit_of_the_same_transaction_wins() -> None:
+    state = GroupCoordinatorState()
+    stage(state, txn("g", {0: 10}), txn_offset=5)
+    stage(state, txn("g", {0: 12}), txn_offset=6)
+    marker(state, 7, at=7, committed=True)
+    assert committed(state, "g") == 12
+
+
+def test_a_plain_commit_after_the_staging_wins_over_it() -> None:
+    """Kafka keeps the most recent of a mix of transactional and plain commits (record offsets)."""
+    state = GroupCoordinatorState()
+    stage(state, txn("g", {0: 10, 1: 10}), txn_offset=5)
+    apply(state, commit_at(state, commit("g", {0: 99}), 0))
+    marker(state, 7, at=6, committed=True)
+    assert (committed(state, "g"), committed(state, "g", 1)) == (99, 10)
+
+
+def test_the_superseded_partition_survives_a_reload() -> None:
+    """Replaying the log rebuilds the same staged state, ordering included (invariant 3)."""
+    state = GroupCoordinatorState()
+    records = []
+    for result in (
+        HANDLERS.stage_txn_offsets(state, txn("g", {0: 10}), 5, Sequence(0, 0), IDS, 0),
+        commit_at(state, commit("g", {0: 99}), 0),
+    ):
+        apply(state, result)
+        records += result.records
+    fresh = GroupCoordinatorState()
+    for record in records:
+        fresh.replay(decode(*encode(record)))
+    assert fresh.snapshot() == state.snapshot()
+    marker(fresh, 7, at=6, committed=True)
+    assert committed(fresh, "g") == 99
+
+
+def test_require_stable_answers_unstable_for_staged_partitions_only() -> None:
+    state = GroupCoordinatorState()
+    apply(state, commit_at(state, commit("g", {0: 3, 1: 3}), 0))
+    stage(state, txn("g", {0: 10}), txn_offset=5)
+    ask = OffsetFetchRequestGroup(group_id="g", topics=[OffsetFetchRequestTopics(name="t", partition_indexes=[0, 1])])
+    plain = fetch_offsets(state.offsets, ask)
+    assert [(p.committed_offset, p.error_code) for p in plain.topics[0].partitions] == [(3, 0), (3, 0)]
+    stable = fetch_offsets(state.offsets, ask, state.txn.has_pending)
+    assert [(p.committed_offset, p.error_code) for p in stable.topics[0].partitions] == [
+        (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT),
+        (3, 0),
+    ]
+    everything = fetch_offsets(state.offsets, OffsetFetchRequestGroup(group_id="g", topics=None), state.txn.has_pending)
+    assert [p.error_code for p in everything.topics[0].partitions] == [ErrorCode.UNSTABLE_OFFSET_COMMIT, 0]
+
+
+def test_sequences_count_per_producer_epoch_and_restart_at_a_new_epoch() -> None:
+    state = GroupCoordinatorState()
+    stage(state, txn("g", {0: 1}), txn_offset=1)
+    stage(state, txn("g", {0: 2}), txn_offset=2)
+    assert HANDLERS.validate_txn_commit(state, txn("g", {0: 3}), IDS) == (ErrorCode.NONE, Sequence(0, 2))
+    assert HANDLERS.validate_txn_commit(state, txn("g", {0: 3}, epoch=1), IDS) == (ErrorCode.NONE, Sequence(1, 0))
+    stage(state, txn("g", {0: 3}, epoch=1), txn_offset=3)
+    # The older epoch is a zombie's from now on: refused before anything is sent.
+    assert HANDLERS.validate_txn_commit(state, txn("g", {0: 4}, epoch=0), IDS)[0] == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_validation_as_kafka() -> None:
+    state = GroupCoordinatorState()
+    check = lambda request: HANDLERS.validate_txn_commit(state, request, IDS)[0]  # noqa: E731
+    assert check(txn("", {0: 1})) == ErrorCode.INVALID_GROUP_ID
+    # An unknown group takes generation -1 only (a simple group).
+    assert check(txn("new", {0: 1})) == ErrorCode.NONE
+    assert check(txn("new", {0: 1}, generation=1, member="m")) == ErrorCode.ILLEGAL_GENERATION
+    assert check(txn("new", {0: 1}, metadata="x" * 5000)) == ErrorCode.OFFSET_METADATA_TOO_LARGE
+    join_consumer(state, "cg")
+    epoch = state.consumer.group("cg").members["m1"].member_epoch  # type: ignore[union-attr]
+    assert check(txn("cg", {0: 1}, generation=epoch, member="m1")) == ErrorCode.NONE
+    assert check(txn("cg", {0: 1}, generation=epoch, member="other")) == ErrorCode.UNKNOWN_MEMBER_ID
+    # A stale (newer than known) member epoch: STALE_MEMBER_EPOCH is answered ILLEGAL_GENERATION through v4.
+    assert check(txn("cg", {0: 1}, generation=epoch + 5, member="m1")) == ErrorCode.ILLEGAL_GENERATION
+
+
+def test_a_refused_staging_writes_nothing() -> None:
+    state = GroupCoordinatorState()
+    join_consumer(state, "cg")
+    result = HANDLERS.stage_txn_offsets(state, txn("cg", {0: 1}, generation=99, member="m1"), 5, Sequence(0, 0), IDS, 0)
+    assert result.records == []
+    assert [p.error_code for t in result.response.topics for p in t.partitions] == [ErrorCode.ILLEGAL_GENERATION]
+
+
+def test_an_offset_with_a_staged_transaction_over_it_does_not_expire() -> None:
+    """Kafka's cleanupExpiredOffsets skips partitions with pending transactional offsets and keeps
+    a group with an open transaction."""
+    from coordinator.group_shard import RetentionSweep
+    from tests.unit.test_group_shard import MINUTE
+
+    state = GroupCoordinatorState()
+    apply(state, commit_at(state, commit("g", {0: 1, 1: 1}), 0))
+    stage(state, txn("g", {0: 10}), txn_offset=5)
+    apply(state, HANDLERS.on_timer(state, RetentionSweep(), MINUTE))
+    assert committed(state, "g") == 1 and committed(state, "g", 1) is None
+    marker(state, 7, at=6, committed=False)
+    apply(state, HANDLERS.on_timer(state, RetentionSweep(), MINUTE))
+    assert not state.offsets.has_group("g")
