@@ -9,7 +9,10 @@ kills (or pauses and resumes) a random process at each interval and restarts it,
 - double deliveries: a record delivered to a member while another member of its group held the
   partition (by their own assignment callbacks);
 - committed offsets that went backwards, sampled once a second;
-- per kill, the time until every group had a commit acknowledged again;
+- per fault, the time until every group had a commit acknowledged again, and where it went (read
+  from the serve processes' own log lines: until a surviving process saw the placement rebalance,
+  until a shard of the drill's groups was assigned again, until it was loaded, until the groups'
+  commits were acknowledged); p50/p99/max over the faults;
 - commit latency p50/p99.
 
 Ctrl-C or SIGTERM ends the workload at once: the processes it started are stopped (the serve
@@ -20,6 +23,7 @@ not checked against the final offsets).
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -32,6 +36,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -44,10 +49,19 @@ from rich.table import Table
 
 from cli.common import quiet_rdkafka_logger
 from cli.output import print_document
+from coordinator.service.partitioning import partition_for
 from deploy.local_broker import BrokerStartError, LocalBroker, die_with_parent, free_port
 
 DATA_PARTITIONS = 6
+LOG_PARTITIONS = 12
 _LOADED = re.compile(r"shard \d+ loaded in (\d+\.\d+)s")
+# serve's own progress lines, read for the breakdown of each recovery (coordinator/server.py and
+# coordinator/runtime/placement.py say them at INFO).
+_LOADED_SHARD = re.compile(r"shard (\d+) loaded in ")
+_OWNS = re.compile(r"owns shards \[([0-9, ]*)\] \(assigned \[([0-9, ]*)\]\)")
+_REBALANCE = re.compile(r"^placement rebalance")
+_EVICTED = re.compile(r"^placement evicted")
+SIGNALS = ("KILL", "STOP", "TERM")
 _RETRY = {
     KafkaError.NOT_COORDINATOR,
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
@@ -78,9 +92,12 @@ class ServeChild:
             **os.environ,
             "GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": str(self.session_timeout_ms),
             "GROUPCOORD_PLACEMENT__HEARTBEAT_INTERVAL_MS": str(max(100, self.session_timeout_ms // 10)),
+            # Shard moves are INFO lines (JSON): the breakdown of each recovery is read from them.
+            "GROUPCOORD_LOG_LEVEL": "INFO",
+            "GROUPCOORD_LOG_FORMAT": "json",
         }
         args = [sys.executable, "-m", "cli.main", "serve", "-b", self.bootstrap, "--listen", self.address]
-        args += ["--log-topic", self.topic, "--partitions", "12"]
+        args += ["--log-topic", self.topic, "--partitions", str(LOG_PARTITIONS)]
         with open(self.log, "a") as stderr:
             self.proc = subprocess.Popen(
                 args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, preexec_fn=die_with_parent
@@ -256,8 +273,10 @@ def run_drill(
     workdir: Path,
     seed: int | None = None,
     interrupted: threading.Event | None = None,
+    faults: int | None = None,
 ) -> dict[str, Any]:
-    """The drill; it ends early, with the report so far, once ``interrupted`` is set."""
+    """The drill; it ends early, with the report so far, once ``interrupted`` is set. With
+    ``faults``, the workload runs until that many faults were made (``duration`` is then unused)."""
     rng = random.Random(seed)
     stopping = interrupted or threading.Event()
     embedded: LocalBroker | None = None
@@ -323,30 +342,36 @@ def run_drill(
             console=console,
             transient=True,
         ) as progress:
-            task = progress.add_task("drill", total=duration, status="")
+            task = progress.add_task("drill", total=faults or duration, status="")
+            last_fault = started
             i = 0
+
+            def faulting(now: float) -> bool:
+                return len(kills) < faults if faults is not None else now - started < duration
+
             while not stopping.is_set() and (
-                (now := time.monotonic()) - started < duration
+                faulting(now := time.monotonic())
                 or (
                     # After the last fault, keep the load on until every group is served again
                     # (bounded), so its recovery is measured too.
-                    now - started < duration + 120 and any(_recovery(k, groups, stats) is None for k in kills)
+                    now - last_fault < 120 and any(_recovery(k, groups, stats) is None for k in kills)
                 )
             ):
                 producer.produce(data_topic, value=str(i).encode(), partition=i % DATA_PARTITIONS)
                 i += 1
                 stats.produced = i
                 producer.poll(0)
-                if now >= next_kill and now - started < duration:
+                if now >= next_kill and faulting(now):
                     victim = rng.randrange(processes)
-                    kills.append(_fault(children[victim], sig, session_timeout_ms, groups, stats))
-                    next_kill = time.monotonic() + kill_every
+                    kills.append(_fault(children[victim], sig, session_timeout_ms))
+                    last_fault = next_kill = time.monotonic()
+                    next_kill += kill_every
                 with stats.lock:
                     status = (
                         f"produced {i} delivered {stats.delivered} commits {len(stats.latencies)} "
                         f"faults {len(kills)} double deliveries {stats.double_deliveries}"
                     )
-                progress.update(task, completed=min(duration, now - started), status=status)
+                progress.update(task, completed=len(kills) if faults else min(duration, now - started), status=status)
                 time.sleep(0.005)
             # Interrupted: what is in flight is not waited for.
             producer.flush(1 if stopping.is_set() else 30)
@@ -365,7 +390,17 @@ def run_drill(
                     if g == group and final.get(p, -1) < acked:
                         lost.append(f"{g}/{p}: acknowledged {acked}, committed {final.get(p)}")
         return _result(
-            processes, duration, kill_every, sig, session_timeout_ms, stats, kills, groups, lost, children, started
+            processes,
+            time.monotonic() - started if faults else duration,
+            kill_every,
+            sig,
+            session_timeout_ms,
+            stats,
+            kills,
+            groups,
+            lost,
+            children,
+            started,
         )
     finally:
         for m in members:
@@ -391,15 +426,23 @@ def _result(
     started: float,
 ) -> dict[str, Any]:
     """The report; ``lost`` is None when the drill was interrupted before the final check."""
+    lines = {child.address: serve_lines(child.log) for child in children}
+    shards = {partition_for(g, LOG_PARTITIONS) for g in groups}
     for kill in kills:
         kill["recovered_s"] = _recovery(kill, groups, stats)
+        kill.update(breakdown(kill, lines, shards))
         kill.pop("at", None)
+        kill.pop("wall", None)
     loads = [
         float(m.group(1))
         for child in children
         if child.log.exists()
         for m in _LOADED.finditer(child.log.read_text(errors="replace"))
     ]
+    recoveries = [k["recovered_s"] for k in kills if k["recovered_s"] is not None]
+    # The faults that took a shard of the drill's groups away: the others cost nothing to recover.
+    owner_faults = [k for k in kills if k["group_shards_lost"]]
+    owner_recoveries = [k["recovered_s"] for k in owner_faults if k["recovered_s"] is not None]
     return {
         "interrupted": lost is None,
         "processes": processes,
@@ -425,22 +468,96 @@ def _result(
         "shard_loads": len(loads),
         "shard_load_s_p50": round(percentile(loads, 50), 3),
         "shard_load_s_max": round(max(loads, default=0.0), 3),
+        "faults": len(kills),
+        "recovery_s_p50": round(percentile(recoveries, 50), 2),
+        "recovery_s_p99": round(percentile(recoveries, 99), 2),
+        "recovery_s_max": round(max(recoveries, default=0.0), 2),
+        "not_recovered": len(kills) - len(recoveries),
+        "owner_faults": len(owner_faults),
+        "owner_recovery_s_p50": round(percentile(owner_recoveries, 50), 2),
+        "owner_recovery_s_p99": round(percentile(owner_recoveries, 99), 2),
+        "owner_recovery_s_max": round(max(owner_recoveries, default=0.0), 2),
+        # Medians over the owner faults of each step's end, in seconds after the fault.
+        "owner_breakdown_s_p50": {step: _median_of(owner_faults, step) for step in BREAKDOWN_STEPS},
         "kills": kills,
     }
 
 
-def _fault(
-    child: ServeChild, sig: str, session_timeout_ms: int, groups: dict[str, str], stats: Stats
-) -> dict[str, Any]:
-    at = time.monotonic()
+def _median_of(faults: list[dict[str, Any]], step: str) -> float | None:
+    """The median of a breakdown step over the faults that have it (None: none has it)."""
+    values = [float(k[step]) for k in faults if k.get(step) is not None]
+    return round(percentile(values, 50), 2) if values else None
+
+
+def _fault(child: ServeChild, sig: str, session_timeout_ms: int) -> dict[str, Any]:
+    at, wall = time.monotonic(), time.time()
     if sig == "KILL":
         child.kill()
+        child.start()
+    elif sig == "TERM":
+        child.stop()  # a graceful stop: it hands its shards over before it exits
         child.start()
     else:
         child.send(signal.SIGSTOP)
         time.sleep(session_timeout_ms / 1000 * 1.5)
         child.send(signal.SIGCONT)
-    return {"process": child.address, "signal": sig, "at": at}
+    return {"process": child.address, "signal": sig, "at": at, "wall": wall}
+
+
+# Each step's end, in seconds after the fault: a process removed the dead one from the placement
+# group (``PeerWatch``; absent when the session timeout did it); a surviving process saw the
+# placement group rebalance; a lost shard of the drill's groups was assigned to a process; every such shard was
+# loaded; every group had a commit acknowledged (``recovered_s``).
+BREAKDOWN_STEPS = ("detected_s", "rebalance_seen_s", "assigned_s", "loaded_s", "recovered_s")
+
+
+def serve_lines(path: Path) -> list[tuple[float, str]]:
+    """(time, message) of each JSON log line of a serve process (its restarts append to it)."""
+    out: list[tuple[float, str]] = []
+    if not path.exists():
+        return out
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+            ts = datetime.fromisoformat(str(record["ts"]).replace("Z", "+00:00")).timestamp()
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut off by a kill, or not serve's
+        out.append((ts, str(record.get("msg", ""))))
+    return out
+
+
+def breakdown(kill: dict[str, Any], lines: dict[str, list[tuple[float, str]]], shards: set[int]) -> dict[str, Any]:
+    """Where a fault's recovery went, from the serve processes' log lines (see ``BREAKDOWN_STEPS``)."""
+    wall, victim = float(kill["wall"]), str(kill["process"])
+    owned: set[int] = set()
+    for ts, msg in lines.get(victim, []):
+        m = _OWNS.search(msg)
+        if ts < wall and m:
+            owned = {int(x) for x in m.group(1).split(",") if x.strip()}
+    lost = sorted(owned & shards)
+    out: dict[str, Any] = {"group_shards_lost": lost}
+    if not lost:
+        return out
+    after = [(ts - wall, address, msg) for address, found in lines.items() for ts, msg in found if ts >= wall]
+    after.sort()
+    # The victim's own lines before it died (a TERM'd process says it leaves) are not a survivor's.
+    detected = [t for t, _, msg in after if _EVICTED.search(msg)]
+    rebalance = [t for t, a, msg in after if _REBALANCE.search(msg) and a != victim]
+    assigned = [
+        t
+        for t, _, msg in after
+        if (m := _OWNS.search(msg)) and set(lost) & {int(x) for x in m.group(2).split(",") if x.strip()}
+    ]
+    loaded: dict[int, float] = {}
+    for t, _, msg in after:
+        m = _LOADED_SHARD.search(msg)
+        if m and int(m.group(1)) in lost:
+            loaded.setdefault(int(m.group(1)), t)
+    out["detected_s"] = round(detected[0], 2) if detected else None
+    out["rebalance_seen_s"] = round(rebalance[0], 2) if rebalance else None
+    out["assigned_s"] = round(assigned[0], 2) if assigned else None
+    out["loaded_s"] = round(max(loaded.values()), 2) if len(loaded) == len(lost) else None
+    return out
 
 
 def _recovery(kill: dict[str, Any], groups: dict[str, str], stats: Stats) -> float | None:
@@ -474,10 +591,23 @@ def _report(result: dict[str, Any], console: Console) -> None:
         "commit_latency_ms_p99",
         "shard_load_s_p50",
         "shard_load_s_max",
+        "faults",
+        "recovery_s_p50",
+        "recovery_s_p99",
+        "recovery_s_max",
+        "owner_faults",
+        "owner_recovery_s_p50",
+        "owner_recovery_s_p99",
+        "owner_recovery_s_max",
+        "owner_breakdown_s_p50",
     ):
         table.add_row(key, "not checked" if result[key] is None else str(result[key]))
     for n, kill in enumerate(result["kills"], 1):
-        table.add_row(f"fault {n} ({kill['process']})", f"served again in {kill['recovered_s']}s")
+        steps = ", ".join(f"{s.removesuffix('_s')} {kill.get(s)}s" for s in BREAKDOWN_STEPS[:-1] if s in kill)
+        table.add_row(
+            f"fault {n} ({kill['process']})",
+            f"served again in {kill['recovered_s']}s" + (f" ({steps})" if steps else ""),
+        )
     console.print(table)
 
 
@@ -497,8 +627,14 @@ def drill(
     duration: Annotated[float, typer.Option(min=5, help="seconds of workload.")] = 120,
     kill_every: Annotated[float, typer.Option(min=1, help="seconds between faults.")] = 15,
     signal_name: Annotated[
-        str, typer.Option("--signal", help="KILL (kill -9 and restart) or STOP (pause, resume).")
+        str,
+        typer.Option(
+            "--signal", help="KILL (kill -9 and restart), TERM (graceful stop and restart) or STOP (pause, resume)."
+        ),
     ] = ("KILL"),
+    faults: Annotated[
+        int | None, typer.Option(min=1, help="Run until this many faults were made (instead of --duration).")
+    ] = None,
     bootstrap_servers: Annotated[
         str | None, typer.Option("--bootstrap-servers", "-b", help="Backing cluster; omit for an embedded broker.")
     ] = None,
@@ -509,8 +645,8 @@ def drill(
     """Run serve processes under client load, kill them one at a time, and check nothing was lost."""
     console = Console(stderr=True)
     sig = signal_name.upper()
-    if sig not in ("KILL", "STOP"):
-        console.print(f"error: --signal must be KILL or STOP, not {signal_name!r}", highlight=False)
+    if sig not in SIGNALS:
+        console.print(f"error: --signal must be KILL, TERM or STOP, not {signal_name!r}", highlight=False)
         raise typer.Exit(2)
     workdir = Path(tempfile.mkdtemp(prefix="groupcoord-drill-"))
     console.print(f"logs of the processes: {workdir}", highlight=False)
@@ -535,6 +671,7 @@ def drill(
             workdir,
             seed,
             interrupted,
+            faults,
         )
     except (BrokerStartError, RuntimeError, KafkaException) as exc:
         console.print(f"error: drill could not run: {exc}", highlight=False, soft_wrap=True)

@@ -134,6 +134,12 @@ class PlacementSettings(BaseModel):
     # process would get no shards there (see README).
     assignment_strategy: str = Field("auto", pattern="^(auto|roundrobin|range|cooperative-sticky)$")
     refresh_interval_ms: int = Field(1000, ge=100, description="How often shard owners are re-read.")
+    # coordinator/runtime/peers.py. Off where something between the processes answers for a dead
+    # one with a reset (a proxy or load balancer in front of each sidecar's advertised address).
+    fast_failover: bool = Field(
+        True,
+        description="Remove a peer whose listener refuses connections from placement at once, not at the session timeout.",
+    )
     directory_topic: str | None = Field(None, description="Node addresses; default <log topic>-directory.")
 
 

@@ -24,6 +24,7 @@ from coordinator.gateway.cluster import ClusterUnavailable
 from coordinator.gateway.config import GatewayConfig
 from coordinator.gateway.event_loop import loop_factory
 from coordinator.gateway.handler import CoordinatorAddress
+from coordinator.gateway.member_removal import REBALANCE_IN_PROGRESS, Member, MemberRemover, RemovalFailed
 from coordinator.gateway.reader_relay import ReaderRelay, relayable
 from coordinator.gateway.server import GatewayServer
 from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
@@ -34,7 +35,15 @@ from coordinator.observability.registry import REGISTRY
 from coordinator.observability.serve import ServeMetrics
 from coordinator.runtime.cluster_watch import ClusterWatch
 from coordinator.runtime.log import LogTopicSpec, ensure_log_topic
-from coordinator.runtime.placement import Node, Placement, PlacementConfig, derived_instance_id, derived_node_id
+from coordinator.runtime.peers import PeerWatch, await_takeover
+from coordinator.runtime.placement import (
+    Incarnation,
+    Node,
+    Placement,
+    PlacementConfig,
+    derived_instance_id,
+    derived_node_id,
+)
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.shard import Shard, ShardStatus
 from coordinator.security.authorizer import AclAuthorizer, AclError, ClusterAclSource, FileAclSource
@@ -232,7 +241,7 @@ def placement_mode(settings: PlacementSettings, cluster_api_keys: Iterable[int])
     return PlacementMode(strategy, static)
 
 
-def placement_config(settings: Settings, host: str, port: int, mode: PlacementMode) -> PlacementConfig:
+def placement_config(settings: Settings, host: str, port: int, mode: PlacementMode, bound: str = "") -> PlacementConfig:
     p = settings.placement
     instance_id = p.instance_id or derived_instance_id(host, port) if mode.static_membership else None
     return PlacementConfig(
@@ -246,7 +255,38 @@ def placement_config(settings: Settings, host: str, port: int, mode: PlacementMo
         refresh_interval_ms=p.refresh_interval_ms,
         replication_factor=settings.log_replication_factor,
         derived_node_ids=p.node_id is None,
+        bound=bound,
     )
+
+
+def member_remover(settings: Settings, gateway: GatewayServer) -> MemberRemover | None:
+    """What removes a dead peer's member from the placement group (``PeerWatch``), and this
+    process's own static member at a graceful stop; None where the cluster authenticates with SASL
+    (the removal's own connection does not log in), and then the session timeout decides."""
+    protocol = str(settings.client.get("security.protocol", "plaintext")).lower()
+    if protocol not in ("plaintext", "ssl"):
+        log.info("fast failover off: placement cannot remove members over %s; the session timeout decides", protocol)
+        return None
+    return MemberRemover(gateway.cluster.bootstrap, gateway.upstream_tls)
+
+
+def removal(
+    remover: MemberRemover, group_id: str, loop: asyncio.AbstractEventLoop
+) -> Callable[[Incarnation, str], int | None]:
+    """``PeerWatch``'s way to remove a member: on the loop, waited for on the watch's thread."""
+
+    def remove(incarnation: Incarnation, why: str) -> int | None:
+        assert incarnation.member_id is not None
+        member = Member(group_id, incarnation.member_id, incarnation.instance_id)
+        try:
+            code = asyncio.run_coroutine_threadsafe(remover.remove(member, why[:200]), loop).result(30)
+        except (RemovalFailed, TimeoutError, OSError) as exc:
+            log.warning("placement could not remove member %s: %s", incarnation.member_id, exc)
+            return None
+        # While the group rebalances, not now: the rebalance removes a member that does not rejoin.
+        return None if code == REBALANCE_IN_PROGRESS else code
+
+    return remove
 
 
 def _authorization(
@@ -424,6 +464,8 @@ async def _serving_with(
         node_id = derived_node_id(public_host, gateway.port)
     gateway.config = gateway.config.model_copy(update={"coordinator_node_id": node_id})
     placement: Placement | None = None
+    peers: PeerWatch | None = None
+    remover: MemberRemover | None = None
     watch: ClusterWatch | None = None
     bridge: TxnBridge | None = None
     runtime_started = False
@@ -473,14 +515,21 @@ async def _serving_with(
         moves.say(f"placement: {mode.describe()}")
         placement = Placement(
             client_config,
-            placement_config(settings, public_host, gateway.port, mode),
+            placement_config(settings, public_host, gateway.port, mode, bound=f"{host}:{gateway.port}"),
             Node(node_id, public_host, gateway.port),
             moves.assigned,
             moves.revoked,
             reader_config=reader_config,
         )
+        remover = member_remover(settings, gateway)
+        fast = remover is not None and settings.placement.fast_failover
+        before_join: Callable[[], None] | None = None
+        if remover is not None and fast:
+            before_join = _takeover_first(
+                placement, removal(remover, placement.config.group_id, loop), settings.placement, say
+            )
         try:
-            await asyncio.to_thread(placement.start)
+            await asyncio.to_thread(placement.start, before_join)
         except KafkaException as exc:
             say.error(f"cannot join the placement group: {exc}")
             return 1
@@ -489,6 +538,9 @@ async def _serving_with(
         await metadata.refresh()
         await _protect_ids(gateway, metadata, own_topics)
         runtime.reload_guard = moves.reload_guard(placement)
+        if remover is not None and fast:
+            peers = PeerWatch(placement, removal(remover, placement.config.group_id, loop))
+            peers.start()
         # Rides out outages: reports them (not ready) and creates the topics again if the cluster lost them.
         watch = ClusterWatch(
             client_config,
@@ -517,6 +569,14 @@ async def _serving_with(
         return 0
     finally:
         readiness.set_listening(False)
+        if peers is not None:
+            await asyncio.to_thread(peers.close)
+        if placement is not None:
+            # Hand the shards over first, while the listener still answers (FindCoordinator sends
+            # clients on as soon as the next owners announce): shards stop serving, then the
+            # process leaves the placement group, so the cluster rebalances now rather than at
+            # the session timeout.
+            await _leave_placement(runtime, placement, remover, say)
         if health is not None:
             health.close()
         await metrics.close()
@@ -525,17 +585,47 @@ async def _serving_with(
             await bridge.stop()
         if watch is not None:
             await asyncio.to_thread(watch.close)
-        if placement is not None:
-            # Shards stop serving first; then the placement consumer goes (a static member
-            # keeps its shards until the session times out, so a quick restart gets them back).
-            for p in list(runtime.shards):
-                runtime.unload_shard(p)
-            await asyncio.to_thread(placement.close)
         await metadata.stop()
         if acl_source is not None:
             await acl_source.stop()
         if runtime_started:
             await runtime.close()
+
+
+def _takeover_first(
+    placement: Placement, remove: Callable[[Incarnation, str], int | None], settings: PlacementSettings, say: Say
+) -> Callable[[], None]:
+    """Run before the join (placement's thread): a process restarted on its predecessor's address
+    lets the others take the predecessor's shards over first (``await_takeover``)."""
+
+    def wait() -> None:
+        if await_takeover(placement, remove, settings.session_timeout_ms / 1000):
+            say.info("placement: joining now that the other processes took over the previous process's shards")
+
+    return wait
+
+
+async def _leave_placement(
+    runtime: CoordinatorRuntime[GroupCoordinatorState],
+    placement: Placement,
+    remover: MemberRemover | None,
+    say: Say,
+) -> None:
+    owned = sorted(runtime.shards)
+    for p in owned:
+        runtime.unload_shard(p)
+    member_id = placement.me_now.member_id
+    await asyncio.to_thread(placement.close)  # a dynamic member's LeaveGroup
+    instance_id = placement.config.instance_id
+    if instance_id is not None and member_id is not None and remover is not None:
+        # librdkafka sends no LeaveGroup for a static member: without one its shards would wait
+        # for the session timeout. (A restart then gets shards by a rebalance, not back as they were.)
+        try:
+            member = Member(placement.config.group_id, member_id, instance_id)
+            await asyncio.wait_for(remover.remove(member, "graceful stop", only_if_stable=False), 30)
+        except (RemovalFailed, TimeoutError, OSError) as exc:
+            say.warning(f"could not leave the placement group ({exc}); shards move at the session timeout")
+    say.info(f"placement left; shards {owned} handed over")
 
 
 def shard_statuses(runtime: CoordinatorRuntime[GroupCoordinatorState]) -> dict[int, str]:

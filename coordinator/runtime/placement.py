@@ -23,11 +23,14 @@ thread-safe.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import os
 import re
 import threading
 import time
+import uuid
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -71,6 +74,30 @@ class Node:
     port: int
 
 
+@dataclass(frozen=True, slots=True)
+class Incarnation:
+    """One process behind a node id, as its directory entry says (``Placement._register``): its
+    member of the placement group (None until its first assignment), and where it runs, so that a
+    process restarted on the same address can tell its predecessor is gone (``PeerWatch``)."""
+
+    incarnation: str
+    member_id: str | None = None
+    instance_id: str | None = None
+    boot_id: str = ""  # the kernel's boot id and network namespace: same machine, same boot, same network
+    bound: str = ""  # the address its listener is bound to, as host:port
+
+
+def boot_id() -> str:
+    """This boot of this machine, and the network namespace (containers on one host each have
+    their own, where the same address can be bound twice); empty where neither can be read."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+        return f"{boot}/{os.readlink('/proc/self/ns/net')}"
+    except OSError:
+        return ""
+
+
 @dataclass(frozen=True)
 class PlacementConfig:
     log_topic: str
@@ -85,6 +112,8 @@ class PlacementConfig:
     # Node ids are derived from addresses (``derived_node_id``): a directory entry whose address
     # does not derive its node id is not that node's (see ``_vouched``).
     derived_node_ids: bool = False
+    # The address this process's listener is bound to (host:port), for its directory entry.
+    bound: str = ""
 
 
 # Called on the placement thread with the partitions concerned.
@@ -136,6 +165,11 @@ class Placement:
         self.owners: dict[int, int] = {}  # partition -> node id (as last committed)
         self.nodes: dict[int, Node] = {me.node_id: me}
         self.assigned: frozenset[int] = frozenset()
+        # node id -> the process behind it, from the directory (this process's own entry excluded)
+        self.incarnations: dict[int, Incarnation] = {}
+        # Earlier processes with this node id on this machine and address (restarted after a crash).
+        self.predecessors: list[Incarnation] = []
+        self.me_now = Incarnation(uuid.uuid4().hex, None, config.instance_id, boot_id(), config.bound)
         self.rebalances = 0
         self._announce: set[int] = set()
         self._refresh_now = threading.Event()
@@ -149,8 +183,9 @@ class Placement:
 
     # --- lifecycle -----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Register the address, then join the group (the cluster must be reachable)."""
+    def start(self, before_join: Callable[[], None] | None = None) -> None:
+        """Register the address, then join the group (the cluster must be reachable).
+        ``before_join`` runs once the directory and the owners can be read, before the join."""
         ensure_directory_topic(self.client_config, self.config.directory_topic, self.config.replication_factor)
         # No metadata request of this producer may create the directory (see ``ClusterWatch``).
         self._producer = Producer(
@@ -171,6 +206,8 @@ class Placement:
         )
         self._directory.assign([TopicPartition(self.config.directory_topic, 0, OFFSET_BEGINNING)])
         self._owners_query = GroupOffsetsQuery(self.client_config, self.config.group_id)
+        if before_join is not None:
+            before_join()
         consumer_config: dict[str, Any] = {
             **self.reader_config,
             "group.id": self.config.group_id,
@@ -219,10 +256,18 @@ class Placement:
 
     def _register(self) -> None:
         assert self._producer is not None
+        me = self.me_now
+        entry = {
+            "host": self.me.host,
+            "port": self.me.port,
+            "incarnation": me.incarnation,
+            "member": me.member_id,
+            "instance": me.instance_id,
+            "boot": me.boot_id,
+            "bound": me.bound,
+        }
         self._producer.produce(
-            self.config.directory_topic,
-            key=str(self.me.node_id).encode(),
-            value=json.dumps({"host": self.me.host, "port": self.me.port}).encode(),
+            self.config.directory_topic, key=str(self.me.node_id).encode(), value=json.dumps(entry).encode()
         )
 
     # --- lookups (any thread) ------------------------------------------------------------------
@@ -266,6 +311,11 @@ class Placement:
             consumer.pause(partitions)
         self.assigned = frozenset(self.assigned | set(mine))
         self._announce |= set(mine)
+        member_id = consumer.memberid()
+        if member_id and member_id != self.me_now.member_id:
+            # Peers need it to remove this process from the group should it die (``PeerWatch``).
+            self.me_now = dataclasses.replace(self.me_now, member_id=member_id)
+            self._reannounce.set()
         if mine:
             self._on_assigned(mine)
         self._refresh_now.set()
@@ -279,6 +329,8 @@ class Placement:
     def _drop(self, consumer: Consumer, partitions: list[TopicPartition], lost: bool) -> None:
         self.rebalances += 1
         gone = sorted(tp.partition for tp in partitions)
+        # The moment this process learns of a rebalance (the drill's breakdown reads this line).
+        log.info("placement rebalance: %s %s", "lost" if lost else "revoked", gone)
         eager = self.config.assignment_strategy != "cooperative-sticky"
         if eager and not lost and not self._stop.is_set():
             # An eager rebalance revokes everything, though most shards come straight back. They
@@ -328,12 +380,28 @@ class Placement:
                 log.warning("placement loop: %r", exc)
                 time.sleep(0.2)
 
-    def _read_directory(self) -> None:
+    def catch_up_directory(self, timeout_s: float) -> None:
+        """Read the directory until it has nothing more (it holds this process's own entry at
+        least), or for ``timeout_s``. (Placement thread, or before the join.)"""
+        deadline = time.monotonic() + timeout_s
+        read = 0
+        while time.monotonic() < deadline:
+            got = self._read_directory(0.5)
+            if got == 0 and read > 0:
+                return
+            read += got
+
+    def refresh_owners(self) -> None:
+        """Re-read the owners now. (Placement thread, or before the join.)"""
+        self._refresh_owners()
+
+    def _read_directory(self, timeout: float = 0) -> int:
         assert self._directory is not None
-        messages = self._directory.consume(num_messages=500, timeout=0)
+        messages = self._directory.consume(num_messages=500, timeout=timeout)
         if not messages:
-            return
+            return 0
         nodes = dict(self.nodes)
+        incarnations = dict(self.incarnations)
         for msg in messages:
             if msg.error() is not None or msg.key() is None:
                 continue
@@ -342,16 +410,26 @@ class Placement:
                 value = msg.value()
                 if value is None:
                     nodes.pop(node_id, None)
+                    incarnations.pop(node_id, None)
                     continue
                 entry = json.loads(value)
                 node = Node(node_id, str(entry["host"]), int(entry["port"]))
+                incarnation = _incarnation(entry)
             except (ValueError, KeyError, TypeError) as exc:
                 log.warning("ignoring a malformed directory record: %s", exc)
                 continue
             if node_id == self.me.node_id:
-                continue  # this process's own entry always comes from itself
+                # This process's own entry always comes from itself; an earlier process's entry
+                # for the same node id may name a member it left in the group (``PeerWatch``).
+                if incarnation is not None and incarnation.incarnation != self.me_now.incarnation:
+                    self.predecessors = [*self.predecessors, incarnation][-8:]
+                continue
             if self._vouched(node):
                 nodes[node_id] = node
+                if incarnation is not None:
+                    incarnations[node_id] = incarnation
+                else:
+                    incarnations.pop(node_id, None)
             else:
                 log.warning(
                     "ignoring a directory record for node %s at %s:%s: its address does not give that node id",
@@ -361,6 +439,8 @@ class Placement:
                 )
         nodes[self.me.node_id] = self.me
         self.nodes = nodes
+        self.incarnations = incarnations
+        return len(messages)
 
     def _vouched(self, node: Node) -> bool:
         """Whether a directory entry may be used for routing.
@@ -406,3 +486,17 @@ class Placement:
             if tp.topic == self.config.log_topic and tp.error is None and tp.offset >= NODE_ID_BASE:
                 owners[tp.partition] = tp.offset
         self.owners = owners
+
+
+def _incarnation(entry: dict[str, Any]) -> Incarnation | None:
+    """The process behind a directory entry; None for an entry written before entries named it."""
+    if "incarnation" not in entry:
+        return None
+    member, instance = entry.get("member"), entry.get("instance")
+    return Incarnation(
+        str(entry["incarnation"]),
+        None if member is None else str(member),
+        None if instance is None else str(instance),
+        str(entry.get("boot", "")),
+        str(entry.get("bound", "")),
+    )

@@ -123,3 +123,29 @@ def test_sigterm_stops_every_process_of_the_drill_and_reports_so_far() -> None:
     assert "drill interrupted by SIGTERM" in stderr
     left = [pid for pid in children if _alive(pid)]
     assert not left, left
+
+
+def test_the_breakdown_of_a_recovery_is_read_from_the_serve_lines() -> None:
+    """Each step's first line after the fault, for the shards of the drill's groups the victim owned."""
+    from cli.drill import breakdown
+
+    lines = {
+        "victim": [(99.0, "owns shards [0, 3] (assigned [0, 3])"), (100.5, "placement evicted node 1 (member m)")],
+        "survivor": [
+            (98.0, "owns shards [1, 2] (assigned [1, 2])"),
+            (101.0, "placement rebalance: revoked [1, 2]"),
+            (104.0, "owns shards [0, 1, 2, 3] (assigned [0, 1, 2, 3])"),
+            (104.2, "shard 3 loaded in 0.1s (5 records, epoch 2)"),
+            (104.5, "shard 0 loaded in 0.4s (9 records, epoch 2)"),
+        ],
+    }
+    got = breakdown({"wall": 100.0, "process": "victim"}, lines, {0, 5})
+    assert got == {
+        "group_shards_lost": [0],
+        "detected_s": 0.5,
+        "rebalance_seen_s": 1.0,
+        "assigned_s": 4.0,
+        "loaded_s": 4.5,
+    }
+    # A fault of a process that held none of the groups' shards costs nothing to recover.
+    assert breakdown({"wall": 100.0, "process": "survivor"}, lines, {0}) == {"group_shards_lost": []}

@@ -1,0 +1,129 @@
+"""Shards move before the placement session timeout when a process stops or dies (issue #26, item 5),
+and never away from a process that is only paused.
+
+The session timeout here is long (20 s), and every wait for the move is bounded below it: a move
+that waited for the session timeout fails the test. (On the local broker a rebalance itself takes
+half the rebalance timeout, which librdkafka keeps at least the session timeout: ~10 s here.)
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from coordinator.service.partitioning import partition_for
+from tests.ha.sidecars import Committer, Sidecar, wait_for
+from tests.topics import ensure_topic
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 4
+SESSION_TIMEOUT_MS = 20_000
+# Below the session timeout: only a move that did not wait for it gets here in time.
+MOVE_BOUND_S = 0.9 * SESSION_TIMEOUT_MS / 1000
+
+
+@pytest.fixture
+def pair(bootstrap: str, unique_name: str, tmp_path: Path) -> Iterator[list[Sidecar]]:
+    ensure_topic(bootstrap, "t")
+    env = {"GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS)}
+    made = [Sidecar(bootstrap, unique_name, tmp_path / f"serve{i}.log", PARTITIONS, env=env) for i in range(2)]
+    try:
+        for s in made:
+            s.spawn()
+        for s in made:
+            s.wait_listening()
+        # Both own shards (the second one's join is a rebalance of its own), each shard once.
+        wait_for(lambda: all(s.owned() for s in made) and shards_owned(made) == list(range(PARTITIONS)), 90, "2 owners")
+        yield made
+    finally:
+        for s in made:
+            s.stop()
+
+
+def shards_owned(sidecars: list[Sidecar]) -> list[int]:
+    return sorted(p for s in sidecars if s.alive for p in s.owned())
+
+
+def group_owned_by(sidecars: list[Sidecar], victim: Sidecar) -> str:
+    """A group whose shard the victim owns."""
+    return next(g for g in (f"g{i}" for i in range(100)) if partition_for(g, PARTITIONS) in victim.owned())
+
+
+def test_sigterm_hands_the_shards_over_without_waiting_for_the_session_timeout(pair: list[Sidecar]) -> None:
+    leaving, staying = pair
+    group = group_owned_by(pair, leaving)
+    committer = Committer(f"{leaving.address},{staying.address}", group)
+    try:
+        committer.commit_until_acked(60)
+        assert leaving.stop() == 0
+        assert any("placement left" in line for line in leaving.lines())
+        wait_for(lambda: staying.owned() == set(range(PARTITIONS)), MOVE_BOUND_S, "the shards handed over")
+        acked = committer.commit_until_acked(60)
+        assert committer.committed() == acked
+    finally:
+        committer.close()
+
+
+def test_kill_9_is_noticed_by_the_peer_before_the_session_timeout(pair: list[Sidecar]) -> None:
+    victim, survivor = pair
+    group = group_owned_by(pair, victim)
+    committer = Committer(f"{victim.address},{survivor.address}", group)
+    try:
+        committer.commit_until_acked(60)
+        victim.kill9()
+        wait_for(lambda: survivor.owned() == set(range(PARTITIONS)), MOVE_BOUND_S, "the dead peer's shards moved")
+        assert any("placement evicted" in str(r["msg"]) for r in survivor.records())
+        acked = committer.commit_until_acked(60)
+        assert committer.committed() == acked
+    finally:
+        committer.close()
+
+
+def test_a_paused_process_is_not_taken_for_dead(pair: list[Sidecar]) -> None:
+    paused, other = pair
+    group = group_owned_by(pair, paused)
+    committer = Committer(paused.address, group)
+    try:
+        committer.commit_until_acked(60)
+        owned = paused.owned()
+        paused.signal(signal.SIGSTOP)
+        try:
+            # Many probe rounds (0.5 s each, two refusals in a row would do), well within the session timeout.
+            time.sleep(5)
+            assert not any("evicted" in str(r["msg"]) for r in other.records())
+            assert not other.owned() & owned
+        finally:
+            paused.signal(signal.SIGCONT)
+        # Still its shards' owner: commits through it are acknowledged, and they are what is committed.
+        acked = committer.commit_until_acked(30)
+        assert paused.owned() == owned
+        assert committer.committed() == acked
+    finally:
+        committer.close()
+
+
+def test_sigterm_of_a_static_member_hands_its_shards_over(bootstrap: str, unique_name: str, tmp_path: Path) -> None:
+    """With static membership (chosen where the cluster's group coordinator is modern; here a
+    groupcoord in front of the local broker stands in for one) librdkafka sends no LeaveGroup at
+    close: the process removes its own member, or its shards would wait for the session timeout."""
+    ensure_topic(bootstrap, "t")
+    env = {"GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS)}
+    front = Sidecar(bootstrap, f"{unique_name}-front", tmp_path / "front.log").start()
+    made = [Sidecar(front.address, unique_name, tmp_path / f"b{i}.log", PARTITIONS, env=env) for i in range(2)]
+    try:
+        for s in made:
+            s.start()
+        assert any("static membership" in line for line in made[0].lines())
+        wait_for(lambda: all(s.owned() for s in made) and shards_owned(made) == list(range(PARTITIONS)), 90, "2 owners")
+        leaving, staying = made
+        assert leaving.stop() == 0
+        wait_for(lambda: staying.owned() == set(range(PARTITIONS)), MOVE_BOUND_S, "the shards handed over")
+    finally:
+        for s in made:
+            s.stop()
+        front.stop()

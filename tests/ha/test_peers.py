@@ -1,0 +1,140 @@
+"""``PeerWatch``: which peers are removed from the placement group, and which never are."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+
+from coordinator.runtime.peers import REFUSALS, PeerWatch, await_takeover, refuses
+from coordinator.runtime.placement import Incarnation, Node
+
+
+def test_only_a_closed_port_refuses_a_listener_nobody_accepts_on_does_not() -> None:
+    # A socket that listens but whose process never accepts (as a SIGSTOP'd serve): the kernel
+    # completes the connection, so it is not a refusal.
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(1)
+        assert not refuses("127.0.0.1", listening.getsockname()[1])
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    assert refuses("127.0.0.1", port)
+
+
+ME = Node(1, "127.0.0.1", 9000)
+PEER = Node(2, "127.0.0.1", 9001)
+
+
+@dataclass
+class FakePlacement:
+    me: Node = ME
+    me_now: Incarnation = Incarnation("mine", "m-1", None, "boot", "127.0.0.1:9000")
+    incarnations: dict[int, Incarnation] = field(default_factory=dict)
+    predecessors: list[Incarnation] = field(default_factory=list)
+    owners: dict[int, int] = field(default_factory=dict)
+    # what each refresh_owners() finds, in turn (the last one stays)
+    owner_reads: list[dict[int, int]] = field(default_factory=list)
+
+    def live_nodes(self) -> list[Node]:
+        return [ME, PEER]
+
+    def catch_up_directory(self, timeout_s: float) -> None:
+        pass
+
+    def refresh_owners(self) -> None:
+        if self.owner_reads:
+            self.owners = self.owner_reads.pop(0) if len(self.owner_reads) > 1 else self.owner_reads[0]
+
+
+def watch(placement: FakePlacement, refused: set[int], answers: list[int | None]) -> tuple[PeerWatch, list[str]]:
+    removed: list[str] = []
+
+    def remove(incarnation: Incarnation, why: str) -> int | None:
+        removed.append(str(incarnation.member_id))
+        return answers.pop(0) if answers else 0
+
+    w = PeerWatch(placement, remove, probe=lambda host, port: port in refused)  # type: ignore[arg-type]
+    return w, removed
+
+
+def test_a_peer_is_removed_once_after_refusals_in_a_row() -> None:
+    placement = FakePlacement(incarnations={2: Incarnation("theirs", "m-2", None, "boot", "127.0.0.1:9001")})
+    w, removed = watch(placement, {9001}, [])
+    for _ in range(REFUSALS - 1):
+        w.check()
+    assert removed == []
+    for _ in range(3):
+        w.check()
+    assert removed == ["m-2"]
+
+
+def test_a_peer_that_answers_in_between_starts_counting_again() -> None:
+    placement = FakePlacement(incarnations={2: Incarnation("theirs", "m-2", None, "boot", "127.0.0.1:9001")})
+    refused: set[int] = {9001}
+    w, removed = watch(placement, refused, [])
+    w.check()
+    refused.clear()
+    w.check()
+    refused.add(9001)
+    w.check()
+    assert removed == []
+
+
+def test_static_members_and_unknown_members_are_left_to_the_session_timeout() -> None:
+    static = FakePlacement(incarnations={2: Incarnation("theirs", "m-2", "instance-2", "boot", "127.0.0.1:9001")})
+    w, removed = watch(static, {9001}, [])
+    unknown = FakePlacement(incarnations={2: Incarnation("theirs", None, None, "boot", "127.0.0.1:9001")})
+    w2, removed2 = watch(unknown, {9001}, [])
+    for _ in range(5):
+        w.check()
+        w2.check()
+    assert removed == [] and removed2 == []
+
+
+def test_a_removal_the_cluster_could_not_take_is_tried_again() -> None:
+    placement = FakePlacement(incarnations={2: Incarnation("theirs", "m-2", None, "boot", "127.0.0.1:9001")})
+    w, removed = watch(placement, {9001}, [None, 0])
+    for _ in range(REFUSALS + 1):
+        w.check()
+    assert removed == ["m-2", "m-2"]
+
+
+def test_only_a_predecessor_on_this_machine_and_address_is_removed() -> None:
+    placement = FakePlacement(
+        predecessors=[
+            Incarnation("older", "m-old", None, "boot", "127.0.0.1:9000"),
+            Incarnation("elsewhere", "m-elsewhere", None, "other-boot", "127.0.0.1:9000"),
+            Incarnation("other-port", "m-other-port", None, "boot", "127.0.0.1:9005"),
+        ]
+    )
+    w, removed = watch(placement, set(), [])
+    w.check()
+    w.check()
+    assert removed == ["m-old"]
+
+
+def test_a_restarted_process_removes_its_predecessor_and_waits_for_the_others_to_take_over() -> None:
+    placement = FakePlacement(
+        predecessors=[Incarnation("older", "m-old", None, "boot", "127.0.0.1:9000")],
+        # The predecessor (node 1) still announces shard 0; then node 2 has taken it over.
+        owner_reads=[{0: 1, 1: 2}, {0: 1, 1: 2}, {0: 2, 1: 2}],
+    )
+    removed: list[str] = []
+
+    def remove(incarnation: Incarnation, why: str) -> int | None:
+        removed.append(str(incarnation.member_id))
+        return 0
+
+    assert await_takeover(placement, remove, timeout_s=10, poll_s=0)  # type: ignore[arg-type]
+    assert removed == ["m-old"]
+    assert placement.owners == {0: 2, 1: 2}
+
+
+def test_a_process_without_a_predecessor_or_peers_joins_at_once() -> None:
+    assert not await_takeover(FakePlacement(), lambda i, w: 0, timeout_s=10)  # type: ignore[arg-type]
+    # Alone: nobody else announces a shard, so there is nobody to wait for.
+    alone = FakePlacement(
+        predecessors=[Incarnation("older", "m-old", None, "boot", "127.0.0.1:9000")], owner_reads=[{0: 1, 1: 1}]
+    )
+    assert await_takeover(alone, lambda i, w: 0, timeout_s=10, poll_s=0)  # type: ignore[arg-type]
