@@ -43,26 +43,26 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from coordinator.groups.assignors import (  # noqa: E402
+from groupcoord.coordinator.groups.assignors import (  # noqa: E402
     GroupSpec,
     MemberSubscriptionSpec,
     PartitionAssignor,
     RangeAssignor,
     UniformAssignor,
 )
-from coordinator.groups.config import ConsumerGroupConfig  # noqa: E402
-from coordinator.groups.consumer import ConsumerGroupsState, consumer_group_heartbeat  # noqa: E402
-from coordinator.groups.consumer.assignment import compute_target_assignment  # noqa: E402
-from coordinator.groups.consumer.group import ConsumerGroup  # noqa: E402
-from coordinator.groups.consumer.member import ConsumerGroupMember  # noqa: E402
-from coordinator.groups.context import GroupContext  # noqa: E402
-from coordinator.groups.topics import TopicImage, TopicsImage  # noqa: E402
-from coordinator.messages.consumer_group_heartbeat import (  # noqa: E402
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig  # noqa: E402
+from groupcoord.coordinator.groups.consumer import ConsumerGroupsState, consumer_group_heartbeat  # noqa: E402
+from groupcoord.coordinator.groups.consumer.assignment import compute_target_assignment  # noqa: E402
+from groupcoord.coordinator.groups.consumer.group import ConsumerGroup  # noqa: E402
+from groupcoord.coordinator.groups.consumer.member import ConsumerGroupMember  # noqa: E402
+from groupcoord.coordinator.groups.context import GroupContext  # noqa: E402
+from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage  # noqa: E402
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (  # noqa: E402
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatRequestTopicPartitions,
     ConsumerGroupHeartbeatResponseTopicPartitions,
 )
-from coordinator.messages.schema import topic_id_string  # noqa: E402
+from groupcoord.coordinator.messages.schema import topic_id_string  # noqa: E402
 
 RACKS = 3
 BUCKETS = 5

@@ -41,8 +41,8 @@ from large_group_bench import (
 )
 from runtime_bench import ROOT, cluster, percentile, raw_figures
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.classic.consumer_protocol import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.classic.consumer_protocol import (
     Assignment,
     Subscription,
     TopicPartitions,
@@ -51,10 +51,10 @@ from coordinator.groups.classic.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse
-from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupRequestMemberIdentity
-from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment, SyncGroupResponse
+from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from groupcoord.coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse
+from groupcoord.coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupRequestMemberIdentity
+from groupcoord.coordinator.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment, SyncGroupResponse
 
 JOIN, JOIN_V = 11, 7
 SYNC, SYNC_V = 14, 5

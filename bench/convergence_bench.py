@@ -26,7 +26,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from runtime_bench import ROOT, cluster
 
-from deploy.local_broker import free_port
+from groupcoord.local_broker import free_port
 
 MEMBERS = 10
 
@@ -112,7 +112,7 @@ def main() -> None:
         admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(30)
         port = free_port()
         serve = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
+            [sys.executable, "-m", "groupcoord.cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
              "--log-topic", f"conv-log-{uuid.uuid4().hex[:6]}", "--partitions", "4"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT,
         )  # fmt: skip

@@ -25,7 +25,7 @@ from confluent_kafka import Consumer
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from deploy.local_broker import LocalBroker, free_port  # noqa: E402
+from groupcoord.local_broker import LocalBroker, free_port  # noqa: E402
 from tests.clients.support import create_topic  # noqa: E402
 from tests.integration.serve_process import ServeProcess  # noqa: E402
 

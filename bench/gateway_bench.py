@@ -44,12 +44,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from coordinator.gateway import ConnectionContext, GatewayConfig, GatewayServer  # noqa: E402
-from coordinator.gateway.framing import RequestHeader  # noqa: E402
-from coordinator.gateway.protocol import encode_request  # noqa: E402
-from coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic  # noqa: E402
-from coordinator.messages.schema import Message  # noqa: E402
-from deploy.local_broker import LocalBroker, free_port  # noqa: E402
+from groupcoord.coordinator.gateway import ConnectionContext, GatewayConfig, GatewayServer  # noqa: E402
+from groupcoord.coordinator.gateway.framing import RequestHeader  # noqa: E402
+from groupcoord.coordinator.gateway.protocol import encode_request  # noqa: E402
+from groupcoord.coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic  # noqa: E402
+from groupcoord.coordinator.messages.schema import Message  # noqa: E402
+from groupcoord.local_broker import LocalBroker, free_port  # noqa: E402
 
 PARTITIONS = 3
 

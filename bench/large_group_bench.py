@@ -43,18 +43,18 @@ from typing import Any
 from confluent_kafka.admin import AdminClient, NewTopic
 from runtime_bench import ROOT, cluster, percentile, raw_figures
 
-from coordinator.errors import ErrorCode
-from coordinator.gateway.event_loop import loop_factory
-from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.protocol import decode_response, encode_request
-from coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from coordinator.messages.consumer_group_heartbeat import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.gateway.event_loop import loop_factory
+from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.gateway.protocol import decode_response, encode_request
+from groupcoord.coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatRequestTopicPartitions,
     ConsumerGroupHeartbeatResponse,
 )
-from coordinator.messages.schema import Message
-from deploy.local_broker import free_port
+from groupcoord.coordinator.messages.schema import Message
+from groupcoord.local_broker import free_port
 
 HB_KEY, HB_VERSION = 68, 1
 HB_API = "ConsumerGroupHeartbeat"
@@ -372,7 +372,7 @@ def serve_process(bootstrap: str, members: int, env: dict[str, str]) -> Iterator
         **env,
     }
     serve = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
+        [sys.executable, "-m", "groupcoord.cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
          "--log-topic", f"large-log-{uuid.uuid4().hex[:6]}", "--partitions", "1"],
         stdout=subprocess.PIPE, stderr=serve_log, text=True, cwd=ROOT, env=env,
     )  # fmt: skip

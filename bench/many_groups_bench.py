@@ -47,21 +47,24 @@ from large_group_bench import HB_KEY, HB_VERSION, Connection, cpu_seconds
 from rich.progress import Progress
 from runtime_bench import ROOT, cluster, median_by, percentile, read_log_raw
 
-from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorShard
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from coordinator.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
-from coordinator.messages.list_groups import ListGroupsRequest, ListGroupsResponse
-from coordinator.messages.offset_commit import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from groupcoord.coordinator.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
     OffsetCommitResponse,
 )
-from coordinator.runtime.log import TAILER_SETTINGS, LogTopicSpec
-from coordinator.runtime.runtime import CoordinatorRuntime
-from deploy.local_broker import free_port
-from records import RecordType, decode, encode
+from groupcoord.coordinator.runtime.log import TAILER_SETTINGS, LogTopicSpec
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
+from groupcoord.local_broker import free_port
+from groupcoord.records import RecordType, decode, encode
 
 COMMIT_KEY, COMMIT_VERSION = 8, 9
 LIST_KEY, LIST_VERSION = 16, 5
@@ -178,7 +181,7 @@ def fill_direct(bootstrap: str, log_topic: str, groups: int, per_group: int) -> 
 def start_serve(bootstrap: str, log_topic: str, port: int, connections: int, log: Any) -> subprocess.Popen[str]:
     env = {**os.environ, "GROUPCOORD_GATEWAY__MAX_CONNECTIONS": str(connections + 100)}
     serve = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
+        [sys.executable, "-m", "groupcoord.cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
          "--log-topic", log_topic, "--partitions", "1"],
         stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT, env=env,
     )  # fmt: skip

@@ -25,16 +25,16 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from runtime_bench import ROOT, cluster, percentile, raw_figures, write_results
 
-from coordinator.group_shard import GroupCoordinatorShard
-from coordinator.groups.context import RequestContext
-from coordinator.messages.offset_commit import (
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard
+from groupcoord.coordinator.groups.context import RequestContext
+from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from coordinator.runtime.log import LogTopicSpec
-from coordinator.runtime.runtime import CoordinatorRuntime
-from coordinator.service.service import GroupCoordinatorService
+from groupcoord.coordinator.runtime.log import LogTopicSpec
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
+from groupcoord.coordinator.service.service import GroupCoordinatorService
 
 # OffsetCommit v9, as a current client sends it.
 COMMIT_CONTEXT = RequestContext(api_version=9)

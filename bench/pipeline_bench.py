@@ -9,7 +9,7 @@ One run, one broker, one log:
    each key committed ten times (so a tenth of the records are the live state);
 2. raw: a plain librdkafka consumer reads the whole topic (records/s): the floor for any reader;
 3. the coordinator: a fresh runtime loads (replays) every shard of it, as on failover;
-4. Spark: ``pipeline.jobs`` snapshot (read through the ``groupcoord`` data source, replay status,
+4. Spark: ``groupcoord.pipeline.jobs`` snapshot (read through the ``groupcoord`` data source, replay status,
    latest value per key, the five tables written as parquet), with ``--master`` (``local[2]``: the
    two cores of the machine this was written on). Session start is reported apart from the job.
 Then the snapshot's offsets table is checked equal to the loaded coordinator's committed offsets,
@@ -41,16 +41,16 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from runtime_bench import cluster  # noqa: E402
 
-from coordinator.group_shard import GroupCoordinatorShard  # noqa: E402
-from coordinator.groups.context import RequestContext  # noqa: E402
-from coordinator.messages.offset_commit import (  # noqa: E402
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard  # noqa: E402
+from groupcoord.coordinator.groups.context import RequestContext  # noqa: E402
+from groupcoord.coordinator.messages.offset_commit import (  # noqa: E402
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from coordinator.runtime.log import LogTopicSpec  # noqa: E402
-from coordinator.runtime.runtime import CoordinatorRuntime  # noqa: E402
-from coordinator.service.service import GroupCoordinatorService  # noqa: E402
+from groupcoord.coordinator.runtime.log import LogTopicSpec  # noqa: E402
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime  # noqa: E402
+from groupcoord.coordinator.service.service import GroupCoordinatorService  # noqa: E402
 
 PARTITIONS_PER_COMMIT = 100
 TOPICS = 10
@@ -164,9 +164,9 @@ async def coordinator_load(config: dict[str, str], spec: LogTopicSpec) -> tuple[
 def spark_snapshot(config: dict[str, str], topic: str, master: str, out_dir: str) -> tuple[dict[str, Any], Offsets]:
     from pyspark.sql import SparkSession
 
-    from pipeline.cluster import topic_names
-    from pipeline.jobs import load_log, snapshot_tables, with_status, write_tables
-    from pipeline.source import session
+    from groupcoord.pipeline.cluster import topic_names
+    from groupcoord.pipeline.jobs import load_log, snapshot_tables, with_status, write_tables
+    from groupcoord.pipeline.source import session
 
     owned = SparkSession.getActiveSession() is None
     t0 = time.perf_counter()

@@ -39,23 +39,23 @@ from rich.progress import Progress
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from coordinator.gateway.reader_relay import ReaderRelay  # noqa: E402
-from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState  # noqa: E402
-from coordinator.groups.context import RequestContext  # noqa: E402
-from coordinator.messages.offset_commit import (  # noqa: E402
+from groupcoord.coordinator.gateway.reader_relay import ReaderRelay  # noqa: E402
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState  # noqa: E402
+from groupcoord.coordinator.groups.context import RequestContext  # noqa: E402
+from groupcoord.coordinator.messages.offset_commit import (  # noqa: E402
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from coordinator.runtime.headers import make_headers  # noqa: E402
-from coordinator.runtime.log import TAILER_SETTINGS, LogTopicSpec  # noqa: E402
-from coordinator.runtime.replayer import LogReplayer  # noqa: E402
-from coordinator.runtime.runtime import CoordinatorRuntime  # noqa: E402
-from coordinator.runtime.shard import LoadReport  # noqa: E402
-from coordinator.service.service import GroupCoordinatorService  # noqa: E402
-from deploy.local_broker import LocalBroker, free_port  # noqa: E402
-from records import CoordinatorRecord, RecordType, encode  # noqa: E402
-from records.definitions import OffsetCommitKey, OffsetCommitValue  # noqa: E402
+from groupcoord.coordinator.runtime.headers import make_headers  # noqa: E402
+from groupcoord.coordinator.runtime.log import TAILER_SETTINGS, LogTopicSpec  # noqa: E402
+from groupcoord.coordinator.runtime.replayer import LogReplayer  # noqa: E402
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime  # noqa: E402
+from groupcoord.coordinator.runtime.shard import LoadReport  # noqa: E402
+from groupcoord.coordinator.service.service import GroupCoordinatorService  # noqa: E402
+from groupcoord.local_broker import LocalBroker, free_port  # noqa: E402
+from groupcoord.records import CoordinatorRecord, RecordType, encode  # noqa: E402
+from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue  # noqa: E402
 
 # OffsetCommit v9, as a current client sends it.
 COMMIT_CONTEXT = RequestContext(api_version=9)

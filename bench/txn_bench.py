@@ -31,20 +31,20 @@ from typing import Any
 from confluent_kafka import Producer
 from runtime_bench import ROOT, cluster, percentile, write_results
 
-from coordinator.group_shard import GroupCoordinatorShard
-from coordinator.groups.context import RequestContext
-from coordinator.messages.offset_commit import (
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard
+from groupcoord.coordinator.groups.context import RequestContext
+from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchRequestTopics
-from coordinator.runtime.log import LogTopicSpec, ensure_log_topic
-from coordinator.runtime.runtime import CoordinatorRuntime
-from coordinator.service.partitioning import partition_for
-from coordinator.service.service import GroupCoordinatorService
-from coordinator.txn.bridge import TxnBridge
-from coordinator.txn.topic import transaction_topic, transaction_topic_spec
+from groupcoord.coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchRequestTopics
+from groupcoord.coordinator.runtime.log import LogTopicSpec, ensure_log_topic
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
+from groupcoord.coordinator.service.partitioning import partition_for
+from groupcoord.coordinator.service.service import GroupCoordinatorService
+from groupcoord.coordinator.txn.bridge import TxnBridge
+from groupcoord.coordinator.txn.topic import transaction_topic, transaction_topic_spec
 from tests.topics import ensure_topic
 from tests.txn.eos import producer_identity, txn_offset_commit
 

@@ -42,7 +42,7 @@ def _plain_help(command: Any, ctx: Any) -> str:
 
 
 def cli_reference() -> str:
-    from cli.main import app
+    from groupcoord.cli.main import app
 
     root = typer.main.get_command(app)
     lines: list[str] = []
@@ -136,7 +136,7 @@ def _table(model: type[BaseModel], prefix: str, env_prefix: str) -> list[str]:
 
 
 def config_reference() -> str:
-    from coordinator.config import ENV_PREFIX, Settings
+    from groupcoord.coordinator.config import ENV_PREFIX, Settings
 
     return "\n".join(_table(Settings, "", ENV_PREFIX)) + "\n"
 

@@ -1,7 +1,7 @@
 """Shared fixtures.
 
 Integration tests run against a real Kafka-compatible broker: the project's own local broker
-(``deploy.local_broker``, Tansu on loopback) unless ``GROUPCOORD_TEST_BOOTSTRAP`` names an
+(``groupcoord.local_broker``, Tansu on loopback) unless ``GROUPCOORD_TEST_BOOTSTRAP`` names an
 existing cluster, in which case the same tests run unchanged against it. Every test uses
 fresh topic names, so a shared cluster is never polluted across tests.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from deploy.local_broker import LocalBroker, free_port
+from groupcoord.local_broker import LocalBroker, free_port
 
 BOOTSTRAP_ENV = "GROUPCOORD_TEST_BOOTSTRAP"
 

@@ -1,6 +1,6 @@
 """Short factories for the generated message classes the group logic takes.
 
-The classes in ``coordinator.messages`` are keyword-only, with wire-typed fields (lists, topic ids
+The classes in ``groupcoord.coordinator.messages`` are keyword-only, with wire-typed fields (lists, topic ids
 as ``uuid.UUID``); these helpers keep test literals short. Topic ids in the logic and the log are
 Kafka's string form; ``tid(label)`` makes a valid one from a readable label, so a test can name
 the same topic in a ``TopicsImage`` (string) and in a request (uuid) without a table.
@@ -12,27 +12,27 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from coordinator.groups.context import RequestContext
-from coordinator.messages.consumer_group_heartbeat import (
+from groupcoord.coordinator.groups.context import RequestContext
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatRequestTopicPartitions,
 )
-from coordinator.messages.heartbeat import HeartbeatRequest
-from coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
-from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupRequestMemberIdentity
-from coordinator.messages.offset_commit import (
+from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest
+from groupcoord.coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from groupcoord.coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupRequestMemberIdentity
+from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from coordinator.messages.offset_delete import (
+from groupcoord.coordinator.messages.offset_delete import (
     OffsetDeleteRequest,
     OffsetDeleteRequestPartition,
     OffsetDeleteRequestTopic,
 )
-from coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchRequestTopics
-from coordinator.messages.schema import ZERO_UUID, topic_id_string, topic_id_uuid
-from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
+from groupcoord.coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchRequestTopics
+from groupcoord.coordinator.messages.schema import ZERO_UUID, topic_id_string, topic_id_uuid
+from groupcoord.coordinator.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 
 # What a current client sends: OffsetCommit v9 (v10 names topics by id, which the edge resolves).
 COMMIT_CONTEXT = RequestContext(api_version=9)

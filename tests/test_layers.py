@@ -1,19 +1,19 @@
 """The layer rules of DESIGN.md, checked on the imports themselves (parsed with ``ast``).
 
-* ``coordinator/groups``, ``coordinator/offsets`` and ``coordinator/share`` are pure logic: the
-  standard library (plus re2, hashlib, pydantic), ``records``, ``coordinator/errors``,
-  ``coordinator/messages`` (the generated message classes), each other and
-  ``coordinator/runtime/api`` (the Result values),
+* ``groupcoord/coordinator/groups``, ``groupcoord/coordinator/offsets`` and ``groupcoord/coordinator/share`` are pure logic: the
+  standard library (plus re2, hashlib, pydantic), ``groupcoord/records``, ``groupcoord/coordinator/errors``,
+  ``groupcoord/coordinator/messages`` (the generated message classes), each other and
+  ``groupcoord/coordinator/runtime/api`` (the Result values),
   nothing that does I/O: nothing of the gateway, the runtime or the service.
-* ``coordinator/messages`` is shared by the gateway and the logic: it imports nothing of either.
-* ``coordinator/runtime`` knows nothing of the gateway, the group logic or the service.
-* ``coordinator/gateway`` knows nothing of the group logic, the service, the runtime or
+* ``groupcoord/coordinator/messages`` is shared by the gateway and the logic: it imports nothing of either.
+* ``groupcoord/coordinator/runtime`` knows nothing of the gateway, the group logic or the service.
+* ``groupcoord/coordinator/gateway`` knows nothing of the group logic, the service, the runtime or
   observability: it defines its ports (``GroupApiHandler``, ``GatewayObserver``) and the layers
   above plug into them.
-* ``pipeline`` knows nothing of ``cli`` (the command line runs the jobs, not the other way round).
-* No circle between the modules of ``coordinator/``: each import goes one way (imports under
+* ``groupcoord/pipeline`` knows nothing of ``groupcoord/cli`` (the command line runs the jobs, not the other way round).
+* No circle between the modules of ``groupcoord/coordinator/``: each import goes one way (imports under
   ``TYPE_CHECKING`` count too: they tie the files together just the same).
-* ``coordinator/runtime/load.py`` (a shard's load) knows nothing of the shard that starts it, the
+* ``groupcoord/coordinator/runtime/load.py`` (a shard's load) knows nothing of the shard that starts it, the
   Kafka clients that feed it, or the runtime: the production reader and the simulations run it alike.
 """
 
@@ -28,14 +28,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PURE_ALLOWED_THIRD_PARTY = {"re2", "pydantic"}
 PURE_ALLOWED_FIRST_PARTY = (
-    "records",
-    "coordinator.errors",
-    "coordinator.messages",
-    "coordinator.groups",
-    "coordinator.offsets",
-    "coordinator.share",
+    "groupcoord.records",
+    "groupcoord.coordinator.errors",
+    "groupcoord.coordinator.messages",
+    "groupcoord.coordinator.groups",
+    "groupcoord.coordinator.offsets",
+    "groupcoord.coordinator.share",
 )
-PURE_ALLOWED_MODULES = {"coordinator.runtime.api"}
+PURE_ALLOWED_MODULES = {"groupcoord.coordinator.runtime.api"}
 
 
 def _imports(path: Path) -> list[str]:
@@ -51,7 +51,7 @@ def _imports(path: Path) -> list[str]:
                 module = ".".join([*base, node.module] if node.module else base)
             else:
                 module = node.module or ""
-            # ``from coordinator.groups import consumer`` imports the sub-module.
+            # ``from groupcoord.coordinator.groups import consumer`` imports the sub-module.
             out += [f"{module}.{alias.name}" for alias in node.names] if module else []
             out.append(module)
     return out
@@ -71,7 +71,7 @@ def _top(module: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "layer", ["coordinator/groups", "coordinator/offsets", "coordinator/share", "coordinator/messages"]
+    "layer", ["groupcoord/coordinator/groups", "groupcoord/coordinator/offsets", "groupcoord/coordinator/share", "groupcoord/coordinator/messages"]
 )
 def test_group_logic_imports_no_io(layer: str) -> None:
     bad = []
@@ -81,11 +81,11 @@ def test_group_logic_imports_no_io(layer: str) -> None:
                 continue
             if _within(module, PURE_ALLOWED_FIRST_PARTY) or _within(module, PURE_ALLOWED_MODULES):
                 continue
-            if module == "coordinator" or module.startswith("coordinator.runtime.api"):
+            if module == "groupcoord.coordinator" or module.startswith("groupcoord.coordinator.runtime.api"):
                 continue
             bad.append(f"{path.relative_to(ROOT)} imports {module}")
-    # ``from coordinator.runtime import api`` names the module ``coordinator.runtime`` too.
-    bad = [b for b in bad if not b.endswith(" imports coordinator.runtime")]
+    # ``from groupcoord.coordinator.runtime import api`` names the module ``groupcoord.coordinator.runtime`` too.
+    bad = [b for b in bad if not b.endswith(" imports groupcoord.coordinator.runtime")]
     assert bad == []
 
 
@@ -93,47 +93,47 @@ def test_group_logic_imports_no_io(layer: str) -> None:
     ("layer", "forbidden"),
     [
         (
-            "coordinator/runtime",
+            "groupcoord/coordinator/runtime",
             (
-                "coordinator.gateway",
-                "coordinator.groups",
-                "coordinator.offsets",
-                "coordinator.share",
-                "coordinator.service",
+                "groupcoord.coordinator.gateway",
+                "groupcoord.coordinator.groups",
+                "groupcoord.coordinator.offsets",
+                "groupcoord.coordinator.share",
+                "groupcoord.coordinator.service",
             ),
         ),
         (
-            "coordinator/gateway",
+            "groupcoord/coordinator/gateway",
             (
-                "coordinator.groups",
-                "coordinator.offsets",
-                "coordinator.service",
-                "coordinator.runtime",
-                "coordinator.observability",
+                "groupcoord.coordinator.groups",
+                "groupcoord.coordinator.offsets",
+                "groupcoord.coordinator.service",
+                "groupcoord.coordinator.runtime",
+                "groupcoord.coordinator.observability",
             ),
         ),
-        ("pipeline", ("cli",)),
+        ("groupcoord/pipeline", ("groupcoord.cli",)),
         # The groups' shared floor (context, configs, routing's helpers) is below each protocol.
-        ("coordinator/groups/context.py", ("coordinator.groups.classic", "coordinator.groups.consumer")),
-        ("coordinator/groups/config.py", ("coordinator.groups.classic", "coordinator.groups.consumer")),
+        ("groupcoord/coordinator/groups/context.py", ("groupcoord.coordinator.groups.classic", "groupcoord.coordinator.groups.consumer")),
+        ("groupcoord/coordinator/groups/config.py", ("groupcoord.coordinator.groups.classic", "groupcoord.coordinator.groups.consumer")),
         (
-            "coordinator/runtime/load.py",
+            "groupcoord/coordinator/runtime/load.py",
             (
-                "coordinator.runtime.shard",
-                "coordinator.runtime.log",
-                "coordinator.runtime.runtime",
+                "groupcoord.coordinator.runtime.shard",
+                "groupcoord.coordinator.runtime.log",
+                "groupcoord.coordinator.runtime.runtime",
                 "confluent_kafka",
             ),
         ),
         (
-            "coordinator/messages",
+            "groupcoord/coordinator/messages",
             (
-                "coordinator.gateway",
-                "coordinator.groups",
-                "coordinator.offsets",
-                "coordinator.service",
-                "coordinator.runtime",
-                "records",
+                "groupcoord.coordinator.gateway",
+                "groupcoord.coordinator.groups",
+                "groupcoord.coordinator.offsets",
+                "groupcoord.coordinator.service",
+                "groupcoord.coordinator.runtime",
+                "groupcoord.records",
             ),
         ),
     ],
@@ -150,11 +150,11 @@ def test_lower_layers_import_nothing_above_them(layer: str, forbidden: tuple[str
 
 def test_the_layer_check_sees_a_forbidden_import() -> None:
     """The parser must see both import forms, or the rules above would pass vacuously."""
-    sample = ROOT / "coordinator" / "groups" / "group.py"
+    sample = ROOT / "groupcoord" / "coordinator" / "groups" / "group.py"
     modules = _imports(sample)
-    assert "coordinator.errors" in modules and "coordinator.messages.offset_commit" in modules
-    gateway = _imports(ROOT / "coordinator" / "service" / "service.py")
-    assert any(_within(m, ("coordinator.runtime",)) for m in gateway)
+    assert "groupcoord.coordinator.errors" in modules and "groupcoord.coordinator.messages.offset_commit" in modules
+    gateway = _imports(ROOT / "groupcoord" / "coordinator" / "service" / "service.py")
+    assert any(_within(m, ("groupcoord.coordinator.runtime",)) for m in gateway)
 
 
 def _module_name(path: Path) -> str:
@@ -220,15 +220,15 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_circle_between_modules() -> None:
-    assert _circles(_module_graph("coordinator")) == []
+    assert _circles(_module_graph("groupcoord/coordinator")) == []
 
 
 def test_the_circle_check_sees_a_circle() -> None:
     """The graph must hold real edges and the search must find a circle, or the rule above would
     pass vacuously."""
-    graph = _module_graph("coordinator")
-    assert "coordinator.gateway.connection" in graph["coordinator.gateway.server"]
-    assert "coordinator.groups.consumer.group" in graph["coordinator.groups.consumer.state"]
+    graph = _module_graph("groupcoord/coordinator")
+    assert "groupcoord.coordinator.gateway.connection" in graph["groupcoord.coordinator.gateway.server"]
+    assert "groupcoord.coordinator.groups.consumer.group" in graph["groupcoord.coordinator.groups.consumer.state"]
     # The circle the gateway had: the connection imported the server that creates it.
-    tied = {**graph, "coordinator.gateway.connection": {"coordinator.gateway.server"}}
-    assert _circles(tied) == [["coordinator.gateway.connection", "coordinator.gateway.server"]]
+    tied = {**graph, "groupcoord.coordinator.gateway.connection": {"groupcoord.coordinator.gateway.server"}}
+    assert _circles(tied) == [["groupcoord.coordinator.gateway.connection", "groupcoord.coordinator.gateway.server"]]

@@ -7,9 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from cli.common import CliError, read_properties
-from cli.common import parse_topic_spec as topic_spec
-from cli.reset import instant, parse_datetime, parse_datetime_ms, parse_duration_ms, read_plan_file, zone_note
+from groupcoord.cli.common import CliError, read_properties
+from groupcoord.cli.common import parse_topic_spec as topic_spec
+from groupcoord.cli.reset import (
+    instant,
+    parse_datetime,
+    parse_datetime_ms,
+    parse_duration_ms,
+    read_plan_file,
+    zone_note,
+)
 
 
 @pytest.mark.parametrize(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group_shard import GroupCoordinatorState
-from coordinator.runtime.headers import make_headers
-from coordinator.runtime.replayer import LogReadError, LogReplayer
-from records import CoordinatorRecord, RecordType, decode, encode
-from records.definitions import (
+from groupcoord.coordinator.group_shard import GroupCoordinatorState
+from groupcoord.coordinator.runtime.headers import make_headers
+from groupcoord.coordinator.runtime.replayer import LogReadError, LogReplayer
+from groupcoord.records import CoordinatorRecord, RecordType, decode, encode
+from groupcoord.records.definitions import (
     LogSkipKey,
     LogSkipValue,
     OffsetCommitKey,

@@ -10,9 +10,9 @@ import sys
 import pytest
 import yaml
 
-from cli.admin import STATES, kafka_state, parse_states
-from cli.common import CliError
-from cli.output import Format, Output, key, plain
+from groupcoord.cli.admin import STATES, kafka_state, parse_states
+from groupcoord.cli.common import CliError
+from groupcoord.cli.output import Format, Output, key, plain
 
 ROWS = [
     {"group": "orders", "current-offset": 5, "#members": 2, "host": None},
@@ -98,7 +98,7 @@ def test_an_unknown_state_names_kafkas() -> None:
 def test_help_shows_bracketed_text() -> None:
     """Rich markup must not swallow ``[earliest, latest]`` in ``offsets reset --help``."""
     result = subprocess.run(
-        [sys.executable, "-m", "cli.main", "offsets", "reset", "--help"],
+        [sys.executable, "-m", "groupcoord.cli.main", "offsets", "reset", "--help"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -14,13 +14,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from deploy.local_broker import free_port
+from groupcoord.local_broker import free_port
 from tests.integration.serve_process import ServeProcess, serving
 
 # The shared scenario and checker assert too; show their operands when they fail.
 pytest.register_assert_rewrite("tests.clients.driven", "tests.clients.support")
 
-# Parsed by pydantic-settings as JSON into Settings.group (coordinator/config.py).
+# Parsed by pydantic-settings as JSON into Settings.group (groupcoord/coordinator/config.py).
 GROUP_SETTINGS = {
     "group.consumer.heartbeat.interval.ms": "1000",
     "group.consumer.min.heartbeat.interval.ms": "1000",

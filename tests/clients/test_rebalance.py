@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
-from coordinator.messages.consumer_group_heartbeat import (
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )

@@ -9,11 +9,11 @@ import uuid
 
 from confluent_kafka.admin import AdminClient
 
-from coordinator.errors import ErrorCode
-from coordinator.messages import consumer_group_heartbeat as cgh
-from coordinator.messages import offset_commit as oc
-from coordinator.messages import offset_fetch as of
-from coordinator.service.metadata_cache import _uuid_from_client
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.messages import consumer_group_heartbeat as cgh
+from groupcoord.coordinator.messages import offset_commit as oc
+from groupcoord.coordinator.messages import offset_fetch as of
+from groupcoord.coordinator.service.metadata_cache import _uuid_from_client
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
 from tests.integration.serve_process import ServeProcess

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.gateway import GatewayConfig, GatewayServer
+from groupcoord.coordinator.gateway import GatewayConfig, GatewayServer
 from tests.gateway.fakes import FakeGroupHandler
 
 

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import itertools
 
-from coordinator.gateway.handler import ConnectionContext
-from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember
-from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
-from coordinator.messages.list_groups import (
+from groupcoord.coordinator.gateway.handler import ConnectionContext
+from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from groupcoord.coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember
+from groupcoord.coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from groupcoord.coordinator.messages.list_groups import (
     ListGroupsRequest,
     ListGroupsResponse,
     ListGroupsResponseListedGroup,
 )
-from coordinator.messages.offset_commit import (
+from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
 )
-from coordinator.messages.offset_fetch import (
+from groupcoord.coordinator.messages.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchResponse,
     OffsetFetchResponseGroup,
@@ -28,8 +28,8 @@ from coordinator.messages.offset_fetch import (
     OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 )
-from coordinator.messages.schema import Message
-from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 
 class FakeGroupHandler:

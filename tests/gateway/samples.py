@@ -6,7 +6,7 @@ import random
 import uuid
 from typing import Any
 
-from coordinator.messages.schema import Field, Struct
+from groupcoord.coordinator.messages.schema import Field, Struct
 
 _INT_RANGES = {
     "int8": (-(2**7), 2**7 - 1),

@@ -6,17 +6,21 @@ from __future__ import annotations
 import asyncio
 import struct
 
-from coordinator.gateway import GatewayConfig
-from coordinator.gateway.apis import ApiKey
-from coordinator.gateway.rewrite import GROUP_VERSION_FEATURE, TXN_OFFSET_COMMIT_MAX_VERSION, merge_api_versions
-from coordinator.messages.api_versions import (
+from groupcoord.coordinator.gateway import GatewayConfig
+from groupcoord.coordinator.gateway.apis import ApiKey
+from groupcoord.coordinator.gateway.rewrite import (
+    GROUP_VERSION_FEATURE,
+    TXN_OFFSET_COMMIT_MAX_VERSION,
+    merge_api_versions,
+)
+from groupcoord.coordinator.messages.api_versions import (
     ApiVersionsRequest,
     ApiVersionsResponse,
     ApiVersionsResponseApiVersion,
     ApiVersionsResponseFinalizedFeatureKey,
     ApiVersionsResponseSupportedFeatureKey,
 )
-from coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from tests.gateway.conftest import GatewayThread
 from tests.gateway.fakes import FakeGroupHandler
 from tests.gateway.wire_client import WireClient
@@ -43,7 +47,7 @@ def _cluster(*keys: int) -> ApiVersionsResponse:
 def test_no_api_is_offered_that_every_call_would_refuse() -> None:
     merged = merge_api_versions(_cluster(0, 1, 3, 22, 28, *SHARE_AND_STREAMS, 93))
     offered = {k.api_key for k in merged.api_keys}
-    # TxnOffsetCommit is served (coordinator/txn), up to v4: v5 is transaction version 2, not verified.
+    # TxnOffsetCommit is served (groupcoord/coordinator/txn), up to v4: v5 is transaction version 2, not verified.
     txn = next(k for k in merged.api_keys if k.api_key == ApiKey.TXN_OFFSET_COMMIT)
     assert (txn.min_version, txn.max_version) == (0, TXN_OFFSET_COMMIT_MAX_VERSION) == (0, 4)
     # Share and streams groups are not served; API 93 is newer than the gateway's table.

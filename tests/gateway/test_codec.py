@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from coordinator.gateway.apis import APIS, ApiSpec
-from coordinator.gateway.codec import CodecError, decode_struct, encode_struct
-from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.protocol import (
+from groupcoord.coordinator.gateway.apis import APIS, ApiSpec
+from groupcoord.coordinator.gateway.codec import CodecError, decode_struct, encode_struct
+from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.gateway.protocol import (
     UnsupportedApi,
     UnsupportedVersion,
     decode_request,
@@ -20,16 +20,16 @@ from coordinator.gateway.protocol import (
     encode_request,
     encode_response,
 )
-from coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
-from coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from coordinator.messages.consumer_group_heartbeat import (
+from groupcoord.coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
+from groupcoord.coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatRequestTopicPartitions,
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupHeartbeatResponseAssignment,
     ConsumerGroupHeartbeatResponseTopicPartitions,
 )
-from coordinator.messages.schema import Message
+from groupcoord.coordinator.messages.schema import Message
 from tests.gateway.samples import sample
 
 kafka_api = pytest.importorskip("kafka.protocol.api_message")
@@ -118,7 +118,7 @@ def _kafka_python_request(name: str, version: int, correlation_id: int, client_i
 
 @pytest.mark.parametrize("version", [0, 3, 4])
 def test_request_frames_match_kafka_python(version: int) -> None:
-    from coordinator.messages.heartbeat import HeartbeatRequest
+    from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest
 
     fields: dict[str, Any] = {"group_id": "g", "generation_id": 7, "member_id": "m"}
     if version >= 3:

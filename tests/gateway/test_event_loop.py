@@ -7,8 +7,8 @@ import importlib.util
 
 import pytest
 
-from coordinator.config import Settings
-from coordinator.gateway.event_loop import loop_factory
+from groupcoord.coordinator.config import Settings
+from groupcoord.coordinator.gateway.event_loop import loop_factory
 
 HAVE_UVLOOP = importlib.util.find_spec("uvloop") is not None
 

@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from coordinator.gateway.codec import CodecError
-from coordinator.gateway.framing import (
+from groupcoord.coordinator.gateway.codec import CodecError
+from groupcoord.coordinator.gateway.framing import (
     FrameError,
     FrameSplitter,
     RequestHeader,

@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from coordinator.gateway import GatewayConfig, TlsSettings
-from coordinator.gateway.apis import ApiKey
-from coordinator.gateway.cluster import fetch_api_versions
-from coordinator.gateway.protocol import decode_response
-from coordinator.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from coordinator.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
-from coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
-from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
-from deploy.local_broker import free_port
+from groupcoord.coordinator.gateway import GatewayConfig, TlsSettings
+from groupcoord.coordinator.gateway.apis import ApiKey
+from groupcoord.coordinator.gateway.cluster import fetch_api_versions
+from groupcoord.coordinator.gateway.protocol import decode_response
+from groupcoord.coordinator.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from groupcoord.coordinator.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from groupcoord.coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
+from groupcoord.local_broker import free_port
 from tests.gateway.clients import consume_assigned, consume_group, create_topic, produce
 from tests.gateway.conftest import GatewayThread
 from tests.gateway.fakes import FakeGroupHandler

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.gateway import GatewayServer, TlsSettings
-from coordinator.gateway.codec import MAX_STRING_BYTES, CodecError, decode_struct, encode_struct
-from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.protocol import encode_request
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from coordinator.messages.describe_groups import DescribeGroupsRequest
-from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.messages.offset_commit import (
+from groupcoord.coordinator.gateway import GatewayServer, TlsSettings
+from groupcoord.coordinator.gateway.codec import MAX_STRING_BYTES, CodecError, decode_struct, encode_struct
+from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.gateway.protocol import encode_request
+from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.messages.describe_groups import DescribeGroupsRequest
+from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
@@ -196,8 +196,8 @@ def test_buffered_bytes_are_bounded_across_connections() -> None:
 
 
 def test_error_messages_are_truncated() -> None:
-    from coordinator.gateway.limits import MAX_ERROR_MESSAGE_CHARS, truncate_error_messages
-    from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
+    from groupcoord.coordinator.gateway.limits import MAX_ERROR_MESSAGE_CHARS, truncate_error_messages
+    from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 
     response = ConsumerGroupHeartbeatResponse(error_code=42, error_message="r" * 30_000)
     truncate_error_messages(response)
@@ -247,7 +247,7 @@ def test_large_group_frames_are_refused_before_decoding() -> None:
 
 
 def test_small_requests_are_not_starved_by_large_partial_frames() -> None:
-    from coordinator.gateway.limits import ByteBudget
+    from groupcoord.coordinator.gateway.limits import ByteBudget
 
     async def main() -> None:
         budget = ByteBudget(1000, reserve=200, small=100)
@@ -270,10 +270,13 @@ def test_small_requests_are_not_starved_by_large_partial_frames() -> None:
 
 
 def test_error_messages_below_the_top_are_truncated_and_lists_without_any_are_not_walked() -> None:
-    from coordinator.gateway.limits import MAX_ERROR_MESSAGE_CHARS, _message_paths, truncate_error_messages
-    from coordinator.messages.describe_groups import DescribeGroupsResponse, DescribeGroupsResponseDescribedGroup
-    from coordinator.messages.list_groups import ListGroupsResponse
-    from coordinator.messages.offset_fetch import OffsetFetchResponse, OffsetFetchResponseGroup
+    from groupcoord.coordinator.gateway.limits import MAX_ERROR_MESSAGE_CHARS, _message_paths, truncate_error_messages
+    from groupcoord.coordinator.messages.describe_groups import (
+        DescribeGroupsResponse,
+        DescribeGroupsResponseDescribedGroup,
+    )
+    from groupcoord.coordinator.messages.list_groups import ListGroupsResponse
+    from groupcoord.coordinator.messages.offset_fetch import OffsetFetchResponse, OffsetFetchResponseGroup
 
     described = DescribeGroupsResponse(
         groups=[DescribeGroupsResponseDescribedGroup(group_id=str(i), error_message="d" * 9_000) for i in range(3)]

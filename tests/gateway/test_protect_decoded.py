@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.gateway import named_topics
-from coordinator.gateway.codec import (
+from groupcoord.coordinator.gateway import named_topics
+from groupcoord.coordinator.gateway.codec import (
     MAX_ARRAY_ELEMENTS,
     MAX_TAGGED_FIELDS,
     CodecError,
@@ -21,9 +21,9 @@ from coordinator.gateway.codec import (
     read_uvarint,
     write_uvarint,
 )
-from coordinator.gateway.framing import RequestHeader, decode_request_header, encode_request_header
-from coordinator.gateway.protect import NotForwardable, ProtectedTopics
-from coordinator.messages import (
+from groupcoord.coordinator.gateway.framing import RequestHeader, decode_request_header, encode_request_header
+from groupcoord.coordinator.gateway.protect import NotForwardable, ProtectedTopics
+from groupcoord.coordinator.messages import (
     add_partitions_to_txn,
     alter_partition_reassignments,
     alter_replica_log_dirs,
@@ -44,9 +44,9 @@ from coordinator.messages import (
     offset_for_leader_epoch,
     write_txn_markers,
 )
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic
-from coordinator.messages.schema import Message
+from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic
+from groupcoord.coordinator.messages.schema import Message
 
 LOG = "__group_coordinator_log"
 DIRECTORY = f"{LOG}-directory"

@@ -10,17 +10,17 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from coordinator.gateway.apis import APIS, ApiKey
-from coordinator.gateway.protocol import decode_response, encode_response
-from coordinator.gateway.reader_relay import FETCH_MAX_VERSION, ReaderRelay, cap_api_versions, relayable
-from coordinator.messages.api_versions import (
+from groupcoord.coordinator.gateway.apis import APIS, ApiKey
+from groupcoord.coordinator.gateway.protocol import decode_response, encode_response
+from groupcoord.coordinator.gateway.reader_relay import FETCH_MAX_VERSION, ReaderRelay, cap_api_versions, relayable
+from groupcoord.coordinator.messages.api_versions import (
     ApiVersionsRequest,
     ApiVersionsResponse,
     ApiVersionsResponseApiVersion,
     ApiVersionsResponseFinalizedFeatureKey,
 )
-from coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
-from coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
+from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from groupcoord.coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
 from tests.gateway.wire_client import WireClient
 from tests.topics import ensure_topic
 

@@ -3,16 +3,16 @@ action a Kafka broker (and the sidecar's own rules) call for."""
 
 from __future__ import annotations
 
-from coordinator.gateway import routing
-from coordinator.gateway.apis import ApiKey
-from coordinator.gateway.protect import ProtectedTopics
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from coordinator.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
-from coordinator.messages.find_coordinator import FindCoordinatorRequest
-from coordinator.messages.list_groups import ListGroupsRequest, ListGroupsResponse
-from coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic
-from coordinator.messages.produce import ProduceRequest, ProduceRequestTopicProduceData
-from coordinator.messages.schema import Message
+from groupcoord.coordinator.gateway import routing
+from groupcoord.coordinator.gateway.apis import ApiKey
+from groupcoord.coordinator.gateway.protect import ProtectedTopics
+from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
+from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest
+from groupcoord.coordinator.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from groupcoord.coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic
+from groupcoord.coordinator.messages.produce import ProduceRequest, ProduceRequestTopicProduceData
+from groupcoord.coordinator.messages.schema import Message
 from tests.gateway.test_protect_decoded import payload
 
 LOG = "groupcoord-log"
@@ -127,7 +127,7 @@ def test_config_requests_fall_back_to_the_forward_decision() -> None:
 
 
 def test_share_group_apis_are_served_only_when_share_groups_are() -> None:
-    from coordinator.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+    from groupcoord.coordinator.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 
     request = ShareGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=0, subscribed_topic_names=["t"])
     assert decide(ApiKey.SHARE_GROUP_HEARTBEAT, 1, request) == routing.Close("unsupported API ShareGroupHeartbeat")

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from coordinator.gateway import ConnectionContext, GatewayConfig, GatewayServer
-from coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
-from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.messages.list_groups import ListGroupsRequest
-from coordinator.messages.schema import Message
-from deploy.local_broker import free_port
+from groupcoord.coordinator.gateway import ConnectionContext, GatewayConfig, GatewayServer
+from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from groupcoord.coordinator.messages.list_groups import ListGroupsRequest
+from groupcoord.coordinator.messages.schema import Message
+from groupcoord.local_broker import free_port
 from tests.gateway.fakes import FakeGroupHandler
 from tests.gateway.wire_client import WireClient
 
@@ -161,7 +161,7 @@ def test_malformed_requests_close_only_that_connection(payload: bytes, caplog: p
         await bad.close()
         await good.close()
 
-    with caplog.at_level("WARNING", logger="coordinator.gateway"):
+    with caplog.at_level("WARNING", logger="groupcoord.coordinator.gateway"):
         run(body)
     assert any("closing client connection" in r.getMessage() for r in caplog.records)
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from coordinator.gateway import GatewayConfig, GatewayServer, TlsSettings
-from coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
-from coordinator.messages.heartbeat import HeartbeatResponse
+from groupcoord.coordinator.gateway import GatewayConfig, GatewayServer, TlsSettings
+from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from groupcoord.coordinator.messages.heartbeat import HeartbeatResponse
 from tests.gateway.test_integration import _make_cert
 from tests.gateway.test_server import HEARTBEAT, ScriptedHandler, heartbeat
 from tests.gateway.wire_client import WireClient

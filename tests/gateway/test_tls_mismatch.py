@@ -8,8 +8,8 @@ import ssl
 
 import pytest
 
-from coordinator.gateway import GatewayServer
-from coordinator.gateway.framing import FrameError, check_frame_size
+from groupcoord.coordinator.gateway import GatewayServer
+from groupcoord.coordinator.gateway.framing import FrameError, check_frame_size
 from tests.gateway.test_server import HEARTBEAT, ScriptedHandler, connect, heartbeat, run
 
 
@@ -35,7 +35,7 @@ def test_tls_client_on_a_plaintext_listener_is_one_clear_line(caplog: pytest.Log
         assert await good.call(HEARTBEAT, 3, heartbeat()) is not None
         await good.close()
 
-    with caplog.at_level("WARNING", logger="coordinator.gateway"):
+    with caplog.at_level("WARNING", logger="groupcoord.coordinator.gateway"):
         run(body)
     lines = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(lines) == 1 and "a TLS client on this plaintext listener" in lines[0], lines

@@ -1,21 +1,21 @@
 """Splitting forwarded requests that name the log topic: its slots get 29, the rest is forwarded,
-and the answers are merged in request order (coordinator/gateway/topic_split.py)."""
+and the answers are merged in request order (groupcoord/coordinator/gateway/topic_split.py)."""
 
 from __future__ import annotations
 
 import uuid
 
-from coordinator.gateway import topic_split
-from coordinator.gateway.codec import decode_struct, encode_struct
-from coordinator.gateway.framing import (
+from groupcoord.coordinator.gateway import topic_split
+from groupcoord.coordinator.gateway.codec import decode_struct, encode_struct
+from groupcoord.coordinator.gateway.framing import (
     RequestHeader,
     decode_request_header,
     decode_response_header,
     encode_request_header,
     encode_response_header,
 )
-from coordinator.messages import delete_topics, describe_topic_partitions, fetch, list_offsets, produce
-from coordinator.messages.schema import ZERO_UUID, Message
+from groupcoord.coordinator.messages import delete_topics, describe_topic_partitions, fetch, list_offsets, produce
+from groupcoord.coordinator.messages.schema import ZERO_UUID, Message
 
 LOG, LOG_ID = "__gc_log", uuid.uuid4()
 

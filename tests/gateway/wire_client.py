@@ -6,9 +6,9 @@ import asyncio
 import contextlib
 import struct
 
-from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.protocol import decode_response, encode_request
-from coordinator.messages.schema import Message
+from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.gateway.protocol import decode_response, encode_request
+from groupcoord.coordinator.messages.schema import Message
 
 
 class WireClient:

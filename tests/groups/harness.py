@@ -5,23 +5,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.errors import GroupError
-from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer import (
+from groupcoord.coordinator.errors import GroupError
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.consumer import (
     ConsumerGroupsState,
     consumer_group_heartbeat,
     on_timer,
 )
-from coordinator.groups.consumer.validation import validate_heartbeat_request
-from coordinator.groups.context import GroupContext, RequestContext
-from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.messages.consumer_group_heartbeat import (
+from groupcoord.coordinator.groups.consumer.validation import validate_heartbeat_request
+from groupcoord.coordinator.groups.context import GroupContext, RequestContext
+from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatRequestTopicPartitions,
     ConsumerGroupHeartbeatResponse,
 )
-from coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
-from records import CoordinatorRecord, decode, encode
+from groupcoord.coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
+from groupcoord.records import CoordinatorRecord, decode, encode
 from tests.messages import cg_request, owned_topic, tid
 
 GROUP = "grp"

@@ -7,9 +7,9 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.groups.assignors import GroupSpec, MemberSubscriptionSpec, RangeAssignor, UniformAssignor
-from coordinator.groups.assignors.spec import GroupAssignment
-from coordinator.groups.topics import TopicImage, TopicsImage
+from groupcoord.coordinator.groups.assignors import GroupSpec, MemberSubscriptionSpec, RangeAssignor, UniformAssignor
+from groupcoord.coordinator.groups.assignors.spec import GroupAssignment
+from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage
 
 RACKS = ("r0", "r1", "r2")
 

@@ -1,6 +1,6 @@
 """The homogeneous uniform rule, and the incremental path that must reproduce the full one (hypothesis).
 
-The rule (coordinator/groups/assignors/uniform_homogeneous.py), restated here as a slow
+The rule (groupcoord/coordinator/groups/assignors/uniform_homogeneous.py), restated here as a slow
 reference that walks partitions one by one: P partitions, M members in id order, q = P // M,
 e = P % M, partitions ranked by (topic id, partition).
 1. Keep: a member's valid partitions are its targets in subscribed topics, below the partition
@@ -19,12 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.groups.assignors import GroupSpec, MemberSubscriptionSpec, UniformAssignor
-from coordinator.groups.assignors.target_index import TargetIndex
-from coordinator.groups.assignors.uniform_incremental import reassign_homogeneous
-from coordinator.groups.consumer import group as group_module
-from coordinator.groups.consumer.subscriptions import member_topic_id_sets
-from coordinator.groups.topics import TopicImage, TopicsImage
+from groupcoord.coordinator.groups.assignors import GroupSpec, MemberSubscriptionSpec, UniformAssignor
+from groupcoord.coordinator.groups.assignors.target_index import TargetIndex
+from groupcoord.coordinator.groups.assignors.uniform_incremental import reassign_homogeneous
+from groupcoord.coordinator.groups.consumer import group as group_module
+from groupcoord.coordinator.groups.consumer.subscriptions import member_topic_id_sets
+from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage
 from tests.groups.harness import Coordinator, topic
 from tests.groups.harness import image as group_image
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.consumer import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.consumer import (
     ConsumerGroupsState,
     MemberState,
 )

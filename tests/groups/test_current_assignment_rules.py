@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer import (
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.consumer import (
     MemberState,
 )
 from tests.groups.harness import Coordinator, image, topic, tps

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.config import INT_MAX, ConsumerGroupConfig
-from coordinator.groups.consumer import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.config import INT_MAX, ConsumerGroupConfig
+from groupcoord.coordinator.groups.consumer import (
     consumer_group_describe,
     delete_consumer_group,
     group_exists,
@@ -16,7 +16,7 @@ from coordinator.groups.consumer import (
     validate_offset_commit,
     validate_offset_fetch,
 )
-from coordinator.messages.schema import topic_id_string
+from groupcoord.coordinator.messages.schema import topic_id_string
 from tests.groups.harness import Coordinator, image, topic, tps
 from tests.messages import tid
 

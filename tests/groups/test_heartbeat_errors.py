@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.consumer import (
     heartbeat_error_response,
 )
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from tests.groups.harness import GROUP, Coordinator, assigned, image, topic, tps
 from tests.messages import cg_request, tid
 
@@ -204,8 +204,8 @@ def test_leave_dynamic() -> None:
 def test_member_in_unknown_state_must_start_over() -> None:
     from dataclasses import replace as dc_replace
 
-    from coordinator.groups.consumer.log_records import current_assignment_record
-    from coordinator.groups.consumer.member import MemberState
+    from groupcoord.coordinator.groups.consumer.log_records import current_assignment_record
+    from groupcoord.coordinator.groups.consumer.member import MemberState
 
     c = coordinator()
     c.join("A", ["foo"])
@@ -221,8 +221,8 @@ def test_member_in_unknown_state_must_start_over() -> None:
 
 
 def test_non_consumer_records_are_ignored() -> None:
-    from records import CoordinatorRecord, RecordType
-    from records.definitions import OffsetCommitKey, OffsetCommitValue
+    from groupcoord.records import CoordinatorRecord, RecordType
+    from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue
 
     c = coordinator()
     c.state.replay(CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey("grp", "foo", 0), OffsetCommitValue(5)))

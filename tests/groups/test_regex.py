@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.messages.schema import topic_id_string
-from records import RecordType
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.messages.schema import topic_id_string
+from groupcoord.records import RecordType
 from tests.groups.harness import GROUP, Coordinator, assigned, image, topic, tps
 from tests.messages import cg_request, tid
 
@@ -146,7 +146,7 @@ def test_deleted_and_recreated_topic_is_a_new_topic() -> None:
     c = Coordinator(image(topic("foo", 2)))
     c.join("A", ["foo"])
     c.beat("A", 1, tps(tid("foo"), 0, 1))
-    from coordinator.groups.topics import TopicImage
+    from groupcoord.coordinator.groups.topics import TopicImage
 
     c.metadata = image(TopicImage("foo", tid("foo-2"), 2), version=2)
     r = c.beat("A", 1, tps(tid("foo"), 0, 1))

@@ -10,12 +10,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer import consumer_group_heartbeat
-from coordinator.groups.consumer.regex import resolve_regex
-from coordinator.groups.context import GroupContext, RequestContext
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.consumer import consumer_group_heartbeat
+from groupcoord.coordinator.groups.consumer.regex import resolve_regex
+from groupcoord.coordinator.groups.context import GroupContext, RequestContext
+from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from tests.groups.harness import GROUP, Coordinator, image, topic
 from tests.messages import cg_request, join_protocol, join_request, tid
 
@@ -105,8 +105,8 @@ def test_the_resolution_is_the_groups_and_carries_the_rights_of_who_triggered_it
 def test_a_classic_member_joining_resolves_the_groups_regexes_with_its_own_rights() -> None:
     """A classic JoinGroup into a consumer group carries its sender's rights to the resolution
     it triggers (Kafka's classicGroupJoinToConsumerGroup refreshes regexes with its context)."""
-    from coordinator.groups.topics import TopicImage, TopicsImage
-    from coordinator.messages.join_group import JoinGroupResponse
+    from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage
+    from groupcoord.coordinator.messages.join_group import JoinGroupResponse
     from tests.groups_migration.harness import FOO, FOO_ID, Shard, subscription
 
     shard = Shard(metadata=TopicsImage.of([TopicImage(FOO, FOO_ID, 2), TopicImage("secret", tid("secret"), 1)], 1))

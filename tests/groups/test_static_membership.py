@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.consumer import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.consumer import (
     MemberState,
 )
 from tests.groups.harness import Coordinator, assigned, image, topic, tps

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator.groups.consumer import heartbeat
-from coordinator.groups.consumer.group import ConsumerGroup, ResolvedRegularExpression
-from coordinator.groups.consumer.member import ConsumerGroupMember
-from coordinator.groups.consumer.subscriptions import group_topic_names, regexes_in_use, subscribed_names_of
-from coordinator.groups.context import RequestContext
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.groups.consumer import heartbeat
+from groupcoord.coordinator.groups.consumer.group import ConsumerGroup, ResolvedRegularExpression
+from groupcoord.coordinator.groups.consumer.member import ConsumerGroupMember
+from groupcoord.coordinator.groups.consumer.subscriptions import group_topic_names, regexes_in_use, subscribed_names_of
+from groupcoord.coordinator.groups.context import RequestContext
+from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 
 _names = st.sampled_from(["a", "b"])
 _members = st.builds(

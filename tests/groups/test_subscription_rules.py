@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from coordinator.groups.consumer import (
+from groupcoord.coordinator.groups.consumer import (
     consumer_group_describe,
 )
-from coordinator.groups.consumer.regex import resolve_regex
-from coordinator.messages.schema import topic_id_string
+from groupcoord.coordinator.groups.consumer.regex import resolve_regex
+from groupcoord.coordinator.messages.schema import topic_id_string
 from tests.groups.harness import GROUP, Coordinator, assigned, image, topic
 from tests.messages import cg_request, tid
 

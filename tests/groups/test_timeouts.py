@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.consumer import (
     AssignmentDue,
     MemberState,
     RebalanceTimeout,
@@ -12,8 +12,8 @@ from coordinator.groups.consumer import (
     on_loaded,
     on_timer,
 )
-from coordinator.runtime.api import ScheduleTimer
-from records import RecordType
+from groupcoord.coordinator.runtime.api import ScheduleTimer
+from groupcoord.records import RecordType
 from tests.groups.harness import Coordinator, assigned, image, topic, tps
 from tests.messages import tid
 

@@ -9,7 +9,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.groups.classic import (
+from groupcoord.coordinator.groups.classic import (
     ClassicGroup,
     ClassicGroupConfig,
     ClassicGroupsState,
@@ -20,13 +20,13 @@ from coordinator.groups.classic import (
     classic_on_timer,
     classic_sync,
 )
-from coordinator.groups.context import GroupContext, RequestContext
-from coordinator.messages.heartbeat import HeartbeatResponse
-from coordinator.messages.join_group import JoinGroupRequestProtocol, JoinGroupResponse
-from coordinator.messages.leave_group import LeaveGroupRequestMemberIdentity, LeaveGroupResponse
-from coordinator.messages.sync_group import SyncGroupResponse
-from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer
-from records import CoordinatorRecord, decode, encode
+from groupcoord.coordinator.groups.context import GroupContext, RequestContext
+from groupcoord.coordinator.messages.heartbeat import HeartbeatResponse
+from groupcoord.coordinator.messages.join_group import JoinGroupRequestProtocol, JoinGroupResponse
+from groupcoord.coordinator.messages.leave_group import LeaveGroupRequestMemberIdentity, LeaveGroupResponse
+from groupcoord.coordinator.messages.sync_group import SyncGroupResponse
+from groupcoord.coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer
+from groupcoord.records import CoordinatorRecord, decode, encode
 from tests.messages import client, heartbeat_request, join_protocol, join_request, leave_request, sync_request
 
 GROUP = "grp"

@@ -3,8 +3,8 @@ list, deletion checks and subscribed topics for retention."""
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.classic import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.classic import (
     ClassicGroupState,
     Subscription,
     TopicPartitions,
@@ -12,7 +12,7 @@ from coordinator.groups.classic import (
     encode_subscription,
     list_groups,
 )
-from coordinator.messages.join_group import JoinGroupRequestProtocol
+from groupcoord.coordinator.messages.join_group import JoinGroupRequestProtocol
 from tests.groups_classic.harness import GROUP, Coordinator, settle
 from tests.messages import join_protocol
 

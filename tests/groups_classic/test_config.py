@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.groups.classic import ClassicGroupConfig
+from groupcoord.coordinator.groups.classic import ClassicGroupConfig
 
 
 def test_defaults_are_kafkas() -> None:

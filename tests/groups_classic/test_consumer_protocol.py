@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from coordinator.groups.classic import (
+from groupcoord.coordinator.groups.classic import (
     Assignment,
     Subscription,
     TopicPartitions,
@@ -15,7 +15,7 @@ from coordinator.groups.classic import (
     encode_assignment,
     encode_subscription,
 )
-from coordinator.groups.classic.consumer_protocol import ConsumerProtocolError, subscribed_topics
+from groupcoord.coordinator.groups.classic.consumer_protocol import ConsumerProtocolError, subscribed_topics
 
 FULL = Subscription(
     topics=("a", "b"),

@@ -4,17 +4,17 @@ partitions, the revoking member rejoins, and a second rebalance hands them out."
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.classic import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.classic import (
     ClassicGroupState,
     Subscription,
     TopicPartitions,
     decode_subscription,
     encode_subscription,
 )
-from coordinator.messages.join_group import JoinGroupRequestProtocol, JoinGroupResponse
-from coordinator.messages.sync_group import SyncGroupResponse
-from coordinator.runtime.api import Park
+from groupcoord.coordinator.messages.join_group import JoinGroupRequestProtocol, JoinGroupResponse
+from groupcoord.coordinator.messages.sync_group import SyncGroupResponse
+from groupcoord.coordinator.runtime.api import Park
 from tests.groups_classic.harness import Coordinator
 from tests.messages import join_protocol
 from tests.sim.clients import cooperative_sticky_assign, from_assignment_bytes, to_assignment_bytes

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.classic import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.classic import (
     ClassicGroupState,
     classic_on_timer,
 )
-from coordinator.messages.join_group import JoinGroupResponse
+from groupcoord.coordinator.messages.join_group import JoinGroupResponse
 from tests.groups_classic.harness import Coordinator, settle
 
 S = ClassicGroupState

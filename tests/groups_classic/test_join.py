@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.classic import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.classic import (
     ClassicGroupConfig,
     ClassicGroupState,
 )
-from coordinator.messages.join_group import JoinGroupResponse
-from coordinator.runtime.api import Park
+from groupcoord.coordinator.messages.join_group import JoinGroupResponse
+from groupcoord.coordinator.runtime.api import Park
 from tests.groups_classic.harness import GROUP, Coordinator, protocols, settle
 
 S = ClassicGroupState

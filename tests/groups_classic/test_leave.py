@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.classic import ClassicGroupState
-from coordinator.messages.leave_group import LeaveGroupResponseMemberResponse
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.classic import ClassicGroupState
+from groupcoord.coordinator.messages.leave_group import LeaveGroupResponseMemberResponse
 from tests.groups_classic.harness import Coordinator, settle
 from tests.messages import member_identity
 

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.classic import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.classic import (
     ClassicGroupConfig,
     ClassicGroupsState,
     ClassicGroupState,
     group_metadata_tombstone,
 )
-from coordinator.messages.join_group import JoinGroupResponse
-from coordinator.runtime.api import Park, Result
-from records import CoordinatorRecord, RecordType
-from records.definitions import (
+from groupcoord.coordinator.messages.join_group import JoinGroupResponse
+from groupcoord.coordinator.runtime.api import Park, Result
+from groupcoord.records import CoordinatorRecord, RecordType
+from groupcoord.records.definitions import (
     ClassicMemberMetadata,
     GroupMetadataKey,
     GroupMetadataValue,

@@ -6,13 +6,13 @@ import itertools
 
 import pytest
 
-from coordinator.groups.classic import (
+from groupcoord.coordinator.groups.classic import (
     ClassicGroup,
     ClassicGroupState,
     IllegalStateTransition,
 )
-from coordinator.groups.classic.group_state import VALID_PREVIOUS_STATES
-from coordinator.runtime.api import Result
+from groupcoord.coordinator.groups.classic.group_state import VALID_PREVIOUS_STATES
+from groupcoord.coordinator.runtime.api import Result
 from tests.groups_classic.harness import Coordinator, protocols, settle
 from tests.messages import member_identity
 

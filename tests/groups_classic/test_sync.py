@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.classic import ClassicGroupState
-from coordinator.messages.sync_group import SyncGroupResponse
-from coordinator.runtime.api import Park
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.classic import ClassicGroupState
+from groupcoord.coordinator.messages.sync_group import SyncGroupResponse
+from groupcoord.coordinator.runtime.api import Park
 from tests.groups_classic.harness import Coordinator, protocols, settle
 
 S = ClassicGroupState

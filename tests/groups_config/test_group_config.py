@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from coordinator.errors import ErrorCode, GroupError
-from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
-from coordinator.groups import group_config as gc
-from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer.timers import AssignmentDue, SessionTimeout, session_key
-from coordinator.groups.context import RequestContext
-from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from coordinator.runtime.api import Result, ScheduleTimer
-from records import RecordType, decode, encode
+from groupcoord.coordinator.errors import ErrorCode, GroupError
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from groupcoord.coordinator.groups import group_config as gc
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.consumer.timers import AssignmentDue, SessionTimeout, session_key
+from groupcoord.coordinator.groups.context import RequestContext
+from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage
+from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.runtime.api import Result, ScheduleTimer
+from groupcoord.records import RecordType, decode, encode
 from tests.messages import cg_request, tid
 
 BROKER = ConsumerGroupConfig(

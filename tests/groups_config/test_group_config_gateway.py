@@ -6,17 +6,24 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from coordinator.errors import ErrorCode
-from coordinator.gateway import ConnectionContext, GatewayConfig, GatewayServer, configs
-from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.rewrite import merge_api_versions
-from coordinator.messages import describe_configs as dc
-from coordinator.messages import incremental_alter_configs as iac
-from coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
-from coordinator.messages.schema import Message
-from coordinator.security.authorizer import Acl, AclAuthorizer, Operation, PatternType, Permission, ResourceType
-from coordinator.service.secured_handler import SecuredHandler
-from deploy.local_broker import free_port
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.gateway import ConnectionContext, GatewayConfig, GatewayServer, configs
+from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.gateway.rewrite import merge_api_versions
+from groupcoord.coordinator.messages import describe_configs as dc
+from groupcoord.coordinator.messages import incremental_alter_configs as iac
+from groupcoord.coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
+from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.security.authorizer import (
+    Acl,
+    AclAuthorizer,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
+from groupcoord.coordinator.service.secured_handler import SecuredHandler
+from groupcoord.local_broker import free_port
 from tests.gateway.wire_client import WireClient
 
 GROUP, TOPIC = 32, 2

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.groups import group_config as gc
-from coordinator.runtime.headers import make_headers
-from records import RecordType, encode
+from groupcoord.coordinator.groups import group_config as gc
+from groupcoord.coordinator.runtime.headers import make_headers
+from groupcoord.records import RecordType, encode
 
 pytest.importorskip("pyspark", reason="the pipeline tests need the spark extra: pip install -e '.[spark]'")
 
-from pipeline.rows import COLUMNS, VALUE_TYPE, to_row, value_field  # noqa: E402
+from groupcoord.pipeline.rows import COLUMNS, VALUE_TYPE, to_row, value_field  # noqa: E402
 
 
 def test_pipeline_rows_carry_group_configs() -> None:

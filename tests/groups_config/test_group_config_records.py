@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cli.log import _row
-from coordinator.groups import group_config as gc
-from coordinator.runtime.headers import make_headers
-from records import RecordType, encode
+from groupcoord.cli.log import _row
+from groupcoord.coordinator.groups import group_config as gc
+from groupcoord.coordinator.runtime.headers import make_headers
+from groupcoord.records import RecordType, encode
 
 
 class _Message:

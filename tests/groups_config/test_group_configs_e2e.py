@@ -22,12 +22,12 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from coordinator.errors import ErrorCode
-from coordinator.messages import consumer_group_describe as cgd
-from coordinator.messages import consumer_group_heartbeat as cgh
-from coordinator.messages import describe_configs as dc
-from coordinator.messages import incremental_alter_configs as iac
-from deploy.local_broker import free_port
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.messages import consumer_group_describe as cgd
+from groupcoord.coordinator.messages import consumer_group_heartbeat as cgh
+from groupcoord.coordinator.messages import describe_configs as dc
+from groupcoord.coordinator.messages import incremental_alter_configs as iac
+from groupcoord.local_broker import free_port
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
 from tests.integration.serve_process import ServeProcess

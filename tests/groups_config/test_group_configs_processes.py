@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
-from coordinator.messages import describe_configs as dc
-from coordinator.messages import incremental_alter_configs as iac
-from coordinator.service.partitioning import partition_for
+from groupcoord.coordinator.messages import describe_configs as dc
+from groupcoord.coordinator.messages import incremental_alter_configs as iac
+from groupcoord.coordinator.service.partitioning import partition_for
 from tests.gateway.wire_client import WireClient
 from tests.ha.sidecars import Sidecar, wait_for
 

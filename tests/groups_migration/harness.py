@@ -10,10 +10,10 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
-from coordinator.groups import classic
-from coordinator.groups.classic import ClassicGroupConfig
-from coordinator.groups.classic.consumer_protocol import (
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from groupcoord.coordinator.groups import classic
+from groupcoord.coordinator.groups.classic import ClassicGroupConfig
+from groupcoord.coordinator.groups.classic.consumer_protocol import (
     Assignment,
     Subscription,
     TopicPartitions,
@@ -21,15 +21,18 @@ from coordinator.groups.classic.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.context import RequestContext
-from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from coordinator.messages.leave_group import LeaveGroupResponse
-from coordinator.offsets.config import OffsetsConfig
-from coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer
-from records import CoordinatorRecord, RecordType, decode, encode
-from records.definitions import ClassicMemberMetadata, GroupMetadataKey, GroupMetadataValue
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.context import RequestContext
+from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.messages.leave_group import LeaveGroupResponse
+from groupcoord.coordinator.offsets.config import OffsetsConfig
+from groupcoord.coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer
+from groupcoord.records import CoordinatorRecord, RecordType, decode, encode
+from groupcoord.records.definitions import ClassicMemberMetadata, GroupMetadataKey, GroupMetadataValue
 from tests.messages import (
     COMMIT_CONTEXT,
     cg_request,

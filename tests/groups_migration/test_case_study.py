@@ -19,8 +19,8 @@ Where Kafka's actual behaviour and the illustration differ, the test follows Kaf
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.consumer import ConsumerGroupState
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.consumer import ConsumerGroupState
 from tests.groups_migration.harness import GROUP, Shard, classic_group_record, partitions_of
 
 

@@ -7,16 +7,16 @@ from dataclasses import replace
 
 import pytest
 
-from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorState
-from coordinator.groups.classic import ClassicGroupState
-from coordinator.groups.classic.consumer_protocol import decode_subscription
-from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.context import RequestContext
-from coordinator.messages.join_group import JoinGroupResponse
-from coordinator.runtime.api import ScheduleTimer
-from records import RecordType
-from records.definitions import GroupMetadataValue
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.group_shard import GroupCoordinatorState
+from groupcoord.coordinator.groups.classic import ClassicGroupState
+from groupcoord.coordinator.groups.classic.consumer_protocol import decode_subscription
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.context import RequestContext
+from groupcoord.coordinator.messages.join_group import JoinGroupResponse
+from groupcoord.coordinator.runtime.api import ScheduleTimer
+from groupcoord.records import RecordType
+from groupcoord.records.definitions import GroupMetadataValue
 from tests.groups_migration.harness import (
     GROUP,
     Shard,

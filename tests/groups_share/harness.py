@@ -6,14 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState, describe_share_group
-from coordinator.groups.config import ShareGroupConfig
-from coordinator.groups.context import RequestContext
-from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.messages.share_group_describe import ShareGroupDescribeResponseDescribedGroup
-from coordinator.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
-from coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
-from records import CoordinatorRecord, decode, encode
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState, describe_share_group
+from groupcoord.coordinator.groups.config import ShareGroupConfig
+from groupcoord.coordinator.groups.context import RequestContext
+from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage
+from groupcoord.coordinator.messages.share_group_describe import ShareGroupDescribeResponseDescribedGroup
+from groupcoord.coordinator.messages.share_group_heartbeat import (
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
+from groupcoord.records import CoordinatorRecord, decode, encode
 from tests.messages import tid
 
 GROUP = "sg"

@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import asyncio
 
-from coordinator.errors import ErrorCode
-from coordinator.gateway import ConnectionContext
-from coordinator.gateway.framing import RequestHeader
-from coordinator.messages import share_group_describe as sgd
-from coordinator.messages import share_group_heartbeat as sgh
-from coordinator.messages.schema import Message
-from coordinator.security.authorizer import Acl, AclAuthorizer, Operation, PatternType, Permission, ResourceType
-from coordinator.service.secured_handler import SecuredHandler
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.gateway import ConnectionContext
+from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.messages import share_group_describe as sgd
+from groupcoord.coordinator.messages import share_group_heartbeat as sgh
+from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.security.authorizer import (
+    Acl,
+    AclAuthorizer,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
+from groupcoord.coordinator.service.secured_handler import SecuredHandler
 from tests.security.test_secured_handler import NoTopics
 
 

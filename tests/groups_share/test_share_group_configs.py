@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.errors import ErrorCode, GroupError
-from coordinator.groups import group_config as gc
-from coordinator.groups.config import ConsumerGroupConfig, ShareGroupConfig
+from groupcoord.coordinator.errors import ErrorCode, GroupError
+from groupcoord.coordinator.groups import group_config as gc
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig, ShareGroupConfig
 from tests.groups_share.harness import GROUP, Coordinator, image, topic
 
 CONSUMER = ConsumerGroupConfig()

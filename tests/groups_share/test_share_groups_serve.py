@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-from coordinator.errors import ErrorCode
-from coordinator.messages import api_versions as av
-from coordinator.messages import consumer_group_heartbeat as cgh
-from coordinator.messages import list_groups as lg
-from coordinator.messages import share_group_describe as sgd
-from coordinator.messages import share_group_heartbeat as sgh
-from deploy.local_broker import free_port
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.messages import api_versions as av
+from groupcoord.coordinator.messages import consumer_group_heartbeat as cgh
+from groupcoord.coordinator.messages import list_groups as lg
+from groupcoord.coordinator.messages import share_group_describe as sgd
+from groupcoord.coordinator.messages import share_group_heartbeat as sgh
+from groupcoord.local_broker import free_port
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
 from tests.integration.serve_process import ServeProcess

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.config import ShareGroupConfig
-from coordinator.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.config import ShareGroupConfig
+from groupcoord.coordinator.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from tests.groups_share.harness import GROUP, Coordinator, image, partitions, topic
 from tests.messages import tid
 

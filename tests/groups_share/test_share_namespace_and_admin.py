@@ -4,14 +4,14 @@ group's state rebuilt from its records alone."""
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.group_shard import describe_classic_groups
-from coordinator.group_shard import group_listing as list_groups
-from coordinator.groups.context import RequestContext
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
-from coordinator.messages.join_group import JoinGroupResponse
-from coordinator.messages.offset_commit import OffsetCommitResponse
-from coordinator.messages.schema import topic_id_uuid
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.group_shard import describe_classic_groups
+from groupcoord.coordinator.group_shard import group_listing as list_groups
+from groupcoord.coordinator.groups.context import RequestContext
+from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
+from groupcoord.coordinator.messages.join_group import JoinGroupResponse
+from groupcoord.coordinator.messages.offset_commit import OffsetCommitResponse
+from groupcoord.coordinator.messages.schema import topic_id_uuid
 from tests.groups_share.harness import CONTEXT, GROUP, Coordinator, image, topic
 from tests.messages import cg_request, commit_partition, commit_request, commit_topic, join_protocol, join_request, tid
 
@@ -165,7 +165,7 @@ def test_replaying_the_log_rebuilds_the_same_state_and_the_load_rearms_session_t
 
 
 def test_other_classic_requests_and_offset_fetch_for_a_share_group() -> None:
-    from coordinator.group_shard import offset_fetch_error
+    from groupcoord.coordinator.group_shard import offset_fetch_error
     from tests.messages import fetch_group, heartbeat_request, leave_request, sync_request
 
     c = _shared()

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from coordinator.errors import ErrorCode
+from groupcoord.coordinator.errors import ErrorCode
 from tests.groups_share.harness import GROUP, Coordinator, image, topic
 from tests.messages import tid
 

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from coordinator.groups.assignors import GroupSpec, MemberSubscriptionSpec
-from coordinator.groups.assignors.simple import SimpleAssignor, desired_counts
+from groupcoord.coordinator.groups.assignors import GroupSpec, MemberSubscriptionSpec
+from groupcoord.coordinator.groups.assignors.simple import SimpleAssignor, desired_counts
 from tests.groups_share.harness import image, topic
 from tests.messages import tid
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from deploy.local_broker import free_port
+from groupcoord.local_broker import free_port
 
 _OWNS = re.compile(r"owns shards \[([0-9, ]*)\]")
 
@@ -64,7 +64,7 @@ class Sidecar:
             "GROUPCOORD_LOG_LEVEL": "INFO",
             **self.env,
         }
-        args = [sys.executable, "-m", "cli.main", "serve", "-b", self.bootstrap_servers, "--listen", self.address]
+        args = [sys.executable, "-m", "groupcoord.cli.main", "serve", "-b", self.bootstrap_servers, "--listen", self.address]
         args += ["--log-topic", self.topic, "--partitions", str(self.partitions)]
         stderr = open(self.log, "a")  # noqa: SIM115 - handed to the child
         self._listening.clear()
@@ -103,7 +103,7 @@ class Sidecar:
 
     def lines(self) -> list[str]:
         """What serve itself said (shard moves, the reason it stopped), not its modules' details."""
-        return [str(r["msg"]) for r in self.records() if r.get("logger") == "coordinator.server"]
+        return [str(r["msg"]) for r in self.records() if r.get("logger") == "groupcoord.coordinator.server"]
 
     def owned(self) -> set[int]:
         found: set[int] = set()

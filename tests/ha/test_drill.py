@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 def run_drill(bootstrap: str, *args: str, timeout: float) -> tuple[int, dict[str, object]]:
     done = subprocess.run(
-        [sys.executable, "-m", "cli.main", "drill", "-b", bootstrap, "--json", *args],
+        [sys.executable, "-m", "groupcoord.cli.main", "drill", "-b", bootstrap, "--json", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -95,7 +95,7 @@ def test_sigterm_stops_every_process_of_the_drill_and_reports_so_far() -> None:
     """SIGTERM to a drill (its own embedded broker, two serve processes) stops them all and prints
     the report so far, marked interrupted, with the exit code of a SIGTERM."""
     drill = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "drill", "--processes", "2", "--duration", "300", "--json"],
+        [sys.executable, "-m", "groupcoord.cli.main", "drill", "--processes", "2", "--duration", "300", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -127,7 +127,7 @@ def test_sigterm_stops_every_process_of_the_drill_and_reports_so_far() -> None:
 
 def test_the_breakdown_of_a_recovery_is_read_from_the_serve_lines() -> None:
     """Each step's first line after the fault, for the shards of the drill's groups the victim owned."""
-    from cli.drill import breakdown
+    from groupcoord.cli.drill import breakdown
 
     lines = {
         "victim": [(99.0, "owns shards [0, 3] (assigned [0, 3])"), (100.5, "placement evicted node 1 (member m)")],

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.service.partitioning import partition_for
+from groupcoord.coordinator.service.partitioning import partition_for
 from tests.ha.sidecars import Committer, Sidecar, wait_for
 from tests.topics import ensure_topic
 

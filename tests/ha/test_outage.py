@@ -6,7 +6,7 @@ placement, and serve from the new log. Before the fix every serve process aborte
 (``rd_kafka_enq_once_del_source_return``) when the broker came back.
 
 The log topic deleted on the cluster itself (not through the sidecar) is the same loss without
-the outage. Before the reader relay (``coordinator/gateway/reader_relay.py``) every serve process
+the outage. Before the reader relay (``groupcoord/coordinator/gateway/reader_relay.py``) every serve process
 died with SIGSEGV in librdkafka a fraction of a second after the deletion.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from deploy.local_broker import LocalBroker, free_port
+from groupcoord.local_broker import LocalBroker, free_port
 from tests.ha.sidecars import Committer, Sidecar, wait_for
 from tests.topics import ensure_topic
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass, field
 
-from coordinator.runtime.peers import REFUSALS, PeerWatch, await_takeover, refuses
-from coordinator.runtime.placement import Incarnation, Node
+from groupcoord.coordinator.runtime.peers import REFUSALS, PeerWatch, await_takeover, refuses
+from groupcoord.coordinator.runtime.placement import Incarnation, Node
 
 
 def test_only_a_closed_port_refuses_a_listener_nobody_accepts_on_does_not() -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.config import ConfigError, load_settings
-from coordinator.gateway.apis import ApiKey
-from coordinator.runtime.placement import NODE_ID_BASE, NODE_ID_SPAN, derived_instance_id, derived_node_id
-from coordinator.server import PlacementMode, placement_config, placement_mode
+from groupcoord.coordinator.config import ConfigError, load_settings
+from groupcoord.coordinator.gateway.apis import ApiKey
+from groupcoord.coordinator.runtime.placement import NODE_ID_BASE, NODE_ID_SPAN, derived_instance_id, derived_node_id
+from groupcoord.coordinator.server import PlacementMode, placement_config, placement_mode
 
 TANSU_LIKE = [ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT]
 KAFKA_4 = [*TANSU_LIKE, ApiKey.CONSUMER_GROUP_HEARTBEAT]

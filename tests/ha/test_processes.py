@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from coordinator.gateway.apis import ApiKey
-from coordinator.messages.offset_commit import (
+from groupcoord.coordinator.gateway.apis import ApiKey
+from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
     OffsetCommitResponse,
 )
-from coordinator.service.partitioning import partition_for
+from groupcoord.coordinator.service.partitioning import partition_for
 from tests.gateway.wire_client import WireClient
 from tests.ha.sidecars import Background, Committer, Sidecar, wait_for
 from tests.topics import ensure_topic
@@ -54,7 +54,7 @@ def log_end_offsets(bootstrap: str, topic: str) -> list[int]:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "groupcoord.cli.main", *args], capture_output=True, text=True, timeout=120)
 
 
 def owner_of(sidecars: list[Sidecar], group: str) -> Sidecar:

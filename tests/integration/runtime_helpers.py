@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
-from coordinator.messages.offset_commit import OffsetCommitRequest
-from coordinator.messages.offset_fetch import OffsetFetchRequestGroup
-from coordinator.runtime.log import LogTopicSpec
-from coordinator.runtime.runtime import CoordinatorRuntime
-from coordinator.service.service import GroupCoordinatorService
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from groupcoord.coordinator.messages.offset_commit import OffsetCommitRequest
+from groupcoord.coordinator.messages.offset_fetch import OffsetFetchRequestGroup
+from groupcoord.coordinator.runtime.log import LogTopicSpec
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
+from groupcoord.coordinator.service.service import GroupCoordinatorService
 from tests import messages
 
 

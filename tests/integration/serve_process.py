@@ -17,7 +17,7 @@ class ServeProcess:
         self.args = [
             sys.executable,
             "-m",
-            "cli.main",
+            "groupcoord.cli.main",
             "serve",
             "--bootstrap-servers",
             bootstrap,

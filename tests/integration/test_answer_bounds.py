@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.protocol import encode_request
-from coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from coordinator.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup
-from deploy.local_broker import free_port
+from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.gateway.protocol import encode_request
+from groupcoord.coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup
+from groupcoord.local_broker import free_port
 from tests.gateway.wire_client import WireClient
 from tests.integration.serve_process import ServeProcess
 from tests.security.test_authentication import commit_request

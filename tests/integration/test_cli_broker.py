@@ -9,7 +9,7 @@ import sys
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from deploy.local_broker import free_port
+from groupcoord.local_broker import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 def test_broker_prints_bootstrap_and_stops_on_sigterm() -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "broker", "--listen", f"127.0.0.1:{port}"],
+        [sys.executable, "-m", "groupcoord.cli.main", "broker", "--listen", f"127.0.0.1:{port}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -39,7 +39,7 @@ def test_broker_prints_bootstrap_and_stops_on_sigterm() -> None:
 
 def test_broker_rejects_a_bad_listen_address() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "cli.main", "broker", "--listen", "127.0.0.1:notaport"],
+        [sys.executable, "-m", "groupcoord.cli.main", "broker", "--listen", "127.0.0.1:notaport"],
         capture_output=True,
         text=True,
         timeout=30,

@@ -12,9 +12,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from coordinator.runtime.headers import make_headers
-from coordinator.service.partitioning import partition_for
-from deploy.local_broker import free_port
+from groupcoord.coordinator.runtime.headers import make_headers
+from groupcoord.coordinator.service.partitioning import partition_for
+from groupcoord.local_broker import free_port
 from tests.integration.serve_process import ServeProcess
 from tests.integration.test_cli_ops import cli, one_error_line
 from tests.topics import ensure_topic
@@ -240,7 +240,7 @@ def test_all_groups_leaves_out_the_sidecars_own_groups(tmp_path: object) -> None
     """On a cluster of its own (no other test's groups): ``migrate import --all-groups`` plans the
     application's group and leaves out the sidecar's placement groups, which are live on the
     cluster while it runs; ``-b`` names the sidecar, as for every other command."""
-    from deploy.local_broker import LocalBroker
+    from groupcoord.local_broker import LocalBroker
 
     with LocalBroker(port=free_port()) as broker:
         topic, group = f"mig-all-{uuid.uuid4().hex[:8]}", "app"

@@ -20,7 +20,7 @@ import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from deploy.local_broker import free_port
+from groupcoord.local_broker import free_port
 from tests.integration.serve_process import ServeProcess
 
 pytestmark = pytest.mark.integration
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.integration
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "cli.main", *args],
+        [sys.executable, "-m", "groupcoord.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -382,7 +382,7 @@ def test_describe_shows_each_members_protocol_while_a_group_migrates(sidecar: Se
 
         # --watch keeps printing until the group is stable, then exits 0.
         watch = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "groups", "describe", group, "--state", "--watch", "--json"]
+            [sys.executable, "-m", "groupcoord.cli.main", "groups", "describe", group, "--state", "--watch", "--json"]
             + ["-b", sidecar.bootstrap],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

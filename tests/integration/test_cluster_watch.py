@@ -8,10 +8,10 @@ import logging
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from coordinator.runtime.cluster_watch import ClusterWatch
-from coordinator.runtime.log import LogTopicSpec, ensure_log_topic
-from coordinator.runtime.placement import ensure_directory_topic
-from deploy.local_broker import LocalBroker, free_port
+from groupcoord.coordinator.runtime.cluster_watch import ClusterWatch
+from groupcoord.coordinator.runtime.log import LogTopicSpec, ensure_log_topic
+from groupcoord.coordinator.runtime.placement import ensure_directory_topic
+from groupcoord.local_broker import LocalBroker, free_port
 
 
 def test_a_deleted_log_topic_is_created_again_and_reported(
@@ -29,7 +29,7 @@ def test_a_deleted_log_topic_is_created_again_and_reported(
 
     admin = AdminClient(config)  # kept: a client dropped at once fails its requests
     admin.delete_topics([unique_name])[unique_name].result(10)
-    with caplog.at_level(logging.ERROR, logger="coordinator.runtime.cluster_watch"):
+    with caplog.at_level(logging.ERROR, logger="groupcoord.coordinator.runtime.cluster_watch"):
         watch.check()
     assert recreated == [[unique_name]]
     assert any(f"topic {unique_name} is gone" in r.getMessage() for r in caplog.records)

@@ -11,15 +11,15 @@ import sys
 import textwrap
 from pathlib import Path
 
-from deploy.local_broker import free_port
+from groupcoord.local_broker import free_port
 
 _SCENARIO = textwrap.dedent(
     """
     import sys, time
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
     from confluent_kafka.admin import AdminClient
-    from coordinator.runtime.group_offsets import GroupOffsetsQuery
-    from deploy.local_broker import LocalBroker
+    from groupcoord.coordinator.runtime.group_offsets import GroupOffsetsQuery
+    from groupcoord.local_broker import LocalBroker
 
     port, how = int(sys.argv[1]), sys.argv[2]
     config = {"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0}

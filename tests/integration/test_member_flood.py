@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from coordinator.errors import ErrorCode
-from coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
-from coordinator.service.partitioning import partition_for
-from deploy.local_broker import free_port
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from groupcoord.coordinator.service.partitioning import partition_for
+from groupcoord.local_broker import free_port
 from tests.gateway.wire_client import WireClient
 from tests.integration.serve_process import ServeProcess
 from tests.security.test_authentication import commit_request

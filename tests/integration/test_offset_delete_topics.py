@@ -8,12 +8,12 @@ import asyncio
 
 import pytest
 
-from coordinator.errors import ErrorCode
-from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.handler import ConnectionContext
-from coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
-from coordinator.service.gateway_handler import CoordinatorApiHandler
-from coordinator.service.metadata_cache import MetadataCache
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.gateway.handler import ConnectionContext
+from groupcoord.coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from groupcoord.coordinator.service.gateway_handler import CoordinatorApiHandler
+from groupcoord.coordinator.service.metadata_cache import MetadataCache
 from tests.clients.support import create_topic
 from tests.integration.runtime_helpers import commit_request, fetch_request, running_service
 from tests.messages import delete_request, delete_topic

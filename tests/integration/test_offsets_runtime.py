@@ -6,13 +6,13 @@ import asyncio
 
 import pytest
 
-from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
-from coordinator.offsets.config import OffsetsConfig
-from coordinator.runtime.clock import ManualClock
-from coordinator.runtime.log import LogTopicSpec
-from coordinator.runtime.runtime import CoordinatorRuntime
-from coordinator.service.service import GroupCoordinatorService
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from groupcoord.coordinator.offsets.config import OffsetsConfig
+from groupcoord.coordinator.runtime.clock import ManualClock
+from groupcoord.coordinator.runtime.log import LogTopicSpec
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
+from groupcoord.coordinator.service.service import GroupCoordinatorService
 from tests.integration.runtime_helpers import commit_request, fetch_request
 from tests.messages import COMMIT_CONTEXT, delete_request, delete_topic
 

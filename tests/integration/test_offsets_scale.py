@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from coordinator.messages.offset_commit import OffsetCommitRequest
+from groupcoord.coordinator.messages.offset_commit import OffsetCommitRequest
 from tests.integration.runtime_helpers import running_service
 from tests.messages import COMMIT_CONTEXT, commit_partition, commit_request, commit_topic
 

@@ -7,11 +7,11 @@ import asyncio
 import pytest
 from confluent_kafka import Producer
 
-from coordinator.errors import ErrorCode
-from coordinator.runtime.headers import make_headers
-from coordinator.runtime.shard import ShardStatus
-from records import CoordinatorRecord, RecordType, encode
-from records.definitions import OffsetCommitKey, OffsetCommitValue
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.runtime.headers import make_headers
+from groupcoord.coordinator.runtime.shard import ShardStatus
+from groupcoord.records import CoordinatorRecord, RecordType, encode
+from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue
 from tests.integration.runtime_helpers import commit_request, fetch_request, running_service
 from tests.messages import COMMIT_CONTEXT
 
@@ -192,8 +192,8 @@ def test_fatal_producer_error_replaces_the_writer_and_reloads(bootstrap: str, un
 def test_a_record_larger_than_the_log_accepts_fails_only_its_request(bootstrap: str, unique_name: str) -> None:
     """Issue 14: a commit whose record exceeds the log topic's max.message.bytes is refused
     before anything is applied; the shard keeps serving and its state matches the log."""
-    from coordinator.runtime.log import LogTopicSpec
-    from coordinator.runtime.runtime import max_record_bytes
+    from groupcoord.coordinator.runtime.log import LogTopicSpec
+    from groupcoord.coordinator.runtime.runtime import max_record_bytes
 
     async def main() -> None:
         async with running_service(bootstrap, unique_name, partitions=1) as service:
@@ -247,7 +247,7 @@ def test_the_log_topic_is_created_compacted_with_a_compaction_lag(bootstrap: str
     re-states the valid values: the log topic is created with min.compaction.lag.ms."""
     from confluent_kafka.admin import AdminClient, ConfigResource
 
-    from coordinator.runtime.log import LogTopicSpec, ensure_log_topic
+    from groupcoord.coordinator.runtime.log import LogTopicSpec, ensure_log_topic
 
     assert ensure_log_topic({"bootstrap.servers": bootstrap}, LogTopicSpec(unique_name, 2, 1)) == 2
     admin = AdminClient({"bootstrap.servers": bootstrap})

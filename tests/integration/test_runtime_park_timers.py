@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from coordinator.runtime.api import Park, Result, ScheduleTimer
-from coordinator.runtime.log import LogTopicSpec
-from coordinator.runtime.runtime import CoordinatorRuntime
-from records import CoordinatorRecord, RecordType
-from records.definitions import OffsetCommitKey, OffsetCommitValue
+from groupcoord.coordinator.runtime.api import Park, Result, ScheduleTimer
+from groupcoord.coordinator.runtime.log import LogTopicSpec
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
+from groupcoord.records import CoordinatorRecord, RecordType
+from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue
 
 pytestmark = pytest.mark.integration
 

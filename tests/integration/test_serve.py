@@ -10,7 +10,7 @@ import sys
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from deploy.local_broker import free_port
+from groupcoord.local_broker import free_port
 from tests.integration.serve_process import ServeProcess
 from tests.topics import ensure_topic
 
@@ -23,7 +23,7 @@ def test_serve_with_embedded_broker_serves_commits_and_stops_cleanly(monkeypatch
     monkeypatch.setenv("GROUPCOORD_LOG_LEVEL", "INFO")  # the shard loads are INFO records
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "serve", "--listen", f"127.0.0.1:{port}", "--partitions", "2"],
+        [sys.executable, "-m", "groupcoord.cli.main", "serve", "--listen", f"127.0.0.1:{port}", "--partitions", "2"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -40,7 +40,7 @@ def test_serve_with_embedded_broker_serves_commits_and_stops_cleanly(monkeypatch
         assert proc.wait(30) == 0
         assert proc.stderr is not None
         records = [json.loads(line) for line in proc.stderr.read().splitlines()]  # every line is JSON
-        said = [str(r["msg"]) for r in records if r["logger"] == "coordinator.server"]
+        said = [str(r["msg"]) for r in records if r["logger"] == "groupcoord.coordinator.server"]
         assert any(f"bootstrap.servers={embedded}" in m for m in said), said
         assert sum("loaded in" in m for m in said) == 2, said  # the per-shard load report
     finally:
@@ -51,7 +51,7 @@ def test_serve_with_embedded_broker_serves_commits_and_stops_cleanly(monkeypatch
 def test_serve_rejects_bad_configuration() -> None:
     env = {**os.environ, "GROUPCOORD_LOG_PARTITIONS": "0"}
     result = subprocess.run(
-        [sys.executable, "-m", "cli.main", "serve"], capture_output=True, text=True, timeout=60, env=env
+        [sys.executable, "-m", "groupcoord.cli.main", "serve"], capture_output=True, text=True, timeout=60, env=env
     )
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from deploy.local_broker import free_port
+from groupcoord.local_broker import free_port
 from tests.integration.serve_process import ServeProcess
 from tests.topics import ensure_topic
 

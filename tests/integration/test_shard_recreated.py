@@ -13,8 +13,8 @@ import asyncio
 
 import pytest
 
-from coordinator.errors import ErrorCode
-from coordinator.runtime.load import LoadResult
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.runtime.load import LoadResult
 from tests.integration.runtime_helpers import commit_request, fetch_request, running_service
 from tests.messages import client
 
@@ -65,7 +65,7 @@ def test_the_runtime_watchdog_warns_about_and_reloads_a_shard_whose_writes_are_n
             again = await service.commit_offsets(commit_request("g", "t", {0: 2}), client(8))
             assert again.topics[0].partitions[0].error_code == 0
 
-    with caplog.at_level("WARNING", logger="coordinator.runtime.shard"):
+    with caplog.at_level("WARNING", logger="groupcoord.coordinator.runtime.shard"):
         asyncio.run(asyncio.wait_for(scenario(), 90))
     messages = [r.getMessage() for r in caplog.records]
     assert sum("read back from the log (" in m for m in messages) == 1

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import yaml
 
-from coordinator.observability import gateway
-from coordinator.observability.lag import LagMonitor
-from coordinator.observability.metrics import shard_families
-from coordinator.observability.registry import REGISTRY
+from groupcoord.coordinator.observability import gateway
+from groupcoord.coordinator.observability.lag import LagMonitor
+from groupcoord.coordinator.observability.metrics import shard_families
+from groupcoord.coordinator.observability.registry import REGISTRY
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 _SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "info": ("_info",)}

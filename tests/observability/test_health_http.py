@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.config import ConfigError, load_settings
-from coordinator.observability.http import HealthServer, Readiness, shard_states
-from deploy.local_broker import free_port
+from groupcoord.coordinator.config import ConfigError, load_settings
+from groupcoord.coordinator.observability.http import HealthServer, Readiness, shard_states
+from groupcoord.local_broker import free_port
 from tests.integration.serve_process import ServeProcess
 
 

@@ -10,25 +10,25 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.handler import ConnectionContext
-from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
-from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.messages.offset_commit import (
+from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.gateway.handler import ConnectionContext
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
 )
-from coordinator.observability import metrics
-from coordinator.observability.gateway import MeteredHandler, error_counts
-from coordinator.observability.histogram import Histogram
-from coordinator.observability.http import HealthServer, Readiness
-from coordinator.observability.metrics import ShardMetrics, shard_families
-from coordinator.observability.registry import REGISTRY
-from coordinator.runtime.api import Result
-from coordinator.runtime.shard import Shard, ShardStatus
-from records import CoordinatorRecord, RecordType
-from records.definitions import (
+from groupcoord.coordinator.observability import metrics
+from groupcoord.coordinator.observability.gateway import MeteredHandler, error_counts
+from groupcoord.coordinator.observability.histogram import Histogram
+from groupcoord.coordinator.observability.http import HealthServer, Readiness
+from groupcoord.coordinator.observability.metrics import ShardMetrics, shard_families
+from groupcoord.coordinator.observability.registry import REGISTRY
+from groupcoord.coordinator.runtime.api import Result
+from groupcoord.coordinator.runtime.shard import Shard, ShardStatus
+from groupcoord.records import CoordinatorRecord, RecordType
+from groupcoord.records.definitions import (
     ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
     OffsetCommitKey,
@@ -168,7 +168,7 @@ KAFKA_NAMES = {
 def test_prometheus_conventions(monkeypatch: Any) -> None:
     """Times are histograms in seconds, HELP names the Kafka metric, state labels are lower case,
     the lag has kafka_exporter's labels, and the build is told."""
-    from coordinator.observability.lag import LagMonitor
+    from groupcoord.coordinator.observability.lag import LagMonitor
 
     world = World()
     shard = world.loaded(0)
@@ -248,8 +248,8 @@ def test_a_shard_whose_writes_are_not_read_back_shows_in_the_gauges() -> None:
 
 
 def test_transactional_commits_and_their_outcomes_are_counted() -> None:
-    from coordinator.offsets import transactions as txn
-    from records.definitions import PendingTxnOffset
+    from groupcoord.coordinator.offsets import transactions as txn
+    from groupcoord.records.definitions import PendingTxnOffset
 
     world = World()
     shard = world.loaded(0)

@@ -14,9 +14,9 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
-from coordinator.observability.lag import LagMonitor
-from coordinator.service.partitioning import partition_for
-from deploy.local_broker import free_port
+from groupcoord.coordinator.observability.lag import LagMonitor
+from groupcoord.coordinator.service.partitioning import partition_for
+from groupcoord.local_broker import free_port
 from tests.clients.support import create_topic, produce
 from tests.ha.sidecars import Sidecar, wait_for
 from tests.integration.serve_process import ServeProcess

@@ -109,7 +109,7 @@ def test_copy_sources_exist_and_are_not_ignored() -> None:
             assert not any(fnmatch.fnmatch(source, p) for p in patterns), source
     # Every package pyproject.toml installs is copied.
     copied = {s for sources, _ in copies() for s in sources}
-    assert {"coordinator", "records", "cli", "deploy", "pipeline", "pyproject.toml", "README.md"} <= copied
+    assert {"groupcoord", "pyproject.toml", "README.md"} <= copied
     assert {".git", ".venv", "tests"} <= set(patterns)
 
 
@@ -167,8 +167,9 @@ def test_entrypoint_runs_from_the_installed_image(installed: Path) -> None:
             "-c",
             # Every package the image runs (the pipeline's Spark-free parts included), with only
             # the image's dependencies: a package left out of a COPY line or of pyproject fails here.
-            "import coordinator.server, cli.main, pipeline.cluster, pipeline.importer, records, deploy.local_broker;"
-            " import coordinator.logs, pythonjsonlogger; print(coordinator.logs.__file__)",
+            "import groupcoord.coordinator.server, groupcoord.cli.main, groupcoord.pipeline.cluster,"
+            " groupcoord.pipeline.importer, groupcoord.records, groupcoord.local_broker;"
+            " import groupcoord.coordinator.logs, pythonjsonlogger; print(groupcoord.coordinator.logs.__file__)",
         ],
         capture_output=True,
         text=True,
@@ -263,7 +264,7 @@ def _port(hostport: str) -> int:
 def _settings_from(env_vars: dict[str, str], config: Path | None, monkeypatch: pytest.MonkeyPatch) -> Any:
     """The Settings a container gets from this environment (and config file): each variable must
     name a real setting, not be silently ignored."""
-    from coordinator.config import ENV_PREFIX, Settings, load_settings
+    from groupcoord.coordinator.config import ENV_PREFIX, Settings, load_settings
 
     for name in [n for n in os.environ if n.startswith(ENV_PREFIX)]:
         monkeypatch.delenv(name)
@@ -279,7 +280,7 @@ def test_every_deploy_file_agrees_on_image_ports_and_user(tmp_path: Path, monkey
     """Image name, listener and health ports, probe paths and the non-root user are the same in the
     Dockerfile, compose, the Kubernetes manifest and the operations docs, and the ports are what serve
     really listens on with each file's settings (the HTTP port is the metrics_listen default's)."""
-    from coordinator.config import Settings
+    from groupcoord.coordinator.config import Settings
 
     metrics_port = _port(Settings.model_fields["metrics_listen"].default)
     kafka_port = _port(Settings.model_fields["listen"].default)
@@ -339,3 +340,22 @@ def test_every_deploy_file_agrees_on_image_ports_and_user(tmp_path: Path, monkey
     user = only("USER")[-1].split(":")[0]
     assert user.isdigit() and int(user) != 0
     assert str(container["securityContext"]["runAsUser"]) == user
+
+
+def test_installs_one_namespace(installed: Path) -> None:
+    """What pip puts into site-packages is ``groupcoord`` and its dist-info, nothing generic
+    (``cli``, ``records``... would clash with other projects), typed and versioned."""
+    probe = (
+        "import json, groupcoord; from importlib.metadata import distribution as d; dist = d('groupcoord');"
+        "print(json.dumps({'files': [str(f) for f in dist.files], 'version': dist.version,"
+        " 'module_version': groupcoord.__version__, 'classifiers': dist.metadata.get_all('Classifier'),"
+        " 'urls': dist.metadata.get_all('Project-URL')}))"
+    )
+    result = subprocess.run([str(installed / "python"), "-c", probe], capture_output=True, text=True, cwd="/")
+    assert result.returncode == 0, result.stderr
+    dist = json.loads(result.stdout)
+    tops = {Path(f).parts[0] for f in dist["files"] if not f.startswith("..")}
+    assert tops == {"groupcoord", f"groupcoord-{dist['version']}.dist-info"}, tops
+    assert "groupcoord/py.typed" in dist["files"]
+    assert dist["module_version"] == dist["version"]
+    assert "Typing :: Typed" in dist["classifiers"] and dist["urls"], dist

@@ -35,7 +35,7 @@ def test_every_setting_is_in_the_configuration_reference() -> None:
     """Each setting of the model, nested ones included, has a row with its env name and a description."""
     from pydantic import BaseModel
 
-    from coordinator.config import ENV_PREFIX, Settings
+    from groupcoord.coordinator.config import ENV_PREFIX, Settings
 
     sys.path.insert(0, str(ROOT / "docs"))
     from gen_reference import config_reference

@@ -20,8 +20,8 @@ pyspark = pytest.importorskip("pyspark", reason="the pipeline tests need the spa
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from deploy.local_broker import free_port  # noqa: E402
-from pipeline.source import session  # noqa: E402
+from groupcoord.local_broker import free_port  # noqa: E402
+from groupcoord.pipeline.source import session  # noqa: E402
 from tests.clients.conftest import GROUP_SETTINGS  # noqa: E402
 from tests.clients.support import Member, Ownership, create_topic, drive, produce, settled  # noqa: E402
 from tests.integration.serve_process import ServeProcess  # noqa: E402

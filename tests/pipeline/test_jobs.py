@@ -12,12 +12,12 @@ from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
-from cli.main import app
-from coordinator.runtime.headers import make_headers
-from pipeline.cluster import read_range, topic_names, watermarks
-from pipeline.jobs import audit, history, lag, load_log, snapshot_tables, with_status, write_tables
-from records import RecordType, encode_key, encode_value
-from records.definitions import (
+from groupcoord.cli.main import app
+from groupcoord.coordinator.runtime.headers import make_headers
+from groupcoord.pipeline.cluster import read_range, topic_names, watermarks
+from groupcoord.pipeline.jobs import audit, history, lag, load_log, snapshot_tables, with_status, write_tables
+from groupcoord.records import RecordType, encode_key, encode_value
+from groupcoord.records.definitions import (
     ConsumerGroupMemberKey,
     ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
@@ -125,7 +125,7 @@ def test_audit_passes_on_the_real_log(spark: SparkSession, written_log: WrittenL
 
 def _forge(wl: WrittenLog) -> tuple[str, int, int]:
     """A copy of the live group's log partition plus two forged records; (topic, offset1, offset2)."""
-    from coordinator.service.partitioning import partition_for
+    from groupcoord.coordinator.service.partitioning import partition_for
 
     source = partition_for(wl.live_group, LOG_PARTITIONS)
     config = {"bootstrap.servers": wl.bootstrap}
@@ -137,7 +137,7 @@ def _forge(wl: WrittenLog) -> tuple[str, int, int]:
     group_epoch = 0
     target_of_a: ConsumerGroupTargetAssignmentMemberValue | None = None
     member_a = ""
-    from records import decode
+    from groupcoord.records import decode
 
     for msg in read_range(config, wl.log_topic, source, 0, end):
         producer.produce(topic, key=msg.key(), value=msg.value(), headers=msg.headers(), partition=0)

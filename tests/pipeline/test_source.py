@@ -10,10 +10,10 @@ from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from coordinator.runtime.headers import make_headers
-from pipeline.cluster import read_range, watermarks
-from records import RecordType, encode_key, encode_value
-from records.definitions import OffsetCommitKey, OffsetCommitValue
+from groupcoord.coordinator.runtime.headers import make_headers
+from groupcoord.pipeline.cluster import read_range, watermarks
+from groupcoord.records import RecordType, encode_key, encode_value
+from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue
 from tests.clients.support import create_topic
 from tests.pipeline.conftest import LOG_PARTITIONS, WrittenLog
 
@@ -110,7 +110,7 @@ def test_bad_options_fail_with_one_line(spark: SparkSession, bootstrap: str) -> 
 
 
 def test_an_embedded_session_uses_two_shuffle_partitions_per_core() -> None:
-    from pipeline.source import local_shuffle_partitions
+    from groupcoord.pipeline.source import local_shuffle_partitions
 
     assert local_shuffle_partitions("local[2]") == 4
     assert local_shuffle_partitions("local[4,3]") == 8  # local[N, maxFailures]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 
-from coordinator.runtime.collector import SurvivorFreezer
+from groupcoord.coordinator.runtime.collector import SurvivorFreezer
 
 
 def test_survivors_are_frozen_and_thawed() -> None:

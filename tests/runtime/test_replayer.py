@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from coordinator.runtime.headers import make_headers
-from coordinator.runtime.log import TAILER_SETTINGS
-from coordinator.runtime.replayer import LogReplayer
-from records import CoordinatorRecord, RecordType, encode
-from records.definitions import (
+from groupcoord.coordinator.runtime.headers import make_headers
+from groupcoord.coordinator.runtime.log import TAILER_SETTINGS
+from groupcoord.coordinator.runtime.replayer import LogReplayer
+from groupcoord.records import CoordinatorRecord, RecordType, encode
+from groupcoord.records.definitions import (
     BatchAbortKey,
     BatchAbortValue,
     OffsetCommitKey,

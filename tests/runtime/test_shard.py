@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
-from coordinator.runtime.headers import make_headers
-from coordinator.runtime.load import LoadFailed, LoadResult
-from coordinator.runtime.shard import (
+from groupcoord.coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
+from groupcoord.coordinator.runtime.headers import make_headers
+from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult
+from groupcoord.coordinator.runtime.shard import (
     AppendFailed,
     IllegalTransition,
     Shard,
@@ -18,8 +18,8 @@ from coordinator.runtime.shard import (
     ShardPhase,
     ShardStatus,
 )
-from records import CoordinatorRecord, RecordType, decode, encode
-from records.definitions import LogSkipKey, LogSkipValue, OffsetCommitKey, OffsetCommitValue
+from groupcoord.records import CoordinatorRecord, RecordType, decode, encode
+from groupcoord.records.definitions import LogSkipKey, LogSkipValue, OffsetCommitKey, OffsetCommitValue
 from tests.runtime.test_replayer import Recorder, commit, offsets
 from tests.sim.invariants import invariant_shard_life
 from tests.sim.kernel import LogFaults, SimHost, SimLog, SimLoop, TransitionLog
@@ -254,7 +254,7 @@ def test_a_shard_whose_writes_are_not_read_back_warns_once_then_reloads_and_serv
     now = world.loop.clock.now_ms()
     assert shard.check_stuck(now, 1000, 5000) < 1000 and not shard.stuck
     elapse(world, 1500)
-    with caplog.at_level("WARNING", logger="coordinator.runtime.shard"):
+    with caplog.at_level("WARNING", logger="groupcoord.coordinator.runtime.shard"):
         age = shard.check_stuck(world.loop.clock.now_ms(), 1000, 5000)
         shard.check_stuck(world.loop.clock.now_ms(), 1000, 5000)
     assert age >= 1000 and shard.stuck and shard.status is ShardStatus.ACTIVE
@@ -285,7 +285,7 @@ def test_a_shard_created_anew_for_its_partition_ignores_its_predecessors_reader_
     assert second is not first
     second.load()
     # The reader's last report for the first shard, still queued on the loop when the second loads.
-    with caplog.at_level("WARNING", logger="coordinator.runtime.shard"):
+    with caplog.at_level("WARNING", logger="groupcoord.coordinator.runtime.shard"):
         second.on_loaded(stale, LoadResult(10_000, 9, [], [], 0, 0.0))
         world.run()
     assert not [r for r in caplog.records if "reloading" in r.getMessage()]

@@ -11,14 +11,14 @@ from typing import Any
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from coordinator.group_shard import GroupCoordinatorState
-from coordinator.runtime.clock import SystemClock
-from coordinator.runtime.headers import make_headers
-from coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
-from coordinator.runtime.log import CollectorPause, LogTailer
-from deploy.local_broker import free_port
-from records import CoordinatorRecord, RecordType, encode
-from records.definitions import OffsetCommitKey, OffsetCommitValue
+from groupcoord.coordinator.group_shard import GroupCoordinatorState
+from groupcoord.coordinator.runtime.clock import SystemClock
+from groupcoord.coordinator.runtime.headers import make_headers
+from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
+from groupcoord.coordinator.runtime.log import CollectorPause, LogTailer
+from groupcoord.local_broker import free_port
+from groupcoord.records import CoordinatorRecord, RecordType, encode
+from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue
 
 
 class Unreadable:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from deploy.local_broker import broker_binary, free_port
+from groupcoord.local_broker import broker_binary, free_port
 from tests.security.sasl_front import SaslFront
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret", "gcadmin": "gcadmin-secret"}
@@ -84,7 +84,7 @@ class Sidecar:
         self.acl_file: Path | None = None
         self.lines: queue.Queue[str] = queue.Queue()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "--config", str(config)],
+            [sys.executable, "-m", "groupcoord.cli.main", "serve", "--config", str(config)],
             stdout=subprocess.PIPE,
             stderr=open(log, "ab"),  # noqa: SIM115
             text=True,

@@ -21,17 +21,17 @@ from typing import Any, ClassVar
 
 from scramp import ScramMechanism
 
-from coordinator.gateway.codec import decode_struct, encode_struct
-from coordinator.gateway.framing import decode_request_header, peek_request, produce_acks
-from coordinator.gateway.protocol import decode_response, encode_response
-from coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
-from coordinator.messages.sasl import (
+from groupcoord.coordinator.gateway.codec import decode_struct, encode_struct
+from groupcoord.coordinator.gateway.framing import decode_request_header, peek_request, produce_acks
+from groupcoord.coordinator.gateway.protocol import decode_response, encode_response
+from groupcoord.coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
+from groupcoord.coordinator.messages.sasl import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
-from coordinator.messages.schema import Field, Struct, Versions
+from groupcoord.coordinator.messages.schema import Field, Struct, Versions
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE, PRODUCE, DESCRIBE_ACLS = 18, 17, 36, 0, 29
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]

@@ -9,7 +9,11 @@ import uuid
 
 import pytest
 
-from coordinator.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchResponse
+from groupcoord.coordinator.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchResponse,
+)
 from tests.security.conftest import ACLS, Sidecar
 from tests.security.test_authentication import authenticated
 

@@ -15,27 +15,27 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from coordinator.messages.delete_groups import DeleteGroupsRequest
-from coordinator.messages.describe_groups import DescribeGroupsRequest
-from coordinator.messages.find_coordinator import FindCoordinatorRequest
-from coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
-from coordinator.messages.list_groups import ListGroupsRequest, ListGroupsResponse
-from coordinator.messages.metadata import MetadataRequest
-from coordinator.messages.offset_commit import (
+from groupcoord.coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.messages.delete_groups import DeleteGroupsRequest
+from groupcoord.coordinator.messages.describe_groups import DescribeGroupsRequest
+from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest
+from groupcoord.coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from groupcoord.coordinator.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from groupcoord.coordinator.messages.metadata import MetadataRequest
+from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
     OffsetCommitResponse,
 )
-from coordinator.messages.offset_delete import OffsetDeleteRequest
-from coordinator.messages.offset_fetch import (
+from groupcoord.coordinator.messages.offset_delete import OffsetDeleteRequest
+from groupcoord.coordinator.messages.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
     OffsetFetchResponse,
 )
-from coordinator.messages.schema import Message
+from groupcoord.coordinator.messages.schema import Message
 from tests.gateway.wire_client import WireClient
 from tests.security.conftest import SaslCluster, Sidecar
 from tests.security.wire import plain_login, sasl_frame, scram_login
@@ -219,13 +219,13 @@ def test_wrong_password_gets_the_clusters_refusal_and_nothing_else(
 
 
 def _handshake(mechanism: str) -> Message:
-    from coordinator.messages.sasl import SaslHandshakeRequest
+    from groupcoord.coordinator.messages.sasl import SaslHandshakeRequest
 
     return SaslHandshakeRequest(mechanism=mechanism)
 
 
 def _token(data: bytes) -> Message:
-    from coordinator.messages.sasl import SaslAuthenticateRequest
+    from groupcoord.coordinator.messages.sasl import SaslAuthenticateRequest
 
     return SaslAuthenticateRequest(auth_bytes=data)
 

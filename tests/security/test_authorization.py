@@ -11,31 +11,31 @@ import uuid
 
 import pytest
 
-from coordinator.messages.consumer_group_describe import (
+from groupcoord.coordinator.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
 )
-from coordinator.messages.consumer_group_heartbeat import (
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
-from coordinator.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
-from coordinator.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
-from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse
-from coordinator.messages.offset_commit import (
+from groupcoord.coordinator.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from groupcoord.coordinator.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from groupcoord.coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse
+from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
     OffsetCommitResponse,
 )
-from coordinator.messages.offset_delete import (
+from groupcoord.coordinator.messages.offset_delete import (
     OffsetDeleteRequest,
     OffsetDeleteRequestPartition,
     OffsetDeleteRequestTopic,
     OffsetDeleteResponse,
 )
-from coordinator.messages.offset_fetch import (
+from groupcoord.coordinator.messages.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopics,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.security.authorizer import (
+from groupcoord.coordinator.security.authorizer import (
     Acl,
     AclAuthorizer,
     AclError,

@@ -10,10 +10,10 @@ import uuid
 
 import pytest
 
-from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.protocol import encode_request
-from coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from coordinator.messages.offset_commit import (
+from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.gateway.protocol import encode_request
+from groupcoord.coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,

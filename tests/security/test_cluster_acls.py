@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from coordinator.messages.offset_commit import OffsetCommitResponse
-from deploy.local_broker import free_port
+from groupcoord.coordinator.messages.offset_commit import OffsetCommitResponse
+from groupcoord.local_broker import free_port
 from tests.security.conftest import SaslCluster, Sidecar, sidecar_config
 from tests.security.test_authentication import authenticated, commit_request, create_topic
 

@@ -20,12 +20,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.gateway import GatewayConfig
-from coordinator.gateway.apis import APIS, GROUP_API_KEYS
-from coordinator.gateway.codec import CodecError, decode_struct
-from coordinator.gateway.framing import FrameError, RequestHeader
-from coordinator.gateway.protocol import decode_request, encode_request
-from deploy.local_broker import free_port
+from groupcoord.coordinator.gateway import GatewayConfig
+from groupcoord.coordinator.gateway.apis import APIS, GROUP_API_KEYS
+from groupcoord.coordinator.gateway.codec import CodecError, decode_struct
+from groupcoord.coordinator.gateway.framing import FrameError, RequestHeader
+from groupcoord.coordinator.gateway.protocol import decode_request, encode_request
+from groupcoord.local_broker import free_port
 from tests.gateway.conftest import GatewayThread
 from tests.gateway.samples import sample
 from tests.gateway.test_server import ScriptedHandler, heartbeat

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.gateway import ConnectionContext, GatewayServer, TlsSettings
-from coordinator.messages.heartbeat import HeartbeatResponse
-from coordinator.messages.metadata import MetadataRequest
-from coordinator.messages.schema import Message
+from groupcoord.coordinator.gateway import ConnectionContext, GatewayServer, TlsSettings
+from groupcoord.coordinator.messages.heartbeat import HeartbeatResponse
+from groupcoord.coordinator.messages.metadata import MetadataRequest
+from groupcoord.coordinator.messages.schema import Message
 from tests.gateway.test_server import HEARTBEAT, ScriptedHandler, connect, heartbeat, run
 from tests.gateway.wire_client import WireClient
 
@@ -110,7 +110,7 @@ def test_forwarding_would_borrow_the_sidecars_certificate(
         assert await other.call(HEARTBEAT, 4, heartbeat()) == HeartbeatResponse()
         await other.close()
 
-    with caplog.at_level("WARNING", logger="coordinator.gateway"):
+    with caplog.at_level("WARNING", logger="groupcoord.coordinator.gateway"):
         run(body, upstream_tls=upstream, allow_shared_upstream_identity=allowed, upstream_connect_timeout_s=2)
     borrowed = [r for r in caplog.records if "sidecar's principal" in r.getMessage()]
     assert bool(borrowed) is not allowed

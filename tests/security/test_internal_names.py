@@ -15,18 +15,18 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from kafka.record.memory_records import MemoryRecordsBuilder
 
-from coordinator.gateway.apis import APIS, ApiKey
-from coordinator.gateway.codec import decode_struct, encode_struct, write_uvarint
-from coordinator.gateway.framing import RequestHeader, decode_response_header, encode_request_header
-from coordinator.messages import delete_topics, list_offsets, produce
-from coordinator.messages.api_versions import ApiVersionsRequest
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from coordinator.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
-from coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
-from coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse
-from coordinator.messages.metadata import MetadataRequest, MetadataResponse
-from coordinator.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
-from coordinator.messages.schema import Message
+from groupcoord.coordinator.gateway.apis import APIS, ApiKey
+from groupcoord.coordinator.gateway.codec import decode_struct, encode_struct, write_uvarint
+from groupcoord.coordinator.gateway.framing import RequestHeader, decode_response_header, encode_request_header
+from groupcoord.coordinator.messages import delete_topics, list_offsets, produce
+from groupcoord.coordinator.messages.api_versions import ApiVersionsRequest
+from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from groupcoord.coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse
+from groupcoord.coordinator.messages.metadata import MetadataRequest, MetadataResponse
+from groupcoord.coordinator.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from groupcoord.coordinator.messages.schema import Message
 from tests.gateway.wire_client import WireClient
 from tests.ha.sidecars import Sidecar, wait_for
 

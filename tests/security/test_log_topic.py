@@ -23,11 +23,11 @@ from confluent_kafka.admin import (
 )
 from kafka.record.memory_records import MemoryRecordsBuilder
 
-from coordinator.gateway.codec import decode_struct, encode_struct
-from coordinator.gateway.framing import RequestHeader, decode_response_header, encode_request_header
-from coordinator.messages import delete_topics, describe_topic_partitions, fetch, list_offsets, produce
-from coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
-from coordinator.messages.schema import Message
+from groupcoord.coordinator.gateway.codec import decode_struct, encode_struct
+from groupcoord.coordinator.gateway.framing import RequestHeader, decode_response_header, encode_request_header
+from groupcoord.coordinator.messages import delete_topics, describe_topic_partitions, fetch, list_offsets, produce
+from groupcoord.coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
+from groupcoord.coordinator.messages.schema import Message
 from tests.gateway.wire_client import WireClient
 from tests.security.conftest import SaslCluster, Sidecar
 from tests.security.test_authentication import admin, authenticated, commit_request, committed, create_topic
@@ -209,7 +209,7 @@ def test_all_topics_metadata_from_librdkafka_is_answered_without_the_log_topic(b
     leaves its own log topic out of the answer."""
     from confluent_kafka.admin import AdminClient
 
-    from deploy.local_broker import free_port
+    from groupcoord.local_broker import free_port
     from tests.integration.serve_process import ServeProcess
 
     log_topic = f"gc-protected-{uuid.uuid4().hex[:8]}"

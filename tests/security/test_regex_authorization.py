@@ -12,13 +12,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from coordinator.errors import ErrorCode
-from coordinator.messages.consumer_group_heartbeat import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
-from coordinator.messages.metadata import MetadataRequest, MetadataResponse
-from deploy.local_broker import free_port
+from groupcoord.coordinator.messages.metadata import MetadataRequest, MetadataResponse
+from groupcoord.local_broker import free_port
 from tests.gateway.wire_client import WireClient
 from tests.security.conftest import SaslCluster, Sidecar, sidecar_config
 from tests.security.test_authentication import authenticated, create_topic

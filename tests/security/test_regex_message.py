@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.errors import ErrorCode, GroupError
-from coordinator.groups.consumer.regex import throw_if_regex_invalid
+from groupcoord.coordinator.errors import ErrorCode, GroupError
+from groupcoord.coordinator.groups.consumer.regex import throw_if_regex_invalid
 
 
 def test_an_invalid_huge_regex_is_not_echoed_back_whole() -> None:

@@ -8,7 +8,7 @@ import json
 import pytest
 from scramp import ScramClient
 
-from coordinator.security.sasl import SaslRefused, SaslSession, principal_from_first_message
+from groupcoord.coordinator.security.sasl import SaslRefused, SaslSession, principal_from_first_message
 
 
 def _jwt(claims: dict[str, object]) -> str:

@@ -6,27 +6,34 @@ import asyncio
 import struct
 import uuid
 
-from coordinator.gateway import ConnectionContext
-from coordinator.gateway.codec import write_uvarint
-from coordinator.gateway.framing import RequestHeader, encode_request_header
-from coordinator.gateway.protect import ProtectedTopics, produce_topics
-from coordinator.messages.consumer_group_heartbeat import (
+from groupcoord.coordinator.gateway import ConnectionContext
+from groupcoord.coordinator.gateway.codec import write_uvarint
+from groupcoord.coordinator.gateway.framing import RequestHeader, encode_request_header
+from groupcoord.coordinator.gateway.protect import ProtectedTopics, produce_topics
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
-from coordinator.messages.delete_groups import (
+from groupcoord.coordinator.messages.delete_groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DeleteGroupsResponseDeletableGroupResult,
 )
-from coordinator.messages.describe_groups import (
+from groupcoord.coordinator.messages.describe_groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     DescribeGroupsResponseDescribedGroup,
 )
-from coordinator.messages.schema import Message
-from coordinator.security.authorizer import Acl, AclAuthorizer, Operation, PatternType, Permission, ResourceType
-from coordinator.service.secured_handler import CHUNK, SecuredHandler
+from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.security.authorizer import (
+    Acl,
+    AclAuthorizer,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
+from groupcoord.coordinator.service.secured_handler import CHUNK, SecuredHandler
 
 
 class CountingInner:
@@ -86,7 +93,7 @@ def test_large_delete_is_chunked_and_yields_to_other_clients() -> None:
 
 def test_a_large_describe_goes_on_whole_so_that_its_answer_is_bounded_as_one() -> None:
     # The wrapped handler charges every copy of a group against one budget for the request
-    # (coordinator/service/answer_budget.py); chunks would each get a budget of their own.
+    # (groupcoord/coordinator/service/answer_budget.py); chunks would each get a budget of their own.
     inner = CountingInner()
     handler = SecuredHandler(inner, NoTopics())
     context = ConnectionContext(RequestHeader(15, 5, 1, "c"), "127.0.0.1", 1, 2)
@@ -152,9 +159,9 @@ def test_refusals_encode_at_every_version() -> None:
     """A caller with no ACL gets Kafka's authorization error from every group API, at every version."""
     import random
 
-    from coordinator.gateway.apis import APIS, GROUP_API_KEYS
-    from coordinator.gateway.protocol import encode_response
-    from coordinator.security.authorizer import AclAuthorizer
+    from groupcoord.coordinator.gateway.apis import APIS, GROUP_API_KEYS
+    from groupcoord.coordinator.gateway.protocol import encode_response
+    from groupcoord.coordinator.security.authorizer import AclAuthorizer
     from tests.gateway.samples import sample
 
     class Untouchable:

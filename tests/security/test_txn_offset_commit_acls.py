@@ -6,18 +6,25 @@ from __future__ import annotations
 
 import asyncio
 
-from coordinator.errors import ErrorCode
-from coordinator.gateway import ConnectionContext
-from coordinator.gateway.framing import RequestHeader
-from coordinator.group_shard import txn_commit_response
-from coordinator.messages.schema import Message
-from coordinator.messages.txn_offset_commit import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.gateway import ConnectionContext
+from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.group_shard import txn_commit_response
+from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
 )
-from coordinator.security.authorizer import Acl, AclAuthorizer, Operation, PatternType, Permission, ResourceType
-from coordinator.service.secured_handler import SecuredHandler
+from groupcoord.coordinator.security.authorizer import (
+    Acl,
+    AclAuthorizer,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
+from groupcoord.coordinator.service.secured_handler import SecuredHandler
 from tests.security.test_secured_handler import NoTopics
 
 PRINCIPAL = "User:alice"

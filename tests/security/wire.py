@@ -6,15 +6,15 @@ import struct
 
 from scramp import ScramClient
 
-from coordinator.gateway.codec import decode_struct, encode_struct
-from coordinator.gateway.framing import RequestHeader, decode_response_header, encode_request_header
-from coordinator.messages.sasl import (
+from groupcoord.coordinator.gateway.codec import decode_struct, encode_struct
+from groupcoord.coordinator.gateway.framing import RequestHeader, decode_response_header, encode_request_header
+from groupcoord.coordinator.messages.sasl import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
-from coordinator.messages.schema import Message
+from groupcoord.coordinator.messages.schema import Message
 from tests.gateway.wire_client import WireClient
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36

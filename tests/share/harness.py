@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from coordinator.share.partition import Acknowledged, SharePartition
-from coordinator.share.partition_types import (
+from groupcoord.coordinator.share.partition import Acknowledged, SharePartition
+from groupcoord.coordinator.share.partition_types import (
     AcknowledgementBatch,
     AcquiredRecords,
     OffsetRange,
     SharePartitionConfig,
 )
-from coordinator.share.state import SharePartitionKey, ShareStateChange, ShareStateStore
-from records import CoordinatorRecord, decode, encode
+from groupcoord.coordinator.share.state import SharePartitionKey, ShareStateChange, ShareStateStore
+from groupcoord.records import CoordinatorRecord, decode, encode
 
 KEY = SharePartitionKey("g", "t", 0)
 

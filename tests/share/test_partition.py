@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.errors import ErrorCode
-from coordinator.share.partition import SharePartition
-from coordinator.share.partition_types import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.share.partition import SharePartition
+from groupcoord.coordinator.share.partition_types import (
     AcknowledgementBatch,
     AcknowledgeType,
     AcquiredRecords,

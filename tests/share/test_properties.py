@@ -21,8 +21,13 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.errors import ErrorCode
-from coordinator.share.partition_types import AcknowledgementBatch, OffsetRange, RecordState, SharePartitionConfig
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.share.partition_types import (
+    AcknowledgementBatch,
+    OffsetRange,
+    RecordState,
+    SharePartitionConfig,
+)
 from tests.share.harness import Harness
 
 MEMBERS = ("a", "b", "c")

@@ -5,17 +5,23 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.errors import ErrorCode
-from coordinator.share.partition_types import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.share.partition_types import (
     AcknowledgementBatch,
     AcquiredRecords,
     OffsetRange,
     RecordState,
     SharePartitionConfig,
 )
-from coordinator.share.state import DurableShareState, ShareStateChange, ShareStateStore
-from records import CoordinatorRecord, RecordType, decode, encode
-from records.definitions import ShareSnapshotKey, ShareSnapshotValue, ShareStateBatch, ShareUpdateKey, ShareUpdateValue
+from groupcoord.coordinator.share.state import DurableShareState, ShareStateChange, ShareStateStore
+from groupcoord.records import CoordinatorRecord, RecordType, decode, encode
+from groupcoord.records.definitions import (
+    ShareSnapshotKey,
+    ShareSnapshotValue,
+    ShareStateBatch,
+    ShareUpdateKey,
+    ShareUpdateValue,
+)
 from tests.share.harness import KEY, Harness, compact, replay
 
 ACCEPT, RELEASE, REJECT = 1, 2, 3

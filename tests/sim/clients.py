@@ -46,8 +46,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.classic import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.classic import (
     Assignment,
     Subscription,
     TopicPartitions,
@@ -56,23 +56,23 @@ from coordinator.groups.classic import (
     encode_assignment,
     encode_subscription,
 )
-from coordinator.messages.consumer_group_heartbeat import (
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatRequestTopicPartitions,
     ConsumerGroupHeartbeatResponse,
 )
-from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.messages.join_group import (
+from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from groupcoord.coordinator.messages.join_group import (
     JoinGroupRequest,
     JoinGroupResponse,
     JoinGroupResponseMember,
 )
-from coordinator.messages.leave_group import LeaveGroupRequest
-from coordinator.messages.offset_commit import (
+from groupcoord.coordinator.messages.leave_group import LeaveGroupRequest
+from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitRequest,
 )
-from coordinator.messages.schema import topic_id_string
-from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from groupcoord.coordinator.messages.schema import topic_id_string
+from groupcoord.coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from tests import messages
 
 TP = tuple[str, int]  # (topic id or name, partition)

@@ -15,11 +15,14 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from typing import Any
 
-from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorShard
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from coordinator.messages.schema import topic_id_string
-from coordinator.runtime.shard import Shard
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.messages.schema import topic_id_string
+from groupcoord.coordinator.runtime.shard import Shard
 from tests.sim import invariants, shard_api
 from tests.sim.clients import TP, ConsumerClient
 from tests.sim.kernel import Network, SimLoop

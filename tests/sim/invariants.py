@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from coordinator.group_shard import GroupCoordinatorState
-from coordinator.groups.classic import ClassicGroupsState
-from coordinator.runtime.shard import TRANSITIONS, Shard, ShardPhase
-from records import RecordType, decode
+from groupcoord.coordinator.group_shard import GroupCoordinatorState
+from groupcoord.coordinator.groups.classic import ClassicGroupsState
+from groupcoord.coordinator.runtime.shard import TRANSITIONS, Shard, ShardPhase
+from groupcoord.records import RecordType, decode
 from tests.sim.clients import TP, ConsumerClient
 from tests.sim.kernel import SimLog, TransitionLog
 

@@ -21,11 +21,18 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from coordinator.runtime.api import ShardState
-from coordinator.runtime.clock import ManualClock
-from coordinator.runtime.load import LoadFailed, ShardLoad
-from coordinator.runtime.replayer import LogReplayer
-from coordinator.runtime.shard import DeliveryReport, LogRecord, Shard, ShardHandlers, ShardObserver, ShardPhase
+from groupcoord.coordinator.runtime.api import ShardState
+from groupcoord.coordinator.runtime.clock import ManualClock
+from groupcoord.coordinator.runtime.load import LoadFailed, ShardLoad
+from groupcoord.coordinator.runtime.replayer import LogReplayer
+from groupcoord.coordinator.runtime.shard import (
+    DeliveryReport,
+    LogRecord,
+    Shard,
+    ShardHandlers,
+    ShardObserver,
+    ShardPhase,
+)
 
 LOG_TOPIC = "sim-log"
 

@@ -11,27 +11,30 @@ from collections.abc import Callable, Hashable
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
-from coordinator.groups.classic import ClassicGroupConfig
-from coordinator.groups.classic.requests import join_error
-from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from groupcoord.coordinator.groups.classic import ClassicGroupConfig
+from groupcoord.coordinator.groups.classic.requests import join_error
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.consumer import (
     heartbeat_error_response,
 )
-from coordinator.groups.context import RequestContext
-from coordinator.groups.topics import TopicsImage
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from coordinator.messages.join_group import JoinGroupRequest
-from coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
-from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
-from coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
-from coordinator.offsets.config import OffsetsConfig
-from coordinator.offsets.handlers import commit_response
-from coordinator.runtime.api import Result
-from coordinator.runtime.shard import Shard, ShardNotAvailable
-from coordinator.service.service import error_for
+from groupcoord.coordinator.groups.context import RequestContext
+from groupcoord.coordinator.groups.topics import TopicsImage
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from groupcoord.coordinator.messages.join_group import JoinGroupRequest
+from groupcoord.coordinator.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from groupcoord.coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from groupcoord.coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from groupcoord.coordinator.offsets.config import OffsetsConfig
+from groupcoord.coordinator.offsets.handlers import commit_response
+from groupcoord.coordinator.runtime.api import Result
+from groupcoord.coordinator.runtime.shard import Shard, ShardNotAvailable
+from groupcoord.coordinator.service.service import error_for
 from tests.messages import wire_id
 
 R = TypeVar("R")

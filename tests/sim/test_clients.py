@@ -4,17 +4,17 @@ gets the same reaction everywhere; these tests pin the reactions the models used
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.classic import Subscription, TopicPartitions
-from coordinator.messages.consumer_group_heartbeat import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.classic import Subscription, TopicPartitions
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupHeartbeatResponseAssignment,
     ConsumerGroupHeartbeatResponseTopicPartitions,
 )
-from coordinator.messages.heartbeat import HeartbeatResponse
-from coordinator.messages.join_group import JoinGroupResponse
-from coordinator.messages.schema import topic_id_uuid
-from coordinator.messages.sync_group import SyncGroupResponse
+from groupcoord.coordinator.messages.heartbeat import HeartbeatResponse
+from groupcoord.coordinator.messages.join_group import JoinGroupResponse
+from groupcoord.coordinator.messages.schema import topic_id_uuid
+from groupcoord.coordinator.messages.sync_group import SyncGroupResponse
 from tests.messages import tid
 from tests.sim.clients import (
     ClassicClient,

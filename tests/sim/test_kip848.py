@@ -52,7 +52,7 @@ def test_long_chaos() -> None:
 
 
 def test_the_harness_catches_a_coordinator_that_assigns_before_revocation(monkeypatch: pytest.MonkeyPatch) -> None:
-    from coordinator.groups.consumer.current_assignment import CurrentAssignmentBuilder
+    from groupcoord.coordinator.groups.consumer.current_assignment import CurrentAssignmentBuilder
 
     monkeypatch.setattr(CurrentAssignmentBuilder, "_owns_any", lambda self, partitions: False)
     with pytest.raises(InvariantViolation, match="seed="):
@@ -60,8 +60,8 @@ def test_the_harness_catches_a_coordinator_that_assigns_before_revocation(monkey
 
 
 def test_the_harness_catches_commits_accepted_without_partition_epochs(monkeypatch: pytest.MonkeyPatch) -> None:
-    from coordinator.errors import ErrorCode
-    from coordinator.groups.consumer.group import ConsumerGroup
+    from groupcoord.coordinator.errors import ErrorCode
+    from groupcoord.coordinator.groups.consumer.group import ConsumerGroup
 
     def member_only(
         group: ConsumerGroup,

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from deploy.local_broker import free_port
+from groupcoord.local_broker import free_port
 from tests.integration.serve_process import ServeProcess, serving
 
 pytest.register_assert_rewrite("tests.txn.eos")

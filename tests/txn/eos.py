@@ -23,13 +23,13 @@ from collections.abc import Callable
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from kafka.record.default_records import DefaultRecordBatch
 
-from coordinator.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
-from coordinator.messages.txn_offset_commit import (
+from groupcoord.coordinator.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
+from groupcoord.coordinator.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
 )
-from coordinator.txn.wire import COMMIT_MARKER, BrokerConnection, batch_heads
+from groupcoord.coordinator.txn.wire import COMMIT_MARKER, BrokerConnection, batch_heads
 
 
 def fill_input(bootstrap: str, topic: str, partitions: int, count: int) -> list[bytes]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.service.partitioning import partition_for
+from groupcoord.coordinator.service.partitioning import partition_for
 from tests.ha.sidecars import Sidecar, wait_for
 from tests.topics import ensure_topic
 from tests.txn.eos import check_outcome, fill_input, run_scenario

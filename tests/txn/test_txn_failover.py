@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from coordinator.errors import ErrorCode
-from deploy.local_broker import free_port
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.local_broker import free_port
 from tests.integration.serve_process import ServeProcess
 from tests.topics import ensure_topic
 from tests.txn.eos import producer_identity, transactional_producer

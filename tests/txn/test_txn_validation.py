@@ -14,13 +14,17 @@ from typing import Any
 
 import pytest
 
-from coordinator.errors import ErrorCode
-from coordinator.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic, OffsetFetchResponse
-from coordinator.messages.txn_offset_commit import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+)
+from groupcoord.coordinator.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 )
-from coordinator.txn.wire import BrokerConnection
+from groupcoord.coordinator.txn.wire import BrokerConnection
 from tests.integration.serve_process import ServeProcess
 from tests.topics import ensure_topic
 from tests.txn.eos import producer_identity, transactional_producer, txn_offset_commit
@@ -123,7 +127,7 @@ def test_refusals_stage_nothing_and_staged_offsets_stay_unstable_until_decided(
 
 
 def describe_offsets(sidecar: ServeProcess, group: str) -> list[tuple[str, int, int, bool]]:
-    argv = [sys.executable, "-m", "cli.main", "groups", "describe", group, "-b", sidecar.bootstrap]
+    argv = [sys.executable, "-m", "groupcoord.cli.main", "groups", "describe", group, "-b", sidecar.bootstrap]
     described = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=60)
     assert described.returncode == 0, described.stderr
     rows = json.loads(described.stdout)["items"]
@@ -132,7 +136,7 @@ def describe_offsets(sidecar: ServeProcess, group: str) -> list[tuple[str, int, 
 
 def dump_group(bootstrap: str, sidecar: ServeProcess, group: str) -> list[dict[str, Any]]:
     log_topic = sidecar.args[sidecar.args.index("--log-topic") + 1]
-    argv = [sys.executable, "-m", "cli.main", "log", "dump", "--group", group, "-b", bootstrap, "--topic", log_topic]
+    argv = [sys.executable, "-m", "groupcoord.cli.main", "log", "dump", "--group", group, "-b", bootstrap, "--topic", log_topic]
     dumped = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=60)
     assert dumped.returncode == 0, dumped.stderr
     items: list[dict[str, Any]] = json.loads(dumped.stdout)["items"]

@@ -7,17 +7,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from coordinator.errors import ErrorCode
-from coordinator.gateway.protocol import encode_response
-from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
-from coordinator.groups.consumer.describe import consumer_group_describe, describe_size
-from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.messages.consumer_group_describe import ConsumerGroupDescribeResponse
-from coordinator.messages.describe_groups import DescribeGroupsResponse
-from coordinator.messages.offset_fetch import OffsetFetchResponse
-from coordinator.offsets.handlers import fetch_offsets, fetch_size
-from coordinator.runtime.shard import ShardStatus
-from coordinator.service.service import GroupCoordinatorService
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.gateway.protocol import encode_response
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from groupcoord.coordinator.groups.consumer.describe import consumer_group_describe, describe_size
+from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage
+from groupcoord.coordinator.messages.consumer_group_describe import ConsumerGroupDescribeResponse
+from groupcoord.coordinator.messages.describe_groups import DescribeGroupsResponse
+from groupcoord.coordinator.messages.offset_fetch import OffsetFetchResponse
+from groupcoord.coordinator.offsets.handlers import fetch_offsets, fetch_size
+from groupcoord.coordinator.runtime.shard import ShardStatus
+from groupcoord.coordinator.service.service import GroupCoordinatorService
 from tests.messages import (
     cg_request,
     client,

@@ -1,4 +1,4 @@
-"""records/avro_reader.py reads exactly what fastavro reads, for every record definition whose
+"""groupcoord/records/avro_reader.py reads exactly what fastavro reads, for every record definition whose
 schema it compiles: the same records from the same bytes, and an error where fastavro fails."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from records.avro import from_avro
-from records.avro_reader import compile_reader
-from records.codec import CoordinatorRecord, RecordCodec, RecordDecodeError
-from records.definitions import DEFINITIONS, RecordDef
+from groupcoord.records.avro import from_avro
+from groupcoord.records.avro_reader import compile_reader
+from groupcoord.records.codec import CoordinatorRecord, RecordCodec, RecordDecodeError
+from groupcoord.records.definitions import DEFINITIONS, RecordDef
 
 FAST = RecordCodec()
 FASTAVRO = RecordCodec(compiled_readers=False)

@@ -10,10 +10,10 @@ from fastavro import parse_schema, schemaless_writer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from records import RecordCodec, RecordType
-from records.avro import from_avro, to_avro
-from records.avro_writer import compile_encoder, compile_writer
-from records.definitions import DEFINITIONS, OffsetCommitKey, OffsetCommitValue
+from groupcoord.records import RecordCodec, RecordType
+from groupcoord.records.avro import from_avro, to_avro
+from groupcoord.records.avro_writer import compile_encoder, compile_writer
+from groupcoord.records.definitions import DEFINITIONS, OffsetCommitKey, OffsetCommitValue
 
 _INT32 = st.integers(-(2**31), 2**31 - 1)
 _INT64 = st.integers(-(2**63), 2**63 - 1)

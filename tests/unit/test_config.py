@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.config import ConfigError, load_settings
+from groupcoord.coordinator.config import ConfigError, load_settings
 
 
 def test_precedence_file_env_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

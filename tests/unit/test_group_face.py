@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorState
-from coordinator.groups.classic.group import ClassicGroup
-from coordinator.groups.consumer.group import ConsumerGroup
-from coordinator.groups.group import CLASSIC, CONSUMER, Group, GroupSummary
-from records import RecordType
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.group_shard import GroupCoordinatorState
+from groupcoord.coordinator.groups.classic.group import ClassicGroup
+from groupcoord.coordinator.groups.consumer.group import ConsumerGroup
+from groupcoord.coordinator.groups.group import CLASSIC, CONSUMER, Group, GroupSummary
+from groupcoord.records import RecordType
 from tests.messages import client, join_protocol, join_request
 from tests.unit.test_group_shard import HANDLERS, apply, join_consumer
 

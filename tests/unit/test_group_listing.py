@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from coordinator.group_shard import group_listing
-from coordinator.service import answer_budget
-from coordinator.service.answer_budget import take_in_slices
+from groupcoord.coordinator.group_shard import group_listing
+from groupcoord.coordinator.service import answer_budget
+from groupcoord.coordinator.service.answer_budget import take_in_slices
 from tests.unit.test_group_shard import GroupCoordinatorState, apply, commit, commit_at
 
 GROUPS = 3000

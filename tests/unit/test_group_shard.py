@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from coordinator.errors import ErrorCode
-from coordinator.group_shard import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.group_shard import (
     GroupCoordinatorShard,
     GroupCoordinatorState,
     RetentionSweep,
@@ -14,22 +14,22 @@ from coordinator.group_shard import (
     describe_consumer_groups,
     group_listing,
 )
-from coordinator.groups.classic import ClassicGroupState
-from coordinator.groups.classic.consumer_protocol import Subscription, encode_subscription
-from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer import (
+from groupcoord.coordinator.groups.classic import ClassicGroupState
+from groupcoord.coordinator.groups.classic.consumer_protocol import Subscription, encode_subscription
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.consumer import (
     log_records,
 )
-from coordinator.groups.context import RequestContext
-from coordinator.groups.group import GroupSummary
-from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
-from coordinator.messages.join_group import JoinGroupResponse
-from coordinator.messages.offset_commit import OffsetCommitRequest
-from coordinator.offsets.config import OffsetsConfig
-from coordinator.runtime.api import Park, Result, ScheduleTimer
-from records import decode, encode
-from records.definitions import ClassicMemberInConsumerGroup, ClassicProtocol
+from groupcoord.coordinator.groups.context import RequestContext
+from groupcoord.coordinator.groups.group import GroupSummary
+from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage
+from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
+from groupcoord.coordinator.messages.join_group import JoinGroupResponse
+from groupcoord.coordinator.messages.offset_commit import OffsetCommitRequest
+from groupcoord.coordinator.offsets.config import OffsetsConfig
+from groupcoord.coordinator.runtime.api import Park, Result, ScheduleTimer
+from groupcoord.records import decode, encode
+from groupcoord.records.definitions import ClassicMemberInConsumerGroup, ClassicProtocol
 from tests.groups_migration.harness import Shard, assignment, classic_group_record
 from tests.messages import (
     by_topic_id,

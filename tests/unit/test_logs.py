@@ -18,8 +18,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from coordinator import logs
-from deploy.local_broker import LocalBroker, free_port
+from groupcoord.coordinator import logs
+from groupcoord.local_broker import LocalBroker, free_port
 
 GROUPCOORD = str(Path(sys.executable).with_name("groupcoord"))
 
@@ -48,7 +48,7 @@ def parsed(buffer: io.StringIO) -> list[dict[str, object]]:
 
 
 def test_every_line_is_one_json_object_with_extra_fields(stderr_lines: io.StringIO) -> None:
-    log = logging.getLogger("coordinator.test")
+    log = logging.getLogger("groupcoord.coordinator.test")
     log.warning('shard %d: "quoted" \\ and\nnewline', 3, extra={"shard": 3, "owner": "h:1"})
     log.info("below the default level")
     try:
@@ -59,7 +59,7 @@ def test_every_line_is_one_json_object_with_extra_fields(stderr_lines: io.String
     assert len(lines) == 2  # the traceback is inside the second object, not on lines of its own
     first, second = (json.loads(line) for line in lines)
     assert first["msg"] == 'shard 3: "quoted" \\ and\nnewline'
-    assert first["level"] == "WARNING" and first["logger"] == "coordinator.test"
+    assert first["level"] == "WARNING" and first["logger"] == "groupcoord.coordinator.test"
     assert first["shard"] == 3 and first["owner"] == "h:1"
     assert str(first["ts"]).endswith("Z") and "T" in str(first["ts"])
     assert second["level"] == "ERROR" and "ValueError: boom" in str(second["exc_info"])
@@ -149,7 +149,7 @@ def test_serve_against_a_dead_cluster_writes_only_json_lines_and_a_bounded_numbe
     records = [json.loads(line) for line in result.stderr.splitlines()]
     assert all(isinstance(r, dict) and {"ts", "level", "logger", "msg"} <= r.keys() for r in records)
     last = records[-1]
-    assert last["level"] == "ERROR" and last["logger"] == "coordinator.server", last
+    assert last["level"] == "ERROR" and last["logger"] == "groupcoord.coordinator.server", last
     # In the CLI's words: the address, what failed and why, not a KafkaError repr.
     assert re.fullmatch(
         r"cannot reach 127\.0\.0\.1:\d+ or create the log topic __group_coordinator_log: "
@@ -195,12 +195,12 @@ def test_a_property_set_on_purpose_is_no_warning(stderr_lines: io.StringIO) -> N
     assert notice["level"] == "INFO" and "enable.gapless.guarantee" in str(notice["msg"])
 
 
-# The pipeline's clients (pipeline/cluster.py, pipeline/importer.py) against a dead cluster, in a
+# The pipeline's clients (groupcoord/pipeline/cluster.py, groupcoord/pipeline/importer.py) against a dead cluster, in a
 # process of their own since librdkafka writes raw "%3|..." lines to the process's stderr itself.
 _PIPELINE_CLIENTS = """
 import sys
-from coordinator import logs
-from pipeline import cluster, importer
+from groupcoord.coordinator import logs
+from groupcoord.pipeline import cluster, importer
 
 getattr(logs, sys.argv[2])(*sys.argv[3:])
 logs.rate_limit.burst = 1000  # every client's lines get through: which clients they come from is checked
@@ -285,7 +285,7 @@ def test_serve_whose_broker_stops_stays_json_quiet_and_bounded(tmp_path: Path) -
         serve.wait(30)
     records = [json.loads(line) for line in stderr_path.read_text().splitlines()]  # every line is JSON
     assert all(r["level"] in ("WARNING", "ERROR") for r in records), records
-    (lost,) = [r for r in records if r["logger"] == "coordinator.server"]
+    (lost,) = [r for r in records if r["logger"] == "groupcoord.coordinator.server"]
     assert str(lost["msg"]).startswith("shards [0, 1] lost") and lost["level"] == "WARNING", lost
     per_fac = Counter(str(r["fac"]) for r in records if r["logger"] == "librdkafka")
     assert per_fac and max(per_fac.values()) <= logs.rate_limit.burst, per_fac  # within one interval
@@ -295,7 +295,7 @@ def test_serve_whose_broker_stops_stays_json_quiet_and_bounded(tmp_path: Path) -
 def test_what_serve_says_is_one_line_each_in_either_format(fmt: str) -> None:
     from rich.console import Console
 
-    from coordinator.server import Say
+    from groupcoord.coordinator.server import Say
 
     root = logging.getLogger()
     saved = list(root.handlers), root.level
@@ -323,7 +323,7 @@ def test_what_serve_says_is_one_line_each_in_either_format(fmt: str) -> None:
         # Below the level: a console line; at or above it: the log's own line, not both.
         assert console_out.getvalue().splitlines() == ["owns shards [0, 1]", f"error: {long}"]
         (warning,) = logged.getvalue().splitlines()
-        assert warning.endswith("WARNING coordinator.server: shards [0, 1] lost")
+        assert warning.endswith("WARNING groupcoord.coordinator.server: shards [0, 1] lost")
 
 
 def test_first_run_on_a_terminal_reads_as_plain_lines() -> None:

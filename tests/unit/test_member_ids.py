@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 import uuid
 
-from coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
-from coordinator.groups.context import RequestContext
-from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
-from coordinator.messages.join_group import JoinGroupResponse
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from groupcoord.coordinator.groups.context import RequestContext
+from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage
+from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
+from groupcoord.coordinator.messages.join_group import JoinGroupResponse
 from tests.messages import cg_request, join_protocol, join_request, tid
 
 SHARD = GroupCoordinatorShard(metadata=lambda: TopicsImage.of([TopicImage("t", tid("t"), 1)], 1))

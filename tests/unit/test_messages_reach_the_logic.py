@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from coordinator.gateway.framing import RequestHeader
-from coordinator.gateway.handler import ConnectionContext as WireContext
-from coordinator.gateway.protocol import decode_request, encode_request
-from coordinator.groups.context import RequestContext
-from coordinator.groups.group import GroupSummary
-from coordinator.messages import (
+from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.gateway.handler import ConnectionContext as WireContext
+from groupcoord.coordinator.gateway.protocol import decode_request, encode_request
+from groupcoord.coordinator.groups.context import RequestContext
+from groupcoord.coordinator.groups.group import GroupSummary
+from groupcoord.coordinator.messages import (
     consumer_group_describe,
     consumer_group_heartbeat,
     delete_groups,
@@ -39,9 +39,9 @@ from coordinator.messages import (
     offset_fetch,
     sync_group,
 )
-from coordinator.messages.schema import Field, Message, Struct
-from coordinator.service.gateway_handler import CoordinatorApiHandler
-from coordinator.service.metadata_cache import TopicInfo
+from groupcoord.coordinator.messages.schema import Field, Message, Struct
+from groupcoord.coordinator.service.gateway_handler import CoordinatorApiHandler
+from groupcoord.coordinator.service.metadata_cache import TopicInfo
 
 CLIENT_ID, CLIENT_HOST = "client-7", "10.1.2.3"
 _INTS = {"int8": 2**7 - 1, "int16": 2**15 - 1, "int32": 2**31 - 1, "int64": 2**63 - 1, "uint16": 2**16 - 1}

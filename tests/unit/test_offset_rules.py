@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.consumer import validate_offset_fetch
-from coordinator.groups.group import GroupSummary
-from coordinator.service.service import list_groups_answer
-from records.definitions import ClassicMemberInConsumerGroup
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.consumer import validate_offset_fetch
+from groupcoord.coordinator.groups.group import GroupSummary
+from groupcoord.coordinator.service.service import list_groups_answer
+from groupcoord.records.definitions import ClassicMemberInConsumerGroup
 from tests.groups.harness import Coordinator, image, topic
 from tests.messages import client, delete_request, delete_topic, join_protocol, join_request
 from tests.unit.test_group_shard import HANDLERS, GroupCoordinatorState, apply, commit, commit_at

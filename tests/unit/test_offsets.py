@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.messages.offset_commit import OffsetCommitRequest
-from coordinator.offsets.config import OffsetsConfig
-from coordinator.offsets.handlers import CommitVerdict, commit_offsets, fetch_offsets
-from coordinator.offsets.retention import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.messages.offset_commit import OffsetCommitRequest
+from groupcoord.coordinator.offsets.config import OffsetsConfig
+from groupcoord.coordinator.offsets.handlers import CommitVerdict, commit_offsets, fetch_offsets
+from groupcoord.coordinator.offsets.retention import (
     GroupRetentionView,
     all_offsets_expire,
     delete_group_offsets,
@@ -14,8 +14,8 @@ from coordinator.offsets.retention import (
     expire_offsets,
     offsets_of_deleted_topic,
 )
-from coordinator.offsets.state import OffsetsState
-from coordinator.runtime.api import Result
+from groupcoord.coordinator.offsets.state import OffsetsState
+from groupcoord.coordinator.runtime.api import Result
 from tests.messages import (
     commit_partition,
     commit_request,

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from coordinator.service.partitioning import java_string_hash, partition_for
+from groupcoord.coordinator.service.partitioning import java_string_hash, partition_for
 
 
 def test_java_string_hash_matches_java() -> None:

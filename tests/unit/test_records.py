@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from records import CoordinatorRecord, RecordCodec, RecordDecodeError, RecordType, decode, encode, encode_key
-from records.avro import record
-from records.definitions import (
+from groupcoord.records import CoordinatorRecord, RecordCodec, RecordDecodeError, RecordType, decode, encode, encode_key
+from groupcoord.records.avro import record
+from groupcoord.records.definitions import (
     DEFINITIONS,
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -161,8 +161,8 @@ def test_a_value_is_written_in_the_oldest_version_that_holds_it() -> None:
     """A plain commit stays OffsetCommitValue v1, which every earlier release reads (a rolling
     upgrade moves shards between releases); only a transaction's commit, with its producer id,
     needs v2."""
-    from records import CoordinatorRecord, RecordType, decode, encode
-    from records.definitions import OffsetCommitKey, OffsetCommitValue
+    from groupcoord.records import CoordinatorRecord, RecordType, decode, encode
+    from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue
 
     key = OffsetCommitKey("g", "t", 0)
     for value, version in ((OffsetCommitValue(5, metadata="m"), 1), (OffsetCommitValue(5, producer_id=7), 2)):

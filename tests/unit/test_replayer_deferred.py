@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.group_shard import GroupCoordinatorState
-from coordinator.runtime import replayer as replayer_module
-from coordinator.runtime.headers import make_headers
-from coordinator.runtime.replayer import LogReadError, LogReplayer
-from records import CoordinatorRecord, RecordType, encode
-from records.definitions import (
+from groupcoord.coordinator.group_shard import GroupCoordinatorState
+from groupcoord.coordinator.runtime import replayer as replayer_module
+from groupcoord.coordinator.runtime.headers import make_headers
+from groupcoord.coordinator.runtime.replayer import LogReadError, LogReplayer
+from groupcoord.records import CoordinatorRecord, RecordType, encode
+from groupcoord.records.definitions import (
     BatchAbortKey,
     BatchAbortValue,
     GroupMetadataKey,

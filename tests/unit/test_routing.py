@@ -1,12 +1,15 @@
-"""Protocol routing (coordinator/groups/routing.py), each test named after Kafka's rule."""
+"""Protocol routing (groupcoord/coordinator/groups/routing.py), each test named after Kafka's rule."""
 
 from __future__ import annotations
 
-from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorState
-from coordinator.groups.context import RequestContext
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from coordinator.messages.join_group import JoinGroupResponse
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.group_shard import GroupCoordinatorState
+from groupcoord.coordinator.groups.context import RequestContext
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.messages.join_group import JoinGroupResponse
 from tests.messages import cg_request, client, join_protocol, join_request
 from tests.unit.test_group_shard import HANDLERS, apply, join_consumer
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorShard
-from coordinator.runtime.shard import ShardNotAvailable, ShardStatus
-from coordinator.service.service import GroupCoordinatorService
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard
+from groupcoord.coordinator.runtime.shard import ShardNotAvailable, ShardStatus
+from groupcoord.coordinator.service.service import GroupCoordinatorService
 from tests.messages import client, heartbeat_request
 
 

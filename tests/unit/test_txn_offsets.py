@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorState
-from coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchRequestTopics
-from coordinator.messages.txn_offset_commit import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.group_shard import GroupCoordinatorState
+from groupcoord.coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchRequestTopics
+from groupcoord.coordinator.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
 )
-from coordinator.offsets.handlers import fetch_offsets
-from coordinator.offsets.transactions import Sequence
-from coordinator.runtime.api import Result
-from records import decode, encode
+from groupcoord.coordinator.offsets.handlers import fetch_offsets
+from groupcoord.coordinator.offsets.transactions import Sequence
+from groupcoord.coordinator.runtime.api import Result
+from groupcoord.records import decode, encode
 from tests.unit.test_group_shard import HANDLERS, IMAGE, apply, commit, commit_at, join_consumer
 
 IDS = {"t": IMAGE.topic_id("t"), "u": IMAGE.topic_id("u")}
@@ -194,7 +194,7 @@ def test_a_refused_staging_writes_nothing() -> None:
 def test_an_offset_with_a_staged_transaction_over_it_does_not_expire() -> None:
     """Kafka's cleanupExpiredOffsets skips partitions with pending transactional offsets and keeps
     a group with an open transaction."""
-    from coordinator.group_shard import RetentionSweep
+    from groupcoord.coordinator.group_shard import RetentionSweep
     from tests.unit.test_group_shard import MINUTE
 
     state = GroupCoordinatorState()

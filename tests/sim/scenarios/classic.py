@@ -20,16 +20,16 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from coordinator.errors import ErrorCode
-from coordinator.groups import classic
-from coordinator.groups.classic import ClassicGroupConfig
-from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.topics import TopicsImage
-from coordinator.messages.heartbeat import HeartbeatResponse
-from coordinator.messages.join_group import JoinGroupResponse
-from coordinator.messages.sync_group import SyncGroupResponse
-from coordinator.runtime.api import Park
-from coordinator.runtime.shard import ShardStatus
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups import classic
+from groupcoord.coordinator.groups.classic import ClassicGroupConfig
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.topics import TopicsImage
+from groupcoord.coordinator.messages.heartbeat import HeartbeatResponse
+from groupcoord.coordinator.messages.join_group import JoinGroupResponse
+from groupcoord.coordinator.messages.sync_group import SyncGroupResponse
+from groupcoord.coordinator.runtime.api import Park
+from groupcoord.coordinator.runtime.shard import ShardStatus
 from tests.sim import invariants, shard_api
 from tests.sim.clients import ClassicClient
 from tests.sim.kernel import InvariantViolation, SimHost, SimLog, SimLoop

@@ -28,15 +28,15 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.classic import ClassicGroupState
-from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.consumer import ConsumerGroupState
-from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
-from coordinator.messages.join_group import JoinGroupResponse
-from coordinator.messages.sync_group import SyncGroupResponse
-from coordinator.runtime.shard import ShardStatus
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.classic import ClassicGroupState
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.consumer import ConsumerGroupState
+from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage
+from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
+from groupcoord.coordinator.messages.join_group import JoinGroupResponse
+from groupcoord.coordinator.messages.sync_group import SyncGroupResponse
+from groupcoord.coordinator.runtime.shard import ShardStatus
 from tests.messages import tid
 from tests.sim import invariants, shard_api
 from tests.sim.clients import TP, ClassicClient, ConsumerClient

@@ -17,11 +17,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.errors import ErrorCode
-from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
-from coordinator.runtime.shard import Shard, ShardStatus
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage
+from groupcoord.coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from groupcoord.coordinator.runtime.shard import Shard, ShardStatus
 from tests.messages import tid
 from tests.sim import invariants, shard_api
 from tests.sim.clients import TP, ConsumerClient, commit_request

@@ -1,7 +1,7 @@
 """Workload: one share-partition (KIP-932) served by a coordinator whose process fails and moves,
 consumed by several members over a network that loses requests and responses.
 
-The model is the pure logic (``coordinator/share``) over a simulated log of encoded records; the
+The model is the pure logic (``groupcoord/coordinator/share``) over a simulated log of encoded records; the
 runtime wiring comes later. A topic-partition grows (producers, some records in aborted
 transactions, retention moving its start); members fetch (acquire), acknowledge what they hold
 (ACCEPT mostly, RELEASE, REJECT, RENEW), stall past their locks and leave. The coordinator writes
@@ -36,17 +36,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.errors import ErrorCode
-from coordinator.share.partition import SharePartition
-from coordinator.share.partition_types import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.share.partition import SharePartition
+from groupcoord.coordinator.share.partition_types import (
     AcknowledgementBatch,
     AcknowledgeType,
     OffsetRange,
     RecordState,
     SharePartitionConfig,
 )
-from coordinator.share.state import SharePartitionKey, ShareStateChange, ShareStateStore
-from records import decode, encode
+from groupcoord.coordinator.share.state import SharePartitionKey, ShareStateChange, ShareStateStore
+from groupcoord.records import decode, encode
 from tests.sim.kernel import InvariantViolation
 
 KEY = SharePartitionKey("sim-share", "t0", 0)

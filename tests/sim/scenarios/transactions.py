@@ -5,7 +5,7 @@ A simulated cluster stands for the transaction coordinator and the transaction t
 of the shard: producers (several producer ids) write their transaction's record there, the shard
 stages the offsets with where it landed (``stage_txn_offsets``, checked on the live state as the
 bridge does), and the cluster later writes the producer's COMMIT or ABORT marker; sometimes it
-aborts on its own (a timeout: ABORT with a bumped epoch). A resolver, as ``coordinator.txn.bridge``,
+aborts on its own (a timeout: ABORT with a bumped epoch). A resolver, as ``groupcoord.coordinator.txn.bridge``,
 reads the transaction partition from the lowest staged record and has the owning shard write the
 outcome of each marker. A plain committer writes to the same partitions meanwhile. Every value
 written is unique, so where a committed offset came from is always known.
@@ -24,20 +24,20 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.errors import ErrorCode
-from coordinator.group_shard import GroupCoordinatorState
-from coordinator.groups.config import ConsumerGroupConfig
-from coordinator.groups.topics import TopicImage, TopicsImage
-from coordinator.messages.txn_offset_commit import (
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.group_shard import GroupCoordinatorState
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage
+from groupcoord.coordinator.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
     TxnOffsetCommitResponse,
 )
-from coordinator.runtime.api import Result
-from coordinator.runtime.replayer import LogReplayer
-from coordinator.runtime.shard import Shard, ShardStatus
-from records import CoordinatorRecord, RecordType
+from groupcoord.coordinator.runtime.api import Result
+from groupcoord.coordinator.runtime.replayer import LogReplayer
+from groupcoord.coordinator.runtime.shard import Shard, ShardStatus
+from groupcoord.records import CoordinatorRecord, RecordType
 from tests.messages import tid
 from tests.sim import invariants, shard_api
 from tests.sim.clients import commit_request

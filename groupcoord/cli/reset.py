@@ -1,0 +1,332 @@
+"""``groupcoord offsets reset``: Kafka's scopes and strategies, a dry run unless ``--execute``.
+
+As kafka-consumer-groups.sh does: the plan is computed from the committed offsets and the
+partitions' earliest/latest offsets; targets outside [earliest, latest] are clamped; a group
+with active members is refused; ``--export`` prints the plan as CSV (the format ``--from-file``
+reads back).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+
+from groupcoord.cli.admin import SIDECAR, _connect, activity, committed, list_group_ids, offsets_app
+from groupcoord.cli.common import (
+    DEFAULT_TIMEOUT,
+    Bootstrap,
+    CommandConfig,
+    Conn,
+    Timeout,
+    check_partitions,
+    describe_error,
+    fail,
+    parse_topic_spec,
+    topic_partitions,
+    watermarks,
+)
+from groupcoord.cli.output import AsJson, FormatOption, Output, note
+
+_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
+
+
+def parse_duration_ms(text: str) -> int:
+    """ISO-8601 durations as Kafka's --by-duration takes them: PnDTnHnMnS."""
+    m = _DURATION.match(text.strip().upper())
+    if not m or text.strip().upper() in ("P", "PT"):
+        fail(f"--by-duration {text!r}: expected an ISO-8601 duration such as PT1H30M or P1DT2H")
+    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
+    return int(((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000)
+
+
+def parse_datetime(text: str) -> tuple[datetime, bool]:
+    """Kafka's --to-datetime format (YYYY-MM-DDTHH:mm:SS.sss, optional zone), and whether it named a
+    zone. Without one it is this machine's local time, as kafka-consumer-groups.sh reads it (the
+    JVM's default time zone)."""
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        fail(f"--to-datetime {text!r}: expected YYYY-MM-DDTHH:mm:SS[.sss][+HH:MM]")
+    if when.tzinfo is None:
+        return when.astimezone(), False  # a naive datetime's astimezone() reads it as local time
+    return when, True
+
+
+def parse_datetime_ms(text: str) -> int:
+    return int(parse_datetime(text)[0].timestamp() * 1000)
+
+
+def instant(ms: int) -> str:
+    """An instant in UTC, ISO 8601 with a Z: what the plan says it resets to."""
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def zone_note(text: str, when: datetime) -> str:
+    offset = when.strftime("%z")
+    return (
+        f"--to-datetime {text} has no zone: read as local time {when.tzname()} (UTC{offset[:3]}:{offset[3:]}),"
+        f" as kafka-consumer-groups.sh does; that is {instant(int(when.timestamp() * 1000))}"
+    )
+
+
+def read_plan_file(path: Path, groups: list[str]) -> dict[tuple[str, str, int], int]:
+    """``topic,partition,offset`` (one group) or ``group,topic,partition,offset`` lines."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        fail(f"cannot read --from-file {path}: {exc.strerror or exc}")
+    plan: dict[tuple[str, str, int], int] = {}
+    for number, row in enumerate(csv.reader(io.StringIO(text)), 1):
+        if not row or not "".join(row).strip():
+            continue
+        try:
+            if len(row) == 3:
+                if len(groups) != 1:
+                    fail(
+                        f"{path}:{number}: three columns need exactly one --group (else use group,topic,partition,offset)"
+                    )
+                plan[(groups[0], row[0].strip(), int(row[1]))] = int(row[2])
+            elif len(row) == 4:
+                plan[(row[0].strip(), row[1].strip(), int(row[2]))] = int(row[3])
+            else:
+                raise ValueError
+        except ValueError:
+            fail(f"{path}:{number}: expected topic,partition,offset or group,topic,partition,offset, got {row!r}")
+    return plan
+
+
+def offsets_for_time(
+    c: Conn, tps: list[TopicPartition], ms: int, marks: dict[tuple[str, int], tuple[int, int]]
+) -> dict[tuple[str, int], int]:
+    """First offset whose record timestamp is at or after ``ms``; the log end when there is none.
+
+    The cluster's ListOffsets answer is checked against the records themselves (the local
+    development broker ignores the timestamp and answers 0); when it does not hold, the offset is
+    found by binary search over the partition, reading one record per step (this assumes
+    timestamps that grow with offsets, as CreateTime from one producer or LogAppendTime do)."""
+    consumer = c.consumer()
+    try:
+        try:
+            listed = consumer.offsets_for_times(
+                [TopicPartition(tp.topic, tp.partition, ms) for tp in tps], timeout=c.timeout
+            )
+        except Exception as exc:
+            fail(f"cannot look up offsets by time: {describe_error(exc.args[0] if exc.args else exc)}")
+        result: dict[tuple[str, int], int] = {}
+        for tp in listed:
+            key = (tp.topic, tp.partition)
+            result[key] = _first_at_or_after(c, consumer, key, ms, marks[key], tp.offset)
+        return result
+    finally:
+        consumer.close()
+
+
+def _stamp(c: Conn, consumer: Consumer, key: tuple[str, int], offset: int) -> tuple[int, int]:
+    """(offset, timestamp) of the first record at or after ``offset``."""
+    consumer.assign([TopicPartition(key[0], key[1], offset)])
+    deadline = time.monotonic() + c.timeout
+    while time.monotonic() < deadline:
+        for msg in consumer.consume(1, 0.5):
+            if msg.error() is None:
+                return msg.offset() or 0, msg.timestamp()[1]
+    fail(f"cannot read {key[0]}-{key[1]} at offset {offset} within {c.timeout:g}s")
+
+
+def _first_at_or_after(
+    c: Conn, consumer: Consumer, key: tuple[str, int], ms: int, marks: tuple[int, int], listed: int
+) -> int:
+    earliest, latest = marks
+    if listed < 0 or listed >= latest:
+        # "No record at or after that time": true only if the last record is older.
+        if latest == earliest or _stamp(c, consumer, key, latest - 1)[1] < ms:
+            return latest
+    elif (
+        listed >= earliest
+        and _stamp(c, consumer, key, listed)[1] >= ms
+        and (listed == earliest or _stamp(c, consumer, key, listed - 1)[1] < ms)
+    ):
+        return listed
+    lo, hi = earliest, latest
+    while lo < hi:
+        mid = (lo + hi) // 2
+        found, ts = _stamp(c, consumer, key, mid)
+        if ts >= ms:
+            hi = mid
+        else:
+            lo = found + 1
+    return lo
+
+
+@offsets_app.command("reset")
+def reset_offsets(
+    group: Annotated[list[str] | None, typer.Option("--group", help="Group id (repeatable).")] = None,
+    all_groups: Annotated[bool, typer.Option("--all-groups", help="Every group.")] = False,
+    topic: Annotated[list[str] | None, typer.Option("--topic", help="TOPIC or TOPIC:P,P,... (repeatable).")] = None,
+    all_topics: Annotated[bool, typer.Option("--all-topics", help="Every topic the group has offsets for.")] = False,
+    to_earliest: Annotated[bool, typer.Option("--to-earliest")] = False,
+    to_latest: Annotated[bool, typer.Option("--to-latest")] = False,
+    to_current: Annotated[bool, typer.Option("--to-current")] = False,
+    to_offset: Annotated[int | None, typer.Option("--to-offset", help="Clamped to \\[earliest, latest].")] = None,
+    shift_by: Annotated[
+        int | None, typer.Option("--shift-by", help="Add to the committed offset (may be negative).")
+    ] = None,
+    to_datetime: Annotated[
+        str | None,
+        typer.Option(
+            "--to-datetime",
+            help="YYYY-MM-DDTHH:mm:SS.sss\\[+HH:MM]; without a zone, this machine's local time (as Kafka's tool).",
+        ),
+    ] = None,
+    by_duration: Annotated[
+        str | None, typer.Option("--by-duration", help="ISO-8601 duration back from now, e.g. PT1H.")
+    ] = None,
+    from_file: Annotated[
+        Path | None, typer.Option("--from-file", help="CSV of [group,]topic,partition,offset.")
+    ] = None,
+    execute: Annotated[bool, typer.Option("--execute", help="Commit the plan (default: dry run).")] = False,
+    export: Annotated[bool, typer.Option("--export", help="Print the plan as CSV (for --from-file).")] = False,
+    bootstrap: Bootstrap = SIDECAR,
+    command_config: CommandConfig = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    fmt: FormatOption = None,
+    as_json: AsJson = False,
+) -> None:
+    """Reset committed offsets like kafka-consumer-groups.sh --reset-offsets (a dry run unless --execute)."""
+    o = Output.of(fmt, as_json)
+    strategies = {
+        "--to-earliest": to_earliest,
+        "--to-latest": to_latest,
+        "--to-current": to_current,
+        "--to-offset": to_offset is not None,
+        "--shift-by": shift_by is not None,
+        "--to-datetime": to_datetime is not None,
+        "--by-duration": by_duration is not None,
+        "--from-file": from_file is not None,
+    }
+    chosen = [name for name, on in strategies.items() if on]
+    if len(chosen) != 1:
+        fail(f"give exactly one strategy: {', '.join(strategies)}")
+    strategy = chosen[0]
+    if bool(group) == all_groups:
+        fail("give --group GROUP (repeatable) or --all-groups")
+    if from_file is None and bool(topic) == all_topics:
+        fail("give --topic TOPIC[:P,...] (repeatable) or --all-topics")
+    if to_offset is not None and to_offset < 0:
+        fail(f"--to-offset must be >= 0, got {to_offset}")
+    when_ms = None
+    if to_datetime:
+        when, zoned = parse_datetime(to_datetime)
+        when_ms = int(when.timestamp() * 1000)
+        if not zoned:
+            note(zone_note(to_datetime, when))
+    if by_duration is not None:
+        when_ms = int(time.time() * 1000) - parse_duration_ms(by_duration)
+
+    c, admin = _connect(bootstrap, command_config, timeout)
+    groups = [g["group"] for g in list_group_ids(c, admin)] if all_groups else list(dict.fromkeys(group or []))
+    for g in groups:
+        why = activity(c, admin, g)
+        if why:
+            fail(f"cannot reset offsets of group {g!r}: it {why}; stop its consumers first")
+    from_plan = read_plan_file(from_file, groups) if from_file is not None else {}
+    current = {g: committed(c, admin, g) for g in groups}
+
+    # Which partitions of which groups.
+    wanted: dict[str, dict[str, list[int] | None]] = {}
+    for g in groups:
+        if from_file is not None:
+            scope: dict[str, list[int] | None] = {}
+            for (pg, t, p), _ in sorted(from_plan.items()):
+                if pg == g:
+                    scope.setdefault(t, [])
+                    scope[t].append(p)  # type: ignore[union-attr]
+        elif all_topics:
+            scope = {}
+            for t, p in sorted(current[g]):
+                scope.setdefault(t, [])
+                scope[t].append(p)  # type: ignore[union-attr]
+        else:
+            scope = dict(parse_topic_spec(t) for t in topic or [])
+        wanted[g] = scope
+    for pg, _, _ in from_plan:
+        if pg not in groups:
+            fail(f"--from-file names group {pg!r}, which is not in --group")
+    counts = topic_partitions(admin, c, sorted({t for scope in wanted.values() for t in scope}))
+    per_group = {g: check_partitions(counts, scope) for g, scope in wanted.items()}
+    all_tps = sorted({(tp.topic, tp.partition) for tps in per_group.values() for tp in tps})
+    marks = watermarks(c, [TopicPartition(t, p) for t, p in all_tps])
+    by_time = (
+        offsets_for_time(c, [TopicPartition(t, p) for t, p in all_tps], when_ms, marks) if when_ms is not None else {}
+    )
+
+    rows: list[dict[str, Any]] = []
+    for g in groups:
+        for tp in per_group[g]:
+            key = (tp.topic, tp.partition)
+            earliest, latest = marks[key]
+            now = current[g][key].offset if key in current[g] else None
+            if strategy == "--to-earliest":
+                target = earliest
+            elif strategy == "--to-latest":
+                target = latest
+            elif strategy == "--to-current":
+                target = now if now is not None else latest
+            elif strategy == "--to-offset":
+                assert to_offset is not None
+                target = to_offset
+            elif strategy == "--shift-by":
+                assert shift_by is not None
+                if now is None:
+                    fail(f"cannot shift group {g!r} {tp.topic}-{tp.partition}: it has no committed offset")
+                target = now + shift_by
+            elif strategy in ("--to-datetime", "--by-duration"):
+                target = by_time[key]
+            else:
+                target = from_plan[(g, tp.topic, tp.partition)]
+            rows.append(
+                {
+                    "group": g,
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "current-offset": now,
+                    "new-offset": min(max(target, earliest), latest),
+                }
+            )
+
+    if execute:
+        for g in groups:
+            mine = [TopicPartition(r["topic"], r["partition"], r["new-offset"]) for r in rows if r["group"] == g]
+            if not mine:
+                continue
+            future = admin.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(g, mine)], request_timeout=c.timeout
+            )[g]
+            result = c.wait(future, f"cannot reset offsets of group {g!r}")
+            failed = [tp for tp in result.topic_partitions if tp.error is not None]
+            if failed:
+                fail(
+                    f"cannot reset offsets of group {g!r}: "
+                    + "; ".join(f"{tp.topic}-{tp.partition}: {describe_error(tp.error)}" for tp in failed)
+                )
+    if export:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        for r in rows:
+            cells = [r["topic"], r["partition"], r["new-offset"]]
+            writer.writerow(cells if len(groups) == 1 else [r["group"], *cells])
+        print(buf.getvalue(), end="")
+    else:
+        at: dict[str, Any] = {"to_datetime": instant(when_ms)} if when_ms is not None else {}
+        o.result(["group", "topic", "partition", "current-offset", "new-offset"], rows, executed=execute, **at)
+        if when_ms is not None:
+            o.note(f"offsets of the first records at or after {instant(when_ms)}")
+        if not execute:
+            o.note("dry run: nothing changed (add --execute to commit these offsets)")

@@ -1,0 +1,543 @@
+"""One client connection: read frames in order, answer or forward each, write answers in order."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+import struct
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from groupcoord.coordinator.gateway import group_configs, routing, topic_split
+from groupcoord.coordinator.gateway.answers import CloseConnection, IdleConnection, Slot, ready, spawn
+from groupcoord.coordinator.gateway.apis import APIS, ApiKey
+from groupcoord.coordinator.gateway.client_stream import ClientStream
+from groupcoord.coordinator.gateway.cluster import UNSUPPORTED_VERSION, ClusterUnavailable
+from groupcoord.coordinator.gateway.codec import CodecError, decode_struct
+from groupcoord.coordinator.gateway.context import GatewayContext, ListenerView
+from groupcoord.coordinator.gateway.framing import (
+    FrameError,
+    RequestHeader,
+    check_frame_size,
+    decode_request_header,
+    decode_response_header,
+    peek_request,
+)
+from groupcoord.coordinator.gateway.handler import ConnectionContext
+from groupcoord.coordinator.gateway.limits import ByteBudget, ConnectionBudget, truncate_error_messages
+from groupcoord.coordinator.gateway.protocol import decode_response, encode_response
+from groupcoord.coordinator.gateway.rewrite import (
+    merge_api_versions,
+    rewrite_describe_cluster,
+    rewrite_find_coordinator,
+    rewrite_metadata,
+)
+from groupcoord.coordinator.gateway.upstream import Answer, UpstreamClosed, UpstreamConnection, write_framed
+from groupcoord.coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
+from groupcoord.coordinator.messages.describe_cluster import DescribeClusterResponse
+from groupcoord.coordinator.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinator,
+)
+from groupcoord.coordinator.messages.metadata import MetadataResponse
+from groupcoord.coordinator.messages.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.security.sasl import SaslRefused, SaslSession
+
+log = logging.getLogger(__name__)
+
+_LEN = struct.Struct(">i")
+# DescribeCluster can list controllers instead (KIP-919); clients reaching controllers directly do
+# not go through the sidecar, so only broker lists are rewritten.
+_BROKER_ENDPOINTS = 1
+
+
+def _certificate_principal(stream: ClientStream) -> str | None:
+    """The common name of a verified client certificate (Kafka would map the full DN; see README)."""
+    cert = stream.get_extra_info("peercert")
+    if not cert:
+        return None
+    for rdn in cert.get("subject", ()):
+        for name, value in rdn:
+            if name == "commonName" and value:
+                return str(value)
+    return None
+
+
+class ClientConnection:
+    def __init__(
+        self,
+        gateway: GatewayContext,
+        listener: ListenerView,
+        stream: ClientStream,
+    ) -> None:
+        self.gateway = gateway
+        self.listener = listener
+        self.stream = stream
+        peer = stream.get_extra_info("peername") or ("?", 0)
+        self.peer: tuple[str, int] = (str(peer[0]), int(peer[1]))
+        self.queue: asyncio.Queue[Slot | None] = asyncio.Queue(gateway.config.max_in_flight_per_connection)
+        self.upstream: UpstreamConnection | None = None
+        # Answers queued and not yet written; an idle timeout never fires while any are owed.
+        self.outstanding = 0
+        config = gateway.config
+        self.budget = ConnectionBudget(ByteBudget(config.max_buffered_bytes_per_connection), gateway.buffer_budget)
+        self._last_local: asyncio.Task[Any] | None = None
+        self.session = SaslSession()
+        subject = (
+            _certificate_principal(stream) if config.listener_tls and config.listener_tls.require_client_cert else None
+        )
+        if subject is not None:
+            self.session.authenticate_externally(subject)
+
+    async def run(self) -> None:
+        writer_task = asyncio.create_task(self._write_loop())
+        reader_task = asyncio.create_task(self._read_loop())
+        try:
+            done, _ = await asyncio.wait({reader_task, writer_task}, return_when=asyncio.FIRST_EXCEPTION)
+            if reader_task in done and reader_task.exception() is None:
+                # Clean EOF: let the answers already owed reach the client before closing.
+                await asyncio.wait({writer_task})
+        finally:
+            for task in (reader_task, writer_task):
+                task.cancel()
+            for task in (reader_task, writer_task):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            for task in (reader_task, writer_task):
+                if task.cancelled():
+                    continue
+                error = task.exception()
+                if isinstance(error, IdleConnection):
+                    log.debug("closing client connection peer=%s:%s reason=%s", *self.peer, error)
+                elif isinstance(error, CloseConnection):
+                    log.warning("closing client connection peer=%s:%s reason=%s", *self.peer, error)
+                elif isinstance(error, ConnectionError | ssl.SSLError):
+                    log.debug("client connection lost peer=%s:%s error=%s", *self.peer, error)
+                elif error is not None:
+                    log.error("client connection failed peer=%s:%s", *self.peer, exc_info=error)
+            await self._close()
+
+    async def _close(self) -> None:
+        while not self.queue.empty():
+            slot = self.queue.get_nowait()
+            if slot is not None and isinstance(slot[1], asyncio.Future):
+                slot[1].cancel()
+        if self.upstream is not None:
+            await self.upstream.close()
+        self.budget.close()
+        self.stream.close()
+        with contextlib.suppress(OSError, ssl.SSLError):
+            await self.stream.wait_closed()
+
+    async def _read_loop(self) -> None:
+        config = self.gateway.config
+        max_bytes = config.max_frame_bytes
+        read_s = config.request_read_timeout_ms / 1000
+        budget = self.gateway.buffer_budget
+        try:
+            while True:
+                if not await self._next_frame_start():
+                    break
+                prefix = await self._read_within(4, read_s)
+                try:
+                    size = check_frame_size(prefix, max_bytes)
+                except FrameError as exc:
+                    raise CloseConnection(str(exc)) from exc
+                # Waiting for budget stops reading from this client (TCP pushes back); the read
+                # deadline starts once the budget is granted.
+                grant = await budget.acquire(size)
+                try:
+                    payload = await self._read_within(size, read_s)
+                    slot = await self._dispatch(payload)
+                    del payload
+                finally:
+                    budget.release(grant)
+                if slot is not None:
+                    self.outstanding += 1
+                    await self.queue.put(slot)
+        except (ConnectionError, ssl.SSLError) as exc:
+            log.debug("client connection lost peer=%s:%s error=%s", *self.peer, exc)
+        await self.queue.put(None)
+
+    async def _read_within(self, n: int, seconds: float) -> bytes | bytearray:
+        # Usually the bytes are already buffered (a frame arrives whole): then no deadline is
+        # armed, which saves a timer per read on the forward path.
+        try:
+            return await self.stream.readexactly(n, self.stream.loop_time() + seconds)
+        except asyncio.IncompleteReadError as exc:
+            raise CloseConnection("connection closed mid-frame") from exc
+        except TimeoutError as exc:
+            raise CloseConnection(f"frame not complete within request_read_timeout_ms={seconds * 1000:.0f}") from exc
+
+    async def _next_frame_start(self) -> bool:
+        """Whether another frame starts (False at EOF); closes a connection idle for too long."""
+        if self.stream.buffered:
+            return True  # pipelined requests: no idle deadline to arm
+        idle_s = self.gateway.config.connections_max_idle_ms / 1000
+        while True:
+            try:
+                return await self.stream.read_start(self.stream.loop_time() + idle_s)
+            except TimeoutError:
+                if self.outstanding == 0:
+                    raise IdleConnection(f"idle for connections_max_idle_ms={idle_s * 1000:.0f}") from None
+
+    async def _write_loop(self) -> None:
+        idle_s = self.gateway.config.connections_max_idle_ms / 1000
+        while True:
+            slot = await self.queue.get()
+            if slot is None:
+                return
+            framed, pending = slot
+            try:
+                if isinstance(pending, Answer):
+                    # Forwarded as it is: streamed to the client as it arrives. Nothing else is
+                    # written to this client until its last byte is, which keeps answers in order.
+                    size = await pending.stream_to(self.stream)
+                else:
+                    data = await pending
+                    size = len(data)
+                    if framed:
+                        self.stream.write(data)
+                    else:
+                        write_framed(self.stream.transport, data)
+            except (UpstreamClosed, ClusterUnavailable) as exc:
+                raise CloseConnection(str(exc)) from exc
+            if self.stream.transport.get_write_buffer_size() == 0:
+                # All written at once (the usual case): drain cannot block, so no deadline.
+                await self.stream.drain()
+            else:
+                try:
+                    # A client that stops reading its answers is as idle as one that stops sending.
+                    async with asyncio.timeout(idle_s):
+                        await self.stream.drain()
+                except TimeoutError:
+                    raise CloseConnection(f"answers unread for connections_max_idle_ms={idle_s * 1000:.0f}") from None
+            if not framed:
+                self.budget.release_for(size)
+            self.outstanding -= 1
+
+    async def _dispatch(self, payload: bytes | bytearray) -> Slot | None:
+        try:
+            key, version, correlation_id = peek_request(payload)
+        except FrameError as exc:
+            raise CloseConnection(str(exc)) from exc
+        self.gateway.observer.request(key)
+        decision = routing.route(key, version, payload, self._facts())
+        if isinstance(decision, routing.Configs):
+            slot = await group_configs.answer_configs(self, payload, key, version)
+            if slot is not None:
+                return slot
+            decision = decision.fallback
+        match decision:
+            case routing.Forward(rewrite=rewrite, named=named, expect=expect):
+                pending = await self._forward(
+                    payload, key, version, correlation_id, rewrite=rewrite, expect=expect, named=named
+                )
+                return (rewrite, pending) if expect else None
+            case routing.ForwardSplit():
+                # Rare (requests naming the log topic): a copy of a large frame costs nothing here.
+                return await self._forward_split(bytes(payload), key, version, correlation_id)
+            case routing.CallHandler(request=request):
+                return True, self._local(request.header, request.body)
+            case routing.Answer(body=body):
+                return True, ready(encode_response(key, version, correlation_id, body))
+            case routing.LocateGroups(request=lookup):
+                return True, ready(self._find_group_coordinator(lookup, version, correlation_id))
+            case routing.AnswerApiVersions():
+                return True, ready(await self._api_versions(version, correlation_id))
+            case routing.Sasl(handshake=True):
+                return False, await self._sasl_handshake(payload, version, correlation_id)
+            case routing.Sasl(handshake=False):
+                return False, await self._sasl_authenticate(payload, version, correlation_id)
+            case routing.Close(reason=reason):
+                raise CloseConnection(reason)
+        raise AssertionError(f"no action for {decision!r}")
+
+    def _facts(self) -> routing.Facts:
+        gateway = self.gateway
+        config = gateway.config
+        return routing.Facts(
+            authentication_required=config.authentication == "required",
+            authenticated=self.session.authenticated,
+            max_group_request_bytes=config.max_group_request_bytes,
+            max_group_request_elements=config.max_group_request_elements,
+            broker_port=self.listener.node_id is not None,
+            protected=gateway.protected,
+            cluster_ranges=gateway.cluster.cached_ranges(self.listener.node_id),
+            share_groups=config.share_groups_enabled,
+        )
+
+    async def _forward_split(self, payload: bytes, key: int, version: int, correlation_id: int) -> Slot:
+        """A request naming the log topic: TOPIC_AUTHORIZATION_FAILED for its slots, the rest forwarded."""
+        parts = topic_split.split(payload, self.gateway.protected.is_protected)
+        if parts is None:
+            raise CloseConnection(f"API {key} v{version} names the coordinator's log topic")
+        upstream: Awaitable[bytes] | None = None
+        if parts.rest is not None:
+            try:
+                rest = topic_split.encode_rest(parts)
+            except CodecError as exc:
+                raise CloseConnection(f"cannot re-encode API {key} v{version} without the log topic: {exc}") from exc
+            upstream = await self._forward(rest, key, version, correlation_id, rewrite=False)
+        return True, asyncio.shield(spawn(self._merged_split(parts, upstream)))
+
+    async def _merged_split(self, parts: topic_split.Split, upstream: Awaitable[bytes] | None) -> bytes:
+        forwarded: bytes | None = None
+        if upstream is not None:
+            forwarded = await upstream
+            # The answer is re-encoded below and written as a framed slot; its budget ends here.
+            self.budget.release_for(len(forwarded))
+        try:
+            body = topic_split.merge(parts, forwarded)
+        except (CodecError, ValueError, IndexError, struct.error) as exc:
+            key, version = parts.header.api_key, parts.header.api_version
+            raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
+        return _LEN.pack(len(body)) + body
+
+    # --- answered here -------------------------------------------------------------------------
+
+    async def _api_versions(self, version: int, correlation_id: int) -> bytes:
+        try:
+            cluster = await self.gateway.cluster.api_versions(self.listener.node_id)
+        except ClusterUnavailable as exc:
+            raise CloseConnection(str(exc)) from exc
+        merged = merge_api_versions(cluster, self.gateway.config.share_groups_enabled)
+        if APIS[ApiKey.API_VERSIONS].supports(version):
+            return encode_response(ApiKey.API_VERSIONS, version, correlation_id, merged)
+        # Per KIP-511: a version we do not know gets a v0 body with error 35 and our versions, so
+        # the client can retry with one we do know.
+        refusal = ApiVersionsResponse(
+            error_code=UNSUPPORTED_VERSION,
+            api_keys=[
+                ApiVersionsResponseApiVersion(api_key=e.api_key, min_version=e.min_version, max_version=e.max_version)
+                for e in merged.api_keys
+            ],
+        )
+        return encode_response(ApiKey.API_VERSIONS, 0, correlation_id, refusal)
+
+    def _find_group_coordinator(self, request: FindCoordinatorRequest, version: int, correlation_id: int) -> bytes:
+        locate = self.gateway.locator.locate
+        response = FindCoordinatorResponse()
+        if version >= 4:
+            for key in request.coordinator_keys:
+                where = locate(key)
+                response.coordinators.append(
+                    FindCoordinatorResponseCoordinator(
+                        key=key,
+                        node_id=where.node_id,
+                        host=where.host,
+                        port=where.port,
+                        error_code=where.error_code,
+                        error_message=where.error_message,
+                    )
+                )
+        else:
+            where = locate(request.key)
+            response.node_id, response.host, response.port = where.node_id, where.host, where.port
+            response.error_code, response.error_message = where.error_code, where.error_message
+        return encode_response(ApiKey.FIND_COORDINATOR, version, correlation_id, response)
+
+    def _context(self, header: RequestHeader) -> ConnectionContext:
+        principal = self.session.principal if self.session.authenticated else None
+        return ConnectionContext(header, self.peer[0], self.peer[1], self.listener.port, principal)
+
+    def _local(self, header: RequestHeader, body: object) -> Awaitable[bytes]:
+        previous = self._last_local
+        task = spawn(self._call_handler(previous, self._context(header), body))
+        self._last_local = task
+        # A broker finishes a request whose client has gone and drops the answer; shielding keeps
+        # a disconnect from cancelling the handler halfway through (say, between its log append
+        # and its reply).
+        return asyncio.shield(task)
+
+    def answer_here(self, header: RequestHeader, body: Message) -> asyncio.Task[Message]:
+        """The handler's answer to a part of a request (the GROUP resources of a config request),
+        after this connection's earlier group requests."""
+        previous = self._last_local
+        task = asyncio.create_task(self._handler_answer(previous, self._context(header), body))
+        self._last_local = task
+        return task
+
+    async def forward(self, payload: bytes, key: int, version: int, correlation_id: int) -> Awaitable[bytes]:
+        """A part of a request (without its length prefix) forwarded as it is."""
+        return await self._forward(payload, key, version, correlation_id, rewrite=False)
+
+    async def _call_handler(
+        self, previous: asyncio.Task[Any] | None, context: ConnectionContext, body: object
+    ) -> bytes:
+        spec = APIS[context.api_key]
+        response = await self._handler_answer(previous, context, body)
+        try:
+            return encode_response(context.api_key, context.api_version, context.header.correlation_id, response)
+        except CodecError as exc:
+            raise CloseConnection(f"cannot encode the handler's {spec.name} answer: {exc}") from exc
+
+    async def _handler_answer(
+        self, previous: asyncio.Task[Any] | None, context: ConnectionContext, body: object
+    ) -> Message:
+        # One group request at a time per connection, as a broker processes them. The previous
+        # one is usually answered long since (a heartbeat 5 s ago): ``asyncio.wait`` on a done
+        # task still builds its waiter, a tenth of a steady heartbeat's serve CPU (profiled).
+        if previous is not None and not previous.done():
+            await asyncio.wait({previous})
+        spec = APIS[context.api_key]
+        assert isinstance(body, spec.request)
+        try:
+            response = await self.gateway.handler.handle(context, body)
+        except Exception as exc:
+            log.exception("group handler failed api=%s version=%s", spec.name, context.api_version)
+            raise CloseConnection(f"group handler failed on {spec.name}: {exc!r}") from exc
+        if not isinstance(response, spec.response):
+            raise CloseConnection(f"group handler returned {type(response).__name__} for {spec.name}")
+        truncate_error_messages(response)
+        return response
+
+    # --- forwarded -----------------------------------------------------------------------------
+
+    async def _forward(
+        self,
+        payload: bytes | bytearray,
+        key: int,
+        version: int,
+        correlation_id: int,
+        rewrite: bool,
+        expect: bool = True,
+        named: bool = False,
+    ) -> Awaitable[bytes]:
+        self._check_may_forward(key)
+        upstream = await self._upstream()
+        try:
+            fut = await upstream.send(payload, correlation_id, expect)
+        except (UpstreamClosed, OSError) as exc:
+            raise CloseConnection(f"upstream write failed: {exc}") from exc
+        self.gateway.observer.forwarded(key, len(payload), fut)
+        if not rewrite:
+            return fut
+        return spawn(self._rewritten(fut, key, version, named))
+
+    def _check_may_forward(self, key: int) -> None:
+        config = self.gateway.config
+        if key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+            return
+        if config.shares_upstream_identity and not config.allow_shared_upstream_identity and not self.session.sasl_used:
+            # The upstream connection would present the sidecar's own client certificate: the
+            # request would reach the cluster under the sidecar's principal, not the client's.
+            raise CloseConnection(
+                f"API {key} would reach the cluster as the sidecar's principal (upstream_tls.certfile); "
+                "authenticate with SASL, or set allow_shared_upstream_identity"
+            )
+
+    # --- SASL, relayed -------------------------------------------------------------------------
+
+    async def _sasl_handshake(self, payload: bytes | bytearray, version: int, correlation_id: int) -> Awaitable[bytes]:
+        if version < 1:
+            # v0 is followed by raw SASL tokens without Kafka framing; the gateway advertises v1+.
+            raise CloseConnection("SaslHandshake v0 is not supported through the gateway")
+        request = self._decode_sasl(payload, SaslHandshakeRequest, ApiKey.SASL_HANDSHAKE, version)
+        assert isinstance(request, SaslHandshakeRequest)
+        mechanism = request.mechanism
+
+        def seen(body: Message) -> None:
+            assert isinstance(body, SaslHandshakeResponse)
+            self.session.handshake(mechanism, body.error_code)
+
+        fut = await self._forward(payload, ApiKey.SASL_HANDSHAKE, version, correlation_id, rewrite=False)
+        return spawn(self._observed(fut, ApiKey.SASL_HANDSHAKE, version, seen))
+
+    async def _sasl_authenticate(
+        self, payload: bytes | bytearray, version: int, correlation_id: int
+    ) -> Awaitable[bytes]:
+        request = self._decode_sasl(payload, SaslAuthenticateRequest, ApiKey.SASL_AUTHENTICATE, version)
+        assert isinstance(request, SaslAuthenticateRequest)
+        try:
+            self.session.client_message(request.auth_bytes)
+        except SaslRefused as exc:
+            if self.gateway.config.authentication == "required":
+                raise CloseConnection(str(exc)) from exc
+
+        def seen(body: Message) -> None:
+            assert isinstance(body, SaslAuthenticateResponse)
+            self.session.server_message(body.error_code, body.auth_bytes, body.session_lifetime_ms)
+            if self.session.authenticated:
+                log.info(
+                    "client authenticated peer=%s:%s principal=User:%s mechanism=%s",
+                    *self.peer,
+                    self.session.principal,
+                    self.session.mechanism,
+                )
+
+        fut = await self._forward(payload, ApiKey.SASL_AUTHENTICATE, version, correlation_id, rewrite=False)
+        return spawn(self._observed(fut, ApiKey.SASL_AUTHENTICATE, version, seen))
+
+    @staticmethod
+    def _decode_sasl(payload: bytes | bytearray, cls: type[Message], key: int, version: int) -> Message:
+        if version not in cls.VALID:
+            raise CloseConnection(f"unsupported version {cls.__name__.removesuffix('Request')} v{version}")
+        flexible = version in cls.FLEXIBLE
+        try:
+            _, pos = decode_request_header(payload, 2 if flexible else 1)
+            return decode_struct(cls, memoryview(payload)[pos:], version, flexible)
+        except CodecError as exc:
+            raise CloseConnection(f"malformed API {key} v{version}: {exc}") from exc
+
+    async def _observed(self, fut: Awaitable[bytes], key: int, version: int, seen: Callable[[Message], None]) -> bytes:
+        payload = await fut
+        cls = SaslHandshakeResponse if key == ApiKey.SASL_HANDSHAKE else SaslAuthenticateResponse
+        flexible = version in cls.FLEXIBLE
+        try:
+            _, pos = decode_response_header(payload, 1 if flexible else 0)
+            body = decode_struct(cls, memoryview(payload)[pos:], version, flexible)
+        except CodecError as exc:
+            raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
+        try:
+            seen(body)
+        except SaslRefused as exc:
+            if self.gateway.config.authentication == "required":
+                raise CloseConnection(str(exc)) from exc
+        return payload
+
+    async def _upstream(self) -> UpstreamConnection:
+        if self.upstream is None or self.upstream.closed:
+            if self.upstream is not None:
+                raise CloseConnection("upstream connection lost")
+            try:
+                self.upstream = await self.gateway.connect_upstream(self.listener, self.budget)
+            except (TimeoutError, OSError, ssl.SSLError) as exc:
+                raise CloseConnection(f"cannot reach the cluster: {exc}") from exc
+        return self.upstream
+
+    async def _rewritten(self, fut: Awaitable[bytes], key: int, version: int, named: bool = False) -> bytes:
+        payload = await fut
+        # The answer is re-encoded below and written as a framed slot; its budget ends here.
+        self.budget.release_for(len(payload))
+        try:
+            correlation_id, body = decode_response(key, version, payload)
+        except CodecError as exc:
+            raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
+        gateway = self.gateway
+        if isinstance(body, MetadataResponse):
+            if gateway.protected:
+                gateway.protected.filter_metadata(named, body)
+            await gateway.ensure_broker_listeners({b.node_id: (b.host, b.port) for b in body.brokers})
+            rewrite_metadata(body, gateway.broker_route, gateway.coordinator_metadata_node())
+            body.brokers.extend(gateway.peer_metadata_nodes())
+        elif isinstance(body, DescribeClusterResponse) and body.endpoint_type == _BROKER_ENDPOINTS:
+            await gateway.ensure_broker_listeners({b.broker_id: (b.host, b.port) for b in body.brokers})
+            rewrite_describe_cluster(body, gateway.broker_route, gateway.coordinator_cluster_node())
+            body.brokers.extend(gateway.peer_cluster_nodes())
+        elif isinstance(body, FindCoordinatorResponse):
+            nodes = {c.node_id: (c.host, c.port) for c in body.coordinators if c.node_id >= 0}
+            if version < 4 and body.node_id >= 0:
+                nodes[body.node_id] = (body.host, body.port)
+            await gateway.ensure_broker_listeners(nodes)
+            rewrite_find_coordinator(body, gateway.broker_route, version)
+        return encode_response(key, version, correlation_id, body)

@@ -1,0 +1,82 @@
+"""What a client connection needs of the gateway around it, as interfaces.
+
+``ClientConnection`` is handed a ``GatewayContext`` (``GatewayServer`` is the one in production)
+and the ``ListenerView`` it was accepted on, rather than the server and listener classes: the
+connection then imports nothing of ``gateway/server.py``, which creates connections, and a test
+can serve a connection from a context of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from groupcoord.coordinator.gateway.cluster import ClusterView
+from groupcoord.coordinator.gateway.config import GatewayConfig
+from groupcoord.coordinator.gateway.handler import CoordinatorLocator, GroupApiHandler
+from groupcoord.coordinator.gateway.limits import ByteBudget, ConnectionBudget
+from groupcoord.coordinator.gateway.observer import GatewayObserver
+from groupcoord.coordinator.gateway.protect import ProtectedTopics
+from groupcoord.coordinator.gateway.upstream import UpstreamConnection
+from groupcoord.coordinator.messages.describe_cluster import DescribeClusterBroker
+from groupcoord.coordinator.messages.metadata import MetadataResponseBroker
+
+
+class ListenerView(Protocol):
+    """The sidecar port a connection arrived on; ``node_id`` is None for the bootstrap port."""
+
+    @property
+    def node_id(self) -> int | None: ...
+
+    @property
+    def port(self) -> int: ...
+
+
+class GatewayContext(Protocol):
+    @property
+    def config(self) -> GatewayConfig: ...
+
+    @property
+    def handler(self) -> GroupApiHandler:
+        """Answers the group APIs."""
+        ...
+
+    @property
+    def locator(self) -> CoordinatorLocator: ...
+
+    @property
+    def cluster(self) -> ClusterView:
+        """The backing cluster's API versions and broker addresses."""
+        ...
+
+    @property
+    def protected(self) -> ProtectedTopics:
+        """The coordinator's own topics and groups, which clients may not reach."""
+        ...
+
+    @property
+    def buffer_budget(self) -> ByteBudget:
+        """The bytes all connections together may hold."""
+        ...
+
+    @property
+    def observer(self) -> GatewayObserver: ...
+
+    async def connect_upstream(
+        self, listener: ListenerView, budget: ConnectionBudget | None = None
+    ) -> UpstreamConnection:
+        """A connection to the broker behind ``listener``."""
+        ...
+
+    # --- the addresses clients see: brokers through the sidecar's own ports ---------------------
+
+    async def ensure_broker_listeners(self, brokers: dict[int, tuple[str, int]]) -> None: ...
+
+    def broker_route(self, node_id: int, host: str, port: int) -> tuple[str, int]: ...
+
+    def coordinator_metadata_node(self) -> MetadataResponseBroker: ...
+
+    def peer_metadata_nodes(self) -> list[MetadataResponseBroker]: ...
+
+    def coordinator_cluster_node(self) -> DescribeClusterBroker: ...
+
+    def peer_cluster_nodes(self) -> list[DescribeClusterBroker]: ...

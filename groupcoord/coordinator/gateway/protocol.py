@@ -1,0 +1,81 @@
+"""Whole-message encode/decode: header plus body, for the APIs listed in ``apis``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from groupcoord.coordinator.gateway.apis import APIS, ApiSpec
+from groupcoord.coordinator.gateway.codec import CodecError, decode_struct, encode_struct
+from groupcoord.coordinator.gateway.framing import (
+    RequestHeader,
+    decode_request_header,
+    decode_response_header,
+    encode_request_header,
+    encode_response_header,
+    peek_request,
+)
+from groupcoord.coordinator.messages.schema import Message
+
+
+class UnsupportedApi(CodecError):
+    """An API key this codec has no schema for."""
+
+
+class UnsupportedVersion(CodecError):
+    """A known API at a version outside the supported range."""
+
+
+@dataclass(slots=True)
+class Request:
+    header: RequestHeader
+    body: Message
+
+
+def spec_for(api_key: int, api_version: int) -> ApiSpec:
+    spec = APIS.get(api_key)
+    if spec is None:
+        raise UnsupportedApi(f"unknown API key {api_key}")
+    if not spec.supports(api_version):
+        raise UnsupportedVersion(f"{spec.name} v{api_version} is outside v{spec.min_version}-v{spec.max_version}")
+    return spec
+
+
+def decode_request(payload: bytes | bytearray | memoryview) -> Request:
+    """A request frame's payload (without the length prefix) -> header and typed body."""
+    key, version, _ = peek_request(payload)
+    spec = spec_for(key, version)
+    header, pos = decode_request_header(payload, spec.request_header_version(version))
+    body = decode_struct(spec.request, memoryview(payload)[pos:], version, spec.flexible(version))
+    return Request(header, body)
+
+
+def encode_request(header: RequestHeader, body: Message) -> bytes:
+    """A full request frame, length prefix included."""
+    spec = spec_for(header.api_key, header.api_version)
+    if not isinstance(body, spec.request):
+        raise CodecError(f"{type(body).__name__} is not a {spec.request.__name__}")
+    out = bytearray(4)
+    encode_request_header(header, spec.request_header_version(header.api_version), out)
+    encode_struct(body, header.api_version, spec.flexible(header.api_version), out)
+    out[0:4] = (len(out) - 4).to_bytes(4, "big")
+    return bytes(out)
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Message) -> bytes:
+    """A full response frame, length prefix included."""
+    spec = spec_for(api_key, api_version)
+    if not isinstance(body, spec.response):
+        raise CodecError(f"{type(body).__name__} is not a {spec.response.__name__}")
+    out = bytearray(4)
+    encode_response_header(correlation_id, spec.response_header_version(api_version), out)
+    encode_struct(body, api_version, spec.flexible(api_version), out)
+    out[0:4] = (len(out) - 4).to_bytes(4, "big")
+    return bytes(out)
+
+
+def decode_response(api_key: int, api_version: int, payload: bytes | memoryview) -> tuple[int, Message]:
+    """A response frame's payload -> correlation id and typed body."""
+    spec = spec_for(api_key, api_version)
+    correlation_id, pos = decode_response_header(payload, spec.response_header_version(api_version))
+    body = decode_struct(spec.response, memoryview(payload)[pos:], api_version, spec.flexible(api_version))
+    return correlation_id, body

@@ -1,0 +1,275 @@
+"""What the gateway does with one client request, decided from the request and the facts of its
+connection alone: no sockets, no awaiting, no state changed (h11's rule for its state tables).
+
+The connection acts on the decision (``gateway/connection.py``); this module only decides:
+
+========================  ===============================================================
+decision                  the connection then
+========================  ===============================================================
+``AnswerApiVersions``     answers from the cluster's versions merged with the gateway's
+``Sasl``                  forwards the SASL step and watches its answer (``SaslSession``)
+``Answer``                writes ``body`` as the answer, here
+``LocateGroups``          answers a FindCoordinator for groups from the locator
+``CallHandler``           hands the decoded request to the group handler
+``Configs``               answers the GROUP resources here and forwards the rest
+                          (``gateway/group_configs.py``), or, if it cannot, does ``fallback``
+``Forward``               forwards the bytes (``rewrite``: decodes and rewrites the answer)
+``ForwardSplit``          refuses the request's protected topics, forwards the rest
+``Close``                 closes the connection (``reason`` is logged), as a broker does
+========================  ===============================================================
+
+The first step is a table (``ROUTES``: API key -> route); each route then has one decider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import NamedTuple
+
+from groupcoord.coordinator.gateway.apis import APIS, GROUP_API_KEYS, SHARE_GROUP_API_KEYS, ApiKey
+from groupcoord.coordinator.gateway.codec import CodecError
+from groupcoord.coordinator.gateway.configs import CONFIG_API_KEYS
+from groupcoord.coordinator.gateway.framing import produce_acks
+from groupcoord.coordinator.gateway.limits import count_elements
+from groupcoord.coordinator.gateway.protect import NotForwardable, ProtectedTopics
+from groupcoord.coordinator.gateway.protocol import Request, decode_request
+from groupcoord.coordinator.gateway.rewrite import SERVED_LOCALLY, forwarded_range, served_versions
+from groupcoord.coordinator.gateway.topic_split import DESCRIBE_TOPIC_PARTITIONS
+from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest
+from groupcoord.coordinator.messages.list_groups import ListGroupsResponse
+from groupcoord.coordinator.messages.schema import Message
+
+_GROUP_KEY_TYPE = 0
+# The highest version of each locally served API that ApiVersions offers (TxnOffsetCommit: v4).
+_SERVED_MAX = {key: high for key, (_, high) in served_versions().items()}
+
+
+# --- the facts a decision is taken on -------------------------------------------------------
+
+
+class Facts(NamedTuple):
+    """What the decision needs beyond the request: the connection's session and the gateway's
+    limits and knowledge, as values (a tuple: built for every request, on the forward path)."""
+
+    authentication_required: bool
+    authenticated: bool
+    max_group_request_bytes: int
+    max_group_request_elements: int
+    # The connection came in on a per-broker port (not the bootstrap/coordinator port).
+    broker_port: bool
+    protected: ProtectedTopics
+    # The cluster's API version ranges as last seen (None: not known yet).
+    cluster_ranges: dict[int, tuple[int, int]] | None
+    # Share-group membership is served (``GatewayConfig.share_groups_enabled``).
+    share_groups: bool = False
+
+
+# --- decisions ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerApiVersions:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Sasl:
+    handshake: bool  # SaslHandshake; False: SaslAuthenticate
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    body: Message
+
+
+@dataclass(frozen=True, slots=True)
+class LocateGroups:
+    request: FindCoordinatorRequest
+
+
+@dataclass(frozen=True, slots=True)
+class CallHandler:
+    request: Request
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    rewrite: bool = False
+    # The request names a protected topic (Metadata): the rewritten answer refuses it.
+    named: bool = False
+    # False: no answer comes (Produce with acks=0).
+    expect: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardSplit:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Configs:
+    # What to do if the configs path does not take the request (it names no group, or is a
+    # version or shape the gateway does not decode).
+    fallback: Forward | ForwardSplit | Close
+
+
+Decision = AnswerApiVersions | Sasl | Answer | LocateGroups | CallHandler | Configs | Forward | ForwardSplit | Close
+
+
+class Route(Enum):
+    API_VERSIONS = "api_versions"
+    SASL_HANDSHAKE = "sasl_handshake"
+    SASL_AUTHENTICATE = "sasl_authenticate"
+    GROUP = "group"  # answered here (the group APIs, FindCoordinator for groups)
+    REWRITTEN = "rewritten"  # forwarded, the answer's addresses rewritten
+    CONFIGS = "configs"  # GROUP resources here, the rest forwarded
+    FORWARDED = "forwarded"  # the bytes forwarded as they are
+
+
+ROUTES: dict[int, Route] = {
+    ApiKey.API_VERSIONS: Route.API_VERSIONS,
+    ApiKey.SASL_HANDSHAKE: Route.SASL_HANDSHAKE,
+    ApiKey.SASL_AUTHENTICATE: Route.SASL_AUTHENTICATE,
+    ApiKey.FIND_COORDINATOR: Route.GROUP,
+    **dict.fromkeys(GROUP_API_KEYS, Route.GROUP),
+    ApiKey.METADATA: Route.REWRITTEN,
+    ApiKey.DESCRIBE_CLUSTER: Route.REWRITTEN,
+    **dict.fromkeys(CONFIG_API_KEYS, Route.CONFIGS),
+}
+# Routes served before (or without) authentication: how a client gets to authenticate at all.
+BEFORE_AUTHENTICATION: frozenset[Route] = frozenset({Route.API_VERSIONS, Route.SASL_HANDSHAKE, Route.SASL_AUTHENTICATE})
+
+
+def route(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
+    """The decision for one request whose header reads ``key`` and ``version``."""
+    kind = ROUTES.get(key, Route.FORWARDED)
+    if kind not in BEFORE_AUTHENTICATION and facts.authentication_required and not facts.authenticated:
+        # What a Kafka broker does with any other request before (or after an expired)
+        # authentication: close the connection.
+        return Close(f"API {key} v{version} before authentication")
+    return _DECIDERS[kind](key, version, payload, facts)
+
+
+def _api_versions(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
+    return AnswerApiVersions()
+
+
+def _sasl_handshake(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
+    return Sasl(handshake=True)
+
+
+def _sasl_authenticate(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
+    return Sasl(handshake=False)
+
+
+def _group(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
+    spec = APIS[key]
+    served = key in SERVED_LOCALLY or (facts.share_groups and key in SHARE_GROUP_API_KEYS)
+    if not served and key != ApiKey.FIND_COORDINATOR:
+        # Not offered in ApiVersions (the share-group APIs unless share groups are): as a broker
+        # does with an API it does not expose.
+        return Close(f"unsupported API {spec.name}")
+    if not spec.supports(version) or version > _SERVED_MAX.get(key, version):
+        return Close(f"unsupported version {spec.name} v{version}")
+    limit_bytes = facts.max_group_request_bytes
+    if len(payload) > limit_bytes:
+        return Close(f"{spec.name} of {len(payload)} bytes exceeds max_group_request_bytes={limit_bytes}")
+    try:
+        request = decode_request(payload)
+    except CodecError as exc:
+        return Close(f"malformed {spec.name} v{version}: {exc}")
+    limit = facts.max_group_request_elements
+    if count_elements(request.body, limit) > limit:
+        return Close(f"{spec.name} v{version} carries more than max_group_request_elements={limit} array elements")
+    if key == ApiKey.LIST_GROUPS and facts.broker_port:
+        # A node lists only the groups it coordinates, and admin clients ask every node and
+        # merge the answers; a broker port coordinates none, so each group is listed once (by
+        # the coordinator port).
+        return Answer(ListGroupsResponse())
+    if key == ApiKey.FIND_COORDINATOR:
+        assert isinstance(request.body, FindCoordinatorRequest)
+        if version == 0 or request.body.key_type == _GROUP_KEY_TYPE:
+            return LocateGroups(request.body)
+        return Forward(rewrite=True)
+    return CallHandler(request)
+
+
+def _rewritten(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
+    spec = APIS[key]
+    if not spec.supports(version):
+        return Close(f"{spec.name} v{version} is beyond what the gateway can rewrite")
+    # A request that names the protected topic gets TOPIC_AUTHORIZATION_FAILED for it; in any
+    # other answer (all topics) it is left out. Decoded as a broker reads it: clients send bytes
+    # no schema declares after the message (librdkafka's Metadata v12 ends with three), and
+    # brokers ignore them.
+    protected = facts.protected
+    try:
+        named = key == ApiKey.METADATA and bool(protected) and protected.in_metadata(payload, version)
+    except NotForwardable as exc:
+        return Close(str(exc))
+    return Forward(rewrite=True, named=named)
+
+
+def _configs(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
+    fallback = _forwarded(key, version, payload, facts)
+    assert isinstance(fallback, Forward | ForwardSplit | Close)
+    return Configs(fallback)
+
+
+def _forwarded(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
+    # Only what ApiVersions offers is forwarded; anything else closes the connection, as a Kafka
+    # broker closes it for an API (or version) it does not expose.
+    known = facts.cluster_ranges
+    offered = forwarded_range(key, known.get(key) if known is not None else (0, 0x7FFF))
+    if offered is None:
+        return Close(f"unsupported API key {key}")
+    if not offered[0] <= version <= offered[1]:
+        return Close(f"unsupported version: API {key} v{version}")
+    protected = facts.protected
+    expect = True
+    if key == ApiKey.PRODUCE:
+        try:
+            expect = produce_acks(payload, version) != 0
+            names_protected = bool(protected) and protected.in_produce(payload, version)
+        except CodecError as exc:
+            return Close(f"malformed Produce v{version}: {exc}")
+        if names_protected and not expect:
+            # What Kafka does with an acks=0 produce that fails: close, so the producer notices.
+            return Close("Produce with acks=0 to the coordinator's log topic")
+    elif key == DESCRIBE_TOPIC_PARTITIONS:
+        # Answers list topics not named in the request: always filtered.
+        names_protected = bool(protected)
+    elif protected:
+        try:
+            names_protected = protected.in_request(payload, key, version)
+        except NotForwardable as exc:
+            return Close(str(exc))
+    else:
+        names_protected = False
+    if names_protected:
+        return _FORWARD_SPLIT
+    return _FORWARD if expect else _FORWARD_NO_ANSWER
+
+
+# The forward path's decisions, made once (values: nothing in them differs between requests).
+_FORWARD = Forward()
+_FORWARD_NO_ANSWER = Forward(expect=False)
+_FORWARD_SPLIT = ForwardSplit()
+
+
+_DECIDERS: dict[Route, Callable[[int, int, bytes | bytearray, Facts], Decision]] = {
+    Route.API_VERSIONS: _api_versions,
+    Route.SASL_HANDSHAKE: _sasl_handshake,
+    Route.SASL_AUTHENTICATE: _sasl_authenticate,
+    Route.GROUP: _group,
+    Route.REWRITTEN: _rewritten,
+    Route.CONFIGS: _configs,
+    Route.FORWARDED: _forwarded,
+}

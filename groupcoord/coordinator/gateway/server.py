@@ -1,0 +1,293 @@
+"""The gateway's listeners: one bootstrap/coordinator port plus one port per backing broker.
+
+Every listener answers the group APIs itself and forwards the rest; the bootstrap listener
+forwards to any bootstrap broker, a broker listener to its own broker. Per-broker ports (rather
+than routing each Produce/Fetch by partition leader behind one port) keep forwarding a plain byte
+copy: the client already picks the right broker from Metadata, exactly as it would without us.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+import time
+from collections.abc import Callable
+from types import TracebackType
+
+from groupcoord.coordinator.gateway.client_stream import ClientStream
+from groupcoord.coordinator.gateway.cluster import ClusterView
+from groupcoord.coordinator.gateway.config import GatewayConfig
+from groupcoord.coordinator.gateway.connection import ClientConnection
+from groupcoord.coordinator.gateway.context import ListenerView
+from groupcoord.coordinator.gateway.handler import CoordinatorAddress, CoordinatorLocator, GroupApiHandler
+from groupcoord.coordinator.gateway.limits import ByteBudget, ConnectionBudget
+from groupcoord.coordinator.gateway.observer import NO_OBSERVER, GatewayObserver
+from groupcoord.coordinator.gateway.protect import ProtectedTopics
+from groupcoord.coordinator.gateway.upstream import UpstreamConnection
+from groupcoord.coordinator.messages.describe_cluster import DescribeClusterBroker
+from groupcoord.coordinator.messages.metadata import MetadataResponseBroker
+
+log = logging.getLogger(__name__)
+
+
+class Listener:
+    """A sidecar port; ``node_id`` is None for the bootstrap/coordinator port."""
+
+    def __init__(self, gateway: GatewayServer, node_id: int | None) -> None:
+        self.gateway = gateway
+        self.node_id = node_id
+        self.port = 0
+        self.server: asyncio.Server | None = None
+
+    async def start(self, port: int) -> None:
+        config = self.gateway.config
+        loop = asyncio.get_running_loop()
+        tls = self.gateway.listener_tls is not None
+        # TLS is started per connection in _accept (not by the server), so a handshake in
+        # progress already holds a connection slot and runs under its own deadline.
+        self.server = await loop.create_server(
+            lambda: ClientStream(loop, self._accept, tls),
+            config.listen_host,
+            port,
+        )
+        self.port = int(self.server.sockets[0].getsockname()[1])
+
+    async def _accept(self, writer: ClientStream) -> None:
+        gateway = self.gateway
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        host = str(peer[0])
+        refusal = gateway.admit(host)
+        if refusal is not None:
+            gateway.log_refusal(refusal)
+            writer.close()
+            with contextlib.suppress(OSError, ssl.SSLError):
+                await writer.wait_closed()
+            return
+        task = asyncio.current_task()
+        assert task is not None
+        gateway.connections[task] = None
+        gateway.per_ip[host] = gateway.per_ip.get(host, 0) + 1
+        try:
+            if gateway.listener_tls is not None:
+                try:
+                    await asyncio.wait_for(
+                        writer.start_tls(gateway.listener_tls), gateway.config.tls_handshake_timeout_ms / 1000
+                    )
+                except (TimeoutError, OSError, ssl.SSLError) as exc:
+                    log.debug("TLS handshake failed peer=%s:%s error=%s", host, peer[1], exc)
+                    writer.close()
+                    return
+            connection = ClientConnection(gateway, self, writer)
+            gateway.connections[task] = connection
+            await connection.run()
+        except asyncio.CancelledError:
+            # Cancelled by stop(); ends here rather than as a cancelled task.
+            pass
+        finally:
+            gateway.connections.pop(task, None)
+            left = gateway.per_ip.get(host, 1) - 1
+            if left > 0:
+                gateway.per_ip[host] = left
+            else:
+                gateway.per_ip.pop(host, None)
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+
+class _SelfLocator:
+    def __init__(self, gateway: GatewayServer) -> None:
+        self.gateway = gateway
+
+    def locate(self, group_id: str) -> CoordinatorAddress:
+        return self.gateway.coordinator_address()
+
+
+def _no_peers() -> list[CoordinatorAddress]:
+    return []
+
+
+class GatewayServer:
+    """Kafka-protocol front of the group coordinator.
+
+    ``handler`` answers the group APIs; ``locator`` says which process coordinates a group
+    (default: this one); ``observer`` hears of every request and forward (metrics). ``start()`` binds the bootstrap port; broker ports open as Metadata
+    answers reveal brokers.
+    """
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        handler: GroupApiHandler,
+        locator: CoordinatorLocator | None = None,
+        observer: GatewayObserver = NO_OBSERVER,
+    ) -> None:
+        self.config = config
+        self.handler = handler
+        self.observer = observer
+        self.locator: CoordinatorLocator = locator or _SelfLocator(self)
+        # The other coordinator processes sharing the shards: Metadata lists them as nodes too, so
+        # admin clients ask each for its groups and a client whose sidecar dies knows another.
+        self.peers: Callable[[], list[CoordinatorAddress]] = _no_peers
+        self.listener_tls = config.listener_tls.server_context() if config.listener_tls else None
+        self.upstream_tls = config.upstream_tls.client_context() if config.upstream_tls else None
+        self.cluster = ClusterView(
+            config.bootstrap_addresses(),
+            self.upstream_tls,
+            config.upstream_connect_timeout_s,
+            config.api_versions_ttl_s,
+        )
+        self.bootstrap_listener = Listener(self, None)
+        self.broker_listeners: dict[int, Listener] = {}
+        # None while the connection is still in its TLS handshake.
+        self.connections: dict[asyncio.Task[None], ClientConnection | None] = {}
+        self.per_ip: dict[str, int] = {}
+        # An eighth is kept for requests of up to 1 MiB (group requests, most data requests).
+        self.buffer_budget = ByteBudget(config.max_buffered_bytes, reserve=config.max_buffered_bytes // 8)
+        self.protected = ProtectedTopics(config.protected_topics, config.protected_groups)
+        self._last_refusal_log = float("-inf")
+        self._refusals_unlogged = 0
+        self._listener_lock = asyncio.Lock()
+        self._collision_logged = False
+
+    def admit(self, host: str) -> str | None:
+        """Why a new connection from ``host`` is refused, or None to accept it."""
+        config = self.config
+        if len(self.connections) >= config.max_connections:
+            return f"max_connections={config.max_connections} reached"
+        if self.per_ip.get(host, 0) >= config.max_connections_per_ip:
+            return f"max_connections_per_ip={config.max_connections_per_ip} reached for {host}"
+        return None
+
+    def log_refusal(self, reason: str) -> None:
+        # A flood of refused connections must not become a flood of log lines.
+        now = time.monotonic()
+        if now - self._last_refusal_log < 10.0:
+            self._refusals_unlogged += 1
+            return
+        extra = f" ({self._refusals_unlogged} more refusals not logged)" if self._refusals_unlogged else ""
+        log.warning("refusing connection: %s%s", reason, extra)
+        self._last_refusal_log = now
+        self._refusals_unlogged = 0
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.bootstrap_listener.start(self.config.listen_port)
+        log.info("gateway listening on %s:%s", self.config.listen_host, self.bootstrap_listener.port)
+
+    async def stop(self) -> None:
+        listeners = [self.bootstrap_listener, *self.broker_listeners.values()]
+        for listener in listeners:
+            if listener.server is not None:
+                listener.server.close()
+        tasks = list(self.connections)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for listener in listeners:
+            await listener.stop()
+
+    async def __aenter__(self) -> GatewayServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def serve_forever(self) -> None:
+        await self.start()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.stop()
+
+    # --- addresses -----------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return self.bootstrap_listener.port
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.config.public_host}:{self.port}"
+
+    @property
+    def broker_ports(self) -> dict[int, int]:
+        return {node: listener.port for node, listener in self.broker_listeners.items()}
+
+    def coordinator_address(self) -> CoordinatorAddress:
+        return CoordinatorAddress(self.config.coordinator_node_id, self.config.public_host, self.port)
+
+    def coordinator_metadata_node(self) -> MetadataResponseBroker:
+        return MetadataResponseBroker(
+            node_id=self.config.coordinator_node_id, host=self.config.public_host, port=self.port
+        )
+
+    def peer_metadata_nodes(self) -> list[MetadataResponseBroker]:
+        own = self.config.coordinator_node_id
+        return [
+            MetadataResponseBroker(node_id=p.node_id, host=p.host, port=p.port)
+            for p in self.peers()
+            if p.node_id != own
+        ]
+
+    def peer_cluster_nodes(self) -> list[DescribeClusterBroker]:
+        own = self.config.coordinator_node_id
+        return [
+            DescribeClusterBroker(broker_id=p.node_id, host=p.host, port=p.port)
+            for p in self.peers()
+            if p.node_id != own
+        ]
+
+    def coordinator_cluster_node(self) -> DescribeClusterBroker:
+        return DescribeClusterBroker(
+            broker_id=self.config.coordinator_node_id, host=self.config.public_host, port=self.port
+        )
+
+    def broker_route(self, node_id: int, host: str, port: int) -> tuple[str, int]:
+        listener = self.broker_listeners.get(node_id)
+        if listener is None:
+            # ensure_broker_listeners runs first; reaching here means the broker is unknown, and
+            # the bootstrap port still forwards to the cluster rather than leaking its address.
+            return self.config.public_host, self.port
+        return self.config.public_host, listener.port
+
+    async def ensure_broker_listeners(self, brokers: dict[int, tuple[str, int]]) -> None:
+        for node_id, address in brokers.items():
+            if node_id == self.config.coordinator_node_id:
+                if not self._collision_logged:
+                    self._collision_logged = True
+                    log.warning("broker node id %s equals coordinator_node_id; that broker is unreachable", node_id)
+                continue
+            self.cluster.brokers[node_id] = address
+            if node_id in self.broker_listeners:
+                continue
+            async with self._listener_lock:
+                if node_id in self.broker_listeners:
+                    continue
+                listener = Listener(self, node_id)
+                await listener.start(self.config.broker_listen_ports.get(node_id, 0))
+                self.broker_listeners[node_id] = listener
+                log.info("broker listener node=%s port=%s forwards_to=%s:%s", node_id, listener.port, *address)
+
+    async def connect_upstream(
+        self, listener: ListenerView, budget: ConnectionBudget | None = None
+    ) -> UpstreamConnection:
+        last: Exception | None = None
+        for address in self.cluster.addresses(listener.node_id):
+            try:
+                return await UpstreamConnection.open(
+                    address, self.upstream_tls, self.config.upstream_connect_timeout_s, budget
+                )
+            except (TimeoutError, OSError) as exc:
+                last = exc
+        raise ConnectionError(f"no backing broker reachable: {last}")

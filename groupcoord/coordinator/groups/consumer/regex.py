@@ -1,0 +1,58 @@
+"""Regular-expression subscriptions (KIP-848): RE2 syntax, full-name match, resolved by the coordinator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import re2
+
+from groupcoord.coordinator.errors import ErrorCode, GroupError
+from groupcoord.coordinator.groups.topics import TopicsImage
+
+_OPTIONS = re2.Options()
+# Invalid patterns are a client error answered with INVALID_REGULAR_EXPRESSION, not a server log line.
+_OPTIONS.log_errors = False
+
+
+@lru_cache(maxsize=4096)
+def _compile(regex: str) -> Any:
+    return re2.compile(regex, _OPTIONS)
+
+
+# The error message names the regex, but only its start: a client's (up to 32 KB) pattern is not
+# echoed back whole, nor is RE2's own message, which quotes the pattern too.
+_SHOWN_CHARS = 100
+
+
+def throw_if_regex_invalid(regex: str) -> None:
+    try:
+        _compile(regex)
+    except re2.error as exc:
+        shown = regex if len(regex) <= _SHOWN_CHARS else f"{regex[:_SHOWN_CHARS]}... ({len(regex)} chars)"
+        reason = str(exc)
+        if len(reason) > _SHOWN_CHARS:
+            reason = f"{reason[:_SHOWN_CHARS]}..."
+        raise GroupError(
+            ErrorCode.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {shown!r} is not a valid RE2 regex: {reason}"
+        ) from None
+
+
+# Kafka's internal topics (Topic.isInternal): a regex subscription never matches them. The
+# coordinator's own topics are not in the metadata image at all (see MetadataCache's hidden topics).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
+def resolve_regex(regex: str, image: TopicsImage, may_describe: Callable[[str], bool] | None = None) -> frozenset[str]:
+    """Topic names of ``image`` the whole of which ``regex`` matches (Kafka uses ``matches()``),
+    internal topics excepted, and of those only the ones ``may_describe`` allows (Kafka's
+    filterTopicDescribeAuthorizedTopics; None: no authorizer)."""
+    pattern = _compile(regex)
+    return frozenset(
+        name
+        for name in image.topics
+        if name not in INTERNAL_TOPICS
+        and pattern.fullmatch(name) is not None
+        and (may_describe is None or may_describe(name))
+    )

@@ -1,0 +1,77 @@
+"""GroupCoordinatorState: the whole state of one log partition (offsets, classic groups,
+consumer groups, share groups), rebuilt by the one ``replay`` used both when loading and when writing.
+
+Kafka keeps this in GroupMetadataManager and OffsetMetadataManager; the handlers over it are
+``groupcoord.coordinator.group_shard.GroupCoordinatorShard``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.coordinator.groups.classic.state import ClassicGroupsState
+from groupcoord.coordinator.groups.consumer.state import ConsumerGroupsState
+from groupcoord.coordinator.groups.group import Group
+from groupcoord.coordinator.groups.group_config import GroupConfigsState
+from groupcoord.coordinator.groups.share.state import SHARE_GROUP_RECORD_TYPES, ShareGroupsState
+from groupcoord.coordinator.offsets.retention import GroupRetentionView
+from groupcoord.coordinator.offsets.state import OffsetsState
+from groupcoord.coordinator.offsets.transactions import TxnOffsetsState
+from groupcoord.records import CoordinatorRecord, RecordType
+
+
+class GroupCoordinatorState:
+    def __init__(self) -> None:
+        self.offsets = OffsetsState()
+        self.classic = ClassicGroupsState()
+        self.consumer = ConsumerGroupsState()
+        self.share = ShareGroupsState()
+        self.group_configs = GroupConfigsState()
+        self.txn = TxnOffsetsState()
+
+    def replay(self, record: CoordinatorRecord) -> None:
+        if record.type == RecordType.OFFSET_COMMIT:
+            self.offsets.replay(record)
+            self.txn.replay(record)
+        elif record.type in (RecordType.PENDING_TXN_OFFSETS, RecordType.TXN_PRODUCER):
+            self.txn.replay(record)
+        elif record.type == RecordType.GROUP_METADATA:
+            self.classic.replay(record)
+        elif record.type == RecordType.GROUP_CONFIG:
+            self.group_configs.replay(record)
+        elif record.type in SHARE_GROUP_RECORD_TYPES:
+            self.share.replay(record)
+        else:
+            self.consumer.replay(record)
+
+    def snapshot(self) -> Any:
+        return {
+            "offsets": self.offsets.snapshot(),
+            "classic": self.classic.snapshot(),
+            "consumer": self.consumer.snapshot(),
+            "share": self.share.snapshot(),
+            "group_configs": self.group_configs.snapshot(),
+            "txn": self.txn.snapshot(),
+        }
+
+    def group(self, group_id: str) -> Group | None:
+        """The group a membership protocol manages under this id (None: unknown, or offsets only).
+        Group ids are one namespace: an id names at most one group, of one type."""
+        consumer = self.consumer.group(group_id)
+        if consumer is not None:
+            return consumer
+        share = self.share.group(group_id)
+        if share is not None:
+            return share
+        return self.classic.group(group_id)
+
+    def group_type(self, group_id: str) -> str | None:
+        group = self.group(group_id)
+        return None if group is None else group.type
+
+    def group_known(self, group_id: str) -> bool:
+        return self.group(group_id) is not None or self.offsets.has_group(group_id)
+
+    def retention_view(self, group_id: str) -> GroupRetentionView:
+        group = self.group(group_id)
+        return GroupRetentionView() if group is None else group.retention_view()

@@ -1,0 +1,129 @@
+"""A tiny HTTP server on its own thread, off the coordinator's event loop.
+
+``/healthz`` answers 200 while the process is alive. ``/readyz`` answers 503 until the listeners are
+bound and every owned shard is loaded, then 200; its JSON body names the owned shards and their state.
+``/metrics`` serves a Prometheus registry (``groupcoord.coordinator.observability.metrics``) when one is given.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Literal
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+# stuck: active, but a write has waited too long for its records to be read back (Shard.check_stuck).
+ShardState = Literal["loading", "active", "failed", "stuck"]
+
+
+class Readiness:
+    """Thread-safe readiness state: written by the coordinator, read by the HTTP thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listening = False
+        self._shards: dict[int, ShardState] = {}
+        self._cluster_problem: str | None = None
+
+    def set_cluster_problem(self, problem: str | None) -> None:
+        """Why the backing cluster cannot be used (unreachable, a topic missing), or None."""
+        with self._lock:
+            self._cluster_problem = problem
+
+    def set_listening(self, listening: bool) -> None:
+        with self._lock:
+            self._listening = listening
+
+    def set_shards(self, shards: dict[int, ShardState]) -> None:
+        with self._lock:
+            self._shards = dict(shards)
+
+    def answer(self) -> tuple[bool, dict[str, object]]:
+        with self._lock:
+            shards = dict(self._shards)
+            listening = self._listening
+            problem = self._cluster_problem
+        ready = listening and problem is None and all(state == "active" for state in shards.values())
+        body: dict[str, object] = {
+            "ready": ready,
+            "listening": listening,
+            "shards": {str(shard): state for shard, state in sorted(shards.items())},
+        }
+        if problem is not None:
+            body["cluster"] = problem
+        return ready, body
+
+
+def _split(hostport: str) -> tuple[str, int]:
+    host, _, port = hostport.rpartition(":")
+    return host, int(port)
+
+
+class HealthServer:
+    """Serves /healthz and /readyz on a daemon thread; ``close`` stops it."""
+
+    def __init__(self, listen: str, readiness: Readiness, registry: CollectorRegistry | None = None) -> None:
+        state = readiness
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                path = self.path.split("?", 1)[0]
+                if path == "/healthz":
+                    self._send(200, {"alive": True})
+                elif path == "/readyz":
+                    ready, body = state.answer()
+                    self._send(200 if ready else 503, body)
+                elif path == "/metrics" and registry is not None:
+                    data = generate_latest(registry)
+                    self.send_response(200)
+                    self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                else:
+                    self._send(404, {"error": "not found"})
+
+            def _send(self, status: int, body: dict[str, object]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                # Probes hit these paths every few seconds; their access lines are noise.
+                return
+
+        self._server = ThreadingHTTPServer(_split(listen), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="health-http", daemon=True)
+        self._thread.start()
+
+    @property
+    def address(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"{host!s}:{port}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+
+def shard_states(statuses: dict[int, str]) -> dict[int, ShardState]:
+    """Runtime shard statuses as readiness states: a fenced shard is reloading; a closed one is not owned."""
+    mapped: dict[int, ShardState] = {}
+    for shard, status in statuses.items():
+        if status == "active":
+            mapped[shard] = "active"
+        elif status == "failed":
+            mapped[shard] = "failed"
+        elif status == "stuck":
+            mapped[shard] = "stuck"
+        elif status in ("loading", "fenced"):
+            mapped[shard] = "loading"
+    return mapped

@@ -1,0 +1,393 @@
+"""Prometheus metrics of ``groupcoord serve``, served at ``/metrics`` beside ``/healthz``.
+
+Names follow Kafka's group coordinator metrics (``kafka.server:type=group-coordinator-metrics``
+and the coordinator runtime's) where Kafka has one, made Prometheus-legal: ``groupcoord_``
+prefix, ``_`` for ``-``; Kafka's ``-rate``/``-count`` pairs become one counter ``..._total``
+(Prometheus derives the rate with ``rate()``). Each HELP text names the Kafka metric. Times are
+histograms in seconds (Prometheus' base unit), which add up across processes where Kafka's
+windowed percentiles and maxima could not; state label values are lower case.
+
+=========================================  ===================================================
+Kafka                                      here
+=========================================  ===================================================
+num-partitions{state}                      groupcoord_num_partitions{state=loading|active|failed}
+partition-load-time-max / -avg             groupcoord_partition_load_time_seconds (histogram)
+event-queue-size                           groupcoord_event_queue_size
+event-queue-time-ms                        groupcoord_event_queue_time_seconds (histogram)
+event-processing-time-ms                   groupcoord_event_processing_time_seconds (histogram)
+event-purgatory-time-ms                    groupcoord_event_purgatory_time_seconds (histogram)
+(none)                                     groupcoord_event_purgatory_oldest_seconds{partition}, groupcoord_stuck_partitions
+batch-flush-time-ms                        groupcoord_batch_flush_time_seconds (histogram)
+group-count{protocol}                      groupcoord_group_count{protocol=classic|consumer}
+consumer-group-count{state}                groupcoord_consumer_group_count{state}
+classic-group-count{state}                 groupcoord_classic_group_count{state}
+consumer-group-rebalance-rate / -count     groupcoord_consumer_group_rebalances_total
+group-completed-rebalance-rate / -count    groupcoord_group_completed_rebalances_total
+offset-count                               groupcoord_offset_count
+offset-commit-rate / -count                groupcoord_offset_commits_total
+offset-expiration-rate / -count            groupcoord_offset_expirations_total
+offset-deletion-rate / -count              groupcoord_offset_deletions_total
+=========================================  ===================================================
+
+The gateway's metrics are in ``groupcoord.coordinator.observability.gateway``, consumer lag in
+``groupcoord.coordinator.observability.lag``, ``groupcoord_build_info`` in ``registry``.
+
+Gauges over the in-memory state are computed when scraped, on the coordinator's event loop (the
+one thread that touches shard state), from the shards this process owns: several processes each
+export their own shards. Counters are counted where the runtime applies what a handler returned
+(``ShardMetrics.processed``), from the records themselves; the group logic knows nothing of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import time
+from collections import Counter as Tally
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from groupcoord.coordinator.groups.classic.group_state import ClassicGroupState
+from groupcoord.coordinator.groups.consumer.group import ConsumerGroupState
+from groupcoord.coordinator.groups.coordinator_state import GroupCoordinatorState
+from groupcoord.coordinator.observability.histogram import EVENT_BUCKETS, LOAD_BUCKETS, Histogram
+from groupcoord.coordinator.observability.registry import REGISTRY
+from groupcoord.coordinator.runtime.shard import Shard, ShardObserver, ShardStatus
+from groupcoord.records import CoordinatorRecord, RecordType
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class Counts:
+    """The group counters: plain integers with one writer (the loop thread), exported by a
+    collector; cheaper on the write path than a locked ``prometheus_client.Counter``."""
+
+    FAMILIES = (
+        ("offset_commits", "groupcoord_offset_commits", "Offsets committed (Kafka offset-commit-count)."),
+        ("offset_expirations", "groupcoord_offset_expirations", "Offsets expired (Kafka offset-expiration-count)."),
+        (
+            "offset_deletions",
+            "groupcoord_offset_deletions",
+            "Offsets deleted by OffsetDelete, DeleteGroups or topic deletion (Kafka offset-deletion-count).",
+        ),
+        (
+            "consumer_rebalances",
+            "groupcoord_consumer_group_rebalances",
+            "Group epoch bumps of consumer (KIP-848) groups (Kafka consumer-group-rebalance-count).",
+        ),
+        (
+            "classic_completed_rebalances",
+            "groupcoord_group_completed_rebalances",
+            "Classic groups' rebalances completed into a new generation (Kafka group-completed-rebalance-count).",
+        ),
+        (
+            "txn_offset_commits",
+            "groupcoord_txn_offset_commits",
+            "TxnOffsetCommit requests staged, pending until their transaction is decided.",
+        ),
+        (
+            "txn_commits",
+            "groupcoord_txn_commits",
+            "Staged transactional offset commits applied by their transaction's COMMIT marker.",
+        ),
+        (
+            "txn_aborts",
+            "groupcoord_txn_aborts",
+            "Staged transactional offset commits dropped by their transaction's ABORT marker.",
+        ),
+    )
+
+    def __init__(self) -> None:
+        self.offset_commits = 0
+        self.offset_expirations = 0
+        self.offset_deletions = 0
+        self.consumer_rebalances = 0
+        self.classic_completed_rebalances = 0
+        self.txn_offset_commits = 0
+        self.txn_commits = 0
+        self.txn_aborts = 0
+
+
+COUNTS = Counts()
+
+
+class Latency:
+    """A histogram of one of Kafka's runtime latencies, with its name and HELP text."""
+
+    def __init__(self, name: str, documentation: str, bounds: tuple[float, ...] = EVENT_BUCKETS) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.histogram = Histogram(bounds)
+
+    def observe(self, seconds: float) -> None:
+        self.histogram.observe(seconds)
+
+    def family(self) -> Metric:
+        return self.histogram.family(self.name, self.documentation)
+
+
+EVENT_QUEUE_TIME = Latency(
+    "groupcoord_event_queue_time_seconds", "Time an event waits for its handler (Kafka event-queue-time-ms)."
+)
+EVENT_PROCESSING_TIME = Latency(
+    "groupcoord_event_processing_time_seconds",
+    "Time a handler takes, encoding its records included (Kafka event-processing-time-ms).",
+)
+EVENT_PURGATORY_TIME = Latency(
+    "groupcoord_event_purgatory_time_seconds",
+    "Time from a write's append to the release of its answer once its records are read back"
+    " (Kafka event-purgatory-time-ms).",
+)
+BATCH_FLUSH_TIME = Latency(
+    "groupcoord_batch_flush_time_seconds",
+    "Time from handing a batch to the log writer to its acknowledgement (Kafka batch-flush-time-ms).",
+)
+PARTITION_LOAD_TIME = Latency(
+    "groupcoord_partition_load_time_seconds",
+    "Time to load a shard from the log (Kafka partition-load-time-max and -avg: _sum/_count is the average).",
+    LOAD_BUCKETS,
+)
+LATENCIES = (EVENT_QUEUE_TIME, EVENT_PROCESSING_TIME, EVENT_PURGATORY_TIME, BATCH_FLUSH_TIME, PARTITION_LOAD_TIME)
+
+
+class _Process(Collector):
+    """The counters and the latency histograms of this process."""
+
+    def collect(self) -> Iterable[Metric]:
+        for attribute, name, documentation in Counts.FAMILIES:
+            yield CounterMetricFamily(name, documentation, value=getattr(COUNTS, attribute))
+        for latency in LATENCIES:
+            yield latency.family()
+
+
+REGISTRY.register(_Process())
+
+
+class ShardMetrics(ShardObserver):
+    """The runtime's hooks: latencies, and counters from the records each handler returned."""
+
+    def loaded(self, partition: int, seconds: float) -> None:
+        PARTITION_LOAD_TIME.observe(seconds)
+
+    def dequeued(self, waited_s: float) -> None:
+        EVENT_QUEUE_TIME.observe(waited_s)
+
+    def released(self, waited_s: float) -> None:
+        EVENT_PURGATORY_TIME.observe(waited_s)
+
+    def flushed(self, seconds: float) -> None:
+        BATCH_FLUSH_TIME.observe(seconds)
+
+    def processed(self, state: Any, records: list[CoordinatorRecord], cause: object, seconds: float) -> None:
+        EVENT_PROCESSING_TIME.observe(seconds)
+        if records and isinstance(state, GroupCoordinatorState):
+            count_records(state, records, timer=cause is not None)
+
+
+def count_records(state: GroupCoordinatorState, records: list[CoordinatorRecord], timer: bool) -> None:
+    """Count what ``records`` (returned by one handler, not yet replayed into ``state``) do.
+
+    An OffsetCommit value is a commit; an OffsetCommit tombstone is an expiration when a timer
+    (the retention sweep) wrote it, else a deletion (OffsetDelete, DeleteGroups, a deleted topic).
+    A ConsumerGroupMetadata value with a higher epoch than the group's is a rebalance (Kafka
+    counts each group epoch bump); a GroupMetadata value with members and a generation newer
+    than the group's last record is a completed classic rebalance."""
+    commits = tombstones = 0
+    decided = applied = 0
+    for record in records:
+        kind = record.type
+        if kind == RecordType.OFFSET_COMMIT:
+            if record.value is None:
+                tombstones += 1
+            else:
+                commits += 1
+                applied += record.value.producer_id >= 0
+        elif kind == RecordType.PENDING_TXN_OFFSETS:
+            if record.value is None:
+                decided += 1
+            else:
+                COUNTS.txn_offset_commits += 1
+        elif kind == RecordType.CONSUMER_GROUP_METADATA and record.value is not None:
+            group = state.consumer.groups.get(record.key.group)
+            if group is None or record.value.epoch > group.group_epoch:
+                COUNTS.consumer_rebalances += 1
+        elif kind == RecordType.GROUP_METADATA and record.value is not None and record.value.members:
+            previous = state.classic.records.get(record.key.group)
+            if previous is None or record.value.generation > previous.generation:
+                COUNTS.classic_completed_rebalances += 1
+    if decided:
+        # One marker decides a whole batch: a COMMIT writes the offsets, an ABORT only drops.
+        if applied:
+            COUNTS.txn_commits += decided
+        else:
+            COUNTS.txn_aborts += decided
+    COUNTS.offset_commits += commits
+    if timer:
+        COUNTS.offset_expirations += tombstones
+    else:
+        COUNTS.offset_deletions += tombstones
+
+
+# --- gauges over the owned shards, computed at scrape time --------------------------------------
+
+_SHARD_STATES = {
+    ShardStatus.LOADING: "loading",
+    ShardStatus.FENCED: "loading",  # stopped until placement confirms it may reload
+    ShardStatus.ACTIVE: "active",
+    ShardStatus.FAILED: "failed",
+}
+# Label values as Kafka's lower-case state names (ListGroups' states filter): "preparingrebalance".
+_CLASSIC_STATES = [s.value.lower() for s in ClassicGroupState]
+_CONSUMER_STATES = [s.value.lower() for s in ConsumerGroupState]
+
+
+def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metric]:
+    """The gauges over ``shards``; call it on the loop thread that owns them.
+
+    Costs one pass over the groups of each active shard and one over each group's topics;
+    never over single offsets."""
+    partitions: Tally[str] = Tally()
+    queued = waiting = 0
+    # partition -> seconds the oldest written answer of that shard has waited for its records to be read back
+    unreleased: dict[int, float] = {}
+    stuck = 0
+    classic: Tally[str] = Tally()
+    consumer: Tally[str] = Tally()
+    offsets = 0
+    for shard in shards:
+        state = _SHARD_STATES.get(shard.status)
+        if state is not None:
+            partitions[state] += 1
+        q, w = shard.backlog
+        queued += q
+        waiting += w
+        if shard.status in (ShardStatus.ACTIVE, ShardStatus.LOADING):
+            unreleased[shard.partition] = shard.unreleased_age_ms(shard.host.clock.now_ms()) / 1000
+            stuck += shard.stuck
+        if shard.status is not ShardStatus.ACTIVE:
+            continue
+        # Group states as ListGroups shows them: the live state holds a classic group's
+        # rebalance in progress, which is never written to the log.
+        live = shard.live
+        for cg in live.consumer.groups.values():
+            consumer[cg.state().value.lower()] += 1
+        for group in live.classic.groups.values():
+            classic[group.state.value.lower()] += 1
+        # A group that only ever committed offsets is an Empty classic group, as in Kafka.
+        classic["empty"] += sum(
+            1 for gid in live.offsets.offsets if gid not in live.consumer.groups and gid not in live.classic.groups
+        )
+        offsets += sum(len(parts) for topics in shard.committed.offsets.offsets.values() for parts in topics.values())
+    out: list[Metric] = []
+    family = GaugeMetricFamily(
+        "groupcoord_num_partitions",
+        "Shards (log partitions) this process owns, by state (Kafka num-partitions).",
+        labels=["state"],
+    )
+    for state in ("loading", "active", "failed"):
+        family.add_metric([state], partitions[state])
+    out.append(family)
+    out.append(
+        GaugeMetricFamily(
+            "groupcoord_event_queue_size", "Events waiting for their handler (Kafka event-queue-size).", value=queued
+        )
+    )
+    out.append(
+        GaugeMetricFamily(
+            "groupcoord_event_purgatory_size",
+            "Written answers waiting for their records to be read back from the log.",
+            value=waiting,
+        )
+    )
+    family = GaugeMetricFamily(
+        "groupcoord_event_purgatory_oldest_seconds",
+        "How long the oldest written answer of each owned shard has waited for its records to be read back (seconds).",
+        labels=["partition"],
+    )
+    for partition, age in sorted(unreleased.items()):
+        family.add_metric([str(partition)], age)
+    out.append(family)
+    out.append(
+        GaugeMetricFamily(
+            "groupcoord_stuck_partitions",
+            "Owned shards whose oldest written answer waited past stuck_shard_warning_ms.",
+            value=stuck,
+        )
+    )
+    family = GaugeMetricFamily(
+        "groupcoord_group_count", "Groups of the owned shards, by protocol (Kafka group-count).", labels=["protocol"]
+    )
+    family.add_metric(["classic"], sum(classic.values()))
+    family.add_metric(["consumer"], sum(consumer.values()))
+    out.append(family)
+    family = GaugeMetricFamily(
+        "groupcoord_consumer_group_count", "Consumer groups by state (Kafka consumer-group-count).", labels=["state"]
+    )
+    for state in _CONSUMER_STATES:
+        family.add_metric([state], consumer[state])
+    out.append(family)
+    family = GaugeMetricFamily(
+        "groupcoord_classic_group_count", "Classic groups by state (Kafka classic-group-count).", labels=["state"]
+    )
+    for state in _CLASSIC_STATES:
+        family.add_metric([state], classic[state])
+    out.append(family)
+    out.append(
+        GaugeMetricFamily("groupcoord_offset_count", "Committed offsets retained (Kafka offset-count).", value=offsets)
+    )
+    return out
+
+
+def on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[[], T], timeout: float) -> T:
+    """Run ``fn`` on ``loop`` from another thread and wait for its result."""
+    done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            done.set_result(fn())
+        except BaseException as exc:  # handed to the waiting thread
+            done.set_exception(exc)
+
+    loop.call_soon_threadsafe(run)
+    return done.result(timeout)
+
+
+class ShardCollector(Collector):
+    """The gauges of ``shard_families`` over the shards of ``shards()``, read on ``loop``."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        shards: Callable[[], Iterable[Shard[GroupCoordinatorState]]],
+        timeout: float = 5.0,
+    ) -> None:
+        self.loop = loop
+        self.shards = shards
+        self.timeout = timeout
+
+    def describe(self) -> Iterable[Metric]:
+        # Registration must not wait for the loop (it may be the caller).
+        return shard_families([])
+
+    def collect(self) -> Iterable[Metric]:
+        started = time.perf_counter()
+        try:
+            families = on_loop(self.loop, lambda: shard_families(list(self.shards())), self.timeout)
+        except (concurrent.futures.TimeoutError, RuntimeError) as exc:
+            # A loop too busy to answer (or closing): the scrape goes on without these gauges.
+            log.warning("shard metrics skipped: %s", exc or type(exc).__name__)
+            return []
+        families.append(
+            GaugeMetricFamily(
+                "groupcoord_shard_metrics_collect_seconds",
+                "Time this scrape took to read the shard gauges.",
+                value=time.perf_counter() - started,
+            )
+        )
+        return families

@@ -1,0 +1,67 @@
+"""The contract between the shard runtime and the pure group logic.
+
+A handler is a pure function ``(state, request, now_ms) -> Result``. It must not mutate the
+persisted part of ``state``: the runtime applies ``Result.records`` through the state's own
+``replay`` (the same function used when loading the shard from the log), appends them to the
+log, and releases ``Result.response`` only once the log has committed them. A handler may
+update transient, never-persisted bookkeeping (which classic members are waiting in a join
+barrier, say); that part is excluded from ``snapshot()`` and starts empty after a load, as in
+Kafka, where waiting clients simply retry against the new coordinator. Timers are data too: a handler asks
+for them in ``Result.timers`` and the runtime delivers the ``event`` back to the shard's
+``on_timer`` when the deadline passes (time always comes from the runtime's injected clock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from groupcoord.records import CoordinatorRecord
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleTimer:
+    """Fire ``event`` at ``deadline_ms``; a timer with the same key replaces the earlier one."""
+
+    key: str
+    deadline_ms: int
+    event: Any
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimer:
+    key: str
+
+
+TimerOp = ScheduleTimer | CancelTimer
+
+
+@dataclass(frozen=True, slots=True)
+class Park:
+    """Returned as the response of a request that is answered later (a classic JoinGroup
+    waiting for the join barrier, a follower's SyncGroup waiting for the leader). A later
+    ``Result.completions`` entry with the same token answers it."""
+
+    token: Hashable
+
+
+@dataclass(slots=True)
+class Result(Generic[T]):
+    response: T | Park
+    records: list[CoordinatorRecord] = field(default_factory=list)
+    timers: list[TimerOp] = field(default_factory=list)
+    # Answers to parked requests, released (like ``response``) once ``records`` are committed.
+    completions: list[tuple[Hashable, Any]] = field(default_factory=list)
+
+
+class ShardState(Protocol):
+    """In-memory state of one shard, rebuilt only through ``replay``."""
+
+    def replay(self, record: CoordinatorRecord) -> None: ...
+
+    def snapshot(self) -> Any:
+        """A plain, comparable picture of the whole state (used to check replay determinism)."""
+        ...

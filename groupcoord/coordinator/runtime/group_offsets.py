@@ -1,0 +1,79 @@
+"""One group's committed offsets (ListConsumerGroupOffsets), asked so that an outage cannot abort the process.
+
+librdkafka (2.16.0, the confluent-kafka wheel's; the code is unchanged on its master) aborts the
+whole process with ``rd_kafka_enq_once_del_source_return: Assertion 'eonce->refcnt > 0'`` after
+this sequence: an admin request to a group coordinator (ListConsumerGroupOffsets,
+DescribeConsumerGroups, ...) reaches its ``request_timeout`` while the coordinator cannot be
+reached (the request waits in librdkafka's coordinator-request queue), and later the coordinator
+comes back up. The queued request then wakes, finds its admin request gone, frees the request's
+enqueue-once object (``rd_kafka_admin_coord_request``) and hands the same, freed, object to the
+response handler (``rd_kafka_admin_coord_response_parse``). A ``kill -9`` of the broker under
+``groupcoord serve`` did exactly that through placement's owner refresh, every few seconds.
+
+So a request's own timeout never expires before the coordinator answers: it is librdkafka's
+longest (an hour), the caller waits a bounded time for the answer, and while a request is in
+flight no other is sent (the next caller waits on the same one). A request still unanswered near
+its hour stays with its client, which is then replaced: destroying a client fails its queued
+coordinator requests without the faulty path (checked against a broker killed and restarted).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future, wait
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions
+from confluent_kafka.admin import AdminClient
+
+from groupcoord.coordinator.logs import drain
+
+# The longest request_timeout librdkafka accepts (rd_kafka_AdminOptions_set_request_timeout).
+REQUEST_TIMEOUT_S = 3600.0
+# A request this old is abandoned with its client before its timeout can expire.
+RENEW_AFTER_S = 3000.0
+
+
+class GroupOffsetsQuery:
+    """Committed offsets of ``group_id``, through one admin client kept for the process's life."""
+
+    def __init__(self, client_config: dict[str, Any], group_id: str) -> None:
+        self._config = dict(client_config)
+        self.group_id = group_id
+        self._admin = AdminClient(self._config)
+        self._lock = threading.Lock()
+        self._pending: Future[ConsumerGroupTopicPartitions] | None = None
+        self._sent_at = 0.0
+
+    def ask(self, timeout: float) -> ConsumerGroupTopicPartitions:
+        """The group's offsets as of a request sent after this call began; raises
+        ``TimeoutError`` when no answer comes within ``timeout`` (the request stays in flight,
+        and the next call waits for it before sending another), ``KafkaException`` when the
+        cluster answered with an error."""
+        asked = time.monotonic()
+        deadline = asked + timeout
+        while True:
+            with self._lock:
+                pending = self._pending
+                if pending is not None and not pending.done() and asked - self._sent_at > RENEW_AFTER_S:
+                    # Dropping the last reference destroys the old client here, once, on this thread.
+                    self._admin = AdminClient(self._config)
+                    pending = None
+                if pending is None or pending.done():
+                    request = ConsumerGroupTopicPartitions(self.group_id)
+                    futures = self._admin.list_consumer_group_offsets([request], request_timeout=REQUEST_TIMEOUT_S)
+                    pending = self._pending = futures[self.group_id]
+                    self._sent_at = time.monotonic()
+                sent_at = self._sent_at
+            if sent_at >= asked:
+                return pending.result(timeout=max(0.0, deadline - time.monotonic()))
+            # A request from before this call is in flight: its answer may predate what the
+            # caller asks about; wait for it, then send ours.
+            wait([pending], timeout=max(0.0, deadline - time.monotonic()))
+            if not pending.done():
+                raise TimeoutError
+
+    def drain(self) -> None:
+        """Hand over the admin client's queued log lines (it is polled nowhere else)."""
+        drain(self._admin)

@@ -1,0 +1,436 @@
+"""Kafka I/O of the runtime: the log topic, the idempotent writer and the tailing reader.
+
+Both wrap confluent-kafka clients driven by one background thread each; results are handed
+back through callbacks, which the runtime forwards onto its asyncio loop. Nothing here knows
+about shard state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
+
+from groupcoord.coordinator.logs import drain
+from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
+
+log = logging.getLogger(__name__)
+
+# Every record of one append call: (error, offset) by index in the call.
+DeliveryCallback = Callable[[list[tuple[KafkaError | None, int]]], None]
+
+
+# A batch cut short by a crash, or a zombie's records, are the latest of their keys until the next
+# owner's load re-states the valid values (restores, see ``LogReplayer``). Compaction acting in
+# between would remove the valid values for good: an acknowledged commit lost. The next load comes
+# within a session timeout; the lag leaves an hour for an outage of every coordinator process.
+# (Kafka's own coordinator needs no such lag: it appends each batch atomically to its log.)
+LOG_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": str(3_600_000)}
+
+
+@dataclass(frozen=True)
+class LogTopicSpec:
+    name: str = "__group_coordinator_log"
+    partitions: int = 16
+    replication_factor: int = 1
+    configs: dict[str, str] = field(default_factory=lambda: dict(LOG_TOPIC_CONFIGS))
+
+
+class LogTopicError(RuntimeError):
+    pass
+
+
+@retry(
+    retry=retry_if_exception_type(KafkaException),
+    wait=wait_exponential(multiplier=0.2, max=2),
+    stop=stop_after_delay(30),
+    reraise=True,
+)
+def ensure_log_topic(client_config: dict[str, Any], spec: LogTopicSpec) -> int:
+    """Create the log topic if absent; return its partition count (fixed at creation)."""
+    admin = AdminClient(dict(client_config))
+    try:
+        return ensure_log_topic_on(admin, spec)
+    finally:
+        drain(admin)  # its queued librdkafka log lines
+
+
+def ensure_log_topic_on(admin: AdminClient, spec: LogTopicSpec) -> int:
+    metadata = admin.list_topics(timeout=10)
+    existing = metadata.topics.get(spec.name)
+    if existing is None or existing.error is not None:
+        futures = admin.create_topics(
+            [NewTopic(spec.name, spec.partitions, spec.replication_factor, config=dict(spec.configs))]
+        )
+        try:
+            futures[spec.name].result(timeout=30)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+        metadata = admin.list_topics(topic=spec.name, timeout=10)
+        existing = metadata.topics.get(spec.name)
+        if existing is None or existing.error is not None or not existing.partitions:
+            raise LogTopicError(f"log topic {spec.name!r} is not visible after creation")
+    return len(existing.partitions)
+
+
+class LogWriter:
+    """The idempotent producer every shard appends through."""
+
+    def __init__(self, client_config: dict[str, Any], topic: str) -> None:
+        self.topic = topic
+        self._config = {
+            **client_config,
+            "enable.idempotence": True,
+            "acks": "all",
+            # Records are batched by the shards themselves (what is queued together is sent
+            # together), so the producer must not add latency of its own.
+            "linger.ms": 0,
+            "max.in.flight.requests.per.connection": 5,
+            # A record that fails must fail every record after it: those were produced from a
+            # state that included it, and must never land without it (the writer turns fatal
+            # and is replaced; the shard reloads).
+            "enable.gapless.guarantee": True,
+            # Never let a metadata request create the log (a broker's defaults: not compacted,
+            # any partition count); it is created on purpose, see ``ClusterWatch``.
+            "allow.auto.create.topics": False,
+        }
+        self._producer = Producer(self._config)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll_loop, name="log-writer", daemon=True)
+        self._thread.start()
+
+    def append(
+        self,
+        partition: int,
+        records: Sequence[tuple[bytes, bytes | None, list[tuple[str, bytes]]]],
+        on_delivery: DeliveryCallback,
+    ) -> None:
+        """Append records in order; ``on_delivery(reports)`` is called once, when every record
+        has its report: ``reports[i]`` is record i's (error or None, offset or -1).
+
+        One call per append rather than one per record: the caller hands reports to its event
+        loop, and a wake-up of the loop per record was the largest cost of a 100-partition commit
+        (profiled: 12% of the process's samples in ``call_soon_threadsafe`` alone). Reports may
+        arrive on more than one thread (the poll thread, ``close``, or this one for a record the
+        producer refuses at once, MSG_SIZE_TOO_LARGE or a fatal producer state, which is reported
+        failed with every record after it, then not produced: the order stays gap-free), so each
+        carries its record's index and the last one to arrive, whichever thread it is on, reports.
+        """
+        total = len(records)
+        if total == 0:
+            on_delivery([])
+            return
+        reports: list[tuple[KafkaError | None, int]] = [(None, -1)] * total
+        arrived = itertools.count(1)  # next() on it is atomic under the GIL
+
+        def arrive(index: int, err: KafkaError | None, offset: int) -> None:
+            reports[index] = (err, offset)
+            if next(arrived) == total:
+                on_delivery(reports)
+
+        def report(index: int, err: KafkaError | None, msg: Message) -> None:
+            offset = msg.offset() if err is None else None
+            arrive(index, err, -1 if offset is None else offset)
+
+        produce, topic = self._producer.produce, self.topic
+        for index, (key, value, headers) in enumerate(records):
+            while True:
+                try:
+                    produce(
+                        topic,
+                        key=key,
+                        value=value,
+                        partition=partition,
+                        headers=headers,  # type: ignore[arg-type]  # stub is invariant in the tuple type
+                        on_delivery=partial(report, index),  # a partial costs less than a closure
+                    )
+                    break
+                except BufferError:
+                    # Local queue full: wait for the poll thread to drain delivery reports.
+                    time.sleep(0.005)
+                except KafkaException as exc:
+                    error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                    error = error or KafkaError(KafkaError._FAIL, str(exc))
+                    for rest in range(index, total):
+                        arrive(rest, error, -1)
+                    return
+
+    def _poll_loop(self) -> None:
+        # Learn the log topic's metadata now: a producer that first hears of a topic at its first
+        # record takes about 0.7 s to deliver it (measured on the local broker), and a shard's
+        # first record is the ShardEpoch that ends its load, so every failover waited that long.
+        with contextlib.suppress(KafkaException):
+            # Briefly: close() joins this thread, and without an answer the first record asks anyway.
+            self._producer.list_topics(self.topic, timeout=2)
+        while not self._stop.is_set():
+            self._producer.poll(0.05)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Deliver what can be within ``timeout``, then report the rest failed (purged): every
+        append gets its report, so no shard waits for one that never comes. The poll thread is
+        stopped first, so only this thread touches the producer from then on."""
+        self._producer.flush(timeout)
+        self._stop.set()
+        self._thread.join()  # it polls in 50 ms steps; the metadata probe takes up to 2 s
+        self._producer.purge()
+        self._producer.flush(0)  # serves the purged records' delivery reports
+
+
+# Callbacks receive (partition, generation, ...).
+RecordsCallback = Callable[[int, int, list[Message]], None]
+ErrorCallback = Callable[[int, int, KafkaError], None]
+LoadedCallback = Callable[[int, int, LoadResult | LoadFailed], None]
+
+
+TAILER_SETTINGS: dict[str, Any] = {
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "enable.partition.eof": True,
+    "isolation.level": "read_uncommitted",
+    "auto.offset.reset": "earliest",
+    # Responses wait on this reader: a long broker-side fetch wait is added latency.
+    "fetch.wait.max.ms": 5,
+    "fetch.error.backoff.ms": 20,
+    # Once more than queued.min.messages wait in librdkafka's queue, it stops fetching for this
+    # long (default 1 s). A load replays slower than librdkafka fetches, so with the default
+    # every ~100k records of a load cost up to a second of idle waiting (200k records loaded in
+    # 1.8 s; 0.6-1.1 s with 10 ms).
+    "fetch.queue.backoff.ms": 10,
+}
+
+
+class CollectorPause:
+    """Holds CPython's cyclic garbage collector off while a load is read.
+
+    A load makes a few objects per record (the message, its header list) that reference
+    counting frees; none can form a cycle, yet they set off collections, and each of the full
+    ones walks every object of the process. Measured on the runtime bench: one or two full
+    collections per 100k records, 16-35 ms each with this bench's small heap, a fifth of the
+    load; a coordinator holding many groups walks more. Cycles made meanwhile by the rest of
+    the process are collected once the collector is back on. Only the reader's thread pauses
+    and resumes; it never turns on a collector that was off before it paused it.
+    """
+
+    def __init__(self) -> None:
+        self._paused = False
+
+    def pause(self) -> None:
+        if not self._paused and gc.isenabled():
+            gc.disable()
+            self._paused = True
+
+    def resume(self) -> None:
+        if self._paused:
+            self._paused = False
+            gc.enable()
+
+
+# How long the reader blocks waiting for a record: also how long a command (a shard to load)
+# may wait while the reader tails idle partitions, as nothing can wake a blocked poll. 10 ms
+# rather than 50 costs an idle process with 16 shards 2.5% of a core instead of 2.1% (measured).
+_IDLE_POLL_S = 0.01
+
+
+class LogTailer:
+    """One consumer that reads every owned partition of the log from offset 0 and then tails it.
+
+    It runs each partition's load (a ``ShardLoad``) on its own thread, reports the load's one
+    result (``on_loaded``), then the records read after it (``on_records``) and partition errors. ``stall()`` makes it stop
+    reading without dropping anything, so tests can show that responses wait for the log.
+    """
+
+    def __init__(
+        self,
+        client_config: dict[str, Any],
+        topic: str,
+        on_records: RecordsCallback,
+        on_loaded: LoadedCallback,
+        on_error: ErrorCallback,
+        group_id: str = "groupcoord-tailer",
+    ) -> None:
+        self.topic = topic
+        self._on_records = on_records
+        self._on_loaded = on_loaded
+        self._on_error = on_error
+        self._consumer = Consumer({**client_config, "group.id": group_id, **TAILER_SETTINGS})
+        self._commands: queue.SimpleQueue[tuple[str, int, int, ShardLoad | None]] = queue.SimpleQueue()
+        # partition -> generation of the assignment being read
+        self._assigned: dict[int, int] = {}
+        # partition -> its load, run on this thread until the end of the partition
+        self._loading: dict[int, ShardLoad] = {}
+        # Set with every command: an idle reader waits on it rather than sleeping, so a shard's
+        # load starts as soon as it is asked for.
+        self._wake = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
+        self._collector = CollectorPause()
+        self._stalled = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="log-tailer", daemon=True)
+        self._thread.start()
+
+    def load(self, partition: int, generation: int, load: ShardLoad) -> None:
+        """Read ``partition`` from offset 0 into ``load``, then tail it; callbacks carry
+        ``generation`` so stale ones can be told apart.
+
+        The load's records, up to the end of the partition, are fed to it on this thread, where
+        they are read, and the load ended here too: handing every batch of a load over to the
+        loop thread cost a quarter of the load's time (the records made on one thread, taken
+        apart on another). ``on_loaded`` reports its result (or ``LoadFailed``); this thread
+        does not touch the load after that, nor after a new command for the partition. The
+        records after the end go to ``on_records``."""
+        self._commands.put(("assign", partition, generation, load))
+        self._wake.set()
+
+    def unassign(self, partition: int) -> None:
+        self._commands.put(("unassign", partition, -1, None))
+        self._wake.set()
+
+    def stall(self, timeout: float = 5.0) -> None:
+        """Stop reading; returns once the reader thread has stopped (nothing more is delivered)."""
+        self._stalled.clear()
+        self._running.clear()
+        self._stalled.wait(timeout)
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def _apply_commands(self) -> None:
+        while True:
+            try:
+                op, partition, generation, load = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            self._loading.pop(partition, None)
+            if partition in self._assigned:
+                self._consumer.incremental_unassign([TopicPartition(self.topic, partition)])
+                del self._assigned[partition]
+            if op == "assign":
+                # Assigning always restarts from offset 0: that is what a (re)load is. Offset 0
+                # rather than OFFSET_BEGINNING: the latter first asks the broker for the log's start,
+                # which cost half of the loads measured here half a second before the first record;
+                # a log that no longer starts at 0 is out of range and auto.offset.reset takes the
+                # reader to its earliest record.
+                self._consumer.incremental_assign([TopicPartition(self.topic, partition, 0)])
+                self._assigned[partition] = generation
+                if load is not None:
+                    self._loading[partition] = load
+
+    def _loop(self) -> None:
+        try:
+            self._read_until_stopped()
+        finally:  # whatever ends this thread must not leave the process without its collector
+            self._collector.resume()
+
+    def _read_until_stopped(self) -> None:
+        while not self._stop.is_set():
+            # Held off only while a load's records keep coming: while waiting on the broker,
+            # stalled, or tailing, the collector runs as usual.
+            if self._read_once():
+                self._collector.pause()
+            else:
+                self._collector.resume()
+
+    def _read_once(self) -> bool:
+        """Apply the commands, read what there is and deliver it; whether a load was fed."""
+        self._apply_commands()
+        if not self._running.is_set():
+            self._stalled.set()
+            time.sleep(0.01)
+            return False
+        if not self._assigned:
+            self._wake.wait(0.05)
+            self._wake.clear()  # the commands are in the queue, applied first thing
+            return False
+        try:
+            # consume() with a timeout waits for a full batch; take what is there and
+            # block only on the first record, so a lone record is delivered at once.
+            messages = self._consumer.consume(num_messages=2000, timeout=0)
+            if not messages:
+                first = self._consumer.poll(_IDLE_POLL_S)
+                if first is not None:
+                    messages = [first, *self._consumer.consume(num_messages=1999, timeout=0)]
+        except KafkaException as exc:
+            log.warning("log tailer consume failed: %s", exc)
+            time.sleep(0.1)
+            return False
+        if not self._deliver_plain(messages):
+            self._deliver_mixed(messages)
+        return bool(messages) and bool(self._loading)
+
+    def _deliver_mixed(self, messages: list[Message]) -> None:
+        """Deliver records of several partitions, or with errors (the end of a partition among them)."""
+        by_partition: dict[int, list[Message]] = {}
+        for msg in messages:
+            err = msg.error()
+            partition = msg.partition()
+            if partition is None:
+                if err is not None:
+                    log.warning("log tailer error: %s", err)
+                continue
+            generation = self._assigned.get(partition)
+            if generation is None:
+                continue
+            if err is None:
+                by_partition.setdefault(partition, []).append(msg)
+                continue
+            pending = by_partition.pop(partition, None)
+            if pending:
+                self._deliver(partition, generation, pending)
+            if err.code() == KafkaError._PARTITION_EOF:
+                # The load is read (the end of a partition being tailed says nothing new).
+                load = self._loading.pop(partition, None)
+                if load is not None:
+                    self._on_loaded(partition, generation, load.end(msg.offset() or 0))
+            else:
+                self._on_error(partition, generation, err)
+        for partition, batch in by_partition.items():
+            self._deliver(partition, self._assigned[partition], batch)
+
+    def _deliver_plain(self, messages: list[Message]) -> bool:
+        """Deliver the common batch, records of one assigned partition and no error, as a whole
+        (a load reads many thousands of them: checked with C-level calls, not record by record)."""
+        if not messages:
+            return True
+        partition = messages[0].partition()
+        if partition is None or partition not in self._assigned:
+            return False
+        generation = self._assigned[partition]
+        # any(), not a count of None: KafkaError's == leaves an exception set when compared with None.
+        if any(map(Message.error, messages)):
+            return False
+        if list(map(Message.partition, messages)).count(partition) != len(messages):
+            return False
+        self._deliver(partition, generation, messages)
+        return True
+
+    def _deliver(self, partition: int, generation: int, messages: list[Message]) -> None:
+        load = self._loading.get(partition)
+        if load is None:
+            self._on_records(partition, generation, messages)
+            return
+        try:
+            load.feed(messages)
+        except LoadFailed as exc:
+            del self._loading[partition]
+            self._on_loaded(partition, generation, exc)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._running.set()
+        self._wake.set()
+        self._thread.join(5)
+        self._consumer.close()

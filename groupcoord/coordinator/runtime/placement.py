@@ -1,0 +1,502 @@
+"""Which process owns which shard, decided by the backing cluster (DESIGN.md, "Many coordinator processes").
+
+Every ``groupcoord serve`` process joins one consumer group of the backing cluster, subscribed to
+the log topic. The group's membership and failure detection are the cluster's; this module only
+relays them: partitions assigned to the process are shards it must load and serve, partitions
+revoked (or lost) are shards it must drop. The consumer never reads data: every assigned partition
+is paused at once.
+
+Routing needs two more facts, both kept in the backing cluster as well:
+
+- who owns a shard: right after an assignment the owner commits, for each of its partitions in the
+  placement group, an offset equal to its node id (the broker keeps these and any process can read
+  them with one OffsetFetch; a commit from a member that has been replaced is refused by the group);
+- where a node id listens: each process appends ``node id -> advertised host:port`` to a small
+  compacted directory topic, which every process reads from the start and tails.
+
+(Offset metadata would be the natural place for the address, but the local broker drops it, and
+its DescribeGroups lists no members; offsets and a directory topic work on every broker.)
+
+Everything here runs on one background thread; the callbacks it calls are the caller's to make
+thread-safe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import re
+import threading
+import time
+import uuid
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from groupcoord.coordinator.logs import drain
+from groupcoord.coordinator.runtime.group_offsets import GroupOffsetsQuery
+
+log = logging.getLogger(__name__)
+
+# Kafka's node ids for real brokers are small; coordinator processes take ids from this range
+# (see GatewayConfig.coordinator_node_id for the limits the Java client imposes).
+NODE_ID_BASE = 1_000_000
+NODE_ID_SPAN = 1_000_000
+
+
+def derived_node_id(host: str, port: int) -> int:
+    """A node id that is the same each time a process is started with the same address."""
+    return NODE_ID_BASE + zlib.crc32(f"{host}:{port}".encode()) % NODE_ID_SPAN
+
+
+def derived_instance_id(host: str, port: int) -> str:
+    """``group.instance.id`` allows only ASCII letters, digits, '.', '_' and '-'."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", f"groupcoord-{host}-{port}")
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    node_id: int
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class Incarnation:
+    """One process behind a node id, as its directory entry says (``Placement._register``): its
+    member of the placement group (None until its first assignment), and where it runs, so that a
+    process restarted on the same address can tell its predecessor is gone (``PeerWatch``)."""
+
+    incarnation: str
+    member_id: str | None = None
+    instance_id: str | None = None
+    boot_id: str = ""  # the kernel's boot id and network namespace: same machine, same boot, same network
+    bound: str = ""  # the address its listener is bound to, as host:port
+
+
+def boot_id() -> str:
+    """This boot of this machine, and the network namespace (containers on one host each have
+    their own, where the same address can be bound twice); empty where neither can be read."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+        return f"{boot}/{os.readlink('/proc/self/ns/net')}"
+    except OSError:
+        return ""
+
+
+@dataclass(frozen=True)
+class PlacementConfig:
+    log_topic: str
+    group_id: str
+    directory_topic: str
+    instance_id: str | None
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    assignment_strategy: str
+    refresh_interval_ms: int
+    replication_factor: int = 1
+    # Node ids are derived from addresses (``derived_node_id``): a directory entry whose address
+    # does not derive its node id is not that node's (see ``_vouched``).
+    derived_node_ids: bool = False
+    # The address this process's listener is bound to (host:port), for its directory entry.
+    bound: str = ""
+
+
+# Called on the placement thread with the partitions concerned.
+AssignCallback = Callable[[list[int]], None]
+RevokeCallback = Callable[[list[int], bool], None]  # (partitions, lost)
+
+
+def ensure_directory_topic(client_config: dict[str, Any], topic: str, replication_factor: int) -> None:
+    admin = AdminClient(dict(client_config))
+    try:
+        ensure_directory_topic_on(admin, topic, replication_factor)
+    finally:
+        drain(admin)  # its queued librdkafka log lines
+
+
+def ensure_directory_topic_on(admin: AdminClient, topic: str, replication_factor: int) -> None:
+    if topic in admin.list_topics(timeout=10).topics:
+        return
+    futures = admin.create_topics(
+        [NewTopic(topic, 1, replication_factor, config={"cleanup.policy": "compact"})], request_timeout=30
+    )
+    try:
+        futures[topic].result(timeout=30)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise
+
+
+class Placement:
+    """Membership of this process in the placement group; see the module docstring."""
+
+    def __init__(
+        self,
+        client_config: dict[str, Any],
+        config: PlacementConfig,
+        me: Node,
+        on_assigned: AssignCallback,
+        on_revoked: RevokeCallback,
+        reader_config: dict[str, Any] | None = None,
+    ) -> None:
+        self.client_config = dict(client_config)
+        # The consumers' config (see ``CoordinatorRuntime.reader_config``).
+        self.reader_config = dict(reader_config if reader_config is not None else client_config)
+        self.config = config
+        self.me = me
+        self._on_assigned = on_assigned
+        self._on_revoked = on_revoked
+        # Written on the placement thread, read anywhere: each is replaced whole, never mutated.
+        self.owners: dict[int, int] = {}  # partition -> node id (as last committed)
+        self.nodes: dict[int, Node] = {me.node_id: me}
+        self.assigned: frozenset[int] = frozenset()
+        # node id -> the process behind it, from the directory (this process's own entry excluded)
+        self.incarnations: dict[int, Incarnation] = {}
+        # Earlier processes with this node id on this machine and address (restarted after a crash).
+        self.predecessors: list[Incarnation] = []
+        self.me_now = Incarnation(uuid.uuid4().hex, None, config.instance_id, boot_id(), config.bound)
+        self.rebalances = 0
+        self._announce: set[int] = set()
+        self._refresh_now = threading.Event()
+        self._reannounce = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._consumer: Consumer | None = None
+        self._directory: Consumer | None = None
+        self._owners_query: GroupOffsetsQuery | None = None
+        self._producer: Producer | None = None
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def start(self, before_join: Callable[[], None] | None = None) -> None:
+        """Register the address, then join the group (the cluster must be reachable).
+        ``before_join`` runs once the directory and the owners can be read, before the join."""
+        ensure_directory_topic(self.client_config, self.config.directory_topic, self.config.replication_factor)
+        # No metadata request of this producer may create the directory (see ``ClusterWatch``).
+        self._producer = Producer(
+            {**self.client_config, "acks": "all", "linger.ms": 0, "allow.auto.create.topics": False}
+        )
+        self._register()
+        if self._producer.flush(30) > 0:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "directory registration not acknowledged"))
+        self._directory = Consumer(
+            {
+                **self.reader_config,
+                "group.id": f"{self.config.group_id}-directory",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 100,
+                # A directory created again (after the cluster lost it) starts below our position.
+                "auto.offset.reset": "earliest",
+            }
+        )
+        self._directory.assign([TopicPartition(self.config.directory_topic, 0, OFFSET_BEGINNING)])
+        self._owners_query = GroupOffsetsQuery(self.client_config, self.config.group_id)
+        if before_join is not None:
+            before_join()
+        consumer_config: dict[str, Any] = {
+            **self.reader_config,
+            "group.id": self.config.group_id,
+            "client.id": f"groupcoord-placement-{self.me.node_id}",
+            "partition.assignment.strategy": self.config.assignment_strategy,
+            "session.timeout.ms": self.config.session_timeout_ms,
+            "heartbeat.interval.ms": self.config.heartbeat_interval_ms,
+            # Also the rebalance timeout: how long a rebalance waits for members that do not
+            # rejoin (a process killed with -9). The loop polls every 100 ms, so it is never hit
+            # by a live process.
+            "max.poll.interval.ms": self.config.session_timeout_ms,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "latest",
+        }
+        if self.config.instance_id:
+            consumer_config["group.instance.id"] = self.config.instance_id
+        self._consumer = Consumer(consumer_config)
+        self._consumer.subscribe(
+            [self.config.log_topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._lost
+        )
+        self._thread = threading.Thread(target=self._loop, name="placement", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        for client in (self._consumer, self._directory):
+            if client is not None:
+                try:
+                    client.close()
+                except (KafkaException, RuntimeError) as exc:
+                    log.warning("placement client close failed: %s", exc)
+        if self._producer is not None:
+            self._producer.flush(1)
+
+    def refresh_soon(self) -> None:
+        self._refresh_now.set()
+
+    def reannounce(self) -> None:
+        """Register the address again (the cluster came back, maybe without the directory's
+        records) and look for the log topic now rather than at the next metadata refresh."""
+        self._reannounce.set()
+        self._refresh_now.set()
+
+    def _register(self) -> None:
+        assert self._producer is not None
+        me = self.me_now
+        entry = {
+            "host": self.me.host,
+            "port": self.me.port,
+            "incarnation": me.incarnation,
+            "member": me.member_id,
+            "instance": me.instance_id,
+            "boot": me.boot_id,
+            "bound": me.bound,
+        }
+        self._producer.produce(
+            self.config.directory_topic, key=str(self.me.node_id).encode(), value=json.dumps(entry).encode()
+        )
+
+    # --- lookups (any thread) ------------------------------------------------------------------
+
+    def owner(self, partition: int) -> Node | None:
+        if partition in self.assigned:
+            return self.me
+        node_id = self.owners.get(partition)
+        if node_id is None or node_id == self.me.node_id:
+            # Our own old commit for a shard we no longer hold says nothing about its owner now.
+            return None
+        return self.nodes.get(node_id)
+
+    def confirm_owner(self, partition: int) -> bool:
+        """Re-read the owners from the cluster: is this process still the one that announced
+        ``partition`` last? (Blocking; not for the event loop.)"""
+        self._refresh_owners()
+        return partition in self.assigned and self.owners.get(partition, self.me.node_id) == self.me.node_id
+
+    def live_nodes(self) -> list[Node]:
+        """Processes that own at least one shard, this one first."""
+        ids = {n for n in self.owners.values() if n != self.me.node_id}
+        return [self.me, *(self.nodes[i] for i in sorted(ids) if i in self.nodes)]
+
+    # --- consumer callbacks (placement thread) -------------------------------------------------
+
+    def _assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.rebalances += 1
+        mine = sorted(tp.partition for tp in partitions)
+        if self.config.assignment_strategy != "cooperative-sticky":
+            # Eager: the assignment is the whole set; anything not in it must go first.
+            stale = sorted(self.assigned - set(mine))
+            if stale:
+                self.assigned = frozenset(self.assigned - set(stale))
+                self._on_revoked(stale, False)
+        if self.config.assignment_strategy == "cooperative-sticky":
+            consumer.incremental_assign(partitions)
+        else:
+            consumer.assign(partitions)
+        if partitions:
+            consumer.pause(partitions)
+        self.assigned = frozenset(self.assigned | set(mine))
+        self._announce |= set(mine)
+        member_id = consumer.memberid()
+        if member_id and member_id != self.me_now.member_id:
+            # Peers need it to remove this process from the group should it die (``PeerWatch``).
+            self.me_now = dataclasses.replace(self.me_now, member_id=member_id)
+            self._reannounce.set()
+        if mine:
+            self._on_assigned(mine)
+        self._refresh_now.set()
+
+    def _revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._drop(consumer, partitions, lost=False)
+
+    def _lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._drop(consumer, partitions, lost=True)
+
+    def _drop(self, consumer: Consumer, partitions: list[TopicPartition], lost: bool) -> None:
+        self.rebalances += 1
+        gone = sorted(tp.partition for tp in partitions)
+        # The moment this process learns of a rebalance (the drill's breakdown reads this line).
+        log.info("placement rebalance: %s %s", "lost" if lost else "revoked", gone)
+        eager = self.config.assignment_strategy != "cooperative-sticky"
+        if eager and not lost and not self._stop.is_set():
+            # An eager rebalance revokes everything, though most shards come straight back. They
+            # keep serving until the new assignment says which go (``_assign`` drops those): a
+            # new owner can only start once that assignment exists, and the shard epochs in the
+            # log fence whatever this process writes after the new owner's epoch record.
+            pass
+        else:
+            # Stop serving before the rebalance can hand the shards to another process.
+            self.assigned = frozenset(self.assigned - set(gone))
+            self._announce -= set(gone)
+            if gone:
+                self._on_revoked(gone, lost)
+        try:
+            if self.config.assignment_strategy == "cooperative-sticky":
+                consumer.incremental_unassign(partitions)
+            else:
+                consumer.unassign()
+        except KafkaException as exc:
+            log.debug("placement unassign: %s", exc)
+        self._refresh_now.set()
+
+    # --- the loop ------------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        assert self._consumer is not None and self._directory is not None
+        next_refresh = 0.0
+        while not self._stop.is_set():
+            try:
+                msg = self._consumer.poll(0.1)
+                if msg is not None and msg.error() is not None:
+                    log.warning("placement consumer: %s", msg.error())
+                self._read_directory()
+                if self._reannounce.is_set():
+                    self._reannounce.clear()
+                    self._register()
+                    # A subscription learns of a topic created again only at its next metadata refresh.
+                    self._consumer.list_topics(self.config.log_topic, timeout=5)
+                if self._announce:
+                    self._commit_ownership()
+                now = time.monotonic()
+                if self._refresh_now.is_set() or now >= next_refresh:
+                    self._refresh_now.clear()
+                    self._refresh_owners()
+                    next_refresh = now + self.config.refresh_interval_ms / 1000
+            except Exception as exc:  # the thread must outlive any one failed call
+                log.warning("placement loop: %r", exc)
+                time.sleep(0.2)
+
+    def catch_up_directory(self, timeout_s: float) -> None:
+        """Read the directory until it has nothing more (it holds this process's own entry at
+        least), or for ``timeout_s``. (Placement thread, or before the join.)"""
+        deadline = time.monotonic() + timeout_s
+        read = 0
+        while time.monotonic() < deadline:
+            got = self._read_directory(0.5)
+            if got == 0 and read > 0:
+                return
+            read += got
+
+    def refresh_owners(self) -> None:
+        """Re-read the owners now. (Placement thread, or before the join.)"""
+        self._refresh_owners()
+
+    def _read_directory(self, timeout: float = 0) -> int:
+        assert self._directory is not None
+        messages = self._directory.consume(num_messages=500, timeout=timeout)
+        if not messages:
+            return 0
+        nodes = dict(self.nodes)
+        incarnations = dict(self.incarnations)
+        for msg in messages:
+            if msg.error() is not None or msg.key() is None:
+                continue
+            try:
+                node_id = int(msg.key() or b"")
+                value = msg.value()
+                if value is None:
+                    nodes.pop(node_id, None)
+                    incarnations.pop(node_id, None)
+                    continue
+                entry = json.loads(value)
+                node = Node(node_id, str(entry["host"]), int(entry["port"]))
+                incarnation = _incarnation(entry)
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning("ignoring a malformed directory record: %s", exc)
+                continue
+            if node_id == self.me.node_id:
+                # This process's own entry always comes from itself; an earlier process's entry
+                # for the same node id may name a member it left in the group (``PeerWatch``).
+                if incarnation is not None and incarnation.incarnation != self.me_now.incarnation:
+                    self.predecessors = [*self.predecessors, incarnation][-8:]
+                continue
+            if self._vouched(node):
+                nodes[node_id] = node
+                if incarnation is not None:
+                    incarnations[node_id] = incarnation
+                else:
+                    incarnations.pop(node_id, None)
+            else:
+                log.warning(
+                    "ignoring a directory record for node %s at %s:%s: its address does not give that node id",
+                    node.node_id,
+                    node.host,
+                    node.port,
+                )
+        nodes[self.me.node_id] = self.me
+        self.nodes = nodes
+        self.incarnations = incarnations
+        return len(messages)
+
+    def _vouched(self, node: Node) -> bool:
+        """Whether a directory entry may be used for routing.
+
+        The directory only says where a node id listens; which node ids exist is placement's word
+        (``owner`` and ``live_nodes`` route only to node ids that committed ownership in the
+        placement group, so an entry for any other id is never used). With derived node ids the
+        address must also give the node id: a record pointing a live process's id elsewhere is
+        ignored. The directory's integrity beyond that rests on the cluster: only the sidecar's
+        principal may write it (README).
+        """
+        return not self.config.derived_node_ids or derived_node_id(node.host, node.port) == node.node_id
+
+    def _commit_ownership(self) -> None:
+        assert self._consumer is not None
+        wanted = sorted(self._announce & self.assigned)
+        if not wanted:
+            self._announce.clear()
+            return
+        offsets = [TopicPartition(self.config.log_topic, p, self.me.node_id) for p in wanted]
+        try:
+            self._consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            # A rebalance in progress refuses commits; the next assignment announces again.
+            log.info("placement ownership commit refused (%s); retrying", exc)
+            return
+        self._announce -= set(wanted)
+        self._refresh_now.set()
+
+    def _refresh_owners(self) -> None:
+        assert self._owners_query is not None
+        # The admin client and the producer are polled nowhere else: hand over their log lines.
+        self._owners_query.drain()
+        if self._producer is not None:
+            drain(self._producer)
+        try:
+            result = self._owners_query.ask(timeout=10)
+        except (KafkaException, TimeoutError) as exc:
+            log.info("placement owners refresh failed: %r", exc)
+            return
+        owners: dict[int, int] = {}
+        for tp in result.topic_partitions or []:
+            if tp.topic == self.config.log_topic and tp.error is None and tp.offset >= NODE_ID_BASE:
+                owners[tp.partition] = tp.offset
+        self.owners = owners
+
+
+def _incarnation(entry: dict[str, Any]) -> Incarnation | None:
+    """The process behind a directory entry; None for an entry written before entries named it."""
+    if "incarnation" not in entry:
+        return None
+    member, instance = entry.get("member"), entry.get("instance")
+    return Incarnation(
+        str(entry["incarnation"]),
+        None if member is None else str(member),
+        None if instance is None else str(instance),
+        str(entry.get("boot", "")),
+        str(entry.get("bound", "")),
+    )

@@ -1,0 +1,735 @@
+"""One shard: a log partition as a replicated state machine (DESIGN.md, "Write path and read path").
+
+All methods run on the runtime's asyncio loop thread, so state is touched by one thread only.
+
+- ``live`` is the state including writes not yet committed; write handlers see it, so the next
+  event sees the previous one's effect.
+- ``committed`` is the replay of what the tailing reader has read back from the log, i.e. the
+  committed prefix; reads are served from it, and once the reader has caught up the two are equal
+  (invariant 3, checked by ``replay_matches``).
+- Writes queued in the same loop iteration are appended together (adaptive batching); each
+  handler's records form one atomic batch in the log.
+- A response is released only when the reader has read past the handler's last record (or, for a
+  handler that wrote nothing, past everything written before it).
+
+The shard reaches the outside world only through a ``ShardHost`` (the runtime in production, a
+simulated log in ``tests/sim``), so the whole write and read path runs without a broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import itertools
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from confluent_kafka import KafkaError, Message
+
+from groupcoord.coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer, ShardState, TimerOp
+from groupcoord.coordinator.runtime.clock import Clock
+from groupcoord.coordinator.runtime.headers import Headers, batch_headers
+from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
+from groupcoord.coordinator.runtime.replayer import LogReplayer
+from groupcoord.records import CoordinatorRecord, encode
+
+log = logging.getLogger(__name__)
+
+S = TypeVar("S", bound=ShardState)
+T = TypeVar("T")
+
+
+class ShardHandlers(Protocol[S]):
+    """What the runtime needs from the state machine beyond request handlers."""
+
+    def create_state(self) -> S: ...
+
+    def on_loaded(self, state: S, now_ms: int) -> Result[None]: ...
+
+    def on_timer(self, state: S, event: Any, now_ms: int) -> Result[None]: ...
+
+
+# (index of the record in its append call, error or None, offset it was written at or -1)
+DeliveryReport = Callable[[int, KafkaError | None, int], None]
+LogRecord = tuple[bytes, bytes | None, Headers]
+
+
+class ShardHost(Protocol):
+    """What a shard needs from its owner: a loop and a clock, and the log partition it writes
+    and reads. ``CoordinatorRuntime`` implements it over Kafka; ``tests/sim`` over a simulated log."""
+
+    loop: asyncio.AbstractEventLoop
+    clock: Clock
+    owner_id: str  # written into ShardEpoch records: who owns the shard since that epoch
+    topic: str
+    # The largest record (key + value + headers) the log accepts; larger ones are refused
+    # before they touch any state.
+    max_record_bytes: int
+
+    def append(self, partition: int, records: list[LogRecord], on_delivered: DeliveryReport) -> None:
+        """Append in order. Never raises: every record gets exactly one ``on_delivered`` call, on
+        the loop thread, including records the writer refused synchronously. The host replaces
+        a writer that failed fatally (a fenced idempotent producer) before reporting."""
+        ...
+
+    def load(self, partition: int, generation: int, load: ShardLoad) -> None:
+        """Run ``load`` over the partition from offset 0 (``ShardLoad.feed``, on one thread of
+        the host's choosing, then ``ShardLoad.end`` at the end of the partition) and report its
+        result with ``on_loaded``; then tail the partition, calling back ``on_records`` and
+        ``on_error``. Every callback carries ``generation`` and runs on the loop thread. One
+        call rather than a load and a tail: the reader goes on from the end without seeking."""
+        ...
+
+    def unassign(self, partition: int) -> None: ...
+
+    def may_reload(self, partition: int, reason: str) -> bool:
+        """Whether the shard may reload (and so claim a new epoch) on its own; with several
+        processes, placement decides who loads a shard."""
+        ...
+
+
+class ShardStatus(enum.Enum):
+    """What the shard's state means to its callers (errors, metrics, readiness)."""
+
+    LOADING = "loading"
+    ACTIVE = "active"
+    FAILED = "failed"
+    FENCED = "fenced"
+    CLOSED = "closed"
+
+
+class ShardPhase(enum.Enum):
+    """The shard's life, as Kafka's ``CoordinatorState``; ``TRANSITIONS`` says which moves are legal
+    and ``Shard._transition_to`` what entering each one entails."""
+
+    CLOSED = "closed"  # not loaded, or given up (unloaded)
+    LOADING = "loading"  # the partition is read into fresh states (a ``ShardLoad``)
+    CLAIMING = "claiming"  # the load's claim (its ShardEpoch) is appended, not yet read back
+    ACTIVE = "active"  # serving
+    DRAINING = "draining"  # reloading, once the appends still in flight are reported
+    FENCED = "fenced"  # another owner wrote a newer epoch, or placement decides whether it reloads
+    FAILED = "failed"  # the log could not be replayed
+
+    @property
+    def status(self) -> ShardStatus:
+        return _STATUS_OF[self]
+
+
+_STATUS_OF = {
+    ShardPhase.CLOSED: ShardStatus.CLOSED,
+    ShardPhase.LOADING: ShardStatus.LOADING,
+    ShardPhase.CLAIMING: ShardStatus.LOADING,
+    ShardPhase.ACTIVE: ShardStatus.ACTIVE,
+    ShardPhase.DRAINING: ShardStatus.LOADING,
+    ShardPhase.FENCED: ShardStatus.FENCED,
+    ShardPhase.FAILED: ShardStatus.FAILED,
+}
+
+_P = ShardPhase
+# Which phase may follow which. A (re)load may start from any phase; only a load's end claims,
+# only a claim read back serves, and only a shard that reads the log (loading, claiming or
+# serving) can find it unreadable. A reload may come at any time except after close (it waits in
+# DRAINING for the appends in flight, or stops as FENCED where placement decides).
+TRANSITIONS: dict[ShardPhase, frozenset[ShardPhase]] = {
+    _P.CLOSED: frozenset({_P.LOADING, _P.CLOSED}),
+    _P.LOADING: frozenset({_P.CLAIMING, _P.LOADING, _P.DRAINING, _P.FENCED, _P.FAILED, _P.CLOSED}),
+    _P.CLAIMING: frozenset({_P.ACTIVE, _P.LOADING, _P.DRAINING, _P.FENCED, _P.FAILED, _P.CLOSED}),
+    _P.ACTIVE: frozenset({_P.LOADING, _P.DRAINING, _P.FENCED, _P.FAILED, _P.CLOSED}),
+    _P.DRAINING: frozenset({_P.LOADING, _P.DRAINING, _P.FENCED, _P.CLOSED}),
+    _P.FENCED: frozenset({_P.LOADING, _P.DRAINING, _P.FENCED, _P.CLOSED}),
+    _P.FAILED: frozenset({_P.LOADING, _P.DRAINING, _P.FENCED, _P.CLOSED}),
+}
+
+
+class IllegalTransition(RuntimeError):
+    """A move the transition table does not allow: a bug in the runtime, never a client's doing."""
+
+
+class ShardObserver:
+    """Where a shard reports what it does, for metrics (``groupcoord.coordinator.observability.metrics``);
+    here every hook does nothing. Hooks run on the loop thread and must be cheap."""
+
+    def loaded(self, partition: int, seconds: float) -> None:
+        """A load finished and the shard is active."""
+
+    def transitioned(self, shard: Shard[Any], before: ShardPhase, after: ShardPhase) -> None:
+        """The shard changed phase (``Shard._transition_to``)."""
+
+    def dequeued(self, waited_s: float) -> None:
+        """An event left the queue for its handler after waiting ``waited_s``."""
+
+    def processed(self, state: Any, records: list[CoordinatorRecord], cause: object, seconds: float) -> None:
+        """A handler returned ``records`` (not yet replayed into ``state``, the live state);
+        ``cause`` is the timer event of a timer's handler, None for a request's."""
+
+    def released(self, waited_s: float) -> None:
+        """A write's answer was released once its records were read back, ``waited_s`` after its append."""
+
+    def flushed(self, seconds: float) -> None:
+        """A batch of appends was acknowledged by the log ``seconds`` after it was handed over."""
+
+
+_NO_OBSERVER = ShardObserver()
+
+
+class ShardNotAvailable(Exception):
+    """The shard cannot serve now; ``status`` says why (the service maps it to a Kafka error)."""
+
+    def __init__(self, partition: int, status: ShardStatus, detail: str = "") -> None:
+        super().__init__(f"shard {partition} is {status.value}{': ' + detail if detail else ''}")
+        self.partition = partition
+        self.status = status
+
+
+class AppendFailed(ShardNotAvailable):
+    """The operation's records were refused by the log (larger than it accepts); nothing of the
+    operation was applied and the shard keeps serving. Kafka answers this UNKNOWN_SERVER_ERROR."""
+
+    def __init__(self, partition: int, detail: str) -> None:
+        super().__init__(partition, ShardStatus.ACTIVE, detail)
+
+
+# Generations are unique in the process, not per shard object: a shard dropped on revocation and
+# created anew for the same partition (placement gave it back) would otherwise count from 1 again,
+# and the reader's callbacks for its predecessor, still queued on the loop, would pass for its own.
+_GENERATIONS = itertools.count(1)
+
+# Bytes a record carries beyond key, value and our headers once in a batch on the broker (record
+# and batch framing); kept as a margin so the size check errs on the side of refusing.
+_FRAMING_BYTES = 128
+
+
+@dataclass(slots=True)
+class _Pending:
+    last_offset: int
+    future: asyncio.Future[Any] | None
+    response: Any
+    completions: list[tuple[Hashable, Any]] | None = None
+    appended_at: float = 0.0  # perf_counter() at the append, for the purgatory-time metric
+    written_ms: int = 0  # the host clock at the append, for the stuck-shard watchdog
+
+
+# A record as the shard appended it, to know it again when it is read back: (record, key, value,
+# headers, epoch, (index, count) in its atomic batch or None, as its headers say). A plain tuple:
+# one is made per record written, and a NamedTuple's constructor cost 3% of a commit-heavy run.
+_Written = tuple[CoordinatorRecord, bytes, "bytes | None", Headers, int, "tuple[int, int] | None"]
+
+
+class _Timer:
+    """A timer of the shard's handlers: ``event`` is due at ``deadline_ms``; the loop's ``handle``
+    fires at ``armed_ms``, which is never later (see ``Shard._apply_timers``)."""
+
+    __slots__ = ("deadline_ms", "event", "armed_ms", "handle")
+
+    def __init__(self, deadline_ms: int, event: Any) -> None:
+        self.deadline_ms = deadline_ms
+        self.event = event
+        self.armed_ms = deadline_ms
+        self.handle: asyncio.TimerHandle | None = None
+
+    def cancel(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+
+
+@dataclass(slots=True)
+class LoadReport:
+    partition: int
+    records: int
+    seconds: float  # until the shard serves: the log read and replayed, and our ShardEpoch read back
+    epoch: int
+    read_seconds: float = 0.0  # until the end of the log was read and replayed
+
+
+class Shard(Generic[S]):
+    def __init__(self, host: ShardHost, partition: int, handlers: ShardHandlers[S]) -> None:
+        self.host = host
+        self.partition = partition
+        self.handlers = handlers
+        self.phase = ShardPhase.CLOSED
+        self.error: str | None = None
+        self.generation = 0
+        self.epoch = 0
+        self.live: S = handlers.create_state()
+        self.committed: S = handlers.create_state()
+        self.next_offset = 0  # offset the next appended record will get
+        self.committed_offset = 0  # offset the reader will read next
+        self.load_report: LoadReport | None = None
+        self._load: ShardLoad | None = None  # while LOADING
+        self._load_started = 0.0
+        self._read_seconds = 0.0
+        # The tailing replayer, handed over by the load once it has claimed the shard.
+        self._replayer = LogReplayer(host.topic, partition, [])
+        self.observer: ShardObserver = _NO_OBSERVER
+        # (handler, its future, the timer event that caused it or None, perf_counter() when queued)
+        self._queue: list[tuple[Callable[[S, int], Result[Any]], asyncio.Future[Any], object, float]] = []
+        self._flush_scheduled = False
+        self._pending: deque[_Pending] = deque()
+        # offset -> our appends not yet read back
+        self._inflight: dict[int, _Written] = {}
+        self._parked: dict[Hashable, asyncio.Future[Any]] = {}
+        self._timers: dict[str, _Timer] = {}
+        self._loaded = asyncio.Event()
+        # Records handed to the host whose delivery has not been reported yet (any generation):
+        # a reload waits for them in DRAINING (see ``reload``).
+        self._unreported = 0
+        # Whether the watchdog warned that a written answer waits too long (``check_stuck``).
+        self.stuck = False
+
+    @property
+    def status(self) -> ShardStatus:
+        return self.phase.status
+
+    # --- lifecycle: one transition table --------------------------------------------------
+
+    def _transition_to(self, phase: ShardPhase, reason: str = "") -> None:
+        """Move to ``phase`` and do what entering it entails, all of it here (Kafka's ``transitionTo``)."""
+        before = self.phase
+        if phase not in TRANSITIONS[before]:
+            raise IllegalTransition(f"shard {self.partition}: {before.value} -> {phase.value} ({reason})")
+        self.phase = phase
+        self.observer.transitioned(self, before, phase)
+        if phase is ShardPhase.CLAIMING:
+            return
+        if phase is ShardPhase.ACTIVE:
+            self._loaded.set()
+            return
+        # Every other phase stops what the shard did: callbacks of the old generation are ignored
+        # from now on, whatever waits is failed with the new status, timers are dropped.
+        self.generation = next(_GENERATIONS)
+        self.error = None if phase is ShardPhase.LOADING else reason or None
+        self._load = None
+        self._fail_all(phase.status, reason)
+        self._cancel_timers()
+        if phase is ShardPhase.LOADING:
+            self._start_load()  # assigns the partition anew: no unassign first
+            return
+        self.host.unassign(self.partition)
+        if phase is not ShardPhase.DRAINING:
+            self._loaded.set()
+        if phase in (ShardPhase.FAILED, ShardPhase.FENCED):
+            log.error("shard %d %s: %s", self.partition, phase.value, reason)
+
+    def _start_load(self) -> None:
+        self.live = self.handlers.create_state()
+        self.committed = self.handlers.create_state()
+        self._inflight.clear()
+        self._loaded.clear()
+        self._load_started = time.perf_counter()
+        host = self.host
+        self._load = ShardLoad(host.topic, self.partition, self.committed, self.live, host.owner_id, host.clock)
+        # The host runs the load on a thread of its own: it is not touched here before ``on_loaded``.
+        host.load(self.partition, self.generation, self._load)
+
+    def load(self) -> None:
+        self._transition_to(ShardPhase.LOADING)
+
+    async def wait_loaded(self) -> None:
+        await self._loaded.wait()
+
+    def close(self) -> None:
+        self._transition_to(ShardPhase.CLOSED)
+
+    def _fail(self, reason: str) -> None:
+        self._transition_to(ShardPhase.FAILED, reason)
+
+    def _fence(self, epoch: int) -> None:
+        self._transition_to(ShardPhase.FENCED, f"epoch {epoch} written by another owner (ours is {self.epoch})")
+
+    def reload(self, reason: str) -> None:
+        """Rebuild both states from the log, e.g. after an append failed (the live state may hold
+        records the log does not). Appends still in flight are waited for first (DRAINING): one
+        landing after the reader had found the end of the log would reach the committed state only."""
+        log.warning("shard %d reloading from the log: %s", self.partition, reason)
+        if not self.host.may_reload(self.partition, reason):
+            # A reload claims a new epoch; with several processes only placement may decide that.
+            self._transition_to(ShardPhase.FENCED, f"stopped after {reason}; placement decides whether it reloads")
+        elif self._unreported > 0:
+            self._transition_to(ShardPhase.DRAINING, reason)
+        else:
+            self._transition_to(ShardPhase.LOADING, reason)
+
+    def _fail_all(self, status: ShardStatus, detail: str = "") -> None:
+        queued, self._queue = self._queue, []
+        pending, self._pending = self._pending, deque()
+        parked, self._parked = self._parked, {}
+        futures = (
+            [entry[1] for entry in queued] + [p.future for p in pending if p.future is not None] + list(parked.values())
+        )
+        for fut in futures:
+            if not fut.done():
+                fut.set_exception(ShardNotAvailable(self.partition, status, detail))
+
+    # --- host callbacks (on the loop thread) ---------------------------------------------
+
+    def on_loaded(self, generation: int, outcome: LoadResult | LoadFailed) -> None:
+        """The load's one result: claim the shard, or fail."""
+        if generation != self.generation or self.phase is not ShardPhase.LOADING or self._load is None:
+            return
+        load, self._load = self._load, None
+        if isinstance(outcome, LoadFailed):
+            self._fail(str(outcome))
+            return
+        self._read_seconds = outcome.read_seconds
+        self.next_offset = self.committed_offset = outcome.next_offset
+        self.epoch = outcome.epoch
+        self._transition_to(ShardPhase.CLAIMING)
+        fut: asyncio.Future[Any] = self.host.loop.create_future()
+        fut.add_done_callback(lambda done: self._claimed(generation, done))
+        # Appended before the survivors are decoded: what it says is known already, and the
+        # decoding then overlaps the append's round trip and read-back (which are handled on
+        # this thread only after it). Should a survivor prove unreadable, the shard fails
+        # with its epoch written: the previous owner is fenced, as it would be by any load.
+        self._append(outcome.claim, fut, None, atomic=False)
+        try:
+            self._replayer = load.tailing()
+        except LoadFailed as exc:
+            self._fail(str(exc))
+
+    def _claimed(self, generation: int, fut: asyncio.Future[Any]) -> None:
+        # Done callbacks run later: a reload may have started a new load meanwhile.
+        if generation != self.generation or fut.cancelled() or fut.exception() is not None:
+            return
+        self._transition_to(ShardPhase.ACTIVE)
+        self.load_report = LoadReport(
+            self.partition,
+            self._replayer.read,
+            time.perf_counter() - self._load_started,
+            self.epoch,
+            self._read_seconds,
+        )
+        self.observer.loaded(self.partition, self.load_report.seconds)
+        self.submit(lambda state, now: self.handlers.on_loaded(state, now))
+
+    def on_records(self, generation: int, messages: list[Message]) -> None:
+        """Records read after the load's end: ours (their offsets were noted at the append, so
+        they are not decoded again) or another writer's."""
+        if generation != self.generation or self.phase not in (ShardPhase.CLAIMING, ShardPhase.ACTIVE):
+            return
+        replayer = self._replayer
+        # Every record from the end of the load on is ours; the first offset holding another
+        # writer's record, if any:
+        foreign: int | None = None
+        inflight = self._inflight
+        try:
+            for msg in messages:
+                offset = msg.offset()
+                if offset is None or offset < replayer.next_offset:
+                    continue
+                key, value, headers = msg.key(), msg.value(), msg.headers()
+                ours = inflight.pop(offset, None)
+                # Skip decoding only if the record at this offset really is the one we wrote:
+                # another writer (a zombie, or the owner we fenced) may have taken the offset,
+                # even with the very same bytes (both handled the same heartbeat): the headers
+                # (its epoch) tell them apart, and the zombie's is fenced on replay.
+                decoded = None
+                if ours is not None and ours[1] == key and ours[2] == value and ours[3] == list(headers or ()):
+                    if replayer.feed_own(offset, ours[0], ours[4], ours[5]):
+                        continue
+                    decoded = ours[0]
+                if foreign is None and decoded is None and (ours is not None or offset >= self.next_offset):
+                    foreign = offset
+                replayer.feed(offset, key, value, headers, decoded)
+        except Exception as exc:  # a replay bug must not leave a half-applied state serving
+            self._fail(replayer.failure(exc))
+            return
+        self.committed_offset = replayer.next_offset
+        if self.phase is ShardPhase.ACTIVE and replayer.max_epoch > self.epoch:
+            self._fence(replayer.max_epoch)
+            return
+        if foreign is not None:
+            # Another writer (a zombie: older epochs are ignored by replay) moved our records
+            # to later offsets than we counted: the offsets read so far say nothing about them,
+            # so nothing may be released, and our offsets no longer match the log.
+            self.reload(f"another writer appended at offset {foreign}")
+            return
+        self._release()
+
+    def on_error(self, generation: int, error: KafkaError) -> None:
+        if generation != self.generation:
+            return
+        log.warning("shard %d reader error: %s", self.partition, error)
+        if error.fatal() or error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
+            self._fail(f"log partition unreadable: {error}")
+
+    def on_delivery(self, generation: int, expected: int, error: KafkaError | None, offset: int) -> None:
+        self._unreported = max(0, self._unreported - 1)
+        if generation == self.generation:
+            if error is not None:
+                self.reload(f"append failed: {error}")
+            elif offset != expected:
+                # Someone else appended to our partition: our state no longer matches the log.
+                self.reload(f"append landed at offset {offset}, expected {expected}")
+        if self.phase is ShardPhase.DRAINING and self._unreported == 0:
+            self._transition_to(ShardPhase.LOADING, self.error or "")
+
+    # --- write path ----------------------------------------------------------------------
+
+    def submit(self, op: Callable[[S, int], Result[T]], cause: object = None) -> asyncio.Future[T]:
+        """Queue a write handler; the future resolves once its records are committed."""
+        fut: asyncio.Future[T] = self.host.loop.create_future()
+        if self.status is not ShardStatus.ACTIVE:
+            fut.set_exception(ShardNotAvailable(self.partition, self.status, self.error or ""))
+            return fut
+        self._queue.append((op, fut, cause, time.perf_counter()))
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.host.loop.call_soon(self._flush)
+        return fut
+
+    async def write(self, op: Callable[[S, int], Result[T]]) -> T:
+        return await self.submit(op)
+
+    def read(self, fn: Callable[[S], T]) -> T:
+        """Run ``fn`` on the committed state."""
+        if self.status is not ShardStatus.ACTIVE:
+            raise ShardNotAvailable(self.partition, self.status, self.error or "")
+        return fn(self.committed)
+
+    def read_live(self, fn: Callable[[S], T]) -> T:
+        """Run ``fn`` on the live state: only for transient protocol state that is never
+        persisted (a classic group's rebalance in progress), which the committed state lacks."""
+        if self.status is not ShardStatus.ACTIVE:
+            raise ShardNotAvailable(self.partition, self.status, self.error or "")
+        return fn(self.live)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        queued, self._queue = self._queue, []
+        if self.status is not ShardStatus.ACTIVE:
+            for entry in queued:
+                if not entry[1].done():
+                    entry[1].set_exception(ShardNotAvailable(self.partition, self.status, self.error or ""))
+            return
+        now = self.host.clock.now_ms()
+        out: list[LogRecord] = []
+        first_offset = self.next_offset
+        observer = self.observer
+        for op, fut, cause, queued_at in queued:
+            if fut.done():
+                continue
+            started = time.perf_counter()
+            observer.dequeued(started - queued_at)
+            try:
+                result = op(self.live, now)
+                encoded = [encode(r) for r in result.records]
+            except Exception as exc:  # the handler wrote nothing: its caller gets the error
+                fut.set_exception(exc)
+                continue
+            # A failed append must never leave the live state ahead of the log. The one failure
+            # a request can provoke on purpose, a record larger than the log accepts, is caught
+            # here, before the records touch the live state or get offsets: only this operation
+            # fails and everything queued with it proceeds. Any other failure (refused by the
+            # writer anyway, or lost in delivery) reloads the shard, see ``on_delivery``.
+            oversized = self._oversized(encoded)
+            if oversized:
+                fut.set_exception(AppendFailed(self.partition, oversized))
+                continue
+            observer.processed(self.live, result.records, cause, time.perf_counter() - started)
+            try:
+                for r in result.records:
+                    self.live.replay(r)
+            except Exception as exc:
+                fut.set_exception(exc)
+                self.reload(f"replay of a new record failed: {exc!r}")
+                return
+            self._stage(result.records, encoded, out)
+            self._apply_timers(result.timers, now)
+            if isinstance(result.response, Park):
+                previous = self._parked.pop(result.response.token, None)
+                if previous is not None and not previous.done():
+                    previous.cancel()
+                self._parked[result.response.token] = fut
+                if result.completions:
+                    self._pending.append(
+                        _Pending(self.next_offset - 1, None, None, result.completions, time.perf_counter(), now)
+                    )
+            else:
+                self._pending.append(
+                    _Pending(
+                        self.next_offset - 1,
+                        fut,
+                        result.response,
+                        result.completions or None,
+                        time.perf_counter(),
+                        now,
+                    )
+                )
+        if out:
+            self._send(out, first_offset)
+        self._release()
+
+    def _append(
+        self, records: list[CoordinatorRecord], fut: asyncio.Future[Any], response: Any, atomic: bool = True
+    ) -> None:
+        first_offset = self.next_offset
+        out: list[LogRecord] = []
+        self._stage(records, [encode(r) for r in records], out, atomic)
+        now = self.host.clock.now_ms()
+        self._pending.append(_Pending(self.next_offset - 1, fut, response, None, time.perf_counter(), now))
+        self._send(out, first_offset)
+
+    def _stage(
+        self,
+        records: list[CoordinatorRecord],
+        encoded: list[tuple[bytes, bytes | None]],
+        out: list[LogRecord],
+        atomic: bool = True,
+    ) -> None:
+        """Give the records their offsets (remembered, so reading them back skips decoding) and
+        their headers: the shard epoch, and the batch position when they must apply together."""
+        count = len(records) if atomic else 1
+        epoch, inflight, offset = self.epoch, self._inflight, self.next_offset
+        headers_of = batch_headers(epoch, count)
+        for i, (record, (key, value)) in enumerate(zip(records, encoded, strict=True)):
+            if count > 1:
+                headers, batch = headers_of[i], (i, count)
+            else:
+                headers, batch = headers_of[0], None
+            inflight[offset] = (record, key, value, headers, epoch, batch)
+            out.append((key, value, headers))
+            offset += 1
+        self.next_offset = offset
+
+    def _oversized(self, encoded: list[tuple[bytes, bytes | None]]) -> str:
+        limit = self.host.max_record_bytes
+        for key, value in encoded:
+            size = len(key) + len(value or b"") + _FRAMING_BYTES
+            if size > limit:
+                return f"a record of {size} bytes is larger than the log accepts ({limit} bytes)"
+        return ""
+
+    def _send(self, out: list[LogRecord], first_offset: int) -> None:
+        generation = self.generation
+        self._unreported += len(out)
+        last, handed_at = len(out) - 1, time.perf_counter()
+
+        def delivered(index: int, err: KafkaError | None, offset: int) -> None:
+            if index == last:
+                self.observer.flushed(time.perf_counter() - handed_at)
+            self.on_delivery(generation, first_offset + index, err, offset)
+
+        self.host.append(self.partition, out, delivered)
+
+    def _release(self) -> None:
+        pending = self._pending
+        if not pending or pending[0].last_offset >= self.committed_offset:
+            return
+        now = time.perf_counter()
+        while pending and pending[0].last_offset < self.committed_offset:
+            p = pending.popleft()
+            self.observer.released(now - p.appended_at)
+            if p.future is not None and not p.future.done():
+                p.future.set_result(p.response)
+            for token, response in p.completions or ():
+                parked = self._parked.pop(token, None)
+                if parked is not None and not parked.done():
+                    parked.set_result(response)
+
+    # --- timers --------------------------------------------------------------------------
+
+    def _apply_timers(self, ops: list[TimerOp], now: int) -> None:
+        timers = self._timers
+        for op in ops:
+            timer = timers.get(op.key)
+            if isinstance(op, ScheduleTimer):
+                if timer is not None and timer.deadline_ms <= op.deadline_ms:
+                    # Armed to fire no later than the new deadline: it is moved, not re-armed, and
+                    # re-arms itself for the rest when it fires. A member's session timer moves
+                    # with every heartbeat; cancelling and arming it each time was two heap
+                    # operations of the loop per heartbeat (5,000 members: 1,000 a second).
+                    timer.deadline_ms, timer.event = op.deadline_ms, op.event
+                    continue
+                if timer is not None:
+                    timer.cancel()
+                timers[op.key] = self._arm(op.key, _Timer(op.deadline_ms, op.event), max(0, op.deadline_ms - now))
+            elif isinstance(op, CancelTimer):
+                if timer is not None:
+                    timer.cancel()
+                    del timers[op.key]
+            else:
+                raise TypeError(f"unknown timer op {op!r}")
+
+    def _arm(self, key: str, timer: _Timer, delay_ms: int) -> _Timer:
+        timer.armed_ms = timer.deadline_ms
+        timer.handle = self.host.loop.call_later(delay_ms / 1000.0, self._fire, self.generation, key, timer)
+        return timer
+
+    def _fire(self, generation: int, key: str, timer: _Timer) -> None:
+        if generation != self.generation or self.status is not ShardStatus.ACTIVE or self._timers.get(key) is not timer:
+            return
+        if timer.deadline_ms > timer.armed_ms:
+            # Moved since it was armed: due that much later than now (now being its armed deadline).
+            self._arm(key, timer, timer.deadline_ms - timer.armed_ms)
+            return
+        del self._timers[key]
+        event = timer.event
+        fut = self.submit(lambda state, now: self.handlers.on_timer(state, event, now), event)
+        fut.add_done_callback(_log_timer_failure)
+
+    def _cancel_timers(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+
+    # --- stuck-shard watchdog ------------------------------------------------------------
+
+    def unreleased_age_ms(self, now_ms: int) -> int:
+        """How long the oldest written answer has waited for its records to be read back (0: none waits)."""
+        if not self._pending:
+            return 0
+        return max(0, now_ms - self._pending[0].written_ms)
+
+    def check_stuck(self, now_ms: int, warn_after_ms: int, reload_after_ms: int) -> int:
+        """Called periodically by the host: a write (or a load's own ShardEpoch) whose records are
+        not read back within ``warn_after_ms`` marks the shard stuck (one WARNING per episode,
+        readiness and metrics show it); past ``reload_after_ms`` the shard reloads from the log,
+        which fails what waits with a retriable error and reads the partition anew. Kafka's runtime fails a
+        write that does not complete in time and keeps serving; here every later answer of the
+        shard waits behind the oldest, so only a fresh read of the log can move them again."""
+        # A stopped shard waits for nothing; a load waits here for its own ShardEpoch.
+        age = self.unreleased_age_ms(now_ms)
+        if age < warn_after_ms:
+            self.stuck = False
+            return age
+        if not self.stuck:
+            self.stuck = True
+            log.warning(
+                "shard %d: a write has waited %d ms for its records to be read back from the log "
+                "(%d answers waiting, appended up to offset %d, read up to offset %d)",
+                self.partition,
+                age,
+                len(self._pending),
+                self.next_offset,
+                self.committed_offset,
+            )
+        if age >= reload_after_ms:
+            self.stuck = False
+            self.reload(f"a write waited {age} ms for its records to be read back from the log")
+        return age
+
+    # --- checks --------------------------------------------------------------------------
+
+    def replay_matches(self) -> bool:
+        """Invariant 3: once caught up, the live state equals the replay of the committed log."""
+        return bool(self.live.snapshot() == self.committed.snapshot())
+
+    @property
+    def backlog(self) -> tuple[int, int]:
+        """(events queued for their handler, written answers waiting for their records to be read back)."""
+        return len(self._queue), len(self._pending)
+
+    @property
+    def caught_up(self) -> bool:
+        return self.committed_offset >= self.next_offset
+
+
+def _log_timer_failure(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled() and fut.exception() is not None:
+        exc = fut.exception()
+        if not isinstance(exc, ShardNotAvailable):
+            log.error("timer handler failed: %r", exc)

@@ -1,0 +1,647 @@
+"""``groupcoord serve``: assemble the runtime, the service and the gateway, and run until told to stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from confluent_kafka import KafkaException
+from rich.console import Console
+from rich.markup import escape
+
+from groupcoord.coordinator import logs
+from groupcoord.coordinator.config import PLACEMENT_GROUP_PREFIX, PlacementSettings, Settings
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.gateway.apis import ApiKey
+from groupcoord.coordinator.gateway.cluster import ClusterUnavailable
+from groupcoord.coordinator.gateway.config import GatewayConfig
+from groupcoord.coordinator.gateway.event_loop import loop_factory
+from groupcoord.coordinator.gateway.handler import CoordinatorAddress
+from groupcoord.coordinator.gateway.member_removal import REBALANCE_IN_PROGRESS, Member, MemberRemover, RemovalFailed
+from groupcoord.coordinator.gateway.reader_relay import ReaderRelay, relayable
+from groupcoord.coordinator.gateway.server import GatewayServer
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from groupcoord.coordinator.kafka_words import describe_error
+from groupcoord.coordinator.observability.gateway import GatewayMetrics, MeteredHandler
+from groupcoord.coordinator.observability.http import HealthServer, Readiness, shard_states
+from groupcoord.coordinator.observability.registry import REGISTRY
+from groupcoord.coordinator.observability.serve import ServeMetrics
+from groupcoord.coordinator.runtime.cluster_watch import ClusterWatch
+from groupcoord.coordinator.runtime.log import LogTopicSpec, ensure_log_topic
+from groupcoord.coordinator.runtime.peers import PeerWatch, await_takeover
+from groupcoord.coordinator.runtime.placement import (
+    Incarnation,
+    Node,
+    Placement,
+    PlacementConfig,
+    derived_instance_id,
+    derived_node_id,
+)
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
+from groupcoord.coordinator.runtime.shard import Shard, ShardStatus
+from groupcoord.coordinator.security.authorizer import AclAuthorizer, AclError, ClusterAclSource, FileAclSource
+from groupcoord.coordinator.service.gateway_handler import CoordinatorApiHandler
+from groupcoord.coordinator.service.metadata_cache import MetadataCache, TopicInfo
+from groupcoord.coordinator.service.partitioning import partition_for
+from groupcoord.coordinator.service.secured_handler import SecuredHandler
+from groupcoord.coordinator.service.service import GroupCoordinatorService
+from groupcoord.coordinator.txn.bridge import TxnBridge
+from groupcoord.coordinator.txn.topic import transaction_topic, transaction_topic_spec
+from groupcoord.local_broker import parse_hostport
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Say:
+    """What serve tells its operator. With ``log_format = "json"`` (the default) only log records,
+    so that every line on stderr is a JSON object: progress (shard moves) at INFO, moves this
+    process did not ask for (lost, failed, taken over, reloading) at WARNING, the reason it stops
+    at ERROR. With ``"text"``, a message below the log level is still a console line, for a person
+    at a terminal, and the reason it stops is an ``error:`` line."""
+
+    def __init__(self, console: Console, text: bool) -> None:
+        self.console = console
+        self.text = text
+
+    def _say(self, level: int, message: str) -> None:
+        log.log(level, message)
+        if self.text and not log.isEnabledFor(level):
+            self.console.print(message, highlight=False, markup=False, soft_wrap=True)
+
+    def info(self, message: str) -> None:
+        self._say(logging.INFO, message)
+
+    def warning(self, message: str) -> None:
+        self._say(logging.WARNING, message)
+
+    def error(self, message: str) -> None:
+        if self.text:
+            self.console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+        else:
+            log.error(message)
+
+
+def run(settings: Settings, console: Console) -> int:
+    """Run until SIGINT/SIGTERM; returns the process exit code."""
+    say = Say(console, settings.log_format == "text")
+    try:
+        factory = loop_factory(settings.event_loop, tls_listener=settings.gateway.listener_tls is not None)
+    except ImportError:
+        say.error("event_loop = uvloop, but uvloop is not installed")
+        return 1
+    except ValueError as exc:
+        say.error(str(exc))
+        return 1
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(_serve(settings, say))
+
+
+class PlacementLocator:
+    """FindCoordinator from any process: the owner of the group's shard, as placement last saw it."""
+
+    def __init__(self, runtime: CoordinatorRuntime[GroupCoordinatorState], placement: Placement | None = None) -> None:
+        self.runtime = runtime
+        self.placement = placement
+
+    def locate(self, group_id: str) -> CoordinatorAddress:
+        placement = self.placement
+        if placement is None or not self.runtime.partitions:
+            return _NOT_AVAILABLE
+        partition = partition_for(group_id, self.runtime.partitions)
+        if partition in self.runtime.shards:
+            # Ours, loading or active: the request itself gets COORDINATOR_LOAD_IN_PROGRESS if need be.
+            me = placement.me
+            return CoordinatorAddress(me.node_id, me.host, me.port)
+        owner = placement.owner(partition)
+        if owner is None:
+            placement.refresh_soon()
+            return _NOT_AVAILABLE
+        return CoordinatorAddress(owner.node_id, owner.host, owner.port)
+
+    def peers(self) -> list[CoordinatorAddress]:
+        if self.placement is None:
+            return []
+        return [CoordinatorAddress(n.node_id, n.host, n.port) for n in self.placement.live_nodes()]
+
+
+_NOT_AVAILABLE = CoordinatorAddress(-1, "", -1, int(ErrorCode.COORDINATOR_NOT_AVAILABLE), "shard owner not known yet")
+
+
+class ShardMoves:
+    """Loads assigned shards, drops revoked ones, and says so once per move (with the time taken)."""
+
+    def __init__(self, runtime: CoordinatorRuntime[GroupCoordinatorState], say: Say) -> None:
+        self.runtime = runtime
+        self._say = say
+        self.loop = asyncio.get_running_loop()
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def say(self, text: str, warn: bool = False) -> None:
+        # A move this process did not ask for (lost, failed, taken over) is a warning.
+        (self._say.warning if warn else self._say.info)(text)
+
+    # Called on the placement thread.
+    def assigned(self, partitions: list[int]) -> None:
+        asyncio.run_coroutine_threadsafe(self._assign(partitions), self.loop).result(30)
+
+    def revoked(self, partitions: list[int], lost: bool) -> None:
+        # Waits: the shards must stop serving before the rebalance can hand them to someone else.
+        asyncio.run_coroutine_threadsafe(self._revoke(partitions, lost), self.loop).result(30)
+
+    async def _assign(self, partitions: list[int]) -> None:
+        for p in partitions:
+            shard = self.runtime.shards.get(p)
+            if shard is not None and shard.status in (ShardStatus.ACTIVE, ShardStatus.LOADING):
+                continue
+            started = time.perf_counter()
+            shard = self.runtime.load_shard(p)
+            task = asyncio.create_task(self._report(p, shard, started))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+        self.say(f"owns shards {sorted(self.runtime.shards)} (assigned {partitions})")
+
+    async def _report(self, partition: int, shard: Shard[GroupCoordinatorState], started: float) -> None:
+        generation = shard.generation
+        await shard.wait_loaded()
+        if shard.generation != generation and shard.status is not ShardStatus.ACTIVE:
+            return
+        elapsed = time.perf_counter() - started
+        if shard.status is ShardStatus.ACTIVE and shard.load_report is not None:
+            r = shard.load_report
+            self.say(f"shard {partition} loaded in {elapsed:.3f}s ({r.records} records, epoch {r.epoch})")
+        else:
+            self.say(f"shard {partition} did not load: {shard.status.value} {shard.error or ''}".rstrip(), warn=True)
+
+    async def _revoke(self, partitions: list[int], lost: bool) -> None:
+        for p in partitions:
+            self.runtime.unload_shard(p)
+        how = "lost (this process was replaced)" if lost else "revoked"
+        self.say(f"shards {partitions} {how}; owns shards {sorted(self.runtime.shards)}", warn=lost)
+
+    def reload_guard(self, placement: Placement) -> Callable[[int, str], bool]:
+        """A shard whose append failed or landed elsewhere stops; it reloads (claiming a new
+        epoch) only once the cluster confirms this process still owns it. A process that was
+        paused while its shards moved learns here, not by fencing the new owner."""
+
+        def guard(partition: int, reason: str) -> bool:
+            task = asyncio.create_task(self._verified_reload(placement, partition, reason))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+            return False
+
+        return guard
+
+    async def _verified_reload(self, placement: Placement, partition: int, reason: str) -> None:
+        if await asyncio.to_thread(placement.confirm_owner, partition):
+            shard = self.runtime.shards.get(partition)
+            if shard is not None and shard.status is ShardStatus.FENCED:
+                self.say(f"shard {partition} reloading ({reason})", warn=True)
+                started = time.perf_counter()
+                self.runtime.load_shard(partition)
+                await self._report(partition, shard, started)
+        else:
+            self.say(f"shard {partition} stopped: another process owns it now ({reason})", warn=True)
+
+    def all_active(self) -> bool:
+        shards = self.runtime.shards.values()
+        return bool(shards) and all(s.status is not ShardStatus.LOADING for s in shards)
+
+
+@dataclass(frozen=True)
+class PlacementMode:
+    assignment_strategy: str
+    static_membership: bool
+
+    def describe(self) -> str:
+        static = "static membership" if self.static_membership else "dynamic membership"
+        return f"{self.assignment_strategy}, {static}"
+
+
+def placement_mode(settings: PlacementSettings, cluster_api_keys: Iterable[int]) -> PlacementMode:
+    """The settings' choice, with ``auto`` resolved against what the cluster advertises.
+
+    A cluster that advertises ConsumerGroupHeartbeat runs a modern group coordinator, whose classic
+    protocol completes cooperative rebalances and expires static members: there adding a process
+    moves only the shards it takes, and a quick restart gets its shards back with no rebalance.
+    Elsewhere the eager assignor with dynamic members is the one that always converges.
+    """
+    modern = ApiKey.CONSUMER_GROUP_HEARTBEAT in set(cluster_api_keys)
+    strategy = settings.assignment_strategy
+    if strategy == "auto":
+        strategy = "cooperative-sticky" if modern else "roundrobin"
+    static = settings.static_membership if settings.static_membership is not None else modern
+    return PlacementMode(strategy, static)
+
+
+def placement_config(settings: Settings, host: str, port: int, mode: PlacementMode, bound: str = "") -> PlacementConfig:
+    p = settings.placement
+    instance_id = p.instance_id or derived_instance_id(host, port) if mode.static_membership else None
+    return PlacementConfig(
+        log_topic=settings.log_topic,
+        group_id=p.group_id or f"{PLACEMENT_GROUP_PREFIX}{settings.log_topic}",
+        directory_topic=p.directory_topic or f"{settings.log_topic}-directory",
+        instance_id=instance_id,
+        session_timeout_ms=p.session_timeout_ms,
+        heartbeat_interval_ms=p.heartbeat_interval_ms,
+        assignment_strategy=mode.assignment_strategy,
+        refresh_interval_ms=p.refresh_interval_ms,
+        replication_factor=settings.log_replication_factor,
+        derived_node_ids=p.node_id is None,
+        bound=bound,
+    )
+
+
+def member_remover(settings: Settings, gateway: GatewayServer) -> MemberRemover | None:
+    """What removes a dead peer's member from the placement group (``PeerWatch``), and this
+    process's own static member at a graceful stop; None where the cluster authenticates with SASL
+    (the removal's own connection does not log in), and then the session timeout decides."""
+    protocol = str(settings.client.get("security.protocol", "plaintext")).lower()
+    if protocol not in ("plaintext", "ssl"):
+        log.info("fast failover off: placement cannot remove members over %s; the session timeout decides", protocol)
+        return None
+    return MemberRemover(gateway.cluster.bootstrap, gateway.upstream_tls)
+
+
+def removal(
+    remover: MemberRemover, group_id: str, loop: asyncio.AbstractEventLoop
+) -> Callable[[Incarnation, str], int | None]:
+    """``PeerWatch``'s way to remove a member: on the loop, waited for on the watch's thread."""
+
+    def remove(incarnation: Incarnation, why: str) -> int | None:
+        assert incarnation.member_id is not None
+        member = Member(group_id, incarnation.member_id, incarnation.instance_id)
+        try:
+            code = asyncio.run_coroutine_threadsafe(remover.remove(member, why[:200]), loop).result(30)
+        except (RemovalFailed, TimeoutError, OSError) as exc:
+            log.warning("placement could not remove member %s: %s", incarnation.member_id, exc)
+            return None
+        # While the group rebalances, not now: the rebalance removes a member that does not rejoin.
+        return None if code == REBALANCE_IN_PROGRESS else code
+
+    return remove
+
+
+def _authorization(
+    settings: Settings, client_config: dict[str, Any]
+) -> tuple[AclAuthorizer | None, ClusterAclSource | FileAclSource | None]:
+    """The ACL authorizer (only when authentication is required) and, for cluster ACLs, its
+    refresher. Built before the listener opens, so no request is ever served without it: until
+    the cluster's ACLs are read it holds none, and Kafka's rule (no matching ACL denies) applies."""
+    if settings.gateway.authentication != "required":
+        return None, None
+    config = settings.gateway.authorization
+    authorizer = AclAuthorizer(super_users=config.super_users)
+    if config.acls == "file":
+        if config.acl_file is None:
+            raise AclError("gateway.authorization.acls = 'file' needs gateway.authorization.acl_file")
+        source = FileAclSource(config.acl_file, authorizer, config.refresh_interval_ms / 1000)
+        source.load()  # reloaded on change while serving (an invalid edit keeps the old ACLs)
+        return authorizer, source
+    return authorizer, ClusterAclSource(client_config, authorizer, config.refresh_interval_ms / 1000)
+
+
+class _NoWaitExecutor(ThreadPoolExecutor):
+    """The loop's default executor, which the process does not wait for on the way out: a stop
+    signal during startup leaves a blocking call to an unreachable cluster (up to 30 s of retries)
+    in one of its threads, and a pod being deleted must not wait that out."""
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        super().shutdown(wait=False, cancel_futures=True)
+
+
+class _Stopped(Exception):
+    pass
+
+
+async def _unless_stopped(stop: asyncio.Event, step: Awaitable[T]) -> T:
+    """``step``'s result, or ``_Stopped`` as soon as a stop signal comes first."""
+    task = asyncio.ensure_future(step)
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if not task.done():
+        task.cancel()
+        raise _Stopped
+    return task.result()
+
+
+async def _serve(settings: Settings, say: Say) -> int:
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(_NoWaitExecutor())
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        return await _serving(settings, say, stop)
+    except _Stopped:
+        say.info("stopped while starting")
+        return 0
+
+
+async def _protect_ids(gateway: GatewayServer, metadata: MetadataCache, topics: frozenset[str]) -> None:
+    """Requests naming the sidecar's own topics by id are refused too (they are never shown to
+    clients, but an id is not a secret)."""
+    for topic in topics:
+        topic_id = await metadata.uuid_of(topic)
+        if topic_id is not None:
+            gateway.protected.add_id(topic_id)
+
+
+async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
+    # Every client of the cluster logs through the `librdkafka` logger (JSON, rate-limited).
+    client_config = logs.client_config(settings.client_config())
+    # Consumers (they fetch) go through the relay; producers and admin clients talk to the cluster directly.
+    relay = (
+        ReaderRelay(client_config["bootstrap.servers"]) if settings.reader_relay and relayable(client_config) else None
+    )
+    reader_config = relay.start().reader_config(client_config) if relay is not None else client_config
+    try:
+        return await _serving_with(settings, say, stop, client_config, reader_config)
+    finally:
+        if relay is not None:
+            relay.close()
+
+
+async def _serving_with(
+    settings: Settings, say: Say, stop: asyncio.Event, client_config: dict[str, Any], reader_config: dict[str, Any]
+) -> int:
+    loop = asyncio.get_running_loop()
+    placement_settings = settings.placement
+    txn_topic = transaction_topic(settings.log_topic)
+    own_topics = frozenset(
+        {settings.log_topic, placement_settings.directory_topic or f"{settings.log_topic}-directory", txn_topic}
+    )
+    placement_group = placement_settings.group_id or f"groupcoord-placement-{settings.log_topic}"
+    # The placement group and the directory reader's group (runtime/placement.py).
+    own_groups = frozenset({placement_group, f"{placement_group}-directory"})
+    metadata = MetadataCache(client_config, settings.metadata_refresh_interval_ms / 1000, hidden_topics=own_topics)
+    handlers = GroupCoordinatorShard(
+        offsets_config=settings.offsets,
+        classic_config=settings.classic_group_config(),
+        consumer_config=settings.consumer_group_config(),
+        share_config=settings.share_group_config(),
+        metadata=lambda: metadata.image,
+    )
+    runtime: CoordinatorRuntime[GroupCoordinatorState] = CoordinatorRuntime(
+        client_config,
+        LogTopicSpec(
+            name=settings.log_topic,
+            partitions=settings.log_partitions,
+            replication_factor=settings.log_replication_factor,
+        ),
+        handlers,
+        owner_id=settings.owner_id,
+        reader_config=reader_config,
+    )
+    runtime.stuck_warning_ms = settings.stuck_shard_warning_ms
+    runtime.stuck_reload_ms = settings.stuck_shard_reload_ms
+    service = GroupCoordinatorService(runtime, handlers, settings.gateway.max_group_response_bytes)
+    metrics = ServeMetrics(
+        lambda: runtime.shards.values(),
+        reader_config,
+        settings.metrics_lag_interval_ms if settings.metrics_listen else 0,
+        settings.metrics_lag_max_partitions,
+    )
+    runtime.observer = metrics.observer
+    try:
+        authorizer, acl_source = _authorization(settings, client_config)
+    except (AclError, OSError) as exc:
+        say.error(str(exc))
+        return 1
+    locator = PlacementLocator(runtime)
+    host, port = parse_hostport(settings.listen, 9094)
+    gateway = GatewayServer(
+        GatewayConfig(
+            bootstrap_servers=client_config["bootstrap.servers"],
+            listen_host=host,
+            listen_port=port,
+            advertised_host=settings.advertised_host,
+            protected_topics=sorted(own_topics),
+            protected_groups=sorted(own_groups),
+            share_groups_enabled=settings.share_groups_enabled,
+            **settings.gateway.model_dump(exclude={"authorization", "max_group_response_bytes"}),
+        ),
+        MeteredHandler(
+            SecuredHandler(CoordinatorApiHandler(service, metadata), metadata, authorizer, own_topics, own_groups)
+        ),
+        locator,
+        GatewayMetrics(),
+    )
+    gateway.peers = locator.peers
+    metrics.watch_connections(gateway.connections)
+    readiness = Readiness()
+    health: HealthServer | None = None
+    try:
+        health = HealthServer(settings.metrics_listen, readiness, REGISTRY) if settings.metrics_listen else None
+    except OSError as exc:
+        if "metrics_listen" in settings.model_fields_set:
+            # Asked for by name: probes and scrapes would silently miss a process that went on.
+            say.error(f"cannot listen on metrics_listen {settings.metrics_listen}: {exc.strerror}")
+            return 1
+        # The default address only: several processes on one host (drills, tests) share it, and
+        # coordination must not depend on the health endpoint.
+        log.warning("health endpoint off: cannot listen on %s: %s", settings.metrics_listen, exc.strerror)
+    # Nothing is claimed before the process can serve: listen first, then reach the cluster,
+    # and only then join placement (the only way this process ever writes to the log).
+    try:
+        await gateway.start()
+    except OSError as exc:
+        say.error(f"cannot listen on {settings.listen}: {exc.strerror}")
+        if health is not None:
+            health.close()
+        return 1
+    public_host = gateway.config.public_host
+    node_id = settings.placement.node_id
+    if node_id is None:
+        node_id = derived_node_id(public_host, gateway.port)
+    gateway.config = gateway.config.model_copy(update={"coordinator_node_id": node_id})
+    placement: Placement | None = None
+    peers: PeerWatch | None = None
+    remover: MemberRemover | None = None
+    watch: ClusterWatch | None = None
+    bridge: TxnBridge | None = None
+    runtime_started = False
+    metrics.start()
+    try:
+        try:
+            # Creating the log topic retries an unreachable cluster for 30 s: a stop signal must not wait.
+            await _unless_stopped(stop, runtime.start(partitions=()))
+            runtime_started = True
+            await _unless_stopped(
+                stop,
+                asyncio.to_thread(
+                    ensure_log_topic,
+                    client_config,
+                    transaction_topic_spec(txn_topic, runtime.partitions, settings.log_replication_factor),
+                ),
+            )
+            await metadata.refresh()
+        except KafkaException as exc:
+            # In the CLI's words: "cannot reach HOST:PORT ...: no connection (Connection refused)".
+            why = f"{describe_error(exc.args[0] if exc.args else exc)}{logs.last_line.reason()}"
+            say.error(f"cannot reach {settings.bootstrap_servers} or create the log topic {settings.log_topic}: {why}")
+            return 1
+        await _protect_ids(gateway, metadata, own_topics)
+        if acl_source is not None:
+            try:
+                await acl_source.refresh()
+            except Exception as exc:  # KafkaException, or a timeout: either way the sidecar cannot authorize
+                say.error(
+                    f"cannot read ACLs from the cluster (DescribeAcls): {exc}; a cluster without an "
+                    "authorizer needs gateway.authorization.acls = 'file'"
+                )
+                return 1
+            acl_source.start()
+        service_ready(service, metadata)
+        bridge = TxnBridge(runtime, handlers, txn_topic, gateway.cluster.bootstrap, gateway.cluster.tls)
+        service.txn = bridge
+        bridge.start()
+        metadata.start()
+        moves = ShardMoves(runtime, say)
+        try:
+            versions = await gateway.cluster.api_versions(None)
+        except ClusterUnavailable as exc:
+            say.error(f"cannot reach the cluster: {exc}")
+            return 1
+        mode = placement_mode(settings.placement, (k.api_key for k in versions.api_keys))
+        moves.say(f"placement: {mode.describe()}")
+        placement = Placement(
+            client_config,
+            placement_config(settings, public_host, gateway.port, mode, bound=f"{host}:{gateway.port}"),
+            Node(node_id, public_host, gateway.port),
+            moves.assigned,
+            moves.revoked,
+            reader_config=reader_config,
+        )
+        remover = member_remover(settings, gateway)
+        fast = remover is not None and settings.placement.fast_failover
+        before_join: Callable[[], None] | None = None
+        if remover is not None and fast:
+            before_join = _takeover_first(
+                placement, removal(remover, placement.config.group_id, loop), settings.placement, say
+            )
+        try:
+            await asyncio.to_thread(placement.start, before_join)
+        except KafkaException as exc:
+            say.error(f"cannot join the placement group: {exc}")
+            return 1
+        locator.placement = placement
+        # The directory topic may have just been created: its id is protected too.
+        await metadata.refresh()
+        await _protect_ids(gateway, metadata, own_topics)
+        runtime.reload_guard = moves.reload_guard(placement)
+        if remover is not None and fast:
+            peers = PeerWatch(placement, removal(remover, placement.config.group_id, loop))
+            peers.start()
+        # Rides out outages: reports them (not ready) and creates the topics again if the cluster lost them.
+        watch = ClusterWatch(
+            client_config,
+            runtime.topic_spec,
+            placement.config.directory_topic,
+            on_recreated=lambda topics: _recreated(runtime, placement, topics),
+            on_back=placement.reannounce,
+        )
+        watch.start()
+        # Report readiness once the first assignment is loaded (bounded: with more processes
+        # than shards this one may own none and still route).
+        deadline = loop.time() + 3 * settings.placement.session_timeout_ms / 1000 + 10
+        while not moves.all_active() and loop.time() < deadline and not stop.is_set():
+            await asyncio.sleep(0.05)
+        # Ready from here on while every owned shard is active (the listener is bound by now);
+        # set before the "listening" line so whoever waits for that line sees the answer.
+        readiness.set_shards(shard_states(shard_statuses(runtime)))
+        readiness.set_listening(True)
+        print(f"listening on {host}:{gateway.port}", flush=True)
+        while not stop.is_set():
+            # The HTTP thread reads a copy, never the runtime's own dict.
+            readiness.set_shards(shard_states(shard_statuses(runtime)))
+            readiness.set_cluster_problem(watch.problem)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.2)
+        return 0
+    finally:
+        readiness.set_listening(False)
+        if peers is not None:
+            await asyncio.to_thread(peers.close)
+        if placement is not None:
+            # Hand the shards over first, while the listener still answers (FindCoordinator sends
+            # clients on as soon as the next owners announce): shards stop serving, then the
+            # process leaves the placement group, so the cluster rebalances now rather than at
+            # the session timeout.
+            await _leave_placement(runtime, placement, remover, say)
+        if health is not None:
+            health.close()
+        await metrics.close()
+        await gateway.stop()
+        if bridge is not None:
+            await bridge.stop()
+        if watch is not None:
+            await asyncio.to_thread(watch.close)
+        await metadata.stop()
+        if acl_source is not None:
+            await acl_source.stop()
+        if runtime_started:
+            await runtime.close()
+
+
+def _takeover_first(
+    placement: Placement, remove: Callable[[Incarnation, str], int | None], settings: PlacementSettings, say: Say
+) -> Callable[[], None]:
+    """Run before the join (placement's thread): a process restarted on its predecessor's address
+    lets the others take the predecessor's shards over first (``await_takeover``)."""
+
+    def wait() -> None:
+        if await_takeover(placement, remove, settings.session_timeout_ms / 1000):
+            say.info("placement: joining now that the other processes took over the previous process's shards")
+
+    return wait
+
+
+async def _leave_placement(
+    runtime: CoordinatorRuntime[GroupCoordinatorState],
+    placement: Placement,
+    remover: MemberRemover | None,
+    say: Say,
+) -> None:
+    owned = sorted(runtime.shards)
+    for p in owned:
+        runtime.unload_shard(p)
+    member_id = placement.me_now.member_id
+    await asyncio.to_thread(placement.close)  # a dynamic member's LeaveGroup
+    instance_id = placement.config.instance_id
+    if instance_id is not None and member_id is not None and remover is not None:
+        # librdkafka sends no LeaveGroup for a static member: without one its shards would wait
+        # for the session timeout. (A restart then gets shards by a rebalance, not back as they were.)
+        try:
+            member = Member(placement.config.group_id, member_id, instance_id)
+            await asyncio.wait_for(remover.remove(member, "graceful stop", only_if_stable=False), 30)
+        except (RemovalFailed, TimeoutError, OSError) as exc:
+            say.warning(f"could not leave the placement group ({exc}); shards move at the session timeout")
+    say.info(f"placement left; shards {owned} handed over")
+
+
+def shard_statuses(runtime: CoordinatorRuntime[GroupCoordinatorState]) -> dict[int, str]:
+    """Each owned shard's status for readiness; an active shard whose writes are not read back is stuck."""
+    return {p: "stuck" if s.stuck else s.status.value for p, s in runtime.shards.items()}
+
+
+def _recreated(runtime: CoordinatorRuntime[GroupCoordinatorState], placement: Placement, topics: list[str]) -> None:
+    """The cluster lost our topics and has them again, empty (called on the watch's thread)."""
+    if runtime.topic in topics:
+        runtime.loop.call_soon_threadsafe(runtime.log_recreated)
+    placement.reannounce()
+
+
+def service_ready(service: GroupCoordinatorService, metadata: MetadataCache) -> None:
+    async def drop_offsets(deleted: list[TopicInfo]) -> None:
+        await service.topics_deleted([(t.name, t.id_string) for t in deleted])
+
+    metadata.on_topics_deleted(drop_offsets)

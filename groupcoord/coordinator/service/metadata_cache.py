@@ -1,0 +1,255 @@
+"""Topic metadata of the backing cluster, refreshed in the background.
+
+Group logic receives it as data (names, ids, partition counts, racks); this module is the only
+place that asks the cluster. Topic ids are kept both as ``uuid.UUID`` (wire form) and as Kafka's
+string form (url-safe base64 without padding, what Kafka's tools print and what the log stores).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
+from confluent_kafka.admin import AdminClient
+
+from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage
+from groupcoord.coordinator.logs import drain
+from groupcoord.coordinator.messages.schema import topic_id_string, topic_id_uuid
+
+__all__ = ["MetadataCache", "TopicInfo", "TopicNames", "topic_id_string", "topic_id_uuid"]
+
+log = logging.getLogger(__name__)
+
+
+def _uuid_from_client(client_uuid: Any) -> uuid.UUID:
+    msb = client_uuid.get_most_significant_bits() & (2**64 - 1)
+    lsb = client_uuid.get_least_significant_bits() & (2**64 - 1)
+    return uuid.UUID(int=(msb << 64) | lsb)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    # Racks of the replicas of each partition (empty strings where the broker has no rack).
+    partition_racks: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def id_string(self) -> str:
+        return topic_id_string(self.topic_id)
+
+
+_NO_TOPIC = TopicInfo("", uuid.UUID(int=0), 0)
+
+
+def _image(topics: dict[str, TopicInfo], version: int) -> TopicsImage:
+    return TopicsImage.of(
+        (
+            TopicImage(
+                t.name,
+                t.id_string,
+                t.partitions,
+                tuple(frozenset(r for r in racks if r) for racks in t.partition_racks),
+            )
+            for t in topics.values()
+        ),
+        version,
+    )
+
+
+class TopicNames(Protocol):
+    async def lookup(self, name: str, topic_id: uuid.UUID | None) -> TopicInfo | None: ...
+
+    def refresh_soon(self) -> asyncio.Task[None]: ...
+
+    def knows(self, name: str) -> bool: ...
+
+    async def name_of(self, topic_id: uuid.UUID) -> str | None: ...
+
+    async def id_of(self, name: str) -> str | None: ...
+
+    async def uuid_of(self, name: str) -> uuid.UUID | None: ...
+
+
+class MetadataCache:
+    """Implements ``TopicNames``; ``topics`` is the latest complete picture of the cluster."""
+
+    # On-demand refreshes (a request naming a topic the picture lacks) happen at most this often.
+    ON_DEMAND_GAP_S = 0.1
+
+    def __init__(
+        self,
+        client_config: dict[str, Any],
+        refresh_interval_s: float = 10.0,
+        hidden_topics: frozenset[str] = frozenset(),
+    ) -> None:
+        # The coordinator's own topics (its log, the placement directory) are left out of the
+        # image groups see: no subscription, by name or regex, is ever assigned their partitions.
+        self.hidden_topics = hidden_topics
+        self._admin = AdminClient(dict(client_config))
+        self.refresh_interval_s = refresh_interval_s
+        self.topics: dict[str, TopicInfo] = {}
+        self._by_id: dict[uuid.UUID, TopicInfo] = {}
+        self._last_refresh = 0.0
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self.version = 0  # bumped whenever the picture changes
+        self.image = TopicsImage.empty()
+        # Topics missing from the last refresh; declared deleted if still missing from the next.
+        self._missing: dict[str, TopicInfo] = {}
+        self._deletion_listeners: list[Callable[[list[TopicInfo]], Awaitable[None]]] = []
+        self._soon: asyncio.Task[None] | None = None
+        self._on_demand = asyncio.Lock()
+        self._last_start = 0.0  # when the latest refresh started
+        self._completed_start = 0.0  # when the latest completed refresh started
+
+    def on_topics_deleted(self, listener: Callable[[list[TopicInfo]], Awaitable[None]]) -> None:
+        self._deletion_listeners.append(listener)
+
+    def _fetch(self) -> dict[str, TopicInfo]:
+        try:
+            return self._fetch_topics()
+        finally:
+            drain(self._admin)  # its queued librdkafka log lines
+
+    def _fetch_topics(self) -> dict[str, TopicInfo]:
+        names = [n for n, t in self._admin.list_topics(timeout=10).topics.items() if t.error is None]
+        if not names:
+            return {}
+        out: dict[str, TopicInfo] = {}
+        for name, future in self._admin.describe_topics(TopicCollection(names)).items():
+            try:
+                d = future.result(timeout=10)
+            except KafkaException as exc:
+                if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    continue  # deleted between the listing and the description
+                raise  # a partial picture would look like deleted topics
+            racks = tuple(tuple(node.rack or "" for node in p.replicas) for p in d.partitions)
+            out[name] = TopicInfo(name, _uuid_from_client(d.topic_id), len(d.partitions), racks)
+        return out
+
+    async def refresh(self) -> None:
+        async with self._lock:
+            started = self._last_start = time.monotonic()
+            try:
+                topics = await asyncio.to_thread(self._fetch)
+            except KafkaException as exc:
+                log.warning("topic metadata refresh failed: %s", exc)
+                return
+            self._completed_start = started
+            deleted, topics = self._settle(topics)
+            if topics != self.topics:
+                self.version += 1
+                self.image = _image({n: t for n, t in topics.items() if n not in self.hidden_topics}, self.version)
+            self.topics = topics
+            self._by_id = {t.topic_id: t for t in topics.values()}
+            self._last_refresh = time.monotonic()
+        if deleted:
+            log.info("topics deleted: %s", ", ".join(f"{t.name}({t.id_string})" for t in deleted))
+            for listener in self._deletion_listeners:
+                await listener(deleted)
+
+    def _settle(self, fetched: dict[str, TopicInfo]) -> tuple[list[TopicInfo], dict[str, TopicInfo]]:
+        """(deleted incarnations, picture to publish).
+
+        A topic incarnation missing from one refresh stays in the picture; missing from the next
+        one too, it is declared deleted. One bad answer must neither rebalance groups nor wipe
+        offsets. A re-created topic (same name, new id) replaces the old one at once.
+        """
+        published = dict(fetched)
+        still_missing: dict[str, TopicInfo] = {}
+        deleted: list[TopicInfo] = []
+        for name, old in self.topics.items():
+            now = fetched.get(name)
+            if now is not None and now.topic_id == old.topic_id:
+                continue
+            if now is not None:
+                deleted.append(old)  # re-created: the old incarnation is gone for sure
+            elif name in self._missing:
+                deleted.append(old)
+            else:
+                still_missing[name] = old
+                published[name] = old
+        self._missing = still_missing
+        return deleted, published
+
+    async def _refresh_if_stale(self, min_age_s: float = 1.0) -> None:
+        if time.monotonic() - self._last_refresh >= min_age_s:
+            await self.refresh()
+
+    def start(self) -> None:
+        async def loop() -> None:
+            while True:
+                await self.refresh()
+                await asyncio.sleep(self.refresh_interval_s)
+
+        self._task = asyncio.get_running_loop().create_task(loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def lookup(self, name: str, topic_id: uuid.UUID | None) -> TopicInfo | None:
+        """The topic a request names, by id (OffsetCommit/OffsetFetch v10+) or by name. A miss
+        waits for a refresh that started after the request arrived before it counts: the topic
+        may be newer than the last periodic refresh (Kafka's brokers learn of it at once)."""
+        by_id = topic_id is not None and topic_id != _NO_TOPIC.topic_id
+
+        def find() -> TopicInfo | None:
+            return self._by_id.get(topic_id) if by_id and topic_id is not None else self.topics.get(name)
+
+        info = find()
+        if info is None:
+            await self._refreshed_since(time.monotonic())
+            info = find()
+        return info
+
+    def refresh_soon(self) -> asyncio.Task[None]:
+        """A client subscribed to a topic the picture lacks: refresh now rather than at the next
+        interval, so its first assignment does not wait up to ``refresh_interval_s``. Returns
+        the refresh, which callers may wait for."""
+        if self._soon is None or self._soon.done():
+            self._soon = asyncio.get_running_loop().create_task(self._refreshed_since(time.monotonic()))
+        return self._soon
+
+    async def _refreshed_since(self, since: float) -> None:
+        """Return once a refresh that started at or after ``since`` has completed. On-demand
+        refreshes go one at a time and at most every ``ON_DEMAND_GAP_S``, so requests naming
+        topics that do not exist cannot flood the cluster with metadata requests."""
+        async with self._on_demand:
+            if self._completed_start >= since:
+                return
+            wait = self._last_start + self.ON_DEMAND_GAP_S - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            await self.refresh()
+
+    def knows(self, name: str) -> bool:
+        return name in self.topics
+
+    async def name_of(self, topic_id: uuid.UUID) -> str | None:
+        info = self._by_id.get(topic_id)
+        if info is None:
+            await self._refresh_if_stale()
+            info = self._by_id.get(topic_id)
+        return info.name if info else None
+
+    async def uuid_of(self, name: str) -> uuid.UUID | None:
+        # Cache only: this runs on every OffsetCommit, and a topic too new to be known yet is
+        # committed without an id (the background refresh learns it within one interval).
+        info = self.topics.get(name)
+        return info.topic_id if info else None
+
+    async def id_of(self, name: str) -> str | None:
+        found = await self.uuid_of(name)
+        return topic_id_string(found) if found else None

@@ -1,0 +1,482 @@
+"""A ``GroupApiHandler`` wrapper: Kafka's ACL checks for the group APIs, and batch requests in yielding chunks.
+
+Authorization (when an ``AclAuthorizer`` is given) follows what a Kafka broker checks per API:
+
+- READ on the group: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat,
+  ShareGroupHeartbeat, OffsetCommit (plus READ on each topic committed; others get
+  TOPIC_AUTHORIZATION_FAILED);
+- DESCRIBE on topics: a ConsumerGroupHeartbeat or ShareGroupHeartbeat subscribing by name to a
+  topic the caller may not DESCRIBE (or to a protected one) is refused with
+  TOPIC_AUTHORIZATION_FAILED; a
+  ConsumerGroupHeartbeat (or a classic JoinGroup into a consumer group) carries the caller's
+  DESCRIBE rights on topics in its context, and the group logic resolves regex subscriptions only
+  to topics the caller may DESCRIBE (never to the protected ones);
+- DESCRIBE on the group: OffsetFetch (topics the caller may not DESCRIBE are refused when named,
+  left out when all are asked for), DescribeGroups, ConsumerGroupDescribe, ShareGroupDescribe (a
+  share group assigned a topic the caller may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED, as Kafka
+  4.2 answers); ListGroups lists only the groups the caller may DESCRIBE (all of them with
+  DESCRIBE on the cluster);
+- DELETE on the group: DeleteGroups, OffsetDelete (plus READ on each topic, as Kafka does);
+- DESCRIBE_CONFIGS / ALTER_CONFIGS on the group: DescribeConfigs / (Incremental)AlterConfigs of
+  GROUP resources (the only resources the gateway passes here), refused per resource.
+
+Refusals carry GROUP_AUTHORIZATION_FAILED / TOPIC_AUTHORIZATION_FAILED where Kafka puts them. The
+sidecar's own groups (``protected_groups``: placement) are refused to every caller, with or without
+an authorizer, as if no ACL allowed them.
+No group rule lives here: allowed requests go to the wrapped handler unchanged.
+
+DeleteGroups naming many groups is passed on in chunks, yielding to the event loop between
+chunks, so one large request cannot hold up every other client. The reads naming many groups
+(DescribeGroups, ConsumerGroupDescribe, OffsetFetch v8+) are passed on whole: the wrapped handler
+bounds the whole answer and yields as it builds it (``groupcoord.coordinator.service.answer_budget``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.gateway import configs
+from groupcoord.coordinator.gateway.handler import ConnectionContext, GroupApiHandler
+from groupcoord.coordinator.group_shard import txn_commit_response
+from groupcoord.coordinator.messages import alter_configs as wire_alter_configs
+from groupcoord.coordinator.messages import consumer_group_describe as wire_cgd
+from groupcoord.coordinator.messages import consumer_group_heartbeat as wire_cgh
+from groupcoord.coordinator.messages import delete_groups as wire_delete
+from groupcoord.coordinator.messages import describe_configs as wire_describe_configs
+from groupcoord.coordinator.messages import describe_groups as wire_describe
+from groupcoord.coordinator.messages import heartbeat as wire_heartbeat
+from groupcoord.coordinator.messages import incremental_alter_configs as wire_iac
+from groupcoord.coordinator.messages import join_group as wire_join
+from groupcoord.coordinator.messages import leave_group as wire_leave
+from groupcoord.coordinator.messages import list_groups as wire_list
+from groupcoord.coordinator.messages import offset_commit as wire_commit
+from groupcoord.coordinator.messages import offset_delete as wire_offset_delete
+from groupcoord.coordinator.messages import offset_fetch as wire_fetch
+from groupcoord.coordinator.messages import share_group_describe as wire_sgd
+from groupcoord.coordinator.messages import share_group_heartbeat as wire_sgh
+from groupcoord.coordinator.messages import sync_group as wire_sync
+from groupcoord.coordinator.messages import txn_offset_commit as wire_txn
+from groupcoord.coordinator.messages.schema import ZERO_UUID, Message
+from groupcoord.coordinator.security.authorizer import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
+from groupcoord.coordinator.service import offset_delete_answers
+from groupcoord.coordinator.service.metadata_cache import TopicNames
+
+GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
+TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+CHUNK = 100
+
+_READ_GROUP_TOP_LEVEL: tuple[type[Message], ...] = (
+    wire_join.JoinGroupRequest,
+    wire_sync.SyncGroupRequest,
+    wire_heartbeat.HeartbeatRequest,
+    wire_leave.LeaveGroupRequest,
+    wire_cgh.ConsumerGroupHeartbeatRequest,
+    wire_sgh.ShareGroupHeartbeatRequest,
+)
+# Requests whose handling may (re)resolve a consumer group's regex subscriptions.
+_RESOLVES_REGEXES = (wire_cgh.ConsumerGroupHeartbeatRequest, wire_join.JoinGroupRequest)
+_REFUSALS: dict[type[Message], Callable[[], Message]] = {
+    wire_join.JoinGroupRequest: lambda: wire_join.JoinGroupResponse(error_code=GROUP_DENIED, protocol_name=None),
+    wire_sync.SyncGroupRequest: lambda: wire_sync.SyncGroupResponse(error_code=GROUP_DENIED),
+    wire_heartbeat.HeartbeatRequest: lambda: wire_heartbeat.HeartbeatResponse(error_code=GROUP_DENIED),
+    wire_leave.LeaveGroupRequest: lambda: wire_leave.LeaveGroupResponse(error_code=GROUP_DENIED),
+    wire_cgh.ConsumerGroupHeartbeatRequest: lambda: wire_cgh.ConsumerGroupHeartbeatResponse(error_code=GROUP_DENIED),
+    wire_sgh.ShareGroupHeartbeatRequest: lambda: wire_sgh.ShareGroupHeartbeatResponse(error_code=GROUP_DENIED),
+}
+
+
+class SecuredHandler:
+    """Wraps the coordinator's handler; ``authorizer=None`` leaves only the chunking."""
+
+    def __init__(
+        self,
+        inner: GroupApiHandler,
+        topics: TopicNames,
+        authorizer: AclAuthorizer | None = None,
+        protected_topics: frozenset[str] = frozenset(),
+        protected_groups: frozenset[str] = frozenset(),
+    ) -> None:
+        self.inner = inner
+        self.topics = topics
+        self.authorizer = authorizer
+        # Offsets are never committed for these (the coordinator's log topic), whatever the ACLs.
+        self.protected_topics = protected_topics
+        # The sidecar's own groups (placement): no caller may use them, whatever the ACLs.
+        self.protected_groups = protected_groups
+        self._routes: dict[type[Message], Callable[[ConnectionContext, Any], Awaitable[Message]]] = {
+            wire_commit.OffsetCommitRequest: self._offset_commit,
+            wire_fetch.OffsetFetchRequest: self._offset_fetch,
+            wire_offset_delete.OffsetDeleteRequest: self._offset_delete,
+            wire_txn.TxnOffsetCommitRequest: self._txn_offset_commit,
+            wire_list.ListGroupsRequest: self._list_groups,
+            wire_describe.DescribeGroupsRequest: self._describe_groups,
+            wire_delete.DeleteGroupsRequest: self._delete_groups,
+            wire_cgd.ConsumerGroupDescribeRequest: self._consumer_group_describe,
+            wire_sgd.ShareGroupDescribeRequest: self._share_group_describe,
+            wire_describe_configs.DescribeConfigsRequest: self._group_configs,
+            wire_iac.IncrementalAlterConfigsRequest: self._group_configs,
+            wire_alter_configs.AlterConfigsRequest: self._group_configs,
+        }
+
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
+        if isinstance(request, _READ_GROUP_TOP_LEVEL):
+            group_id = request.group_id  # type: ignore[attr-defined]
+            if not self._allowed(context, Operation.READ, ResourceType.GROUP, group_id):
+                refusal = _REFUSALS[type(request)]()
+                if isinstance(refusal, wire_join.JoinGroupResponse) and context.api_version < 7:
+                    refusal.protocol_name = ""  # not nullable before v7
+                return refusal
+            if self.authorizer is not None and isinstance(request, _RESOLVES_REGEXES):
+                may_describe = self._describe_predicate(context)
+                context = dataclasses.replace(context, may_describe_topic=may_describe)
+                if isinstance(request, wire_cgh.ConsumerGroupHeartbeatRequest) and not all(
+                    may_describe(name) for name in set(request.subscribed_topic_names or ())
+                ):
+                    # Kafka 4.x (KafkaApis.handleConsumerGroupHeartbeat): a subscription by name to
+                    # a topic the caller may not DESCRIBE is refused whole, with no message naming
+                    # the topics, before the coordinator: no member, epoch or assignment is made.
+                    return wire_cgh.ConsumerGroupHeartbeatResponse(error_code=TOPIC_DENIED)
+            if isinstance(request, wire_sgh.ShareGroupHeartbeatRequest) and not self._may_describe_all(
+                context, request.subscribed_topic_names or ()
+            ):
+                # Kafka 4.2 (KafkaApis.handleShareGroupHeartbeat): the same rule for share groups.
+                return wire_sgh.ShareGroupHeartbeatResponse(error_code=TOPIC_DENIED)
+        route = self._routes.get(type(request))
+        if route is not None:
+            return await route(context, request)
+        return await self.inner.handle(context, request)
+
+    def _describe_predicate(self, context: ConnectionContext) -> Callable[[str], bool]:
+        """Which topics this caller may DESCRIBE (never the protected ones). Built on first use:
+        most heartbeats resolve no regex. One request sees one snapshot of the ACLs."""
+        authorizer = self.authorizer
+        assert authorizer is not None
+        view: list[Callable[[str], bool]] = []
+
+        def may_describe(topic: str) -> bool:
+            if topic in self.protected_topics:
+                return False
+            if not view:
+                view.append(
+                    authorizer.names_filter(
+                        context.principal, context.client_host, Operation.DESCRIBE, ResourceType.TOPIC
+                    )
+                )
+            return view[0](topic)
+
+        return may_describe
+
+    def _may_describe_all(self, context: ConnectionContext, topics: Iterable[str]) -> bool:
+        """The caller may DESCRIBE every one of ``topics`` (never a protected one)."""
+        names = set(topics)
+        if names & self.protected_topics:
+            return False
+        return self.authorizer is None or all(map(self._describe_predicate(context), names))
+
+    def _allowed(self, context: ConnectionContext, operation: Operation, resource: ResourceType, name: str) -> bool:
+        if resource == ResourceType.GROUP and name in self.protected_groups:
+            return False
+        if self.authorizer is None:
+            return True
+        return self.authorizer.authorize(context.principal, context.client_host, operation, resource, name)
+
+    async def _group_configs(self, context: ConnectionContext, request: Message) -> Message:
+        """Config requests on GROUP resources: each resource needs DESCRIBE_CONFIGS (describe) or
+        ALTER_CONFIGS (alter) on its group; refused ones get GROUP_AUTHORIZATION_FAILED."""
+        describe = isinstance(request, wire_describe_configs.DescribeConfigsRequest)
+        operation = Operation.DESCRIBE_CONFIGS if describe else Operation.ALTER_CONFIGS
+        resources = list(request.resources)  # type: ignore[attr-defined]
+        allowed = [r for r in resources if self._allowed(context, operation, ResourceType.GROUP, r.resource_name)]
+        denied = [r for r in resources if r not in allowed]
+        if not denied:
+            return await self.inner.handle(context, request)
+        refused = copy.copy(request)
+        refused.resources = denied  # type: ignore[attr-defined]
+        refusal = configs.refuse_all(refused, GROUP_DENIED, "Group authorization failed.")
+        if not allowed:
+            return refusal
+        passed = copy.copy(request)
+        passed.resources = allowed  # type: ignore[attr-defined]
+        answered = await self.inner.handle(context, passed)
+        return configs.merge(request, [answered, refusal])
+
+    # --- batches, chunked -----------------------------------------------------------------------
+
+    async def _chunked(self, context: ConnectionContext, request: Message, field: str, out_field: str) -> list[Any]:
+        """Pass ``request`` on in chunks of its ``field`` list; the answers' ``out_field`` lists, joined."""
+        items = getattr(request, field)
+        answers: list[Any] = []
+        for start in range(0, len(items), CHUNK):
+            part = copy.copy(request)
+            setattr(part, field, items[start : start + CHUNK])
+            response = await self.inner.handle(context, part)
+            answers.extend(getattr(response, out_field))
+            if start + CHUNK < len(items):
+                await asyncio.sleep(0)
+        return answers
+
+    async def _whole(self, context: ConnectionContext, request: Message, out_field: str) -> list[Any]:
+        """Pass a read naming many groups on whole: its answer is bounded as one (in chunks, each
+        part would get a budget of its own, and mapping the answers back by group id below would
+        copy them to every entry naming the group)."""
+        response = await self.inner.handle(context, request)
+        return list(getattr(response, out_field))
+
+    async def _described(
+        self,
+        context: ConnectionContext,
+        request: Message,
+        ids_field: str,
+        refusal: Callable[[str], Any],
+        check: Callable[[Any], Any] = lambda described: described,
+    ) -> list[Any]:
+        """A describe naming groups: those the caller may DESCRIBE are passed on whole (``check``
+        then sees each answer), the others get ``refusal``; answers in the request's order."""
+        wanted = list(getattr(request, ids_field))
+        allowed = [g for g in wanted if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g)]
+        setattr(request, ids_field, allowed)
+        described = await self._whole(context, request, "groups") if allowed else []
+        by_id = {d.group_id: check(d) for d in described}
+        return [by_id.get(g) or refusal(g) for g in wanted]
+
+    async def _describe_groups(
+        self, context: ConnectionContext, request: wire_describe.DescribeGroupsRequest
+    ) -> Message:
+        out = await self._described(
+            context,
+            request,
+            "groups",
+            lambda g: wire_describe.DescribeGroupsResponseDescribedGroup(group_id=g, error_code=GROUP_DENIED),
+        )
+        return wire_describe.DescribeGroupsResponse(groups=out)
+
+    async def _consumer_group_describe(
+        self, context: ConnectionContext, request: wire_cgd.ConsumerGroupDescribeRequest
+    ) -> Message:
+        out = await self._described(
+            context,
+            request,
+            "group_ids",
+            lambda g: wire_cgd.ConsumerGroupDescribeResponseDescribedGroup(
+                group_id=g, error_code=GROUP_DENIED, error_message="Group authorization failed."
+            ),
+        )
+        return wire_cgd.ConsumerGroupDescribeResponse(groups=out)
+
+    async def _share_group_describe(
+        self, context: ConnectionContext, request: wire_sgd.ShareGroupDescribeRequest
+    ) -> Message:
+        out = await self._described(
+            context,
+            request,
+            "group_ids",
+            lambda g: wire_sgd.ShareGroupDescribeResponseDescribedGroup(group_id=g, error_code=GROUP_DENIED),
+            lambda described: self._share_group_topics_visible(context, described),
+        )
+        return wire_sgd.ShareGroupDescribeResponse(groups=out)
+
+    def _share_group_topics_visible(
+        self, context: ConnectionContext, described: wire_sgd.ShareGroupDescribeResponseDescribedGroup
+    ) -> wire_sgd.ShareGroupDescribeResponseDescribedGroup:
+        """Kafka 4.2: a described share group assigned a topic the caller may not DESCRIBE is
+        answered TOPIC_AUTHORIZATION_FAILED, without its members."""
+        topics = {tp.topic_name for m in described.members for tp in m.assignment.topic_partitions}
+        if self.authorizer is None or self._may_describe_all(context, topics):
+            return described
+        return wire_sgd.ShareGroupDescribeResponseDescribedGroup(
+            group_id=described.group_id,
+            error_code=TOPIC_DENIED,
+            error_message="The group has described topic(s) that the client is not authorized to describe.",
+        )
+
+    async def _delete_groups(self, context: ConnectionContext, request: wire_delete.DeleteGroupsRequest) -> Message:
+        wanted = list(request.groups_names)
+        allowed = [g for g in wanted if self._allowed(context, Operation.DELETE, ResourceType.GROUP, g)]
+        request.groups_names = allowed
+        results = await self._chunked(context, request, "groups_names", "results") if allowed else []
+        by_id = {r.group_id: r for r in results}
+        out = [
+            by_id.get(g) or wire_delete.DeleteGroupsResponseDeletableGroupResult(group_id=g, error_code=GROUP_DENIED)
+            for g in wanted
+        ]
+        return wire_delete.DeleteGroupsResponse(results=out)
+
+    async def _list_groups(self, context: ConnectionContext, request: wire_list.ListGroupsRequest) -> Message:
+        response = await self.inner.handle(context, request)
+        assert isinstance(response, wire_list.ListGroupsResponse)
+        if self._allowed(context, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+            return response
+        response.groups = [
+            g for g in response.groups if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g.group_id)
+        ]
+        return response
+
+    # --- offsets ---------------------------------------------------------------------------------
+
+    async def _topic_name(self, name: str, topic_id: Any) -> str | None:
+        if topic_id is not None and topic_id != ZERO_UUID:
+            return await self.topics.name_of(topic_id)
+        return name
+
+    async def _offset_commit(self, context: ConnectionContext, request: wire_commit.OffsetCommitRequest) -> Message:
+        def refuse_all(code: int) -> Message:
+            return wire_commit.OffsetCommitResponse(
+                topics=[
+                    wire_commit.OffsetCommitResponseTopic(
+                        name=t.name,
+                        topic_id=t.topic_id,
+                        partitions=[
+                            wire_commit.OffsetCommitResponsePartition(
+                                partition_index=p.partition_index, error_code=code
+                            )
+                            for p in t.partitions
+                        ],
+                    )
+                    for t in request.topics
+                ]
+            )
+
+        if not self._allowed(context, Operation.READ, ResourceType.GROUP, request.group_id):
+            return refuse_all(GROUP_DENIED)
+        allowed, denied = [], []
+        for t in request.topics:
+            name = await self._topic_name(t.name, t.topic_id)
+            if name in self.protected_topics:
+                denied.append(t)
+            elif self.authorizer is None or (
+                name is not None and self._allowed(context, Operation.READ, ResourceType.TOPIC, name)
+            ):
+                allowed.append(t)
+            else:
+                # Unknown topic ids are refused too: a caller must not learn which ids exist.
+                denied.append(t)
+        if not denied:
+            return await self.inner.handle(context, request)
+        answer_topics: list[wire_commit.OffsetCommitResponseTopic] = []
+        if allowed:
+            request.topics = allowed
+            response = await self.inner.handle(context, request)
+            assert isinstance(response, wire_commit.OffsetCommitResponse)
+            answer_topics = list(response.topics)
+        for t in denied:
+            answer_topics.append(
+                wire_commit.OffsetCommitResponseTopic(
+                    name=t.name,
+                    topic_id=t.topic_id,
+                    partitions=[
+                        wire_commit.OffsetCommitResponsePartition(
+                            partition_index=p.partition_index, error_code=TOPIC_DENIED
+                        )
+                        for p in t.partitions
+                    ],
+                )
+            )
+        return wire_commit.OffsetCommitResponse(topics=answer_topics)
+
+    async def _txn_offset_commit(self, context: ConnectionContext, request: wire_txn.TxnOffsetCommitRequest) -> Message:
+        """Kafka's KafkaApis.handleTxnOffsetCommitRequest: WRITE on the transactional id, then READ
+        on the group refuse the whole request; a topic the caller may not READ (or one of the
+        sidecar's own) is refused alone and the rest goes on."""
+        if not self._allowed(context, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+            return txn_commit_response(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if not self._allowed(context, Operation.READ, ResourceType.GROUP, request.group_id):
+            return txn_commit_response(request, GROUP_DENIED)
+        denied = [
+            t
+            for t in request.topics
+            if t.name in self.protected_topics or not self._allowed(context, Operation.READ, ResourceType.TOPIC, t.name)
+        ]
+        if not denied:
+            return await self.inner.handle(context, request)
+        allowed = [t for t in request.topics if t not in denied]
+        answered: list[wire_txn.TxnOffsetCommitResponseTopic] = []
+        if allowed:
+            response = await self.inner.handle(context, dataclasses.replace(request, topics=allowed))
+            assert isinstance(response, wire_txn.TxnOffsetCommitResponse)
+            answered = list(response.topics)
+        refused = txn_commit_response(dataclasses.replace(request, topics=denied), TOPIC_DENIED)
+        return wire_txn.TxnOffsetCommitResponse(topics=answered + refused.topics)
+
+    async def _offset_delete(
+        self, context: ConnectionContext, request: wire_offset_delete.OffsetDeleteRequest
+    ) -> Message:
+        if not self._allowed(context, Operation.DELETE, ResourceType.GROUP, request.group_id):
+            return wire_offset_delete.OffsetDeleteResponse(error_code=GROUP_DENIED)
+        if self.authorizer is None:
+            return await self.inner.handle(context, request)
+        allowed = [t for t in request.topics if self._allowed(context, Operation.READ, ResourceType.TOPIC, t.name)]
+        denied = [
+            offset_delete_answers.refused(t.name, [p.partition_index for p in t.partitions], TOPIC_DENIED)
+            for t in request.topics
+            if t not in allowed
+        ]
+        request.topics = allowed
+        response = await self.inner.handle(context, request)
+        assert isinstance(response, wire_offset_delete.OffsetDeleteResponse)
+        return offset_delete_answers.merge(denied, response)
+
+    async def _offset_fetch(self, context: ConnectionContext, request: wire_fetch.OffsetFetchRequest) -> Message:
+        if context.api_version < 8:
+            return await self._offset_fetch_single(context, request)
+        groups = list(request.groups)
+        allowed = [g for g in groups if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g.group_id)]
+        request.groups = allowed
+        answered = await self._whole(context, request, "groups") if allowed else []
+        by_id = {g.group_id: g for g in answered}
+        out = []
+        for g in groups:
+            found = by_id.get(g.group_id)
+            if found is None:
+                out.append(wire_fetch.OffsetFetchResponseGroup(group_id=g.group_id, error_code=GROUP_DENIED))
+                continue
+            named = g.topics is not None
+            topics_out = []
+            for t in found.topics:
+                if self._allowed(context, Operation.DESCRIBE, ResourceType.TOPIC, t.name):
+                    topics_out.append(t)
+                elif named:
+                    for p in t.partitions:
+                        p.committed_offset, p.metadata, p.error_code = -1, "", TOPIC_DENIED
+                    topics_out.append(t)
+            found.topics = topics_out
+            out.append(found)
+        return wire_fetch.OffsetFetchResponse(groups=out)
+
+    async def _offset_fetch_single(self, context: ConnectionContext, request: wire_fetch.OffsetFetchRequest) -> Message:
+        if not self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, request.group_id):
+            # v1 has no top-level error: Kafka puts the refusal on every partition asked for.
+            return wire_fetch.OffsetFetchResponse(
+                error_code=GROUP_DENIED,
+                topics=[
+                    wire_fetch.OffsetFetchResponseTopic(
+                        name=t.name,
+                        partitions=[
+                            wire_fetch.OffsetFetchResponsePartition(
+                                partition_index=p, committed_offset=-1, error_code=GROUP_DENIED
+                            )
+                            for p in t.partition_indexes
+                        ],
+                    )
+                    for t in request.topics or []
+                ],
+            )
+        response = await self.inner.handle(context, request)
+        assert isinstance(response, wire_fetch.OffsetFetchResponse)
+        if self.authorizer is None:
+            return response
+        named = request.topics is not None
+        kept = []
+        for t in response.topics:
+            if self._allowed(context, Operation.DESCRIBE, ResourceType.TOPIC, t.name):
+                kept.append(t)
+            elif named:
+                for p in t.partitions:
+                    p.committed_offset, p.metadata, p.error_code = -1, "", TOPIC_DENIED
+                kept.append(t)
+        response.topics = kept
+        return response

@@ -1,0 +1,415 @@
+"""One share-partition's live state: which records are acquired, by whom, until when (KIP-932).
+
+The model follows Kafka's ``SharePartition`` (core/.../server/share): records between the start
+offset (SPSO) and the end offset (SPEO, kept here as one past the last offset ever acquired) are in
+flight, each AVAILABLE, ACQUIRED (by one member, under a lock that expires), ACKNOWLEDGED or
+ARCHIVED. Records below SPSO are done; SPSO moves up over done records (and over offsets that hold
+no record). Kafka keeps states per fetched batch and splits a batch per offset when needed; this
+model keeps them per offset, which gives the same answers with less code (the window is bounded by
+``max_in_flight_records``).
+
+Every operation is pure bookkeeping on its arguments (``now`` comes in, no clock is read) and
+returns what changed durably, a ``ShareStateChange`` that ``state.ShareStateStore.records_for``
+turns into a record. ``durable_picture()`` is what those records must replay to; the tests check
+it after every step.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.share.partition_types import (
+    ACK_TYPE_IDS,
+    AcknowledgementBatch,
+    AcknowledgeType,
+    AcquiredRecords,
+    OffsetRange,
+    RecordState,
+    SharePartitionConfig,
+)
+from groupcoord.coordinator.share.state import MAX_BATCH_SPAN, DurableShareState, ShareStateChange, merge_batches
+
+_ACK_TARGET = {
+    int(AcknowledgeType.GAP): RecordState.ARCHIVED,
+    int(AcknowledgeType.ACCEPT): RecordState.ACKNOWLEDGED,
+    int(AcknowledgeType.RELEASE): RecordState.AVAILABLE,
+    int(AcknowledgeType.REJECT): RecordState.ARCHIVED,
+}
+
+
+# offset -> its durable (state, delivery count) before the operation; None for a new record.
+_Touched = dict[int, tuple[int, int] | None]
+
+
+class InFlightRecord:
+    __slots__ = ("state", "delivery_count", "member", "deadline")
+
+    def __init__(self, state: RecordState, delivery_count: int) -> None:
+        self.state = state
+        self.delivery_count = delivery_count
+        self.member: str | None = None
+        self.deadline = 0
+
+    def durable(self) -> tuple[int, int]:
+        # A lock never survives a failover: acquired is written as available (not done yet).
+        state = self.state
+        return (0 if state is RecordState.ACQUIRED else int(state)), self.delivery_count
+
+    def __repr__(self) -> str:
+        return f"InFlightRecord({self.state.name}, {self.delivery_count}, {self.member}, {self.deadline})"
+
+
+@dataclass(frozen=True, slots=True)
+class Acquired:
+    """What ``acquire`` handed out (ShareFetch's ``AcquiredRecords``) and what must be written first."""
+
+    records: tuple[AcquiredRecords, ...]
+    change: ShareStateChange | None
+
+    @property
+    def count(self) -> int:
+        return sum(r.last_offset - r.first_offset + 1 for r in self.records)
+
+
+@dataclass(frozen=True, slots=True)
+class Acknowledged:
+    """The partition's error code in a ShareAcknowledge (or ShareFetch) response; on an error nothing
+    changed and ``change`` is None."""
+
+    error: ErrorCode
+    change: ShareStateChange | None = None
+
+
+class SharePartition:
+    def __init__(self, config: SharePartitionConfig, start_offset: int, state_epoch: int = 0) -> None:
+        self.config = config
+        self.state_epoch = state_epoch
+        self.start_offset = start_offset
+        self.end_offset = start_offset
+        self.records: dict[int, InFlightRecord] = {}
+        # Lazy heaps (entries checked against the record when popped): AVAILABLE offsets, and
+        # (deadline, offset) of acquired ones.
+        self._available: list[int] = []
+        self._locks: list[tuple[int, int]] = []
+
+    # --- creation ----------------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls, config: SharePartitionConfig, start_offset: int, state_epoch: int = 0
+    ) -> tuple[SharePartition, ShareStateChange]:
+        """A share-partition with no state yet, starting at ``start_offset`` (from
+        ``share.auto.offset.reset``, see ``initial_start_offset``). The change must be written
+        before the first fetch is answered, so that a later load does not resolve the reset again."""
+        return cls(config, start_offset, state_epoch), ShareStateChange(start_offset, (), state_epoch, reset=True)
+
+    @classmethod
+    def load(
+        cls, config: SharePartitionConfig, durable: DurableShareState
+    ) -> tuple[SharePartition, ShareStateChange | None]:
+        """The share-partition as its records left it, every lock expired: a record that was
+        acquired (written as available) is available again with its delivery count, or archived if
+        that count reached the limit, as an expiring lock would have left it. The change (those
+        archivals, and the start offset moving over them) is to be written like any other."""
+        sp = cls(config, durable.start_offset, durable.state_epoch)
+        touched: _Touched = {}
+        for offset, (state, count) in sorted(durable.offsets.items()):
+            if offset < durable.start_offset:
+                continue
+            rec = InFlightRecord(RecordState(state), count)
+            if rec.state == RecordState.AVAILABLE and count >= config.delivery_count_limit:
+                touched[offset] = rec.durable()
+                rec.state = RecordState.ARCHIVED
+            sp.records[offset] = rec
+            if rec.state == RecordState.AVAILABLE:
+                heapq.heappush(sp._available, offset)
+        sp.end_offset = durable.end_offset
+        before = sp.start_offset
+        sp._advance_start()
+        return sp, sp._change(touched, before)
+
+    # --- reading -----------------------------------------------------------------------------
+    def next_fetch_offset(self) -> int:
+        """Where the next fetch from the log should start: the lowest available record, else SPEO."""
+        heap = self._available
+        while heap:
+            rec = self.records.get(heap[0])
+            if heap[0] >= self.start_offset and rec is not None and rec.state == RecordState.AVAILABLE:
+                return heap[0]
+            heapq.heappop(heap)
+        return self.end_offset
+
+    def can_acquire(self) -> bool:
+        """Whether a fetch can acquire anything: a record is available again, or the window has room."""
+        return self.next_fetch_offset() < self.end_offset or self.in_flight() < self.config.max_in_flight_records
+
+    def in_flight(self) -> int:
+        return self.end_offset - self.start_offset
+
+    def next_lock_deadline(self) -> int | None:
+        """When ``expire_locks`` next has something to do (for the caller's timer)."""
+        heap = self._locks
+        while heap:
+            deadline, offset = heap[0]
+            rec = self.records.get(offset)
+            if rec is not None and rec.state == RecordState.ACQUIRED and rec.deadline == deadline:
+                return deadline
+            heapq.heappop(heap)
+        return None
+
+    def acquired_by(self, member: str) -> list[int]:
+        return [o for o, r in sorted(self.records.items()) if r.state == RecordState.ACQUIRED and r.member == member]
+
+    def durable_picture(self) -> tuple[int, int, tuple[tuple[int, int, int], ...]]:
+        """What the records written so far must replay to (``DurableShareState.picture``)."""
+        offsets = tuple((o, *r.durable()) for o, r in sorted(self.records.items()) if o >= self.start_offset)
+        return (self.state_epoch, self.start_offset, offsets)
+
+    # --- acquiring -----------------------------------------------------------------------------
+    def acquire(
+        self,
+        member: str,
+        fetched: Sequence[OffsetRange],
+        max_records: int,
+        now: int,
+        *,
+        archive: Sequence[OffsetRange] = (),
+        fetch_offset: int | None = None,
+    ) -> Acquired:
+        """Acquire for ``member`` the records of ``fetched`` (the batches a fetch from ``fetch_offset``,
+        by default the first batch's offset, returned, in offset order) that are available or new,
+        at most ``max_records``; new records only while the window is below
+        ``max_in_flight_records``. Offsets in ``archive`` are never handed out: records of aborted
+        transactions under ``share.isolation.level=read_committed`` and control records; they are
+        archived. An available record the fetch skipped over (compacted away) is archived too.
+
+        The data path reads from ``next_fetch_offset()`` (after ``update_log_start_offset`` when
+        the log's start has passed it): offsets the fetch returned nothing for are taken to hold
+        no record, as Kafka does."""
+        batches = sorted((b for b in fetched if b.last >= b.first), key=lambda b: b.first)
+        if max_records <= 0 or not batches:
+            return Acquired((), None)
+        cfg = self.config
+        before = self.start_offset
+        touched: _Touched = {}
+        got: list[tuple[int, int]] = []  # (offset, delivery count)
+        skip = _RangeSet(archive)
+        lock_until = now + cfg.record_lock_duration_ms
+        # (Also bounded by what replay accepts as one batch, whatever the configuration says.)
+        room = min(cfg.max_in_flight_records, MAX_BATCH_SPAN) - self.in_flight()
+        limit = max_records
+        throttled = False  # this fetch hands out records near the delivery-count limit
+        throttle_from, count_limit = cfg.throttle_delivery_count, cfg.delivery_count_limit
+
+        # Records the log no longer has: available ones between the fetch offset and the data.
+        lo = batches[0].first if fetch_offset is None else fetch_offset
+        self._archive_missing(max(lo, self.start_offset), batches, touched)
+
+        for batch in batches:
+            for offset in range(max(batch.first, self.start_offset), batch.last + 1):
+                if len(got) >= limit:
+                    break
+                rec = self.records.get(offset)
+                if rec is None:
+                    if offset < self.end_offset:
+                        continue  # a gap that held no record when first fetched
+                    if room <= 0 or throttled:
+                        break
+                    room -= 1
+                    rec = InFlightRecord(RecordState.AVAILABLE, 0)
+                    self.records[offset] = rec
+                    self.end_offset = offset + 1
+                    touched[offset] = None
+                elif rec.state != RecordState.AVAILABLE:
+                    continue
+                if offset not in touched:
+                    touched[offset] = rec.durable()
+                if (skip and offset in skip) or rec.delivery_count >= count_limit:
+                    # Not to be delivered, or the limit was lowered since it was released: done.
+                    rec.state = RecordState.ARCHIVED
+                    continue
+                if rec.delivery_count >= throttle_from:
+                    if not throttled:
+                        if got:
+                            break  # records near the limit go out in a lot of their own, later
+                        throttled = True
+                        limit = max(1, max_records >> (rec.delivery_count - throttle_from + 1))
+                elif throttled:
+                    break
+                rec.state = RecordState.ACQUIRED
+                rec.delivery_count += 1
+                rec.member = member
+                rec.deadline = lock_until
+                heapq.heappush(self._locks, (lock_until, offset))
+                got.append((offset, rec.delivery_count))
+            else:
+                continue
+            break
+        self._advance_start()
+        return Acquired(tuple(_runs(got)), self._change(touched, before))
+
+    def _archive_missing(self, lo: int, batches: Sequence[OffsetRange], touched: _Touched) -> None:
+        hi = min(batches[-1].last, self.end_offset - 1)
+        if lo > hi:
+            return
+        present = _RangeSet(batches)
+        for offset in range(lo, hi + 1):
+            rec = self.records.get(offset)
+            if rec is not None and rec.state == RecordState.AVAILABLE and offset not in present:
+                touched.setdefault(offset, rec.durable())
+                rec.state = RecordState.ARCHIVED
+
+    # --- acknowledging -------------------------------------------------------------------------
+    def acknowledge(self, member: str, batches: Sequence[AcknowledgementBatch], now: int) -> Acknowledged:
+        """Apply a member's acknowledgements, all or nothing: INVALID_REQUEST for a malformed batch
+        list, INVALID_RECORD_STATE when an offset is not acquired by ``member`` (never acquired,
+        acquired by another member, its lock expired, already acknowledged). Offsets below SPSO
+        are skipped (they are done already), as Kafka does."""
+        error = self._validate(batches)
+        if error is not ErrorCode.NONE:
+            return Acknowledged(error)
+        plan: list[tuple[InFlightRecord, int, int]] = []  # record, offset, acknowledge type
+        for batch in batches:
+            if batch.last_offset < self.start_offset:
+                continue
+            if batch.last_offset >= self.end_offset:
+                return Acknowledged(ErrorCode.INVALID_REQUEST)  # past anything ever acquired
+            for offset in range(max(batch.first_offset, self.start_offset), batch.last_offset + 1):
+                rec = self.records.get(offset)
+                if rec is None:
+                    continue  # no record at this offset: nothing to acknowledge
+                if rec.state != RecordState.ACQUIRED or rec.member != member:
+                    return Acknowledged(ErrorCode.INVALID_RECORD_STATE)
+                ack = batch.types[0] if len(batch.types) == 1 else batch.types[offset - batch.first_offset]
+                plan.append((rec, offset, ack))
+        before = self.start_offset
+        touched: _Touched = {}
+        for rec, offset, ack in plan:
+            if ack == AcknowledgeType.RENEW:
+                rec.deadline = now + self.config.record_lock_duration_ms
+                heapq.heappush(self._locks, (rec.deadline, offset))
+                continue
+            self._release(rec, offset, _ACK_TARGET[ack], touched)
+        self._advance_start()
+        return Acknowledged(ErrorCode.NONE, self._change(touched, before))
+
+    def _validate(self, batches: Sequence[AcknowledgementBatch]) -> ErrorCode:
+        previous_last = -1
+        renew = False
+        for b in batches:
+            span = b.last_offset - b.first_offset + 1
+            if b.first_offset < 0 or span <= 0 or b.first_offset <= previous_last:
+                return ErrorCode.INVALID_REQUEST
+            if len(b.types) != 1 and len(b.types) != span:
+                return ErrorCode.INVALID_REQUEST
+            if any(t not in ACK_TYPE_IDS for t in b.types):
+                return ErrorCode.INVALID_REQUEST
+            renew = renew or AcknowledgeType.RENEW in b.types
+            previous_last = b.last_offset
+        if renew and not self.config.renew_enabled:
+            return ErrorCode.INVALID_RECORD_STATE
+        return ErrorCode.NONE
+
+    # --- releasing -----------------------------------------------------------------------------
+    def expire_locks(self, now: int) -> ShareStateChange | None:
+        """Locks that ran out by ``now`` give their records back: available again with the same
+        delivery count, or archived when the count reached the limit."""
+        before = self.start_offset
+        touched: _Touched = {}
+        heap = self._locks
+        while heap and heap[0][0] <= now:
+            deadline, offset = heapq.heappop(heap)
+            rec = self.records.get(offset)
+            if rec is not None and rec.state == RecordState.ACQUIRED and rec.deadline == deadline:
+                self._release(rec, offset, RecordState.AVAILABLE, touched)
+        self._advance_start()
+        return self._change(touched, before)
+
+    def release_member(self, member: str) -> ShareStateChange | None:
+        """The member left (or its share session closed): its records go back as a lock expiry
+        would leave them. Kafka 4.2 keeps the delivery count (KAFKA-19972): a consumer that crashes
+        on a record cannot get it redelivered forever."""
+        before = self.start_offset
+        touched: _Touched = {}
+        for offset in self.acquired_by(member):
+            self._release(self.records[offset], offset, RecordState.AVAILABLE, touched)
+        self._advance_start()
+        return self._change(touched, before)
+
+    def update_log_start_offset(self, log_start_offset: int) -> ShareStateChange | None:
+        """The log's start moved past SPSO (retention, DeleteRecords): what lay below is gone, acquired
+        or not; acknowledgements of it are then skipped as below SPSO."""
+        if log_start_offset <= self.start_offset:
+            return None
+        before = self.start_offset
+        self.start_offset = log_start_offset
+        self.end_offset = max(self.end_offset, log_start_offset)
+        for offset in [o for o in self.records if o < log_start_offset]:
+            del self.records[offset]
+        self._advance_start()
+        return self._change({}, before)
+
+    def _release(self, rec: InFlightRecord, offset: int, target: RecordState, touched: _Touched) -> None:
+        if offset not in touched:
+            touched[offset] = rec.durable()
+        if target == RecordState.AVAILABLE and rec.delivery_count >= self.config.delivery_count_limit:
+            target = RecordState.ARCHIVED
+        rec.state = target
+        rec.member = None
+        rec.deadline = 0
+        if target == RecordState.AVAILABLE:
+            heapq.heappush(self._available, offset)
+
+    # --- bookkeeping ---------------------------------------------------------------------------
+    def _advance_start(self) -> None:
+        """SPSO moves up over done records and offsets that hold no record; what is below it is dropped."""
+        start, end, records = self.start_offset, self.end_offset, self.records
+        while start < end:
+            rec = records.get(start)
+            if rec is None:
+                # A gap (no record was ever fetched there): jump to the next record, not offset by offset.
+                start = min((o for o in records if o > start), default=end)
+                continue
+            if not rec.state.terminal:
+                break
+            del records[start]
+            start += 1
+        self.start_offset = start
+
+    def _change(self, touched: _Touched, start_before: int) -> ShareStateChange | None:
+        """The offsets whose durable state differs from before the operation, and SPSO."""
+        start, records = self.start_offset, self.records
+        changed = sorted(o for o, was in touched.items() if o >= start and o in records and records[o].durable() != was)
+        if not changed and start == start_before:
+            return None
+        batches = tuple(merge_batches((o, self.records[o].durable()) for o in changed))
+        return ShareStateChange(start, batches, self.state_epoch)
+
+
+class _RangeSet:
+    """Membership in a few sorted offset ranges."""
+
+    __slots__ = ("_ranges",)
+
+    def __init__(self, ranges: Iterable[OffsetRange]) -> None:
+        self._ranges = sorted((r.first, r.last) for r in ranges if r.last >= r.first)
+
+    def __contains__(self, offset: object) -> bool:
+        return any(first <= offset <= last for first, last in self._ranges)  # type: ignore[operator]
+
+    def __bool__(self) -> bool:
+        return bool(self._ranges)
+
+
+def _runs(got: list[tuple[int, int]]) -> list[AcquiredRecords]:
+    """Consecutive offsets with the same delivery count, as ShareFetch's AcquiredRecords."""
+    out: list[AcquiredRecords] = []
+    for offset, count in got:
+        if out and out[-1].last_offset + 1 == offset and out[-1].delivery_count == count:
+            last = out[-1]
+            out[-1] = AcquiredRecords(last.first_offset, offset, count)
+        else:
+            out.append(AcquiredRecords(offset, offset, count))
+    return out

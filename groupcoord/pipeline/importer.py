@@ -1,0 +1,90 @@
+"""Bulk offset import into a running sidecar through its normal commit path.
+
+Offsets are committed with confluent-kafka's AlterConsumerGroupOffsets, which is an OffsetCommit
+request with no member (generation -1): the sidecar validates and writes it exactly like any
+admin commit. Groups that have members are refused (their members own their offsets), as Kafka's
+own tools do; the check is made on the sidecar (DescribeGroups / ConsumerGroupDescribe).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from groupcoord.pipeline.cluster import kafka_client_config
+
+
+class ImportError_(RuntimeError):  # noqa: N801 - ImportError is Python's own
+    """The sidecar could not be asked or refused the whole import."""
+
+
+@dataclass
+class GroupImport:
+    group: str
+    offsets: list[tuple[str, int, int, str]]  # topic, partition, offset, metadata
+    refusal: str | None = None
+    failures: list[str] = field(default_factory=list)
+
+
+def _admin(config: Mapping[str, Any]) -> AdminClient:
+    return AdminClient({**kafka_client_config(config), "socket.timeout.ms": 10000})
+
+
+def import_plan(
+    config: Mapping[str, Any], offsets: Mapping[str, Sequence[tuple[str, int, int, str]]]
+) -> list[GroupImport]:
+    """One entry per group, refused if the sidecar reports members in it."""
+    plan = [GroupImport(g, sorted(offsets[g])) for g in sorted(offsets)]
+    if not plan:
+        return plan
+    admin = _admin(config)
+    futures = admin.describe_consumer_groups([g.group for g in plan], request_timeout=30)
+    for entry in plan:
+        try:
+            described = futures[entry.group].result(timeout=30)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.code() in (15, 14):  # COORDINATOR_NOT_AVAILABLE / LOAD_IN_PROGRESS
+                raise ImportError_(f"sidecar cannot describe {entry.group}: {error.str()}") from None
+            continue  # GROUP_ID_NOT_FOUND and the like: a new group, nothing to refuse
+        except TimeoutError:
+            where = config.get("bootstrap.servers", "the sidecar")
+            raise ImportError_(f"{where} did not answer within 30s (describing {entry.group})") from None
+        except Exception as exc:
+            raise ImportError_(f"sidecar did not answer for {entry.group}: {exc!r}") from None
+        if described.members:
+            entry.refusal = f"refused: {len(described.members)} active members"
+    return plan
+
+
+def run_import(config: Mapping[str, Any], plan: Sequence[GroupImport], batch_size: int) -> dict[str, int]:
+    """Commit every non-refused group's offsets, ``batch_size`` partitions per request; failures per group."""
+    admin = _admin(config)
+    failed: dict[str, int] = {}
+    for entry in plan:
+        if entry.refusal:
+            continue
+        failed[entry.group] = 0
+        for i in range(0, len(entry.offsets), batch_size):
+            chunk = entry.offsets[i : i + batch_size]
+            request = [
+                ConsumerGroupTopicPartitions(
+                    entry.group,
+                    [TopicPartition(t, p, o, metadata=m) if m else TopicPartition(t, p, o) for t, p, o, m in chunk],
+                )
+            ]
+            try:
+                result = admin.alter_consumer_group_offsets(request, request_timeout=30)[entry.group].result(timeout=60)
+            except KafkaException as exc:
+                entry.failures.append(exc.args[0].str())
+                failed[entry.group] += len(chunk)
+                continue
+            for tp in result.topic_partitions:
+                if tp.error is not None:
+                    entry.failures.append(f"{tp.topic}-{tp.partition}: {tp.error}")
+                    failed[entry.group] += 1
+    return failed
