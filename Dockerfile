@@ -23,11 +23,7 @@ RUN if [ "$WITH_SPARK" = "1" ]; then \
 
 # Only what the package is built from (see .dockerignore): no tests, no local venvs.
 COPY pyproject.toml README.md /tmp/src/
-COPY coordinator /tmp/src/coordinator
-COPY records /tmp/src/records
-COPY cli /tmp/src/cli
-COPY deploy /tmp/src/deploy
-COPY pipeline /tmp/src/pipeline
+COPY groupcoord /tmp/src/groupcoord
 
 RUN if [ "$WITH_SPARK" = "1" ]; then target="/tmp/src[spark]"; else target="/tmp/src"; fi \
     && pip install "$target" \

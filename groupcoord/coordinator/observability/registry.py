@@ -6,23 +6,16 @@ runtime or the group logic."""
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 from prometheus_client import CollectorRegistry, Info, PlatformCollector, ProcessCollector
+
+from groupcoord import __version__
 
 REGISTRY = CollectorRegistry(auto_describe=False)
 ProcessCollector(registry=REGISTRY)
 PlatformCollector(registry=REGISTRY)
 
 
-def _version() -> str:
-    try:
-        return version("groupcoord")
-    except PackageNotFoundError:  # run from a checkout that was never installed
-        return "unknown"
-
-
 # groupcoord_build_info{version="..."} 1: which version each process runs (an upgrade in progress
 # shows two), joined onto other series with `* on(instance) group_left(version)`.
 BUILD_INFO = Info("groupcoord_build", "The groupcoord version this process runs.", registry=REGISTRY)
-BUILD_INFO.info({"version": _version()})
+BUILD_INFO.info({"version": __version__})
