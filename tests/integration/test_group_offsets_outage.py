@@ -24,7 +24,9 @@ _SCENARIO = textwrap.dedent(
     port, how = int(sys.argv[1]), sys.argv[2]
     config = {"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0}
     admin = AdminClient(config)
-    query = GroupOffsetsQuery(config, "g")
+    # Renewed well within the deadline below: in about one restart in ten librdkafka never sends
+    # the queued request again (see group_offsets.py), and only a new client answers.
+    query = GroupOffsetsQuery(config, "g", renew_after=5)
 
     def ask():
         if how == "bare":  # what placement did before: librdkafka's own timeout expires
@@ -44,7 +46,7 @@ _SCENARIO = textwrap.dedent(
             pass
     time.sleep(1)
     broker = LocalBroker(port=port).start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 30
     while True:
         try:
             ask()
@@ -80,7 +82,14 @@ def test_group_offsets_query_survives_a_broker_restart(tmp_path: Path) -> None:
 
 def test_librdkafka_aborts_when_a_timed_out_coordinator_request_wakes(tmp_path: Path) -> None:
     """The bug itself (librdkafka 2.16.0). If this starts passing through, librdkafka fixed
-    rd_kafka_admin_coord_request and ``GroupOffsetsQuery`` may use ordinary timeouts again."""
-    done = _run("bare", tmp_path)
-    assert done.returncode < 0, (done.returncode, done.stdout, done.stderr[-2000:])
-    assert "rd_kafka_enq_once_del_source_return" in done.stderr
+    rd_kafka_admin_coord_request and ``GroupOffsetsQuery`` may use ordinary timeouts again.
+
+    A few tries: in some restarts librdkafka never wakes the queued request at all (the other
+    bug ``GroupOffsetsQuery`` works around), and then nothing aborts."""
+    runs = []
+    for _ in range(4):
+        done = _run("bare", tmp_path)
+        runs.append((done.returncode, done.stderr[-600:]))
+        if done.returncode < 0 and "rd_kafka_enq_once_del_source_return" in done.stderr:
+            return
+    raise AssertionError(runs)

@@ -12,9 +12,16 @@ response handler (``rd_kafka_admin_coord_response_parse``). A ``kill -9`` of the
 
 So a request's own timeout never expires before the coordinator answers: it is librdkafka's
 longest (an hour), the caller waits a bounded time for the answer, and while a request is in
-flight no other is sent (the next caller waits on the same one). A request still unanswered near
-its hour stays with its client, which is then replaced: destroying a client fails its queued
-coordinator requests without the faulty path (checked against a broker killed and restarted).
+flight no other is sent (the next caller waits on the same one). A request unanswered for
+``renew_after`` seconds stays with its client, which is then replaced: destroying a client fails
+its queued coordinator requests without the faulty path (checked against a broker killed and
+restarted).
+
+The replacement is needed well before the hour: in about one restart of the broker in ten, the
+same librdkafka keeps the handle of the coordinator's old connection "terminating" forever (its
+refcount held by the queued request) after the restarted broker's node id is added again, and the
+request then never leaves its queue. Without a new client, a placement owner refresh stayed blind
+for the rest of the hour.
 """
 
 from __future__ import annotations
@@ -31,16 +38,18 @@ from groupcoord.coordinator.logs import drain
 
 # The longest request_timeout librdkafka accepts (rd_kafka_AdminOptions_set_request_timeout).
 REQUEST_TIMEOUT_S = 3600.0
-# A request this old is abandoned with its client before its timeout can expire.
-RENEW_AFTER_S = 3000.0
+# A request this old is abandoned with its client (far below REQUEST_TIMEOUT_S, so its own
+# timeout never expires; a healthy coordinator answers in milliseconds).
+RENEW_AFTER_S = 30.0
 
 
 class GroupOffsetsQuery:
     """Committed offsets of ``group_id``, through one admin client kept for the process's life."""
 
-    def __init__(self, client_config: dict[str, Any], group_id: str) -> None:
+    def __init__(self, client_config: dict[str, Any], group_id: str, renew_after: float = RENEW_AFTER_S) -> None:
         self._config = dict(client_config)
         self.group_id = group_id
+        self._renew_after = min(renew_after, REQUEST_TIMEOUT_S / 2)
         self._admin = AdminClient(self._config)
         self._lock = threading.Lock()
         self._pending: Future[ConsumerGroupTopicPartitions] | None = None
@@ -56,7 +65,7 @@ class GroupOffsetsQuery:
         while True:
             with self._lock:
                 pending = self._pending
-                if pending is not None and not pending.done() and asked - self._sent_at > RENEW_AFTER_S:
+                if pending is not None and not pending.done() and asked - self._sent_at > self._renew_after:
                     # Dropping the last reference destroys the old client here, once, on this thread.
                     self._admin = AdminClient(self._config)
                     pending = None
