@@ -154,7 +154,9 @@ class Committer:
 
     def __init__(self, bootstrap: str, group: str, topic: str = "t", partition: int = 0) -> None:
         self.group, self.topic, self.partition = group, topic, partition
-        self.results: list[object] = []
+        # Each commit's result by its offset: a commit that timed out here may still be retried by
+        # librdkafka and answered during a later commit_once, whose result it must not pass for.
+        self.results: dict[int, object] = {}
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -169,31 +171,42 @@ class Committer:
         self.acked: list[int] = []
         self.sent: set[int] = set()
         self.failures = 0
+        self._last_success = 0
 
     def _on_commit(self, err: object, partitions: list[TopicPartition]) -> None:
-        self.results.append(err if err is not None else partitions[0].error)
+        offset = int(partitions[0].offset)
+        result = err if err is not None else partitions[0].error
+        self.results[offset] = result
+        if result is None:
+            self._last_success = offset
 
     def commit_once(self, deadline_s: float = 5.0) -> bool:
         offset = self.next
         self.next += 1
         self.sent.add(offset)
-        self.results.clear()
         self.consumer.commit(offsets=[TopicPartition(self.topic, self.partition, offset)], asynchronous=True)
         deadline = time.monotonic() + deadline_s
-        while not self.results and time.monotonic() < deadline:
+        while offset not in self.results and time.monotonic() < deadline:
             self.consumer.poll(0.05)
-        if self.results and self.results[0] is None:
+        if offset in self.results and self.results[offset] is None:
             self.acked.append(offset)
             return True
         self.failures += 1
         return False
 
     def commit_until_acked(self, timeout: float) -> int:
+        """Commits until one is acknowledged and no earlier commit is still in flight (so the
+        acknowledged offset is the committed one, unless the coordinator lost it)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.commit_once():
+            if self.commit_once() and self._settled(deadline):
                 return self.acked[-1]
         raise AssertionError(f"no commit of {self.group} acknowledged within {timeout}s")
+
+    def _settled(self, deadline: float) -> bool:
+        while not self.sent <= self.results.keys() and time.monotonic() < deadline:
+            self.consumer.poll(0.05)
+        return self._last_success == self.acked[-1]
 
     def committed(self, timeout: float = 60) -> int:
         """The committed offset; retried while shards move (librdkafka does not retry OffsetFetch
