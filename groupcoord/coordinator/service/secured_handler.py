@@ -37,7 +37,7 @@ import asyncio
 import copy
 import dataclasses
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway import configs
@@ -88,6 +88,10 @@ _REFUSALS: dict[type[Message], Callable[[], Message]] = {
     wire_cgh.ConsumerGroupHeartbeatRequest: lambda: wire_cgh.ConsumerGroupHeartbeatResponse(error_code=GROUP_DENIED),
     wire_sgh.ShareGroupHeartbeatRequest: lambda: wire_sgh.ShareGroupHeartbeatResponse(error_code=GROUP_DENIED),
 }
+
+
+# An OffsetFetch answer topic: OffsetFetchResponseTopic (v0-7) or OffsetFetchResponseTopics (v8+).
+_Fetched = TypeVar("_Fetched", wire_fetch.OffsetFetchResponseTopic, wire_fetch.OffsetFetchResponseTopics)
 
 
 class SecuredHandler:
@@ -434,16 +438,7 @@ class SecuredHandler:
             if found is None:
                 out.append(wire_fetch.OffsetFetchResponseGroup(group_id=g.group_id, error_code=GROUP_DENIED))
                 continue
-            named = g.topics is not None
-            topics_out = []
-            for t in found.topics:
-                if self._allowed(context, Operation.DESCRIBE, ResourceType.TOPIC, t.name):
-                    topics_out.append(t)
-                elif named:
-                    for p in t.partitions:
-                        p.committed_offset, p.metadata, p.error_code = -1, "", TOPIC_DENIED
-                    topics_out.append(t)
-            found.topics = topics_out
+            found.topics = self._described_topics(context, found.topics, named=g.topics is not None)
             out.append(found)
         return wire_fetch.OffsetFetchResponse(groups=out)
 
@@ -469,14 +464,19 @@ class SecuredHandler:
         assert isinstance(response, wire_fetch.OffsetFetchResponse)
         if self.authorizer is None:
             return response
-        named = request.topics is not None
+        response.topics = self._described_topics(context, response.topics, named=request.topics is not None)
+        return response
+
+    def _described_topics(self, context: ConnectionContext, topics: list[_Fetched], *, named: bool) -> list[_Fetched]:
+        """An OffsetFetch answer's topics as the caller may see them: a topic without DESCRIBE is
+        left out of an all-topics answer, and answered TOPIC_AUTHORIZATION_FAILED on each of its
+        partitions when the caller named it (Kafka's rule)."""
         kept = []
-        for t in response.topics:
-            if self._allowed(context, Operation.DESCRIBE, ResourceType.TOPIC, t.name):
-                kept.append(t)
-            elif named:
+        for t in topics:
+            if not self._allowed(context, Operation.DESCRIBE, ResourceType.TOPIC, t.name):
+                if not named:
+                    continue
                 for p in t.partitions:
                     p.committed_offset, p.metadata, p.error_code = -1, "", TOPIC_DENIED
-                kept.append(t)
-        response.topics = kept
-        return response
+            kept.append(t)
+        return kept
