@@ -17,6 +17,7 @@ default is ``--offsets``).
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,6 +28,7 @@ from confluent_kafka import KafkaError
 from groupcoord.cli.common import DEFAULT_TIMEOUT, Bootstrap, CommandConfig, Conn, Timeout, error_line, fail
 from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.cli.wire import CLIENT_ID, WireClient
+from groupcoord.cli.wire_security import AuthenticationError
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.kafka_words import describe_error
 from groupcoord.coordinator.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -69,9 +71,7 @@ class ShareAdmin:
 
     def __init__(self, bootstrap: str, command_config: Path | None, timeout: float) -> None:
         self.conn = Conn(bootstrap, command_config, timeout)
-        protocol = str(self.conn.config().get("security.protocol", "PLAINTEXT")).upper()
-        if protocol != "PLAINTEXT":
-            fail(f"share-groups speaks PLAINTEXT only for now (security.protocol={protocol} is not supported)")
+        self.props = {k: v for k, v in self.conn.config().items() if isinstance(v, str)}
         self.clients: dict[str, WireClient] = {}
         self.first = bootstrap.split(",")[0].strip()
         versions = self.call(self.first, ApiKey.API_VERSIONS, ApiVersionsRequest(client_software_name=CLIENT_ID))
@@ -88,8 +88,12 @@ class ShareAdmin:
         try:
             client = self.clients.get(node)
             if client is None:
-                client = self.clients[node] = WireClient(node, timeout)
+                client = self.clients[node] = WireClient(node, timeout, self.props)
             return client.call(key, _VERSIONS[key], request)
+        except AuthenticationError as exc:
+            fail(f"cannot connect to {node}: {exc}")
+        except ssl.SSLError as exc:
+            fail(f"cannot connect to {node}: TLS: {exc.reason or exc}")
         except OSError as exc:
             self.clients.pop(node, None)
             fail(f"no answer from {node} within {timeout:g}s: {exc.strerror or exc}")

@@ -6,8 +6,9 @@
   consumer but no share-group admin call (no share type in ``list_consumer_groups``, no
   ``describe_share_groups``).
 
-PLAINTEXT listeners only: with TLS or SASL settings the CLI shows the consumer-group columns as
-unknown, and ``share-groups`` says it cannot connect so.
+``WireClient`` speaks TLS and SASL as the properties say (``groupcoord.cli.wire_security``); the
+consumer-group columns are read on PLAINTEXT listeners only (with TLS or SASL settings the CLI shows
+them as unknown).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import struct
 from dataclasses import dataclass, field
 from types import TracebackType
 
+from groupcoord.cli.wire_security import protocol_of, sasl_login, tls_context
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.gateway.framing import RequestHeader
 from groupcoord.coordinator.gateway.protocol import decode_response, encode_request
@@ -50,13 +52,25 @@ def _read_exactly(sock: socket.socket, n: int) -> bytes:
 
 class WireClient:
     """One connection to the first broker of ``bootstrap``; requests one at a time. ``OSError``
-    when it cannot connect, or the peer closes the connection (as a broker does for an API it
-    does not offer); ``ValueError`` (the codec's) for an answer that does not decode."""
+    when it cannot connect (``ssl.SSLError`` among them), or the peer closes the connection (as a
+    broker does for an API it does not offer); ``ValueError`` (the codec's) for an answer that does
+    not decode; ``AuthenticationError`` for settings it cannot use or a refused SASL login."""
 
-    def __init__(self, bootstrap: str, timeout: float) -> None:
+    def __init__(self, bootstrap: str, timeout: float, props: dict[str, str] | None = None) -> None:
+        props = props or {}
+        protocol = protocol_of(props)
         host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
-        self.sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
-        self.sock.settimeout(timeout)
+        host = host.strip("[]")
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        try:
+            if protocol in ("SSL", "SASL_SSL"):
+                self.sock = tls_context(props).wrap_socket(self.sock, server_hostname=host)
+            self.sock.settimeout(timeout)
+            if protocol.startswith("SASL_"):
+                sasl_login(self.sock, props, lambda n: _read_exactly(self.sock, n))
+        except BaseException:
+            self.sock.close()
+            raise
         self.correlation_id = 0
 
     def call(self, key: int, version: int, request: Message) -> Message:
