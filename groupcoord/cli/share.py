@@ -74,29 +74,42 @@ class ShareAdmin:
         self.props = {k: v for k, v in self.conn.config().items() if isinstance(v, str)}
         self.clients: dict[str, WireClient] = {}
         self.first = bootstrap.split(",")[0].strip()
+        self.versions = dict(_VERSIONS)
         versions = self.call(self.first, ApiKey.API_VERSIONS, ApiVersionsRequest(client_software_name=CLIENT_ID))
         assert isinstance(versions, ApiVersionsResponse)
         offered = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
-        missing = [key for key, version in _VERSIONS.items() if not _offers(offered, key, version)]
+        # Metadata (forwarded to the cluster): any version from 1 lists the brokers without topics.
+        self.versions[ApiKey.METADATA] = max(
+            1, min(_VERSIONS[ApiKey.METADATA], offered.get(ApiKey.METADATA, (0, 0))[1])
+        )
+        missing = [key for key, version in self.versions.items() if not _offers(offered, key, version)]
         if ApiKey.SHARE_GROUP_DESCRIBE in missing:
             fail(f"{bootstrap} does not serve share groups (the sidecar's share_groups_enabled is off)")
         if missing:
-            fail(f"{bootstrap} does not offer " + ", ".join(f"{ApiKey(k).name} v{_VERSIONS[k]}" for k in missing))
+            fail(f"{bootstrap} does not offer " + ", ".join(f"{ApiKey(k).name} v{self.versions[k]}" for k in missing))
 
-    def call(self, node: str, key: ApiKey, request: Message) -> Message:
-        timeout = self.conn.timeout
+    def _client(self, node: str) -> WireClient:
+        client = self.clients.get(node)
+        if client is not None:
+            return client
         try:
-            client = self.clients.get(node)
-            if client is None:
-                client = self.clients[node] = WireClient(node, timeout, self.props)
-            return client.call(key, _VERSIONS[key], request)
+            client = self.clients[node] = WireClient(node, self.conn.timeout, self.props)
         except AuthenticationError as exc:
             fail(f"cannot connect to {node}: {exc}")
         except ssl.SSLError as exc:
             fail(f"cannot connect to {node}: TLS: {exc.reason or exc}")
-        except OSError as exc:
-            self.clients.pop(node, None)
-            fail(f"no answer from {node} within {timeout:g}s: {exc.strerror or exc}")
+        except OSError as exc:  # refused, unresolvable, timed out, or closed during the SASL login
+            fail(f"cannot reach {node} within {self.conn.timeout:g}s: {exc.strerror or exc}")
+        except ValueError as exc:
+            fail(f"cannot connect to {node}: {exc}")
+        return client
+
+    def call(self, node: str, key: ApiKey, request: Message) -> Message:
+        client = self._client(node)
+        try:
+            return client.call(key, self.versions[key], request)
+        except OSError as exc:  # a timeout, or closed (as a broker closes it for an API it does not offer)
+            fail(f"no answer from {node} within {self.conn.timeout:g}s: {exc.strerror or exc}")
         except ValueError as exc:
             fail(f"unreadable answer from {node}: {exc}")
 

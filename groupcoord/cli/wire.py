@@ -61,6 +61,8 @@ class WireClient:
         protocol = protocol_of(props)
         host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
         host = host.strip("[]")
+        if not host or not port.isdigit():
+            raise ValueError(f"expected HOST:PORT, got {bootstrap!r}")
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         try:
             if protocol in ("SSL", "SASL_SSL"):

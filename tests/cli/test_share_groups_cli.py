@@ -179,4 +179,4 @@ def test_a_sidecar_without_share_groups_says_so(bootstrap: str, unique_name: str
         process.stop()
     # Nothing listening: one line, no traceback.
     down = cli("share-groups", "list", "-b", process.bootstrap, "--timeout", "2")
-    assert down.returncode == 1 and down.stderr.startswith(f"error: no answer from {process.bootstrap}")
+    assert down.returncode == 1 and down.stderr.startswith(f"error: cannot reach {process.bootstrap} within 2s")
