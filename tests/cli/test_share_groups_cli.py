@@ -18,9 +18,11 @@ from confluent_kafka import Consumer, TopicPartition
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.messages import share_group_heartbeat as sgh
+from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from groupcoord.local_broker import free_port
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
+from tests.ha.sidecars import Sidecar, wait_for
 from tests.integration.serve_process import ServeProcess
 
 pytestmark = pytest.mark.integration
@@ -180,3 +182,54 @@ def test_a_sidecar_without_share_groups_says_so(bootstrap: str, unique_name: str
     # Nothing listening: one line, no traceback.
     down = cli("share-groups", "list", "-b", process.bootstrap, "--timeout", "2")
     assert down.returncode == 1 and down.stderr.startswith(f"error: cannot reach {process.bootstrap} within 2s")
+
+
+def test_groups_of_every_process_are_listed_and_described_at_their_coordinator(
+    bootstrap: str, unique_name: str, tmp_path: Path
+) -> None:
+    """Two processes share one log (four shards): list asks every node, describe each coordinator."""
+    topic = f"{unique_name}-t"
+    create_topic(bootstrap, topic, 1)
+    env = {"GROUPCOORD_SHARE_GROUPS_ENABLED": "true"}
+    pair = [Sidecar(bootstrap, unique_name, tmp_path / f"serve{i}.log", partitions=4, env=env) for i in range(2)]
+    try:
+        for s in pair:
+            s.spawn()
+        for s in pair:
+            s.wait_listening()
+        wait_for(lambda: all(s.owned() for s in pair), 90, "both processes to own shards")
+        ports = {s.port for s in pair}
+        groups = [f"{unique_name}-q{i}" for i in range(12)]
+        where: dict[str, int | None] = {}
+
+        def routed() -> bool:
+            where.update({g: coordinator_port(pair[0].port, g) for g in groups})
+            return set(where.values()) == ports  # every group routed, groups on both processes
+
+        wait_for(routed, 60, "the first process to route groups to both")
+        for group, port in where.items():
+            assert port is not None
+            beat(port, group, str(uuid.uuid4()), 0, [topic])
+        for s in pair:
+            listed = as_json("share-groups", "list", "-b", s.address)["items"]
+            assert {r["group"] for r in listed} == set(where)
+        described = as_json("share-groups", "describe", "--all-groups", "-b", pair[0].address)["items"]
+        assert {r["group"]: int(r["coordinator"].split()[0].rsplit(":", 1)[1]) for r in described} == where
+    finally:
+        for s in pair:
+            s.stop()
+
+
+def coordinator_port(port: int, group: str) -> int | None:
+    """The port of the group's coordinator, None while the shard's owner is not known yet."""
+
+    async def call() -> int | None:
+        client = await WireClient.connect("127.0.0.1", port)
+        try:
+            found = await client.call(10, 3, FindCoordinatorRequest(key=group, key_type=0))
+        finally:
+            await client.close()
+        assert isinstance(found, FindCoordinatorResponse)
+        return None if found.error_code else found.port
+
+    return asyncio.run(call())
