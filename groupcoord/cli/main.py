@@ -21,6 +21,7 @@ from groupcoord.cli.drill import drill
 from groupcoord.cli.log import log_app
 from groupcoord.cli.migrate import migrate_app
 from groupcoord.cli.pipeline import pipeline_app
+from groupcoord.cli.share import share_groups_app
 from groupcoord.coordinator.config import ConfigError, load_settings
 from groupcoord.local_broker import BrokerStartError, LocalBroker, parse_hostport
 
@@ -68,6 +69,7 @@ app = _App(
     pretty_exceptions_enable=False,
 )
 app.add_typer(groups_app, name="groups")
+app.add_typer(share_groups_app, name="share-groups")
 app.add_typer(offsets_app, name="offsets")
 app.add_typer(log_app, name="log")
 app.add_typer(migrate_app, name="migrate")

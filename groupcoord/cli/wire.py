@@ -1,14 +1,24 @@
-"""ConsumerGroupDescribe v1 over a plain socket, for what confluent-kafka's describe leaves out:
-each member's protocol (KIP-1099's MemberType: classic or consumer) and epoch, and the group's
-epochs. Uses the gateway's own message codec; PLAINTEXT listeners only (with TLS or SASL
-settings the CLI shows these columns as unknown instead)."""
+"""Requests confluent-kafka has no call for, over a plain socket with the gateway's own message codec:
+
+- ConsumerGroupDescribe v1, for what confluent-kafka's describe leaves out: each member's protocol
+  (KIP-1099's MemberType: classic or consumer) and epoch, and the group's epochs;
+- the share-group admin requests (``groupcoord.cli.share``): librdkafka 2.16 ships a share
+  consumer but no share-group admin call (no share type in ``list_consumer_groups``, no
+  ``describe_share_groups``).
+
+``WireClient`` speaks TLS and SASL as the properties say (``groupcoord.cli.wire_security``); the
+consumer-group columns are read on PLAINTEXT listeners only (with TLS or SASL settings the CLI shows
+them as unknown).
+"""
 
 from __future__ import annotations
 
 import socket
 import struct
 from dataclasses import dataclass, field
+from types import TracebackType
 
+from groupcoord.cli.wire_security import protocol_of, sasl_login, tls_context
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.gateway.framing import RequestHeader
 from groupcoord.coordinator.gateway.protocol import decode_response, encode_request
@@ -16,8 +26,10 @@ from groupcoord.coordinator.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
 )
+from groupcoord.coordinator.messages.schema import Message
 
 _MEMBER_TYPES = {0: "classic", 1: "consumer"}
+CLIENT_ID = "groupcoord-cli"
 
 
 @dataclass
@@ -38,16 +50,53 @@ def _read_exactly(sock: socket.socket, n: int) -> bytes:
     return bytes(data)
 
 
+class WireClient:
+    """One connection to the first broker of ``bootstrap``; requests one at a time. ``OSError``
+    when it cannot connect (``ssl.SSLError`` among them), or the peer closes the connection (as a
+    broker does for an API it does not offer); ``ValueError`` (the codec's) for an answer that does
+    not decode; ``AuthenticationError`` for settings it cannot use or a refused SASL login."""
+
+    def __init__(self, bootstrap: str, timeout: float, props: dict[str, str] | None = None) -> None:
+        props = props or {}
+        protocol = protocol_of(props)
+        host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
+        host = host.strip("[]")
+        if not host or not port.isdigit():
+            raise ValueError(f"expected HOST:PORT, got {bootstrap!r}")
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        try:
+            if protocol in ("SSL", "SASL_SSL"):
+                self.sock = tls_context(props).wrap_socket(self.sock, server_hostname=host)
+            self.sock.settimeout(timeout)
+            if protocol.startswith("SASL_"):
+                sasl_login(self.sock, props, lambda n: _read_exactly(self.sock, n))
+        except BaseException:
+            self.sock.close()
+            raise
+        self.correlation_id = 0
+
+    def call(self, key: int, version: int, request: Message) -> Message:
+        self.correlation_id += 1
+        self.sock.sendall(encode_request(RequestHeader(key, version, self.correlation_id, CLIENT_ID), request))
+        (size,) = struct.unpack(">i", _read_exactly(self.sock, 4))
+        _, response = decode_response(key, version, _read_exactly(self.sock, size))
+        return response
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> WireClient:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
 def describe_consumer_groups(bootstrap: str, groups: list[str], timeout: float) -> dict[str, ConsumerGroupInfo]:
     """Groups of the consumer type only (a classic group is answered with an error and left out)."""
-    host, _, port = bootstrap.split(",")[0].rpartition(":")
-    request = ConsumerGroupDescribeRequest(group_ids=groups)
-    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
-        sock.settimeout(timeout)
-        header = RequestHeader(int(ApiKey.CONSUMER_GROUP_DESCRIBE), 1, 1, "groupcoord-cli")
-        sock.sendall(encode_request(header, request))
-        (size,) = struct.unpack(">i", _read_exactly(sock, 4))
-        _, response = decode_response(int(ApiKey.CONSUMER_GROUP_DESCRIBE), 1, _read_exactly(sock, size))
+    with WireClient(bootstrap, timeout) as client:
+        key = int(ApiKey.CONSUMER_GROUP_DESCRIBE)
+        response = client.call(key, 1, ConsumerGroupDescribeRequest(group_ids=groups))
     assert isinstance(response, ConsumerGroupDescribeResponse)
     found: dict[str, ConsumerGroupInfo] = {}
     for g in response.groups:

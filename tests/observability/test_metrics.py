@@ -33,6 +33,10 @@ from groupcoord.records.definitions import (
     ConsumerGroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+    ShareGroupMemberKey,
+    ShareGroupMemberMetadataValue,
+    ShareGroupMetadataKey,
+    ShareGroupMetadataValue,
 )
 from tests.sim.kernel import SimHost, SimLog, SimLoop
 
@@ -118,6 +122,31 @@ def test_shard_gauges_and_counters_follow_what_the_shard_applies() -> None:
     assert got[("groupcoord_consumer_group_count", (("state", "empty"),))] == 1
 
 
+def test_share_groups_are_counted_by_state() -> None:
+    """Kafka's group-count{protocol=share} and share-group-count{state}: Stable with members."""
+    world = World()
+    shard = world.loaded(0)
+    share_meta = RecordType.SHARE_GROUP_METADATA
+    shard.submit(
+        write(
+            CoordinatorRecord(share_meta, ShareGroupMetadataKey("idle"), ShareGroupMetadataValue(1)),
+            CoordinatorRecord(share_meta, ShareGroupMetadataKey("busy"), ShareGroupMetadataValue(1)),
+            CoordinatorRecord(
+                RecordType.SHARE_GROUP_MEMBER_METADATA,
+                ShareGroupMemberKey("busy", "m"),
+                ShareGroupMemberMetadataValue("client", "/127.0.0.1", None, ["t"]),
+            ),
+        )
+    )
+    world.run()
+    got = samples(shard_families([shard]))
+    assert got[("groupcoord_group_count", (("protocol", "share"),))] == 2
+    assert got[("groupcoord_share_group_count", (("state", "empty"),))] == 1
+    assert got[("groupcoord_share_group_count", (("state", "stable"),))] == 1
+    assert got[("groupcoord_share_group_count", (("state", "dead"),))] == 0
+    assert got[("groupcoord_group_count", (("protocol", "consumer"),))] == 0
+
+
 def test_runtime_latencies_are_observed() -> None:
     counts = {latency.name: latency.histogram.count for latency in metrics.LATENCIES}
     world = World()
@@ -152,6 +181,7 @@ KAFKA_NAMES = {
     "groupcoord_group_count": "group-count",
     "groupcoord_consumer_group_count": "consumer-group-count",
     "groupcoord_classic_group_count": "classic-group-count",
+    "groupcoord_share_group_count": "share-group-count",
     "groupcoord_consumer_group_rebalances": "consumer-group-rebalance-count",
     "groupcoord_group_completed_rebalances": "group-completed-rebalance-count",
     "groupcoord_offset_count": "offset-count",
@@ -183,7 +213,7 @@ def test_prometheus_conventions(monkeypatch: Any) -> None:
             assert family.type != "summary", family.name
             if "time" in family.name or "latency" in family.name:
                 assert family.type == "histogram" and family.name.endswith("_seconds"), family.name
-    for name in ("groupcoord_consumer_group_count", "groupcoord_classic_group_count"):
+    for name in ("groupcoord_consumer_group_count", "groupcoord_classic_group_count", "groupcoord_share_group_count"):
         states = {s.labels["state"] for s in by_name[name].samples}
         assert states and all(state == state.lower() for state in states), states
     assert {"preparingrebalance", "completingrebalance", "stable", "dead", "empty"} == {

@@ -200,9 +200,8 @@ operation = "READ"
 """
 
 
-@pytest.fixture(scope="module")
-def sidecar(sasl_cluster: SaslCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
-    directory = tmp_path_factory.mktemp("sidecar")
+def start_acl_sidecar(cluster: SaslCluster, directory: Path) -> Sidecar:
+    """A sidecar that requires SASL, with the ACLS above from a file (gcadmin a super user)."""
     port = free_port()
     acl_file = directory / "acls.toml"
     acl_file.write_text(ACLS)
@@ -216,7 +215,7 @@ refresh_interval_ms = 1000
     log_topic = f"__gc_log_{uuid.uuid4().hex[:8]}"
     config = sidecar_config(
         directory / "sidecar.toml",
-        sasl_cluster.bootstrap,
+        cluster.bootstrap,
         port,
         {"authentication": "required"},
         authorization,
@@ -224,6 +223,12 @@ refresh_interval_ms = 1000
     )
     running = Sidecar(config, port, directory / "sidecar.log", log_topic)
     running.acl_file = acl_file
+    return running
+
+
+@pytest.fixture(scope="module")
+def sidecar(sasl_cluster: SaslCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
+    running = start_acl_sidecar(sasl_cluster, tmp_path_factory.mktemp("sidecar"))
     try:
         yield running
     finally:

@@ -152,6 +152,67 @@ def test_s1_non_minimal_varints_do_not_reach_the_log_topic(bootstrap: str, pair:
     assert topic_exists(bootstrap, log)
 
 
+def _naming(name: str) -> list[tuple[int, int, Message]]:
+    """DeleteTopics, ListOffsets and Produce naming ``name`` (all at flexible versions: compact strings)."""
+    return [
+        (20, 5, delete_topics.DeleteTopicsRequest(topic_names=[name], timeout_ms=5000)),
+        (
+            2,
+            7,
+            list_offsets.ListOffsetsRequest(
+                replica_id=-1,
+                topics=[
+                    list_offsets.ListOffsetsTopic(
+                        name=name, partitions=[list_offsets.ListOffsetsPartition(partition_index=0, timestamp=-1)]
+                    )
+                ],
+            ),
+        ),
+        (
+            0,
+            9,
+            produce.ProduceRequest(
+                acks=-1,
+                timeout_ms=10000,
+                topic_data=[
+                    produce.ProduceRequestTopicProduceData(
+                        name=name,
+                        partition_data=[
+                            produce.ProduceRequestPartitionProduceData(index=0, records=_record(b"k", b"forged"))
+                        ],
+                    )
+                ],
+            ),
+        ),
+    ]
+
+
+def _codes(key: int, answer: Message) -> set[int]:
+    if key == 20:
+        return {r.error_code for r in answer.responses}  # type: ignore[attr-defined]
+    if key == 0:
+        return {p.error_code for t in answer.responses for p in t.partition_responses}  # type: ignore[attr-defined]
+    return {p.error_code for t in answer.topics for p in t.partitions}  # type: ignore[attr-defined]
+
+
+def test_s1_padded_names_of_every_own_topic_are_refused(bootstrap: str, pair: tuple[Sidecar, Sidecar]) -> None:
+    """The transaction topic (``<log>-txn``) and the directory topic, like the log topic: a padded
+    varint in a forwarded DeleteTopics, ListOffsets or Produce is refused (or the connection closed),
+    never served; the canonical encoding gets TOPIC_AUTHORIZATION_FAILED."""
+    p1, _ = pair
+    log = p1.topic
+    for name in (log, f"{log}-txn", f"{log}-directory"):
+        assert topic_exists(bootstrap, name), name
+        for key, version, body in _naming(name):
+            answer = asyncio.run(exchange(p1.port, padded(frame(key, version, body), name), key, version))
+            if answer is not None:
+                assert _codes(key, answer) == {29}, (name, key, answer)
+            canonical = asyncio.run(call(p1.port, key, version, body))
+            assert _codes(key, canonical) == {29}, (name, key, canonical)
+            assert topic_exists(bootstrap, name), (name, key)
+        assert_alive(p1)
+
+
 def _record(key: bytes, value: bytes) -> bytes:
     builder = MemoryRecordsBuilder(2, 0, 1 << 20)
     builder.append(timestamp=None, key=key, value=value, headers=[])

@@ -18,9 +18,10 @@ event-processing-time-ms                   groupcoord_event_processing_time_seco
 event-purgatory-time-ms                    groupcoord_event_purgatory_time_seconds (histogram)
 (none)                                     groupcoord_event_purgatory_oldest_seconds{partition}, groupcoord_stuck_partitions
 batch-flush-time-ms                        groupcoord_batch_flush_time_seconds (histogram)
-group-count{protocol}                      groupcoord_group_count{protocol=classic|consumer}
+group-count{protocol}                      groupcoord_group_count{protocol=classic|consumer|share}
 consumer-group-count{state}                groupcoord_consumer_group_count{state}
 classic-group-count{state}                 groupcoord_classic_group_count{state}
+share-group-count{state}                   groupcoord_share_group_count{state} (membership; KIP-932)
 consumer-group-rebalance-rate / -count     groupcoord_consumer_group_rebalances_total
 group-completed-rebalance-rate / -count    groupcoord_group_completed_rebalances_total
 offset-count                               groupcoord_offset_count
@@ -54,6 +55,7 @@ from prometheus_client.registry import Collector
 from groupcoord.coordinator.groups.classic.group_state import ClassicGroupState
 from groupcoord.coordinator.groups.consumer.group import ConsumerGroupState
 from groupcoord.coordinator.groups.coordinator_state import GroupCoordinatorState
+from groupcoord.coordinator.groups.share.group import ShareGroupState
 from groupcoord.coordinator.observability.histogram import EVENT_BUCKETS, LOAD_BUCKETS, Histogram
 from groupcoord.coordinator.observability.registry import REGISTRY
 from groupcoord.coordinator.runtime.shard import Shard, ShardObserver, ShardStatus
@@ -245,6 +247,7 @@ _SHARD_STATES = {
 # Label values as Kafka's lower-case state names (ListGroups' states filter): "preparingrebalance".
 _CLASSIC_STATES = [s.value.lower() for s in ClassicGroupState]
 _CONSUMER_STATES = [s.value.lower() for s in ConsumerGroupState]
+_SHARE_STATES = [s.value.lower() for s in ShareGroupState]
 
 
 def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metric]:
@@ -259,6 +262,7 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
     stuck = 0
     classic: Tally[str] = Tally()
     consumer: Tally[str] = Tally()
+    share: Tally[str] = Tally()
     offsets = 0
     for shard in shards:
         state = _SHARD_STATES.get(shard.status)
@@ -279,6 +283,8 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
             consumer[cg.state().value.lower()] += 1
         for group in live.classic.groups.values():
             classic[group.state.value.lower()] += 1
+        for sg in live.share.groups.values():
+            share[sg.state().value.lower()] += 1
         # A group that only ever committed offsets is an Empty classic group, as in Kafka.
         classic["empty"] += sum(
             1 for gid in live.offsets.offsets if gid not in live.consumer.groups and gid not in live.classic.groups
@@ -325,6 +331,7 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
     )
     family.add_metric(["classic"], sum(classic.values()))
     family.add_metric(["consumer"], sum(consumer.values()))
+    family.add_metric(["share"], sum(share.values()))
     out.append(family)
     family = GaugeMetricFamily(
         "groupcoord_consumer_group_count", "Consumer groups by state (Kafka consumer-group-count).", labels=["state"]
@@ -337,6 +344,12 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
     )
     for state in _CLASSIC_STATES:
         family.add_metric([state], classic[state])
+    out.append(family)
+    family = GaugeMetricFamily(
+        "groupcoord_share_group_count", "Share groups by state (Kafka share-group-count).", labels=["state"]
+    )
+    for state in _SHARE_STATES:
+        family.add_metric([state], share[state])
     out.append(family)
     out.append(
         GaugeMetricFamily("groupcoord_offset_count", "Committed offsets retained (Kafka offset-count).", value=offsets)

@@ -1,0 +1,379 @@
+"""``groupcoord share-groups``: list, describe and delete share groups (KIP-932), like Kafka's
+``kafka-share-groups.sh``.
+
+confluent-kafka 2.16 has no share-group admin call, so these speak the Kafka protocol to the
+sidecar with the gateway's own codec (``groupcoord.cli.wire``): ListGroups v5 with the type filter
+``share``, ShareGroupDescribe v1, FindCoordinator v4 for the coordinator column, DeleteGroups v2.
+They first ask ApiVersions whether the sidecar serves share groups (``share_groups_enabled``) and
+say so in one line when it does not. Output as ``groupcoord.cli.output`` describes; column names
+follow kafka-share-groups.sh.
+
+Share-group offsets (``describe --offsets``, ``reset-offsets``, ``delete-offsets``) need
+DescribeShareGroupOffsets, AlterShareGroupOffsets and DeleteShareGroupOffsets (APIs 90-92), which
+the sidecar does not serve yet: those are refused with a sentence saying so, never made up from
+something else. Until they are, ``describe`` shows the ``--state`` view by default (Kafka's
+default is ``--offsets``).
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from confluent_kafka import KafkaError
+
+from groupcoord.cli.common import DEFAULT_TIMEOUT, Bootstrap, CommandConfig, Conn, Timeout, error_line, fail
+from groupcoord.cli.output import AsJson, FormatOption, Output
+from groupcoord.cli.wire import CLIENT_ID, WireClient
+from groupcoord.cli.wire_security import AuthenticationError
+from groupcoord.coordinator.gateway.apis import ApiKey
+from groupcoord.coordinator.kafka_words import describe_error
+from groupcoord.coordinator.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from groupcoord.coordinator.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from groupcoord.coordinator.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from groupcoord.coordinator.messages.metadata import MetadataRequest, MetadataResponse
+from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.messages.share_group_describe import (
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+    ShareGroupDescribeResponseDescribedGroup,
+)
+
+share_groups_app = typer.Typer(help="List, describe and delete share groups (KIP-932).", no_args_is_help=True)
+
+SIDECAR = "127.0.0.1:9094"
+# Kafka's ShareGroupState (a share group has no reconciliation): Empty, Stable, Dead.
+STATES = ("empty", "stable", "dead")
+NOT_FOUND = "the group does not exist"
+OFFSETS_NOT_SERVED = (
+    "share-group offsets are not served yet: they need DescribeShareGroupOffsets, AlterShareGroupOffsets"
+    " and DeleteShareGroupOffsets (Kafka APIs 90-92), which this sidecar does not serve"
+)
+# ListGroups v5 (the type filter), ShareGroupDescribe v1, FindCoordinator v4 (batched keys), DeleteGroups v2.
+_VERSIONS = {
+    ApiKey.API_VERSIONS: 3,
+    ApiKey.METADATA: 12,
+    ApiKey.LIST_GROUPS: 5,
+    ApiKey.SHARE_GROUP_DESCRIBE: 1,
+    ApiKey.FIND_COORDINATOR: 4,
+    ApiKey.DELETE_GROUPS: 2,
+}
+
+
+class ShareAdmin:
+    """Connections to the sidecar's nodes, the first checked to serve share groups. As Kafka's admin
+    client does: ListGroups goes to every node Metadata names (a node lists only the groups it
+    coordinates), ShareGroupDescribe and DeleteGroups to each group's coordinator."""
+
+    def __init__(self, bootstrap: str, command_config: Path | None, timeout: float) -> None:
+        self.conn = Conn(bootstrap, command_config, timeout)
+        self.props = {k: v for k, v in self.conn.config().items() if isinstance(v, str)}
+        self.clients: dict[str, WireClient] = {}
+        self.first = bootstrap.split(",")[0].strip()
+        self.versions = dict(_VERSIONS)
+        versions = self.call(self.first, ApiKey.API_VERSIONS, ApiVersionsRequest(client_software_name=CLIENT_ID))
+        assert isinstance(versions, ApiVersionsResponse)
+        offered = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
+        # Metadata (forwarded to the cluster): any version from 1 lists the brokers without topics.
+        self.versions[ApiKey.METADATA] = max(
+            1, min(_VERSIONS[ApiKey.METADATA], offered.get(ApiKey.METADATA, (0, 0))[1])
+        )
+        missing = [key for key, version in self.versions.items() if not _offers(offered, key, version)]
+        if ApiKey.SHARE_GROUP_DESCRIBE in missing:
+            fail(f"{bootstrap} does not serve share groups (the sidecar's share_groups_enabled is off)")
+        if missing:
+            fail(f"{bootstrap} does not offer " + ", ".join(f"{ApiKey(k).name} v{self.versions[k]}" for k in missing))
+
+    def _client(self, node: str) -> WireClient:
+        client = self.clients.get(node)
+        if client is not None:
+            return client
+        try:
+            client = self.clients[node] = WireClient(node, self.conn.timeout, self.props)
+        except AuthenticationError as exc:
+            fail(f"cannot connect to {node}: {exc}")
+        except ssl.SSLError as exc:
+            fail(f"cannot connect to {node}: TLS: {exc.reason or exc}")
+        except OSError as exc:  # refused, unresolvable, timed out, or closed during the SASL login
+            fail(f"cannot reach {node} within {self.conn.timeout:g}s: {exc.strerror or exc}")
+        except ValueError as exc:
+            fail(f"cannot connect to {node}: {exc}")
+        return client
+
+    def call(self, node: str, key: ApiKey, request: Message) -> Message:
+        client = self._client(node)
+        try:
+            return client.call(key, self.versions[key], request)
+        except OSError as exc:  # a timeout, or closed (as a broker closes it for an API it does not offer)
+            fail(f"no answer from {node} within {self.conn.timeout:g}s: {exc.strerror or exc}")
+        except ValueError as exc:
+            fail(f"unreadable answer from {node}: {exc}")
+
+    def nodes(self) -> list[str]:
+        response = self.call(self.first, ApiKey.METADATA, MetadataRequest(topics=[]))
+        assert isinstance(response, MetadataResponse)
+        return sorted({f"{b.host}:{b.port}" for b in response.brokers}) or [self.first]
+
+    def list_groups(self, states: set[str]) -> list[dict[str, Any]]:
+        request = ListGroupsRequest(states_filter=sorted(states), types_filter=["share"])
+        found: dict[str, str] = {}
+        for node in self.nodes():
+            response = self.call(node, ApiKey.LIST_GROUPS, request)
+            assert isinstance(response, ListGroupsResponse)
+            if response.error_code:
+                fail(f"listing share groups on {node} failed: {words(response.error_code)}")
+            # A node that ignores the type filter (a cluster's own ListGroups) lists other types too.
+            found.update({g.group_id: g.group_state.lower() for g in response.groups if g.group_type == "share"})
+        return [{"group": g, "state": found[g]} for g in sorted(found)]
+
+    def coordinators(self, groups: list[str]) -> dict[str, tuple[str, int] | str]:
+        """Each group's coordinator (``host:port`` and node id), or why it has none (in words)."""
+        request = FindCoordinatorRequest(key_type=0, coordinator_keys=groups)
+        response = self.call(self.first, ApiKey.FIND_COORDINATOR, request)
+        assert isinstance(response, FindCoordinatorResponse)
+        answered = {c.key: c for c in response.coordinators}
+        result: dict[str, tuple[str, int] | str] = {}
+        for g in groups:
+            c = answered.get(g)
+            if c is None:
+                result[g] = "no answer for this group"
+            else:
+                result[g] = words(c.error_code) if c.error_code else (f"{c.host}:{c.port}", c.node_id)
+        return result
+
+    def _by_coordinator(self, groups: list[str]) -> tuple[dict[tuple[str, int], list[str]], dict[str, str]]:
+        by_node: dict[tuple[str, int], list[str]] = {}
+        failed: dict[str, str] = {}
+        for g, where in self.coordinators(groups).items():
+            if isinstance(where, str):
+                failed[g] = where
+            else:
+                by_node.setdefault(where, []).append(g)
+        return by_node, failed
+
+    def describe(self, groups: list[str]) -> dict[str, Described | str]:
+        """Each group's description with its coordinator, or why it could not be described (in words)."""
+        by_node, failed = self._by_coordinator(groups)
+        result: dict[str, Described | str] = dict(failed)
+        for (node, node_id), names in by_node.items():
+            response = self.call(node, ApiKey.SHARE_GROUP_DESCRIBE, ShareGroupDescribeRequest(group_ids=names))
+            assert isinstance(response, ShareGroupDescribeResponse)
+            answered = {g.group_id: g for g in response.groups}
+            for group in names:
+                d = answered.get(group)
+                if d is None:
+                    result[group] = "no answer for this group"
+                elif d.error_code:
+                    result[group] = described_error(d)
+                elif d.group_state == "Dead":
+                    result[group] = NOT_FOUND
+                else:
+                    result[group] = Described(d, f"{node} ({node_id})")
+        return {g: result[g] for g in groups}
+
+    def delete(self, groups: list[str]) -> dict[str, int | str]:
+        """Each group's DeleteGroups error code, or why it was not asked (in words)."""
+        by_node, failed = self._by_coordinator(groups)
+        result: dict[str, int | str] = dict(failed)
+        for (node, _), names in by_node.items():
+            response = self.call(node, ApiKey.DELETE_GROUPS, DeleteGroupsRequest(groups_names=names))
+            assert isinstance(response, DeleteGroupsResponse)
+            answered = {r.group_id: r.error_code for r in response.results}
+            result.update({g: answered.get(g, "no answer for this group") for g in names})
+        return result
+
+
+@dataclass(frozen=True)
+class Described:
+    group: ShareGroupDescribeResponseDescribedGroup
+    coordinator: str  # host:port (node id), as kafka-share-groups.sh shows it
+
+
+def _offers(offered: dict[int, tuple[int, int]], key: int, version: int) -> bool:
+    low, high = offered.get(key, (1, 0))
+    return low <= version <= high
+
+
+def words(code: int) -> str:
+    return describe_error(KafkaError(code))
+
+
+def described_error(d: ShareGroupDescribeResponseDescribedGroup) -> str:
+    # GROUP_ID_NOT_FOUND is also Kafka's answer for an id held by a group of another type.
+    if d.error_code == KafkaError.GROUP_ID_NOT_FOUND and (d.error_message or "").endswith("is not a share group."):
+        return "it is not a share group (see 'groupcoord groups')"
+    return words(d.error_code)
+
+
+def parse_states(given: list[str]) -> set[str]:
+    states = {s.lower() for s in given}
+    for s in sorted(states - set(STATES)):
+        fail(f"--state {s!r}: expected one of Empty, Stable, Dead (any case)")
+    return states
+
+
+# --- share-groups list ----------------------------------------------------------------------
+
+
+@share_groups_app.command("list")
+def list_share_groups(
+    state: Annotated[
+        list[str] | None, typer.Option("--state", help="Only groups in this state (Empty, Stable; any case).")
+    ] = None,
+    bootstrap: Bootstrap = SIDECAR,
+    command_config: CommandConfig = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    fmt: FormatOption = None,
+    as_json: AsJson = False,
+) -> None:
+    """Every share group the sidecar coordinates, with its state."""
+    o = Output.of(fmt, as_json)
+    states = parse_states(state or [])
+    o.result(["group", "state"], ShareAdmin(bootstrap, command_config, timeout).list_groups(states))
+
+
+# --- share-groups describe ------------------------------------------------------------------
+
+
+def _state_row(d: Described) -> dict[str, Any]:
+    g = d.group
+    return {
+        "group": g.group_id,
+        "coordinator": d.coordinator,
+        "state": g.group_state.lower(),
+        "assignor": g.assignor_name or None,
+        "group-epoch": g.group_epoch,
+        "assignment-epoch": g.assignment_epoch,
+        "#members": len(g.members),
+    }
+
+
+def _member_rows(d: Described) -> list[dict[str, Any]]:
+    rows = []
+    for m in sorted(d.group.members, key=lambda m: m.member_id):
+        assigned = sorted((tp.topic_name, p) for tp in m.assignment.topic_partitions for p in tp.partitions)
+        rows.append(
+            {
+                "group": d.group.group_id,
+                "consumer-id": m.member_id,
+                "host": m.client_host,
+                "client-id": m.client_id,
+                "rack": m.rack_id,
+                "member-epoch": m.member_epoch,
+                "#partitions": len(assigned),
+                # Kafka's topic:partition spelling (kafka-share-groups.sh --members).
+                "assignment": ",".join(f"{t}:{p}" for t, p in assigned),
+                "subscriptions": ",".join(sorted(m.subscribed_topic_names)),
+            }
+        )
+    return rows
+
+
+@share_groups_app.command("describe")
+def describe_share_groups(
+    groups: Annotated[list[str] | None, typer.Argument(help="Group ids.", show_default=False)] = None,
+    all_groups: Annotated[bool, typer.Option("--all-groups", help="Every share group.")] = False,
+    members: Annotated[bool, typer.Option("--members", help="One row per member.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="With --members: each member's assignment and subscriptions.")
+    ] = False,
+    state: Annotated[
+        bool, typer.Option("--state", help="Coordinator, state, epochs and member count (the default).")
+    ] = False,
+    offsets: Annotated[
+        bool, typer.Option("--offsets", help="Start offset and lag per partition: not served yet.")
+    ] = False,
+    bootstrap: Bootstrap = SIDECAR,
+    command_config: CommandConfig = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    fmt: FormatOption = None,
+    as_json: AsJson = False,
+) -> None:
+    """Describe share groups like kafka-share-groups.sh --describe (--state, --members)."""
+    o = Output.of(fmt, as_json)
+    if sum([offsets, members, state]) > 1:
+        fail("give at most one of --offsets, --members, --state")
+    if offsets:
+        fail(OFFSETS_NOT_SERVED)
+    if bool(groups) == all_groups:
+        fail("name one or more groups, or give --all-groups")
+    if verbose and not members:
+        fail("--verbose goes with --members")
+    admin = ShareAdmin(bootstrap, command_config, timeout)
+    names = [g["group"] for g in admin.list_groups(set())] if all_groups else list(dict.fromkeys(groups or []))
+    described = admin.describe(names) if names else {}
+    failures = {g: d for g, d in described.items() if isinstance(d, str)}
+    found = [d for d in described.values() if not isinstance(d, str)]
+    errors = [{"group": g, "error": why} for g, why in failures.items()]
+    if members:
+        columns = ["group", "consumer-id", "host", "client-id", "rack", "member-epoch", "#partitions"]
+        detail = ["assignment", "subscriptions"]
+        rows = [r for d in found for r in _member_rows(d)]
+        # The assignment: a column with --verbose, shown by --format wide and always in JSON/YAML.
+        o.result(columns + detail if verbose else columns, rows, errors=errors, wide_columns=[] if verbose else detail)
+        for d in found:
+            if not d.group.members:
+                o.note(f"share group {d.group.group_id!r} has no active members")
+    else:
+        columns = ["group", "coordinator", "state", "assignor", "group-epoch", "assignment-epoch", "#members"]
+        o.result(columns, [_state_row(d) for d in found], errors=errors)
+    for g, why in failures.items():
+        error_line(f"group {g!r}: {why}")
+    if failures:
+        raise typer.Exit(1)
+
+
+# --- share-groups delete --------------------------------------------------------------------
+
+
+@share_groups_app.command("delete")
+def delete_share_groups(
+    groups: Annotated[list[str], typer.Argument(help="Share group ids (each must have no active members).")],
+    bootstrap: Bootstrap = SIDECAR,
+    command_config: CommandConfig = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    fmt: FormatOption = None,
+    as_json: AsJson = False,
+) -> None:
+    """Delete empty share groups; each group gets its own result. A group id held by a consumer or
+    classic group is refused here (delete those with 'groupcoord groups delete')."""
+    o = Output.of(fmt, as_json)
+    admin = ShareAdmin(bootstrap, command_config, timeout)
+    names = list(dict.fromkeys(groups))
+    # DeleteGroups deletes a group of any type: only the ids that are share groups are sent.
+    why: dict[str, str | None] = {g: d if isinstance(d, str) else None for g, d in admin.describe(names).items()}
+    shares = [g for g in names if why[g] is None]
+    for g, answer in (admin.delete(shares) if shares else {}).items():
+        why[g] = answer if isinstance(answer, str) else words(answer) if answer else None
+    results = [{"group": g, "deleted": why[g] is None, "error": why[g]} for g in names]
+    errors = [{"group": r["group"], "error": r["error"]} for r in results if not r["deleted"]]
+    if o.is_structured:
+        o.result(["group", "deleted", "error"], results, errors=errors)
+    for r in results:
+        if r["deleted"]:
+            o.note(f"deleted share group {r['group']!r}")
+    for e in errors:
+        error_line(f"cannot delete share group {e['group']!r}: {e['error']}")
+    if errors:
+        raise typer.Exit(1)
+
+
+# --- offsets: not served yet ----------------------------------------------------------------
+
+_ANY_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+@share_groups_app.command("reset-offsets", context_settings=_ANY_ARGS)
+def reset_share_offsets(ctx: typer.Context) -> None:
+    """Reset a share group's start offsets (AlterShareGroupOffsets): not served yet."""
+    fail(OFFSETS_NOT_SERVED)
+
+
+@share_groups_app.command("delete-offsets", context_settings=_ANY_ARGS)
+def delete_share_offsets(ctx: typer.Context) -> None:
+    """Delete a share group's offsets for topics (DeleteShareGroupOffsets): not served yet."""
+    fail(OFFSETS_NOT_SERVED)

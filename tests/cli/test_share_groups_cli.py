@@ -1,0 +1,235 @@
+"""``groupcoord share-groups list|describe|delete`` against a real ``groupcoord serve`` with share
+groups enabled, in front of the local broker; share-group offsets are refused as not served yet,
+and a sidecar without share groups is named as such."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.messages import share_group_heartbeat as sgh
+from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from groupcoord.local_broker import free_port
+from tests.clients.support import create_topic
+from tests.gateway.wire_client import WireClient
+from tests.ha.sidecars import Sidecar, wait_for
+from tests.integration.serve_process import ServeProcess
+
+pytestmark = pytest.mark.integration
+
+SHARE_HEARTBEAT = 76
+NOT_SERVED = "share-group offsets are not served yet"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "groupcoord.cli.main", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def as_json(*args: str) -> dict[str, Any]:
+    done = cli(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert isinstance(document, dict)
+    return document
+
+
+def beat(port: int, group: str, member: str, epoch: int, topics: list[str] | None = None) -> int:
+    """One ShareGroupHeartbeat; the member's new epoch."""
+
+    async def call() -> sgh.ShareGroupHeartbeatResponse:
+        client = await WireClient.connect("127.0.0.1", port)
+        try:
+            request = sgh.ShareGroupHeartbeatRequest(
+                group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=topics
+            )
+            answer = await client.call(SHARE_HEARTBEAT, 1, request)
+        finally:
+            await client.close()
+        assert isinstance(answer, sgh.ShareGroupHeartbeatResponse)
+        return answer
+
+    answer = asyncio.run(call())
+    assert answer.error_code == ErrorCode.NONE, answer
+    return answer.member_epoch
+
+
+@pytest.fixture
+def serve(bootstrap: str, unique_name: str, tmp_path: Path) -> Iterator[ServeProcess]:
+    process = ServeProcess(bootstrap, free_port(), unique_name, partitions=1, log=tmp_path / "serve.log")
+    process.start(env={"GROUPCOORD_SHARE_GROUPS_ENABLED": "true"})
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def test_list_describe_and_delete_share_groups(serve: ServeProcess, bootstrap: str, unique_name: str) -> None:
+    b = serve.bootstrap
+    topic, group = f"{unique_name}-t", f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 2)
+    members = sorted(str(uuid.uuid4()) for _ in range(2))
+    epochs = {m: beat(serve.port, group, m, 0, [topic]) for m in members}
+    epochs = {m: beat(serve.port, group, m, e) for m, e in epochs.items()}
+    # A classic group beside it: never listed, described or deleted by share-groups.
+    consumer = Consumer({"bootstrap.servers": b, "group.id": "classic", "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    consumer.close()
+
+    assert as_json("share-groups", "list", "-b", b)["items"] == [{"group": group, "state": "stable"}]
+    assert as_json("share-groups", "list", "--state", "Empty", "-b", b)["items"] == []
+    bad_state = cli("share-groups", "list", "--state", "rebalancing", "-b", b)
+    assert bad_state.returncode == 1 and "expected one of Empty, Stable, Dead" in bad_state.stderr
+
+    (state,) = as_json("share-groups", "describe", group, "-b", b)["items"]
+    assert state == {
+        "group": group,
+        "coordinator": state["coordinator"],
+        "state": "stable",
+        "assignor": "simple",
+        "group_epoch": state["group_epoch"],
+        "assignment_epoch": state["assignment_epoch"],
+        "num_members": 2,
+    }
+    assert state["coordinator"].startswith(f"{b} (") and state["group_epoch"] >= 2
+    assert as_json("share-groups", "describe", "--all-groups", "--state", "-b", b)["items"] == [state]
+
+    rows = as_json("share-groups", "describe", group, "--members", "-b", b)["items"]
+    assert [(r["consumer_id"], r["member_epoch"], r["subscriptions"]) for r in rows] == [
+        (m, epochs[m], topic) for m in members
+    ]
+    # Both partitions assigned: every member may be given every partition (Kafka's simple assignor).
+    assigned = {p for r in rows for p in r["assignment"].split(",") if p}
+    assert assigned == {f"{topic}:0", f"{topic}:1"}
+    assert sum(r["num_partitions"] for r in rows) >= 2
+    # Piped, the text format is plain columns under an upper-case header; --verbose adds the assignment.
+    plain = cli("share-groups", "describe", group, "--members", "--verbose", "-b", b)
+    header, *lines = plain.stdout.splitlines()
+    assert header.split() == [
+        "GROUP",
+        "CONSUMER-ID",
+        "HOST",
+        "CLIENT-ID",
+        "RACK",
+        "MEMBER-EPOCH",
+        "#PARTITIONS",
+        "ASSIGNMENT",
+        "SUBSCRIPTIONS",
+    ]
+    assert [line.split()[1] for line in lines] == members
+
+    # Ids that are no share group: one line each, exit code 1, the others still shown.
+    mixed = cli("share-groups", "describe", group, "classic", "nope", "-b", b)
+    assert mixed.returncode == 1 and group in mixed.stdout
+    assert "group 'classic': it is not a share group" in mixed.stderr
+    assert "group 'nope': the group does not exist" in mixed.stderr
+
+    # Offsets are not served yet: said in words, whatever the other options.
+    for args in (
+        ["describe", group, "--offsets"],
+        ["reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute"],
+        ["delete-offsets", "--group", group, "--topic", topic],
+    ):
+        refused = cli("share-groups", *args, "-b", b)
+        assert refused.returncode == 1 and NOT_SERVED in refused.stderr, args
+        assert "Traceback" not in refused.stderr
+
+    # delete: a group with members and a classic group are refused, and stay.
+    busy = cli("share-groups", "delete", group, "classic", "-b", b, "--json")
+    assert busy.returncode == 1
+    assert {(r["group"], r["deleted"]) for r in json.loads(busy.stdout)["items"]} == {
+        (group, False),
+        ("classic", False),
+    }
+    assert f"cannot delete share group '{group}': the group still has active members" in busy.stderr
+    assert "cannot delete share group 'classic': it is not a share group" in busy.stderr
+    listed = as_json("groups", "list", "-b", b)["items"]
+    assert "classic" in {g["group"] for g in listed}
+    for m in epochs:
+        beat(serve.port, group, m, -1)
+    assert as_json("share-groups", "list", "-b", b)["items"] == [{"group": group, "state": "empty"}]
+    empty = cli("share-groups", "describe", group, "--members", "-b", b)
+    assert empty.returncode == 0 and f"share group '{group}' has no active members" in empty.stderr
+    deleted = cli("share-groups", "delete", group, "-b", b)
+    assert deleted.returncode == 0, deleted.stderr
+    assert as_json("share-groups", "list", "-b", b)["items"] == []
+    gone = cli("share-groups", "delete", group, "-b", b)
+    assert gone.returncode == 1 and "the group does not exist" in gone.stderr
+
+
+def test_a_sidecar_without_share_groups_says_so(bootstrap: str, unique_name: str, tmp_path: Path) -> None:
+    process = ServeProcess(bootstrap, free_port(), unique_name, partitions=1, log=tmp_path / "serve.log").start()
+    try:
+        for args in (["list"], ["describe", "g"], ["delete", "g"]):
+            done = cli("share-groups", *args, "-b", process.bootstrap)
+            assert done.returncode == 1
+            assert done.stderr.strip() == (
+                f"error: {process.bootstrap} does not serve share groups (the sidecar's share_groups_enabled is off)"
+            )
+    finally:
+        process.stop()
+    # Nothing listening: one line, no traceback.
+    down = cli("share-groups", "list", "-b", process.bootstrap, "--timeout", "2")
+    assert down.returncode == 1 and down.stderr.startswith(f"error: cannot reach {process.bootstrap} within 2s")
+
+
+def test_groups_of_every_process_are_listed_and_described_at_their_coordinator(
+    bootstrap: str, unique_name: str, tmp_path: Path
+) -> None:
+    """Two processes share one log (four shards): list asks every node, describe each coordinator."""
+    topic = f"{unique_name}-t"
+    create_topic(bootstrap, topic, 1)
+    env = {"GROUPCOORD_SHARE_GROUPS_ENABLED": "true"}
+    pair = [Sidecar(bootstrap, unique_name, tmp_path / f"serve{i}.log", partitions=4, env=env) for i in range(2)]
+    try:
+        for s in pair:
+            s.spawn()
+        for s in pair:
+            s.wait_listening()
+        wait_for(lambda: all(s.owned() for s in pair), 90, "both processes to own shards")
+        ports = {s.port for s in pair}
+        groups = [f"{unique_name}-q{i}" for i in range(12)]
+        where: dict[str, int | None] = {}
+
+        def routed() -> bool:
+            where.update({g: coordinator_port(pair[0].port, g) for g in groups})
+            return set(where.values()) == ports  # every group routed, groups on both processes
+
+        wait_for(routed, 60, "the first process to route groups to both")
+        for group, port in where.items():
+            assert port is not None
+            beat(port, group, str(uuid.uuid4()), 0, [topic])
+        for s in pair:
+            listed = as_json("share-groups", "list", "-b", s.address)["items"]
+            assert {r["group"] for r in listed} == set(where)
+        described = as_json("share-groups", "describe", "--all-groups", "-b", pair[0].address)["items"]
+        assert {r["group"]: int(r["coordinator"].split()[0].rsplit(":", 1)[1]) for r in described} == where
+    finally:
+        for s in pair:
+            s.stop()
+
+
+def coordinator_port(port: int, group: str) -> int | None:
+    """The port of the group's coordinator, None while the shard's owner is not known yet."""
+
+    async def call() -> int | None:
+        client = await WireClient.connect("127.0.0.1", port)
+        try:
+            found = await client.call(10, 3, FindCoordinatorRequest(key=group, key_type=0))
+        finally:
+            await client.close()
+        assert isinstance(found, FindCoordinatorResponse)
+        return None if found.error_code else found.port
+
+    return asyncio.run(call())
