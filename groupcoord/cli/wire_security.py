@@ -6,19 +6,17 @@ SASL_PLAINTEXT, SASL_SSL), ``ssl.ca.location``, ``ssl.certificate.location``, ``
 SCRAM-SHA-512), ``sasl.username``, ``sasl.password``.
 
 SASL is Kafka's framed exchange (SaslHandshake v1, then SaslAuthenticate v2 tokens), which is all
-the sidecar's gateway follows; SCRAM is RFC 5802's client side (with RFC 7677's hashes).
+the sidecar's gateway follows; SCRAM is RFC 5802's client side, by scramp.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import secrets
 import socket
 import ssl
 import struct
 from collections.abc import Callable
+
+from scramp import ScramClient, ScramException
 
 from groupcoord.coordinator.gateway.codec import decode_struct, encode_struct
 from groupcoord.coordinator.gateway.framing import RequestHeader, decode_response_header, encode_request_header
@@ -31,7 +29,7 @@ from groupcoord.coordinator.messages.sasl import (
 from groupcoord.coordinator.messages.schema import Message
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+_SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 _SASL_HANDSHAKE, _SASL_AUTHENTICATE = 17, 36
 
 
@@ -65,7 +63,7 @@ Exchange = Callable[[bytes], bytes]
 def sasl_login(sock: socket.socket, props: dict[str, str], read_exactly: Callable[[int], bytes]) -> None:
     """Authenticate ``sock`` with the mechanism the properties name, or raise AuthenticationError."""
     mechanism = props.get("sasl.mechanism", props.get("sasl.mechanisms", "GSSAPI")).upper()
-    if mechanism != "PLAIN" and mechanism not in _SCRAM_HASHES:
+    if mechanism != "PLAIN" and mechanism not in _SCRAM:
         raise AuthenticationError(f"sasl.mechanism={mechanism} is not supported here (PLAIN, SCRAM-SHA-256/512)")
     user, password = props.get("sasl.username", ""), props.get("sasl.password", "")
     ids = iter(range(1, 1 << 30))
@@ -97,29 +95,15 @@ def sasl_login(sock: socket.socket, props: dict[str, str], read_exactly: Callabl
     if mechanism == "PLAIN":
         exchange(f"\x00{user}\x00{password}".encode())
     else:
-        scram(exchange, _SCRAM_HASHES[mechanism], user, password)
+        scram(exchange, mechanism, user, password)
 
 
-def _hmac(hash_name: str, key: bytes, message: bytes) -> bytes:
-    return hmac.new(key, message, hash_name).digest()
-
-
-def scram(exchange: Exchange, hash_name: str, user: str, password: str) -> None:
-    """RFC 5802's client: first message, proof, and the server's signature checked."""
-    name = user.replace("=", "=3D").replace(",", "=2C")
-    nonce = base64.b64encode(secrets.token_bytes(18)).decode()
-    first_bare = f"n={name},r={nonce}"
-    server_first = exchange(f"n,,{first_bare}".encode()).decode()
-    fields = dict(part.split("=", 1) for part in server_first.split(",") if "=" in part)
-    if not fields.get("r", "").startswith(nonce) or "s" not in fields or "i" not in fields:
-        raise AuthenticationError("authentication failed: the server's SCRAM challenge is not valid")
-    salted = hashlib.pbkdf2_hmac(hash_name, password.encode(), base64.b64decode(fields["s"]), int(fields["i"]))
-    client_key = _hmac(hash_name, salted, b"Client Key")
-    without_proof = f"c=biws,r={fields['r']}"
-    auth_message = f"{first_bare},{server_first},{without_proof}".encode()
-    signature = _hmac(hash_name, hashlib.new(hash_name, client_key).digest(), auth_message)
-    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
-    server_final = exchange(f"{without_proof},p={base64.b64encode(proof).decode()}".encode()).decode()
-    expected = _hmac(hash_name, _hmac(hash_name, salted, b"Server Key"), auth_message)
-    if not hmac.compare_digest(server_final.removeprefix("v=").encode(), base64.b64encode(expected)):
-        raise AuthenticationError("authentication failed: the server's SCRAM signature does not match")
+def scram(exchange: Exchange, mechanism: str, user: str, password: str) -> None:
+    """RFC 5802's client side through scramp (the same library the tests' SCRAM server uses): the
+    proof is sent and the server's signature checked; Kafka takes no channel binding."""
+    client = ScramClient([mechanism], user, password)
+    try:
+        client.set_server_first(exchange(client.get_client_first().encode()).decode())
+        client.set_server_final(exchange(client.get_client_final().encode()).decode())
+    except ScramException as exc:
+        raise AuthenticationError(f"authentication failed: {exc}") from exc

@@ -66,7 +66,7 @@ def test_scram_client_against_an_independent_server() -> None:
         server.set_client_final(token.decode())
         return str(server.get_server_final()).encode()
 
-    scram(exchange, "sha256", "user,=odd", "pencil")
+    scram(exchange, "SCRAM-SHA-256", "user,=odd", "pencil")
 
 
 def test_a_forged_server_signature_is_refused() -> None:
@@ -79,8 +79,8 @@ def test_a_forged_server_signature_is_refused() -> None:
         server.set_client_final(token.decode())
         return b"v=" + b"A" * 44  # not the server's proof of the password
 
-    with pytest.raises(AuthenticationError, match="signature does not match"):
-        scram(exchange, "sha256", "user", "pencil")
+    with pytest.raises(AuthenticationError, match="authentication failed"):
+        scram(exchange, "SCRAM-SHA-256", "user", "pencil")
 
 
 def test_unknown_protocols_are_named() -> None:
