@@ -141,3 +141,16 @@ def test_classic_group_bench(tmp_path: Path, bootstrap: str) -> None:
         assert steady["heartbeats"] > 0 and steady["errors"] == {}
         assert steady["latency_ms"]["p99"] >= steady["latency_ms"]["p50"] > 0
         assert result[protocol]["restarts"]["count"] == 1
+
+
+def test_scale_bench(tmp_path: Path, bootstrap: str) -> None:
+    result = run_bench(
+        "scale_bench.py", tmp_path / "scale.json",
+        "--processes", "2", "--groups", "2", "--shards", "2", "--seconds", "0.5", "--bootstrap", bootstrap,
+    )  # fmt: skip
+    assert [r["processes"] for r in result["groupcoord"]] == [2]
+    assert len(result["raw"]) == 1 and result["raw"][0]["records_per_s"] > 0
+    for step in result["groupcoord"]:
+        assert step["offsets_per_s"] > 0 and step["vs_raw"] > 0
+        assert len(step["serve_cpu_s"]) == step["processes"] and step["serve_cpu_us_per_offset"] > 0
+        assert sum(step["groups_per_process"]) == 2
