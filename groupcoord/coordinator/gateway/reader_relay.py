@@ -200,6 +200,7 @@ class ReaderRelay:
     async def _relay(
         self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter, upstream: tuple[str, int]
     ) -> None:
+        _no_delay(client_writer)
         try:
             up_reader, up_writer = await asyncio.wait_for(
                 asyncio.open_connection(*upstream, limit=2**20), _CONNECT_TIMEOUT_S
@@ -208,6 +209,7 @@ class ReaderRelay:
             log.debug("reader relay: cannot reach %s:%s: %s", *upstream, exc)
             client_writer.close()
             return
+        _no_delay(up_writer)
         # correlation id -> (api key, api version) of the requests whose answers are rewritten
         owed: dict[int, tuple[int, int]] = {}
         requests = asyncio.ensure_future(self._requests(client_reader, up_writer, owed))
@@ -264,15 +266,29 @@ class ReaderRelay:
 
 
 async def _stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, head: bytes, remaining: int) -> None:
-    """Pass one answer on as it arrives: its first bytes, then the rest a piece at a time."""
-    writer.write(head)
+    """Pass one answer on as it arrives, a piece at a time; its first bytes go out with the first
+    piece (one segment, not a small one the next must wait behind)."""
+    pending = head
     while remaining > 0:
         piece = await reader.read(min(remaining, _PIECE))
         if not piece:
             raise asyncio.IncompleteReadError(b"", remaining)
         remaining -= len(piece)
-        writer.write(piece)
+        writer.write(pending + piece if pending else piece)
+        pending = b""
         await writer.drain()
+    if pending:
+        writer.write(pending)
+
+
+def _no_delay(writer: asyncio.StreamWriter) -> None:
+    """Every frame is sent as soon as it is written. asyncio sets TCP_NODELAY only on sockets made
+    with proto IPPROTO_TCP, which ``socket.create_server``'s listener, and so every connection it
+    accepts, is not (proto 0): Nagle then held an answer's rest behind its first bytes until the
+    client's delayed ACK, 40 ms on Linux, on every Fetch answer (the read-back of every write)."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 @contextlib.contextmanager
