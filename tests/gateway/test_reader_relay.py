@@ -162,6 +162,41 @@ def test_a_consumer_reads_and_commits_through_the_relay(bootstrap: str, unique_n
         relay.close()
 
 
+def test_answers_of_many_reads_arrive_whole(bootstrap: str, unique_name: str) -> None:
+    """Fetch answers of several MB pass through the relay in many reads (of at most 256 KiB each)."""
+    ensure_topic(bootstrap, unique_name)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
+    values = [bytes([i]) * 300_000 for i in range(40)]
+    for value in values:
+        producer.produce(unique_name, value=value, partition=0)
+    assert producer.flush(30) == 0
+    relay = ReaderRelay(bootstrap).start()
+    consumer = Consumer(
+        relay.reader_config(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"g-{uuid.uuid4().hex[:8]}",
+                "enable.partition.eof": True,
+                "fetch.max.bytes": 20_000_000,
+                "max.partition.fetch.bytes": 20_000_000,
+            }
+        )
+    )
+    try:
+        consumer.assign([TopicPartition(unique_name, 0, 0)])
+        read: list[bytes] = []
+        while True:
+            msg = consumer.poll(10)
+            assert msg is not None, f"read {len(read)} of {len(values)}"
+            if msg.error() is not None:
+                break
+            read.append(msg.value() or b"")
+        assert read == values
+    finally:
+        consumer.close()
+        relay.close()
+
+
 def test_an_unreadable_frame_closes_only_its_connection(bootstrap: str, unique_name: str) -> None:
     ensure_topic(bootstrap, unique_name)
     relay = ReaderRelay(bootstrap).start()
