@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 FETCH_MAX_VERSION = 12
 
 _LEN = struct.Struct(">i")
+_HEAD = struct.Struct(">ii")  # an answer's length and correlation id
+_PEEK = struct.Struct(">hhi")  # a request's api key, api version and correlation id
 _I16 = struct.Struct(">h")
 _ENTRY = struct.Struct(">hhh")
 # Requests of the sidecar's consumers are small; the limit only rejects a corrupt length prefix.
@@ -289,6 +291,15 @@ class _ClientSide(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         pipe, buffer = self.pipe, self.buffer
+        if not buffer and pipe.broker is not None and not pipe.closed and len(data) >= 12:
+            # The common case, one whole request in one piece: passed on as it is.
+            (size,) = _LEN.unpack_from(data)
+            if size + 4 == len(data):
+                key, version, correlation_id = _PEEK.unpack_from(data, 4)
+                if key in _REWRITTEN:
+                    pipe.owed[correlation_id] = (key, version)
+                pipe.broker.write(data)
+                return
         buffer += data
         if pipe.closed or pipe.broker is None:  # not read while connecting (paused), and not after
             return
@@ -336,6 +347,12 @@ class _BrokerSide(asyncio.Protocol):
         pipe = self.pipe
         if pipe.closed:
             return
+        if not self.remaining and not self.head and self.rewriting is None and len(data) >= 8:
+            # The common case, a Fetch answer read whole in one piece: passed on as it is.
+            size, correlation_id = _HEAD.unpack_from(data)
+            if size + 4 == len(data) and correlation_id not in pipe.owed and pipe.client is not None:
+                pipe.client.write(data)
+                return
         view = memoryview(data)
         out: list[bytes | bytearray | memoryview] = []
         try:
