@@ -6,7 +6,8 @@ Same run, same broker, the modes interleaved round by round: a runtime whose log
 from the broker directly, and one whose reader goes through ``ReaderRelay`` (what ``serve`` does).
 Each round measures one OffsetCommit at a time (p50/p99: the read-back's own latency) and then a
 flood of commits 64 in flight (p50/p99 and commits/s: the event loop is busy, as in a flood of
-joins, which is where a relay that needs the process's GIL for every fetch answer pays).
+joins, which is where a relay that needs the process's GIL for every fetch answer pays), and the
+CPU time of the whole process and of the relay's thread (Linux: /proc/self/task/<tid>/schedstat).
 Writes JSON to bench/results/relay.json.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -91,6 +93,20 @@ async def one_round(bootstrap: str, reader_config: dict[str, Any], writes: int, 
     }
 
 
+def thread_cpu_ms(native_id: int) -> float:
+    """CPU time a thread of this process has run, in ms (0 where /proc is not there)."""
+    try:
+        with open(f"/proc/self/task/{native_id}/schedstat") as stat:
+            return int(stat.read().split()[0]) / 1e6
+    except OSError:
+        return 0.0
+
+
+def process_cpu_ms() -> float:
+    times = os.times()
+    return (times.user + times.system) * 1000
+
+
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Medians over the rounds of every figure."""
     out: dict[str, Any] = {}
@@ -120,8 +136,12 @@ def main() -> None:
             }
             for _ in range(args.rounds):
                 for mode, reader_config in modes.items():
-                    runs[mode].append(asyncio.run(one_round(bootstrap, reader_config, args.writes, args.flood)))
-                    print(mode, json.dumps(runs[mode][-1]), flush=True)
+                    relay_cpu, process_cpu = thread_cpu_ms(relay.native_id), process_cpu_ms()
+                    run = asyncio.run(one_round(bootstrap, reader_config, args.writes, args.flood))
+                    run["process_cpu_ms"] = process_cpu_ms() - process_cpu
+                    run["relay_thread_cpu_ms"] = thread_cpu_ms(relay.native_id) - relay_cpu
+                    runs[mode].append(run)
+                    print(mode, json.dumps(run), flush=True)
         finally:
             relay.close()
     medians = {mode: summary(mode_runs) for mode, mode_runs in runs.items()}

@@ -144,6 +144,11 @@ class ReaderRelay:
     def reader_config(self, client_config: dict[str, Any]) -> dict[str, Any]:
         return {**client_config, "bootstrap.servers": self.bootstrap}
 
+    @property
+    def native_id(self) -> int:
+        """The relay thread's id in the operating system (its CPU time is measured by it)."""
+        return self._thread.native_id or 0
+
     def start(self) -> ReaderRelay:
         self._thread.start()
         self._ready.wait(10)
