@@ -234,6 +234,7 @@ def _socket_with(local: tuple[str, int], peer: tuple[str, int]) -> socket.socket
     return None
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="finds the relay's socket through /proc")
 def test_the_relay_sends_every_answer_at_once(bootstrap: str, unique_name: str) -> None:
     """TCP_NODELAY on the relay's end of every client connection. asyncio sets it only on sockets
     made with proto IPPROTO_TCP, which an accepted socket of ``socket.create_server`` is not: Nagle
