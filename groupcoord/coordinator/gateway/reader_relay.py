@@ -369,6 +369,8 @@ class _BrokerSide(asyncio.Protocol):
                     if len(self.head) < 8:
                         break
                     size = check_frame_size(self.head[:4], _MAX_ANSWER_BYTES)
+                    if size < 4:
+                        raise FrameError(f"answer of {size} bytes is shorter than its correlation id")
                     (correlation_id,) = _LEN.unpack_from(self.head, 4)
                     self.rewriting = pipe.owed.pop(correlation_id, None)
                     self.remaining = size - 4
@@ -388,7 +390,7 @@ class _BrokerSide(asyncio.Protocol):
                     answer = pipe.relay._rewrite(*self.rewriting, self.payload)
                     out.append(_LEN.pack(len(answer)) + answer)
                     self.rewriting, self.payload = None, bytearray()
-        except (FrameError, CodecError) as exc:
+        except (FrameError, CodecError, struct.error) as exc:
             pipe.failed(exc)
             return
         if out and pipe.client is not None:
