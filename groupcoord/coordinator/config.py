@@ -161,10 +161,9 @@ class Settings(BaseSettings):
         default_factory=dict, description="Extra librdkafka settings for every client (security.protocol, sasl.*)."
     )
     reader_relay: bool = Field(
-        False,
+        True,
         description="The sidecar's consumers reach the cluster through a loopback relay capping Fetch at v12, "
-        "where librdkafka cannot crash on a deleted topic (plaintext clusters without Kerberos). Off by "
-        "default: it slows the read-back of acknowledged writes (docs/operations.md, Broker outages).",
+        "where librdkafka cannot crash on a deleted topic (plaintext clusters without Kerberos).",
     )
     offsets: OffsetsConfig = Field(default_factory=OffsetsConfig)
     group: dict[str, str] = Field(

@@ -5,6 +5,8 @@ every broker at a loopback listener of the relay, and read through it as they wo
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import uuid
 
 import pytest
@@ -160,6 +162,41 @@ def test_a_consumer_reads_and_commits_through_the_relay(bootstrap: str, unique_n
         relay.close()
 
 
+def test_answers_of_many_reads_arrive_whole(bootstrap: str, unique_name: str) -> None:
+    """Fetch answers of several MB pass through the relay in many reads (of at most 256 KiB each)."""
+    ensure_topic(bootstrap, unique_name)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
+    values = [bytes([i]) * 300_000 for i in range(40)]
+    for value in values:
+        producer.produce(unique_name, value=value, partition=0)
+    assert producer.flush(30) == 0
+    relay = ReaderRelay(bootstrap).start()
+    consumer = Consumer(
+        relay.reader_config(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"g-{uuid.uuid4().hex[:8]}",
+                "enable.partition.eof": True,
+                "fetch.max.bytes": 20_000_000,
+                "max.partition.fetch.bytes": 20_000_000,
+            }
+        )
+    )
+    try:
+        consumer.assign([TopicPartition(unique_name, 0, 0)])
+        read: list[bytes] = []
+        while True:
+            msg = consumer.poll(10)
+            assert msg is not None, f"read {len(read)} of {len(values)}"
+            if msg.error() is not None:
+                break
+            read.append(msg.value() or b"")
+        assert read == values
+    finally:
+        consumer.close()
+        relay.close()
+
+
 def test_an_unreadable_frame_closes_only_its_connection(bootstrap: str, unique_name: str) -> None:
     ensure_topic(bootstrap, unique_name)
     relay = ReaderRelay(bootstrap).start()
@@ -177,5 +214,49 @@ def test_an_unreadable_frame_closes_only_its_connection(bootstrap: str, unique_n
         assert asyncio.run(garbage())
         versions, _ = asyncio.run(_through(relay, unique_name))
         assert any(k.api_key == ApiKey.FETCH for k in versions.api_keys)
+    finally:
+        relay.close()
+
+
+def _socket_with(local: tuple[str, int], peer: tuple[str, int]) -> socket.socket | None:
+    """This process's socket whose ends are ``local`` and ``peer`` (a duplicate of it), if any."""
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            sock = socket.socket(fileno=os.dup(int(fd)))
+        except OSError:
+            continue
+        try:
+            if sock.type == socket.SOCK_STREAM and sock.getsockname() == local and sock.getpeername() == peer:
+                return sock
+        except OSError:
+            pass
+        sock.close()
+    return None
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="finds the relay's socket through /proc")
+def test_the_relay_sends_every_answer_at_once(bootstrap: str, unique_name: str) -> None:
+    """TCP_NODELAY on the relay's end of every client connection. asyncio sets it only on sockets
+    made with proto IPPROTO_TCP, which an accepted socket of ``socket.create_server`` is not: Nagle
+    then held each Fetch answer's rest behind its first bytes until the client's delayed ACK (40 ms
+    per read-back of an acknowledged write; a 300-join flood's sessions expired through it)."""
+    ensure_topic(bootstrap, unique_name)
+    relay = ReaderRelay(bootstrap).start()
+    host, port = relay.bootstrap.split(",")[0].rsplit(":", 1)
+
+    async def relay_side() -> int:
+        client = await WireClient.connect(host, int(port))
+        try:
+            await client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t"))
+            mine = client.writer.get_extra_info("sockname")
+            sock = _socket_with((host, int(port)), mine)
+            assert sock is not None, "the relay's end of the connection not found"
+            with sock:
+                return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        finally:
+            await client.close()
+
+    try:
+        assert asyncio.run(relay_side()) != 0
     finally:
         relay.close()

@@ -22,7 +22,9 @@ gateway's codec reads. Every other answer is streamed through as it arrives, unr
 The relay runs its own event loop on its own thread: the shard loads it carries never wait for
 the gateway's loop, nor the gateway for them. Only the sidecar's consumers use it (the log reader,
 placement's two consumers, the lag reader); producers and admin clients, which never fetch, talk to
-the cluster directly, so the commit path gains no hop. It speaks plaintext on both sides: with
+the cluster directly. The read-back of every acknowledged write does pass through it, which is why
+it forwards as it does (see ``_Pipe``; ``bench/relay_bench.py`` measures acknowledged commits with
+and without it in the same run). It speaks plaintext on both sides: with
 TLS towards the cluster, or Kerberos (which names the broker's host in its ticket), the consumers
 connect directly as before (see ``relayable``).
 """
@@ -35,7 +37,6 @@ import logging
 import socket
 import struct
 import threading
-from collections.abc import Awaitable, Iterator
 from typing import Any
 
 from groupcoord.coordinator.gateway.apis import APIS, ApiKey
@@ -52,13 +53,13 @@ log = logging.getLogger(__name__)
 FETCH_MAX_VERSION = 12
 
 _LEN = struct.Struct(">i")
+_HEAD = struct.Struct(">ii")  # an answer's length and correlation id
+_PEEK = struct.Struct(">hhi")  # a request's api key, api version and correlation id
 _I16 = struct.Struct(">h")
 _ENTRY = struct.Struct(">hhh")
 # Requests of the sidecar's consumers are small; the limit only rejects a corrupt length prefix.
 _MAX_REQUEST_BYTES = 100 * 1024 * 1024
 _MAX_ANSWER_BYTES = 2**31 - 1
-# Answers not rewritten are passed on in pieces of at most this size as they arrive.
-_PIECE = 256 * 1024
 _CONNECT_TIMEOUT_S = 10.0
 # Answers read and rewritten here; the rest are streamed through.
 _REWRITTEN = frozenset({ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.FIND_COORDINATOR})
@@ -129,7 +130,7 @@ class ReaderRelay:
         # upstream (host, port) -> local port; written on the relay's thread (and in __init__).
         self._ports: dict[tuple[str, int], int] = {}
         self._servers: list[asyncio.AbstractServer] = []
-        self._connections: set[asyncio.Task[None]] = set()
+        self._pipes: set[_Pipe] = set()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="reader-relay", daemon=True)
         # Bound before the thread runs, so the bootstrap addresses are known at once.
@@ -142,6 +143,11 @@ class ReaderRelay:
 
     def reader_config(self, client_config: dict[str, Any]) -> dict[str, Any]:
         return {**client_config, "bootstrap.servers": self.bootstrap}
+
+    @property
+    def native_id(self) -> int:
+        """The relay thread's id in the operating system (its CPU time is measured by it)."""
+        return self._thread.native_id or 0
 
     def start(self) -> ReaderRelay:
         self._thread.start()
@@ -167,10 +173,12 @@ class ReaderRelay:
         finally:
             for server in self._servers:
                 server.close()
-            for task in self._connections:
-                task.cancel()
+            connecting = [pipe.connecting for pipe in self._pipes if pipe.connecting is not None]
+            for pipe in list(self._pipes):
+                pipe.close()
             with contextlib.suppress(Exception):
-                self._loop.run_until_complete(asyncio.gather(*self._connections, return_exceptions=True))
+                # Cancelled connects end, and the transports' closing callbacks run.
+                self._loop.run_until_complete(asyncio.gather(*connecting, asyncio.sleep(0), return_exceptions=True))
             self._loop.close()
 
     def _bind(self, upstream: tuple[str, int]) -> socket.socket:
@@ -180,13 +188,8 @@ class ReaderRelay:
         return sock
 
     async def _serve(self, upstream: tuple[str, int], sock: socket.socket) -> None:
-        def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Awaitable[None]:
-            task = asyncio.ensure_future(self._relay(reader, writer, upstream))
-            self._connections.add(task)
-            task.add_done_callback(self._connections.discard)
-            return task
-
-        self._servers.append(await asyncio.start_server(accepted, sock=sock, limit=2**20))
+        server = await self._loop.create_server(lambda: _ClientSide(_Pipe(self, upstream)), sock=sock)
+        self._servers.append(server)
 
     def _route(self, node_id: int, host: str, port: int) -> tuple[str, int]:
         """The loopback address advertised for a broker (a listener is made when first seen)."""
@@ -196,60 +199,6 @@ class ReaderRelay:
             # The socket listens already: connections wait in its backlog until the server runs.
             self._loop.create_task(self._serve(upstream, sock))
         return self.host, self._ports[upstream]
-
-    async def _relay(
-        self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter, upstream: tuple[str, int]
-    ) -> None:
-        try:
-            up_reader, up_writer = await asyncio.wait_for(
-                asyncio.open_connection(*upstream, limit=2**20), _CONNECT_TIMEOUT_S
-            )
-        except (OSError, TimeoutError) as exc:
-            log.debug("reader relay: cannot reach %s:%s: %s", *upstream, exc)
-            client_writer.close()
-            return
-        # correlation id -> (api key, api version) of the requests whose answers are rewritten
-        owed: dict[int, tuple[int, int]] = {}
-        requests = asyncio.ensure_future(self._requests(client_reader, up_writer, owed))
-        answers = asyncio.ensure_future(self._answers(up_reader, client_writer, owed))
-        try:
-            await asyncio.wait([requests, answers], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (requests, answers):
-                task.cancel()
-            for writer in (client_writer, up_writer):
-                writer.close()
-            await asyncio.gather(requests, answers, return_exceptions=True)
-
-    async def _requests(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, owed: dict[int, tuple[int, int]]
-    ) -> None:
-        with _ends_quietly():
-            while True:
-                prefix = await reader.readexactly(4)
-                payload = await reader.readexactly(check_frame_size(prefix, _MAX_REQUEST_BYTES))
-                key, version, correlation_id = peek_request(payload)
-                if key in _REWRITTEN:
-                    owed[correlation_id] = (key, version)
-                writer.write(prefix + payload)
-                await writer.drain()
-
-    async def _answers(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, owed: dict[int, tuple[int, int]]
-    ) -> None:
-        with _ends_quietly():
-            while True:
-                head = await reader.readexactly(8)
-                size = check_frame_size(head[:4], _MAX_ANSWER_BYTES)
-                (correlation_id,) = _LEN.unpack_from(head, 4)
-                request = owed.pop(correlation_id, None)
-                if request is None:
-                    await _stream(reader, writer, head, size - 4)
-                    continue
-                payload = bytearray(head[4:]) + await reader.readexactly(size - 4)
-                answer = self._rewrite(request[0], request[1], payload)
-                writer.write(_LEN.pack(len(answer)) + answer)
-                await writer.drain()
 
     def _rewrite(self, key: int, version: int, payload: bytearray) -> bytes | bytearray:
         if key == ApiKey.API_VERSIONS:
@@ -263,29 +212,206 @@ class ReaderRelay:
         return encode_response(key, version, correlation_id, body)[4:]
 
 
-async def _stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, head: bytes, remaining: int) -> None:
-    """Pass one answer on as it arrives: its first bytes, then the rest a piece at a time."""
-    writer.write(head)
-    while remaining > 0:
-        piece = await reader.read(min(remaining, _PIECE))
-        if not piece:
-            raise asyncio.IncompleteReadError(b"", remaining)
-        remaining -= len(piece)
-        writer.write(piece)
-        await writer.drain()
+# How the relay forwards. It sits on the read-back path of every acknowledged write (the log
+# reader's Fetch answers), so bytes move in asyncio protocol callbacks, with no task, future or
+# stream buffer between a read and its write: each chunk read from one side is written to the other
+# within the same callback, in one write (an answer's length and correlation id together with its
+# first bytes). Both sockets get TCP_NODELAY: asyncio sets it only on sockets made with proto
+# IPPROTO_TCP, which the connections ``socket.create_server``'s listener accepts are not (proto 0),
+# and Nagle then held each answer's rest behind its first bytes until librdkafka's delayed ACK,
+# 40 ms per Fetch answer. Each side stops reading while the other side's transport asks to pause,
+# so a slow client holds at most a transport's high-water mark and one read of its answers.
 
 
-@contextlib.contextmanager
-def _ends_quietly() -> Iterator[None]:
-    """A connection ends when either side closes it or sends what cannot be framed; the other
-    side is then closed too, and the client reconnects as it would to a broker that went away."""
-    try:
-        yield
-    except (asyncio.IncompleteReadError, ConnectionError, OSError) as exc:
-        log.debug("reader relay connection ended: %r", exc)
-    except (FrameError, CodecError) as exc:
+class _Pipe:
+    """One client connection and its connection to the broker."""
+
+    def __init__(self, relay: ReaderRelay, upstream: tuple[str, int]) -> None:
+        self.relay = relay
+        self.upstream = upstream
+        self.client: asyncio.Transport | None = None
+        self.broker: asyncio.Transport | None = None
+        # correlation id -> (api key, api version) of the requests whose answers are rewritten
+        self.owed: dict[int, tuple[int, int]] = {}
+        self.connecting: asyncio.Task[None] | None = None
+        self.closed = False
+
+    def open(self, client: asyncio.Transport, requests: _ClientSide) -> None:
+        self.client = client
+        self.requests = requests
+        self.relay._pipes.add(self)
+        _no_delay(client)
+        client.pause_reading()  # until the broker's end is connected
+        self.connecting = self.relay._loop.create_task(self._connect())
+
+    async def _connect(self) -> None:
+        loop = self.relay._loop
+        try:
+            transport, _ = await asyncio.wait_for(
+                loop.create_connection(lambda: _BrokerSide(self), *self.upstream), _CONNECT_TIMEOUT_S
+            )
+        except (OSError, TimeoutError) as exc:
+            log.debug("reader relay: cannot reach %s:%s: %s", *self.upstream, exc)
+            self.connecting = None  # this task, ending
+            self.close()
+            return
+        if self.closed:
+            transport.close()
+            return
+        self.broker = transport
+        _no_delay(transport)
+        assert self.client is not None
+        self.client.resume_reading()
+        # Requests that came before the pause took effect (none, normally).
+        if self.requests.buffer:
+            self.requests.data_received(b"")
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.relay._pipes.discard(self)
+        for transport in (self.client, self.broker):
+            if transport is not None:
+                transport.close()
+        if self.connecting is not None:
+            self.connecting.cancel()  # a no-op once connected
+
+    def failed(self, exc: Exception) -> None:
         # Not expected from a broker or librdkafka: worth a line, the client reconnects anyway.
         log.warning("reader relay: closing a connection on an unreadable frame: %s", exc)
+        self.close()
+
+
+class _ClientSide(asyncio.Protocol):
+    """Requests of one consumer: forwarded whole, their keys noted when the answer is rewritten."""
+
+    def __init__(self, pipe: _Pipe) -> None:
+        self.pipe = pipe
+        self.buffer = bytearray()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.pipe.open(transport, self)
+
+    def data_received(self, data: bytes) -> None:
+        pipe, buffer = self.pipe, self.buffer
+        if not buffer and pipe.broker is not None and not pipe.closed and len(data) >= 12:
+            # The common case, one whole request in one piece: passed on as it is.
+            (size,) = _LEN.unpack_from(data)
+            if size + 4 == len(data):
+                key, version, correlation_id = _PEEK.unpack_from(data, 4)
+                if key in _REWRITTEN:
+                    pipe.owed[correlation_id] = (key, version)
+                pipe.broker.write(data)
+                return
+        buffer += data
+        if pipe.closed or pipe.broker is None:  # not read while connecting (paused), and not after
+            return
+        whole = 0  # bytes at the head of the buffer that are whole requests
+        try:
+            while len(buffer) - whole >= 4:
+                size = check_frame_size(buffer[whole : whole + 4], _MAX_REQUEST_BYTES)
+                if len(buffer) - whole - 4 < size:
+                    break
+                key, version, correlation_id = peek_request(memoryview(buffer)[whole + 4 : whole + 4 + size])
+                if key in _REWRITTEN:
+                    pipe.owed[correlation_id] = (key, version)
+                whole += 4 + size
+        except (FrameError, CodecError) as exc:
+            pipe.failed(exc)
+            return
+        if whole:
+            # Immutable bytes: a transport may hold on to what it cannot send at once.
+            pipe.broker.write(bytes(buffer[:whole]))
+            del buffer[:whole]
+
+    def pause_writing(self) -> None:  # the client reads slowly: stop reading its answers
+        if self.pipe.broker is not None:
+            self.pipe.broker.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.pipe.broker is not None and not self.pipe.closed:
+            self.pipe.broker.resume_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.pipe.close()
+
+
+class _BrokerSide(asyncio.Protocol):
+    """Answers of the broker: passed on as they arrive, unless the answer is one to rewrite."""
+
+    def __init__(self, pipe: _Pipe) -> None:
+        self.pipe = pipe
+        self.head = bytearray()  # the next answer's length and correlation id, as they arrive
+        self.remaining = 0  # bytes of the current answer still to pass on
+        self.rewriting: tuple[int, int] | None = None  # the current answer's (key, version), if rewritten
+        self.payload = bytearray()  # a rewritten answer's bytes, until it is whole
+
+    def data_received(self, data: bytes) -> None:
+        pipe = self.pipe
+        if pipe.closed:
+            return
+        if not self.remaining and not self.head and self.rewriting is None and len(data) >= 8:
+            # The common case, a Fetch answer read whole in one piece: passed on as it is.
+            size, correlation_id = _HEAD.unpack_from(data)
+            if size + 4 == len(data) and correlation_id not in pipe.owed and pipe.client is not None:
+                pipe.client.write(data)
+                return
+        view = memoryview(data)
+        out: list[bytes | bytearray | memoryview] = []
+        try:
+            while view:
+                if self.remaining == 0 and self.rewriting is None:
+                    taken = min(8 - len(self.head), len(view))
+                    self.head += view[:taken]
+                    view = view[taken:]
+                    if len(self.head) < 8:
+                        break
+                    size = check_frame_size(self.head[:4], _MAX_ANSWER_BYTES)
+                    if size < 4:
+                        raise FrameError(f"answer of {size} bytes is shorter than its correlation id")
+                    (correlation_id,) = _LEN.unpack_from(self.head, 4)
+                    self.rewriting = pipe.owed.pop(correlation_id, None)
+                    self.remaining = size - 4
+                    if self.rewriting is None:
+                        out.append(bytes(self.head))
+                    else:
+                        self.payload = bytearray(self.head[4:])
+                    self.head = bytearray()
+                taken = min(self.remaining, len(view))
+                if self.rewriting is None:
+                    out.append(view[:taken])
+                else:
+                    self.payload += view[:taken]
+                view = view[taken:]
+                self.remaining -= taken
+                if self.remaining == 0 and self.rewriting is not None:
+                    answer = pipe.relay._rewrite(*self.rewriting, self.payload)
+                    out.append(_LEN.pack(len(answer)) + answer)
+                    self.rewriting, self.payload = None, bytearray()
+        except (FrameError, CodecError, struct.error) as exc:
+            pipe.failed(exc)
+            return
+        if out and pipe.client is not None:
+            pipe.client.write(out[0] if len(out) == 1 else b"".join(out))
+
+    def pause_writing(self) -> None:  # the broker reads slowly: stop reading requests
+        if self.pipe.client is not None:
+            self.pipe.client.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.pipe.client is not None and not self.pipe.closed:
+            self.pipe.client.resume_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.pipe.close()
+
+
+def _no_delay(transport: asyncio.BaseTransport) -> None:
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 def _split_address(entry: str) -> tuple[str, int]:
