@@ -8,11 +8,15 @@ import struct
 
 from groupcoord.coordinator.gateway import GatewayConfig
 from groupcoord.coordinator.gateway.apis import ApiKey
+from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.gateway.protect import ProtectedTopics
+from groupcoord.coordinator.gateway.protocol import encode_request
 from groupcoord.coordinator.gateway.rewrite import (
     GROUP_VERSION_FEATURE,
     TXN_OFFSET_COMMIT_MAX_VERSION,
     merge_api_versions,
 )
+from groupcoord.coordinator.gateway.routing import CallHandler, Close, Facts, route
 from groupcoord.coordinator.messages.api_versions import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -24,6 +28,7 @@ from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequ
 from tests.gateway.conftest import GatewayThread
 from tests.gateway.fakes import FakeGroupHandler
 from tests.gateway.wire_client import WireClient
+from tests.txn.eos import txn_offset_commit
 
 SHARE_AND_STREAMS = (76, 77, 78, 79, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92)
 
@@ -47,7 +52,7 @@ def _cluster(*keys: int) -> ApiVersionsResponse:
 def test_no_api_is_offered_that_every_call_would_refuse() -> None:
     merged = merge_api_versions(_cluster(0, 1, 3, 22, 28, *SHARE_AND_STREAMS, 93))
     offered = {k.api_key for k in merged.api_keys}
-    # TxnOffsetCommit is served (groupcoord/coordinator/txn), up to v4: v5 is transaction version 2, not verified.
+    # TxnOffsetCommit is served (groupcoord/coordinator/txn), up to v4: v5 only on a cluster at transaction version 2.
     txn = next(k for k in merged.api_keys if k.api_key == ApiKey.TXN_OFFSET_COMMIT)
     assert (txn.min_version, txn.max_version) == (0, TXN_OFFSET_COMMIT_MAX_VERSION) == (0, 4)
     # Share and streams groups are not served; API 93 is newer than the gateway's table.
@@ -102,15 +107,50 @@ def test_share_group_membership_is_offered_only_when_enabled() -> None:
         assert offered[ApiKey.SHARE_GROUP_DESCRIBE] == (1, 1)
         assert offered.keys().isdisjoint(set(SHARE_AND_STREAMS) - {76, 77})
     assert {76, 77}.isdisjoint(k.api_key for k in merge_api_versions(_cluster(0, *SHARE_AND_STREAMS)).api_keys)
-def test_transaction_version_2_is_not_offered() -> None:
-    """A cluster at transaction.version 2 is reported at 1: TV2 clients would send TxnOffsetCommit v5
-    without AddOffsetsToTxn, which the sidecar does not serve; a TV2 cluster serves TV1 clients."""
-    cluster = _cluster(0, 28)
-    cluster.finalized_features.append(
-        ApiVersionsResponseFinalizedFeatureKey(name="transaction.version", max_version_level=2, min_version_level=2)
+
+
+def _offer(transaction_version: int | None, produce_max: int = 20) -> tuple[tuple[int, int], tuple[int, int] | None]:
+    """(TxnOffsetCommit's offered range, the finalized transaction.version offered) for a cluster at
+    that level (None: it reports none) whose Produce goes up to ``produce_max``."""
+    cluster = _cluster(28)
+    cluster.api_keys.append(
+        ApiVersionsResponseApiVersion(api_key=ApiKey.PRODUCE, min_version=3, max_version=produce_max)
     )
-    finalized = {
-        f.name: (f.min_version_level, f.max_version_level) for f in merge_api_versions(cluster).finalized_features
-    }
-    assert finalized["transaction.version"] == (1, 1)
+    if transaction_version is not None:
+        cluster.finalized_features.append(
+            ApiVersionsResponseFinalizedFeatureKey(
+                name="transaction.version", max_version_level=transaction_version, min_version_level=transaction_version
+            )
+        )
+    merged = merge_api_versions(cluster)
+    txn = next(k for k in merged.api_keys if k.api_key == ApiKey.TXN_OFFSET_COMMIT)
+    finalized = {f.name: (f.min_version_level, f.max_version_level) for f in merged.finalized_features}
     assert finalized["metadata.version"] == (27, 27)
+    return (txn.min_version, txn.max_version), finalized.get("transaction.version")
+
+
+def test_transaction_version_2_is_offered_only_where_the_cluster_runs_it() -> None:
+    """TxnOffsetCommit v5 (no AddOffsetsToTxn) and transaction.version 2 are offered only when the
+    cluster finalizes level 2 and takes Produce v12, by which the sidecar's record joins a TV2
+    transaction; elsewhere clients keep the flow of version 1. A later level is reported as 2."""
+    assert _offer(2) == ((0, 5), (2, 2))
+    assert _offer(3) == ((0, 5), (2, 2))
+    assert _offer(2, produce_max=11) == ((0, 4), (1, 1))
+    assert _offer(1) == ((0, 4), (1, 1))
+    assert _offer(None) == ((0, 4), None)
+
+
+def test_txn_offset_commit_v5_is_served_only_in_front_of_transaction_version_2() -> None:
+    request = txn_offset_commit("tx", "g", 7, 0, "t", 1)
+    payload = encode_request(RequestHeader(ApiKey.TXN_OFFSET_COMMIT, 5, 1, "c"), request)[4:]
+    facts = Facts(
+        authentication_required=False,
+        authenticated=False,
+        max_group_request_bytes=1 << 20,
+        max_group_request_elements=1000,
+        broker_port=False,
+        protected=ProtectedTopics(),
+        cluster_ranges=None,
+    )
+    assert isinstance(route(ApiKey.TXN_OFFSET_COMMIT, 5, payload, facts), Close)
+    assert isinstance(route(ApiKey.TXN_OFFSET_COMMIT, 5, payload, facts._replace(transaction_v2=True)), CallHandler)

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import queue
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from groupcoord.local_broker import broker_binary, free_port
-from tests.security.sasl_front import SaslFront
+from groupcoord.local_broker import free_port
+from tests.security.sasl_front import SaslFront, fronted_broker
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret", "gcadmin": "gcadmin-secret"}
 
@@ -29,49 +27,8 @@ class SaslCluster:
 @pytest.fixture(scope="module")
 def sasl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslCluster]:
     """A Tansu broker that advertises the SASL front's address, so every client path goes through it."""
-    broker_port, front_port = free_port(), free_port()
-    log = open(tmp_path_factory.mktemp("sasl-broker") / "broker.log", "ab")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [
-            broker_binary(),
-            "broker",
-            "--listener-url",
-            f"tcp://127.0.0.1:{broker_port}",
-            "--advertised-listener-url",
-            f"tcp://127.0.0.1:{front_port}",
-            "--storage-engine",
-            "memory://tansu/",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "RUST_LOG": "warn"},
-    )
-    try:
-        _wait_port(broker_port, proc)
-        with SaslFront(front_port, ("127.0.0.1", broker_port), dict(USERS)) as front:
-            yield SaslCluster(front, f"127.0.0.1:{front_port}")
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
-def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
-    import socket
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"broker exited with {proc.returncode}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError("broker did not start")
+    with fronted_broker(tmp_path_factory.mktemp("sasl-broker") / "broker.log", dict(USERS)) as (front, bootstrap):
+        yield SaslCluster(front, bootstrap)
 
 
 class Sidecar:

@@ -14,9 +14,15 @@ import asyncio
 import base64
 import contextlib
 import json
+import os
+import socket
 import struct
+import subprocess
 import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from scramp import ScramMechanism
@@ -24,7 +30,11 @@ from scramp import ScramMechanism
 from groupcoord.coordinator.gateway.codec import decode_struct, encode_struct
 from groupcoord.coordinator.gateway.framing import decode_request_header, peek_request, produce_acks
 from groupcoord.coordinator.gateway.protocol import decode_response, encode_response
-from groupcoord.coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
+from groupcoord.coordinator.messages.api_versions import (
+    ApiVersionsResponse,
+    ApiVersionsResponseApiVersion,
+    ApiVersionsResponseFinalizedFeatureKey,
+)
 from groupcoord.coordinator.messages.sasl import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -32,6 +42,7 @@ from groupcoord.coordinator.messages.sasl import (
     SaslHandshakeResponse,
 )
 from groupcoord.coordinator.messages.schema import Field, Struct, Versions
+from groupcoord.local_broker import broker_binary, free_port
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE, PRODUCE, DESCRIBE_ACLS = 18, 17, 36, 0, 29
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
@@ -104,6 +115,13 @@ class SaslFront:
     acls: list[tuple[str, str, str, str, str, str, str]] = field(default_factory=list)
     # KIP-368 session lifetimes (ms) handed to some users at authentication.
     lifetimes: dict[str, int] = field(default_factory=dict)
+    # Relay requests of connections that did not authenticate (principal None): a plain relay.
+    anonymous: bool = False
+    # Play a cluster that finalizes this transaction.version (0: report none). At 2, Produce is
+    # offered up to v12, which the local broker (Tansu 0.6) takes as v11 (it advertises v11).
+    transaction_version: int = 0
+    # (principal, client id, api key, version) of every request relayed to the broker.
+    requests: list[tuple[str | None, str | None, int, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._scram: dict[str, ScramMechanism] = {m: ScramMechanism(m) for m in MECHANISMS if m.startswith("SCRAM")}
@@ -176,7 +194,7 @@ class SaslFront:
                     if done:
                         principal = who
                     continue
-                if key != API_VERSIONS and principal is None:
+                if key != API_VERSIONS and principal is None and not self.anonymous:
                     return  # like Kafka: any other request before authentication closes the connection
                 if key == DESCRIBE_ACLS:
                     self.seen.append((principal, key))
@@ -186,6 +204,7 @@ class SaslFront:
                 if upstream is None:
                     upstream = await asyncio.open_connection(*self.broker)
                 self.seen.append((principal, key))
+                self.requests.append((principal, decode_request_header(payload, 1)[0].client_id, key, version))
                 up_reader, up_writer = upstream
                 up_writer.write(prefix + payload)
                 await up_writer.drain()
@@ -194,7 +213,7 @@ class SaslFront:
                 answer_prefix = await up_reader.readexactly(4)
                 answer = await up_reader.readexactly(struct.unpack(">i", answer_prefix)[0])
                 if key == API_VERSIONS:
-                    writer.write(_with_sasl_apis(answer, version))
+                    writer.write(_with_sasl_apis(answer, version, self.transaction_version))
                 else:
                     writer.write(answer_prefix + answer)
                 await writer.drain()
@@ -276,7 +295,7 @@ def _frame(correlation_id: int, cls: type, version: int, body: Any, flexible: bo
     return struct.pack(">i", len(out)) + bytes(out)
 
 
-def _with_sasl_apis(answer: bytes, version: int) -> bytes:
+def _with_sasl_apis(answer: bytes, version: int, transaction_version: int = 0) -> bytes:
     try:
         correlation_id, body = decode_response(API_VERSIONS, version, answer)
     except ValueError:
@@ -287,4 +306,63 @@ def _with_sasl_apis(answer: bytes, version: int) -> bytes:
         if key not in keys:
             body.api_keys.append(ApiVersionsResponseApiVersion(api_key=key, min_version=0, max_version=high))
     body.api_keys.sort(key=lambda k: k.api_key)
+    if transaction_version:
+        body.finalized_features_epoch = max(body.finalized_features_epoch, 1)
+        body.finalized_features.append(
+            ApiVersionsResponseFinalizedFeatureKey(
+                name="transaction.version", max_version_level=transaction_version, min_version_level=transaction_version
+            )
+        )
+        if transaction_version >= 2:
+            for entry in body.api_keys:
+                if entry.api_key == PRODUCE:
+                    entry.max_version = max(entry.max_version, 12)
     return encode_response(API_VERSIONS, version, correlation_id, body)
+
+
+@contextlib.contextmanager
+def fronted_broker(log: Path, users: dict[str, str], **options: Any) -> Iterator[tuple[SaslFront, str]]:
+    """A local broker (Tansu, memory storage) that advertises the front's address, so every client
+    path goes through the front; yields the front and its bootstrap address. ``options`` are
+    ``SaslFront`` fields (``anonymous``, ``transaction_version``, ...)."""
+    broker_port, front_port = free_port(), free_port()
+    out = open(log, "ab")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            broker_binary(),
+            "broker",
+            "--listener-url",
+            f"tcp://127.0.0.1:{broker_port}",
+            "--advertised-listener-url",
+            f"tcp://127.0.0.1:{front_port}",
+            "--storage-engine",
+            "memory://tansu/",
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "RUST_LOG": "warn"},
+    )
+    try:
+        _wait_port(broker_port, proc)
+        with SaslFront(front_port, ("127.0.0.1", broker_port), users, **options) as front:
+            yield front, f"127.0.0.1:{front_port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        out.close()
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"broker exited with {proc.returncode}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError("broker did not start")

@@ -42,9 +42,11 @@ async def _call(address: str, body: TxnOffsetCommitRequest | OffsetFetchRequest,
         conn.close()
 
 
-def txn_commit(sidecar: str, txn_id: str, group: str, pid: int, epoch: int, topic: str, offset: int) -> list[int]:
+def txn_commit(
+    sidecar: str, txn_id: str, group: str, pid: int, epoch: int, topic: str, offset: int, version: int = 3
+) -> list[int]:
     request = txn_offset_commit(txn_id, group, pid, epoch, topic, offset)
-    answer = asyncio.run(_call(sidecar, request, 3))
+    answer = asyncio.run(_call(sidecar, request, version))
     assert isinstance(answer, TxnOffsetCommitResponse)
     return [p.error_code for t in answer.topics for p in t.partitions]
 
@@ -136,7 +138,19 @@ def describe_offsets(sidecar: ServeProcess, group: str) -> list[tuple[str, int, 
 
 def dump_group(bootstrap: str, sidecar: ServeProcess, group: str) -> list[dict[str, Any]]:
     log_topic = sidecar.args[sidecar.args.index("--log-topic") + 1]
-    argv = [sys.executable, "-m", "groupcoord.cli.main", "log", "dump", "--group", group, "-b", bootstrap, "--topic", log_topic]
+    argv = [
+        sys.executable,
+        "-m",
+        "groupcoord.cli.main",
+        "log",
+        "dump",
+        "--group",
+        group,
+        "-b",
+        bootstrap,
+        "--topic",
+        log_topic,
+    ]
     dumped = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=60)
     assert dumped.returncode == 0, dumped.stderr
     items: list[dict[str, Any]] = json.loads(dumped.stdout)["items"]

@@ -11,6 +11,7 @@ import time
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.gateway.framing import RequestHeader
 from groupcoord.coordinator.gateway.protocol import decode_response, encode_request
+from groupcoord.coordinator.gateway.rewrite import transaction_v2
 from groupcoord.coordinator.gateway.upstream import MAX_UPSTREAM_FRAME, open_stream, read_frame
 from groupcoord.coordinator.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
@@ -65,6 +66,7 @@ class ClusterView:
         # Keyed by broker node id; None stands for "whichever bootstrap server answers".
         self._versions: dict[int | None, tuple[float, ApiVersionsResponse]] = {}
         self._ranges: dict[int | None, dict[int, tuple[int, int]]] = {}
+        self._transaction_v2: dict[int | None, bool] = {}
         self._locks: dict[int | None, asyncio.Lock] = {}
 
     def addresses(self, node_id: int | None) -> list[tuple[str, int]]:
@@ -75,6 +77,11 @@ class ClusterView:
     def cached_ranges(self, node_id: int | None) -> dict[int, tuple[int, int]] | None:
         """api key -> (min, max) from the last ApiVersions answer, if there was one."""
         return self._ranges.get(node_id)
+
+    def cached_transaction_v2(self, node_id: int | None) -> bool:
+        """Whether the last ApiVersions answer allows TxnOffsetCommit v5 (``rewrite.transaction_v2``):
+        the same answer the client's ApiVersions was given."""
+        return self._transaction_v2.get(node_id, False)
 
     async def api_versions(self, node_id: int | None) -> ApiVersionsResponse:
         """The versions of the broker behind a listener (``None``: the bootstrap listener)."""
@@ -92,6 +99,7 @@ class ClusterView:
                     continue
                 self._versions[node_id] = (time.monotonic(), response)
                 self._ranges[node_id] = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+                self._transaction_v2[node_id] = transaction_v2(response)
                 return response
             if entry is not None:
                 # A stale list beats refusing clients while a broker is briefly unreachable.

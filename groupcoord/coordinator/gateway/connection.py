@@ -274,6 +274,7 @@ class ClientConnection:
             protected=gateway.protected,
             cluster_ranges=gateway.cluster.cached_ranges(self.listener.node_id),
             share_groups=config.share_groups_enabled,
+            transaction_v2=gateway.cluster.cached_transaction_v2(self.listener.node_id),
         )
 
     async def _forward_split(self, payload: bytes, key: int, version: int, correlation_id: int) -> Slot:

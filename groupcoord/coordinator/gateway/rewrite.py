@@ -30,10 +30,13 @@ BrokerRoute = Callable[[int, str, int], tuple[str, int]]
 # what this codec can decode when the gateway must rewrite the answer. The share-group APIs are
 # served only when share groups are enabled (``served_keys``).
 SERVED_LOCALLY: frozenset[int] = GROUP_API_KEYS - SHARE_GROUP_API_KEYS | {ApiKey.API_VERSIONS}
-# TxnOffsetCommit v5 is transaction version 2 (KIP-890: no AddOffsetsToTxn, the group coordinator
-# adds its partition itself). Served is v0-v4, the flow of transaction version 1, verified end to
-# end on the local broker; a TV2 client then falls back to v4 semantics (groupcoord/coordinator/txn/README.md).
+# TxnOffsetCommit v5 is transaction version 2 (KIP-890: no AddOffsetsToTxn; the group coordinator
+# adds its partition to the transaction itself). v0-v4 are always served (transaction version 1);
+# v5 only where the cluster finalizes transaction.version 2 and takes Produce v12, the request by
+# which the sidecar's record joins a TV2 transaction (``transaction_v2``,
+# docs/design/transactional-offsets.md).
 TXN_OFFSET_COMMIT_MAX_VERSION = 4
+TXN_OFFSET_COMMIT_TV2_VERSION = 5
 _CAPPED: dict[int, int] = {ApiKey.TXN_OFFSET_COMMIT: TXN_OFFSET_COMMIT_MAX_VERSION}
 REWRITTEN: frozenset[int] = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER})
 # Decoded so that their GROUP resources are answered here (``configs``); offered even by a cluster
@@ -57,9 +60,12 @@ def served_keys(share_groups: bool) -> frozenset[int]:
     return SERVED_LOCALLY | SHARE_GROUP_API_KEYS if share_groups else SERVED_LOCALLY
 
 
-def served_versions(share_groups: bool = False) -> dict[int, tuple[int, int]]:
+def served_versions(share_groups: bool = False, transaction_v2: bool = False) -> dict[int, tuple[int, int]]:
+    """The versions of the APIs answered here; ``transaction_v2``: the cluster runs transaction
+    version 2 (``transaction_v2``), so TxnOffsetCommit v5 is served too."""
+    capped = {} if transaction_v2 else _CAPPED
     return {
-        key: (APIS[key].min_version, min(APIS[key].max_version, _CAPPED.get(key, APIS[key].max_version)))
+        key: (APIS[key].min_version, min(APIS[key].max_version, capped.get(key, APIS[key].max_version)))
         for key in served_keys(share_groups)
     }
 
@@ -87,21 +93,38 @@ def forwarded_range(key: int, cluster: tuple[int, int] | None) -> tuple[int, int
     return (low, high) if low <= high else None
 
 
-# Transaction version 2 (KIP-890) sends TxnOffsetCommit v5 straight to the group coordinator with no
-# AddOffsetsToTxn, which is not served (``TXN_OFFSET_COMMIT_MAX_VERSION``): clients through the
-# sidecar are told the cluster's transaction.version is at most 1, so a Java 4.x producer keeps the
-# flow of version 1, which a version-2 cluster still serves to older clients.
+# Transaction version 2 (KIP-890 part 2): clients send TxnOffsetCommit v5 straight to the group
+# coordinator, with no AddOffsetsToTxn, and no AddPartitionsToTxn either: a partition leader adds a
+# partition to the transaction itself when a Produce v12+ reaches it. The sidecar's transaction
+# record joins a TV2 transaction the same way (``groupcoord.coordinator.txn.bridge``), so TV2 is
+# offered only where the cluster finalizes transaction.version >= 2 and takes Produce v12; anywhere
+# else clients are told the level is at most 1 and keep the flow of version 1. Never more than 2:
+# a later level would promise what nobody here has read.
 TRANSACTION_VERSION_FEATURE = "transaction.version"
-SERVED_TRANSACTION_VERSION = 1
+SERVED_TRANSACTION_VERSION = 2
+TV2_PRODUCE_VERSION = 12
 
 
-def _transaction_version_1(feature: ApiVersionsResponseFinalizedFeatureKey) -> ApiVersionsResponseFinalizedFeatureKey:
-    if feature.name != TRANSACTION_VERSION_FEATURE or feature.max_version_level <= SERVED_TRANSACTION_VERSION:
+def finalized_level(response: ApiVersionsResponse, feature: str) -> int:
+    """The cluster's finalized level of ``feature`` (0: not finalized)."""
+    return max((f.max_version_level for f in response.finalized_features if f.name == feature), default=0)
+
+
+def transaction_v2(cluster: ApiVersionsResponse) -> bool:
+    """Whether TxnOffsetCommit v5 (transaction version 2) can be served in front of this broker."""
+    if finalized_level(cluster, TRANSACTION_VERSION_FEATURE) < 2:
+        return False
+    produce = next((k for k in cluster.api_keys if k.api_key == ApiKey.PRODUCE), None)
+    return produce is not None and produce.min_version <= TV2_PRODUCE_VERSION <= produce.max_version
+
+
+def _served_transaction_version(
+    feature: ApiVersionsResponseFinalizedFeatureKey, level: int
+) -> ApiVersionsResponseFinalizedFeatureKey:
+    if feature.name != TRANSACTION_VERSION_FEATURE or feature.max_version_level <= level:
         return feature
     return ApiVersionsResponseFinalizedFeatureKey(
-        name=feature.name,
-        max_version_level=SERVED_TRANSACTION_VERSION,
-        min_version_level=min(feature.min_version_level, SERVED_TRANSACTION_VERSION),
+        name=feature.name, max_version_level=level, min_version_level=min(feature.min_version_level, level)
     )
 
 
@@ -123,14 +146,18 @@ def merge_api_versions(cluster: ApiVersionsResponse, share_groups: bool = False)
     served = served_keys(share_groups)
     for key in GROUP_API_KEYS - served:
         ranges.pop(key, None)
-    ranges.update(served_versions(share_groups))
+    tv2 = transaction_v2(cluster)
+    ranges.update(served_versions(share_groups, tv2))
     supported = [f for f in cluster.supported_features if f.name != GROUP_VERSION_FEATURE]
     supported.append(
         ApiVersionsResponseSupportedFeatureKey(
             name=GROUP_VERSION_FEATURE, min_version=0, max_version=GROUP_VERSION_LEVEL
         )
     )
-    finalized = [_transaction_version_1(f) for f in cluster.finalized_features if f.name != GROUP_VERSION_FEATURE]
+    level = SERVED_TRANSACTION_VERSION if tv2 else 1
+    finalized = [
+        _served_transaction_version(f, level) for f in cluster.finalized_features if f.name != GROUP_VERSION_FEATURE
+    ]
     finalized.append(
         ApiVersionsResponseFinalizedFeatureKey(
             name=GROUP_VERSION_FEATURE, max_version_level=GROUP_VERSION_LEVEL, min_version_level=GROUP_VERSION_LEVEL

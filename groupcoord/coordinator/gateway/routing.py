@@ -42,8 +42,10 @@ from groupcoord.coordinator.messages.list_groups import ListGroupsResponse
 from groupcoord.coordinator.messages.schema import Message
 
 _GROUP_KEY_TYPE = 0
-# The highest version of each locally served API that ApiVersions offers (TxnOffsetCommit: v4).
+# The highest version of each locally served API that ApiVersions offers (TxnOffsetCommit: v4, or
+# v5 in front of a cluster at transaction version 2).
 _SERVED_MAX = {key: high for key, (_, high) in served_versions().items()}
+_SERVED_MAX_TV2 = {key: high for key, (_, high) in served_versions(transaction_v2=True).items()}
 
 
 # --- the facts a decision is taken on -------------------------------------------------------
@@ -64,6 +66,8 @@ class Facts(NamedTuple):
     cluster_ranges: dict[int, tuple[int, int]] | None
     # Share-group membership is served (``GatewayConfig.share_groups_enabled``).
     share_groups: bool = False
+    # The cluster finalizes transaction version 2 (``rewrite.transaction_v2``): TxnOffsetCommit v5.
+    transaction_v2: bool = False
 
 
 # --- decisions ------------------------------------------------------------------------------
@@ -176,7 +180,8 @@ def _group(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> 
         # Not offered in ApiVersions (the share-group APIs unless share groups are): as a broker
         # does with an API it does not expose.
         return Close(f"unsupported API {spec.name}")
-    if not spec.supports(version) or version > _SERVED_MAX.get(key, version):
+    served_max = _SERVED_MAX_TV2 if facts.transaction_v2 else _SERVED_MAX
+    if not spec.supports(version) or version > served_max.get(key, version):
         return Close(f"unsupported version {spec.name} v{version}")
     limit_bytes = facts.max_group_request_bytes
     if len(payload) > limit_bytes:

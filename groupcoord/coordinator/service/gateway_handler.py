@@ -274,7 +274,7 @@ class CoordinatorApiHandler:
                 topic_ids[t.name] = info.id_string
         staged: Iterator[tuple[int, int]] = iter(())
         if topics:
-            answer = await bridge.commit(replace(request, topics=topics), topic_ids)
+            answer = await bridge.commit(replace(request, topics=topics), topic_ids, context.api_version)
             staged = iter([(p.partition_index, p.error_code) for t in answer.topics for p in t.partitions])
         return wire_txn.TxnOffsetCommitResponse(
             topics=[

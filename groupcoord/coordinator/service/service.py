@@ -74,7 +74,7 @@ class TxnCommitter(Protocol):
     """Where TxnOffsetCommit goes (``groupcoord.coordinator.txn.bridge.TxnBridge``)."""
 
     async def commit(
-        self, request: TxnOffsetCommitRequest, topic_ids: dict[str, str | None]
+        self, request: TxnOffsetCommitRequest, topic_ids: dict[str, str | None], api_version: int = 0
     ) -> TxnOffsetCommitResponse: ...
 
 

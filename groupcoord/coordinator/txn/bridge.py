@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.gateway.rewrite import TXN_OFFSET_COMMIT_TV2_VERSION
 from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState, txn_commit_response
 from groupcoord.coordinator.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
@@ -68,6 +69,14 @@ _TRANSACTION_KEY_TYPE = 1
 _FIND_COORDINATOR_VERSION = 3
 _ADD_PARTITIONS_VERSION = 3  # the client form; v4+ is the broker form (Tansu panics on it)
 _PRODUCE_VERSION = 9
+# Transaction version 2 (KIP-890 part 2): a TV2 client adds no partition itself; the leader a
+# Produce v12+ reaches adds it to the transaction (Kafka 4.0's AddPartitionsToTxnManager: Produce
+# above v11 is ADD_PARTITION, AddPartitionsToTxn v5 with VerifyOnly false, the TV2 add). The
+# sidecar's record joins the client's TV2 transaction the same way, with no request a client
+# could not send. Used only for TxnOffsetCommit v5, which is offered only where the cluster
+# finalizes transaction.version 2 (``gateway.rewrite.transaction_v2``).
+_PRODUCE_TV2_VERSION = 12
+_FIRST_ABORTABLE_VERSION = 4  # TxnOffsetCommit v4+ knows TRANSACTION_ABORTABLE (KIP-890 part 1)
 _FETCH_VERSION = 11
 _METADATA_VERSION = 9
 _NOT_LEADER = frozenset({6, 74, 75})  # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH
@@ -86,6 +95,8 @@ _CLIENT_ERRORS: dict[int, ErrorCode] = {
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_COORDINATOR: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER: ErrorCode.UNKNOWN_SERVER_ERROR,
+    # The leader's add to the transaction collided with another of the same epoch: retriable.
+    ErrorCode.NETWORK_EXCEPTION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
 }
 _PASSED = frozenset(
     {
@@ -99,7 +110,10 @@ _PASSED = frozenset(
 )
 
 
-def client_error(code: int) -> ErrorCode:
+def client_error(code: int, api_version: int = 0) -> ErrorCode:
+    if code == ErrorCode.TRANSACTION_ABORTABLE:
+        # As Kafka's AddPartitionsToTxnManager: clients before it get INVALID_TXN_STATE.
+        return ErrorCode(code) if api_version >= _FIRST_ABORTABLE_VERSION else ErrorCode.INVALID_TXN_STATE
     if code in _CLIENT_ERRORS:
         return _CLIENT_ERRORS[code]
     if code in _PASSED:
@@ -113,6 +127,11 @@ class _Refused(Exception):
     def __init__(self, code: ErrorCode, why: str) -> None:
         super().__init__(why)
         self.code = code
+
+
+def transaction_v2(api_version: int) -> bool:
+    """A TxnOffsetCommit of this version belongs to a transaction of version 2 (KIP-890 part 2)."""
+    return api_version >= TXN_OFFSET_COMMIT_TV2_VERSION
 
 
 @dataclass
@@ -173,7 +192,7 @@ class TxnBridge:
     # --- TxnOffsetCommit -------------------------------------------------------------------
 
     async def commit(
-        self, request: TxnOffsetCommitRequest, topic_ids: dict[str, str | None]
+        self, request: TxnOffsetCommitRequest, topic_ids: dict[str, str | None], api_version: int = 0
     ) -> TxnOffsetCommitResponse:
         try:
             if not self.runtime.partitions:
@@ -187,7 +206,7 @@ class TxnBridge:
         lock = self._locks.setdefault(slot, asyncio.Lock())
         try:
             async with lock:
-                return await self._commit_locked(request, topic_ids, partition, shard)
+                return await self._commit_locked(request, topic_ids, partition, shard, api_version)
         finally:
             if not lock.locked() and self._locks.get(slot) is lock:
                 del self._locks[slot]  # one lock per producer only while its commits are in flight
@@ -198,14 +217,18 @@ class TxnBridge:
         topic_ids: dict[str, str | None],
         partition: int,
         shard: Shard[GroupCoordinatorState],
+        api_version: int,
     ) -> TxnOffsetCommitResponse:
         try:
             # Checked on the live state before anything is sent; nothing is written on a refusal.
             error, sequence = shard.read_live(lambda live: self.handlers.validate_txn_commit(live, request, topic_ids))
             if error != ErrorCode.NONE:
                 return self._refuse(request, error)
-            await self._add_partition(request, partition)
-            txn_offset, written = await self._produce(request, partition, sequence)
+            if not transaction_v2(api_version):
+                # Transaction version 1: the client form of AddPartitionsToTxn, as the client's own.
+                await self._add_partition(request, partition, api_version)
+            # Transaction version 2: the Produce itself makes the leader add the partition.
+            txn_offset, written = await self._produce(request, partition, sequence, api_version)
             self._rewind(partition, shard.generation, txn_offset)
             response = await shard.write(
                 lambda state, now: self.handlers.stage_txn_offsets(state, request, txn_offset, written, topic_ids, now)
@@ -264,7 +287,7 @@ class TxnBridge:
             self._coordinators.pop(transactional_id, None)
             raise _Refused(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
 
-    async def _add_partition(self, request: TxnOffsetCommitRequest, partition: int) -> None:
+    async def _add_partition(self, request: TxnOffsetCommitRequest, partition: int, api_version: int) -> None:
         conn = await self._transaction_coordinator(request.transactional_id)
         try:
             answer = await conn.call(
@@ -287,7 +310,7 @@ class TxnBridge:
         if failed is not None:
             if failed in _RETRIABLE_COORDINATOR:
                 self._coordinators.pop(request.transactional_id, None)
-            raise _Refused(client_error(failed), f"AddPartitionsToTxn: {failed}")
+            raise _Refused(client_error(failed, api_version), f"AddPartitionsToTxn: {failed}")
 
     async def _leader(self, partition: int, refresh: bool = False) -> tuple[str, int]:
         if refresh or partition not in self._leaders:
@@ -311,7 +334,7 @@ class TxnBridge:
         return self._leaders[partition]
 
     async def _produce(
-        self, request: TxnOffsetCommitRequest, partition: int, sequence: Sequence
+        self, request: TxnOffsetCommitRequest, partition: int, sequence: Sequence, api_version: int
     ) -> tuple[int, Sequence]:
         """Write the transaction's record; (its offset, the sequence it carries). A duplicate
         sequence means an earlier write of this shard's counter landed without being staged (a
@@ -346,7 +369,7 @@ class TxnBridge:
                         ],
                     ),
                     ProduceResponse,
-                    _PRODUCE_VERSION,
+                    _PRODUCE_TV2_VERSION if transaction_v2(api_version) else _PRODUCE_VERSION,
                     self.timeout_s,
                 )
             except BrokerUnreachable as exc:
@@ -360,7 +383,9 @@ class TxnBridge:
             if result.error_code in _NOT_LEADER:
                 refresh = True
                 continue
-            raise _Refused(client_error(result.error_code), f"Produce: {result.error_code} {result.error_message}")
+            raise _Refused(
+                client_error(result.error_code, api_version), f"Produce: {result.error_code} {result.error_message}"
+            )
         raise _Refused(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the transaction record could not be written")
 
     # --- outcomes ----------------------------------------------------------------------------
