@@ -47,6 +47,7 @@ from groupcoord.coordinator.runtime.placement import (
 from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
 from groupcoord.coordinator.runtime.shard import Shard, ShardStatus
 from groupcoord.coordinator.security.authorizer import AclAuthorizer, AclError, ClusterAclSource, FileAclSource
+from groupcoord.coordinator.security.cluster_login import ClusterLogin, UnsupportedLogin
 from groupcoord.coordinator.service.gateway_handler import CoordinatorApiHandler
 from groupcoord.coordinator.service.metadata_cache import MetadataCache, TopicInfo
 from groupcoord.coordinator.service.partitioning import partition_for
@@ -416,6 +417,12 @@ async def _serving_with(
     except (AclError, OSError) as exc:
         say.error(str(exc))
         return 1
+    try:
+        # The transaction bridge's own connections log in as the sidecar's librdkafka clients do.
+        cluster_login = ClusterLogin.from_client_config(client_config)
+    except UnsupportedLogin as exc:
+        say.error(f"{exc}: TxnOffsetCommit could not reach the cluster's transactions")
+        return 1
     locator = PlacementLocator(runtime)
     host, port = parse_hostport(settings.listen, 9094)
     gateway = GatewayServer(
@@ -501,7 +508,9 @@ async def _serving_with(
                 return 1
             acl_source.start()
         service_ready(service, metadata)
-        bridge = TxnBridge(runtime, handlers, txn_topic, gateway.cluster.bootstrap, gateway.cluster.tls)
+        bridge = TxnBridge(
+            runtime, handlers, txn_topic, gateway.cluster.bootstrap, gateway.cluster.tls, login=cluster_login
+        )
         service.txn = bridge
         bridge.start()
         metadata.start()

@@ -29,6 +29,7 @@ from groupcoord.coordinator.messages.txn_offset_commit import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
 )
+from groupcoord.coordinator.security.cluster_login import ClusterLogin
 from groupcoord.coordinator.txn.wire import COMMIT_MARKER, BrokerConnection, batch_heads
 
 
@@ -66,9 +67,14 @@ def rewind(consumer: Consumer) -> dict[int, int]:
     return committed
 
 
-def transactional_producer(bootstrap: str, transactional_id: str) -> Producer:
+def transactional_producer(bootstrap: str, transactional_id: str, **config: str) -> Producer:
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "transaction.timeout.ms": 20000}
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": 20000,
+            **config,
+        }
     )
     producer.init_transactions(30)
     return producer
@@ -276,13 +282,13 @@ def check_exactly_once(inputs: list[bytes], outputs: list[bytes]) -> None:
     )
 
 
-def producer_identity(bootstrap: str, topic: str) -> tuple[int, int]:
+def producer_identity(bootstrap: str, topic: str, login: ClusterLogin | None = None) -> tuple[int, int]:
     """(producer id, epoch) of the last data batch in partition 0 of ``topic`` (a transactional
     producer's, read from its batch header: confluent-kafka does not tell them)."""
 
     async def last() -> tuple[int, int]:
         host, port = bootstrap.rsplit(":", 1)
-        conn = await BrokerConnection.open((host, int(port)), None, 10)
+        conn = await BrokerConnection.open((host, int(port)), None, 10, login)
         try:
             answer = await conn.call(
                 FetchRequest(

@@ -53,6 +53,7 @@ from groupcoord.coordinator.offsets.transactions import Sequence
 from groupcoord.coordinator.runtime.api import Result
 from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
 from groupcoord.coordinator.runtime.shard import Shard, ShardNotAvailable, ShardStatus
+from groupcoord.coordinator.security.cluster_login import ClusterLogin
 from groupcoord.coordinator.service.partitioning import partition_for
 from groupcoord.coordinator.service.service import error_for
 from groupcoord.coordinator.txn.wire import (
@@ -152,6 +153,7 @@ class TxnBridge:
         topic: str,
         bootstrap: list[tuple[str, int]],
         tls: ssl.SSLContext | None = None,
+        login: ClusterLogin | None = None,
         timeout_s: float = 10.0,
         fetch_wait_ms: int = 100,
     ) -> None:
@@ -160,6 +162,8 @@ class TxnBridge:
         self.topic = topic
         self.bootstrap = bootstrap
         self.tls = tls
+        # The sidecar's own SASL login (its ``client`` settings) on a cluster that needs one.
+        self.login = login
         self.timeout_s = timeout_s
         self.fetch_wait_ms = fetch_wait_ms
         self.stats = TxnStats()
@@ -248,8 +252,10 @@ class TxnBridge:
 
     async def _connection(self, purpose: str, address: tuple[str, int]) -> BrokerConnection:
         conn = self._connections.get((purpose, address))
-        if conn is None or conn.closed:
-            conn = await BrokerConnection.open(address, self.tls, self.timeout_s)
+        if conn is None or conn.expired:
+            if conn is not None:
+                conn.close()
+            conn = await BrokerConnection.open(address, self.tls, self.timeout_s, self.login)
             self._connections[(purpose, address)] = conn
         return conn
 

@@ -22,9 +22,18 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from groupcoord.coordinator.gateway.codec import decode_struct, encode_struct
 from groupcoord.coordinator.gateway.framing import RequestHeader, decode_response_header, encode_request_header
 from groupcoord.coordinator.gateway.upstream import MAX_UPSTREAM_FRAME, open_stream, read_frame
+from groupcoord.coordinator.messages.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.security.cluster_login import ClusterLogin, LoginFailed
 
 CLIENT_ID = "groupcoord-txn"
+_SASL_HANDSHAKE_VERSION = 1  # v0 sends unframed tokens; every broker since Kafka 1.0 has v1
+_SASL_AUTHENTICATE_VERSION = 1  # v1 carries the session lifetime (KIP-368)
 M = TypeVar("M", bound=Message)
 
 
@@ -42,14 +51,55 @@ class BrokerConnection:
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
         self.closed = False
+        self.reauthenticate_at: float | None = None
 
     @classmethod
-    async def open(cls, address: tuple[str, int], tls: ssl.SSLContext | None, timeout: float) -> BrokerConnection:
+    async def open(
+        cls,
+        address: tuple[str, int],
+        tls: ssl.SSLContext | None,
+        timeout: float,
+        login: ClusterLogin | None = None,
+    ) -> BrokerConnection:
+        """A connection, logged in with ``login`` when the cluster needs SASL (the sidecar's own
+        credentials, as its librdkafka clients use them)."""
         try:
             reader, writer = await open_stream(address, tls, timeout)
         except (OSError, TimeoutError) as exc:
             raise BrokerUnreachable(f"{address[0]}:{address[1]}: {exc}") from exc
-        return cls(address, reader, writer)
+        conn = cls(address, reader, writer)
+        if login is not None:
+            try:
+                await conn._login(login, timeout)
+            except LoginFailed as exc:
+                conn.close()
+                raise BrokerUnreachable(f"{address[0]}:{address[1]}: SASL {login.mechanism} login: {exc}") from exc
+        return conn
+
+    @property
+    def expired(self) -> bool:
+        """Closed, or past the session lifetime the cluster gave the login (KIP-368): a broker
+        closes such a connection at its next request, so a new one is opened instead."""
+        return self.closed or (self.reauthenticate_at is not None and time.monotonic() >= self.reauthenticate_at)
+
+    async def _login(self, login: ClusterLogin, timeout: float) -> None:
+        handshake = await self.call(
+            SaslHandshakeRequest(mechanism=login.mechanism), SaslHandshakeResponse, _SASL_HANDSHAKE_VERSION, timeout
+        )
+        if handshake.error_code != 0:
+            raise LoginFailed(f"error {handshake.error_code}; the cluster offers {', '.join(handshake.mechanisms)}")
+        exchange = login.exchange()
+        token: bytes | None = exchange.first()
+        while token is not None:
+            answer = await self.call(
+                SaslAuthenticateRequest(auth_bytes=token), SaslAuthenticateResponse, _SASL_AUTHENTICATE_VERSION, timeout
+            )
+            if answer.error_code != 0:
+                raise LoginFailed(f"error {answer.error_code}: {answer.error_message}")
+            token = exchange.answer(answer.auth_bytes)
+            if answer.session_lifetime_ms > 0:
+                # Renewed with a margin, as librdkafka does well before the broker's deadline.
+                self.reauthenticate_at = time.monotonic() + answer.session_lifetime_ms * 0.8 / 1000
 
     async def call(self, body: Message, response: type[M], version: int, timeout: float) -> M:
         flexible = version in type(body).FLEXIBLE
