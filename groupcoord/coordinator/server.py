@@ -417,12 +417,15 @@ async def _serving_with(
     except (AclError, OSError) as exc:
         say.error(str(exc))
         return 1
+    cluster_login: ClusterLogin | None = None
+    bridged = True
     try:
         # The transaction bridge's own connections log in as the sidecar's librdkafka clients do.
         cluster_login = ClusterLogin.from_client_config(client_config)
     except UnsupportedLogin as exc:
-        say.error(f"{exc}: TxnOffsetCommit could not reach the cluster's transactions")
-        return 1
+        # Everything else works with such a cluster: only transactional offset commits cannot.
+        say.warning(f"{exc}: TxnOffsetCommit will be answered COORDINATOR_NOT_AVAILABLE")
+        bridged = False
     locator = PlacementLocator(runtime)
     host, port = parse_hostport(settings.listen, 9094)
     gateway = GatewayServer(
@@ -508,11 +511,12 @@ async def _serving_with(
                 return 1
             acl_source.start()
         service_ready(service, metadata)
-        bridge = TxnBridge(
-            runtime, handlers, txn_topic, gateway.cluster.bootstrap, gateway.cluster.tls, login=cluster_login
-        )
-        service.txn = bridge
-        bridge.start()
+        if bridged:
+            bridge = TxnBridge(
+                runtime, handlers, txn_topic, gateway.cluster.bootstrap, gateway.cluster.tls, login=cluster_login
+            )
+            service.txn = bridge
+            bridge.start()
         metadata.start()
         moves = ShardMoves(runtime, say)
         try:
