@@ -7,7 +7,7 @@ nothing of it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ from groupcoord.pipeline.cluster import ClusterError, watermarks
 from groupcoord.pipeline.replay import STATUS_COLUMNS, STATUS_SCHEMA, statuses_iter
 from groupcoord.records import RecordType
 
-TABLES = ("offsets", "groups", "members", "target_assignments", "current_assignments")
+TABLES = ("offsets", "groups", "members", "target_assignments", "current_assignments", "pending_offsets")
 
 
 def load_log(spark: SparkSession, config: Mapping[str, str], topic: str) -> DataFrame:
@@ -57,7 +57,17 @@ def _type(t: RecordType) -> Column:
 def live_latest(status_log: DataFrame) -> DataFrame:
     """The latest applied record of every key, tombstones dropped: the state a coordinator serves."""
     applied = status_log.where(F.col("status") == "applied")
-    key = ["partition", "record_type_id", "group_id", "member_id", "topic", "topic_partition", "regex"]
+    key = [
+        "partition",
+        "record_type_id",
+        "group_id",
+        "member_id",
+        "topic",
+        "topic_partition",
+        "regex",
+        "producer_id",
+        "txn_offset",
+    ]
     w = Window.partitionBy(*key).orderBy(F.col("offset").desc())
     latest = applied.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn")
     return latest.where(~F.col("tombstone"))
@@ -72,7 +82,7 @@ def _names(spark: SparkSession, names: Mapping[str, str]) -> DataFrame:
 
 
 def snapshot_tables(spark: SparkSession, status_log: DataFrame, names: Mapping[str, str]) -> dict[str, DataFrame]:
-    """The five snapshot tables (see README: what each column means)."""
+    """The snapshot tables (see README: what each column means)."""
     live = live_latest(status_log).persist()
     topics = _names(spark, names)
     oc = F.col("value.offset_commit")
@@ -270,7 +280,51 @@ def snapshot_tables(spark: SparkSession, status_log: DataFrame, names: Mapping[s
         "members": members,
         "target_assignments": target,
         "current_assignments": current_assignments,
+        "pending_offsets": pending_offsets(live),
     }
+
+
+# A staged offset's fields (PendingTxnOffset) and their column names in the snapshot.
+_PENDING_OFFSET_FIELDS = (
+    ("topic", "topic"),
+    ("partition", "partition"),
+    ("offset", "pending_offset"),
+    ("leader_epoch", "leader_epoch"),
+    ("metadata", "metadata"),
+)
+
+
+def pending_offsets(live: DataFrame) -> DataFrame:
+    """Transactional offsets staged and not decided yet (PendingTxnOffsets records without their
+    tombstone): invisible to OffsetFetch until the producer's transaction commits. One row per
+    partition; ``txn_offset`` is where the transaction's record sits in the transaction topic
+    (``<log topic>-txn``, partition ``log_partition``), before which its marker will land."""
+    staged = F.col("value.pending_txn_offsets")
+    return (
+        live.where(_type(RecordType.PENDING_TXN_OFFSETS))
+        .select(
+            "group_id",
+            "producer_id",
+            staged.producer_epoch.alias("producer_epoch"),
+            staged.transactional_id.alias("transactional_id"),
+            "txn_offset",
+            _ms(staged.commit_timestamp).alias("commit_timestamp"),
+            F.col("partition").alias("log_partition"),
+            F.col("offset").alias("log_offset"),
+            F.explode(staged.offsets).alias("o"),
+        )
+        .select(
+            "group_id",
+            *(F.col(f"o.{field}").alias(name) for field, name in _PENDING_OFFSET_FIELDS),
+            "producer_id",
+            "producer_epoch",
+            "transactional_id",
+            "txn_offset",
+            "commit_timestamp",
+            "log_partition",
+            "log_offset",
+        )
+    )
 
 
 def _flat_for_csv(df: DataFrame) -> DataFrame:
@@ -375,6 +429,17 @@ def history(status_log: DataFrame, group: str) -> tuple[list[dict[str, Any]], li
     commits = [
         {"minute": r.minute.isoformat(), "commits": r.commits, "partitions": r.partitions} for r in per_minute.collect()
     ]
+    # On a COMMIT marker the shard writes the producer's offsets (OffsetCommit records carrying its
+    # id) in the same atomic batch as the tombstones of what the marker decided; on ABORT only the
+    # tombstones (groupcoord/coordinator/offsets/transactions.py).
+    oc = F.col("value.offset_commit")
+    applied_by = {
+        (int(r.batch_start), int(r.pid))
+        for r in rows.where(_type(RecordType.OFFSET_COMMIT) & ~F.col("tombstone") & (oc.producer_id >= 0))
+        .select("batch_start", oc.producer_id.alias("pid"))
+        .distinct()
+        .collect()
+    }
     events: list[dict[str, Any]] = []
     members: set[str] = set()
     targets: dict[str, list[str]] = {}
@@ -445,6 +510,8 @@ def history(status_log: DataFrame, group: str) -> tuple[list[dict[str, Any]], li
             if targets.get(r.member_id) != parts:
                 note("target-assignment", ", ".join(parts) or "(none)", r.member_id)
                 targets[r.member_id] = parts
+        elif t == RecordType.PENDING_TXN_OFFSETS:
+            txn_event(r, note, applied_by)
         elif t == RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA and not r.tombstone:
             note(
                 "assignment-epoch",
@@ -452,3 +519,18 @@ def history(status_log: DataFrame, group: str) -> tuple[list[dict[str, Any]], li
             )
     rows.unpersist()
     return events, commits
+
+
+def txn_event(r: Any, note: Callable[..., None], applied_by: set[tuple[int, int]]) -> None:
+    """A transactional commit in a group's history: staged, then committed or aborted when the
+    marker's outcome was written (one event per staged record)."""
+    where = f"transaction record at {r.txn_offset}"
+    if not r.tombstone:
+        v = r.value.pending_txn_offsets
+        offsets = ", ".join(f"{o.topic}-{o.partition}={o.offset}" for o in v.offsets)
+        note("txn-staged", f"producer {r.producer_id} epoch {v.producer_epoch} ({v.transactional_id}): {offsets}")
+    elif (int(r.batch_start), int(r.producer_id)) in applied_by:
+        note("txn-committed", f"producer {r.producer_id}, {where}: offsets applied")
+    else:
+        # Also what a COMMIT whose every offset a later plain commit overtook looks like.
+        note("txn-aborted", f"producer {r.producer_id}, {where}: offsets dropped")

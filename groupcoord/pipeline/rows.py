@@ -2,7 +2,8 @@
 
 Schema choice: common columns are typed top-level columns (where the record is, its shard epoch
 and batch markers, its type, and the key fields every job joins or groups on: ``group_id``,
-``member_id``, ``topic``, ``topic_partition``, ``regex``); the value is one struct column
+``member_id``, ``topic``, ``topic_partition``, ``regex``, and for the transactional records
+``producer_id`` and ``txn_offset``); the value is one struct column
 ``value`` with one nullable field per record type (``value.offset_commit.offset``,
 ``value.consumer_group_metadata.epoch``, ...), exactly one of them set (none for a tombstone).
 Every field stays typed and queryable in SQL without JSON parsing, and the structs are generated
@@ -125,6 +126,10 @@ SCHEMA = StructType(
         StructField("topic", StringType(), True),
         StructField("topic_partition", IntegerType(), True),
         StructField("regex", StringType(), True),
+        # PendingTxnOffsets (both), TxnProducer (producer_id): which producer's transaction, and
+        # where its record sits in the transaction topic.
+        StructField("producer_id", LongType(), True),
+        StructField("txn_offset", LongType(), True),
         StructField("value", VALUE_TYPE, True),
         StructField("error", StringType(), True),
         StructField("raw_key", BinaryType(), True),
@@ -184,6 +189,8 @@ def to_row(
         getattr(k, "topic", None),
         getattr(k, "partition", None),
         getattr(k, "regex", None),
+        getattr(k, "producer_id", None),
+        getattr(k, "txn_offset", None),
         tuple(values),
         None,
         None,
@@ -214,6 +221,8 @@ def _error_row(
         type_id,
         None,
         value is None,
+        None,
+        None,
         None,
         None,
         None,

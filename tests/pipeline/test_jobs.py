@@ -53,7 +53,14 @@ def test_snapshot_equals_what_the_coordinator_serves(
         str(tmp_path),
         "parquet",
     )
-    assert set(counts) == {"offsets", "groups", "members", "target_assignments", "current_assignments"}
+    assert set(counts) == {
+        "offsets",
+        "groups",
+        "members",
+        "target_assignments",
+        "current_assignments",
+        "pending_offsets",
+    }
     tables = {name: spark.read.parquet(str(tmp_path / name)).collect() for name in counts}
     admin = _admin(wl)
     groups = [wl.live_group, wl.gone_group, wl.classic_group]
