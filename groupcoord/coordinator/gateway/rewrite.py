@@ -34,7 +34,14 @@ SERVED_LOCALLY: frozenset[int] = GROUP_API_KEYS - SHARE_GROUP_API_KEYS | {ApiKey
 # adds its partition itself). Served is v0-v4, the flow of transaction version 1, verified end to
 # end on the local broker; a TV2 client then falls back to v4 semantics (groupcoord/coordinator/txn/README.md).
 TXN_OFFSET_COMMIT_MAX_VERSION = 4
-_CAPPED: dict[int, int] = {ApiKey.TXN_OFFSET_COMMIT: TXN_OFFSET_COMMIT_MAX_VERSION}
+# ShareFetch/ShareAcknowledge v2 (KIP-1206 acquire modes, KIP-1222 renew acknowledgements) are not
+# served: v1, Kafka 4.1's stable version, is.
+SHARE_DATA_MAX_VERSION = 1
+_CAPPED: dict[int, int] = {
+    ApiKey.TXN_OFFSET_COMMIT: TXN_OFFSET_COMMIT_MAX_VERSION,
+    ApiKey.SHARE_FETCH: SHARE_DATA_MAX_VERSION,
+    ApiKey.SHARE_ACKNOWLEDGE: SHARE_DATA_MAX_VERSION,
+}
 REWRITTEN: frozenset[int] = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER})
 # Decoded so that their GROUP resources are answered here (``configs``); offered even by a cluster
 # without them, since group configs do not need the cluster.

@@ -43,7 +43,7 @@ from groupcoord.coordinator.messages.schema import Message
 
 _GROUP_KEY_TYPE = 0
 # The highest version of each locally served API that ApiVersions offers (TxnOffsetCommit: v4).
-_SERVED_MAX = {key: high for key, (_, high) in served_versions().items()}
+_SERVED_MAX = {key: high for key, (_, high) in served_versions(share_groups=True).items()}
 
 
 # --- the facts a decision is taken on -------------------------------------------------------
