@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer, ShareConsumer
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
 from groupcoord.local_broker import free_port
 from tests.clients.support import create_topic
@@ -18,14 +18,25 @@ from tests.integration.serve_process import ServeProcess
 pytestmark = pytest.mark.integration
 
 
+SHARE_GROUPS = {"GROUPCOORD_SHARE_GROUPS_ENABLED": "true"}
+
+
 @pytest.fixture
-def serves(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[ServeProcess]]:
-    monkeypatch.setenv("GROUPCOORD_SHARE_GROUPS_ENABLED", "true")
+def serves() -> Iterator[list[ServeProcess]]:
     started: list[ServeProcess] = []
     yield started
     for serve in started:
         if serve.proc is not None and serve.proc.poll() is None:
             serve.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_serve(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """One serve for the tests that do not restart it (each uses its own topic and group)."""
+    log = tmp_path_factory.mktemp("share-serve") / "serve.log"
+    serve = ServeProcess(bootstrap, free_port(), f"gc-sf-log-{uuid.uuid4().hex[:10]}", log=log).start(env=SHARE_GROUPS)
+    yield serve
+    serve.stop()
 
 
 def _produce(bootstrap: str, topic: str, count: int, partitions: int) -> set[bytes]:
@@ -43,13 +54,10 @@ def _consumer(bootstrap: str, group: str, **extra: str) -> ShareConsumer:
     return ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **extra})
 
 
-def test_share_consumer_receives_every_record(
-    serves: list[ServeProcess], bootstrap: str, unique_name: str, tmp_path: Path
-) -> None:
+def test_share_consumer_receives_every_record(shared_serve: ServeProcess, bootstrap: str, unique_name: str) -> None:
     topic, group = unique_name, f"{unique_name}-sg"
     create_topic(bootstrap, topic, 2)
-    serve = ServeProcess(bootstrap, free_port(), f"gc-sf-log-{uuid.uuid4().hex[:10]}", log=tmp_path / "serve.log").start()
-    serves.append(serve)
+    serve = shared_serve
     # share.auto.offset.reset defaults to latest: join first, then produce.
     consumer = _consumer(serve.bootstrap, group)
     consumer.subscribe([topic])
@@ -63,3 +71,117 @@ def test_share_consumer_receives_every_record(
                 got.append(m.value())
     consumer.close()
     assert sorted(got) == sorted(values)
+
+
+def _drain(
+    consumers: list[ShareConsumer], want: int, timeout: float = 30, ack: bool = False
+) -> list[tuple[int, bytes, int | None]]:
+    """Poll the consumers in turn until ``want`` records came (each: consumer index, value,
+    delivery count); with ``ack`` (explicit mode) each record is ACCEPTed and committed."""
+    got: list[tuple[int, bytes, int | None]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and len(got) < want:
+        for i, c in enumerate(consumers):
+            messages = [m for m in c.poll(0.3) if m.error() is None]
+            for m in messages:
+                got.append((i, m.value(), m.delivery_count()))
+                if ack:
+                    c.acknowledge(m, AcknowledgeType.ACCEPT)
+            if ack and messages:
+                c.commit_sync(15)
+    return got
+
+
+def _started(serves: list[ServeProcess], bootstrap: str, tmp_path: Path, log_topic: str | None = None) -> ServeProcess:
+    topic = log_topic or f"gc-sf-log-{uuid.uuid4().hex[:10]}"
+    serve = ServeProcess(bootstrap, free_port(), topic, log=tmp_path / f"serve{len(serves)}.log").start(
+        env=SHARE_GROUPS
+    )
+    serves.append(serve)
+    return serve
+
+
+def _joined(serve: ServeProcess, group: str, topic: str, count: int, **extra: str) -> list[ShareConsumer]:
+    """``count`` subscribed consumers, each having fetched once (their share-partitions now exist:
+    share.auto.offset.reset=latest starts them at the end, so produce after this)."""
+    consumers = [_consumer(serve.bootstrap, group, **extra) for _ in range(count)]
+    for c in consumers:
+        c.subscribe([topic])
+    for c in consumers:
+        assert not [m for m in c.poll(1.5) if m.error() is None]
+    return consumers
+
+
+def test_more_consumers_than_partitions_all_receive_and_each_record_is_accepted_once(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    serve = shared_serve
+    consumers = _joined(serve, group, topic, 3, **{"share.acknowledgement.mode": "explicit", "max.poll.records": "5"})
+    values = _produce(bootstrap, topic, 120, 1)
+    got = _drain(consumers, len(values), ack=True)
+    for c in consumers:
+        c.close()
+    # Every record once (all ACCEPTed, so none comes back), and all three consumers took part.
+    assert sorted(v for _, v, _ in got) == sorted(values)
+    assert {i for i, _, _ in got} == {0, 1, 2}
+    assert {count for _, _, count in got} == {1}
+
+
+def test_release_redelivers_with_delivery_count_two(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    serve = shared_serve
+    (consumer,) = _joined(serve, group, topic, 1, **{"share.acknowledgement.mode": "explicit"})
+    values = _produce(bootstrap, topic, 5, 1)
+    seen: dict[bytes, list[int | None]] = {}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and sum(len(v) for v in seen.values()) < 2 * len(values):
+        messages = [m for m in consumer.poll(0.5) if m.error() is None]
+        for m in messages:
+            first = m.value() not in seen
+            seen.setdefault(m.value(), []).append(m.delivery_count())
+            consumer.acknowledge(m, AcknowledgeType.RELEASE if first else AcknowledgeType.ACCEPT)
+        if messages:
+            consumer.commit_sync(15)
+    # Nothing more comes: every record was accepted at its second delivery.
+    assert not [m for m in consumer.poll(1.5) if m.error() is None]
+    consumer.close()
+    assert seen == {v: [1, 2] for v in values}
+
+
+@pytest.mark.parametrize("kill", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["stop", "kill9"])
+def test_accepted_records_stay_accepted_across_a_restart_of_the_owner(
+    serves: list[ServeProcess], bootstrap: str, unique_name: str, tmp_path: Path, kill: bool
+) -> None:
+    """The share-partitions are rebuilt from the log by the next owner: a stopped process (the
+    shard reloaded from its records by a new process), or one killed with -9 (slow: the next
+    process waits for the placement group to let the dead one go)."""
+    topic, group, log_topic = unique_name, f"{unique_name}-sg", f"gc-sf-log-{uuid.uuid4().hex[:10]}"
+    create_topic(bootstrap, topic, 2)
+    first = _started(serves, bootstrap, tmp_path, log_topic)
+    explicit = {"share.acknowledgement.mode": "explicit", "max.poll.records": "10"}
+    (consumer,) = _joined(first, group, topic, 1, **explicit)
+    values = _produce(bootstrap, topic, 60, 2)
+    accepted = _drain([consumer], 20, ack=True)
+    assert len(accepted) >= 20
+    # Records acquired after the last commit are neither accepted nor released: after the kill
+    # they are delivered again, with their delivery count kept.
+    if kill:
+        first.kill9()
+    consumer.close()
+    if not kill:
+        assert first.stop() == 0
+    second = _started(serves, bootstrap, tmp_path, log_topic)
+    consumer = _consumer(second.bootstrap, group, **explicit)
+    consumer.subscribe([topic])
+    rest = _drain([consumer], len(values) - len(accepted), timeout=60, ack=True)
+    assert not [m for m in consumer.poll(1.5) if m.error() is None]
+    consumer.close()
+    before = {v for _, v, _ in accepted}
+    after = [v for _, v, _ in rest]
+    assert not before & set(after), "an ACCEPTed record was delivered again"
+    assert sorted(before | set(after)) == sorted(values) and len(after) == len(set(after))

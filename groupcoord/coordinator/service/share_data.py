@@ -72,6 +72,9 @@ PARTITION_MAX_BYTES = 1 << 20
 MAX_FETCH_BYTES = 8 << 20
 # Longest a ShareFetch is held when nothing can be acquired (the client's MaxWaitMs, bounded).
 MAX_WAIT_MS = 30_000
+# The least wait a fetch from the log asks for: with records there the broker answers at once
+# anyway, and a wait of 0 is answered by some brokers (Tansu) with no partitions at all.
+MIN_LOG_WAIT_MS = 10
 # Between two tries when records exist but other members hold them.
 RETRY_S = 0.05
 
@@ -382,7 +385,11 @@ class ShareDataPath:
         answers = await asyncio.gather(
             *(
                 self.fetcher.fetch(
-                    leader, wanted, min(max_bytes, PARTITION_MAX_BYTES), wait_ms if at_end else 0, read_committed
+                    leader,
+                    wanted,
+                    min(max_bytes, PARTITION_MAX_BYTES),
+                    max(MIN_LOG_WAIT_MS, wait_ms if at_end else 0),
+                    read_committed,
                 )
                 for leader, wanted in by_leader.items()
             ),
