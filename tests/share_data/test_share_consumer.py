@@ -3,16 +3,24 @@ local broker, with confluent-kafka's ``ShareConsumer`` (librdkafka 2.16, preview
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer, TopicCollection, TopicPartition
+from confluent_kafka.admin import AdminClient
 
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.messages import share_acknowledge as sa
+from groupcoord.coordinator.messages import share_fetch as sf
+from groupcoord.coordinator.messages import share_group_heartbeat as sgh
+from groupcoord.coordinator.service.metadata_cache import _uuid_from_client
 from groupcoord.local_broker import free_port
 from tests.clients.support import create_topic
+from tests.gateway.wire_client import WireClient
 from tests.integration.serve_process import ServeProcess
 
 pytestmark = pytest.mark.integration
@@ -185,3 +193,129 @@ def test_accepted_records_stay_accepted_across_a_restart_of_the_owner(
     after = [v for _, v, _ in rest]
     assert not before & set(after), "an ACCEPTed record was delivered again"
     assert sorted(before | set(after)) == sorted(values) and len(after) == len(set(after))
+
+
+# --- the wire, with the project's own codec ------------------------------------------------------
+
+SHARE_HEARTBEAT, SHARE_FETCH, SHARE_ACK = 76, 78, 79
+
+
+def _topic_id(bootstrap: str, topic: str) -> uuid.UUID:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the answer comes
+    described = admin.describe_topics(TopicCollection([topic]))
+    return _uuid_from_client(described[topic].result(15).topic_id)
+
+
+def _log_ends(bootstrap: str, log_topic: str) -> list[int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "gc-sf-probe"})
+    try:
+        return [consumer.get_watermark_offsets(TopicPartition(log_topic, p), 10)[1] for p in range(4)]
+    finally:
+        consumer.close()
+
+
+def test_share_fetch_and_acknowledge_on_the_wire(shared_serve: ServeProcess, bootstrap: str, unique_name: str) -> None:
+    """Session epochs and the errors Kafka answers; a refused request writes nothing; an
+    acknowledgement is written before it is answered."""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    topic_id, port, log_topic = _topic_id(bootstrap, topic), shared_serve.port, shared_serve.args[-3]
+
+    async def run() -> None:
+        client = await WireClient.connect("127.0.0.1", port)
+
+        async def fetch(
+            member: str, epoch: int, acks: list[tuple[int, int, int]] | None = None
+        ) -> sf.ShareFetchResponse:
+            batches = [
+                sf.ShareFetchRequestAcknowledgementBatch(first_offset=f, last_offset=la, acknowledge_types=[t])
+                for f, la, t in acks or []
+            ]
+            partition = sf.ShareFetchRequestFetchPartition(partition_index=0, acknowledgement_batches=batches)
+            request = sf.ShareFetchRequest(
+                group_id=group,
+                member_id=member,
+                share_session_epoch=epoch,
+                max_wait_ms=200,
+                max_records=100,
+                topics=[sf.ShareFetchRequestFetchTopic(topic_id=topic_id, partitions=[partition])],
+            )
+            answer = await client.call(SHARE_FETCH, 1, request)
+            assert isinstance(answer, sf.ShareFetchResponse)
+            return answer
+
+        async def ack(member: str, epoch: int, first: int, last: int, kind: int) -> sa.ShareAcknowledgeResponse:
+            batch = sa.ShareAcknowledgeRequestAcknowledgementBatch(
+                first_offset=first, last_offset=last, acknowledge_types=[kind]
+            )
+            partition = sa.ShareAcknowledgeRequestAcknowledgePartition(
+                partition_index=0, acknowledgement_batches=[batch]
+            )
+            request = sa.ShareAcknowledgeRequest(
+                group_id=group,
+                member_id=member,
+                share_session_epoch=epoch,
+                topics=[sa.ShareAcknowledgeRequestAcknowledgeTopic(topic_id=topic_id, partitions=[partition])],
+            )
+            answer = await client.call(SHARE_ACK, 1, request)
+            assert isinstance(answer, sa.ShareAcknowledgeResponse)
+            return answer
+
+        def partition_error(answer: sa.ShareAcknowledgeResponse) -> int:
+            (t,) = answer.responses
+            return t.partitions[0].error_code
+
+        member = str(uuid.uuid4())
+        joined = await client.call(
+            SHARE_HEARTBEAT,
+            1,
+            sgh.ShareGroupHeartbeatRequest(
+                group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]
+            ),
+        )
+        assert isinstance(joined, sgh.ShareGroupHeartbeatResponse) and joined.error_code == 0
+        ends = _log_ends(bootstrap, log_topic)
+        # Refused before anything is done: nothing written.
+        assert (await fetch("not-a-member", 0)).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        assert (await fetch(member, 1)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+        assert (await fetch(member, 0, [(0, 0, 1)])).error_code == ErrorCode.INVALID_REQUEST
+        assert (await ack(member, 0, 0, 0, 1)).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        assert (await ack(member, 1, 0, 0, 1)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+        assert _log_ends(bootstrap, log_topic) == ends
+
+        opened = await fetch(member, 0)  # creates the share-partition at the end (latest)
+        assert opened.error_code == 0 and opened.acquisition_lock_timeout_ms == 30_000
+        _produce(bootstrap, topic, 3, 1)
+        got = await fetch(member, 1)
+        (t,) = got.responses
+        (p,) = t.partitions
+        assert (t.topic_id, p.error_code) == (topic_id, 0)
+        assert [(a.first_offset, a.last_offset, a.delivery_count) for a in p.acquired_records] == [(0, 2, 1)]
+        assert p.records  # the batches holding them, as the broker returned them
+        assert (await fetch(member, 1)).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH  # stale
+
+        ends = _log_ends(bootstrap, log_topic)
+        assert partition_error(await ack(member, 2, 0, 5, 1)) == ErrorCode.INVALID_REQUEST  # past SPEO
+        assert partition_error(await ack(member, 3, 0, 0, 9)) == ErrorCode.INVALID_REQUEST  # no such type
+        assert _log_ends(bootstrap, log_topic) == ends
+        assert partition_error(await ack(member, 4, 0, 2, 1)) == 0
+        assert _log_ends(bootstrap, log_topic) != ends  # written, and read back, before the answer
+        # Offsets below the start (all done) are skipped, as Kafka does; one in flight that this
+        # member no longer holds is INVALID_RECORD_STATE.
+        assert partition_error(await ack(member, 5, 0, 0, 1)) == 0
+        _produce(bootstrap, topic, 2, 1)
+        got = await fetch(member, 6)
+        assert [(a.first_offset, a.last_offset) for a in got.responses[0].partitions[0].acquired_records] == [(3, 4)]
+        assert partition_error(await ack(member, 7, 4, 4, 1)) == 0
+        ends = _log_ends(bootstrap, log_topic)
+        assert partition_error(await ack(member, 8, 4, 4, 1)) == ErrorCode.INVALID_RECORD_STATE
+        assert _log_ends(bootstrap, log_topic) == ends
+        closed = await fetch(member, -1)  # closes the session, releasing offset 3
+        assert closed.error_code == 0
+        assert (await fetch(member, 9)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+        reopened = await fetch(member, 0)  # a new session fetches at once
+        acquired = reopened.responses[0].partitions[0].acquired_records
+        assert [(a.first_offset, a.last_offset, a.delivery_count) for a in acquired] == [(3, 3, 2)]
+        await client.close()
+
+    asyncio.run(run())
