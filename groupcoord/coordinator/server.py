@@ -444,7 +444,19 @@ async def _serving_with(
         share_fetcher = ShareRecordFetcher(
             gateway.config.bootstrap_addresses(), gateway.upstream_tls, gateway.config.upstream_connect_timeout_s
         )
-        api_handler.share_data = ShareDataPath(service, metadata, share_fetcher)
+        share_data = api_handler.share_data = ShareDataPath(service, metadata, share_fetcher)
+        share_data.relay_timeout_s = gateway.config.upstream_connect_timeout_s
+
+        def share_owner(group_id: str) -> tuple[str, int] | None:
+            where = locator.locate(group_id)
+            if where.error_code or where.node_id == gateway.config.coordinator_node_id:
+                return None
+            return where.host, where.port
+
+        # As group configs are relayed (gateway/group_configs.py): plain listeners only, since the
+        # owner would refuse an anonymous relay on a TLS or authenticating listener.
+        if gateway.config.listener_tls is None and gateway.config.authentication == "none":
+            share_data.owner_of = share_owner
     metrics.watch_connections(gateway.connections)
     readiness = Readiness()
     health: HealthServer | None = None

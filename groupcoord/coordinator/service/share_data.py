@@ -33,10 +33,14 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.gateway.codec import CodecError
+from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.gateway.relay import RELAY_CLIENT_ID, relay
 from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from groupcoord.coordinator.groups import group_config
 from groupcoord.coordinator.messages import share_acknowledge as wire_ack
 from groupcoord.coordinator.messages import share_fetch as wire_sf
+from groupcoord.coordinator.messages.schema import Message
 from groupcoord.coordinator.runtime.api import Result
 from groupcoord.coordinator.runtime.shard import Shard, ShardNotAvailable
 from groupcoord.coordinator.service.metadata_cache import TopicNames
@@ -63,6 +67,10 @@ from groupcoord.coordinator.share.state import SharePartitionKey
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+R = TypeVar("R", bound=Message)
+# Where another process owns a group's shard: that process's coordinator (host, port); None when
+# this process owns it, or nobody is known to (the request is then answered here).
+OwnerOf = Callable[[str], tuple[str, int] | None]
 
 # When a ShareFetch v1 gives no MaxRecords (0), Kafka's default max.poll.records.
 DEFAULT_MAX_RECORDS = 500
@@ -75,6 +83,8 @@ MAX_WAIT_MS = 30_000
 # The least wait a fetch from the log asks for: with records there the broker answers at once
 # anyway, and a wait of 0 is answered by some brokers (Tansu) with no partitions at all.
 MIN_LOG_WAIT_MS = 10
+# How long a request for a group whose shard is elsewhere waits to learn the owner.
+OWNER_LOOKUP_S = 2.0
 # Between two tries when records exist but other members hold them.
 RETRY_S = 0.05
 
@@ -127,6 +137,10 @@ class ShareDataPath:
         self.topics = topics
         self.fetcher = fetcher
         self.sessions = ShareSessionCache()
+        # Set by ``groupcoord serve`` with several processes: requests for a group whose shard
+        # another process owns are relayed there (its sessions and share-partitions live there).
+        self.owner_of: OwnerOf | None = None
+        self.relay_timeout_s = 10.0
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -192,10 +206,40 @@ class ShareDataPath:
     ) -> None:
         await self._write(shard, lambda state, now: shard_ops.release_member(state.share_data, group, member, keys))
 
+    async def _relayed(
+        self, header: RequestHeader | None, group: str, request: Message, answer_type: type[R], wait_ms: int = 0
+    ) -> R | None:
+        """The owner's answer when another process owns the group's shard (a relayed request is
+        never relayed again, so processes that disagree about an owner cannot loop); None: here."""
+        if header is None or header.client_id == RELAY_CLIENT_ID or self.owner_of is None or not group:
+            return None
+        try:
+            if self.service.partition_for(group) in self.service.runtime.shards:
+                return None  # ours (active or loading: answered here)
+        except ShardNotAvailable:
+            return None
+        # Placement learns a new owner from its directory a moment after the move.
+        deadline = time.monotonic() + OWNER_LOOKUP_S
+        while (where := self.owner_of(group)) is None and time.monotonic() < deadline:
+            await asyncio.sleep(RETRY_S)
+        if where is None:
+            return None
+        try:
+            answer = await relay(where[0], where[1], header, request, self.relay_timeout_s + wait_ms / 1000)
+        except (OSError, TimeoutError, ValueError, CodecError) as exc:
+            log.warning("relaying %s to %s:%s failed: %r", type(request).__name__, where[0], where[1], exc)
+            return None
+        return answer if isinstance(answer, answer_type) else None
+
     # --- ShareAcknowledge ----------------------------------------------------------------------
 
-    async def share_acknowledge(self, request: wire_ack.ShareAcknowledgeRequest) -> wire_ack.ShareAcknowledgeResponse:
+    async def share_acknowledge(
+        self, request: wire_ack.ShareAcknowledgeRequest, header: RequestHeader | None = None
+    ) -> wire_ack.ShareAcknowledgeResponse:
         group, member = request.group_id or "", request.member_id or ""
+        relayed = await self._relayed(header, group, request, wire_ack.ShareAcknowledgeResponse)
+        if relayed is not None:
+            return relayed
         if not group or not member:
             return wire_ack.ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_REQUEST)
         parts = await self._parts([(t.topic_id, [p.partition_index for p in t.partitions]) for t in request.topics])
@@ -230,8 +274,14 @@ class ShareDataPath:
 
     # --- ShareFetch ----------------------------------------------------------------------------
 
-    async def share_fetch(self, request: wire_sf.ShareFetchRequest) -> wire_sf.ShareFetchResponse:
+    async def share_fetch(
+        self, request: wire_sf.ShareFetchRequest, header: RequestHeader | None = None
+    ) -> wire_sf.ShareFetchResponse:
         group, member, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
+        wait_ms = min(max(request.max_wait_ms, 0), MAX_WAIT_MS)
+        relayed = await self._relayed(header, group, request, wire_sf.ShareFetchResponse, wait_ms)
+        if relayed is not None:
+            return relayed
         if not group or not member:
             return wire_sf.ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST)
         requested = await self._parts([(t.topic_id, [p.partition_index for p in t.partitions]) for t in request.topics])
