@@ -102,6 +102,8 @@ def test_share_groups_are_offered_only_when_enabled() -> None:
         assert {key: offered[key] for key in share} == dict.fromkeys(share, (1, 1))
         assert offered.keys().isdisjoint(set(SHARE_AND_STREAMS) - share)
     assert share.isdisjoint(k.api_key for k in merge_api_versions(_cluster(0, *SHARE_AND_STREAMS)).api_keys)
+
+
 def test_transaction_version_2_is_not_offered() -> None:
     """A cluster at transaction.version 2 is reported at 1: TV2 clients would send TxnOffsetCommit v5
     without AddOffsetsToTxn, which the sidecar does not serve; a TV2 cluster serves TV1 clients."""

@@ -47,11 +47,11 @@ def shared_serve(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> It
     serve.stop()
 
 
-def _produce(bootstrap: str, topic: str, count: int, partitions: int) -> set[bytes]:
+def _produce(bootstrap: str, topic: str, count: int, partitions: int, prefix: str = "") -> set[bytes]:
     producer = Producer({"bootstrap.servers": bootstrap})
     values = set()
     for i in range(count):
-        value = f"v{i}".encode()
+        value = f"{prefix}v{i}".encode()
         producer.produce(topic, value, partition=i % partitions)
         values.add(value)
     assert producer.flush(15) == 0
@@ -66,19 +66,21 @@ def test_share_consumer_receives_every_record(shared_serve: ServeProcess, bootst
     topic, group = unique_name, f"{unique_name}-sg"
     create_topic(bootstrap, topic, 2)
     serve = shared_serve
-    # share.auto.offset.reset defaults to latest: join first, then produce.
+    # Records from before the group: share.auto.offset.reset defaults to latest, so never delivered.
+    old = _produce(bootstrap, topic, 10, 2)
     consumer = _consumer(serve.bootstrap, group)
     consumer.subscribe([topic])
     deadline = time.monotonic() + 20
     consumer.poll(1)
-    values = _produce(bootstrap, topic, 20, 2)
+    values = _produce(bootstrap, topic, 20, 2, prefix="new-")
     got: list[bytes] = []
     while time.monotonic() < deadline and len(got) < len(values):
         for m in consumer.poll(1):
             if m.error() is None:
                 got.append(m.value())
+    assert not [m for m in consumer.poll(1) if m.error() is None]
     consumer.close()
-    assert sorted(got) == sorted(values)
+    assert sorted(got) == sorted(values) and not old & set(got)
 
 
 def _drain(
@@ -319,3 +321,50 @@ def test_share_fetch_and_acknowledge_on_the_wire(shared_serve: ServeProcess, boo
         await client.close()
 
     asyncio.run(run())
+
+
+def test_a_new_share_partition_starts_at_the_end_of_the_log(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """share.auto.offset.reset=latest: records from before are never delivered, even when the log
+    ends with a batch of several records (Tansu's ListOffsets LATEST points inside it)."""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    _produce(bootstrap, topic, 5, 1)  # one batch, offsets 0-4
+    topic_id = _topic_id(bootstrap, topic)
+
+    async def run() -> list[tuple[int, int]]:
+        client = await WireClient.connect("127.0.0.1", shared_serve.port)
+        member = str(uuid.uuid4())
+        await client.call(
+            SHARE_HEARTBEAT,
+            1,
+            sgh.ShareGroupHeartbeatRequest(
+                group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]
+            ),
+        )
+        acquired: list[tuple[int, int]] = []
+        for epoch in (0, 1):
+            if epoch:
+                _produce(bootstrap, topic, 2, 1)
+            partition = sf.ShareFetchRequestFetchPartition(partition_index=0)
+            request = sf.ShareFetchRequest(
+                group_id=group,
+                member_id=member,
+                share_session_epoch=epoch,
+                max_wait_ms=200,
+                max_records=100,
+                topics=[sf.ShareFetchRequestFetchTopic(topic_id=topic_id, partitions=[partition])],
+            )
+            answer = await client.call(SHARE_FETCH, 1, request)
+            assert isinstance(answer, sf.ShareFetchResponse) and answer.error_code == 0
+            acquired += [
+                (a.first_offset, a.last_offset)
+                for t in answer.responses
+                for p in t.partitions
+                for a in p.acquired_records
+            ]
+        await client.close()
+        return acquired
+
+    assert asyncio.run(run()) == [(5, 6)]

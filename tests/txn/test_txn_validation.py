@@ -136,7 +136,19 @@ def describe_offsets(sidecar: ServeProcess, group: str) -> list[tuple[str, int, 
 
 def dump_group(bootstrap: str, sidecar: ServeProcess, group: str) -> list[dict[str, Any]]:
     log_topic = sidecar.args[sidecar.args.index("--log-topic") + 1]
-    argv = [sys.executable, "-m", "groupcoord.cli.main", "log", "dump", "--group", group, "-b", bootstrap, "--topic", log_topic]
+    argv = [
+        sys.executable,
+        "-m",
+        "groupcoord.cli.main",
+        "log",
+        "dump",
+        "--group",
+        group,
+        "-b",
+        bootstrap,
+        "--topic",
+        log_topic,
+    ]
     dumped = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=60)
     assert dumped.returncode == 0, dumped.stderr
     items: list[dict[str, Any]] = json.loads(dumped.stdout)["items"]

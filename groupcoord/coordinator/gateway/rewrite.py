@@ -114,8 +114,8 @@ def _transaction_version_1(feature: ApiVersionsResponseFinalizedFeatureKey) -> A
 
 def merge_api_versions(cluster: ApiVersionsResponse, share_groups: bool = False) -> ApiVersionsResponse:
     """The versions a client may use through the gateway, cluster features kept. ``share_groups``:
-    ShareGroupHeartbeat and ShareGroupDescribe are offered (served here, whatever the cluster
-    has); never ShareFetch or ShareAcknowledge, which are not served yet."""
+    the share-group APIs, membership and data path, are offered (served here, whatever the
+    cluster has)."""
     ranges: dict[int, tuple[int, int]] = {}
     for entry in cluster.api_keys:
         offered = forwarded_range(entry.api_key, (entry.min_version, entry.max_version))

@@ -46,6 +46,7 @@ from groupcoord.coordinator.runtime.shard import Shard, ShardNotAvailable
 from groupcoord.coordinator.service.metadata_cache import TopicNames
 from groupcoord.coordinator.service.service import GroupCoordinatorService, error_for
 from groupcoord.coordinator.service.share_fetcher import (
+    MIN_FETCH_WAIT_MS,
     OFFSET_OUT_OF_RANGE,
     Batch,
     Leader,
@@ -80,9 +81,6 @@ PARTITION_MAX_BYTES = 1 << 20
 MAX_FETCH_BYTES = 8 << 20
 # Longest a ShareFetch is held when nothing can be acquired (the client's MaxWaitMs, bounded).
 MAX_WAIT_MS = 30_000
-# The least wait a fetch from the log asks for: with records there the broker answers at once
-# anyway, and a wait of 0 is answered by some brokers (Tansu) with no partitions at all.
-MIN_LOG_WAIT_MS = 10
 # How long a request for a group whose shard is elsewhere waits to learn the owner.
 OWNER_LOOKUP_S = 2.0
 # Between two tries when records exist but other members hold them.
@@ -438,7 +436,7 @@ class ShareDataPath:
                     leader,
                     wanted,
                     min(max_bytes, PARTITION_MAX_BYTES),
-                    max(MIN_LOG_WAIT_MS, wait_ms if at_end else 0),
+                    max(MIN_FETCH_WAIT_MS, wait_ms if at_end else 0),
                     read_committed,
                 )
                 for leader, wanted in by_leader.items()

@@ -32,6 +32,8 @@ _CLIENT_ID = "groupcoord-share"
 # Flexible versions every broker of the last years answers (librdkafka's own Fetch fallback is v12).
 _FETCH_VERSION, _LIST_OFFSETS_VERSION, _METADATA_VERSION = 12, 7, 12
 EARLIEST, LATEST = -2, -1
+# A wait of 0 ms is answered by some brokers (Tansu) with no partitions at all.
+MIN_FETCH_WAIT_MS = 10
 NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE = 6, 3, 1
 
 # RecordBatch v2 header: base offset (8), length (4), leader epoch (4), magic (1), crc (4),
@@ -204,7 +206,12 @@ class ShareRecordFetcher:
                     self.forget_leader(topic, partition)
                 return None
             found.append(p.offset)
-        return found[0], found[1]
+        # Some brokers (Tansu) answer LATEST with the last batch's base offset + 1, inside that
+        # batch; a Fetch's high watermark is the end every broker agrees on.
+        ends = await self.fetch(leader, [(topic, partition, found[0])], 1, MIN_FETCH_WAIT_MS, False)
+        got = ends.get((topic, partition))
+        latest = max(found[1], got.high_watermark) if got is not None and got.error_code == 0 else found[1]
+        return found[0], latest
 
     async def fetch(
         self, leader: Leader, wanted: list[tuple[str, int, int]], max_bytes: int, max_wait_ms: int, read_committed: bool
