@@ -327,7 +327,8 @@ def test_a_new_share_partition_starts_at_the_end_of_the_log(
     shared_serve: ServeProcess, bootstrap: str, unique_name: str
 ) -> None:
     """share.auto.offset.reset=latest: records from before are never delivered, even when the log
-    ends with a batch of several records (Tansu's ListOffsets LATEST points inside it)."""
+    ends with a batch of several records (Tansu's ListOffsets LATEST points inside it). A partition
+    the topic does not have is UNKNOWN_TOPIC_OR_PARTITION."""
     topic, group = unique_name, f"{unique_name}-sg"
     create_topic(bootstrap, topic, 1)
     _produce(bootstrap, topic, 5, 1)  # one batch, offsets 0-4
@@ -347,17 +348,20 @@ def test_a_new_share_partition_starts_at_the_end_of_the_log(
         for epoch in (0, 1):
             if epoch:
                 _produce(bootstrap, topic, 2, 1)
-            partition = sf.ShareFetchRequestFetchPartition(partition_index=0)
+            # (Partition 7 does not exist: refused, and never part of the session.)
+            partitions = [sf.ShareFetchRequestFetchPartition(partition_index=i) for i in (0, 7)]
             request = sf.ShareFetchRequest(
                 group_id=group,
                 member_id=member,
                 share_session_epoch=epoch,
                 max_wait_ms=200,
                 max_records=100,
-                topics=[sf.ShareFetchRequestFetchTopic(topic_id=topic_id, partitions=[partition])],
+                topics=[sf.ShareFetchRequestFetchTopic(topic_id=topic_id, partitions=partitions)],
             )
             answer = await client.call(SHARE_FETCH, 1, request)
             assert isinstance(answer, sf.ShareFetchResponse) and answer.error_code == 0
+            errors = {p.partition_index: p.error_code for t in answer.responses for p in t.partitions}
+            assert errors == {0: 0, 7: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
             acquired += [
                 (a.first_offset, a.last_offset)
                 for t in answer.responses

@@ -44,7 +44,7 @@ from groupcoord.coordinator.messages.schema import Message
 from groupcoord.coordinator.runtime.api import Result
 from groupcoord.coordinator.runtime.shard import Shard, ShardNotAvailable
 from groupcoord.coordinator.service.metadata_cache import TopicNames
-from groupcoord.coordinator.service.service import GroupCoordinatorService, error_for
+from groupcoord.coordinator.service.service import GroupCoordinatorService
 from groupcoord.coordinator.service.share_fetcher import (
     MIN_FETCH_WAIT_MS,
     OFFSET_OUT_OF_RANGE,
@@ -68,6 +68,7 @@ from groupcoord.coordinator.share.state import SharePartitionKey
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+_NO_PARTITION = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 R = TypeVar("R", bound=Message)
 # Where another process owns a group's shard: that process's coordinator (host, port); None when
 # this process owns it, or nobody is known to (the request is then answered here).
@@ -89,11 +90,14 @@ RETRY_S = 0.05
 
 @dataclass(frozen=True, slots=True)
 class _Part:
-    """One share-partition of a request: the wire topic id, the name, the partition index."""
+    """One share-partition of a request: the wire topic id, the name, the partition index, and
+    the error it gets before anything is done (UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION for
+    an index the topic does not have: never part of a session, so sessions stay bounded)."""
 
     topic_id: uuid.UUID
-    topic: str | None
+    topic: str
     partition: int
+    error: int = ErrorCode.NONE
 
 
 def partition_config(handlers: GroupCoordinatorShard, state: GroupCoordinatorState, group: str) -> SharePartitionConfig:
@@ -145,8 +149,14 @@ class ShareDataPath:
     async def _parts(self, topics: Sequence[tuple[uuid.UUID, Sequence[int]]]) -> list[_Part]:
         out = []
         for topic_id, partitions in topics:
-            name = await self.topics.name_of(topic_id)
-            out += [_Part(topic_id, name, p) for p in partitions]
+            info = await self.topics.lookup("", topic_id)
+            if info is None:
+                out += [_Part(topic_id, "", p, ErrorCode.UNKNOWN_TOPIC_ID) for p in partitions]
+                continue
+            out += [
+                _Part(topic_id, info.name, p, ErrorCode.NONE if 0 <= p < info.partitions else _NO_PARTITION)
+                for p in partitions
+            ]
         return out
 
     def _member_error(self, shard: Shard[GroupCoordinatorState], group: str, member: str) -> ErrorCode:
@@ -157,10 +167,6 @@ class ShareDataPath:
             return ErrorCode.NONE
 
         return shard.read(check)
-
-    @staticmethod
-    async def _write(shard: Shard[GroupCoordinatorState], op: Callable[[GroupCoordinatorState, int], Result[T]]) -> T:
-        return await shard.write(op)
 
     def _shard(self, group: str) -> Shard[GroupCoordinatorState]:
         return self.service.shard_for(group)
@@ -179,8 +185,8 @@ class ShareDataPath:
         errors: dict[tuple[uuid.UUID, int], int] = {}
         valid: list[tuple[_Part, list[AcknowledgementBatch]]] = []
         for part, batches in acks:
-            if part.topic is None:
-                errors[(part.topic_id, part.partition)] = ErrorCode.UNKNOWN_TOPIC_ID
+            if part.error:
+                errors[(part.topic_id, part.partition)] = part.error
             elif not _valid_types(batches):
                 errors[(part.topic_id, part.partition)] = ErrorCode.INVALID_REQUEST
             else:
@@ -191,18 +197,18 @@ class ShareDataPath:
 
         def op(state: GroupCoordinatorState, now: int) -> Result[dict[SharePartitionKey, ErrorCode]]:
             config = partition_config(handlers, state, group)
-            items = [(SharePartitionKey(group, p.topic or "", p.partition), config, b) for p, b in valid]
+            items = [(SharePartitionKey(group, p.topic, p.partition), config, b) for p, b in valid]
             return shard_ops.acknowledge(state.share_data, member, items, now)
 
-        done = await self._write(shard, op)
+        done = await shard.write(op)
         for part, _ in valid:
-            errors[(part.topic_id, part.partition)] = done[SharePartitionKey(group, part.topic or "", part.partition)]
+            errors[(part.topic_id, part.partition)] = done[SharePartitionKey(group, part.topic, part.partition)]
         return errors
 
     async def _release(
         self, shard: Shard[GroupCoordinatorState], group: str, member: str, keys: list[SharePartitionKey]
     ) -> None:
-        await self._write(shard, lambda state, now: shard_ops.release_member(state.share_data, group, member, keys))
+        await shard.write(lambda state, now: shard_ops.release_member(state.share_data, group, member, keys))
 
     async def _relayed(
         self, header: RequestHeader | None, group: str, request: Message, answer_type: type[R], wait_ms: int = 0
@@ -300,8 +306,8 @@ class ShareDataPath:
                 member,
                 epoch,
                 bool(acks),
-                [(p.topic or "", p.partition) for p in requested if p.topic is not None],
-                [(p.topic or "", p.partition) for p in forgotten if p.topic is not None],
+                [(p.topic, p.partition) for p in requested if not p.error],
+                [(p.topic, p.partition) for p in forgotten if not p.error],
             )
             if outcome.error or outcome.session is None:
                 return wire_sf.ShareFetchResponse(error_code=outcome.error)
@@ -322,7 +328,7 @@ class ShareDataPath:
                 )
         except ShardNotAvailable as exc:
             return wire_sf.ShareFetchResponse(error_code=_unavailable(exc))
-        ids = {p.topic: p.topic_id for p in requested if p.topic is not None}
+        ids = {p.topic: p.topic_id for p in requested if not p.error}
         for topic, _ in [*acquired, *fetch_errors]:
             if topic not in ids:
                 ids[topic] = await self.topics.uuid_of(topic) or uuid.UUID(int=0)
@@ -356,8 +362,7 @@ class ShareDataPath:
             fetched, data = await self._read_log(group, read_committed, offsets, max_bytes, remaining_ms, errors, shard)
             got: dict[SharePartitionKey, tuple[AcquiredRecords, ...]] = {}
             if fetched:
-                got = await self._write(
-                    shard,
+                got = await shard.write(
                     lambda s, now, fetched=fetched: shard_ops.acquire(s.share_data, member, fetched, max_records, now),  # type: ignore[misc]
                 )
             if got or time.monotonic() >= deadline:
@@ -407,7 +412,7 @@ class ShareDataPath:
                 state.share_data, [(keys[tp], config, topic_ids[tp], start) for tp, start in starts.items()]
             )
 
-        await self._write(shard, op)
+        await shard.write(op)
 
     async def _read_log(
         self,
@@ -490,8 +495,8 @@ class ShareDataPath:
 
         for part in requested:
             e = entry(part.topic_id, part.partition)
-            if part.topic is None:
-                e.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+            if part.error:
+                e.error_code = part.error
             e.acknowledge_error_code = ack_errors.get((part.topic_id, part.partition), ErrorCode.NONE)
         for (topic, partition), code in fetch_errors.items():
             entry(names[topic], partition).error_code = code
@@ -514,7 +519,6 @@ class ShareDataPath:
 
 
 def _unavailable(exc: ShardNotAvailable) -> int:
-    # The group's share-partitions are not here (not owned, loading): the client refreshes its
-    # metadata and tries again, as after a leader change.
-    error_for(exc)
+    """The group's share-partitions are not served here now (not owned, loading, failed, or the
+    write was refused): the client refreshes its metadata and tries again, as after a leader move."""
     return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
