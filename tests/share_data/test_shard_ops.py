@@ -158,3 +158,27 @@ def test_the_group_shard_releases_on_leave_and_runs_the_lock_timer() -> None:
     assert isinstance(left, sgh.ShareGroupHeartbeatResponse) and left.error_code == 0
     assert data.live[KEY].acquired_by("m1") == []  # given back in the same write as the leave
     assert shard.durable_matches_live()
+
+
+def test_a_member_whose_session_times_out_gives_its_records_back() -> None:
+    from groupcoord.coordinator.group_shard import GroupCoordinatorShard
+    from groupcoord.coordinator.groups.context import RequestContext
+    from groupcoord.coordinator.groups.share.timers import ShareSessionTimeout
+    from groupcoord.coordinator.messages import share_group_heartbeat as sgh
+
+    handlers = GroupCoordinatorShard()
+    shard = Shard()
+    for member in ("m1", "m2"):
+        join = sgh.ShareGroupHeartbeatRequest(
+            group_id="g", member_id=member, member_epoch=0, subscribed_topic_names=["t"]
+        )
+        shard.run(handlers.share_group_heartbeat(shard.state, join, 0, RequestContext()))
+    data = shard.state.share_data
+    shard.run(ops.ensure(data, [(KEY, CONFIG, None, 0)]))
+    shard.run(ops.acquire(data, "m1", [_fetched(0, 1)], 10, now=0))
+    shard.run(ops.acquire(data, "m2", [_fetched(0, 3)], 10, now=0))
+    shard.run(handlers.on_timer(shard.state, ShareSessionTimeout("g", "m1"), 50_000))
+    group = shard.state.share.group("g")
+    assert group is not None and set(group.members) == {"m2"}
+    assert data.live[KEY].acquired_by("m1") == [] and data.live[KEY].acquired_by("m2") == [2, 3]
+    assert shard.durable_matches_live()
