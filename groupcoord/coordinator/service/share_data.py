@@ -48,6 +48,7 @@ from groupcoord.coordinator.service.service import GroupCoordinatorService
 from groupcoord.coordinator.service.share_fetcher import (
     MIN_FETCH_WAIT_MS,
     OFFSET_OUT_OF_RANGE,
+    READ_ERRORS,
     Batch,
     Leader,
     PartitionFetch,
@@ -365,7 +366,9 @@ class ShareDataPath:
                 got = await shard.write(
                     lambda s, now, fetched=fetched: shard_ops.acquire(s.share_data, member, fetched, max_records, now),  # type: ignore[misc]
                 )
-            if got or time.monotonic() >= deadline:
+            # Answered at once with records, or with a partition's error (as Kafka completes a
+            # share fetch with an erroneous partition); an empty session has nothing to wait for.
+            if got or errors or not keys or time.monotonic() >= deadline:
                 break
             await asyncio.sleep(min(RETRY_S, max(0.0, deadline - time.monotonic())))
         out = {(k.topic, k.partition): (_overlapping(data[k], records), records) for k, records in got.items()}
@@ -396,7 +399,11 @@ class ShareDataPath:
                     ).auto_offset_reset
                 )
             )
-            ends = await self.fetcher.offsets(tp[0], tp[1])
+            try:
+                ends = await self.fetcher.offsets(tp[0], tp[1])
+            except READ_ERRORS as exc:
+                log.warning("share-partition start offsets from the cluster failed: %r", exc)
+                ends = None
             if ends is None:
                 errors[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 continue
@@ -427,7 +434,11 @@ class ShareDataPath:
         """Fetch each share-partition from its leader, at its fetch offset."""
         by_leader: dict[Leader, list[tuple[str, int, int]]] = defaultdict(list)
         for key, (offset, _) in offsets.items():
-            leader = await self.fetcher.leader(key.topic, key.partition)
+            try:
+                leader = await self.fetcher.leader(key.topic, key.partition)
+            except READ_ERRORS as exc:
+                log.warning("share-partition leader lookup failed: %r", exc)
+                leader = None
             if leader is None:
                 errors[(key.topic, key.partition)] = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 continue

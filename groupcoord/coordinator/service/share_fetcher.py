@@ -111,6 +111,10 @@ class Leader:
     address: tuple[str, int]
 
 
+# What a read from the cluster may fail with: the broker is gone or slow, or answered nonsense.
+READ_ERRORS = (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError)
+
+
 class ShareRecordFetcher:
     def __init__(self, bootstrap: list[tuple[str, int]], tls: ssl.SSLContext | None, timeout_s: float) -> None:
         self.bootstrap = bootstrap
