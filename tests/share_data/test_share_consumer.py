@@ -4,6 +4,7 @@ local broker, with confluent-kafka's ``ShareConsumer`` (librdkafka 2.16, preview
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.messages import share_acknowledge as sa
@@ -42,7 +43,10 @@ def serves() -> Iterator[list[ServeProcess]]:
 def shared_serve(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     """One serve for the tests that do not restart it (each uses its own topic and group)."""
     log = tmp_path_factory.mktemp("share-serve") / "serve.log"
-    serve = ServeProcess(bootstrap, free_port(), f"gc-sf-log-{uuid.uuid4().hex[:10]}", log=log).start(env=SHARE_GROUPS)
+    # Groups may set record locks down to 1 s (Kafka's broker-level bound is 15 s): the lock-expiry
+    # test takes seconds.
+    env = {**SHARE_GROUPS, "GROUPCOORD_GROUP": json.dumps({"group.share.min.record.lock.duration.ms": "1000"})}
+    serve = ServeProcess(bootstrap, free_port(), f"gc-sf-log-{uuid.uuid4().hex[:10]}", log=log).start(env=env)
     yield serve
     serve.stop()
 
@@ -161,6 +165,30 @@ def test_release_redelivers_with_delivery_count_two(
     assert not [m for m in consumer.poll(1.5) if m.error() is None]
     consumer.close()
     assert seen == {v: [1, 2] for v in values}
+
+
+def test_records_a_consumer_holds_past_its_lock_go_to_another(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """A consumer that stops acknowledging loses its records when their lock runs out (the
+    shard's timer): another consumer gets them, delivery count 2."""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    admin = AdminClient({"bootstrap.servers": shared_serve.bootstrap})
+    entry = ConfigEntry("share.record.lock.duration.ms", "1500", incremental_operation=AlterConfigOpType.SET)
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]
+    ).values():
+        future.result(15)
+    explicit = {"share.acknowledgement.mode": "explicit"}
+    stuck, other = _joined(shared_serve, group, topic, 2, **explicit)
+    values = _produce(bootstrap, topic, 5, 1)
+    held = _drain([stuck], len(values))  # never acknowledged
+    assert sorted(v for _, v, _ in held) == sorted(values)
+    again = _drain([other], len(values), ack=True)
+    assert sorted((v, count) for _, v, count in again) == sorted((v, 2) for v in values)
+    other.close()
+    stuck.close()
 
 
 @pytest.mark.parametrize("kill", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["stop", "kill9"])
@@ -286,7 +314,7 @@ def test_share_fetch_and_acknowledge_on_the_wire(shared_serve: ServeProcess, boo
         assert _log_ends(bootstrap, log_topic) == ends
 
         opened = await fetch(member, 0)  # creates the share-partition at the end (latest)
-        assert opened.error_code == 0 and opened.acquisition_lock_timeout_ms == 30_000
+        assert opened.error_code == 0 and opened.acquisition_lock_timeout_ms == 30_000  # the default
         _produce(bootstrap, topic, 3, 1)
         got = await fetch(member, 1)
         (t,) = got.responses
