@@ -143,7 +143,7 @@ def test_more_consumers_than_partitions_all_receive_and_each_record_is_accepted_
     assert {count for _, _, count in got} == {1}
 
 
-def test_release_redelivers_with_delivery_count_two(
+def test_release_redelivers_with_delivery_count_two_and_reject_archives(
     shared_serve: ServeProcess, bootstrap: str, unique_name: str
 ) -> None:
     topic, group = unique_name, f"{unique_name}-sg"
@@ -151,20 +151,25 @@ def test_release_redelivers_with_delivery_count_two(
     serve = shared_serve
     (consumer,) = _joined(serve, group, topic, 1, **{"share.acknowledgement.mode": "explicit"})
     values = _produce(bootstrap, topic, 5, 1)
+    rejected = b"v0"
     seen: dict[bytes, list[int | None]] = {}
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and sum(len(v) for v in seen.values()) < 2 * len(values):
+    while time.monotonic() < deadline and sum(len(v) for v in seen.values()) < 2 * len(values) - 1:
         messages = [m for m in consumer.poll(0.5) if m.error() is None]
         for m in messages:
             first = m.value() not in seen
             seen.setdefault(m.value(), []).append(m.delivery_count())
-            consumer.acknowledge(m, AcknowledgeType.RELEASE if first else AcknowledgeType.ACCEPT)
+            if m.value() == rejected:
+                consumer.acknowledge(m, AcknowledgeType.REJECT)
+            else:
+                consumer.acknowledge(m, AcknowledgeType.RELEASE if first else AcknowledgeType.ACCEPT)
         if messages:
             consumer.commit_sync(15)
-    # Nothing more comes: every record was accepted at its second delivery.
+    # Nothing more comes: each released record was accepted at its second delivery, the
+    # rejected one is archived.
     assert not [m for m in consumer.poll(1.5) if m.error() is None]
     consumer.close()
-    assert seen == {v: [1, 2] for v in values}
+    assert seen == {v: [1] if v == rejected else [1, 2] for v in values}
 
 
 def test_records_a_consumer_holds_past_its_lock_go_to_another(
