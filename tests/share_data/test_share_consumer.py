@@ -179,12 +179,7 @@ def test_records_a_consumer_holds_past_its_lock_go_to_another(
     shard's timer): another consumer gets them, delivery count 2."""
     topic, group = unique_name, f"{unique_name}-sg"
     create_topic(bootstrap, topic, 1)
-    admin = AdminClient({"bootstrap.servers": shared_serve.bootstrap})
-    entry = ConfigEntry("share.record.lock.duration.ms", "1500", incremental_operation=AlterConfigOpType.SET)
-    for future in admin.incremental_alter_configs(
-        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]
-    ).values():
-        future.result(15)
+    _set_group_config(shared_serve, group, "share.record.lock.duration.ms", "1500")
     explicit = {"share.acknowledgement.mode": "explicit"}
     stuck, other = _joined(shared_serve, group, topic, 2, **explicit)
     values = _produce(bootstrap, topic, 5, 1)
@@ -194,6 +189,38 @@ def test_records_a_consumer_holds_past_its_lock_go_to_another(
     assert sorted((v, count) for _, v, count in again) == sorted((v, 2) for v in values)
     other.close()
     stuck.close()
+
+
+def _set_group_config(serve: ServeProcess, group: str, name: str, value: str) -> None:
+    admin = AdminClient({"bootstrap.servers": serve.bootstrap})
+    entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]
+    ).values():
+        future.result(15)
+
+
+def test_read_committed_delivers_no_aborted_record(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    _set_group_config(shared_serve, group, "share.isolation.level", "read_committed")
+    (consumer,) = _joined(shared_serve, group, topic, 1)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{unique_name}-txn"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(3):
+        producer.produce(topic, f"aborted-{i}".encode())
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    for i in range(2):
+        producer.produce(topic, f"committed-{i}".encode())
+    producer.commit_transaction(30)
+    got = _drain([consumer], 2)
+    assert not [m for m in consumer.poll(1.5) if m.error() is None]
+    consumer.close()
+    assert sorted(v for _, v, _ in got) == [b"committed-0", b"committed-1"]
 
 
 @pytest.mark.parametrize("kill", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["stop", "kill9"])
