@@ -323,7 +323,6 @@ class ShareDataPath:
             else:
                 max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
                 max_bytes = min(MAX_FETCH_BYTES, request.max_bytes if request.max_bytes > 0 else MAX_FETCH_BYTES)
-                wait_ms = min(max(request.max_wait_ms, 0), MAX_WAIT_MS)
                 acquired, fetch_errors, lock_ms = await self._fetch(
                     shard, group, member, session_parts, max_records, max_bytes, wait_ms
                 )
