@@ -298,7 +298,10 @@ class GroupCoordinatorShard:
 
     def _delete_group_records(self, state: GroupCoordinatorState, group_id: str) -> list[CoordinatorRecord]:
         group = state.group(group_id)
-        return [] if group is None else group.tombstones()
+        records = [] if group is None else group.tombstones()
+        # A share group's share-partitions go with it (Kafka's DeleteShareGroupState): the same id
+        # used again starts afresh at share.auto.offset.reset.
+        return records + share_ops.delete_group_state(state.share_data, group_id)
 
     def delete_groups(
         self, state: GroupCoordinatorState, group_ids: list[str], now_ms: int

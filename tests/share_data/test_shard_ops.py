@@ -182,3 +182,24 @@ def test_a_member_whose_session_times_out_gives_its_records_back() -> None:
     assert group is not None and set(group.members) == {"m2"}
     assert data.live[KEY].acquired_by("m1") == [] and data.live[KEY].acquired_by("m2") == [2, 3]
     assert shard.durable_matches_live()
+
+
+def test_deleting_the_group_deletes_its_share_partitions() -> None:
+    from groupcoord.coordinator.group_shard import GroupCoordinatorShard
+    from groupcoord.coordinator.groups.context import RequestContext
+    from groupcoord.coordinator.messages import share_group_heartbeat as sgh
+
+    handlers = GroupCoordinatorShard()
+    shard = Shard()
+    join = sgh.ShareGroupHeartbeatRequest(group_id="g", member_id="m1", member_epoch=0, subscribed_topic_names=["t"])
+    shard.run(handlers.share_group_heartbeat(shard.state, join, 0, RequestContext()))
+    data = shard.state.share_data
+    other = SharePartitionKey("h", "t", 0)
+    shard.run(ops.ensure(data, [(KEY, CONFIG, None, 0), (other, CONFIG, None, 0)]))
+    shard.run(ops.acquire(data, "m1", [_fetched(0, 1)], 10, now=0))
+    leave = sgh.ShareGroupHeartbeatRequest(group_id="g", member_id="m1", member_epoch=-1)
+    shard.run(handlers.share_group_heartbeat(shard.state, leave, 1, RequestContext()))
+    assert shard.run(handlers.delete_groups(shard.state, ["g"], 2)) == [("g", 0)]
+    for state in (shard.state, shard.reloaded()):
+        assert ops.needs_start(state.share_data, KEY) and not ops.needs_start(state.share_data, other)
+    assert KEY not in data.live

@@ -221,6 +221,12 @@ def release_records(state: ShareDataState, group: str, member: str) -> list[Coor
     return release_member(state, group, member).records
 
 
+def delete_group_state(state: ShareDataState, group: str) -> list[CoordinatorRecord]:
+    """Tombstones for every share-partition of a deleted group (replayed, they drop the live ones)."""
+    keys = sorted((k for k in state.store.partitions if k.group == group), key=repr)
+    return [r for k in keys for r in state.store.delete_records(k)]
+
+
 def expire_locks(state: ShareDataState, key: SharePartitionKey, now: int) -> Result[None]:
     changes = _Changes(state)
     sp = state.live.get(key)
