@@ -172,23 +172,58 @@ def test_release_redelivers_with_delivery_count_two_and_reject_archives(
     assert seen == {v: [1] if v == rejected else [1, 2] for v in values}
 
 
-def test_records_a_consumer_holds_past_its_lock_go_to_another(
+def test_records_a_member_holds_past_its_lock_go_to_another(
     shared_serve: ServeProcess, bootstrap: str, unique_name: str
 ) -> None:
-    """A consumer that stops acknowledging loses its records when their lock runs out (the
-    shard's timer): another consumer gets them, delivery count 2."""
+    """A member that stops acknowledging loses its records when their lock runs out (the shard's
+    timer): a ShareConsumer gets them, delivery count 2. The first member is a client on the wire,
+    which fetches only when told (librdkafka's consumer fetches ahead in the background, so two of
+    them race for who holds the records when)."""
     topic, group = unique_name, f"{unique_name}-sg"
     create_topic(bootstrap, topic, 1)
     _set_group_config(shared_serve, group, "share.record.lock.duration.ms", "1500")
-    explicit = {"share.acknowledgement.mode": "explicit"}
-    stuck, other = _joined(shared_serve, group, topic, 2, **explicit)
-    values = _produce(bootstrap, topic, 5, 1)
-    held = _drain([stuck], len(values))  # never acknowledged
-    assert sorted(v for _, v, _ in held) == sorted(values)
-    again = _drain([other], len(values), ack=True)
-    assert sorted((v, count) for _, v, count in again) == sorted((v, 2) for v in values)
+    topic_id = _topic_id(bootstrap, topic)
+
+    async def hold() -> list[tuple[int, int, int]]:
+        client = await WireClient.connect("127.0.0.1", shared_serve.port)
+        member = str(uuid.uuid4())
+        await client.call(
+            SHARE_HEARTBEAT,
+            1,
+            sgh.ShareGroupHeartbeatRequest(
+                group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]
+            ),
+        )
+        held: list[tuple[int, int, int]] = []
+        for epoch in (0, 1):
+            if epoch:
+                _produce(bootstrap, topic, 5, 1)
+            partition = sf.ShareFetchRequestFetchPartition(partition_index=0)
+            request = sf.ShareFetchRequest(
+                group_id=group,
+                member_id=member,
+                share_session_epoch=epoch,
+                max_wait_ms=500,
+                max_records=100,
+                topics=[sf.ShareFetchRequestFetchTopic(topic_id=topic_id, partitions=[partition])],
+            )
+            answer = await client.call(SHARE_FETCH, 1, request)
+            assert isinstance(answer, sf.ShareFetchResponse)
+            held += [
+                (a.first_offset, a.last_offset, a.delivery_count)
+                for t in answer.responses
+                for p in t.partitions
+                for a in p.acquired_records
+            ]
+        await client.close()  # the member stays in the group: its records stay locked
+        return held
+
+    assert asyncio.run(hold()) == [(0, 4, 1)]
+    other = _consumer(shared_serve.bootstrap, group, **{"share.acknowledgement.mode": "explicit"})
+    other.subscribe([topic])
+    again = _drain([other], 5, ack=True)
     other.close()
-    stuck.close()
+    assert sorted(count for _, _, count in again) == [2] * 5
 
 
 def _set_group_config(serve: ServeProcess, group: str, name: str, value: str) -> None:
