@@ -71,7 +71,13 @@ def _top(module: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "layer", ["groupcoord/coordinator/groups", "groupcoord/coordinator/offsets", "groupcoord/coordinator/share", "groupcoord/coordinator/messages"]
+    "layer",
+    [
+        "groupcoord/coordinator/groups",
+        "groupcoord/coordinator/offsets",
+        "groupcoord/coordinator/share",
+        "groupcoord/coordinator/messages",
+    ],
 )
 def test_group_logic_imports_no_io(layer: str) -> None:
     bad = []
@@ -114,8 +120,14 @@ def test_group_logic_imports_no_io(layer: str) -> None:
         ),
         ("groupcoord/pipeline", ("groupcoord.cli",)),
         # The groups' shared floor (context, configs, routing's helpers) is below each protocol.
-        ("groupcoord/coordinator/groups/context.py", ("groupcoord.coordinator.groups.classic", "groupcoord.coordinator.groups.consumer")),
-        ("groupcoord/coordinator/groups/config.py", ("groupcoord.coordinator.groups.classic", "groupcoord.coordinator.groups.consumer")),
+        (
+            "groupcoord/coordinator/groups/context.py",
+            ("groupcoord.coordinator.groups.classic", "groupcoord.coordinator.groups.consumer"),
+        ),
+        (
+            "groupcoord/coordinator/groups/config.py",
+            ("groupcoord.coordinator.groups.classic", "groupcoord.coordinator.groups.consumer"),
+        ),
         (
             "groupcoord/coordinator/runtime/load.py",
             (

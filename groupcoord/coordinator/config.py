@@ -176,10 +176,10 @@ class Settings(BaseSettings):
     share_groups_enabled: bool = Field(
         False,
         description=(
-            "Serve share-group membership (KIP-932): ShareGroupHeartbeat and ShareGroupDescribe are "
-            "offered in ApiVersions and answered here; share groups are listed, described and deleted "
-            "like other groups. The share data path (ShareFetch, ShareAcknowledge) is not served yet, "
-            "so share consumers cannot receive records through the sidecar."
+            "Serve share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and "
+            "ShareAcknowledge are offered in ApiVersions and answered here; share groups are listed, "
+            "described and deleted like other groups, and share consumers receive their records "
+            "through the sidecar (fetched from the brokers, their state written to the log)."
         ),
     )
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)

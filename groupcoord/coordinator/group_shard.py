@@ -21,6 +21,7 @@ from groupcoord.coordinator.groups.config import ConsumerGroupConfig, ShareGroup
 from groupcoord.coordinator.groups.context import GroupContext, RequestContext
 from groupcoord.coordinator.groups.coordinator_state import GroupCoordinatorState
 from groupcoord.coordinator.groups.group import CLASSIC, CONSUMER, SHARE, Group, GroupSummary
+from groupcoord.coordinator.groups.share.timers import ShareSessionTimeout
 from groupcoord.coordinator.groups.topics import TopicsImage
 from groupcoord.coordinator.messages.consumer_group_describe import ConsumerGroupDescribeResponse
 from groupcoord.coordinator.messages.consumer_group_heartbeat import (
@@ -57,10 +58,12 @@ from groupcoord.coordinator.offsets.retention import (
     offsets_of_deleted_topic,
 )
 from groupcoord.coordinator.runtime.api import Result, ScheduleTimer, TimerOp
+from groupcoord.coordinator.share import shard_ops as share_ops
 from groupcoord.records import CoordinatorRecord
 from groupcoord.records.definitions import PendingTxnOffset
 
 RETENTION_TIMER = "offsets-retention"
+LEAVE_GROUP_MEMBER_EPOCH = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +163,13 @@ class GroupCoordinatorShard:
             return self.expire_offsets(state, now_ms)
         if classic.is_classic_timer(event):
             return classic.classic_on_timer(state.classic, event, now_ms, self.classic_config)
+        if isinstance(event, share_ops.ShareLockExpiry):
+            return share_ops.expire_locks(state.share_data, event.key, now_ms)
+        if isinstance(event, ShareSessionTimeout):
+            result = routing.on_timer(state, event, self.context(now_ms, None, state, event.group_id))
+            if result.records:  # the member was removed: its records go back
+                result.records += share_ops.release_records(state.share_data, event.group_id, event.member_id)
+            return result
         return routing.on_timer(state, event, self.context(now_ms, None, state, getattr(event, "group_id", None)))
 
     # --- offsets -----------------------------------------------------------------------------
@@ -288,7 +298,10 @@ class GroupCoordinatorShard:
 
     def _delete_group_records(self, state: GroupCoordinatorState, group_id: str) -> list[CoordinatorRecord]:
         group = state.group(group_id)
-        return [] if group is None else group.tombstones()
+        records = [] if group is None else group.tombstones()
+        # A share group's share-partitions go with it (Kafka's DeleteShareGroupState): the same id
+        # used again starts afresh at share.auto.offset.reset.
+        return records + share_ops.delete_group_state(state.share_data, group_id)
 
     def delete_groups(
         self, state: GroupCoordinatorState, group_ids: list[str], now_ms: int
@@ -365,7 +378,14 @@ class GroupCoordinatorShard:
         now_ms: int,
         context: RequestContext,
     ) -> Result[ShareGroupHeartbeatResponse]:
-        return routing.share_group_heartbeat(state, request, self.context(now_ms, context, state, request.group_id))
+        result = routing.share_group_heartbeat(state, request, self.context(now_ms, context, state, request.group_id))
+        response = result.response
+        left = request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
+        if left and isinstance(response, ShareGroupHeartbeatResponse) and response.error_code == ErrorCode.NONE:
+            # A member that leaves gives its acquired records back at once (Kafka's
+            # ShareGroupListener.onMemberLeave), in the same batch as its leaving.
+            result.records += share_ops.release_records(state.share_data, request.group_id, request.member_id)
+        return result
 
     # --- group configs -----------------------------------------------------------------------
 

@@ -53,6 +53,8 @@ from groupcoord.coordinator.service.metadata_cache import MetadataCache, TopicIn
 from groupcoord.coordinator.service.partitioning import partition_for
 from groupcoord.coordinator.service.secured_handler import SecuredHandler
 from groupcoord.coordinator.service.service import GroupCoordinatorService
+from groupcoord.coordinator.service.share_data import ShareDataPath
+from groupcoord.coordinator.service.share_fetcher import ShareRecordFetcher
 from groupcoord.coordinator.txn.bridge import TxnBridge
 from groupcoord.coordinator.txn.topic import transaction_topic, transaction_topic_spec
 from groupcoord.local_broker import parse_hostport
@@ -427,6 +429,7 @@ async def _serving_with(
         say.warning(f"{exc}: TxnOffsetCommit will be answered COORDINATOR_NOT_AVAILABLE")
         bridged = False
     locator = PlacementLocator(runtime)
+    api_handler = CoordinatorApiHandler(service, metadata)
     host, port = parse_hostport(settings.listen, 9094)
     gateway = GatewayServer(
         GatewayConfig(
@@ -439,13 +442,31 @@ async def _serving_with(
             share_groups_enabled=settings.share_groups_enabled,
             **settings.gateway.model_dump(exclude={"authorization", "max_group_response_bytes"}),
         ),
-        MeteredHandler(
-            SecuredHandler(CoordinatorApiHandler(service, metadata), metadata, authorizer, own_topics, own_groups)
-        ),
+        MeteredHandler(SecuredHandler(api_handler, metadata, authorizer, own_topics, own_groups)),
         locator,
         GatewayMetrics(),
     )
     gateway.peers = locator.peers
+    share_fetcher: ShareRecordFetcher | None = None
+    if settings.share_groups_enabled:
+        # The share data path reads the records it hands out from the brokers, the way the
+        # gateway's forwarding reaches them (same addresses and TLS).
+        share_fetcher = ShareRecordFetcher(
+            gateway.config.bootstrap_addresses(), gateway.upstream_tls, gateway.config.upstream_connect_timeout_s
+        )
+        share_data = api_handler.share_data = ShareDataPath(service, metadata, share_fetcher)
+        share_data.relay_timeout_s = gateway.config.upstream_connect_timeout_s
+
+        def share_owner(group_id: str) -> tuple[str, int] | None:
+            where = locator.locate(group_id)
+            if where.error_code or where.node_id == gateway.config.coordinator_node_id:
+                return None
+            return where.host, where.port
+
+        # As group configs are relayed (gateway/group_configs.py): plain listeners only, since the
+        # owner would refuse an anonymous relay on a TLS or authenticating listener.
+        if gateway.config.listener_tls is None and gateway.config.authentication == "none":
+            share_data.owner_of = share_owner
     metrics.watch_connections(gateway.connections)
     readiness = Readiness()
     health: HealthServer | None = None
@@ -594,6 +615,8 @@ async def _serving_with(
             health.close()
         await metrics.close()
         await gateway.stop()
+        if share_fetcher is not None:
+            await share_fetcher.close()
         if bridge is not None:
             await bridge.stop()
         if watch is not None:

@@ -98,15 +98,15 @@ def test_unoffered_apis_close_the_connection_as_a_broker_does(bootstrap: str) ->
         asyncio.run(run(gateway.server.port))
 
 
-def test_share_group_membership_is_offered_only_when_enabled() -> None:
-    """With share groups on, ShareGroupHeartbeat/ShareGroupDescribe v1 are offered whatever the
-    cluster has; the share data path (78, 79) and streams groups never are."""
+def test_share_groups_are_offered_only_when_enabled() -> None:
+    """With share groups on, ShareGroupHeartbeat/ShareGroupDescribe and the data path (ShareFetch,
+    ShareAcknowledge) v1 are offered whatever the cluster has; streams groups never are."""
+    share = {76, 77, 78, 79}
     for cluster in (_cluster(0, 3), _cluster(0, 3, *SHARE_AND_STREAMS)):
         offered = {k.api_key: (k.min_version, k.max_version) for k in merge_api_versions(cluster, True).api_keys}
-        assert offered[ApiKey.SHARE_GROUP_HEARTBEAT] == (1, 1)
-        assert offered[ApiKey.SHARE_GROUP_DESCRIBE] == (1, 1)
-        assert offered.keys().isdisjoint(set(SHARE_AND_STREAMS) - {76, 77})
-    assert {76, 77}.isdisjoint(k.api_key for k in merge_api_versions(_cluster(0, *SHARE_AND_STREAMS)).api_keys)
+        assert {key: offered[key] for key in share} == dict.fromkeys(share, (1, 1))
+        assert offered.keys().isdisjoint(set(SHARE_AND_STREAMS) - share)
+    assert share.isdisjoint(k.api_key for k in merge_api_versions(_cluster(0, *SHARE_AND_STREAMS)).api_keys)
 
 
 def _offer(transaction_version: int | None, produce_max: int = 20) -> tuple[tuple[int, int], tuple[int, int] | None]:

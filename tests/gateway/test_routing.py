@@ -134,5 +134,13 @@ def test_share_group_apis_are_served_only_when_share_groups_are() -> None:
     decision = decide(ApiKey.SHARE_GROUP_HEARTBEAT, 1, request, share_groups=True)
     assert isinstance(decision, routing.CallHandler)
     assert decision.request.body == request
-    # ShareFetch (78) is never the group handler's: not offered, so not decoded here.
-    assert routing.ROUTES.get(78) is None
+    # The data path likewise: ShareFetch (78) and ShareAcknowledge (79) are the group handler's,
+    # served only with share groups, on any port (clients send them to partition leaders).
+    from groupcoord.coordinator.messages.share_fetch import ShareFetchRequest
+
+    fetch = ShareFetchRequest(group_id="g", member_id="m", share_session_epoch=0)
+    assert decide(ApiKey.SHARE_FETCH, 1, fetch) == routing.Close("unsupported API ShareFetch")
+    served = decide(ApiKey.SHARE_FETCH, 1, fetch, share_groups=True)
+    assert isinstance(served, routing.CallHandler) and served.request.body == fetch
+    # v2 (acquire modes, renew) is not served.
+    assert decide(ApiKey.SHARE_FETCH, 2, fetch, share_groups=True) == routing.Close("unsupported version ShareFetch v2")

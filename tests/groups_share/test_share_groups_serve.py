@@ -1,6 +1,6 @@
 """Share-group membership through a real ``groupcoord serve`` (share_groups_enabled) in front of
-the local broker, over the wire with the project's own codec: ApiVersions offers ShareGroupHeartbeat
-and ShareGroupDescribe (never ShareFetch/ShareAcknowledge), members join and share the partitions,
+the local broker, over the wire with the project's own codec: ApiVersions offers ShareGroupHeartbeat,
+ShareGroupDescribe, ShareFetch and ShareAcknowledge, members join and share the partitions,
 ListGroups lists the group as a share group, its configs are set and read, a consumer-protocol
 heartbeat for the same id is refused, and a restarted process rebuilds the group from the log."""
 
@@ -79,7 +79,7 @@ def test_share_group_membership_through_serve(
     assert isinstance(versions, av.ApiVersionsResponse)
     offered = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
     assert offered[SHARE_HEARTBEAT] == (1, 1) and offered[SHARE_DESCRIBE] == (1, 1)
-    assert 78 not in offered and 79 not in offered  # ShareFetch, ShareAcknowledge: not served yet
+    assert offered[78] == (1, 1) and offered[79] == (1, 1)  # ShareFetch, ShareAcknowledge
 
     # Three members on two partitions: every member gets work, every partition is assigned.
     members = [str(uuid.uuid4()) for _ in range(3)]

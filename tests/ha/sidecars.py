@@ -64,7 +64,16 @@ class Sidecar:
             "GROUPCOORD_LOG_LEVEL": "INFO",
             **self.env,
         }
-        args = [sys.executable, "-m", "groupcoord.cli.main", "serve", "-b", self.bootstrap_servers, "--listen", self.address]
+        args = [
+            sys.executable,
+            "-m",
+            "groupcoord.cli.main",
+            "serve",
+            "-b",
+            self.bootstrap_servers,
+            "--listen",
+            self.address,
+        ]
         args += ["--log-topic", self.topic, "--partitions", str(self.partitions)]
         stderr = open(self.log, "a")  # noqa: SIM115 - handed to the child
         self._listening.clear()

@@ -54,7 +54,9 @@ def log_end_offsets(bootstrap: str, topic: str) -> list[int]:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "groupcoord.cli.main", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "groupcoord.cli.main", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def owner_of(sidecars: list[Sidecar], group: str) -> Sidecar:

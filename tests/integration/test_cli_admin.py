@@ -17,7 +17,9 @@ pytestmark = pytest.mark.integration
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "groupcoord.cli.main", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "groupcoord.cli.main", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_inspect_reset_delete_and_dump(bootstrap: str, unique_name: str) -> None:

@@ -14,7 +14,17 @@ from tests.pipeline.conftest import WrittenLog
 
 
 def _audit(wl: WrittenLog) -> list[str]:
-    return [sys.executable, "-m", "groupcoord.cli.main", "pipeline", "audit", "-b", wl.bootstrap, "--topic", wl.log_topic]
+    return [
+        sys.executable,
+        "-m",
+        "groupcoord.cli.main",
+        "pipeline",
+        "audit",
+        "-b",
+        wl.bootstrap,
+        "--topic",
+        wl.log_topic,
+    ]
 
 
 def test_a_job_prints_its_own_steps_only(written_log: WrittenLog) -> None:

@@ -11,7 +11,9 @@ from groupcoord.coordinator.logs import json_formatter
 
 def test_log_lines_are_json_even_with_hostile_text() -> None:
     hostile = 'group "\\u202e\n{"level":"ERROR"}\x00\'quoted\''
-    record = logging.LogRecord("groupcoord.coordinator.x", logging.WARNING, __file__, 1, "closing: %s", (hostile,), None)
+    record = logging.LogRecord(
+        "groupcoord.coordinator.x", logging.WARNING, __file__, 1, "closing: %s", (hostile,), None
+    )
     line = json_formatter().format(record)
     assert "\n" not in line
     parsed = json.loads(line)

@@ -20,7 +20,9 @@ FASTAVRO = RecordCodec(compiled_readers=False)
 def _values(schema: Any) -> st.SearchStrategy[Any]:
     if isinstance(schema, dict) and schema.get("type") == "record":
         names = [f["name"] for f in schema["fields"]]
-        return st.tuples(*(_values(f["type"]) for f in schema["fields"])).map(lambda vs: dict(zip(names, vs, strict=True)))
+        return st.tuples(*(_values(f["type"]) for f in schema["fields"])).map(
+            lambda vs: dict(zip(names, vs, strict=True))
+        )
     if isinstance(schema, dict):
         return _values(schema["type"])
     if isinstance(schema, list):

@@ -33,6 +33,8 @@ from groupcoord.coordinator.messages.offset_commit import OffsetCommitRequest, O
 from groupcoord.coordinator.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from groupcoord.coordinator.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
+from groupcoord.coordinator.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
 from groupcoord.coordinator.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 from groupcoord.coordinator.messages.share_group_heartbeat import (
     ShareGroupHeartbeatRequest,
@@ -70,6 +72,8 @@ class ApiKey(IntEnum):
     CONSUMER_GROUP_DESCRIBE = 69
     SHARE_GROUP_HEARTBEAT = 76
     SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +139,8 @@ APIS: dict[int, ApiSpec] = {
         _spec(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
         _spec(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse),
         _spec(ShareGroupDescribeRequest, ShareGroupDescribeResponse),
+        _spec(ShareFetchRequest, ShareFetchResponse),
+        _spec(ShareAcknowledgeRequest, ShareAcknowledgeResponse),
         # Split by resource type: GROUP resources go to the group handler, the rest to the cluster.
         _spec(DescribeConfigsRequest, DescribeConfigsResponse),
         _spec(AlterConfigsRequest, AlterConfigsResponse),
@@ -161,9 +167,13 @@ GROUP_API_KEYS: frozenset[int] = frozenset(
         ApiKey.CONSUMER_GROUP_DESCRIBE,
         ApiKey.SHARE_GROUP_HEARTBEAT,
         ApiKey.SHARE_GROUP_DESCRIBE,
+        ApiKey.SHARE_FETCH,
+        ApiKey.SHARE_ACKNOWLEDGE,
     }
 )
-# Share-group membership (KIP-932): answered by the group handler only when the gateway serves
-# share groups (``GatewayConfig.share_groups_enabled``); otherwise neither offered nor accepted.
-# The share data path (ShareFetch 78, ShareAcknowledge 79) is not served at all yet.
-SHARE_GROUP_API_KEYS: frozenset[int] = frozenset({ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE})
+# Share groups (KIP-932), membership and data path (ShareFetch, ShareAcknowledge): answered by
+# the group handler only when the gateway serves share groups
+# (``GatewayConfig.share_groups_enabled``); otherwise neither offered nor accepted.
+SHARE_GROUP_API_KEYS: frozenset[int] = frozenset(
+    {ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE}
+)

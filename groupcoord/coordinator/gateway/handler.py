@@ -8,8 +8,9 @@ inside group state.
 Request -> response classes (API key): OffsetCommit (8), OffsetFetch (9), JoinGroup (11),
 Heartbeat (12), LeaveGroup (13), SyncGroup (14), DescribeGroups (15), ListGroups (16),
 TxnOffsetCommit (28), DeleteGroups (42), OffsetDelete (47), ConsumerGroupHeartbeat (68),
-ConsumerGroupDescribe (69), and with share groups enabled ShareGroupHeartbeat (76) and
-ShareGroupDescribe (77): ``<Name>Request`` in, ``<Name>Response`` out.
+ConsumerGroupDescribe (69), and with share groups enabled ShareGroupHeartbeat (76),
+ShareGroupDescribe (77), ShareFetch (78) and ShareAcknowledge (79): ``<Name>Request`` in,
+``<Name>Response`` out.
 """
 
 from __future__ import annotations

@@ -37,7 +37,14 @@ SERVED_LOCALLY: frozenset[int] = GROUP_API_KEYS - SHARE_GROUP_API_KEYS | {ApiKey
 # docs/design/transactional-offsets.md).
 TXN_OFFSET_COMMIT_MAX_VERSION = 4
 TXN_OFFSET_COMMIT_TV2_VERSION = 5
-_CAPPED: dict[int, int] = {ApiKey.TXN_OFFSET_COMMIT: TXN_OFFSET_COMMIT_MAX_VERSION}
+# ShareFetch/ShareAcknowledge v2 (KIP-1206 acquire modes, KIP-1222 renew acknowledgements) are not
+# served: v1, Kafka 4.1's stable version, is.
+SHARE_DATA_MAX_VERSION = 1
+_CAPPED: dict[int, int] = {
+    ApiKey.TXN_OFFSET_COMMIT: TXN_OFFSET_COMMIT_MAX_VERSION,
+    ApiKey.SHARE_FETCH: SHARE_DATA_MAX_VERSION,
+    ApiKey.SHARE_ACKNOWLEDGE: SHARE_DATA_MAX_VERSION,
+}
 REWRITTEN: frozenset[int] = frozenset({ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER})
 # Decoded so that their GROUP resources are answered here (``configs``); offered even by a cluster
 # without them, since group configs do not need the cluster.
@@ -63,7 +70,7 @@ def served_keys(share_groups: bool) -> frozenset[int]:
 def served_versions(share_groups: bool = False, transaction_v2: bool = False) -> dict[int, tuple[int, int]]:
     """The versions of the APIs answered here; ``transaction_v2``: the cluster runs transaction
     version 2 (``transaction_v2``), so TxnOffsetCommit v5 is served too."""
-    capped = {} if transaction_v2 else _CAPPED
+    capped = {k: v for k, v in _CAPPED.items() if k != ApiKey.TXN_OFFSET_COMMIT} if transaction_v2 else _CAPPED
     return {
         key: (APIS[key].min_version, min(APIS[key].max_version, capped.get(key, APIS[key].max_version)))
         for key in served_keys(share_groups)
@@ -130,8 +137,8 @@ def _served_transaction_version(
 
 def merge_api_versions(cluster: ApiVersionsResponse, share_groups: bool = False) -> ApiVersionsResponse:
     """The versions a client may use through the gateway, cluster features kept. ``share_groups``:
-    ShareGroupHeartbeat and ShareGroupDescribe are offered (served here, whatever the cluster
-    has); never ShareFetch or ShareAcknowledge, which are not served yet."""
+    the share-group APIs, membership and data path, are offered (served here, whatever the
+    cluster has)."""
     ranges: dict[int, tuple[int, int]] = {}
     for entry in cluster.api_keys:
         offered = forwarded_range(entry.api_key, (entry.min_version, entry.max_version))

@@ -17,6 +17,7 @@ from groupcoord.coordinator.groups.share.state import SHARE_GROUP_RECORD_TYPES, 
 from groupcoord.coordinator.offsets.retention import GroupRetentionView
 from groupcoord.coordinator.offsets.state import OffsetsState
 from groupcoord.coordinator.offsets.transactions import TxnOffsetsState
+from groupcoord.coordinator.share.shard_ops import SHARE_STATE_RECORD_TYPES, ShareDataState
 from groupcoord.records import CoordinatorRecord, RecordType
 
 
@@ -28,6 +29,8 @@ class GroupCoordinatorState:
         self.share = ShareGroupsState()
         self.group_configs = GroupConfigsState()
         self.txn = TxnOffsetsState()
+        # Share-partitions of this shard's share groups (ShareSnapshot/ShareUpdate records).
+        self.share_data = ShareDataState()
 
     def replay(self, record: CoordinatorRecord) -> None:
         if record.type == RecordType.OFFSET_COMMIT:
@@ -41,6 +44,8 @@ class GroupCoordinatorState:
             self.group_configs.replay(record)
         elif record.type in SHARE_GROUP_RECORD_TYPES:
             self.share.replay(record)
+        elif record.type in SHARE_STATE_RECORD_TYPES:
+            self.share_data.replay(record)
         else:
             self.consumer.replay(record)
 
@@ -52,6 +57,7 @@ class GroupCoordinatorState:
             "share": self.share.snapshot(),
             "group_configs": self.group_configs.snapshot(),
             "txn": self.txn.snapshot(),
+            "share_data": self.share_data.snapshot(),
         }
 
     def group(self, group_id: str) -> Group | None:

@@ -39,6 +39,8 @@ MODULES: dict[str, str] = {
     "consumer_group_describe": "ConsumerGroupDescribe",
     "share_group_heartbeat": "ShareGroupHeartbeat",
     "share_group_describe": "ShareGroupDescribe",
+    "share_fetch": "ShareFetch",
+    "share_acknowledge": "ShareAcknowledge",
     "describe_configs": "DescribeConfigs",
     "alter_configs": "AlterConfigs",
     "incremental_alter_configs": "IncrementalAlterConfigs",

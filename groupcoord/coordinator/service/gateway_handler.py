@@ -36,6 +36,8 @@ from groupcoord.coordinator.messages import list_groups as wire_list
 from groupcoord.coordinator.messages import offset_commit as wire_commit
 from groupcoord.coordinator.messages import offset_delete as wire_offset_delete
 from groupcoord.coordinator.messages import offset_fetch as wire_fetch
+from groupcoord.coordinator.messages import share_acknowledge as wire_share_ack
+from groupcoord.coordinator.messages import share_fetch as wire_share_fetch
 from groupcoord.coordinator.messages import share_group_describe as wire_sgd
 from groupcoord.coordinator.messages import share_group_heartbeat as wire_sgh
 from groupcoord.coordinator.messages import sync_group as wire_sync
@@ -45,6 +47,7 @@ from groupcoord.coordinator.service import offset_delete_answers
 from groupcoord.coordinator.service.answer_budget import take_in_slices
 from groupcoord.coordinator.service.metadata_cache import TopicInfo, TopicNames
 from groupcoord.coordinator.service.service import GroupCoordinatorService
+from groupcoord.coordinator.service.share_data import ShareDataPath
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +79,8 @@ class CoordinatorApiHandler:
     def __init__(self, service: GroupCoordinatorService, topics: TopicNames) -> None:
         self.service = service
         self.topics = topics
+        # ShareFetch/ShareAcknowledge, set by ``groupcoord serve`` when share groups are served.
+        self.share_data: ShareDataPath | None = None
         self._routes: dict[type[Message], Callable[[ConnectionContext, Any], Awaitable[Message]]] = {
             wire_commit.OffsetCommitRequest: self.offset_commit,
             wire_fetch.OffsetFetchRequest: self.offset_fetch,
@@ -92,6 +97,8 @@ class CoordinatorApiHandler:
             wire_cgd.ConsumerGroupDescribeRequest: self.consumer_group_describe,
             wire_sgh.ShareGroupHeartbeatRequest: self.share_group_heartbeat,
             wire_sgd.ShareGroupDescribeRequest: self.share_group_describe,
+            wire_share_fetch.ShareFetchRequest: self.share_fetch,
+            wire_share_ack.ShareAcknowledgeRequest: self.share_acknowledge,
             wire_describe_configs.DescribeConfigsRequest: self.describe_configs,
             wire_iac.IncrementalAlterConfigsRequest: self.incremental_alter_configs,
             wire_alter_configs.AlterConfigsRequest: self.alter_configs,
@@ -361,7 +368,22 @@ class CoordinatorApiHandler:
         self, context: ConnectionContext, request: wire_sgh.ShareGroupHeartbeatRequest
     ) -> Message:
         await self._learn_new_topics(request.subscribed_topic_names or (), False)
-        return await self.service.share_group_heartbeat(request, _facts(context))
+        answer = await self.service.share_group_heartbeat(request, _facts(context))
+        if request.member_epoch == -1 and self.share_data is not None and not answer.error_code:
+            self.share_data.sessions.drop_member(request.group_id, request.member_id)
+        return answer
+
+    async def share_fetch(self, context: ConnectionContext, request: wire_share_fetch.ShareFetchRequest) -> Message:
+        if self.share_data is None:
+            return wire_share_fetch.ShareFetchResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+        return await self.share_data.share_fetch(request, context.header)
+
+    async def share_acknowledge(
+        self, context: ConnectionContext, request: wire_share_ack.ShareAcknowledgeRequest
+    ) -> Message:
+        if self.share_data is None:
+            return wire_share_ack.ShareAcknowledgeResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+        return await self.share_data.share_acknowledge(request, context.header)
 
     async def share_group_describe(
         self, context: ConnectionContext, request: wire_sgd.ShareGroupDescribeRequest

@@ -57,6 +57,8 @@ from groupcoord.coordinator.messages import list_groups as wire_list
 from groupcoord.coordinator.messages import offset_commit as wire_commit
 from groupcoord.coordinator.messages import offset_delete as wire_offset_delete
 from groupcoord.coordinator.messages import offset_fetch as wire_fetch
+from groupcoord.coordinator.messages import share_acknowledge as wire_share_ack
+from groupcoord.coordinator.messages import share_fetch as wire_share_fetch
 from groupcoord.coordinator.messages import share_group_describe as wire_sgd
 from groupcoord.coordinator.messages import share_group_heartbeat as wire_sgh
 from groupcoord.coordinator.messages import sync_group as wire_sync
@@ -77,6 +79,8 @@ _READ_GROUP_TOP_LEVEL: tuple[type[Message], ...] = (
     wire_leave.LeaveGroupRequest,
     wire_cgh.ConsumerGroupHeartbeatRequest,
     wire_sgh.ShareGroupHeartbeatRequest,
+    wire_share_fetch.ShareFetchRequest,
+    wire_share_ack.ShareAcknowledgeRequest,
 )
 # Requests whose handling may (re)resolve a consumer group's regex subscriptions.
 _RESOLVES_REGEXES = (wire_cgh.ConsumerGroupHeartbeatRequest, wire_join.JoinGroupRequest)
@@ -87,6 +91,8 @@ _REFUSALS: dict[type[Message], Callable[[], Message]] = {
     wire_leave.LeaveGroupRequest: lambda: wire_leave.LeaveGroupResponse(error_code=GROUP_DENIED),
     wire_cgh.ConsumerGroupHeartbeatRequest: lambda: wire_cgh.ConsumerGroupHeartbeatResponse(error_code=GROUP_DENIED),
     wire_sgh.ShareGroupHeartbeatRequest: lambda: wire_sgh.ShareGroupHeartbeatResponse(error_code=GROUP_DENIED),
+    wire_share_fetch.ShareFetchRequest: lambda: wire_share_fetch.ShareFetchResponse(error_code=GROUP_DENIED),
+    wire_share_ack.ShareAcknowledgeRequest: lambda: wire_share_ack.ShareAcknowledgeResponse(error_code=GROUP_DENIED),
 }
 
 
@@ -122,6 +128,8 @@ class SecuredHandler:
             wire_delete.DeleteGroupsRequest: self._delete_groups,
             wire_cgd.ConsumerGroupDescribeRequest: self._consumer_group_describe,
             wire_sgd.ShareGroupDescribeRequest: self._share_group_describe,
+            wire_share_fetch.ShareFetchRequest: self._share_fetch,
+            wire_share_ack.ShareAcknowledgeRequest: self._share_acknowledge,
             wire_describe_configs.DescribeConfigsRequest: self._group_configs,
             wire_iac.IncrementalAlterConfigsRequest: self._group_configs,
             wire_alter_configs.AlterConfigsRequest: self._group_configs,
@@ -319,6 +327,67 @@ class SecuredHandler:
             g for g in response.groups if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g.group_id)
         ]
         return response
+
+    # --- the share data path --------------------------------------------------------------------
+
+    async def _topic_denied(self, context: ConnectionContext, topic_id: Any) -> bool:
+        """Kafka's KafkaApis.handleShareFetchRequest / handleShareAcknowledge: READ on each topic;
+        an unknown id is left to the handler (UNKNOWN_TOPIC_ID)."""
+        name = await self.topics.name_of(topic_id)
+        if name is None:
+            return False
+        return name in self.protected_topics or not self._allowed(context, Operation.READ, ResourceType.TOPIC, name)
+
+    async def _share_fetch(self, context: ConnectionContext, request: wire_share_fetch.ShareFetchRequest) -> Message:
+        denied = [t for t in request.topics if await self._topic_denied(context, t.topic_id)]
+        if not denied:
+            return await self.inner.handle(context, request)
+        allowed = [t for t in request.topics if t not in denied]
+        answer = await self.inner.handle(context, dataclasses.replace(request, topics=allowed))
+        assert isinstance(answer, wire_share_fetch.ShareFetchResponse)
+        if answer.error_code:
+            return answer
+        for t in denied:
+            answer.responses.append(
+                wire_share_fetch.ShareFetchableTopicResponse(
+                    topic_id=t.topic_id,
+                    partitions=[
+                        wire_share_fetch.ShareFetchResponsePartitionData(
+                            partition_index=p.partition_index,
+                            error_code=TOPIC_DENIED,
+                            acknowledge_error_code=TOPIC_DENIED if p.acknowledgement_batches else 0,
+                            records=b"",
+                        )
+                        for p in t.partitions
+                    ],
+                )
+            )
+        return answer
+
+    async def _share_acknowledge(
+        self, context: ConnectionContext, request: wire_share_ack.ShareAcknowledgeRequest
+    ) -> Message:
+        denied = [t for t in request.topics if await self._topic_denied(context, t.topic_id)]
+        if not denied:
+            return await self.inner.handle(context, request)
+        allowed = [t for t in request.topics if t not in denied]
+        answer = await self.inner.handle(context, dataclasses.replace(request, topics=allowed))
+        assert isinstance(answer, wire_share_ack.ShareAcknowledgeResponse)
+        if answer.error_code:
+            return answer
+        for t in denied:
+            answer.responses.append(
+                wire_share_ack.ShareAcknowledgeTopicResponse(
+                    topic_id=t.topic_id,
+                    partitions=[
+                        wire_share_ack.ShareAcknowledgeResponsePartitionData(
+                            partition_index=p.partition_index, error_code=TOPIC_DENIED
+                        )
+                        for p in t.partitions
+                    ],
+                )
+            )
+        return answer
 
     # --- offsets ---------------------------------------------------------------------------------
 

@@ -1,0 +1,534 @@
+"""The share data path: ShareFetch (78) and ShareAcknowledge (79), answered by the sidecar.
+
+Kafka's SharePartitionManager, over this project's runtime. For one request:
+
+1. The share session (``share/sessions.py``, per process) is opened, advanced or closed; its
+   errors (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, INVALID_REQUEST for
+   acknowledgements in a new session) are answered before anything is written.
+2. The member must be a member of the share group (UNKNOWN_MEMBER_ID otherwise), read from the
+   committed state of the group's shard.
+3. Acknowledgements go to the group's shard as one write (``share/shard_ops.acknowledge``).
+4. For each share-partition of the session: made live (created at ``share.auto.offset.reset``,
+   looked up with ListOffsets, or loaded from its records), then its records are fetched from the
+   partition's leader (``share_fetcher.py``) from ``next_fetch_offset`` and ``acquire`` decides what
+   this member gets, as one write. The answer carries the fetched batches that hold acquired
+   records, and the AcquiredRecords ranges (clients deliver only those).
+5. Nothing acquired: it is tried again until ``MaxWaitMs`` has passed (the broker's own fetch
+   waits for new records; records held by other members are waited for here).
+
+Every write is answered only after the shard read its records back from the log. The state lives
+in the shard of the GROUP (share-partitions keyed by group, topic, partition), wherever the
+request arrived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.gateway.codec import CodecError
+from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.gateway.relay import RELAY_CLIENT_ID, relay
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from groupcoord.coordinator.groups import group_config
+from groupcoord.coordinator.messages import share_acknowledge as wire_ack
+from groupcoord.coordinator.messages import share_fetch as wire_sf
+from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.runtime.api import Result
+from groupcoord.coordinator.runtime.shard import Shard, ShardNotAvailable
+from groupcoord.coordinator.service.metadata_cache import TopicNames
+from groupcoord.coordinator.service.service import GroupCoordinatorService
+from groupcoord.coordinator.service.share_fetcher import (
+    MIN_FETCH_WAIT_MS,
+    OFFSET_OUT_OF_RANGE,
+    READ_ERRORS,
+    Batch,
+    Leader,
+    PartitionFetch,
+    ShareRecordFetcher,
+)
+from groupcoord.coordinator.share import shard_ops
+from groupcoord.coordinator.share.partition_types import (
+    ACK_TYPE_IDS,
+    AcknowledgementBatch,
+    AcquiredRecords,
+    OffsetRange,
+    SharePartitionConfig,
+    initial_start_offset,
+)
+from groupcoord.coordinator.share.sessions import ShareSessionCache
+from groupcoord.coordinator.share.state import SharePartitionKey
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_NO_PARTITION = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+R = TypeVar("R", bound=Message)
+# Where another process owns a group's shard: that process's coordinator (host, port); None when
+# this process owns it, or nobody is known to (the request is then answered here).
+OwnerOf = Callable[[str], tuple[str, int] | None]
+
+# When a ShareFetch v1 gives no MaxRecords (0), Kafka's default max.poll.records.
+DEFAULT_MAX_RECORDS = 500
+# The most a fetch from one partition's leader returns; the whole answer to one ShareFetch is
+# bounded by the request's MaxBytes and this.
+PARTITION_MAX_BYTES = 1 << 20
+MAX_FETCH_BYTES = 8 << 20
+# Longest a ShareFetch is held when nothing can be acquired (the client's MaxWaitMs, bounded).
+MAX_WAIT_MS = 30_000
+# How long a request for a group whose shard is elsewhere waits to learn the owner.
+OWNER_LOOKUP_S = 2.0
+# Between two tries when records exist but other members hold them.
+RETRY_S = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One share-partition of a request: the wire topic id, the name, the partition index, and
+    the error it gets before anything is done (UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION for
+    an index the topic does not have: never part of a session, so sessions stay bounded)."""
+
+    topic_id: uuid.UUID
+    topic: str
+    partition: int
+    error: int = ErrorCode.NONE
+
+
+def partition_config(handlers: GroupCoordinatorShard, state: GroupCoordinatorState, group: str) -> SharePartitionConfig:
+    """The group's share-partition limits: its ``share.*`` configs over the broker defaults."""
+    cfg = group_config.effective_share(handlers.share_config, state.group_configs.configs.get(group))
+    return SharePartitionConfig(
+        delivery_count_limit=cfg.delivery_count_limit,
+        record_lock_duration_ms=cfg.record_lock_duration_ms,
+        max_in_flight_records=cfg.partition_max_record_locks,
+    )
+
+
+def _ack_batches(
+    batches: Sequence[
+        wire_sf.ShareFetchRequestAcknowledgementBatch | wire_ack.ShareAcknowledgeRequestAcknowledgementBatch
+    ],
+) -> list[AcknowledgementBatch]:
+    return [AcknowledgementBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types)) for b in batches]
+
+
+def _valid_types(batches: Sequence[AcknowledgementBatch]) -> bool:
+    # RENEW (4) is a v2 acknowledgement type (KIP-1222); v1 (all that is served) has 0..3.
+    return all(t in ACK_TYPE_IDS and t != 4 for b in batches for t in b.types)
+
+
+def _overlapping(batches: list[Batch], acquired: tuple[AcquiredRecords, ...]) -> bytes:
+    """The fetched batches holding an acquired record, as they came (clients deliver from them
+    only the acquired offsets)."""
+    out = bytearray()
+    for b in batches:
+        if any(a.first_offset <= b.last and b.first <= a.last_offset for a in acquired):
+            out += b.data
+    return bytes(out)
+
+
+class ShareDataPath:
+    def __init__(self, service: GroupCoordinatorService, topics: TopicNames, fetcher: ShareRecordFetcher) -> None:
+        self.service = service
+        self.topics = topics
+        self.fetcher = fetcher
+        self.sessions = ShareSessionCache()
+        # Set by ``groupcoord serve`` with several processes: requests for a group whose shard
+        # another process owns are relayed there (its sessions and share-partitions live there).
+        self.owner_of: OwnerOf | None = None
+        self.relay_timeout_s = 10.0
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    async def _parts(self, topics: Sequence[tuple[uuid.UUID, Sequence[int]]]) -> list[_Part]:
+        out = []
+        for topic_id, partitions in topics:
+            info = await self.topics.lookup("", topic_id)
+            if info is None:
+                out += [_Part(topic_id, "", p, ErrorCode.UNKNOWN_TOPIC_ID) for p in partitions]
+                continue
+            out += [
+                _Part(topic_id, info.name, p, ErrorCode.NONE if 0 <= p < info.partitions else _NO_PARTITION)
+                for p in partitions
+            ]
+        return out
+
+    def _member_error(self, shard: Shard[GroupCoordinatorState], group: str, member: str) -> ErrorCode:
+        def check(state: GroupCoordinatorState) -> ErrorCode:
+            g = state.share.group(group)
+            if g is None or member not in g.members:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            return ErrorCode.NONE
+
+        return shard.read(check)
+
+    def _shard(self, group: str) -> Shard[GroupCoordinatorState]:
+        return self.service.shard_for(group)
+
+    # --- acknowledgements ----------------------------------------------------------------------
+
+    async def _acknowledge(
+        self,
+        shard: Shard[GroupCoordinatorState],
+        group: str,
+        member: str,
+        acks: list[tuple[_Part, list[AcknowledgementBatch]]],
+    ) -> dict[tuple[uuid.UUID, int], int]:
+        """Per (topic id, partition): the acknowledgement's error code. Malformed types and
+        unknown topics are refused here; the rest is one write."""
+        errors: dict[tuple[uuid.UUID, int], int] = {}
+        valid: list[tuple[_Part, list[AcknowledgementBatch]]] = []
+        for part, batches in acks:
+            if part.error:
+                errors[(part.topic_id, part.partition)] = part.error
+            elif not _valid_types(batches):
+                errors[(part.topic_id, part.partition)] = ErrorCode.INVALID_REQUEST
+            else:
+                valid.append((part, batches))
+        if not valid:
+            return errors
+        handlers = self.service.handlers
+
+        def op(state: GroupCoordinatorState, now: int) -> Result[dict[SharePartitionKey, ErrorCode]]:
+            config = partition_config(handlers, state, group)
+            items = [(SharePartitionKey(group, p.topic, p.partition), config, b) for p, b in valid]
+            return shard_ops.acknowledge(state.share_data, member, items, now)
+
+        done = await shard.write(op)
+        for part, _ in valid:
+            errors[(part.topic_id, part.partition)] = done[SharePartitionKey(group, part.topic, part.partition)]
+        return errors
+
+    async def _release(
+        self, shard: Shard[GroupCoordinatorState], group: str, member: str, keys: list[SharePartitionKey]
+    ) -> None:
+        await shard.write(lambda state, now: shard_ops.release_member(state.share_data, group, member, keys))
+
+    async def _relayed(
+        self, header: RequestHeader | None, group: str, request: Message, answer_type: type[R], wait_ms: int = 0
+    ) -> R | None:
+        """The owner's answer when another process owns the group's shard (a relayed request is
+        never relayed again, so processes that disagree about an owner cannot loop); None: here."""
+        if header is None or header.client_id == RELAY_CLIENT_ID or self.owner_of is None or not group:
+            return None
+        try:
+            if self.service.partition_for(group) in self.service.runtime.shards:
+                return None  # ours (active or loading: answered here)
+        except ShardNotAvailable:
+            return None
+        # Placement learns a new owner from its directory a moment after the move.
+        deadline = time.monotonic() + OWNER_LOOKUP_S
+        while (where := self.owner_of(group)) is None and time.monotonic() < deadline:
+            await asyncio.sleep(RETRY_S)
+        if where is None:
+            return None
+        try:
+            answer = await relay(where[0], where[1], header, request, self.relay_timeout_s + wait_ms / 1000)
+        except (OSError, TimeoutError, ValueError, CodecError) as exc:
+            log.warning("relaying %s to %s:%s failed: %r", type(request).__name__, where[0], where[1], exc)
+            return None
+        return answer if isinstance(answer, answer_type) else None
+
+    # --- ShareAcknowledge ----------------------------------------------------------------------
+
+    async def share_acknowledge(
+        self, request: wire_ack.ShareAcknowledgeRequest, header: RequestHeader | None = None
+    ) -> wire_ack.ShareAcknowledgeResponse:
+        group, member = request.group_id or "", request.member_id or ""
+        relayed = await self._relayed(header, group, request, wire_ack.ShareAcknowledgeResponse)
+        if relayed is not None:
+            return relayed
+        if not group or not member:
+            return wire_ack.ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_REQUEST)
+        parts = await self._parts([(t.topic_id, [p.partition_index for p in t.partitions]) for t in request.topics])
+        batches = [_ack_batches(p.acknowledgement_batches) for t in request.topics for p in t.partitions]
+        try:
+            shard = self._shard(group)
+            if request.share_session_epoch != -1:
+                error = self._member_error(shard, group, member)
+                if error:
+                    return wire_ack.ShareAcknowledgeResponse(error_code=error)
+            outcome = self.sessions.acknowledge(group, member, request.share_session_epoch)
+            if outcome.error:
+                return wire_ack.ShareAcknowledgeResponse(error_code=outcome.error)
+            errors = await self._acknowledge(shard, group, member, list(zip(parts, batches, strict=True)))
+            if outcome.closing and outcome.session is not None:
+                keys = [SharePartitionKey(group, t, p) for t, p in outcome.session.partitions]
+                await self._release(shard, group, member, keys)
+        except ShardNotAvailable as exc:
+            return wire_ack.ShareAcknowledgeResponse(error_code=_unavailable(exc))
+        by_topic: dict[uuid.UUID, list[wire_ack.ShareAcknowledgeResponsePartitionData]] = defaultdict(list)
+        for part in parts:
+            by_topic[part.topic_id].append(
+                wire_ack.ShareAcknowledgeResponsePartitionData(
+                    partition_index=part.partition,
+                    error_code=errors.get((part.topic_id, part.partition), ErrorCode.NONE),
+                    current_leader=wire_ack.ShareAcknowledgeResponseLeaderIdAndEpoch(leader_id=-1, leader_epoch=-1),
+                )
+            )
+        return wire_ack.ShareAcknowledgeResponse(
+            responses=[wire_ack.ShareAcknowledgeTopicResponse(topic_id=t, partitions=ps) for t, ps in by_topic.items()]
+        )
+
+    # --- ShareFetch ----------------------------------------------------------------------------
+
+    async def share_fetch(
+        self, request: wire_sf.ShareFetchRequest, header: RequestHeader | None = None
+    ) -> wire_sf.ShareFetchResponse:
+        group, member, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
+        wait_ms = min(max(request.max_wait_ms, 0), MAX_WAIT_MS)
+        relayed = await self._relayed(header, group, request, wire_sf.ShareFetchResponse, wait_ms)
+        if relayed is not None:
+            return relayed
+        if not group or not member:
+            return wire_sf.ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST)
+        requested = await self._parts([(t.topic_id, [p.partition_index for p in t.partitions]) for t in request.topics])
+        acks = [
+            (part, _ack_batches(p.acknowledgement_batches))
+            for part, p in zip(requested, [p for t in request.topics for p in t.partitions], strict=True)
+            if p.acknowledgement_batches
+        ]
+        forgotten = await self._parts([(t.topic_id, t.partitions) for t in request.forgotten_topics_data])
+        try:
+            shard = self._shard(group)
+            if epoch != -1:
+                error = self._member_error(shard, group, member)
+                if error:
+                    return wire_sf.ShareFetchResponse(error_code=error)
+            outcome = self.sessions.fetch(
+                group,
+                member,
+                epoch,
+                bool(acks),
+                [(p.topic, p.partition) for p in requested if not p.error],
+                [(p.topic, p.partition) for p in forgotten if not p.error],
+            )
+            if outcome.error or outcome.session is None:
+                return wire_sf.ShareFetchResponse(error_code=outcome.error)
+            ack_errors = await self._acknowledge(shard, group, member, acks) if acks else {}
+            session_parts = list(outcome.session.partitions)
+            if outcome.closing:
+                keys = [SharePartitionKey(group, t, p) for t, p in session_parts]
+                await self._release(shard, group, member, keys)
+                acquired: dict[tuple[str, int], tuple[bytes, tuple[AcquiredRecords, ...]]] = {}
+                fetch_errors: dict[tuple[str, int], int] = {}
+                lock_ms = 0
+            else:
+                max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
+                max_bytes = min(MAX_FETCH_BYTES, request.max_bytes if request.max_bytes > 0 else MAX_FETCH_BYTES)
+                acquired, fetch_errors, lock_ms = await self._fetch(
+                    shard, group, member, session_parts, max_records, max_bytes, wait_ms
+                )
+        except ShardNotAvailable as exc:
+            return wire_sf.ShareFetchResponse(error_code=_unavailable(exc))
+        ids = {p.topic: p.topic_id for p in requested if not p.error}
+        for topic, _ in [*acquired, *fetch_errors]:
+            if topic not in ids:
+                ids[topic] = await self.topics.uuid_of(topic) or uuid.UUID(int=0)
+        return self._fetch_answer(requested, ids, ack_errors, acquired, fetch_errors, lock_ms)
+
+    async def _fetch(
+        self,
+        shard: Shard[GroupCoordinatorState],
+        group: str,
+        member: str,
+        parts: list[tuple[str, int]],
+        max_records: int,
+        max_bytes: int,
+        wait_ms: int,
+    ) -> tuple[dict[tuple[str, int], tuple[bytes, tuple[AcquiredRecords, ...]]], dict[tuple[str, int], int], int]:
+        handlers = self.service.handlers
+        deadline = time.monotonic() + wait_ms / 1000
+        keys = {tp: SharePartitionKey(group, tp[0], tp[1]) for tp in parts}
+        errors: dict[tuple[str, int], int] = {}
+        lock_ms = shard.read(lambda s: partition_config(handlers, s, group).record_lock_duration_ms)
+        read_committed = shard.read(
+            lambda s: (
+                group_config.effective_share(handlers.share_config, s.group_configs.configs.get(group)).isolation_level
+                == "read_committed"
+            )
+        )
+        while True:
+            await self._make_live(shard, group, keys, errors)
+            offsets = shard.read_live(lambda s: shard_ops.fetch_offsets(s.share_data, keys.values()))
+            remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
+            fetched, data = await self._read_log(group, read_committed, offsets, max_bytes, remaining_ms, errors, shard)
+            got: dict[SharePartitionKey, tuple[AcquiredRecords, ...]] = {}
+            if fetched:
+                got = await shard.write(
+                    lambda s, now, fetched=fetched: shard_ops.acquire(s.share_data, member, fetched, max_records, now),  # type: ignore[misc]
+                )
+            # Answered at once with records, or with a partition's error (as Kafka completes a
+            # share fetch with an erroneous partition); an empty session has nothing to wait for.
+            if got or errors or not keys or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(min(RETRY_S, max(0.0, deadline - time.monotonic())))
+        out = {(k.topic, k.partition): (_overlapping(data[k], records), records) for k, records in got.items()}
+        return out, errors, lock_ms
+
+    async def _make_live(
+        self,
+        shard: Shard[GroupCoordinatorState],
+        group: str,
+        keys: dict[tuple[str, int], SharePartitionKey],
+        errors: dict[tuple[str, int], int],
+    ) -> None:
+        """Load or create every share-partition that is not live yet (one write for all)."""
+        missing = shard.read_live(lambda s: [tp for tp, k in keys.items() if k not in s.share_data.live])
+        if not missing:
+            return
+        handlers = self.service.handlers
+        new = shard.read_live(lambda s: {tp for tp in missing if shard_ops.needs_start(s.share_data, keys[tp])})
+        starts: dict[tuple[str, int], int | None] = {}
+        for tp in missing:
+            if tp not in new:
+                starts[tp] = None
+                continue
+            reset = shard.read(
+                lambda s: (
+                    group_config.effective_share(
+                        handlers.share_config, s.group_configs.configs.get(group)
+                    ).auto_offset_reset
+                )
+            )
+            try:
+                ends = await self.fetcher.offsets(tp[0], tp[1])
+            except READ_ERRORS as exc:
+                log.warning("share-partition start offsets from the cluster failed: %r", exc)
+                ends = None
+            if ends is None:
+                errors[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                continue
+            try:
+                starts[tp] = initial_start_offset(reset, ends[0], ends[1])
+            except ValueError:  # by_duration: not looked up here yet; from the end, as latest
+                starts[tp] = ends[1]
+        topic_ids = {tp: await self.topics.id_of(tp[0]) for tp in starts}
+
+        def op(state: GroupCoordinatorState, now: int) -> Result[None]:
+            config = partition_config(handlers, state, group)
+            return shard_ops.ensure(
+                state.share_data, [(keys[tp], config, topic_ids[tp], start) for tp, start in starts.items()]
+            )
+
+        await shard.write(op)
+
+    async def _read_log(
+        self,
+        group: str,
+        read_committed: bool,
+        offsets: dict[SharePartitionKey, tuple[int, bool]],
+        max_bytes: int,
+        wait_ms: int,
+        errors: dict[tuple[str, int], int],
+        shard: Shard[GroupCoordinatorState],
+    ) -> tuple[list[shard_ops.Fetched], dict[SharePartitionKey, list[Batch]]]:
+        """Fetch each share-partition from its leader, at its fetch offset."""
+        by_leader: dict[Leader, list[tuple[str, int, int]]] = defaultdict(list)
+        for key, (offset, _) in offsets.items():
+            try:
+                leader = await self.fetcher.leader(key.topic, key.partition)
+            except READ_ERRORS as exc:
+                log.warning("share-partition leader lookup failed: %r", exc)
+                leader = None
+            if leader is None:
+                errors[(key.topic, key.partition)] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                continue
+            by_leader[leader].append((key.topic, key.partition, offset))
+        # The broker waits for new records only when every partition is read at its end (nothing
+        # available again below); otherwise records are there and it answers at once.
+        at_end = all(end for _, end in offsets.values())
+        answers = await asyncio.gather(
+            *(
+                self.fetcher.fetch(
+                    leader,
+                    wanted,
+                    min(max_bytes, PARTITION_MAX_BYTES),
+                    max(MIN_FETCH_WAIT_MS, wait_ms if at_end else 0),
+                    read_committed,
+                )
+                for leader, wanted in by_leader.items()
+            ),
+            return_exceptions=True,
+        )
+        fetched: list[shard_ops.Fetched] = []
+        data: dict[SharePartitionKey, list[Batch]] = {}
+        for (_leader, wanted), answer in zip(by_leader.items(), answers, strict=True):
+            if isinstance(answer, BaseException):
+                log.warning("share fetch from the cluster failed: %r", answer)
+                for topic, partition, _ in wanted:
+                    errors[(topic, partition)] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                continue
+            for topic, partition, offset in wanted:
+                got: PartitionFetch | None = answer.get((topic, partition))
+                key = SharePartitionKey(group, topic, partition)
+                if got is None:
+                    continue
+                if got.error_code == OFFSET_OUT_OF_RANGE:
+                    fetched.append(shard_ops.Fetched(key, offset, (), (), got.log_start_offset))
+                    continue
+                if got.error_code:
+                    errors[(topic, partition)] = got.error_code
+                    continue
+                batches = tuple(OffsetRange(b.first, b.last) for b in got.batches)
+                fetched.append(shard_ops.Fetched(key, offset, batches, tuple(got.archive), got.log_start_offset))
+                data[key] = got.batches
+        return fetched, data
+
+    def _fetch_answer(
+        self,
+        requested: list[_Part],
+        names: dict[str, uuid.UUID],
+        ack_errors: dict[tuple[uuid.UUID, int], int],
+        acquired: dict[tuple[str, int], tuple[bytes, tuple[AcquiredRecords, ...]]],
+        fetch_errors: dict[tuple[str, int], int],
+        lock_ms: int,
+    ) -> wire_sf.ShareFetchResponse:
+        by_topic: dict[uuid.UUID, dict[int, wire_sf.ShareFetchResponsePartitionData]] = defaultdict(dict)
+
+        def entry(topic_id: uuid.UUID, partition: int) -> wire_sf.ShareFetchResponsePartitionData:
+            found = by_topic[topic_id].get(partition)
+            if found is None:
+                found = by_topic[topic_id][partition] = wire_sf.ShareFetchResponsePartitionData(
+                    partition_index=partition,
+                    records=b"",
+                    current_leader=wire_sf.ShareFetchResponseLeaderIdAndEpoch(leader_id=-1, leader_epoch=-1),
+                )
+            return found
+
+        for part in requested:
+            e = entry(part.topic_id, part.partition)
+            if part.error:
+                e.error_code = part.error
+            e.acknowledge_error_code = ack_errors.get((part.topic_id, part.partition), ErrorCode.NONE)
+        for (topic, partition), code in fetch_errors.items():
+            entry(names[topic], partition).error_code = code
+        for (topic, partition), (records, ranges) in acquired.items():
+            e = entry(names[topic], partition)
+            e.records = records
+            e.acquired_records = [
+                wire_sf.ShareFetchResponseAcquiredRecords(
+                    first_offset=a.first_offset, last_offset=a.last_offset, delivery_count=a.delivery_count
+                )
+                for a in ranges
+            ]
+        return wire_sf.ShareFetchResponse(
+            acquisition_lock_timeout_ms=lock_ms,
+            responses=[
+                wire_sf.ShareFetchableTopicResponse(topic_id=t, partitions=list(ps.values()))
+                for t, ps in by_topic.items()
+            ],
+        )
+
+
+def _unavailable(exc: ShardNotAvailable) -> int:
+    """The group's share-partitions are not served here now (not owned, loading, failed, or the
+    write was refused): the client refreshes its metadata and tries again, as after a leader move."""
+    return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)

@@ -1,0 +1,255 @@
+"""Reads share-partitions' records from the real brokers, for the share data path.
+
+A ShareFetch is answered with records the sidecar fetches itself: Fetch of the partition from its
+leader (found with Metadata), ListOffsets for a new share-partition's start, over the gateway's
+upstream connections (``gateway/upstream.py``: same addresses, same TLS) and its codec. Connections
+are pooled per broker; each carries one request at a time.
+
+Limits: a cluster that authenticates clients (SASL) is not reached here yet (the gateway relays
+each client's own SASL exchange; the sidecar has no connection of its own that is authenticated).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import struct
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from groupcoord.coordinator.gateway.codec import decode_struct, encode_struct
+from groupcoord.coordinator.gateway.framing import RequestHeader, decode_response_header, encode_request_header
+from groupcoord.coordinator.gateway.upstream import MAX_UPSTREAM_FRAME, open_stream, read_frame
+from groupcoord.coordinator.messages import fetch as wire_fetch
+from groupcoord.coordinator.messages import list_offsets as wire_lo
+from groupcoord.coordinator.messages import metadata as wire_md
+from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.share.partition_types import OffsetRange
+
+_CLIENT_ID = "groupcoord-share"
+# Flexible versions every broker of the last years answers (librdkafka's own Fetch fallback is v12).
+_FETCH_VERSION, _LIST_OFFSETS_VERSION, _METADATA_VERSION = 12, 7, 12
+EARLIEST, LATEST = -2, -1
+# A wait of 0 ms is answered by some brokers (Tansu) with no partitions at all.
+MIN_FETCH_WAIT_MS = 10
+NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE = 6, 3, 1
+
+# RecordBatch v2 header: base offset (8), length (4), leader epoch (4), magic (1), crc (4),
+# attributes (2), last offset delta (4), base/max timestamp (16), producer id (8), producer epoch (2),
+# base sequence (4), record count (4).
+_BATCH_HEAD = struct.Struct(">qiibIhiqqqhii")
+_LOG_OVERHEAD = 12
+_TRANSACTIONAL, _CONTROL = 0x10, 0x20
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One record batch of a fetch answer, as its header says and its bytes as they came."""
+
+    first: int
+    last: int
+    producer_id: int
+    transactional: bool
+    control: bool
+    data: memoryview
+
+
+def record_batches(records: bytes | None) -> Iterator[Batch]:
+    """The complete record batches of a Fetch answer's ``records`` (a partial one at the end,
+    cut by max bytes, is left out, as clients do). Old message formats (magic < 2) are skipped."""
+    if not records:
+        return
+    view = memoryview(records)
+    pos = 0
+    while pos + _BATCH_HEAD.size <= len(view):
+        base, length, _epoch, magic, _crc, attrs, delta, _t0, _t1, pid, _pe, _seq, _count = _BATCH_HEAD.unpack_from(
+            view, pos
+        )
+        end = pos + _LOG_OVERHEAD + length
+        if length <= 0 or end > len(view):
+            return
+        if magic >= 2:
+            yield Batch(base, base + delta, pid, bool(attrs & _TRANSACTIONAL), bool(attrs & _CONTROL), view[pos:end])
+        pos = end
+
+
+def aborted_ranges(
+    batches: list[Batch], aborted: list[wire_fetch.FetchResponseAbortedTransaction] | None
+) -> list[OffsetRange]:
+    """Offsets never to deliver: control batches (commit/abort markers) and, under read_committed,
+    the batches of aborted transactions (each from its first offset to its producer's marker)."""
+    out = [OffsetRange(b.first, b.last) for b in batches if b.control]
+    open_aborts = {a.producer_id: a.first_offset for a in aborted or ()}
+    for b in batches:
+        start = open_aborts.get(b.producer_id)
+        if start is None or not b.transactional or b.first < start:
+            continue
+        if b.control:
+            del open_aborts[b.producer_id]  # the abort marker closes it
+        else:
+            out.append(OffsetRange(b.first, b.last))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFetch:
+    """The answer for one partition: its batches, the offsets to archive, the log's start, an error."""
+
+    error_code: int
+    batches: list[Batch]
+    archive: list[OffsetRange]
+    log_start_offset: int
+    high_watermark: int
+
+
+@dataclass(frozen=True, slots=True)
+class Leader:
+    node_id: int
+    leader_epoch: int
+    address: tuple[str, int]
+
+
+# What a read from the cluster may fail with: the broker is gone or slow, or answered nonsense.
+READ_ERRORS = (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError)
+
+
+class ShareRecordFetcher:
+    def __init__(self, bootstrap: list[tuple[str, int]], tls: ssl.SSLContext | None, timeout_s: float) -> None:
+        self.bootstrap = bootstrap
+        self.tls = tls
+        self.timeout_s = timeout_s
+        self._idle: dict[tuple[str, int], list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]] = {}
+        self._leaders: dict[tuple[str, int], Leader] = {}
+        self._correlation = 0
+
+    # --- one request over a pooled connection ------------------------------------------------
+
+    async def _call(
+        self,
+        address: tuple[str, int],
+        key: int,
+        version: int,
+        body: Message,
+        response: type[Message],
+        wait_s: float = 0,
+    ) -> Message:
+        pool = self._idle.setdefault(address, [])
+        reader, writer = pool.pop() if pool else await open_stream(address, self.tls, self.timeout_s)
+        self._correlation = (self._correlation + 1) & 0x7FFFFFFF
+        out = bytearray(4)
+        encode_request_header(RequestHeader(key, version, self._correlation, _CLIENT_ID), 2, out)
+        encode_struct(body, version, True, out)
+        out[0:4] = (len(out) - 4).to_bytes(4, "big")
+        try:
+            writer.write(bytes(out))
+            await writer.drain()
+            payload = await asyncio.wait_for(read_frame(reader, MAX_UPSTREAM_FRAME), self.timeout_s + wait_s)
+        except BaseException:
+            writer.close()
+            raise
+        pool.append((reader, writer))
+        _, pos = decode_response_header(payload, 1)
+        return decode_struct(response, memoryview(payload)[pos:], version, True)
+
+    async def close(self) -> None:
+        for pool in self._idle.values():
+            for _, writer in pool:
+                writer.close()
+                with contextlib.suppress(OSError, ssl.SSLError):
+                    await writer.wait_closed()
+        self._idle.clear()
+
+    # --- leaders -----------------------------------------------------------------------------
+
+    async def leader(self, topic: str, partition: int) -> Leader | None:
+        known = self._leaders.get((topic, partition))
+        if known is not None:
+            return known
+        request = wire_md.MetadataRequest(
+            topics=[wire_md.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False
+        )
+        answer = await self._call(self.bootstrap[0], 3, _METADATA_VERSION, request, wire_md.MetadataResponse)
+        assert isinstance(answer, wire_md.MetadataResponse)
+        brokers = {b.node_id: (b.host, b.port) for b in answer.brokers}
+        for t in answer.topics:
+            for p in t.partitions:
+                if p.error_code == 0 and p.leader_id in brokers and t.name:
+                    self._leaders[(t.name, p.partition_index)] = Leader(
+                        p.leader_id, p.leader_epoch, brokers[p.leader_id]
+                    )
+        return self._leaders.get((topic, partition))
+
+    def forget_leader(self, topic: str, partition: int) -> None:
+        self._leaders.pop((topic, partition), None)
+
+    # --- the two reads ---------------------------------------------------------------------
+
+    async def offsets(self, topic: str, partition: int) -> tuple[int, int] | None:
+        """(earliest, latest) of a partition, None when its leader cannot say."""
+        leader = await self.leader(topic, partition)
+        if leader is None:
+            return None
+        found = []
+        for timestamp in (EARLIEST, LATEST):
+            request = wire_lo.ListOffsetsRequest(
+                replica_id=-1,
+                topics=[
+                    wire_lo.ListOffsetsTopic(
+                        name=topic,
+                        partitions=[wire_lo.ListOffsetsPartition(partition_index=partition, timestamp=timestamp)],
+                    )
+                ],
+            )
+            answer = await self._call(leader.address, 2, _LIST_OFFSETS_VERSION, request, wire_lo.ListOffsetsResponse)
+            assert isinstance(answer, wire_lo.ListOffsetsResponse)
+            p = answer.topics[0].partitions[0] if answer.topics and answer.topics[0].partitions else None
+            if p is None or p.error_code != 0:
+                if p is not None and p.error_code == NOT_LEADER_OR_FOLLOWER:
+                    self.forget_leader(topic, partition)
+                return None
+            found.append(p.offset)
+        # Some brokers (Tansu) answer LATEST with the last batch's base offset + 1, inside that
+        # batch; a Fetch's high watermark is the end every broker agrees on.
+        ends = await self.fetch(leader, [(topic, partition, found[0])], 1, MIN_FETCH_WAIT_MS, False)
+        got = ends.get((topic, partition))
+        latest = max(found[1], got.high_watermark) if got is not None and got.error_code == 0 else found[1]
+        return found[0], latest
+
+    async def fetch(
+        self, leader: Leader, wanted: list[tuple[str, int, int]], max_bytes: int, max_wait_ms: int, read_committed: bool
+    ) -> dict[tuple[str, int], PartitionFetch]:
+        """Fetch ``(topic, partition, offset)`` from one leader in one request."""
+        topics: dict[str, list[wire_fetch.FetchPartition]] = {}
+        for topic, partition, offset in wanted:
+            topics.setdefault(topic, []).append(
+                wire_fetch.FetchPartition(partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes)
+            )
+        request = wire_fetch.FetchRequest(
+            replica_id=-1,
+            max_wait_ms=max_wait_ms,
+            min_bytes=1,
+            max_bytes=max_bytes,
+            isolation_level=1 if read_committed else 0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[
+                wire_fetch.FetchTopic(topic=t, topic_id=uuid.UUID(int=0), partitions=ps) for t, ps in topics.items()
+            ],
+        )
+        answer = await self._call(
+            leader.address, 1, _FETCH_VERSION, request, wire_fetch.FetchResponse, max_wait_ms / 1000
+        )
+        assert isinstance(answer, wire_fetch.FetchResponse)
+        out: dict[tuple[str, int], PartitionFetch] = {}
+        for t in answer.responses:
+            for p in t.partitions:
+                if p.error_code == NOT_LEADER_OR_FOLLOWER:
+                    self.forget_leader(t.topic, p.partition_index)
+                batches = list(record_batches(p.records)) if p.error_code == 0 else []
+                archive = aborted_ranges(batches, p.aborted_transactions if read_committed else None)
+                out[(t.topic, p.partition_index)] = PartitionFetch(
+                    p.error_code, batches, archive, p.log_start_offset, p.high_watermark
+                )
+        return out

@@ -1,0 +1,120 @@
+"""Share sessions (KIP-932): the share-partitions a member fetches, and the session epoch.
+
+Kafka's ``ShareSessionCache`` / ``SharePartitionManager.newContext``, keyed by (group, member):
+
+- ShareFetch with epoch 0 opens a session (replacing one the member had); it may carry no
+  acknowledgements (INVALID_REQUEST), since none can be due in a new session.
+- Any other epoch needs the session (SHARE_SESSION_NOT_FOUND) at exactly that epoch
+  (INVALID_SHARE_SESSION_EPOCH); the session then moves to the next epoch (after 2^31-1: 1).
+- Epoch -1 closes it: the request's acknowledgements are applied and the member's records of
+  that session are released.
+- ShareAcknowledge never opens one (epoch 0 is INVALID_SHARE_SESSION_EPOCH) and does not change
+  the partitions.
+
+Pure: no I/O, no clock. Sessions are per process (as per broker in Kafka): a client that turns
+to another sidecar process gets SHARE_SESSION_NOT_FOUND and opens a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from groupcoord.coordinator.errors import ErrorCode
+
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+_MAX_EPOCH = 2**31 - 1
+
+# (topic name, partition)
+TopicPartition = tuple[str, int]
+
+
+def next_epoch(epoch: int) -> int:
+    if epoch < 0:
+        return FINAL_EPOCH
+    return 1 if epoch >= _MAX_EPOCH else epoch + 1
+
+
+@dataclass(slots=True)
+class ShareSession:
+    group: str
+    member: str
+    epoch: int
+    partitions: dict[TopicPartition, None] = field(default_factory=dict)  # ordered set
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOutcome:
+    error: ErrorCode
+    session: ShareSession | None = None
+    closing: bool = False
+
+
+class ShareSessionCache:
+    def __init__(self, max_sessions: int = 10_000) -> None:
+        self.max_sessions = max_sessions
+        self.sessions: dict[tuple[str, str], ShareSession] = {}
+
+    def get(self, group: str, member: str) -> ShareSession | None:
+        return self.sessions.get((group, member))
+
+    def check_fetch(self, group: str, member: str, epoch: int, has_acks: bool) -> ErrorCode:
+        """The error a ShareFetch gets before anything is done (NONE: it may proceed)."""
+        session = self.sessions.get((group, member))
+        if epoch == INITIAL_EPOCH:
+            if has_acks:
+                return ErrorCode.INVALID_REQUEST
+            if session is None and len(self.sessions) >= self.max_sessions:
+                return ErrorCode.SHARE_SESSION_LIMIT_REACHED
+            return ErrorCode.NONE
+        if session is None:
+            return ErrorCode.SHARE_SESSION_NOT_FOUND
+        if epoch != FINAL_EPOCH and epoch != session.epoch:
+            return ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        return ErrorCode.NONE
+
+    def fetch(
+        self,
+        group: str,
+        member: str,
+        epoch: int,
+        has_acks: bool,
+        wanted: Iterable[TopicPartition],
+        forgotten: Iterable[TopicPartition],
+    ) -> SessionOutcome:
+        """Open, advance or close the member's session for a ShareFetch."""
+        error = self.check_fetch(group, member, epoch, has_acks)
+        if error is not ErrorCode.NONE:
+            return SessionOutcome(error)
+        key = (group, member)
+        if epoch == FINAL_EPOCH:
+            return SessionOutcome(ErrorCode.NONE, self.sessions.pop(key), closing=True)
+        if epoch == INITIAL_EPOCH:
+            session = self.sessions[key] = ShareSession(group, member, next_epoch(INITIAL_EPOCH))
+        else:
+            session = self.sessions[key]
+            session.epoch = next_epoch(session.epoch)
+        for tp in forgotten:
+            session.partitions.pop(tp, None)
+        for tp in wanted:
+            session.partitions[tp] = None
+        return SessionOutcome(ErrorCode.NONE, session)
+
+    def acknowledge(self, group: str, member: str, epoch: int) -> SessionOutcome:
+        """Check and advance (or close) the member's session for a ShareAcknowledge."""
+        if epoch == INITIAL_EPOCH:
+            return SessionOutcome(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
+        key = (group, member)
+        session = self.sessions.get(key)
+        if session is None:
+            return SessionOutcome(ErrorCode.SHARE_SESSION_NOT_FOUND)
+        if epoch == FINAL_EPOCH:
+            return SessionOutcome(ErrorCode.NONE, self.sessions.pop(key), closing=True)
+        if epoch != session.epoch:
+            return SessionOutcome(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
+        session.epoch = next_epoch(session.epoch)
+        return SessionOutcome(ErrorCode.NONE, session)
+
+    def drop_member(self, group: str, member: str) -> ShareSession | None:
+        return self.sessions.pop((group, member), None)

@@ -1,0 +1,235 @@
+"""The share data path's operations on one shard: pure handlers ``(state, now) -> Result``.
+
+The shard that owns a group holds its share-partitions (Kafka's share coordinator keys them by
+group:topic:partition; here the group's shard is that coordinator). ``ShareDataState`` is the
+shard's part: the replayed ``ShareStateStore`` (durable, in ``snapshot()``) and the live
+``SharePartition`` of each share-partition touched since the load (transient: which member holds
+which record until when; a load starts with none, i.e. every lock expired).
+
+Every operation works on the live partitions and returns the records of what changed durably
+(``ShareStateStore.records_for``); the runtime replays them and answers once they are read back,
+as for every other write. The records of one operation go in one batch. No I/O, no clock: the
+caller (``service/share_data.py``) fetches from the cluster and passes the batches and the time in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.runtime.api import CancelTimer, Result, ScheduleTimer, TimerOp
+from groupcoord.coordinator.share.partition import SharePartition
+from groupcoord.coordinator.share.partition_types import (
+    AcknowledgementBatch,
+    AcquiredRecords,
+    OffsetRange,
+    SharePartitionConfig,
+)
+from groupcoord.coordinator.share.state import SharePartitionKey, ShareStateChange, ShareStateStore
+from groupcoord.records import CoordinatorRecord, RecordType
+
+SHARE_STATE_RECORD_TYPES = frozenset({RecordType.SHARE_SNAPSHOT, RecordType.SHARE_UPDATE})
+
+
+@dataclass(frozen=True, slots=True)
+class ShareLockExpiry:
+    """Timer event: the earliest record lock of a share-partition runs out."""
+
+    key: SharePartitionKey
+
+
+def lock_timer_key(key: SharePartitionKey) -> str:
+    return f"share-lock\x00{key.group}\x00{key.topic}\x00{key.partition}"
+
+
+class ShareDataState:
+    """The share-partitions of one shard: durable store (replayed) and live partitions (transient)."""
+
+    def __init__(self) -> None:
+        self.store = ShareStateStore()
+        self.live: dict[SharePartitionKey, SharePartition] = {}
+
+    def replay(self, record: CoordinatorRecord) -> None:
+        self.store.replay(record)
+        k = record.key
+        key = SharePartitionKey(k.group, k.topic, k.partition)
+        if self.store.get(key) is None:
+            # Deleted (tombstones): the live partition goes with it.
+            self.live.pop(key, None)
+
+    def snapshot(self) -> Any:
+        return self.store.picture()
+
+    def partitions_of(self, group: str) -> list[tuple[SharePartitionKey, SharePartition]]:
+        return sorted(((k, sp) for k, sp in self.live.items() if k.group == group), key=lambda kv: repr(kv[0]))
+
+
+@dataclass(slots=True)
+class _Changes:
+    """Collects the records and lock timers of one operation over several share-partitions."""
+
+    state: ShareDataState
+    records: list[CoordinatorRecord] = field(default_factory=list)
+    timers: list[TimerOp] = field(default_factory=list)
+
+    def add(
+        self, key: SharePartitionKey, sp: SharePartition, change: ShareStateChange | None, topic_id: str | None = None
+    ) -> None:
+        # At most one change per share-partition and operation: its record's slot is numbered
+        # from the store as the runtime left it (the runtime replays the records afterwards).
+        if change is not None:
+            self.records += self.state.store.records_for(key, change, topic_id)
+        deadline = sp.next_lock_deadline()
+        if deadline is None:
+            self.timers.append(CancelTimer(lock_timer_key(key)))
+        else:
+            self.timers.append(ScheduleTimer(lock_timer_key(key), deadline, ShareLockExpiry(key)))
+
+    def result(self, response: Any) -> Result[Any]:
+        return Result(response, self.records, self.timers)
+
+
+# --- initialising -----------------------------------------------------------------------------
+
+
+def needs_start(state: ShareDataState, key: SharePartitionKey) -> bool:
+    """Whether the share-partition has neither live nor durable state: its start offset must be
+    looked up (``share.auto.offset.reset``) before ``ensure`` can create it."""
+    return key not in state.live and state.store.get(key) is None
+
+
+def ensure(
+    state: ShareDataState,
+    partitions: Sequence[tuple[SharePartitionKey, SharePartitionConfig, str | None, int | None]],
+) -> Result[None]:
+    """Make each share-partition live: loaded from its durable state (every lock expired), or
+    created at the given start offset (``None``: it needs one and has none: skipped). Returns the
+    records of the creations and of the archivals a load does."""
+    changes = _Changes(state)
+    for key, config, topic_id, start in partitions:
+        if key in state.live:
+            continue
+        durable = state.store.get(key)
+        if durable is not None:
+            sp, change = SharePartition.load(config, durable)
+        elif start is not None:
+            sp, change = SharePartition.create(config, start)
+        else:
+            continue
+        state.live[key] = sp
+        changes.add(key, sp, change, topic_id)
+    return changes.result(None)
+
+
+def fetch_offsets(
+    state: ShareDataState, keys: Iterable[SharePartitionKey]
+) -> dict[SharePartitionKey, tuple[int, bool]]:
+    """Where to fetch each live share-partition that can acquire something from, and whether that
+    is its end (only new records can be had there: the log's fetch may wait for them). Read-only."""
+    out = {}
+    for key in keys:
+        sp = state.live.get(key)
+        if sp is not None and sp.can_acquire():
+            offset = sp.next_fetch_offset()
+            out[key] = (offset, offset >= sp.end_offset)
+    return out
+
+
+# --- acquiring and acknowledging --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """What a fetch of one share-partition from the log returned: its batches (offset ranges) from
+    ``fetch_offset``, and the offsets never to deliver (control records, aborted transactions)."""
+
+    key: SharePartitionKey
+    fetch_offset: int
+    batches: tuple[OffsetRange, ...]
+    archive: tuple[OffsetRange, ...] = ()
+    log_start_offset: int | None = None
+
+
+def acquire(
+    state: ShareDataState, member: str, fetched: Sequence[Fetched], max_records: int, now: int
+) -> Result[dict[SharePartitionKey, tuple[AcquiredRecords, ...]]]:
+    """Acquire for ``member`` what the fetches returned, at most ``max_records`` over all."""
+    changes = _Changes(state)
+    got: dict[SharePartitionKey, tuple[AcquiredRecords, ...]] = {}
+    remaining = max_records
+    for f in fetched:
+        sp = state.live.get(f.key)
+        if sp is None:
+            continue
+        if not f.batches:
+            # Nothing fetched; the log's start may have passed the share-partition's (retention,
+            # DeleteRecords: the fetch was out of range): move with it.
+            if f.log_start_offset is not None and f.log_start_offset > sp.start_offset:
+                changes.add(f.key, sp, sp.update_log_start_offset(f.log_start_offset))
+            continue
+        if remaining <= 0:
+            continue
+        result = sp.acquire(member, f.batches, remaining, now, archive=f.archive, fetch_offset=f.fetch_offset)
+        changes.add(f.key, sp, result.change)
+        if result.records:
+            got[f.key] = result.records
+            remaining -= result.count
+    return changes.result(got)
+
+
+def acknowledge(
+    state: ShareDataState,
+    member: str,
+    acks: Sequence[tuple[SharePartitionKey, SharePartitionConfig, Sequence[AcknowledgementBatch]]],
+    now: int,
+) -> Result[dict[SharePartitionKey, ErrorCode]]:
+    """Apply a member's acknowledgements, each share-partition all or nothing. A share-partition
+    with no live state has no record acquired by anyone (a load expires every lock): its
+    acknowledgements are INVALID_RECORD_STATE, as Kafka answers an expired lock."""
+    changes = _Changes(state)
+    errors: dict[SharePartitionKey, ErrorCode] = {}
+    for key, _config, batches in acks:
+        sp = state.live.get(key)
+        if sp is None:
+            errors[key] = ErrorCode.INVALID_RECORD_STATE
+            continue
+        result = sp.acknowledge(member, batches, now)
+        errors[key] = result.error
+        if result.error is ErrorCode.NONE:
+            changes.add(key, sp, result.change)
+    return changes.result(errors)
+
+
+def release_member(
+    state: ShareDataState, group: str, member: str, keys: Iterable[SharePartitionKey] | None = None
+) -> Result[None]:
+    """The member's records go back (AVAILABLE, or ARCHIVED at the delivery-count limit): it left
+    the group, its session timed out, or it closed its share session (``keys``: that session's
+    share-partitions; ``None``: all of the group's)."""
+    changes = _Changes(state)
+    chosen = state.partitions_of(group) if keys is None else [(k, state.live[k]) for k in keys if k in state.live]
+    for key, sp in chosen:
+        if sp.acquired_by(member):
+            changes.add(key, sp, sp.release_member(member))
+    return changes.result(None)
+
+
+def release_records(state: ShareDataState, group: str, member: str) -> list[CoordinatorRecord]:
+    """``release_member`` for a membership handler that appends the records to its own."""
+    return release_member(state, group, member).records
+
+
+def delete_group_state(state: ShareDataState, group: str) -> list[CoordinatorRecord]:
+    """Tombstones for every share-partition of a deleted group (replayed, they drop the live ones)."""
+    keys = sorted((k for k in state.store.partitions if k.group == group), key=repr)
+    return [r for k in keys for r in state.store.delete_records(k)]
+
+
+def expire_locks(state: ShareDataState, key: SharePartitionKey, now: int) -> Result[None]:
+    changes = _Changes(state)
+    sp = state.live.get(key)
+    if sp is not None:
+        changes.add(key, sp, sp.expire_locks(now))
+    return changes.result(None)

@@ -1,0 +1,205 @@
+"""The share data path's shard operations over ``GroupCoordinatorState``: what they answer, the
+records they write (and that replaying those records gives the live state's durable picture), the
+lock-expiry timer, release on leave, and a reload from the records."""
+
+from __future__ import annotations
+
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.groups.coordinator_state import GroupCoordinatorState
+from groupcoord.coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
+from groupcoord.coordinator.share import shard_ops as ops
+from groupcoord.coordinator.share.partition_types import (
+    AcknowledgementBatch,
+    AcquiredRecords,
+    OffsetRange,
+    SharePartitionConfig,
+)
+from groupcoord.coordinator.share.state import SharePartitionKey
+from groupcoord.records import CoordinatorRecord, RecordType
+
+KEY = SharePartitionKey("g", "t", 0)
+CONFIG = SharePartitionConfig(record_lock_duration_ms=1000, delivery_count_limit=3)
+ACCEPT, RELEASE, REJECT = 1, 2, 3
+
+
+class Shard:
+    """The runtime's part: records replayed into the state, and kept as the log."""
+
+    def __init__(self) -> None:
+        self.state = GroupCoordinatorState()
+        self.log: list[CoordinatorRecord] = []
+
+    def run(self, result: Result[object]) -> object:
+        for r in result.records:
+            self.state.replay(r)
+        self.log += result.records
+        return result.response
+
+    def reloaded(self) -> GroupCoordinatorState:
+        fresh = GroupCoordinatorState()
+        for r in self.log:
+            fresh.replay(r)
+        return fresh
+
+    def durable_matches_live(self) -> bool:
+        data = self.reloaded().share_data
+        return all(
+            data.store.get(k) is not None and data.store.get(k).picture() == sp.durable_picture()  # type: ignore[union-attr]
+            for k, sp in self.state.share_data.live.items()
+        )
+
+
+def _fetched(first: int, last: int, fetch_offset: int | None = None) -> ops.Fetched:
+    return ops.Fetched(KEY, first if fetch_offset is None else fetch_offset, (OffsetRange(first, last),))
+
+
+def test_create_acquire_acknowledge_write_records_that_replay_to_the_live_state() -> None:
+    shard = Shard()
+    data = shard.state.share_data
+    assert ops.needs_start(data, KEY)
+    shard.run(ops.ensure(data, [(KEY, CONFIG, "tid", 10)]))
+    assert [r.type for r in shard.log] == [RecordType.SHARE_SNAPSHOT] and not ops.needs_start(data, KEY)
+    assert ops.fetch_offsets(data, [KEY]) == {KEY: (10, True)}
+    got = shard.run(ops.acquire(data, "m1", [_fetched(10, 14)], 3, now=0))
+    assert got == {KEY: (AcquiredRecords(10, 12, 1),)}
+    got = shard.run(ops.acquire(data, "m2", [_fetched(10, 14)], 10, now=0))
+    assert got == {KEY: (AcquiredRecords(13, 14, 1),)}
+    errors = shard.run(
+        ops.acknowledge(data, "m1", [(KEY, CONFIG, [AcknowledgementBatch(10, 12, (ACCEPT, RELEASE, REJECT))])], now=1)
+    )
+    assert errors == {KEY: ErrorCode.NONE}
+    assert shard.durable_matches_live()
+    # The released record comes back with its count; the accepted and rejected never do.
+    got = shard.run(ops.acquire(data, "m2", [_fetched(10, 14, fetch_offset=11)], 10, now=2))
+    assert got == {KEY: (AcquiredRecords(11, 11, 2),)}
+    assert shard.durable_matches_live()
+
+
+def test_refused_acknowledgements_write_nothing() -> None:
+    shard = Shard()
+    data = shard.state.share_data
+    shard.run(ops.ensure(data, [(KEY, CONFIG, None, 0)]))
+    shard.run(ops.acquire(data, "m1", [_fetched(0, 4)], 10, now=0))
+    before = len(shard.log)
+    for member, batches, code in [
+        ("m2", [AcknowledgementBatch(0, 0, (ACCEPT,))], ErrorCode.INVALID_RECORD_STATE),  # held by m1
+        ("m1", [AcknowledgementBatch(3, 1, (ACCEPT,))], ErrorCode.INVALID_REQUEST),  # first > last
+        ("m1", [AcknowledgementBatch(0, 9, (ACCEPT,))], ErrorCode.INVALID_REQUEST),  # past anything acquired
+    ]:
+        assert shard.run(ops.acknowledge(data, member, [(KEY, CONFIG, batches)], now=1)) == {KEY: code}
+    other = SharePartitionKey("g", "t", 1)
+    assert shard.run(ops.acknowledge(data, "m1", [(other, CONFIG, [AcknowledgementBatch(0, 0, (1,))])], 1)) == {
+        other: ErrorCode.INVALID_RECORD_STATE
+    }
+    assert len(shard.log) == before
+
+
+def test_lock_expiry_timer_releases_and_archives_at_the_limit() -> None:
+    shard = Shard()
+    data = shard.state.share_data
+    shard.run(ops.ensure(data, [(KEY, CONFIG, None, 0)]))
+    result = ops.acquire(data, "m1", [_fetched(0, 0)], 10, now=0)
+    assert ScheduleTimer(ops.lock_timer_key(KEY), 1000, ops.ShareLockExpiry(KEY)) in result.timers
+    shard.run(result)
+    for delivery in (2, 3):
+        expired = ops.expire_locks(data, KEY, now=1000 * delivery)
+        assert CancelTimer(ops.lock_timer_key(KEY)) in expired.timers
+        shard.run(expired)
+        got = shard.run(ops.acquire(data, "m1", [_fetched(0, 0)], 10, now=1000 * delivery))
+        assert got == {KEY: (AcquiredRecords(0, 0, delivery),)}
+    shard.run(ops.expire_locks(data, KEY, now=10_000))
+    # The delivery-count limit (3) reached: archived, never delivered again; the start moved on.
+    assert shard.run(ops.acquire(data, "m1", [_fetched(0, 0)], 10, now=10_000)) == {}
+    assert data.live[KEY].start_offset == 1
+    assert shard.durable_matches_live()
+
+
+def test_release_member_and_reload_from_the_records() -> None:
+    shard = Shard()
+    data = shard.state.share_data
+    shard.run(ops.ensure(data, [(KEY, CONFIG, None, 0)]))
+    shard.run(ops.acquire(data, "m1", [_fetched(0, 9)], 4, now=0))
+    shard.run(ops.acquire(data, "m2", [_fetched(0, 9)], 4, now=0))
+    shard.run(ops.acknowledge(data, "m2", [(KEY, CONFIG, [AcknowledgementBatch(4, 7, (ACCEPT,))])], now=1))
+    shard.run(ops.release_member(data, "g", "m1"))
+    assert data.live[KEY].acquired_by("m1") == []
+    assert shard.durable_matches_live()
+    # A reload (a new owner) knows no live partition: loaded from the records, every lock gone.
+    reloaded = shard.reloaded()
+    assert reloaded.share_data.live == {} and not ops.needs_start(reloaded.share_data, KEY)
+    replica = Shard()
+    replica.state, replica.log = reloaded, list(shard.log)
+    replica.run(ops.ensure(reloaded.share_data, [(KEY, CONFIG, None, None)]))
+    got = replica.run(ops.acquire(reloaded.share_data, "m3", [_fetched(0, 9)], 100, now=5))
+    # 0-3 released by m1 (count 1 kept: now 2), 4-7 accepted, 8-9 new.
+    assert got == {KEY: (AcquiredRecords(0, 3, 2), AcquiredRecords(8, 9, 1))}
+    assert replica.state.snapshot() == replica.reloaded().snapshot()
+
+
+def test_the_group_shard_releases_on_leave_and_runs_the_lock_timer() -> None:
+    from groupcoord.coordinator.group_shard import GroupCoordinatorShard
+    from groupcoord.coordinator.groups.context import RequestContext
+    from groupcoord.coordinator.messages import share_group_heartbeat as sgh
+
+    handlers = GroupCoordinatorShard()
+    shard = Shard()
+    join = sgh.ShareGroupHeartbeatRequest(group_id="g", member_id="m1", member_epoch=0, subscribed_topic_names=["t"])
+    joined = shard.run(handlers.share_group_heartbeat(shard.state, join, 0, RequestContext()))
+    assert isinstance(joined, sgh.ShareGroupHeartbeatResponse) and joined.error_code == 0
+    data = shard.state.share_data
+    shard.run(ops.ensure(data, [(KEY, CONFIG, None, 0)]))
+    shard.run(ops.acquire(data, "m1", [_fetched(0, 1)], 10, now=0))
+    # The lock timer event goes to expire_locks.
+    shard.run(handlers.on_timer(shard.state, ops.ShareLockExpiry(KEY), 5_000))
+    assert data.live[KEY].acquired_by("m1") == []
+    shard.run(ops.acquire(data, "m1", [_fetched(0, 1)], 10, now=5_000))
+    leave = sgh.ShareGroupHeartbeatRequest(group_id="g", member_id="m1", member_epoch=-1)
+    left = shard.run(handlers.share_group_heartbeat(shard.state, leave, 6_000, RequestContext()))
+    assert isinstance(left, sgh.ShareGroupHeartbeatResponse) and left.error_code == 0
+    assert data.live[KEY].acquired_by("m1") == []  # given back in the same write as the leave
+    assert shard.durable_matches_live()
+
+
+def test_a_member_whose_session_times_out_gives_its_records_back() -> None:
+    from groupcoord.coordinator.group_shard import GroupCoordinatorShard
+    from groupcoord.coordinator.groups.context import RequestContext
+    from groupcoord.coordinator.groups.share.timers import ShareSessionTimeout
+    from groupcoord.coordinator.messages import share_group_heartbeat as sgh
+
+    handlers = GroupCoordinatorShard()
+    shard = Shard()
+    for member in ("m1", "m2"):
+        join = sgh.ShareGroupHeartbeatRequest(
+            group_id="g", member_id=member, member_epoch=0, subscribed_topic_names=["t"]
+        )
+        shard.run(handlers.share_group_heartbeat(shard.state, join, 0, RequestContext()))
+    data = shard.state.share_data
+    shard.run(ops.ensure(data, [(KEY, CONFIG, None, 0)]))
+    shard.run(ops.acquire(data, "m1", [_fetched(0, 1)], 10, now=0))
+    shard.run(ops.acquire(data, "m2", [_fetched(0, 3)], 10, now=0))
+    shard.run(handlers.on_timer(shard.state, ShareSessionTimeout("g", "m1"), 50_000))
+    group = shard.state.share.group("g")
+    assert group is not None and set(group.members) == {"m2"}
+    assert data.live[KEY].acquired_by("m1") == [] and data.live[KEY].acquired_by("m2") == [2, 3]
+    assert shard.durable_matches_live()
+
+
+def test_deleting_the_group_deletes_its_share_partitions() -> None:
+    from groupcoord.coordinator.group_shard import GroupCoordinatorShard
+    from groupcoord.coordinator.groups.context import RequestContext
+    from groupcoord.coordinator.messages import share_group_heartbeat as sgh
+
+    handlers = GroupCoordinatorShard()
+    shard = Shard()
+    join = sgh.ShareGroupHeartbeatRequest(group_id="g", member_id="m1", member_epoch=0, subscribed_topic_names=["t"])
+    shard.run(handlers.share_group_heartbeat(shard.state, join, 0, RequestContext()))
+    data = shard.state.share_data
+    other = SharePartitionKey("h", "t", 0)
+    shard.run(ops.ensure(data, [(KEY, CONFIG, None, 0), (other, CONFIG, None, 0)]))
+    shard.run(ops.acquire(data, "m1", [_fetched(0, 1)], 10, now=0))
+    leave = sgh.ShareGroupHeartbeatRequest(group_id="g", member_id="m1", member_epoch=-1)
+    shard.run(handlers.share_group_heartbeat(shard.state, leave, 1, RequestContext()))
+    assert shard.run(handlers.delete_groups(shard.state, ["g"], 2)) == [("g", 0)]
+    for state in (shard.state, shard.reloaded()):
+        assert ops.needs_start(state.share_data, KEY) and not ops.needs_start(state.share_data, other)
+    assert KEY not in data.live

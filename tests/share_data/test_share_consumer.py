@@ -1,0 +1,472 @@
+"""The share data path through a real ``groupcoord serve`` (share groups enabled) in front of the
+local broker, with confluent-kafka's ``ShareConsumer`` (librdkafka 2.16, preview share consumer)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer, TopicCollection, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.messages import share_acknowledge as sa
+from groupcoord.coordinator.messages import share_fetch as sf
+from groupcoord.coordinator.messages import share_group_heartbeat as sgh
+from groupcoord.coordinator.service.metadata_cache import _uuid_from_client
+from groupcoord.local_broker import free_port
+from tests.clients.support import create_topic
+from tests.gateway.wire_client import WireClient
+from tests.integration.serve_process import ServeProcess
+
+pytestmark = pytest.mark.integration
+
+
+SHARE_GROUPS = {"GROUPCOORD_SHARE_GROUPS_ENABLED": "true"}
+
+
+@pytest.fixture
+def serves() -> Iterator[list[ServeProcess]]:
+    started: list[ServeProcess] = []
+    yield started
+    for serve in started:
+        if serve.proc is not None and serve.proc.poll() is None:
+            serve.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_serve(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """One serve for the tests that do not restart it (each uses its own topic and group)."""
+    log = tmp_path_factory.mktemp("share-serve") / "serve.log"
+    # Groups may set record locks down to 1 s (Kafka's broker-level bound is 15 s): the lock-expiry
+    # test takes seconds.
+    env = {**SHARE_GROUPS, "GROUPCOORD_GROUP": json.dumps({"group.share.min.record.lock.duration.ms": "1000"})}
+    serve = ServeProcess(bootstrap, free_port(), f"gc-sf-log-{uuid.uuid4().hex[:10]}", log=log).start(env=env)
+    yield serve
+    serve.stop()
+
+
+def _produce(bootstrap: str, topic: str, count: int, partitions: int, prefix: str = "") -> set[bytes]:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    values = set()
+    for i in range(count):
+        value = f"{prefix}v{i}".encode()
+        producer.produce(topic, value, partition=i % partitions)
+        values.add(value)
+    assert producer.flush(15) == 0
+    return values
+
+
+def _consumer(bootstrap: str, group: str, **extra: str) -> ShareConsumer:
+    return ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **extra})
+
+
+def test_share_consumer_receives_every_record(shared_serve: ServeProcess, bootstrap: str, unique_name: str) -> None:
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 2)
+    serve = shared_serve
+    # Records from before the group: share.auto.offset.reset defaults to latest, so never delivered.
+    old = _produce(bootstrap, topic, 10, 2)
+    consumer = _consumer(serve.bootstrap, group)
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + 20
+    consumer.poll(1)
+    values = _produce(bootstrap, topic, 20, 2, prefix="new-")
+    got: list[bytes] = []
+    while time.monotonic() < deadline and len(got) < len(values):
+        for m in consumer.poll(1):
+            if m.error() is None:
+                got.append(m.value())
+    assert not [m for m in consumer.poll(1) if m.error() is None]
+    consumer.close()
+    assert sorted(got) == sorted(values) and not old & set(got)
+
+
+def _drain(
+    consumers: list[ShareConsumer], want: int, timeout: float = 30, ack: bool = False
+) -> list[tuple[int, bytes, int | None]]:
+    """Poll the consumers in turn until ``want`` records came (each: consumer index, value,
+    delivery count); with ``ack`` (explicit mode) each record is ACCEPTed and committed."""
+    got: list[tuple[int, bytes, int | None]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and len(got) < want:
+        for i, c in enumerate(consumers):
+            messages = [m for m in c.poll(0.3) if m.error() is None]
+            for m in messages:
+                got.append((i, m.value(), m.delivery_count()))
+                if ack:
+                    c.acknowledge(m, AcknowledgeType.ACCEPT)
+            if ack and messages:
+                c.commit_sync(15)
+    return got
+
+
+def _started(serves: list[ServeProcess], bootstrap: str, tmp_path: Path, log_topic: str | None = None) -> ServeProcess:
+    topic = log_topic or f"gc-sf-log-{uuid.uuid4().hex[:10]}"
+    serve = ServeProcess(bootstrap, free_port(), topic, log=tmp_path / f"serve{len(serves)}.log").start(
+        env=SHARE_GROUPS
+    )
+    serves.append(serve)
+    return serve
+
+
+def _joined(serve: ServeProcess, group: str, topic: str, count: int, **extra: str) -> list[ShareConsumer]:
+    """``count`` subscribed consumers, each having fetched once (their share-partitions now exist:
+    share.auto.offset.reset=latest starts them at the end, so produce after this)."""
+    consumers = [_consumer(serve.bootstrap, group, **extra) for _ in range(count)]
+    for c in consumers:
+        c.subscribe([topic])
+    for c in consumers:
+        assert not [m for m in c.poll(1.5) if m.error() is None]
+    return consumers
+
+
+def test_more_consumers_than_partitions_all_receive_and_each_record_is_accepted_once(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    serve = shared_serve
+    consumers = _joined(serve, group, topic, 3, **{"share.acknowledgement.mode": "explicit", "max.poll.records": "5"})
+    values = _produce(bootstrap, topic, 120, 1)
+    got = _drain(consumers, len(values), ack=True)
+    for c in consumers:
+        c.close()
+    # Every record once (all ACCEPTed, so none comes back), and all three consumers took part.
+    assert sorted(v for _, v, _ in got) == sorted(values)
+    assert {i for i, _, _ in got} == {0, 1, 2}
+    assert {count for _, _, count in got} == {1}
+
+
+def test_release_redelivers_with_delivery_count_two_and_reject_archives(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    serve = shared_serve
+    (consumer,) = _joined(serve, group, topic, 1, **{"share.acknowledgement.mode": "explicit"})
+    values = _produce(bootstrap, topic, 5, 1)
+    rejected = b"v0"
+    seen: dict[bytes, list[int | None]] = {}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and sum(len(v) for v in seen.values()) < 2 * len(values) - 1:
+        messages = [m for m in consumer.poll(0.5) if m.error() is None]
+        for m in messages:
+            first = m.value() not in seen
+            seen.setdefault(m.value(), []).append(m.delivery_count())
+            if m.value() == rejected:
+                consumer.acknowledge(m, AcknowledgeType.REJECT)
+            else:
+                consumer.acknowledge(m, AcknowledgeType.RELEASE if first else AcknowledgeType.ACCEPT)
+        if messages:
+            consumer.commit_sync(15)
+    # Nothing more comes: each released record was accepted at its second delivery, the
+    # rejected one is archived.
+    assert not [m for m in consumer.poll(1.5) if m.error() is None]
+    consumer.close()
+    assert seen == {v: [1] if v == rejected else [1, 2] for v in values}
+
+
+def test_records_a_member_holds_past_its_lock_go_to_another(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """A member that stops acknowledging loses its records when their lock runs out (the shard's
+    timer): a ShareConsumer gets them, delivery count 2. The first member is a client on the wire,
+    which fetches only when told (librdkafka's consumer fetches ahead in the background, so two of
+    them race for who holds the records when)."""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    _set_group_config(shared_serve, group, "share.record.lock.duration.ms", "1500")
+    topic_id = _topic_id(bootstrap, topic)
+
+    async def hold() -> list[tuple[int, int, int]]:
+        client = await WireClient.connect("127.0.0.1", shared_serve.port)
+        member = str(uuid.uuid4())
+        await client.call(
+            SHARE_HEARTBEAT,
+            1,
+            sgh.ShareGroupHeartbeatRequest(
+                group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]
+            ),
+        )
+        held: list[tuple[int, int, int]] = []
+        for epoch in (0, 1):
+            if epoch:
+                _produce(bootstrap, topic, 5, 1)
+            partition = sf.ShareFetchRequestFetchPartition(partition_index=0)
+            request = sf.ShareFetchRequest(
+                group_id=group,
+                member_id=member,
+                share_session_epoch=epoch,
+                max_wait_ms=500,
+                max_records=100,
+                topics=[sf.ShareFetchRequestFetchTopic(topic_id=topic_id, partitions=[partition])],
+            )
+            answer = await client.call(SHARE_FETCH, 1, request)
+            assert isinstance(answer, sf.ShareFetchResponse)
+            held += [
+                (a.first_offset, a.last_offset, a.delivery_count)
+                for t in answer.responses
+                for p in t.partitions
+                for a in p.acquired_records
+            ]
+        await client.close()  # the member stays in the group: its records stay locked
+        return held
+
+    assert asyncio.run(hold()) == [(0, 4, 1)]
+    other = _consumer(shared_serve.bootstrap, group, **{"share.acknowledgement.mode": "explicit"})
+    other.subscribe([topic])
+    again = _drain([other], 5, ack=True)
+    other.close()
+    assert sorted(count for _, _, count in again) == [2] * 5
+
+
+def _set_group_config(serve: ServeProcess, group: str, name: str, value: str) -> None:
+    admin = AdminClient({"bootstrap.servers": serve.bootstrap})
+    entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]
+    ).values():
+        future.result(15)
+
+
+def test_read_committed_delivers_no_aborted_record(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """With a real transactional producer. (Tansu keeps no aborted records in the log, only the
+    markers, so here this cannot tell the filter of aborted transactions from none: that filter is
+    checked on record batches in ``test_record_batches.py``.)"""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    _set_group_config(shared_serve, group, "share.isolation.level", "read_committed")
+    (consumer,) = _joined(shared_serve, group, topic, 1)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{unique_name}-txn"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(3):
+        producer.produce(topic, f"aborted-{i}".encode())
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    for i in range(2):
+        producer.produce(topic, f"committed-{i}".encode())
+    producer.commit_transaction(30)
+    got = _drain([consumer], 2)
+    assert not [m for m in consumer.poll(1.5) if m.error() is None]
+    consumer.close()
+    assert sorted(v for _, v, _ in got) == [b"committed-0", b"committed-1"]
+
+
+@pytest.mark.parametrize("kill", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["stop", "kill9"])
+def test_accepted_records_stay_accepted_across_a_restart_of_the_owner(
+    serves: list[ServeProcess], bootstrap: str, unique_name: str, tmp_path: Path, kill: bool
+) -> None:
+    """The share-partitions are rebuilt from the log by the next owner: a stopped process (the
+    shard reloaded from its records by a new process), or one killed with -9 (slow: the next
+    process waits for the placement group to let the dead one go)."""
+    topic, group, log_topic = unique_name, f"{unique_name}-sg", f"gc-sf-log-{uuid.uuid4().hex[:10]}"
+    create_topic(bootstrap, topic, 2)
+    first = _started(serves, bootstrap, tmp_path, log_topic)
+    explicit = {"share.acknowledgement.mode": "explicit", "max.poll.records": "10"}
+    (consumer,) = _joined(first, group, topic, 1, **explicit)
+    values = _produce(bootstrap, topic, 60, 2)
+    accepted = _drain([consumer], 20, ack=True)
+    assert len(accepted) >= 20
+    # Records acquired after the last commit are neither accepted nor released: after the kill
+    # they are delivered again, with their delivery count kept.
+    if kill:
+        first.kill9()
+    consumer.close()
+    if not kill:
+        assert first.stop() == 0
+    second = _started(serves, bootstrap, tmp_path, log_topic)
+    consumer = _consumer(second.bootstrap, group, **explicit)
+    consumer.subscribe([topic])
+    rest = _drain([consumer], len(values) - len(accepted), timeout=60, ack=True)
+    assert not [m for m in consumer.poll(1.5) if m.error() is None]
+    consumer.close()
+    before = {v for _, v, _ in accepted}
+    after = [v for _, v, _ in rest]
+    assert not before & set(after), "an ACCEPTed record was delivered again"
+    assert sorted(before | set(after)) == sorted(values) and len(after) == len(set(after))
+
+
+# --- the wire, with the project's own codec ------------------------------------------------------
+
+SHARE_HEARTBEAT, SHARE_FETCH, SHARE_ACK = 76, 78, 79
+
+
+def _topic_id(bootstrap: str, topic: str) -> uuid.UUID:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the answer comes
+    described = admin.describe_topics(TopicCollection([topic]))
+    return _uuid_from_client(described[topic].result(15).topic_id)
+
+
+def _log_ends(bootstrap: str, log_topic: str) -> list[int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "gc-sf-probe"})
+    try:
+        return [consumer.get_watermark_offsets(TopicPartition(log_topic, p), 10)[1] for p in range(4)]
+    finally:
+        consumer.close()
+
+
+def test_share_fetch_and_acknowledge_on_the_wire(shared_serve: ServeProcess, bootstrap: str, unique_name: str) -> None:
+    """Session epochs and the errors Kafka answers; a refused request writes nothing; an
+    acknowledgement is written before it is answered."""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    topic_id, port, log_topic = _topic_id(bootstrap, topic), shared_serve.port, shared_serve.args[-3]
+
+    async def run() -> None:
+        client = await WireClient.connect("127.0.0.1", port)
+
+        async def fetch(
+            member: str, epoch: int, acks: list[tuple[int, int, int]] | None = None
+        ) -> sf.ShareFetchResponse:
+            batches = [
+                sf.ShareFetchRequestAcknowledgementBatch(first_offset=f, last_offset=la, acknowledge_types=[t])
+                for f, la, t in acks or []
+            ]
+            partition = sf.ShareFetchRequestFetchPartition(partition_index=0, acknowledgement_batches=batches)
+            request = sf.ShareFetchRequest(
+                group_id=group,
+                member_id=member,
+                share_session_epoch=epoch,
+                max_wait_ms=200,
+                max_records=100,
+                topics=[sf.ShareFetchRequestFetchTopic(topic_id=topic_id, partitions=[partition])],
+            )
+            answer = await client.call(SHARE_FETCH, 1, request)
+            assert isinstance(answer, sf.ShareFetchResponse)
+            return answer
+
+        async def ack(member: str, epoch: int, first: int, last: int, kind: int) -> sa.ShareAcknowledgeResponse:
+            batch = sa.ShareAcknowledgeRequestAcknowledgementBatch(
+                first_offset=first, last_offset=last, acknowledge_types=[kind]
+            )
+            partition = sa.ShareAcknowledgeRequestAcknowledgePartition(
+                partition_index=0, acknowledgement_batches=[batch]
+            )
+            request = sa.ShareAcknowledgeRequest(
+                group_id=group,
+                member_id=member,
+                share_session_epoch=epoch,
+                topics=[sa.ShareAcknowledgeRequestAcknowledgeTopic(topic_id=topic_id, partitions=[partition])],
+            )
+            answer = await client.call(SHARE_ACK, 1, request)
+            assert isinstance(answer, sa.ShareAcknowledgeResponse)
+            return answer
+
+        def partition_error(answer: sa.ShareAcknowledgeResponse) -> int:
+            (t,) = answer.responses
+            return t.partitions[0].error_code
+
+        member = str(uuid.uuid4())
+        joined = await client.call(
+            SHARE_HEARTBEAT,
+            1,
+            sgh.ShareGroupHeartbeatRequest(
+                group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]
+            ),
+        )
+        assert isinstance(joined, sgh.ShareGroupHeartbeatResponse) and joined.error_code == 0
+        ends = _log_ends(bootstrap, log_topic)
+        # Refused before anything is done: nothing written.
+        assert (await fetch("not-a-member", 0)).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        assert (await fetch(member, 1)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+        assert (await fetch(member, 0, [(0, 0, 1)])).error_code == ErrorCode.INVALID_REQUEST
+        assert (await ack(member, 0, 0, 0, 1)).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        assert (await ack(member, 1, 0, 0, 1)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+        assert _log_ends(bootstrap, log_topic) == ends
+
+        opened = await fetch(member, 0)  # creates the share-partition at the end (latest)
+        assert opened.error_code == 0 and opened.acquisition_lock_timeout_ms == 30_000  # the default
+        _produce(bootstrap, topic, 3, 1)
+        got = await fetch(member, 1)
+        (t,) = got.responses
+        (p,) = t.partitions
+        assert (t.topic_id, p.error_code) == (topic_id, 0)
+        assert [(a.first_offset, a.last_offset, a.delivery_count) for a in p.acquired_records] == [(0, 2, 1)]
+        assert p.records  # the batches holding them, as the broker returned them
+        assert (await fetch(member, 1)).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH  # stale
+
+        ends = _log_ends(bootstrap, log_topic)
+        assert partition_error(await ack(member, 2, 0, 5, 1)) == ErrorCode.INVALID_REQUEST  # past SPEO
+        assert partition_error(await ack(member, 3, 0, 0, 9)) == ErrorCode.INVALID_REQUEST  # no such type
+        assert _log_ends(bootstrap, log_topic) == ends
+        assert partition_error(await ack(member, 4, 0, 2, 1)) == 0
+        assert _log_ends(bootstrap, log_topic) != ends  # written, and read back, before the answer
+        # Offsets below the start (all done) are skipped, as Kafka does; one in flight that this
+        # member no longer holds is INVALID_RECORD_STATE.
+        assert partition_error(await ack(member, 5, 0, 0, 1)) == 0
+        _produce(bootstrap, topic, 2, 1)
+        got = await fetch(member, 6)
+        assert [(a.first_offset, a.last_offset) for a in got.responses[0].partitions[0].acquired_records] == [(3, 4)]
+        assert partition_error(await ack(member, 7, 4, 4, 1)) == 0
+        ends = _log_ends(bootstrap, log_topic)
+        assert partition_error(await ack(member, 8, 4, 4, 1)) == ErrorCode.INVALID_RECORD_STATE
+        assert _log_ends(bootstrap, log_topic) == ends
+        closed = await fetch(member, -1)  # closes the session, releasing offset 3
+        assert closed.error_code == 0
+        assert (await fetch(member, 9)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+        reopened = await fetch(member, 0)  # a new session fetches at once
+        acquired = reopened.responses[0].partitions[0].acquired_records
+        assert [(a.first_offset, a.last_offset, a.delivery_count) for a in acquired] == [(3, 3, 2)]
+        await client.close()
+
+    asyncio.run(run())
+
+
+def test_a_new_share_partition_starts_at_the_end_of_the_log(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """share.auto.offset.reset=latest: records from before are never delivered, even when the log
+    ends with a batch of several records (Tansu's ListOffsets LATEST points inside it). A partition
+    the topic does not have is UNKNOWN_TOPIC_OR_PARTITION."""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    _produce(bootstrap, topic, 5, 1)  # one batch, offsets 0-4
+    topic_id = _topic_id(bootstrap, topic)
+
+    async def run() -> list[tuple[int, int]]:
+        client = await WireClient.connect("127.0.0.1", shared_serve.port)
+        member = str(uuid.uuid4())
+        await client.call(
+            SHARE_HEARTBEAT,
+            1,
+            sgh.ShareGroupHeartbeatRequest(
+                group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]
+            ),
+        )
+        acquired: list[tuple[int, int]] = []
+        for epoch in (0, 1):
+            if epoch:
+                _produce(bootstrap, topic, 2, 1)
+            # (Partition 7 does not exist: refused, and never part of the session.)
+            partitions = [sf.ShareFetchRequestFetchPartition(partition_index=i) for i in (0, 7)]
+            request = sf.ShareFetchRequest(
+                group_id=group,
+                member_id=member,
+                share_session_epoch=epoch,
+                max_wait_ms=200,
+                max_records=100,
+                topics=[sf.ShareFetchRequestFetchTopic(topic_id=topic_id, partitions=partitions)],
+            )
+            answer = await client.call(SHARE_FETCH, 1, request)
+            assert isinstance(answer, sf.ShareFetchResponse) and answer.error_code == 0
+            errors = {p.partition_index: p.error_code for t in answer.responses for p in t.partitions}
+            assert errors == {0: 0, 7: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+            acquired += [
+                (a.first_offset, a.last_offset)
+                for t in answer.responses
+                for p in t.partitions
+                for a in p.acquired_records
+            ]
+        await client.close()
+        return acquired
+
+    assert asyncio.run(run()) == [(5, 6)]
