@@ -213,10 +213,12 @@ class _Pending:
     written_ms: int = 0  # the host clock at the append, for the stuck-shard watchdog
 
 
-# A record as the shard appended it, to know it again when it is read back: (record, key, value,
-# headers, epoch, (index, count) in its atomic batch or None, as its headers say). A plain tuple:
-# one is made per record written, and a NamedTuple's constructor cost 3% of a commit-heavy run.
-_Written = tuple[CoordinatorRecord, bytes, "bytes | None", Headers, int, "tuple[int, int] | None"]
+# Records as the shard appended them, to know them again when they are read back: (records,
+# their (key, value, headers) as handed to the log, epoch, count of their atomic batch (1: no
+# batch), index of the first of them in that batch). One entry per atomic batch, under the offset
+# of its first record not read back yet; a record outside any batch is an entry of its own. A
+# plain tuple, per batch rather than per record: a 100-partition commit is one entry.
+_Written = tuple[list[CoordinatorRecord], list[LogRecord], int, int, int]
 
 
 class _Timer:
@@ -269,7 +271,7 @@ class Shard(Generic[S]):
         self._queue: list[tuple[Callable[[S, int], Result[Any]], asyncio.Future[Any], object, float]] = []
         self._flush_scheduled = False
         self._pending: deque[_Pending] = deque()
-        # offset -> our appends not yet read back
+        # offset of the first record not yet read back -> our records written from there (``_Written``)
         self._inflight: dict[int, _Written] = {}
         self._parked: dict[Hashable, asyncio.Future[Any]] = {}
         self._timers: dict[str, _Timer] = {}
@@ -416,24 +418,24 @@ class Shard(Generic[S]):
         foreign: int | None = None
         inflight = self._inflight
         try:
-            for msg in messages:
+            i, count = 0, len(messages)
+            while i < count:
+                msg = messages[i]
                 offset = msg.offset()
                 if offset is None or offset < replayer.next_offset:
+                    i += 1
                     continue
-                key, value, headers = msg.key(), msg.value(), msg.headers()
                 ours = inflight.pop(offset, None)
-                # Skip decoding only if the record at this offset really is the one we wrote:
-                # another writer (a zombie, or the owner we fenced) may have taken the offset,
-                # even with the very same bytes (both handled the same heartbeat): the headers
-                # (its epoch) tell them apart, and the zombie's is fenced on replay.
-                decoded = None
-                if ours is not None and ours[1] == key and ours[2] == value and ours[3] == list(headers or ()):
-                    if replayer.feed_own(offset, ours[0], ours[4], ours[5]):
-                        continue
-                    decoded = ours[0]
-                if foreign is None and decoded is None and (ours is not None or offset >= self.next_offset):
+                if ours is not None:
+                    read, mismatch = self._read_own(messages, i, offset, ours)
+                    i += read
+                    if foreign is None:
+                        foreign = mismatch
+                    continue
+                if foreign is None and offset >= self.next_offset:
                     foreign = offset
-                replayer.feed(offset, key, value, headers, decoded)
+                replayer.feed(offset, msg.key(), msg.value(), msg.headers())
+                i += 1
         except Exception as exc:  # a replay bug must not leave a half-applied state serving
             self._fail(replayer.failure(exc))
             return
@@ -448,6 +450,45 @@ class Shard(Generic[S]):
             self.reload(f"another writer appended at offset {foreign}")
             return
         self._release()
+
+    def _read_own(self, messages: list[Message], start: int, offset: int, ours: _Written) -> tuple[int, int | None]:
+        """Feed the records read from ``messages[start]`` on (at ``offset``) that ``ours`` were
+        written as; (how many were fed, the first offset holding something else or None).
+
+        Skips decoding only where the record read is the one we wrote: another writer (a zombie,
+        or the owner we fenced) may have taken the offset, even with the very same bytes (both
+        handled the same heartbeat): the headers (its epoch) tell them apart, and the zombie's
+        is fenced on replay. A whole atomic batch read back unchanged, the common case, is
+        compared as one list and applied at once (``LogReplayer.feed_own_batch``)."""
+        records, written, epoch, count, base = ours
+        replayer = self._replayer
+        size = len(written)
+        chunk = messages[start : start + size]
+        if len(chunk) == size > 1 and chunk[-1].offset() == offset + size - 1:
+            read_back = [(msg.key(), msg.value(), msg.headers()) for msg in chunk]
+            if read_back == written and replayer.feed_own_batch(offset, records, epoch, count, base):
+                return size, None
+        mismatch: int | None = None
+        fed = 0
+        for msg in chunk:
+            at = msg.offset()
+            if at != offset + fed:
+                break  # a gap in our own offsets: the caller reads on from there
+            key, value, headers = msg.key(), msg.value(), msg.headers()
+            decoded: CoordinatorRecord | None = None
+            if (key, value, headers) == written[fed]:
+                decoded = records[fed]
+                batch = (base + fed, count) if count > 1 else None
+                if replayer.feed_own(at, decoded, epoch, batch):
+                    fed += 1
+                    continue
+            elif mismatch is None:
+                mismatch = at
+            replayer.feed(at, key, value, headers, decoded)
+            fed += 1
+        if fed < size:  # the rest is read later: known again by the offset of its first record
+            self._inflight[offset + fed] = (records[fed:], written[fed:], epoch, count, base + fed)
+        return fed, mismatch
 
     def on_error(self, generation: int, error: KafkaError) -> None:
         if generation != self.generation:
@@ -582,18 +623,22 @@ class Shard(Generic[S]):
     ) -> None:
         """Give the records their offsets (remembered, so reading them back skips decoding) and
         their headers: the shard epoch, and the batch position when they must apply together."""
-        count = len(records) if atomic else 1
+        total = len(records)
+        if total == 0:
+            return
         epoch, inflight, offset = self.epoch, self._inflight, self.next_offset
-        headers_of = batch_headers(epoch, count)
-        for i, (record, (key, value)) in enumerate(zip(records, encoded, strict=True)):
-            if count > 1:
-                headers, batch = headers_of[i], (i, count)
-            else:
-                headers, batch = headers_of[0], None
-            inflight[offset] = (record, key, value, headers, epoch, batch)
-            out.append((key, value, headers))
-            offset += 1
-        self.next_offset = offset
+        if atomic and total > 1:
+            headers_of = batch_headers(epoch, total)
+            written = [(key, value, headers) for (key, value), headers in zip(encoded, headers_of, strict=True)]
+            inflight[offset] = (records, written, epoch, total, 0)
+            out.extend(written)
+        else:
+            headers = batch_headers(epoch, 1)[0]
+            for i, (record, (key, value)) in enumerate(zip(records, encoded, strict=True)):
+                one: LogRecord = (key, value, headers)
+                inflight[offset + i] = ([record], [one], epoch, 1, 0)
+                out.append(one)
+        self.next_offset = offset + total
 
     def _oversized(self, encoded: list[tuple[bytes, bytes | None]]) -> str:
         limit = self.host.max_record_bytes
