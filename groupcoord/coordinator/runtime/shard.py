@@ -35,7 +35,8 @@ from groupcoord.coordinator.runtime.clock import Clock
 from groupcoord.coordinator.runtime.headers import Headers, batch_headers
 from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
 from groupcoord.coordinator.runtime.replayer import LogReplayer
-from groupcoord.records import CoordinatorRecord, encode
+from groupcoord.records import CoordinatorRecord
+from groupcoord.records.codec import encode_all
 
 log = logging.getLogger(__name__)
 
@@ -557,7 +558,7 @@ class Shard(Generic[S]):
             observer.dequeued(started - queued_at)
             try:
                 result = op(self.live, now)
-                encoded = [encode(r) for r in result.records]
+                encoded = encode_all(result.records)
             except Exception as exc:  # the handler wrote nothing: its caller gets the error
                 fut.set_exception(exc)
                 continue
@@ -609,7 +610,7 @@ class Shard(Generic[S]):
     ) -> None:
         first_offset = self.next_offset
         out: list[LogRecord] = []
-        self._stage(records, [encode(r) for r in records], out, atomic)
+        self._stage(records, encode_all(records), out, atomic)
         now = self.host.clock.now_ms()
         self._pending.append(_Pending(self.next_offset - 1, fut, response, None, time.perf_counter(), now))
         self._send(out, first_offset)
