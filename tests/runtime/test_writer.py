@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from groupcoord.coordinator.runtime.headers import batch_headers
 from groupcoord.coordinator.runtime.log import LogWriter
 from groupcoord.local_broker import free_port
 
@@ -16,3 +24,42 @@ def test_the_writer_lingers_under_a_millisecond() -> None:
         assert writer.settings["enable.idempotence"] is True
     finally:
         writer.close(0)
+
+
+def test_appended_records_land_as_handed_over_in_order_and_stamped_now(bootstrap: str, unique_name: str) -> None:
+    # produce() is called with positional arguments (cheaper than keywords): key, value,
+    # partition, headers and the timestamp (0: now) must still land where they belong.
+    topic = f"writer-{unique_name}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+    writer = LogWriter({"bootstrap.servers": bootstrap}, topic)
+    headers = batch_headers(7, 3)
+    records = [(b"k0", b"v0", headers[0]), (b"k1", None, headers[1]), (b"k2", b"v2", headers[2])]
+    done = threading.Event()
+    reports: list[list[tuple[KafkaError | None, int]]] = []
+
+    def delivered(r: list[tuple[KafkaError | None, int]]) -> None:
+        reports.append(r)
+        done.set()
+
+    try:
+        writer.append(1, records, delivered)
+        assert done.wait(30)
+    finally:
+        writer.close()
+    assert reports == [[(None, 0), (None, 1), (None, 2)]]
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name, "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, 1, 0)])
+    read: list[Any] = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(read) < 3 and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                read.append(msg)
+    finally:
+        consumer.close()
+    assert [(m.partition(), m.offset(), m.key(), m.value(), m.headers()) for m in read] == [
+        (1, i, key, value, list(h)) for i, (key, value, h) in enumerate(records)
+    ]
+    assert all(abs(m.timestamp()[1] / 1000 - time.time()) < 300 for m in read)
