@@ -54,8 +54,10 @@ class ShardHandlers(Protocol[S]):
     def on_timer(self, state: S, event: Any, now_ms: int) -> Result[None]: ...
 
 
-# (index of the record in its append call, error or None, offset it was written at or -1)
-DeliveryReport = Callable[[int, KafkaError | None, int], None]
+# The report of ``count`` records of an append call from the one at ``index`` on: (index, count,
+# error or None, offset the last of them was written at or -1). A host reports record by record
+# (count 1) or whole appends at once (the runtime: one report per append, see ``LogWriter``).
+DeliveryReport = Callable[[int, int, KafkaError | None, int], None]
 LogRecord = tuple[bytes, bytes | None, Headers]
 
 
@@ -72,9 +74,11 @@ class ShardHost(Protocol):
     max_record_bytes: int
 
     def append(self, partition: int, records: list[LogRecord], on_delivered: DeliveryReport) -> None:
-        """Append in order. Never raises: every record gets exactly one ``on_delivered`` call, on
-        the loop thread, including records the writer refused synchronously. The host replaces
-        a writer that failed fatally (a fenced idempotent producer) before reporting."""
+        """Append in order. Never raises: every record is in exactly one ``on_delivered`` report,
+        on the loop thread, including records the writer refused synchronously; a report of
+        several records without an error says that all of them were written, the last at its
+        offset, and one with an error that none of them can be counted on. The host replaces a
+        writer that failed fatally (a fenced idempotent producer) before reporting."""
         ...
 
     def load(self, partition: int, generation: int, load: ShardLoad) -> None:
@@ -498,8 +502,9 @@ class Shard(Generic[S]):
         if error.fatal() or error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
             self._fail(f"log partition unreadable: {error}")
 
-    def on_delivery(self, generation: int, expected: int, error: KafkaError | None, offset: int) -> None:
-        self._unreported = max(0, self._unreported - 1)
+    def on_delivery(self, generation: int, expected: int, error: KafkaError | None, offset: int, count: int = 1) -> None:
+        """``count`` records reported, the last of which was to land at ``expected``."""
+        self._unreported = max(0, self._unreported - count)
         if generation == self.generation:
             if error is not None:
                 self.reload(f"append failed: {error}")
@@ -654,10 +659,11 @@ class Shard(Generic[S]):
         self._unreported += len(out)
         last, handed_at = len(out) - 1, time.perf_counter()
 
-        def delivered(index: int, err: KafkaError | None, offset: int) -> None:
-            if index == last:
+        def delivered(index: int, count: int, err: KafkaError | None, offset: int) -> None:
+            end = index + count - 1
+            if end == last:
                 self.observer.flushed(time.perf_counter() - handed_at)
-            self.on_delivery(generation, first_offset + index, err, offset)
+            self.on_delivery(generation, first_offset + end, err, offset, count)
 
         self.host.append(self.partition, out, delivered)
 
