@@ -275,6 +275,9 @@ class Placement:
         Returns what was handed over (empty when there is no other process to take them). Called
         by ``close`` once the placement thread has stopped."""
         assert self._producer is not None
+        # Who else owns shards, as of now (a peer that joined a moment ago is not in the last refresh).
+        self._refresh_owners()
+        self._read_directory()
         candidates = []
         for node in self.live_nodes()[1:]:
             peer = self.incarnations.get(node.node_id)
