@@ -142,7 +142,8 @@ def timeline(workdir: Path) -> dict[str, Any]:
                     for step, pattern in _SURVIVOR_STEPS.items():
                         if start <= t < start + 30 and pattern.search(text):
                             steps[step] = min(steps.get(step, t), t)
-            stops.append({k: round(v - start, 3) for k, v in steps.items()})
+            if "assigned" in steps:  # not the drill's own teardown, which stops every process
+                stops.append({k: round(v - start, 3) for k, v in steps.items()})
     keys = ["stopping", "handed_over", "left", *_SURVIVOR_STEPS]
     return {
         "stops": len(stops),

@@ -245,7 +245,7 @@ class Placement:
         if self._thread is not None:
             self._thread.join(10)
         handed: dict[int, Handover] = {}
-        if hand_over:
+        if hand_over and self._consumer is not None:  # (None: it never joined, so it owns nothing)
             try:
                 handed = self.hand_over(hand_over)
             except (KafkaException, BufferError) as exc:
