@@ -600,6 +600,7 @@ async def _serving_with(
             readiness.set_cluster_problem(watch.problem)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 0.2)
+        say.info("stopping: handing the shards over")  # the start of a graceful stop, for its timeline
         return 0
     finally:
         readiness.set_listening(False)
@@ -651,7 +652,11 @@ async def _leave_placement(
     for p in owned:
         runtime.unload_shard(p)
     member_id = placement.me_now.member_id
-    await asyncio.to_thread(placement.close)  # a dynamic member's LeaveGroup
+    # Successors take the shards now (runtime/handover.py), then a dynamic member's LeaveGroup.
+    handed = await asyncio.to_thread(placement.close, owned)
+    if handed:
+        to = ", ".join(f"{p} to node {h.successor}" for p, h in sorted(handed.items()))
+        say.info(f"placement: shards handed over ahead of the rebalance: {to}")
     instance_id = placement.config.instance_id
     if instance_id is not None and member_id is not None and remover is not None:
         # librdkafka sends no LeaveGroup for a static member: without one its shards would wait

@@ -47,7 +47,9 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from groupcoord.coordinator.logs import drain
+from groupcoord.coordinator.runtime import handover
 from groupcoord.coordinator.runtime.group_offsets import GroupOffsetsQuery
+from groupcoord.coordinator.runtime.handover import Handover, Successor
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +172,10 @@ class Placement:
         # Earlier processes with this node id on this machine and address (restarted after a crash).
         self.predecessors: list[Incarnation] = []
         self.me_now = Incarnation(uuid.uuid4().hex, None, config.instance_id, boot_id(), config.bound)
+        # Shards handed over by a stopping process, to route meanwhile (``handover.py``), and the
+        # ones this process took over that way, ahead of the placement rebalance.
+        self.handovers: dict[int, Handover] = {}
+        self.taken: dict[int, int] = {}  # partition -> the node id that handed it over
         self.rebalances = 0
         self._announce: set[int] = set()
         self._refresh_now = threading.Event()
@@ -232,10 +238,18 @@ class Placement:
         self._thread = threading.Thread(target=self._loop, name="placement", daemon=True)
         self._thread.start()
 
-    def close(self) -> None:
+    def close(self, hand_over: list[int] | None = None) -> dict[int, Handover]:
+        """Leave the group; at a graceful stop, first hand ``hand_over`` (shards that stopped
+        serving here) to successors (``hand_over``). Returns what was handed over."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
+        handed: dict[int, Handover] = {}
+        if hand_over and self._consumer is not None:  # (None: it never joined, so it owns nothing)
+            try:
+                handed = self.hand_over(hand_over)
+            except (KafkaException, BufferError) as exc:
+                log.warning("placement handover failed (%s); the shards move at the rebalance", exc)
         for client in (self._consumer, self._directory):
             if client is not None:
                 try:
@@ -244,6 +258,7 @@ class Placement:
                     log.warning("placement client close failed: %s", exc)
         if self._producer is not None:
             self._producer.flush(1)
+        return handed
 
     def refresh_soon(self) -> None:
         self._refresh_now.set()
@@ -254,10 +269,36 @@ class Placement:
         self._reannounce.set()
         self._refresh_now.set()
 
-    def _register(self) -> None:
+    def hand_over(self, shards: list[int], timeout_s: float = 5.0) -> dict[int, Handover]:
+        """A graceful stop, once ``shards`` have stopped serving here: name a successor for each
+        in this process's directory entry (``handover.py``) and wait until the cluster has it.
+        Returns what was handed over (empty when there is no other process to take them). Called
+        by ``close`` once the placement thread has stopped."""
+        assert self._producer is not None
+        # Who else owns shards, as of now (a peer that joined a moment ago is not in the last refresh).
+        self._refresh_owners()
+        self._read_directory()
+        candidates = []
+        for node in self.live_nodes()[1:]:
+            peer = self.incarnations.get(node.node_id)
+            if peer is not None:
+                candidates.append(Successor(node.node_id, peer.incarnation, peer.member_id))
+        chosen = handover.choose_successors(shards, candidates)
+        if not chosen:
+            return {}
+        mine = self.me_now.incarnation
+        handed = {p: Handover(self.me.node_id, mine, s.node_id, s.incarnation) for p, s in chosen.items()}
+        # Routed to the successors from now on, by this process too while its listener still answers.
+        self.handovers = {**self.handovers, **handed}
+        self._register(handover.encode(chosen))
+        if self._producer.flush(timeout_s) > 0:
+            log.warning("placement handover not acknowledged; the shards move at the rebalance")
+        return handed
+
+    def _register(self, handed_over: dict[str, Any] | None = None) -> None:
         assert self._producer is not None
         me = self.me_now
-        entry = {
+        entry: dict[str, Any] = {
             "host": self.me.host,
             "port": self.me.port,
             "incarnation": me.incarnation,
@@ -266,6 +307,8 @@ class Placement:
             "boot": me.boot_id,
             "bound": me.bound,
         }
+        if handed_over:
+            entry["handover"] = handed_over
         self._producer.produce(
             self.config.directory_topic, key=str(self.me.node_id).encode(), value=json.dumps(entry).encode()
         )
@@ -273,9 +316,15 @@ class Placement:
     # --- lookups (any thread) ------------------------------------------------------------------
 
     def owner(self, partition: int) -> Node | None:
-        if partition in self.assigned:
+        moved = self.handovers.get(partition)
+        if moved is not None and moved.leaver_incarnation == self.me_now.incarnation:
+            return self.nodes.get(moved.successor)  # this process is stopping and handed it over
+        if partition in self.assigned or partition in self.taken:
             return self.me
         node_id = self.owners.get(partition)
+        if moved is not None and node_id == moved.leaver:
+            # Handed over ahead of the placement rebalance, which has not announced it yet.
+            return None if moved.successor == self.me.node_id else self.nodes.get(moved.successor)
         if node_id is None or node_id == self.me.node_id:
             # Our own old commit for a shard we no longer hold says nothing about its owner now.
             return None
@@ -297,12 +346,20 @@ class Placement:
     def _assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.rebalances += 1
         mine = sorted(tp.partition for tp in partitions)
+        # A rebalance completed: the owners it announces are the truth again (``handover.py``).
+        self.handovers = {}
         if self.config.assignment_strategy != "cooperative-sticky":
-            # Eager: the assignment is the whole set; anything not in it must go first.
-            stale = sorted(self.assigned - set(mine))
+            # Eager: the assignment is the whole set; anything not in it must go first (shards
+            # taken over from a stopping process too).
+            stale = sorted((self.assigned | set(self.taken)) - set(mine))
+            self.taken = {}
             if stale:
                 self.assigned = frozenset(self.assigned - set(stale))
                 self._on_revoked(stale, False)
+        else:
+            # Cooperative: a shard taken over and now assigned stays; the others go once another
+            # process announces them (``_release_taken``).
+            self.taken = {p: n for p, n in self.taken.items() if p not in mine}
         if self.config.assignment_strategy == "cooperative-sticky":
             consumer.incremental_assign(partitions)
         else:
@@ -340,6 +397,9 @@ class Placement:
             pass
         else:
             # Stop serving before the rebalance can hand the shards to another process.
+            if lost and self.taken:
+                gone = sorted(set(gone) | set(self.taken))
+                self.taken = {}
             self.assigned = frozenset(self.assigned - set(gone))
             self._announce -= set(gone)
             if gone:
@@ -375,6 +435,7 @@ class Placement:
                 if self._refresh_now.is_set() or now >= next_refresh:
                     self._refresh_now.clear()
                     self._refresh_owners()
+                    self._release_taken()
                     next_refresh = now + self.config.refresh_interval_ms / 1000
             except Exception as exc:  # the thread must outlive any one failed call
                 log.warning("placement loop: %r", exc)
@@ -402,6 +463,8 @@ class Placement:
             return 0
         nodes = dict(self.nodes)
         incarnations = dict(self.incarnations)
+        # node id -> the handover of its latest entry in this batch (None: a later entry has none)
+        handed: dict[int, dict[int, Handover] | None] = {}
         for msg in messages:
             if msg.error() is not None or msg.key() is None:
                 continue
@@ -411,6 +474,7 @@ class Placement:
                 if value is None:
                     nodes.pop(node_id, None)
                     incarnations.pop(node_id, None)
+                    handed[node_id] = None
                     continue
                 entry = json.loads(value)
                 node = Node(node_id, str(entry["host"]), int(entry["port"]))
@@ -418,6 +482,11 @@ class Placement:
             except (ValueError, KeyError, TypeError) as exc:
                 log.warning("ignoring a malformed directory record: %s", exc)
                 continue
+            if incarnation is None or incarnation.incarnation != self.me_now.incarnation:
+                # (This process's own entry leaves what a predecessor of its node id handed over.)
+                handed[node_id] = None
+                if incarnation is not None and "handover" in entry and self._vouched(node):
+                    handed[node_id] = handover.decode(node_id, incarnation.incarnation, entry["handover"])
             if node_id == self.me.node_id:
                 # This process's own entry always comes from itself; an earlier process's entry
                 # for the same node id may name a member it left in the group (``PeerWatch``).
@@ -440,7 +509,45 @@ class Placement:
         nodes[self.me.node_id] = self.me
         self.nodes = nodes
         self.incarnations = incarnations
+        moved = {p: h for p, h in self.handovers.items() if h.leaver not in handed}
+        for found in handed.values():
+            if found:
+                moved.update(found)
+        if moved != self.handovers:
+            self.handovers = moved
+            self._take_over()
         return len(messages)
+
+    def _take_over(self) -> None:
+        """Load the shards a stopping process named this one to take (``handover.py``)."""
+        mine = self.me_now.incarnation
+        offered = {p: h for p, h in self.handovers.items() if h.successor_incarnation == mine}
+        offered = {p: h for p, h in offered.items() if p not in self.assigned and p not in self.taken}
+        if not offered or self._stop.is_set() or self._owners_query is None:
+            return
+        # Only while the owners still name the stopping process: once the rebalance has given a
+        # shard to someone, that process announced it (read again now, not as last refreshed).
+        self._refresh_owners()
+        take = sorted(p for p, h in offered.items() if self.owners.get(p) == h.leaver)
+        if not take:
+            return
+        log.info(
+            "placement: taking over shards %s from node %d, which is stopping, ahead of the rebalance",
+            take,
+            offered[take[0]].leaver,
+        )
+        self.taken = {**self.taken, **{p: offered[p].leaver for p in take}}
+        self._on_assigned(take)
+
+    def _release_taken(self) -> None:
+        """Drop shards taken over from a stopping process once another process announces them."""
+        if not self.taken:
+            return
+        owners = self.owners
+        gone = sorted(p for p, leaver in self.taken.items() if owners.get(p, leaver) not in (leaver, self.me.node_id))
+        if gone:
+            self.taken = {p: n for p, n in self.taken.items() if p not in gone}
+            self._on_revoked(gone, False)
 
     def _vouched(self, node: Node) -> bool:
         """Whether a directory entry may be used for routing.
