@@ -43,6 +43,7 @@ from groupcoord.coordinator.runtime.headers import make_headers, parse_headers
 from groupcoord.records import CoordinatorRecord, RecordCodec, RecordDecodeError, RecordType
 from groupcoord.records.codec import DEFAULT_CODEC, record_type_of
 from groupcoord.records.definitions import ShardEpochKey
+from groupcoord.records.offset_commit_decoding import OffsetCommitRuns
 
 # The runtime's own records drive the log rules, so they are decoded as soon as they are read.
 _RUNTIME_TYPES = frozenset({int(RecordType.SHARD_EPOCH), int(RecordType.BATCH_ABORT), int(RecordType.LOG_SKIP)})
@@ -60,6 +61,11 @@ BULK_MIN_RUN = 16
 _headers_of = operator.methodcaller("headers")
 _offset_of = operator.itemgetter(0)
 _key_of = operator.methodcaller("key")
+
+
+def _as_raw(key: bytes, item: _Raw | LogMessage) -> _Raw:
+    """A deferred load's latest record of ``key``, as (offset, key, value)."""
+    return item if isinstance(item, tuple) else (item.offset() or 0, key, item.value())
 
 
 class LogMessage(Protocol):
@@ -306,19 +312,38 @@ class LogReplayer:
             offset = min(self._unreadable)
             raise LogReadError(self.topic, self.partition, offset, self._unreadable[offset])
         latest, self._latest = self._latest, None
+        latest = latest or {}
         survivors = [
-            item if isinstance(item, tuple) else (item.offset() or 0, key, item.value())
-            for key, item in (latest or {}).items()
+            item if isinstance(item, tuple) else (item.offset() or 0, key, item.value()) for key, item in latest.items()
         ]
         # In the order of those last records: what compaction would leave of the log.
         survivors.sort(key=_offset_of)
         self._survivors = survivors
-        self._values = {raw[1]: raw for raw in survivors}
+        # What ``restores`` may ask for: the keys whose latest record was not applied.
+        wanted = self._shadowed.union(item[1] for _, item in self._buffer if isinstance(item, tuple))
+        self._values = {key: _as_raw(key, latest[key]) for key in wanted if key in latest}
 
     def replay_survivors(self) -> None:
         """Second half of ``finish``: decode and replay the survivors ``end_read`` set aside."""
         survivors, self._survivors = self._survivors, []
-        for raw in survivors:
+        # Runs of OffsetCommit records (most of a log of many groups) go to the states with their
+        # values left encoded, where every target takes them so; any other record, and any
+        # OffsetCommit record those runs do not take, is decoded and applied here, in order.
+        replays = [getattr(target, "replay_encoded_offsets", None) for target in self.targets]
+        runs = OffsetCommitRuns() if None not in replays else None
+        at, end = 0, len(survivors)
+        while at < end:
+            if runs is not None:
+                taken, stop = runs.read(survivors, at)
+                if taken:
+                    for replay in replays:
+                        replay(taken)  # type: ignore[misc]
+                    self.applied += stop - at
+                at = stop
+                if at == end:
+                    break
+            raw = survivors[at]
+            at += 1
             try:
                 self._apply(raw)
             except LogReadError as exc:
