@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 # Thawed this often: a full walk of everything once a minute, instead of again and again.
@@ -75,3 +77,19 @@ class SurvivorFreezer:
 
 # The one the runtimes of this process share.
 SHARED = SurvivorFreezer()
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic collector held off meanwhile, if it was on: for a burst that makes only
+    long-lived state (a load's survivors replayed into the fresh states, hundreds of thousands
+    of containers for a shard of many groups), which young collections would walk again and
+    again for nothing (measured: 0.3-0.4 us a record instead of 1 us)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
