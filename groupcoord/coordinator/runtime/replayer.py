@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from groupcoord.coordinator.runtime.api import ShardState
-from groupcoord.coordinator.runtime.headers import make_headers, parse_headers
+from groupcoord.coordinator.runtime.headers import batch_headers, make_headers, parse_headers
 from groupcoord.records import CoordinatorRecord, RecordCodec, RecordDecodeError, RecordType
 from groupcoord.records.codec import DEFAULT_CODEC, record_type_of
 from groupcoord.records.definitions import ShardEpochKey
@@ -61,6 +61,21 @@ BULK_MIN_RUN = 16
 _headers_of = operator.methodcaller("headers")
 _offset_of = operator.itemgetter(0)
 _key_of = operator.methodcaller("key")
+
+
+def _whole_batches_within(headers: list[Any]) -> tuple[int, int] | None:
+    """(start, end) of the whole batches a run holds, from its first record's batch header
+    (where the next batch starts) and the batches' size; None for a run that starts outside
+    any batch (or with headers that do not read)."""
+    try:
+        _, batch = parse_headers(headers[0])
+    except ValueError:
+        return None
+    if batch is None:
+        return None
+    index, count = batch
+    start = (count - index) % count
+    return start, start + (len(headers) - start) // count * count
 
 
 def _as_raw(key: bytes, item: _Raw | LogMessage) -> _Raw:
@@ -248,6 +263,15 @@ class LogReplayer:
     def _feed_range(self, messages: Sequence[LogMessage], headers: list[Any], keys: list[bytes | None]) -> None:
         if len(messages) >= BULK_MIN_RUN and not self._buffer and self._take_run(messages, headers, keys):
             return
+        # A delivery of atomic batches rarely starts and ends on a batch's edges: its partial
+        # batches at either end go record by record, and the whole ones between in bulk.
+        aligned = _whole_batches_within(headers) if len(messages) >= BULK_MIN_RUN else None
+        if aligned is not None and aligned != (0, len(messages)) and aligned[1] - aligned[0] >= BULK_MIN_RUN:
+            start, end = aligned
+            self._feed_each(messages[:start])
+            self._feed_range(messages[start:end], headers[start:end], keys[start:end])
+            self._feed_each(messages[end:])
+            return
         if len(messages) < 2 * BULK_MIN_RUN:
             self._feed_each(messages)
             return
@@ -260,8 +284,11 @@ class LogReplayer:
         first, last = messages[0].offset(), messages[-1].offset()
         if first is None or last is None or first < self.next_offset or self._latest is None:
             return False
-        # The headers ``make_headers`` gives a record outside a batch, at the current epoch.
-        if headers.count(make_headers(self.max_epoch, 0, 1)) != len(headers):
+        # The headers ``make_headers`` gives a record outside a batch, at the current epoch, or
+        # whole atomic batches of it (each then applied as it ends, in order).
+        if headers.count(make_headers(self.max_epoch, 0, 1)) != len(headers) and not self._whole_batches(
+            headers, last - first
+        ):
             return False
         try:
             if min(keys) < _LOWEST_STATE_KEY or max(keys) >= _FIRST_RUNTIME_KEY:  # type: ignore[type-var,operator]
@@ -275,6 +302,24 @@ class LogReplayer:
         self.bulk_read += len(messages)
         self.next_offset = last + 1
         return True
+
+    def _whole_batches(self, headers: list[Any], span: int) -> bool:
+        """Whether the run's records (``span``: its last offset minus its first), read with no
+        batch open, are each applied when read: atomic batches of one size at the current epoch,
+        whole and at consecutive offsets; or records each the last of its batch, which closes
+        at once (no batch being open before it, none is cut short)."""
+        try:
+            epoch, batch = parse_headers(headers[0])
+        except ValueError:
+            return False
+        if batch is None or epoch != self.max_epoch:
+            return False
+        index, count = batch
+        if index == count - 1:
+            return headers.count(headers[0]) == len(headers)
+        if index != 0 or len(headers) % count or span != len(headers) - 1:
+            return False
+        return bool(headers == batch_headers(epoch, count) * (len(headers) // count))
 
     def _feed_each(self, messages: Sequence[LogMessage]) -> None:
         for msg in messages:
