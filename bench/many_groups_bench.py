@@ -8,8 +8,8 @@ Phases, against one ``groupcoord serve`` process holding every group in one shar
 1``, the worst case: the admin requests and the heartbeats share one shard's event loop):
 - fill: one group commits through the sidecar (a simple group: generation -1, no member, as tools
   and ``assign()``-ed consumers commit); the process stops, and the log gets the other groups'
-  commit records appended directly, each a copy of that record (its epoch header included) with
-  its own group, partition and offset: exactly what the process would have written, at the
+  commit records appended directly, each a copy of that commit's record of the same partition
+  (its epoch and atomic-batch headers included) with its own group and offset: exactly what the process would have written, at the
   cluster's produce rate instead of the commit rate (which ``bench/offsets_bench.py`` measures);
   ``--fill wire`` commits every group through the sidecar instead. A new process then loads it;
 - queries: a KIP-848 member of another group heartbeats every 20 ms (its own cadence, not the
@@ -138,17 +138,18 @@ def fill_direct(bootstrap: str, log_topic: str, groups: int, per_group: int) -> 
     """Append every other group's commit records to the log, copies of the one the process wrote."""
     reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "many-bench-seed", **TAILER_SETTINGS})
     reader.assign([TopicPartition(log_topic, 0, 0)])
-    seed = None
+    # The seed commit's record of each partition, with its headers: one commit's records are one
+    # atomic batch, so each copy keeps the batch header of its partition's place in it.
+    seeds: dict[int, tuple[Any, Any]] = {}
     while True:
         msg = reader.poll(5.0)
         if msg is None or msg.error() is not None:
             break
         record = decode(msg.key(), msg.value())
         if record.type == RecordType.OFFSET_COMMIT:
-            seed = (record, msg.headers())
+            seeds[record.key.partition] = (record, msg.headers())
     reader.close()
-    assert seed is not None, "the seed commit is not in the log"
-    record, headers = seed
+    assert len(seeds) == per_group, "the seed commit is not in the log"
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10_000})
     start = time.perf_counter()
     written = 0
@@ -156,6 +157,7 @@ def fill_direct(bootstrap: str, log_topic: str, groups: int, per_group: int) -> 
         task = progress.add_task("appending", total=groups)
         for i in range(1, groups):
             for p in range(per_group):
+                record, headers = seeds[p]
                 key, value = encode(
                     dataclasses.replace(
                         record,

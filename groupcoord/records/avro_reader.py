@@ -56,7 +56,7 @@ def _read_bytes(buf: bytes, pos: int) -> tuple[bytes, int]:
     return buf[pos:end], end
 
 
-def _read_string(buf: bytes, pos: int) -> tuple[str, int]:
+def read_string(buf: bytes, pos: int) -> tuple[str, int]:
     data, pos = _read_bytes(buf, pos)
     return data.decode(), pos
 
@@ -64,7 +64,7 @@ def _read_string(buf: bytes, pos: int) -> tuple[str, int]:
 _PRIMITIVES: dict[str, FieldReader] = {
     "int": read_long,
     "long": read_long,
-    "string": _read_string,
+    "string": read_string,
     "bytes": _read_bytes,
 }
 

@@ -227,6 +227,14 @@ class RecordCodec:
             raise RecordDecodeError(f"bad key body for record type {record_type}: {exc!r}") from exc
         if value is None:
             return CoordinatorRecord(c.record_type, key_obj, None)
+        return CoordinatorRecord(c.record_type, key_obj, self._decode_value(c, value))
+
+    def decode_value(self, record_type: int, value: bytes) -> Any:
+        """Decode a value alone (its key read elsewhere); raises RecordDecodeError as ``decode``."""
+        return self._decode_value(self._compiled(record_type), value)
+
+    def _decode_value(self, c: _Compiled, value: bytes) -> Any:
+        record_type = int(c.record_type)
         if len(value) < _VALUE_HEADER.size:
             raise RecordDecodeError("value shorter than its header")
         value_type, version = _VALUE_HEADER.unpack_from(value)
@@ -243,7 +251,7 @@ class RecordCodec:
                 raise RecordDecodeError(f"bad value body for record type {record_type} v{version}: {exc!r}") from exc
             if end != len(value):
                 raise RecordDecodeError(f"trailing bytes after value body of record type {record_type}")
-            return CoordinatorRecord(c.record_type, key_obj, value_obj)
+            return value_obj
         body = io.BytesIO(value[_VALUE_HEADER.size :])
         try:
             reader = None if version == c.latest_version else c.latest_schema
@@ -253,7 +261,7 @@ class RecordCodec:
             raise RecordDecodeError(f"bad value body for record type {record_type} v{version}: {exc!r}") from exc
         if body.tell() != len(value) - _VALUE_HEADER.size:
             raise RecordDecodeError(f"trailing bytes after value body of record type {record_type}")
-        return CoordinatorRecord(c.record_type, key_obj, value_obj)
+        return value_obj
 
 
 def record_type_of(key: bytes | None) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 
-from groupcoord.coordinator.runtime.collector import SurvivorFreezer
+from groupcoord.coordinator.runtime.collector import SurvivorFreezer, collector_paused, release_freed_heap
 
 
 def test_survivors_are_frozen_and_thawed() -> None:
@@ -37,3 +37,23 @@ def test_installs_are_counted_and_the_thresholds_restored() -> None:
     assert freezer._on_collection in gc.callbacks and gc.get_threshold()[0] >= 20_000
     freezer.uninstall()
     assert freezer._on_collection not in gc.callbacks and gc.get_threshold() == before
+
+
+def test_a_pause_holds_the_collector_off_and_turns_on_only_what_it_turned_off() -> None:
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_freed_heap_is_released_wherever_the_c_library_allows() -> None:
+    kept = [bytes(4096) for _ in range(100)]
+    del kept
+    release_freed_heap()  # glibc: malloc_trim; elsewhere nothing, and never an error

@@ -409,3 +409,63 @@ def test_a_replay_failure_names_the_offset_fed_or_the_finish_and_an_unreadable_r
     assert replayer.failure(boom, finishing=True) == "replay failed while finishing the load: RuntimeError('boom')"
     unreadable = LogReadError("log", 0, 3, "bad value")
     assert replayer.failure(unreadable) == replayer.failure(unreadable, finishing=True) == str(unreadable)
+
+
+def batched_log(batches: int, size: int, last_of_each: bool = False) -> LogBuilder:
+    """Commits of ``batches`` groups, ``size`` partitions each, every commit one atomic batch as
+    the shard writes it (``last_of_each``: every record marked the last of a batch of ``size``)."""
+    log = LogBuilder([])
+    log.add(shard_epoch(2), 2)
+    for b in range(batches):
+        for i in range(size):
+            log.add(commit(f"g{b}", i, b * size + i), 2, size - 1 if last_of_each else i, size)
+    return log
+
+
+def test_whole_atomic_batches_are_taken_in_bulk_even_when_deliveries_cut_them() -> None:
+    log = batched_log(200, 10)
+    messages = [Msg(offset, *entry) for offset, entry in enumerate(log.entries)]
+    bulk = replay_in_bulk(messages, [37, 500, 3, 700])  # deliveries that start and end mid-batch
+    assert outcome(*bulk) == outcome(*replay_one_by_one(messages))
+    assert bulk[1].bulk_read >= 0.9 * bulk[1].read
+    # Every record the last of its batch: each closes its batch at once.
+    log = batched_log(100, 10, last_of_each=True)
+    messages = [Msg(offset, *entry) for offset, entry in enumerate(log.entries)]
+    bulk = replay_in_bulk(messages, [])
+    assert outcome(*bulk) == outcome(*replay_one_by_one(messages))
+    assert bulk[1].bulk_read >= 0.9 * bulk[1].read
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 5),  # batch size
+    st.integers(0, 30),  # batches
+    st.booleans(),  # every record marked the last of its batch
+    st.lists(st.integers(0, 200), max_size=3),  # delivery sizes
+    st.lists(st.integers(0, 400), max_size=3),  # offsets compaction removed
+    st.one_of(st.none(), st.integers(0, 400)),  # where a zombie's record (an older epoch) sits
+    st.one_of(st.none(), st.integers(0, 400)),  # where a record of another batch size sits
+)
+def test_runs_of_atomic_batches_in_bulk_and_one_by_one_agree(
+    size: int,
+    batches: int,
+    last_of_each: bool,
+    chunks: list[int],
+    removed: list[int],
+    zombie: int | None,
+    odd: int | None,
+) -> None:
+    log = batched_log(batches, size, last_of_each)
+    if zombie is not None:
+        key, value = encode(commit("z", 0, 1))
+        log.entries.insert(1 + zombie % len(log.entries), (key, value, make_headers(1, 0, 1)))
+    if odd is not None:
+        key, value = encode(commit("odd", 0, 1))
+        log.entries.insert(1 + odd % len(log.entries), (key, value, make_headers(2, 0, size + 1)))
+    gone = {offset % len(log.entries) for offset in removed}
+    messages = [Msg(offset, *entry) for offset, entry in enumerate(log.entries) if offset not in gone]
+    default, replayer_module.BULK_MIN_RUN = replayer_module.BULK_MIN_RUN, 4
+    try:
+        assert outcome(*replay_in_bulk(messages, chunks)) == outcome(*replay_one_by_one(messages))
+    finally:
+        replayer_module.BULK_MIN_RUN = default

@@ -19,6 +19,8 @@ from groupcoord.coordinator.offsets.state import OffsetsState
 from groupcoord.coordinator.offsets.transactions import TxnOffsetsState
 from groupcoord.coordinator.share.shard_ops import SHARE_STATE_RECORD_TYPES, ShareDataState
 from groupcoord.records import CoordinatorRecord, RecordType
+from groupcoord.records.definitions import OffsetCommitKey
+from groupcoord.records.offset_commit_decoding import EncodedOffsets, decode_offset_value
 
 
 class GroupCoordinatorState:
@@ -49,6 +51,18 @@ class GroupCoordinatorState:
             self.share_data.replay(record)
         else:
             self.consumer.replay(record)
+
+    def replay_encoded_offsets(self, runs: list[EncodedOffsets]) -> None:
+        """Replay OffsetCommit records a load left encoded (``OffsetCommitRuns``), in order: what
+        ``replay`` does with each. Only a staged transactional offset of the same partition needs
+        the values (a plain commit overtakes it), so then they are decoded and replayed one by one."""
+        if not self.txn.open_by_partition:
+            self.offsets.replay_encoded(runs)
+            return
+        for group, topic, encoded in runs:
+            for partition, value in encoded.items():
+                key = OffsetCommitKey(group, topic, partition)
+                self.replay(CoordinatorRecord(RecordType.OFFSET_COMMIT, key, decode_offset_value(value)))
 
     def snapshot(self) -> Any:
         return {

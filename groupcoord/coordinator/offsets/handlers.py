@@ -162,9 +162,9 @@ def fetch_size(state: OffsetsState, request: OffsetFetchRequestGroup) -> int:
             size += sum(len(v.metadata) for v in partitions.values())
         return size
     for t in request.topics:
-        partitions = committed.get(t.name, {})
+        asked: Mapping[int, OffsetCommitValue] = committed.get(t.name) or {}
         size += _TOPIC_FIXED_BYTES + len(t.name) + _PARTITION_FIXED_BYTES * len(t.partition_indexes)
-        size += sum(len(v.metadata) for i in t.partition_indexes if (v := partitions.get(i)) is not None)
+        size += sum(len(v.metadata) for i in t.partition_indexes if (v := asked.get(i)) is not None)
     return size
 
 

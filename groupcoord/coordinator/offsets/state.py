@@ -1,16 +1,58 @@
-"""Committed offsets of one shard: group -> topic -> partition -> OffsetCommitValue."""
+"""Committed offsets of one shard: group -> topic -> partition -> OffsetCommitValue.
+
+A load leaves most values encoded (``replay_encoded``; see
+``groupcoord/records/offset_commit_decoding.py``): a shard of many groups holds mostly offsets
+nobody reads until OffsetFetch, a describe or the retention sweep asks, and a value's bytes take
+a third of the memory of the decoded value. ``PartitionOffsets`` decodes them as they are read
+(never keeping the decoded object), so what any reader sees is the value the record holds,
+whichever way it was replayed.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 from groupcoord.records import CoordinatorRecord, RecordType
 from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue
+from groupcoord.records.offset_commit_decoding import EncodedOffsets, decode_offset_value
+
+
+class PartitionOffsets(MutableMapping[int, OffsetCommitValue]):
+    """partition -> committed value of one group's topic; values replayed by a load may be held
+    as their record's value bytes, decoded on each read."""
+
+    __slots__ = ("slots",)
+
+    def __init__(self, slots: dict[int, OffsetCommitValue | bytes] | None = None) -> None:
+        self.slots = {} if slots is None else slots
+
+    def __getitem__(self, partition: int) -> OffsetCommitValue:
+        value = self.slots[partition]
+        return decode_offset_value(value) if type(value) is bytes else value  # type: ignore[return-value]
+
+    def __setitem__(self, partition: int, value: OffsetCommitValue) -> None:
+        self.slots[partition] = value
+
+    def __delitem__(self, partition: int) -> None:
+        del self.slots[partition]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.slots)
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def __contains__(self, partition: object) -> bool:
+        return partition in self.slots
+
+    def __repr__(self) -> str:
+        return f"PartitionOffsets({dict(self)!r})"
 
 
 class OffsetsState:
     def __init__(self) -> None:
-        self.offsets: dict[str, dict[str, dict[int, OffsetCommitValue]]] = {}
+        self.offsets: dict[str, dict[str, PartitionOffsets]] = {}
 
     def replay(self, record: CoordinatorRecord) -> None:
         if record.type != RecordType.OFFSET_COMMIT:
@@ -23,26 +65,44 @@ class OffsetsState:
             partitions = topics.get(key.topic)
             if partitions is None:
                 return
-            partitions.pop(key.partition, None)
+            partitions.slots.pop(key.partition, None)
             if not partitions:
                 del topics[key.topic]
             if not topics:
                 del self.offsets[key.group]
             return
-        # Looked up before created: setdefault would build two empty dicts for every record.
-        topics = self.offsets.get(key.group)
-        if topics is None:
-            topics = self.offsets[key.group] = {}
-        partitions = topics.get(key.topic)
-        if partitions is None:
-            partitions = topics[key.topic] = {}
-        partitions[key.partition] = record.value
+        self._partitions(key.group, key.topic).slots[key.partition] = record.value
 
-    def group_offsets(self, group: str) -> dict[str, dict[int, OffsetCommitValue]]:
+    def replay_encoded(self, runs: list[EncodedOffsets]) -> None:
+        """Replay OffsetCommit records whose values are left encoded: the same as replaying
+        each, decoded, in order (none is a tombstone)."""
+        offsets = self.offsets
+        for group, topic, encoded in runs:
+            topics = offsets.get(group)
+            if topics is None:
+                offsets[group] = {topic: PartitionOffsets(dict(encoded))}
+                continue
+            partitions = topics.get(topic)
+            if partitions is None:
+                topics[topic] = PartitionOffsets(dict(encoded))
+            else:
+                partitions.slots.update(encoded)
+
+    def _partitions(self, group: str, topic: str) -> PartitionOffsets:
+        topics = self.offsets.get(group)
+        if topics is None:
+            topics = self.offsets[group] = {}
+        partitions = topics.get(topic)
+        if partitions is None:
+            partitions = topics[topic] = PartitionOffsets()
+        return partitions
+
+    def group_offsets(self, group: str) -> dict[str, PartitionOffsets]:
         return self.offsets.get(group, {})
 
     def get(self, group: str, topic: str, partition: int) -> OffsetCommitValue | None:
-        return self.offsets.get(group, {}).get(topic, {}).get(partition)
+        partitions = self.offsets.get(group, {}).get(topic)
+        return None if partitions is None else partitions.get(partition)
 
     def has_group(self, group: str) -> bool:
         return group in self.offsets

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from groupcoord.coordinator.runtime.api import ShardState
 from groupcoord.coordinator.runtime.clock import Clock
+from groupcoord.coordinator.runtime.collector import collector_paused, release_freed_heap
 from groupcoord.coordinator.runtime.replayer import LogMessage, LogReplayer
 from groupcoord.records import CoordinatorRecord, RecordType
 from groupcoord.records.definitions import BatchAbortKey, BatchAbortValue, ShardEpochKey, ShardEpochValue
@@ -124,7 +125,9 @@ class ShardLoad:
         replayer = self._replayer
         try:
             # The load decoded nothing but the log's own records; replay the survivors now.
-            replayer.replay_survivors()
+            with collector_paused():
+                replayer.replay_survivors()
+            release_freed_heap()
         except Exception as exc:
             raise LoadFailed(replayer.failure(exc, finishing=True)) from exc
         replayer.targets = [self._committed]

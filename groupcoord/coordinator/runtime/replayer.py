@@ -39,10 +39,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from groupcoord.coordinator.runtime.api import ShardState
-from groupcoord.coordinator.runtime.headers import make_headers, parse_headers
+from groupcoord.coordinator.runtime.headers import batch_headers, make_headers, parse_headers
 from groupcoord.records import CoordinatorRecord, RecordCodec, RecordDecodeError, RecordType
 from groupcoord.records.codec import DEFAULT_CODEC, record_type_of
 from groupcoord.records.definitions import ShardEpochKey
+from groupcoord.records.offset_commit_decoding import OffsetCommitRuns
 
 # The runtime's own records drive the log rules, so they are decoded as soon as they are read.
 _RUNTIME_TYPES = frozenset({int(RecordType.SHARD_EPOCH), int(RecordType.BATCH_ABORT), int(RecordType.LOG_SKIP)})
@@ -60,6 +61,26 @@ BULK_MIN_RUN = 16
 _headers_of = operator.methodcaller("headers")
 _offset_of = operator.itemgetter(0)
 _key_of = operator.methodcaller("key")
+
+
+def _whole_batches_within(headers: list[Any]) -> tuple[int, int] | None:
+    """(start, end) of the whole batches a run holds, from its first record's batch header
+    (where the next batch starts) and the batches' size; None for a run that starts outside
+    any batch (or with headers that do not read)."""
+    try:
+        _, batch = parse_headers(headers[0])
+    except ValueError:
+        return None
+    if batch is None:
+        return None
+    index, count = batch
+    start = (count - index) % count
+    return start, start + (len(headers) - start) // count * count
+
+
+def _as_raw(key: bytes, item: _Raw | LogMessage) -> _Raw:
+    """A deferred load's latest record of ``key``, as (offset, key, value)."""
+    return item if isinstance(item, tuple) else (item.offset() or 0, key, item.value())
 
 
 class LogMessage(Protocol):
@@ -272,6 +293,15 @@ class LogReplayer:
     def _feed_range(self, messages: Sequence[LogMessage], headers: list[Any], keys: list[bytes | None]) -> None:
         if len(messages) >= BULK_MIN_RUN and not self._buffer and self._take_run(messages, headers, keys):
             return
+        # A delivery of atomic batches rarely starts and ends on a batch's edges: its partial
+        # batches at either end go record by record, and the whole ones between in bulk.
+        aligned = _whole_batches_within(headers) if len(messages) >= BULK_MIN_RUN else None
+        if aligned is not None and aligned != (0, len(messages)) and aligned[1] - aligned[0] >= BULK_MIN_RUN:
+            start, end = aligned
+            self._feed_each(messages[:start])
+            self._feed_range(messages[start:end], headers[start:end], keys[start:end])
+            self._feed_each(messages[end:])
+            return
         if len(messages) < 2 * BULK_MIN_RUN:
             self._feed_each(messages)
             return
@@ -284,8 +314,11 @@ class LogReplayer:
         first, last = messages[0].offset(), messages[-1].offset()
         if first is None or last is None or first < self.next_offset or self._latest is None:
             return False
-        # The headers ``make_headers`` gives a record outside a batch, at the current epoch.
-        if headers.count(make_headers(self.max_epoch, 0, 1)) != len(headers):
+        # The headers ``make_headers`` gives a record outside a batch, at the current epoch, or
+        # whole atomic batches of it (each then applied as it ends, in order).
+        if headers.count(make_headers(self.max_epoch, 0, 1)) != len(headers) and not self._whole_batches(
+            headers, last - first
+        ):
             return False
         try:
             if min(keys) < _LOWEST_STATE_KEY or max(keys) >= _FIRST_RUNTIME_KEY:  # type: ignore[type-var,operator]
@@ -299,6 +332,24 @@ class LogReplayer:
         self.bulk_read += len(messages)
         self.next_offset = last + 1
         return True
+
+    def _whole_batches(self, headers: list[Any], span: int) -> bool:
+        """Whether the run's records (``span``: its last offset minus its first), read with no
+        batch open, are each applied when read: atomic batches of one size at the current epoch,
+        whole and at consecutive offsets; or records each the last of its batch, which closes
+        at once (no batch being open before it, none is cut short)."""
+        try:
+            epoch, batch = parse_headers(headers[0])
+        except ValueError:
+            return False
+        if batch is None or epoch != self.max_epoch:
+            return False
+        index, count = batch
+        if index == count - 1:
+            return headers.count(headers[0]) == len(headers)
+        if index != 0 or len(headers) % count or span != len(headers) - 1:
+            return False
+        return bool(headers == batch_headers(epoch, count) * (len(headers) // count))
 
     def _feed_each(self, messages: Sequence[LogMessage]) -> None:
         for msg in messages:
@@ -336,19 +387,38 @@ class LogReplayer:
             offset = min(self._unreadable)
             raise LogReadError(self.topic, self.partition, offset, self._unreadable[offset])
         latest, self._latest = self._latest, None
+        latest = latest or {}
         survivors = [
-            item if isinstance(item, tuple) else (item.offset() or 0, key, item.value())
-            for key, item in (latest or {}).items()
+            item if isinstance(item, tuple) else (item.offset() or 0, key, item.value()) for key, item in latest.items()
         ]
         # In the order of those last records: what compaction would leave of the log.
         survivors.sort(key=_offset_of)
         self._survivors = survivors
-        self._values = {raw[1]: raw for raw in survivors}
+        # What ``restores`` may ask for: the keys whose latest record was not applied.
+        wanted = self._shadowed.union(item[1] for _, item in self._buffer if isinstance(item, tuple))
+        self._values = {key: _as_raw(key, latest[key]) for key in wanted if key in latest}
 
     def replay_survivors(self) -> None:
         """Second half of ``finish``: decode and replay the survivors ``end_read`` set aside."""
         survivors, self._survivors = self._survivors, []
-        for raw in survivors:
+        # Runs of OffsetCommit records (most of a log of many groups) go to the states with their
+        # values left encoded, where every target takes them so; any other record, and any
+        # OffsetCommit record those runs do not take, is decoded and applied here, in order.
+        replays = [getattr(target, "replay_encoded_offsets", None) for target in self.targets]
+        runs = OffsetCommitRuns() if None not in replays else None
+        at, end = 0, len(survivors)
+        while at < end:
+            if runs is not None:
+                taken, stop = runs.read(survivors, at)
+                if taken:
+                    for replay in replays:
+                        replay(taken)  # type: ignore[misc]
+                    self.applied += stop - at
+                at = stop
+                if at == end:
+                    break
+            raw = survivors[at]
+            at += 1
             try:
                 self._apply(raw)
             except LogReadError as exc:
