@@ -23,9 +23,10 @@ process that owns the group's shard (NOT_COORDINATOR elsewhere, as every group A
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.group_shard import GroupCoordinatorState
@@ -118,6 +119,8 @@ class ShareOffsetsAdmin:
         else:
             asked = [(t.topic_name, list(t.partitions)) for t in wanted.topics]
         topics = []
+        # The lags are looked up together: one ListOffsets round trip per partition otherwise.
+        lags: list[tuple[wire_describe.DescribeShareGroupOffsetsResponsePartition, Awaitable[int]]] = []
         for name, partitions in asked:
             info = await self.topics.lookup(name, None)
             answers = []
@@ -131,13 +134,15 @@ class ShareOffsetsAdmin:
                 elif state is not None:
                     entry.start_offset = state.start_offset
                     if api_version >= LAG_VERSION:
-                        entry.lag = await self._lag(SharePartitionKey(group, name, p), state)
+                        lags.append((entry, self._lag(SharePartitionKey(group, name, p), state)))
                 answers.append(entry)
             topics.append(
                 wire_describe.DescribeShareGroupOffsetsResponseTopic(
                     topic_name=name, topic_id=info.topic_id if info else uuid.UUID(int=0), partitions=answers
                 )
             )
+        for (entry, _), found_lag in zip(lags, await asyncio.gather(*(c for _, c in lags)), strict=True):
+            entry.lag = found_lag
         return wire_describe.DescribeShareGroupOffsetsResponseGroup(group_id=group, topics=topics)
 
     # --- AlterShareGroupOffsets ----------------------------------------------------------------
