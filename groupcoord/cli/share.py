@@ -251,7 +251,7 @@ class ShareAdmin:
                 if d is None:
                     result[g] = "no answer for this group"
                 elif d.error_code:
-                    result[g] = NOT_FOUND if d.error_code == KafkaError.GROUP_ID_NOT_FOUND else words(d.error_code)
+                    result[g] = group_words(d.error_code, d.error_message)
                 else:
                     result[g] = d
         return {g: result[g] for g in groups}
@@ -301,10 +301,17 @@ def words(code: int) -> str:
 
 
 def described_error(d: ShareGroupDescribeResponseDescribedGroup) -> str:
-    # GROUP_ID_NOT_FOUND is also Kafka's answer for an id held by a group of another type.
-    if d.error_code == KafkaError.GROUP_ID_NOT_FOUND and (d.error_message or "").endswith("is not a share group."):
-        return "it is not a share group (see 'groupcoord groups')"
-    return words(d.error_code)
+    return group_words(d.error_code, d.error_message, unknown=words(d.error_code))
+
+
+def group_words(code: int, message: str | None, unknown: str = NOT_FOUND) -> str:
+    """A group-level error in words. GROUP_ID_NOT_FOUND is also Kafka's answer for an id held by a
+    group of another type, which its message says."""
+    if code == KafkaError.GROUP_ID_NOT_FOUND:
+        if (message or "").endswith("is not a share group."):
+            return "it is not a share group (see 'groupcoord groups')"
+        return unknown
+    return words(code)
 
 
 def parse_states(given: list[str]) -> set[str]:
@@ -566,7 +573,7 @@ def reset_share_offsets(
     if execute:
         answer = admin.alter(group, plan)
         if answer.error_code:
-            why = NOT_FOUND if answer.error_code == KafkaError.GROUP_ID_NOT_FOUND else words(answer.error_code)
+            why = group_words(answer.error_code, answer.error_message)
             fail(f"cannot reset the offsets of share group {group!r}: {why}")
         errors = {
             (t.topic_name, p.partition_index): words(p.error_code)
@@ -612,7 +619,7 @@ def delete_share_offsets(
     names = list(dict.fromkeys(topic))
     answer = admin.delete_offsets(group, names)
     if answer.error_code:
-        why = NOT_FOUND if answer.error_code == KafkaError.GROUP_ID_NOT_FOUND else words(answer.error_code)
+        why = group_words(answer.error_code, answer.error_message)
         fail(f"cannot delete the offsets of share group {group!r}: {why}")
     codes = {t.topic_name: t.error_code for t in answer.responses}
     rows = [

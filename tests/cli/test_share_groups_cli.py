@@ -135,8 +135,14 @@ def test_list_describe_and_delete_share_groups(serve: ServeProcess, bootstrap: s
     assert "group 'classic': it is not a share group" in mixed.stderr
     assert "group 'nope': the group does not exist" in mixed.stderr
 
-    # Offsets of a group with members: described, never reset or deleted.
+    # Offsets of a group with members: described, never reset or deleted; other ids said in words.
     assert as_json("share-groups", "describe", group, "--offsets", "-b", b)["items"] == []
+    others = cli("share-groups", "describe", "classic", "nope", "--offsets", "-b", b)
+    assert others.returncode == 1
+    assert "group 'classic': it is not a share group" in others.stderr
+    assert "group 'nope': the group does not exist" in others.stderr
+    not_share = cli("share-groups", "delete-offsets", "--group", "classic", "--topic", topic, "-b", b)
+    assert not_share.returncode == 1 and "'classic': it is not a share group" in not_share.stderr
     for args in (
         ["reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute"],
         ["delete-offsets", "--group", group, "--topic", topic],

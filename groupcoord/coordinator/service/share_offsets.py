@@ -60,6 +60,14 @@ def group_error(state: GroupCoordinatorState, group: str, *, must_be_empty: bool
     return ErrorCode.NONE
 
 
+def wrong_type(state: GroupCoordinatorState, group: str, error: int) -> str | None:
+    """Kafka's message when the id is held by a group of another type (an offsets-only group
+    included); None otherwise."""
+    if error == ErrorCode.GROUP_ID_NOT_FOUND and state.group_known(group):
+        return f"Group {group} is not a share group."
+    return None
+
+
 def lag(durable: DurableShareState, end_offset: int) -> int:
     """Records from the start offset to the partition's end not yet delivered to completion."""
     done = sum(1 for o, (s, _) in durable.offsets.items() if s in _DONE and o < end_offset)
@@ -92,23 +100,25 @@ class ShareOffsetsAdmin:
     ) -> wire_describe.DescribeShareGroupOffsetsResponseGroup:
         group = wanted.group_id
 
-        def refused(code: int) -> wire_describe.DescribeShareGroupOffsetsResponseGroup:
-            return wire_describe.DescribeShareGroupOffsetsResponseGroup(group_id=group, error_code=code)
+        def refused(code: int, message: str | None = None) -> wire_describe.DescribeShareGroupOffsetsResponseGroup:
+            return wire_describe.DescribeShareGroupOffsetsResponseGroup(
+                group_id=group, error_code=code, error_message=message
+            )
 
         if not group:
             return refused(ErrorCode.INVALID_GROUP_ID)
+
+        def read(s: GroupCoordinatorState) -> tuple[ErrorCode, str | None, dict[SharePartitionKey, DurableShareState]]:
+            error = group_error(s, group, must_be_empty=False)
+            return error, wrong_type(s, group, error), shard_ops.durable_partitions(s.share_data, group)
+
         try:
-            found = self.service.shard_for(group).read(
-                lambda s: (
-                    group_error(s, group, must_be_empty=False),
-                    shard_ops.durable_partitions(s.share_data, group),
-                )
-            )
+            found = self.service.shard_for(group).read(read)
         except ShardNotAvailable as exc:
             return refused(error_for(exc))
-        error, durable = found
+        error, message, durable = found
         if error:
-            return refused(error)
+            return refused(error, message)
         # The partitions to answer: those asked for, or every one with state.
         asked: list[tuple[str, list[int]]]
         if wanted.topics is None:
@@ -167,22 +177,24 @@ class ShareOffsetsAdmin:
                     key = SharePartitionKey(group, t.topic_name, p.partition_index)
                     starts.append((key, p.start_offset, info.id_string))
 
-        def op(state: GroupCoordinatorState, now: int) -> Result[ErrorCode]:
+        def op(state: GroupCoordinatorState, now: int) -> Result[tuple[ErrorCode, str | None]]:
             error = group_error(state, group, must_be_empty=True)
             if error:
-                return Result(error)
+                return Result((error, wrong_type(state, group, error)))
             result = shard_ops.reset_start_offsets(state.share_data, starts)
-            return Result(ErrorCode.NONE, result.records, result.timers)
+            return Result((ErrorCode.NONE, None), result.records, result.timers)
 
+        message: str | None = None
         if not group:
             top = ErrorCode.INVALID_GROUP_ID
         else:
             try:
-                top = await self.service.shard_for(group).write(op)
+                top, message = await self.service.shard_for(group).write(op)
             except ShardNotAvailable as exc:
                 top = error_for(exc)
         return wire_alter.AlterShareGroupOffsetsResponse(
             error_code=top,
+            error_message=message,
             responses=[
                 wire_alter.AlterShareGroupOffsetsResponseTopic(
                     topic_name=t.topic_name,
@@ -208,24 +220,25 @@ class ShareOffsetsAdmin:
         names = [t.topic_name for t in request.topics]
         infos = {n: await self.topics.lookup(n, None) for n in names}
 
-        def op(state: GroupCoordinatorState, now: int) -> Result[tuple[ErrorCode, frozenset[str]]]:
+        def op(state: GroupCoordinatorState, now: int) -> Result[tuple[ErrorCode, str | None, frozenset[str]]]:
             error = group_error(state, group, must_be_empty=True)
             if error:
-                return Result((error, frozenset()))
+                return Result((error, wrong_type(state, group, error), frozenset()))
             present = frozenset(k.topic for k in shard_ops.durable_partitions(state.share_data, group))
             result = shard_ops.delete_topics_state(state.share_data, group, names)
-            return Result((ErrorCode.NONE, present), result.records, result.timers)
+            return Result((ErrorCode.NONE, None, present), result.records, result.timers)
 
         present: frozenset[str] = frozenset()
+        message: str | None = None
         if not group:
             top = ErrorCode.INVALID_GROUP_ID
         else:
             try:
-                top, present = await self.service.shard_for(group).write(op)
+                top, message, present = await self.service.shard_for(group).write(op)
             except ShardNotAvailable as exc:
                 top = error_for(exc)
         if top:
-            return wire_delete.DeleteShareGroupOffsetsResponse(error_code=top)
+            return wire_delete.DeleteShareGroupOffsetsResponse(error_code=top, error_message=message)
         # A topic with no share-partition state in the group (or unknown to the cluster) is
         # UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers a topic it has nothing to delete for.
         return wire_delete.DeleteShareGroupOffsetsResponse(
