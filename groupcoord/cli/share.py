@@ -8,11 +8,11 @@ They first ask ApiVersions whether the sidecar serves share groups (``share_grou
 say so in one line when it does not. Output as ``groupcoord.cli.output`` describes; column names
 follow kafka-share-groups.sh.
 
-Share-group offsets (``describe --offsets``, ``reset-offsets``, ``delete-offsets``) need
-DescribeShareGroupOffsets, AlterShareGroupOffsets and DeleteShareGroupOffsets (APIs 90-92), which
-the sidecar does not serve yet: those are refused with a sentence saying so, never made up from
-something else. Until they are, ``describe`` shows the ``--state`` view by default (Kafka's
-default is ``--offsets``).
+Share-group offsets: ``describe --offsets`` (DescribeShareGroupOffsets v1: start offset and lag
+per share-partition), ``reset-offsets`` (AlterShareGroupOffsets: a dry run unless ``--execute``;
+the group must have no members) and ``delete-offsets`` (DeleteShareGroupOffsets), each sent to
+the group's coordinator. ``describe`` shows the ``--state`` view by default (Kafka's default is
+``--offsets``): kept so that scripts written before offsets were served keep their output.
 """
 
 from __future__ import annotations
@@ -25,14 +25,43 @@ from typing import Annotated, Any
 import typer
 from confluent_kafka import KafkaError
 
-from groupcoord.cli.common import DEFAULT_TIMEOUT, Bootstrap, CommandConfig, Conn, Timeout, error_line, fail
+from groupcoord.cli.common import (
+    DEFAULT_TIMEOUT,
+    Bootstrap,
+    CommandConfig,
+    Conn,
+    Timeout,
+    check_partitions,
+    error_line,
+    fail,
+    parse_topic_spec,
+    topic_partitions,
+    watermarks,
+)
 from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.cli.wire import CLIENT_ID, WireClient
 from groupcoord.cli.wire_security import AuthenticationError
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.kafka_words import describe_error
+from groupcoord.coordinator.messages.alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsRequestPartition,
+    AlterShareGroupOffsetsRequestTopic,
+    AlterShareGroupOffsetsResponse,
+)
 from groupcoord.coordinator.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from groupcoord.coordinator.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from groupcoord.coordinator.messages.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequestTopic,
+    DeleteShareGroupOffsetsResponse,
+)
+from groupcoord.coordinator.messages.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequestGroup,
+    DescribeShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsResponseGroup,
+)
 from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from groupcoord.coordinator.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from groupcoord.coordinator.messages.metadata import MetadataRequest, MetadataResponse
@@ -50,8 +79,8 @@ SIDECAR = "127.0.0.1:9094"
 STATES = ("empty", "stable", "dead")
 NOT_FOUND = "the group does not exist"
 OFFSETS_NOT_SERVED = (
-    "share-group offsets are not served yet: they need DescribeShareGroupOffsets, AlterShareGroupOffsets"
-    " and DeleteShareGroupOffsets (Kafka APIs 90-92), which this sidecar does not serve"
+    "does not serve share-group offsets (DescribeShareGroupOffsets, AlterShareGroupOffsets and"
+    " DeleteShareGroupOffsets, Kafka APIs 90-92)"
 )
 # ListGroups v5 (the type filter), ShareGroupDescribe v1, FindCoordinator v4 (batched keys), DeleteGroups v2.
 _VERSIONS = {
@@ -61,6 +90,12 @@ _VERSIONS = {
     ApiKey.SHARE_GROUP_DESCRIBE: 1,
     ApiKey.FIND_COORDINATOR: 4,
     ApiKey.DELETE_GROUPS: 2,
+}
+# The offsets APIs: checked only by the commands that use them.
+_OFFSETS_VERSIONS = {
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: 1,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: 0,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: 0,
 }
 
 
@@ -74,15 +109,16 @@ class ShareAdmin:
         self.props = {k: v for k, v in self.conn.config().items() if isinstance(v, str)}
         self.clients: dict[str, WireClient] = {}
         self.first = bootstrap.split(",")[0].strip()
-        self.versions = dict(_VERSIONS)
+        self.bootstrap = bootstrap
+        self.versions = {**_VERSIONS, **_OFFSETS_VERSIONS}
         versions = self.call(self.first, ApiKey.API_VERSIONS, ApiVersionsRequest(client_software_name=CLIENT_ID))
         assert isinstance(versions, ApiVersionsResponse)
-        offered = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
+        offered = self.offered = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
         # Metadata (forwarded to the cluster): any version from 1 lists the brokers without topics.
         self.versions[ApiKey.METADATA] = max(
             1, min(_VERSIONS[ApiKey.METADATA], offered.get(ApiKey.METADATA, (0, 0))[1])
         )
-        missing = [key for key, version in self.versions.items() if not _offers(offered, key, version)]
+        missing = [key for key in _VERSIONS if not _offers(offered, key, self.versions[key])]
         if ApiKey.SHARE_GROUP_DESCRIBE in missing:
             fail(f"{bootstrap} does not serve share groups (the sidecar's share_groups_enabled is off)")
         if missing:
@@ -186,6 +222,68 @@ class ShareAdmin:
             result.update({g: answered.get(g, "no answer for this group") for g in names})
         return result
 
+    # --- offsets (APIs 90-92), each sent to the group's coordinator ------------------------------
+
+    def _offsets_api(self, key: ApiKey) -> None:
+        if not _offers(self.offered, key, self.versions[key]):
+            fail(f"{self.bootstrap} {OFFSETS_NOT_SERVED}")
+
+    def _coordinator(self, group: str) -> str:
+        where = self.coordinators([group])[group]
+        if isinstance(where, str):
+            fail(f"group {group!r}: {where}")
+        return where[0]
+
+    def offsets(self, groups: list[str]) -> dict[str, DescribeShareGroupOffsetsResponseGroup | str]:
+        """Each group's share-partition start offsets and lag, or why not (in words)."""
+        self._offsets_api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
+        by_node, failed = self._by_coordinator(groups)
+        result: dict[str, DescribeShareGroupOffsetsResponseGroup | str] = dict(failed)
+        for (node, _), names in by_node.items():
+            request = DescribeShareGroupOffsetsRequest(
+                groups=[DescribeShareGroupOffsetsRequestGroup(group_id=g, topics=None) for g in names]
+            )
+            response = self.call(node, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, request)
+            assert isinstance(response, DescribeShareGroupOffsetsResponse)
+            answered = {g.group_id: g for g in response.groups}
+            for g in names:
+                d = answered.get(g)
+                if d is None:
+                    result[g] = "no answer for this group"
+                elif d.error_code:
+                    result[g] = group_words(d.error_code, d.error_message)
+                else:
+                    result[g] = d
+        return {g: result[g] for g in groups}
+
+    def alter(self, group: str, starts: dict[str, dict[int, int]]) -> AlterShareGroupOffsetsResponse:
+        self._offsets_api(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
+        request = AlterShareGroupOffsetsRequest(
+            group_id=group,
+            topics=[
+                AlterShareGroupOffsetsRequestTopic(
+                    topic_name=t,
+                    partitions=[
+                        AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=o)
+                        for p, o in sorted(ps.items())
+                    ],
+                )
+                for t, ps in sorted(starts.items())
+            ],
+        )
+        response = self.call(self._coordinator(group), ApiKey.ALTER_SHARE_GROUP_OFFSETS, request)
+        assert isinstance(response, AlterShareGroupOffsetsResponse)
+        return response
+
+    def delete_offsets(self, group: str, topics: list[str]) -> DeleteShareGroupOffsetsResponse:
+        self._offsets_api(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
+        request = DeleteShareGroupOffsetsRequest(
+            group_id=group, topics=[DeleteShareGroupOffsetsRequestTopic(topic_name=t) for t in topics]
+        )
+        response = self.call(self._coordinator(group), ApiKey.DELETE_SHARE_GROUP_OFFSETS, request)
+        assert isinstance(response, DeleteShareGroupOffsetsResponse)
+        return response
+
 
 @dataclass(frozen=True)
 class Described:
@@ -203,10 +301,17 @@ def words(code: int) -> str:
 
 
 def described_error(d: ShareGroupDescribeResponseDescribedGroup) -> str:
-    # GROUP_ID_NOT_FOUND is also Kafka's answer for an id held by a group of another type.
-    if d.error_code == KafkaError.GROUP_ID_NOT_FOUND and (d.error_message or "").endswith("is not a share group."):
-        return "it is not a share group (see 'groupcoord groups')"
-    return words(d.error_code)
+    return group_words(d.error_code, d.error_message, unknown=words(d.error_code))
+
+
+def group_words(code: int, message: str | None, unknown: str = NOT_FOUND) -> str:
+    """A group-level error in words. GROUP_ID_NOT_FOUND is also Kafka's answer for an id held by a
+    group of another type, which its message says."""
+    if code == KafkaError.GROUP_ID_NOT_FOUND:
+        if (message or "").endswith("is not a share group."):
+            return "it is not a share group (see 'groupcoord groups')"
+        return unknown
+    return words(code)
 
 
 def parse_states(given: list[str]) -> set[str]:
@@ -284,27 +389,26 @@ def describe_share_groups(
     state: Annotated[
         bool, typer.Option("--state", help="Coordinator, state, epochs and member count (the default).")
     ] = False,
-    offsets: Annotated[
-        bool, typer.Option("--offsets", help="Start offset and lag per partition: not served yet.")
-    ] = False,
+    offsets: Annotated[bool, typer.Option("--offsets", help="Start offset and lag per share-partition.")] = False,
     bootstrap: Bootstrap = SIDECAR,
     command_config: CommandConfig = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
     fmt: FormatOption = None,
     as_json: AsJson = False,
 ) -> None:
-    """Describe share groups like kafka-share-groups.sh --describe (--state, --members)."""
+    """Describe share groups like kafka-share-groups.sh --describe (--state, --members, --offsets)."""
     o = Output.of(fmt, as_json)
     if sum([offsets, members, state]) > 1:
         fail("give at most one of --offsets, --members, --state")
-    if offsets:
-        fail(OFFSETS_NOT_SERVED)
     if bool(groups) == all_groups:
         fail("name one or more groups, or give --all-groups")
-    if verbose and not members:
-        fail("--verbose goes with --members")
+    if verbose and not (members or offsets):
+        fail("--verbose goes with --members or --offsets")
     admin = ShareAdmin(bootstrap, command_config, timeout)
     names = [g["group"] for g in admin.list_groups(set())] if all_groups else list(dict.fromkeys(groups or []))
+    if offsets:
+        _describe_offsets(o, admin, names, verbose)
+        return
     described = admin.describe(names) if names else {}
     failures = {g: d for g, d in described.items() if isinstance(d, str)}
     found = [d for d in described.values() if not isinstance(d, str)]
@@ -362,18 +466,174 @@ def delete_share_groups(
         raise typer.Exit(1)
 
 
-# --- offsets: not served yet ----------------------------------------------------------------
-
-_ANY_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
+# --- offsets ----------------------------------------------------------------------------------
 
 
-@share_groups_app.command("reset-offsets", context_settings=_ANY_ARGS)
-def reset_share_offsets(ctx: typer.Context) -> None:
-    """Reset a share group's start offsets (AlterShareGroupOffsets): not served yet."""
-    fail(OFFSETS_NOT_SERVED)
+def _offset_rows(d: DescribeShareGroupOffsetsResponseGroup) -> list[dict[str, Any]]:
+    rows = []
+    for t in sorted(d.topics, key=lambda t: t.topic_name):
+        for p in sorted(t.partitions, key=lambda p: p.partition_index):
+            rows.append(
+                {
+                    "group": d.group_id,
+                    "topic": t.topic_name,
+                    "partition": p.partition_index,
+                    # -1: no state (the share-partition was never read); shown as "-" as Kafka does.
+                    "start-offset": p.start_offset if p.start_offset >= 0 else None,
+                    "lag": p.lag if p.lag >= 0 else None,
+                    "leader-epoch": p.leader_epoch if p.leader_epoch >= 0 else None,
+                    "error": words(p.error_code) if p.error_code else None,
+                }
+            )
+    return rows
 
 
-@share_groups_app.command("delete-offsets", context_settings=_ANY_ARGS)
-def delete_share_offsets(ctx: typer.Context) -> None:
-    """Delete a share group's offsets for topics (DeleteShareGroupOffsets): not served yet."""
-    fail(OFFSETS_NOT_SERVED)
+def _describe_offsets(o: Output, admin: ShareAdmin, names: list[str], verbose: bool) -> None:
+    found = admin.offsets(names) if names else {}
+    failures = {g: d for g, d in found.items() if isinstance(d, str)}
+    rows = [r for d in found.values() if not isinstance(d, str) for r in _offset_rows(d)]
+    columns = ["group", "topic", "partition", "start-offset", "lag"]
+    detail = ["leader-epoch"]
+    o.result(
+        columns + detail if verbose else columns,
+        rows,
+        errors=[{"group": g, "error": why} for g, why in failures.items()],
+        wide_columns=[] if verbose else detail,
+    )
+    for d in found.values():
+        if not isinstance(d, str) and not d.topics:
+            o.note(f"share group {d.group_id!r} has no share-partition state yet")
+    for g, why in failures.items():
+        error_line(f"group {g!r}: {why}")
+    for r in rows:
+        if r["error"]:
+            error_line(f"group {r['group']!r}, {r['topic']}-{r['partition']}: {r['error']}")
+    if failures or any(r["error"] for r in rows):
+        raise typer.Exit(1)
+
+
+GroupOption = Annotated[str, typer.Option("--group", help="The share group.", show_default=False)]
+TopicsOption = Annotated[
+    list[str] | None,
+    typer.Option("--topic", help="A topic, or topic:0,1,2 for some partitions (repeatable).", show_default=False),
+]
+
+
+@share_groups_app.command("reset-offsets")
+def reset_share_offsets(
+    group: GroupOption,
+    topic: TopicsOption = None,
+    all_topics: Annotated[
+        bool, typer.Option("--all-topics", help="Every topic the group has share-partition state for.")
+    ] = False,
+    to_earliest: Annotated[bool, typer.Option("--to-earliest", help="The partitions' log start.")] = False,
+    to_latest: Annotated[bool, typer.Option("--to-latest", help="The partitions' end.")] = False,
+    to_offset: Annotated[
+        int | None, typer.Option("--to-offset", help="This offset (kept within the partition's log).")
+    ] = None,
+    execute: Annotated[bool, typer.Option("--execute", help="Apply the plan (otherwise a dry run).")] = False,
+    bootstrap: Bootstrap = SIDECAR,
+    command_config: CommandConfig = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    fmt: FormatOption = None,
+    as_json: AsJson = False,
+) -> None:
+    """Reset a share group's start offsets (AlterShareGroupOffsets), like kafka-share-groups.sh
+    --reset-offsets: a dry run unless --execute; the group must have no active members."""
+    o = Output.of(fmt, as_json)
+    if sum([to_earliest, to_latest, to_offset is not None]) != 1:
+        fail("give exactly one of --to-earliest, --to-latest, --to-offset")
+    if bool(topic) == all_topics:
+        fail("give --topic (one or more) or --all-topics")
+    admin = ShareAdmin(bootstrap, command_config, timeout)
+    current = admin.offsets([group])[group]
+    if isinstance(current, str):
+        fail(f"group {group!r}: {current}")
+    if all_topics:
+        wanted: dict[str, list[int] | None] = {
+            t.topic_name: sorted(p.partition_index for p in t.partitions) for t in current.topics
+        }
+        if not wanted:
+            fail(f"share group {group!r} has no share-partition state: name the topics with --topic")
+    else:
+        wanted = {}
+        for spec in topic or []:
+            name, parts = parse_topic_spec(spec)
+            wanted[name] = parts
+    c = admin.conn
+    counts = topic_partitions(c.admin(), c, list(wanted))
+    tps = check_partitions(counts, wanted)
+    marks = watermarks(c, tps)
+    plan: dict[str, dict[int, int]] = {}
+    for tp in tps:
+        low, high = marks[(tp.topic, tp.partition)]
+        target = low if to_earliest else high if to_latest else min(max(to_offset or 0, low), high)
+        plan.setdefault(tp.topic, {})[tp.partition] = target
+    errors: dict[tuple[str, int], str] = {}
+    if execute:
+        answer = admin.alter(group, plan)
+        if answer.error_code:
+            why = group_words(answer.error_code, answer.error_message)
+            fail(f"cannot reset the offsets of share group {group!r}: {why}")
+        errors = {
+            (t.topic_name, p.partition_index): words(p.error_code)
+            for t in answer.responses
+            for p in t.partitions
+            if p.error_code
+        }
+    rows = [
+        {
+            "group": group,
+            "topic": t,
+            "partition": p,
+            "new-offset": offset,
+            "error": errors.get((t, p)),
+        }
+        for t, ps in sorted(plan.items())
+        for p, offset in sorted(ps.items())
+    ]
+    o.result(["group", "topic", "partition", "new-offset"], rows, errors=[r for r in rows if r["error"]])
+    if not execute:
+        o.note("dry run: nothing changed (give --execute to apply)")
+    for (t, p), why in sorted(errors.items()):
+        error_line(f"cannot reset {t}-{p}: {why}")
+    if errors:
+        raise typer.Exit(1)
+
+
+@share_groups_app.command("delete-offsets")
+def delete_share_offsets(
+    group: GroupOption,
+    topic: Annotated[list[str], typer.Option("--topic", help="A topic (repeatable).", show_default=False)],
+    bootstrap: Bootstrap = SIDECAR,
+    command_config: CommandConfig = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    fmt: FormatOption = None,
+    as_json: AsJson = False,
+) -> None:
+    """Delete a share group's offsets (its share-partition state) for topics
+    (DeleteShareGroupOffsets), like kafka-share-groups.sh --delete-offsets; the group must have
+    no active members."""
+    o = Output.of(fmt, as_json)
+    admin = ShareAdmin(bootstrap, command_config, timeout)
+    names = list(dict.fromkeys(topic))
+    answer = admin.delete_offsets(group, names)
+    if answer.error_code:
+        why = group_words(answer.error_code, answer.error_message)
+        fail(f"cannot delete the offsets of share group {group!r}: {why}")
+    codes = {t.topic_name: t.error_code for t in answer.responses}
+    rows = [
+        {
+            "group": group,
+            "topic": t,
+            "deleted": not codes.get(t, 0),
+            "error": words(codes[t]) if codes.get(t) else None,
+        }
+        for t in names
+    ]
+    o.result(["group", "topic", "deleted", "error"], rows, errors=[r for r in rows if r["error"]])
+    for r in rows:
+        if r["error"]:
+            error_line(f"cannot delete the offsets of topic {r['topic']!r}: {r['error']}")
+    if any(r["error"] for r in rows):
+        raise typer.Exit(1)

@@ -176,8 +176,9 @@ class Settings(BaseSettings):
     share_groups_enabled: bool = Field(
         False,
         description=(
-            "Serve share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and "
-            "ShareAcknowledge are offered in ApiVersions and answered here; share groups are listed, "
+            "Serve share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, "
+            "ShareAcknowledge and Describe/Alter/DeleteShareGroupOffsets are offered in ApiVersions "
+            "and answered here; share groups are listed, "
             "described and deleted like other groups, and share consumers receive their records "
             "through the sidecar (fetched from the brokers, their state written to the log)."
         ),

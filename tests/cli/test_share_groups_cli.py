@@ -1,6 +1,7 @@
 """``groupcoord share-groups list|describe|delete`` against a real ``groupcoord serve`` with share
-groups enabled, in front of the local broker; share-group offsets are refused as not served yet,
-and a sidecar without share groups is named as such."""
+groups enabled, in front of the local broker; share-group offsets (describe --offsets,
+reset-offsets, delete-offsets) on the empty group, refused while it has members; a sidecar without
+share groups is named as such."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.messages import share_group_heartbeat as sgh
@@ -28,7 +29,6 @@ from tests.integration.serve_process import ServeProcess
 pytestmark = pytest.mark.integration
 
 SHARE_HEARTBEAT = 76
-NOT_SERVED = "share-group offsets are not served yet"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -135,14 +135,20 @@ def test_list_describe_and_delete_share_groups(serve: ServeProcess, bootstrap: s
     assert "group 'classic': it is not a share group" in mixed.stderr
     assert "group 'nope': the group does not exist" in mixed.stderr
 
-    # Offsets are not served yet: said in words, whatever the other options.
+    # Offsets of a group with members: described, never reset or deleted; other ids said in words.
+    assert as_json("share-groups", "describe", group, "--offsets", "-b", b)["items"] == []
+    others = cli("share-groups", "describe", "classic", "nope", "--offsets", "-b", b)
+    assert others.returncode == 1
+    assert "group 'classic': it is not a share group" in others.stderr
+    assert "group 'nope': the group does not exist" in others.stderr
+    not_share = cli("share-groups", "delete-offsets", "--group", "classic", "--topic", topic, "-b", b)
+    assert not_share.returncode == 1 and "'classic': it is not a share group" in not_share.stderr
     for args in (
-        ["describe", group, "--offsets"],
         ["reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute"],
         ["delete-offsets", "--group", group, "--topic", topic],
     ):
         refused = cli("share-groups", *args, "-b", b)
-        assert refused.returncode == 1 and NOT_SERVED in refused.stderr, args
+        assert refused.returncode == 1 and "the group still has active members" in refused.stderr, args
         assert "Traceback" not in refused.stderr
 
     # delete: a group with members and a classic group are refused, and stay.
@@ -161,11 +167,42 @@ def test_list_describe_and_delete_share_groups(serve: ServeProcess, bootstrap: s
     assert as_json("share-groups", "list", "-b", b)["items"] == [{"group": group, "state": "empty"}]
     empty = cli("share-groups", "describe", group, "--members", "-b", b)
     assert empty.returncode == 0 and f"share group '{group}' has no active members" in empty.stderr
+    _reset_describe_and_delete_offsets(b, bootstrap, group, topic)
     deleted = cli("share-groups", "delete", group, "-b", b)
     assert deleted.returncode == 0, deleted.stderr
     assert as_json("share-groups", "list", "-b", b)["items"] == []
     gone = cli("share-groups", "delete", group, "-b", b)
     assert gone.returncode == 1 and "the group does not exist" in gone.stderr
+
+
+def _reset_describe_and_delete_offsets(b: str, bootstrap: str, group: str, topic: str) -> None:
+    """On the empty group: a dry run changes nothing; --execute sets the start offsets (kept within
+    the log), which describe --offsets shows with their lag; delete-offsets removes them."""
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(3):
+        producer.produce(topic, f"v{i}".encode(), partition=0)
+    assert producer.flush(15) == 0
+    reset = ["share-groups", "reset-offsets", "--group", group, "-b", b]
+    dry = as_json(*reset, "--topic", topic, "--to-latest")
+    assert [(r["topic"], r["partition"], r["new_offset"]) for r in dry["items"]] == [(topic, 0, 3), (topic, 1, 0)]
+    assert as_json("share-groups", "describe", group, "--offsets", "-b", b)["items"] == []
+    done = as_json(*reset, "--topic", f"{topic}:0", "--to-offset", "1", "--execute")
+    assert [(r["partition"], r["new_offset"]) for r in done["items"]] == [(0, 1)]
+    assert as_json(*reset, "--topic", f"{topic}:1", "--to-offset", "99", "--execute")["items"][0]["new_offset"] == 0
+    rows = as_json("share-groups", "describe", group, "--offsets", "-b", b)["items"]
+    assert [(r["topic"], r["partition"], r["start_offset"], r["lag"]) for r in rows] == [
+        (topic, 0, 1, 2),
+        (topic, 1, 0, 0),
+    ]
+    plain = cli("share-groups", "describe", group, "--offsets", "-b", b)
+    assert plain.stdout.splitlines()[0].split() == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
+    earliest = as_json(*reset, "--all-topics", "--to-earliest", "--execute")
+    assert [(r["partition"], r["new_offset"]) for r in earliest["items"]] == [(0, 0), (1, 0)]
+    unknown = cli("share-groups", "reset-offsets", "--group", "nope", "--topic", topic, "--to-earliest", "-b", b)
+    assert unknown.returncode == 1 and "group 'nope': the group does not exist" in unknown.stderr
+    deleted = as_json("share-groups", "delete-offsets", "--group", group, "--topic", topic, "-b", b)
+    assert deleted["items"] == [{"group": group, "topic": topic, "deleted": True, "error": None}]
+    assert as_json("share-groups", "describe", group, "--offsets", "-b", b)["items"] == []
 
 
 def test_a_sidecar_without_share_groups_says_so(bootstrap: str, unique_name: str, tmp_path: Path) -> None:

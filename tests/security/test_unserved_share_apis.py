@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 
 from groupcoord.coordinator.gateway.framing import RequestHeader, encode_request_header
+from groupcoord.coordinator.messages import alter_share_group_offsets as asgo
 from groupcoord.coordinator.messages import consumer_group_heartbeat as cgh
+from groupcoord.coordinator.messages import delete_share_group_offsets as delsgo
+from groupcoord.coordinator.messages import describe_share_group_offsets as dsgo
 from groupcoord.coordinator.messages import list_groups as lg
 from groupcoord.coordinator.messages import share_group_describe as sgd
 from groupcoord.coordinator.messages import share_group_heartbeat as sgh
@@ -27,7 +30,15 @@ from tests.security.test_internal_names import call, frame
 
 pytestmark = pytest.mark.integration
 
-SHARE_KEYS = {76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe", 78: "ShareFetch", 79: "ShareAcknowledge"}
+SHARE_KEYS = {
+    76: "ShareGroupHeartbeat",
+    77: "ShareGroupDescribe",
+    78: "ShareFetch",
+    79: "ShareAcknowledge",
+    90: "DescribeShareGroupOffsets",
+    91: "AlterShareGroupOffsets",
+    92: "DeleteShareGroupOffsets",
+}
 UNSUPPORTED_VERSION = 35
 
 
@@ -89,6 +100,13 @@ def test_share_apis_are_neither_offered_nor_forwarded_when_share_groups_are_off(
         77: frame(77, 1, sgd.ShareGroupDescribeRequest(group_ids=[group])),
         78: raw_frame(78, 1, share_body),
         79: raw_frame(79, 1, share_body),
+        90: frame(
+            90,
+            1,
+            dsgo.DescribeShareGroupOffsetsRequest(groups=[dsgo.DescribeShareGroupOffsetsRequestGroup(group_id=group)]),
+        ),
+        91: frame(91, 0, asgo.AlterShareGroupOffsetsRequest(group_id=group)),
+        92: frame(92, 0, delsgo.DeleteShareGroupOffsetsRequest(group_id=group)),
     }
     for key, data in attempts.items():
         answer = asyncio.run(answer_or_close(port, data))

@@ -203,3 +203,36 @@ def test_deleting_the_group_deletes_its_share_partitions() -> None:
     for state in (shard.state, shard.reloaded()):
         assert ops.needs_start(state.share_data, KEY) and not ops.needs_start(state.share_data, other)
     assert KEY not in data.live
+
+
+def test_reset_start_offsets_replaces_the_state_and_drops_the_live_partition() -> None:
+    """AlterShareGroupOffsets: one snapshot per share-partition at the new start offset with the next
+    state epoch and no offsets; the live partition and its lock timer go, and a load starts there."""
+    shard = Shard()
+    data = shard.state.share_data
+    shard.run(ops.ensure(data, [(KEY, CONFIG, "tid", 10)]))
+    shard.run(ops.acquire(data, "m1", [_fetched(10, 14)], 10, now=0))
+    shard.run(ops.acknowledge(data, "m1", [(KEY, CONFIG, [AcknowledgementBatch(10, 11, (ACCEPT,))])], now=1))
+    other = SharePartitionKey("g", "t", 1)
+    result = ops.reset_start_offsets(data, [(KEY, 3, "tid"), (other, 0, "tid")])
+    assert [r.type for r in result.records] == [RecordType.SHARE_SNAPSHOT] * 2
+    assert CancelTimer(ops.lock_timer_key(KEY)) in result.timers
+    shard.run(result)
+    assert KEY not in data.live
+    for state in (data, shard.reloaded().share_data):
+        durable = state.store.get(KEY)
+        assert durable is not None and (durable.start_offset, durable.state_epoch, durable.offsets) == (3, 1, {})
+        assert state.store.get(other) is not None and state.store.get(other).start_offset == 0  # type: ignore[union-attr]
+    shard.run(ops.ensure(data, [(KEY, CONFIG, "tid", None)]))  # loaded from the new state
+    assert ops.fetch_offsets(data, [KEY])[KEY][0] == 3
+
+
+def test_delete_topics_state_removes_only_the_named_topics_of_the_group() -> None:
+    shard = Shard()
+    data = shard.state.share_data
+    keys = [KEY, SharePartitionKey("g", "u", 0), SharePartitionKey("h", "t", 0)]
+    shard.run(ops.ensure(data, [(k, CONFIG, None, 5) for k in keys]))
+    shard.run(ops.delete_topics_state(data, "g", ["t", "nope"]))
+    for state in (data, shard.reloaded().share_data):
+        assert [k for k in keys if state.store.get(k) is not None] == keys[1:]
+    assert KEY not in data.live and keys[1] in data.live

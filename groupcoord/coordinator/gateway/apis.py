@@ -6,6 +6,10 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from groupcoord.coordinator.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from groupcoord.coordinator.messages.alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+)
 from groupcoord.coordinator.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from groupcoord.coordinator.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
@@ -16,9 +20,17 @@ from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatResponse,
 )
 from groupcoord.coordinator.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from groupcoord.coordinator.messages.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+)
 from groupcoord.coordinator.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from groupcoord.coordinator.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from groupcoord.coordinator.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from groupcoord.coordinator.messages.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+)
 from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from groupcoord.coordinator.messages.incremental_alter_configs import (
@@ -74,6 +86,9 @@ class ApiKey(IntEnum):
     SHARE_GROUP_DESCRIBE = 77
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +156,9 @@ APIS: dict[int, ApiSpec] = {
         _spec(ShareGroupDescribeRequest, ShareGroupDescribeResponse),
         _spec(ShareFetchRequest, ShareFetchResponse),
         _spec(ShareAcknowledgeRequest, ShareAcknowledgeResponse),
+        _spec(DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse),
+        _spec(AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse),
+        _spec(DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse),
         # Split by resource type: GROUP resources go to the group handler, the rest to the cluster.
         _spec(DescribeConfigsRequest, DescribeConfigsResponse),
         _spec(AlterConfigsRequest, AlterConfigsResponse),
@@ -169,11 +187,22 @@ GROUP_API_KEYS: frozenset[int] = frozenset(
         ApiKey.SHARE_GROUP_DESCRIBE,
         ApiKey.SHARE_FETCH,
         ApiKey.SHARE_ACKNOWLEDGE,
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS,
     }
 )
-# Share groups (KIP-932), membership and data path (ShareFetch, ShareAcknowledge): answered by
-# the group handler only when the gateway serves share groups
+# Share groups (KIP-932), membership, data path (ShareFetch, ShareAcknowledge) and offsets
+# administration (Describe/Alter/DeleteShareGroupOffsets): answered by the group handler only when the gateway serves share groups
 # (``GatewayConfig.share_groups_enabled``); otherwise neither offered nor accepted.
 SHARE_GROUP_API_KEYS: frozenset[int] = frozenset(
-    {ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE}
+    {
+        ApiKey.SHARE_GROUP_HEARTBEAT,
+        ApiKey.SHARE_GROUP_DESCRIBE,
+        ApiKey.SHARE_FETCH,
+        ApiKey.SHARE_ACKNOWLEDGE,
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS,
+    }
 )

@@ -108,8 +108,8 @@ class GatewayConfig(BaseModel):
     # Groups of the sidecar's own on the cluster (placement): no ACL request through the gateway
     # may cover them (group APIs on them are refused by the group handler).
     protected_groups: list[str] = Field(default_factory=list)
-    # Share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and
-    # ShareAcknowledge are offered in ApiVersions and answered by the group handler; off, a client
+    # Share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge
+    # and Describe/Alter/DeleteShareGroupOffsets are offered in ApiVersions and answered by the group handler; off, a client
     # asking for them has its connection closed, as a broker without them does.
     share_groups_enabled: bool = False
 

@@ -9,7 +9,8 @@ Request -> response classes (API key): OffsetCommit (8), OffsetFetch (9), JoinGr
 Heartbeat (12), LeaveGroup (13), SyncGroup (14), DescribeGroups (15), ListGroups (16),
 TxnOffsetCommit (28), DeleteGroups (42), OffsetDelete (47), ConsumerGroupHeartbeat (68),
 ConsumerGroupDescribe (69), and with share groups enabled ShareGroupHeartbeat (76),
-ShareGroupDescribe (77), ShareFetch (78) and ShareAcknowledge (79): ``<Name>Request`` in,
+ShareGroupDescribe (77), ShareFetch (78), ShareAcknowledge (79), DescribeShareGroupOffsets (90),
+AlterShareGroupOffsets (91) and DeleteShareGroupOffsets (92): ``<Name>Request`` in,
 ``<Name>Response`` out.
 """
 

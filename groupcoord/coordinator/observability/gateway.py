@@ -125,6 +125,19 @@ _API_NAMES = [
     "ShareGroupDescribe",
     "ShareFetch",
     "ShareAcknowledge",
+    "AddRaftVoter",
+    "RemoveRaftVoter",
+    "UpdateRaftVoter",
+    "InitializeShareGroupState",
+    "ReadShareGroupState",
+    "WriteShareGroupState",
+    "DeleteShareGroupState",
+    "ReadShareGroupStateSummary",
+    "StreamsGroupHeartbeat",
+    "StreamsGroupDescribe",
+    "DescribeShareGroupOffsets",
+    "AlterShareGroupOffsets",
+    "DeleteShareGroupOffsets",
 ]
 
 CONNECTIONS = Gauge(

@@ -23,11 +23,14 @@ from groupcoord.coordinator.group_shard import txn_commit_response
 from groupcoord.coordinator.groups import context as group_context
 from groupcoord.coordinator.groups import group_config
 from groupcoord.coordinator.messages import alter_configs as wire_alter_configs
+from groupcoord.coordinator.messages import alter_share_group_offsets as wire_asgo
 from groupcoord.coordinator.messages import consumer_group_describe as wire_cgd
 from groupcoord.coordinator.messages import consumer_group_heartbeat as wire_cgh
 from groupcoord.coordinator.messages import delete_groups as wire_delete
+from groupcoord.coordinator.messages import delete_share_group_offsets as wire_dsgo
 from groupcoord.coordinator.messages import describe_configs as wire_describe_configs
 from groupcoord.coordinator.messages import describe_groups as wire_describe
+from groupcoord.coordinator.messages import describe_share_group_offsets as wire_desc_sgo
 from groupcoord.coordinator.messages import heartbeat as wire_heartbeat
 from groupcoord.coordinator.messages import incremental_alter_configs as wire_iac
 from groupcoord.coordinator.messages import join_group as wire_join
@@ -48,6 +51,7 @@ from groupcoord.coordinator.service.answer_budget import take_in_slices
 from groupcoord.coordinator.service.metadata_cache import TopicInfo, TopicNames
 from groupcoord.coordinator.service.service import GroupCoordinatorService
 from groupcoord.coordinator.service.share_data import ShareDataPath
+from groupcoord.coordinator.service.share_offsets import ShareOffsetsAdmin
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +125,9 @@ class CoordinatorApiHandler:
             wire_sgd.ShareGroupDescribeRequest: self.share_group_describe,
             wire_share_fetch.ShareFetchRequest: self.share_fetch,
             wire_share_ack.ShareAcknowledgeRequest: self.share_acknowledge,
+            wire_desc_sgo.DescribeShareGroupOffsetsRequest: self.describe_share_group_offsets,
+            wire_asgo.AlterShareGroupOffsetsRequest: self.alter_share_group_offsets,
+            wire_dsgo.DeleteShareGroupOffsetsRequest: self.delete_share_group_offsets,
             wire_describe_configs.DescribeConfigsRequest: self.describe_configs,
             wire_iac.IncrementalAlterConfigsRequest: self.incremental_alter_configs,
             wire_alter_configs.AlterConfigsRequest: self.alter_configs,
@@ -406,6 +413,41 @@ class CoordinatorApiHandler:
         if self.share_data is None:
             return wire_share_ack.ShareAcknowledgeResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         return await self.share_data.share_acknowledge(request, context.header)
+
+    def _share_offsets(self) -> ShareOffsetsAdmin | None:
+        data = self.share_data
+        return None if data is None else ShareOffsetsAdmin(self.service, self.topics, data.fetcher)
+
+    async def describe_share_group_offsets(
+        self, context: ConnectionContext, request: wire_desc_sgo.DescribeShareGroupOffsetsRequest
+    ) -> Message:
+        admin = self._share_offsets()
+        if admin is None:
+            return wire_desc_sgo.DescribeShareGroupOffsetsResponse(
+                groups=[
+                    wire_desc_sgo.DescribeShareGroupOffsetsResponseGroup(
+                        group_id=g.group_id, error_code=ErrorCode.UNSUPPORTED_VERSION
+                    )
+                    for g in request.groups
+                ]
+            )
+        return await admin.describe(request, context.api_version)
+
+    async def alter_share_group_offsets(
+        self, context: ConnectionContext, request: wire_asgo.AlterShareGroupOffsetsRequest
+    ) -> Message:
+        admin = self._share_offsets()
+        if admin is None:
+            return wire_asgo.AlterShareGroupOffsetsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+        return await admin.alter(request)
+
+    async def delete_share_group_offsets(
+        self, context: ConnectionContext, request: wire_dsgo.DeleteShareGroupOffsetsRequest
+    ) -> Message:
+        admin = self._share_offsets()
+        if admin is None:
+            return wire_dsgo.DeleteShareGroupOffsetsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+        return await admin.delete(request)
 
     async def share_group_describe(
         self, context: ConnectionContext, request: wire_sgd.ShareGroupDescribeRequest

@@ -44,11 +44,14 @@ from groupcoord.coordinator.gateway import configs
 from groupcoord.coordinator.gateway.handler import ConnectionContext, GroupApiHandler
 from groupcoord.coordinator.group_shard import txn_commit_response
 from groupcoord.coordinator.messages import alter_configs as wire_alter_configs
+from groupcoord.coordinator.messages import alter_share_group_offsets as wire_asgo
 from groupcoord.coordinator.messages import consumer_group_describe as wire_cgd
 from groupcoord.coordinator.messages import consumer_group_heartbeat as wire_cgh
 from groupcoord.coordinator.messages import delete_groups as wire_delete
+from groupcoord.coordinator.messages import delete_share_group_offsets as wire_dsgo
 from groupcoord.coordinator.messages import describe_configs as wire_describe_configs
 from groupcoord.coordinator.messages import describe_groups as wire_describe
+from groupcoord.coordinator.messages import describe_share_group_offsets as wire_desc_sgo
 from groupcoord.coordinator.messages import heartbeat as wire_heartbeat
 from groupcoord.coordinator.messages import incremental_alter_configs as wire_iac
 from groupcoord.coordinator.messages import join_group as wire_join
@@ -130,6 +133,9 @@ class SecuredHandler:
             wire_sgd.ShareGroupDescribeRequest: self._share_group_describe,
             wire_share_fetch.ShareFetchRequest: self._share_fetch,
             wire_share_ack.ShareAcknowledgeRequest: self._share_acknowledge,
+            wire_desc_sgo.DescribeShareGroupOffsetsRequest: self._describe_share_group_offsets,
+            wire_asgo.AlterShareGroupOffsetsRequest: self._alter_share_group_offsets,
+            wire_dsgo.DeleteShareGroupOffsetsRequest: self._delete_share_group_offsets,
             wire_describe_configs.DescribeConfigsRequest: self._group_configs,
             wire_iac.IncrementalAlterConfigsRequest: self._group_configs,
             wire_alter_configs.AlterConfigsRequest: self._group_configs,
@@ -387,6 +393,90 @@ class SecuredHandler:
                     ],
                 )
             )
+        return answer
+
+    # --- share-group offsets administration ------------------------------------------------------
+
+    def _topic_allowed(self, context: ConnectionContext, operation: Operation, name: str) -> bool:
+        return name not in self.protected_topics and self._allowed(context, operation, ResourceType.TOPIC, name)
+
+    async def _describe_share_group_offsets(
+        self, context: ConnectionContext, request: wire_desc_sgo.DescribeShareGroupOffsetsRequest
+    ) -> Message:
+        """Kafka's KafkaApis.handleDescribeShareGroupOffsetsRequest: DESCRIBE on each group (the
+        group refused whole), DESCRIBE on each topic (its partitions TOPIC_AUTHORIZATION_FAILED,
+        nothing of them shown)."""
+        allowed = [
+            g for g in request.groups if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g.group_id)
+        ]
+        answer = await self.inner.handle(context, dataclasses.replace(request, groups=allowed)) if allowed else None
+        found = (
+            {g.group_id: g for g in answer.groups}
+            if isinstance(answer, wire_desc_sgo.DescribeShareGroupOffsetsResponse)
+            else {}
+        )
+        out = []
+        for wanted in request.groups:
+            g = found.get(wanted.group_id)
+            if g is None:
+                out.append(
+                    wire_desc_sgo.DescribeShareGroupOffsetsResponseGroup(
+                        group_id=wanted.group_id, error_code=GROUP_DENIED
+                    )
+                )
+                continue
+            for t in g.topics:
+                if not self._topic_allowed(context, Operation.DESCRIBE, t.topic_name):
+                    t.partitions = [
+                        wire_desc_sgo.DescribeShareGroupOffsetsResponsePartition(
+                            partition_index=p.partition_index, start_offset=-1, leader_epoch=-1, error_code=TOPIC_DENIED
+                        )
+                        for p in t.partitions
+                    ]
+            out.append(g)
+        return wire_desc_sgo.DescribeShareGroupOffsetsResponse(groups=out)
+
+    async def _alter_share_group_offsets(
+        self, context: ConnectionContext, request: wire_asgo.AlterShareGroupOffsetsRequest
+    ) -> Message:
+        """Kafka's KafkaApis.handleAlterShareGroupOffsetsRequest: READ on the group (refused whole),
+        READ on each topic (its partitions TOPIC_AUTHORIZATION_FAILED, never passed on)."""
+        if not self._allowed(context, Operation.READ, ResourceType.GROUP, request.group_id):
+            return wire_asgo.AlterShareGroupOffsetsResponse(error_code=GROUP_DENIED)
+        denied = [t for t in request.topics if not self._topic_allowed(context, Operation.READ, t.topic_name)]
+        allowed = [t for t in request.topics if t not in denied]
+        answer = await self.inner.handle(context, dataclasses.replace(request, topics=allowed))
+        assert isinstance(answer, wire_asgo.AlterShareGroupOffsetsResponse)
+        for t in denied:
+            answer.responses.append(
+                wire_asgo.AlterShareGroupOffsetsResponseTopic(
+                    topic_name=t.topic_name,
+                    partitions=[
+                        wire_asgo.AlterShareGroupOffsetsResponsePartition(
+                            partition_index=p.partition_index, error_code=TOPIC_DENIED
+                        )
+                        for p in t.partitions
+                    ],
+                )
+            )
+        return answer
+
+    async def _delete_share_group_offsets(
+        self, context: ConnectionContext, request: wire_dsgo.DeleteShareGroupOffsetsRequest
+    ) -> Message:
+        """Kafka's KafkaApis.handleDeleteShareGroupOffsetsRequest: READ on the group (refused
+        whole), READ on each topic (TOPIC_AUTHORIZATION_FAILED, never passed on)."""
+        if not self._allowed(context, Operation.READ, ResourceType.GROUP, request.group_id):
+            return wire_dsgo.DeleteShareGroupOffsetsResponse(error_code=GROUP_DENIED)
+        denied = [t for t in request.topics if not self._topic_allowed(context, Operation.READ, t.topic_name)]
+        allowed = [t for t in request.topics if t not in denied]
+        answer = await self.inner.handle(context, dataclasses.replace(request, topics=allowed))
+        assert isinstance(answer, wire_dsgo.DeleteShareGroupOffsetsResponse)
+        if not answer.error_code:
+            answer.responses += [
+                wire_dsgo.DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name, error_code=TOPIC_DENIED)
+                for t in denied
+            ]
         return answer
 
     # --- offsets ---------------------------------------------------------------------------------

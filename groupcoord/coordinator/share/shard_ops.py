@@ -27,7 +27,12 @@ from groupcoord.coordinator.share.partition_types import (
     OffsetRange,
     SharePartitionConfig,
 )
-from groupcoord.coordinator.share.state import SharePartitionKey, ShareStateChange, ShareStateStore
+from groupcoord.coordinator.share.state import (
+    DurableShareState,
+    SharePartitionKey,
+    ShareStateChange,
+    ShareStateStore,
+)
 from groupcoord.records import CoordinatorRecord, RecordType
 
 SHARE_STATE_RECORD_TYPES = frozenset({RecordType.SHARE_SNAPSHOT, RecordType.SHARE_UPDATE})
@@ -233,3 +238,36 @@ def expire_locks(state: ShareDataState, key: SharePartitionKey, now: int) -> Res
     if sp is not None:
         changes.add(key, sp, sp.expire_locks(now))
     return changes.result(None)
+
+
+# --- administration (Describe/Alter/DeleteShareGroupOffsets) ------------------------------------
+
+
+def durable_partitions(state: ShareDataState, group: str) -> dict[SharePartitionKey, DurableShareState]:
+    """The group's share-partitions as their records have them (what the admin APIs report)."""
+    return {k: v for k, v in state.store.partitions.items() if k.group == group}
+
+
+def reset_start_offsets(
+    state: ShareDataState, starts: Sequence[tuple[SharePartitionKey, int, str | None]]
+) -> Result[None]:
+    """AlterShareGroupOffsets on an empty group: each share-partition starts afresh at the given
+    offset (a snapshot with a new state epoch, no in-flight state), as Kafka's
+    InitializeShareGroupState. The live partition goes: the next fetch loads the new state."""
+    changes = _Changes(state)
+    for key, start, topic_id in starts:
+        current = state.store.get(key)
+        epoch = 0 if current is None else current.state_epoch + 1
+        changes.records += state.store.records_for(key, ShareStateChange(start, (), epoch, reset=True), topic_id)
+        state.live.pop(key, None)
+        changes.timers.append(CancelTimer(lock_timer_key(key)))
+    return changes.result(None)
+
+
+def delete_topics_state(state: ShareDataState, group: str, topics: Iterable[str]) -> Result[None]:
+    """DeleteShareGroupOffsets: tombstones for the share-partitions of the named topics."""
+    wanted = set(topics)
+    keys = sorted((k for k in state.store.partitions if k.group == group and k.topic in wanted), key=repr)
+    records = [r for k in keys for r in state.store.delete_records(k)]
+    timers: list[TimerOp] = [CancelTimer(lock_timer_key(k)) for k in keys]
+    return Result(None, records, timers)
