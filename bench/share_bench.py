@@ -13,7 +13,9 @@ before anything reads):
   received per second, from the first poll that returned records to the last; a record is acquired only while
   fewer than ``group.share.partition.max.record.locks`` are in flight, so after the first
   window the group can only get records as fast as it acknowledges them. ``redelivered``
-  counts records received more than once (a lock that expired, a consumer's released prefetch);
+  counts records received more than once until the last one came (a lock that expired, a
+  consumer's released records); ``serve_counted`` is what the serve process's /metrics counted
+  over the phase (share fetches, acknowledgements by type, lock expirations);
 - ``groupcoord.ack_latency_ms``: one ShareConsumer in explicit mode, ``max.poll.records=10``,
   ACCEPTing each record and timing ``commit_sync`` (a ShareAcknowledge answered once its
   records are written to and read back from the coordinator log), p50/p99.
@@ -32,12 +34,14 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -87,6 +91,19 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def share_counters(address: str) -> dict[str, float]:
+    """The serve process's share counters from its /metrics, by name (and ack type)."""
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return {
+        s.name + "".join(f"{{{v}}}" for v in s.labels.values()): s.value
+        for family in text_string_to_metric_families(text)
+        if family.name.startswith("groupcoord_share_")
+        for s in family.samples
+        if s.name.endswith("_total")
+    }
+
+
 def set_group_config(sidecar: str, group: str, name: str, value: str) -> None:
     admin = AdminClient({"bootstrap.servers": sidecar, **QUIET})
     entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
@@ -129,6 +146,11 @@ def share_drain(
                     continue
                 now = time.perf_counter()
                 with lock:
+                    if done.is_set():
+                        # Drained. Not counted: the records the first consumer to close got in its
+                        # last poll, which librdkafka's close does not ACCEPT (implicit mode), so
+                        # the session's close releases them and the others get them again.
+                        break
                     if not first:
                         first.extend((now, len(got)))
                     received += len(got)
@@ -233,7 +255,9 @@ def main() -> None:
         topic = f"bench-share-{uuid.uuid4().hex[:8]}"
         create_topic(bootstrap, topic, 1)
         produce(bootstrap, topic, args.records)
-        serve = ServeProcess(bootstrap, free_port(), f"bench-share-log-{uuid.uuid4().hex[:8]}").start(env=SHARE_GROUPS)
+        metrics = f"127.0.0.1:{free_port()}"
+        env = {**SHARE_GROUPS, "GROUPCOORD_METRICS_LISTEN": metrics, "GROUPCOORD_METRICS_LAG_INTERVAL_MS": "0"}
+        serve = ServeProcess(bootstrap, free_port(), f"bench-share-log-{uuid.uuid4().hex[:8]}").start(env=env)
         try:
             assert serve.proc is not None
             pid = serve.proc.pid
@@ -245,13 +269,18 @@ def main() -> None:
             share = []
             for n in sizes:
                 spy = profiled(pid, args.py_spy, args.py_spy_seconds) if args.py_spy and n == max(sizes) else None
-                cpu, wall = cpu_seconds(pid), time.perf_counter()
+                cpu, wall, counted = cpu_seconds(pid), time.perf_counter(), share_counters(metrics)
                 entry = share_drain(
                     serve.bootstrap, topic, args.records, n, args.timeout, args.record_locks, args.max_poll_records
                 )
                 # The serve process's CPU over the whole phase (joining included) per wall second:
                 # near 1 (one event loop) means it is CPU-bound, well below means it waits.
                 entry["serve_cpu_per_wall_s"] = (cpu_seconds(pid) - cpu) / (time.perf_counter() - wall)
+                # What the serve process counted over the phase (its /metrics): where redeliveries
+                # come from (releases, lock expirations), and how many ShareFetches it took.
+                entry["serve_counted"] = {
+                    k: v - counted.get(k, 0.0) for k, v in share_counters(metrics).items() if v != counted.get(k, 0.0)
+                }
                 share.append(entry)
                 if spy is not None:
                     spy.wait(args.py_spy_seconds + 30)
