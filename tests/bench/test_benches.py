@@ -169,6 +169,8 @@ def test_share_bench(tmp_path: Path, bootstrap: str) -> None:
     for entry in ours["share"]:
         # (No rate is asserted: a run whose records all come in one poll has none.)
         assert entry["complete"] and entry["records"] == 2000 and entry["over_direct"] >= 0
-        assert entry["serve_cpu_per_wall_s"] >= 0
+        assert (
+            entry["serve_cpu_per_wall_s"] >= 0 and entry["serve_counted"]["groupcoord_share_fetch_requests_total"] > 0
+        )
     assert ours["ack_latency_ms"]["p99"] >= ours["ack_latency_ms"]["p50"] > 0
     assert isinstance(ours["goal_met"], bool)
