@@ -178,7 +178,7 @@ def test_fatal_producer_error_replaces_the_writer_and_reloads(bootstrap: str, un
             # The report travels the way the writer's own reports do: through the runtime.
             report = shard.on_delivery
             service.runtime._delivered(
-                old, lambda i, e, o: report(shard.generation, shard.next_offset, e, o), [(fatal, -1)]
+                old, lambda i, n, e, o: report(shard.generation, shard.next_offset, e, o, n), 1, fatal, -1
             )
             assert service.runtime.writer is not old
             await shard.wait_loaded()

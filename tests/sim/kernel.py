@@ -304,7 +304,7 @@ class SimHost:
             if size > faults.writer_limit:
                 # Refused by the writer at once: this record and the rest are reported failed.
                 for rest in range(index, len(records)):
-                    self.loop.call_soon(on_delivered, rest, KafkaError(KafkaError.MSG_SIZE_TOO_LARGE), -1)
+                    self.loop.call_soon(on_delivered, rest, 1, KafkaError(KafkaError.MSG_SIZE_TOO_LARGE), -1)
                 self.failed_appends += 1
                 return
             roll = self.rng.random()
@@ -313,7 +313,7 @@ class SimHost:
                 self._poisoned.add(partition)
                 self.failed_appends += 1
                 for rest in range(index, len(records)):
-                    self.loop.at(self._write_at, on_delivered, rest, KafkaError(KafkaError._MSG_TIMED_OUT), -1)
+                    self.loop.at(self._write_at, on_delivered, rest, 1, KafkaError(KafkaError._MSG_TIMED_OUT), -1)
                 return
             ambiguous = roll < faults.fail_rate + faults.ambiguous_rate
             if ambiguous:
@@ -334,9 +334,9 @@ class SimHost:
         self.appended += 1
         if ambiguous:
             self.failed_appends += 1
-            self.loop.call_later(0.001, on_delivered, index, KafkaError(KafkaError._MSG_TIMED_OUT), -1)
+            self.loop.call_later(0.001, on_delivered, index, 1, KafkaError(KafkaError._MSG_TIMED_OUT), -1)
         else:
-            self.loop.call_later(0.001, on_delivered, index, None, offset)
+            self.loop.call_later(0.001, on_delivered, index, 1, None, offset)
 
     def load(self, partition: int, generation: int, load: ShardLoad) -> None:
         # The simulated reader runs the load as the production reader does (``LogTailer``),

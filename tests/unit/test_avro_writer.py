@@ -10,7 +10,7 @@ from fastavro import parse_schema, schemaless_writer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groupcoord.records import RecordCodec, RecordType
+from groupcoord.records import CoordinatorRecord, RecordCodec, RecordType
 from groupcoord.records.avro import from_avro, to_avro
 from groupcoord.records.avro_writer import compile_encoder, compile_writer
 from groupcoord.records.definitions import DEFINITIONS, OffsetCommitKey, OffsetCommitValue
@@ -109,3 +109,22 @@ def test_offset_commits_encode_as_fastavro_whatever_came_before(rows: list[tuple
         schemaless_writer(value_buf, parse_schema(definition.value_schemas[1]), to_avro(value))
         assert codec.encode_key(RecordType.OFFSET_COMMIT, key) == b"\x00\x01" + key_buf.getvalue()
         assert codec.encode_value(RecordType.OFFSET_COMMIT, value) == b"\x00\x01\x00\x01" + value_buf.getvalue()
+
+
+@st.composite
+def _records(draw: st.DrawFn) -> Any:
+    d = draw(st.sampled_from(DEFINITIONS))
+    key = from_avro(d.key_cls, draw(_datum(d.key_schema)))
+    version = draw(st.sampled_from(sorted(d.value_schemas)))
+    value = draw(st.none() | _datum(d.value_schemas[version]).map(lambda v: from_avro(d.value_cls, v)))
+    return CoordinatorRecord(d.type, key, value)
+
+
+@settings(max_examples=200)
+@given(st.lists(_records(), max_size=12), st.booleans())
+def test_encode_all_is_encode_of_each(records: list[Any], runs: bool) -> None:
+    # Runs of one type (a commit's records) and mixed types, tombstones among them.
+    if runs:
+        records = sorted(records, key=lambda r: int(r.type))
+    codec = RecordCodec()
+    assert codec.encode_all(records) == [codec.encode(r) for r in records]

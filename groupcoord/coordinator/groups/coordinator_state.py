@@ -35,7 +35,8 @@ class GroupCoordinatorState:
     def replay(self, record: CoordinatorRecord) -> None:
         if record.type == RecordType.OFFSET_COMMIT:
             self.offsets.replay(record)
-            self.txn.replay(record)
+            if self.txn.open_by_partition:  # a plain commit only matters to open transactions
+                self.txn.replay(record)
         elif record.type in (RecordType.PENDING_TXN_OFFSETS, RecordType.TXN_PRODUCER):
             self.txn.replay(record)
         elif record.type == RecordType.GROUP_METADATA:

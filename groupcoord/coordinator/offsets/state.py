@@ -29,7 +29,14 @@ class OffsetsState:
             if not topics:
                 del self.offsets[key.group]
             return
-        self.offsets.setdefault(key.group, {}).setdefault(key.topic, {})[key.partition] = record.value
+        # Looked up before created: setdefault would build two empty dicts for every record.
+        topics = self.offsets.get(key.group)
+        if topics is None:
+            topics = self.offsets[key.group] = {}
+        partitions = topics.get(key.topic)
+        if partitions is None:
+            partitions = topics[key.topic] = {}
+        partitions[key.partition] = record.value
 
     def group_offsets(self, group: str) -> dict[str, dict[int, OffsetCommitValue]]:
         return self.offsets.get(group, {})

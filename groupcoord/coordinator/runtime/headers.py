@@ -8,6 +8,7 @@ used instead of value fields because tombstones have no value.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Sequence
 from typing import Any
@@ -27,9 +28,12 @@ def make_headers(epoch: int, index: int, count: int) -> Headers:
     return headers
 
 
+@functools.lru_cache(maxsize=32)
 def batch_headers(epoch: int, count: int) -> list[Headers]:
     """``make_headers(epoch, i, count)`` for every i of a batch of ``count`` (one record: itself
-    alone), with the epoch header packed once."""
+    alone), with the epoch header packed once. Cached (an epoch lasts, and commits come in a
+    few sizes: 3% of a 100-partition commit's samples went to making them): the lists are
+    shared, and no caller may change them."""
     epoch_header = (EPOCH_HEADER, _EPOCH.pack(epoch))
     if count <= 1:
         return [[epoch_header]]

@@ -202,6 +202,36 @@ class LogReplayer:
         self._place(offset, record, batch)
         return True
 
+    def feed_own_batch(
+        self, offset: int, records: Sequence[CoordinatorRecord], epoch: int, count: int, first_index: int
+    ) -> bool:
+        """Consume, while tailing, a whole atomic batch the shard wrote itself (``count`` records
+        from index 0, at consecutive offsets from ``offset``) and read back unchanged: what
+        ``feed_own`` does with each of them, applied at once since nothing is open before it
+        and the batch ends with its last record. False, and nothing done, where ``feed_own``
+        must decide record by record."""
+        if (
+            self._latest is not None
+            or epoch != self.max_epoch
+            or offset < self.next_offset
+            or first_index != 0
+            or count != len(records)
+            or self._buffer
+        ):
+            return False
+        if any(record.type in _RUNTIME_TYPES for record in records):
+            return False
+        # What ``_place`` leaves after the batch's last record: nothing buffered, the batch closed.
+        self._batch_end = offset + count
+        self.next_offset = offset + count
+        self.read += count
+        targets = self.targets
+        for record in records:
+            for target in targets:
+                target.replay(record)
+            self.applied += 1
+        return True
+
     def _place(self, offset: int, item: CoordinatorRecord | _Raw, batch: tuple[int, int] | None) -> None:
         """Apply a state record at once, or buffer it with its atomic batch until the batch ends."""
         if batch is None:

@@ -138,20 +138,20 @@ class CoordinatorRuntime(Generic[S]):
     def append(self, partition: int, records: list[LogRecord], on_delivered: DeliveryReport) -> None:
         writer = self.writer
         loop = self.loop
+        count = len(records)
 
-        def delivered(reports: list[tuple[KafkaError | None, int]]) -> None:
+        def delivered(error: KafkaError | None, offset: int) -> None:
             # One hand-over to the loop per append (see ``LogWriter.append``).
-            loop.call_soon_threadsafe(self._delivered, writer, on_delivered, reports)
+            loop.call_soon_threadsafe(self._delivered, writer, on_delivered, count, error, offset)
 
         writer.append(partition, records, delivered)
 
     def _delivered(
-        self, writer: LogWriter, on_delivered: DeliveryReport, reports: list[tuple[KafkaError | None, int]]
+        self, writer: LogWriter, on_delivered: DeliveryReport, count: int, error: KafkaError | None, offset: int
     ) -> None:
-        for index, (error, offset) in enumerate(reports):
-            if error is not None and error.fatal():
-                self.replace_writer(writer, error)
-            on_delivered(index, error, offset)
+        if error is not None and error.fatal():
+            self.replace_writer(writer, error)
+        on_delivered(0, count, error, offset)
 
     def load(self, partition: int, generation: int, load: ShardLoad) -> None:
         self.tailer.load(partition, generation, load)

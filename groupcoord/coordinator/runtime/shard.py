@@ -35,7 +35,8 @@ from groupcoord.coordinator.runtime.clock import Clock
 from groupcoord.coordinator.runtime.headers import Headers, batch_headers
 from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
 from groupcoord.coordinator.runtime.replayer import LogReplayer
-from groupcoord.records import CoordinatorRecord, encode
+from groupcoord.records import CoordinatorRecord
+from groupcoord.records.codec import encode_all
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +54,10 @@ class ShardHandlers(Protocol[S]):
     def on_timer(self, state: S, event: Any, now_ms: int) -> Result[None]: ...
 
 
-# (index of the record in its append call, error or None, offset it was written at or -1)
-DeliveryReport = Callable[[int, KafkaError | None, int], None]
+# The report of ``count`` records of an append call from the one at ``index`` on: (index, count,
+# error or None, offset the last of them was written at or -1). A host reports record by record
+# (count 1) or whole appends at once (the runtime: one report per append, see ``LogWriter``).
+DeliveryReport = Callable[[int, int, KafkaError | None, int], None]
 LogRecord = tuple[bytes, bytes | None, Headers]
 
 
@@ -71,9 +74,11 @@ class ShardHost(Protocol):
     max_record_bytes: int
 
     def append(self, partition: int, records: list[LogRecord], on_delivered: DeliveryReport) -> None:
-        """Append in order. Never raises: every record gets exactly one ``on_delivered`` call, on
-        the loop thread, including records the writer refused synchronously. The host replaces
-        a writer that failed fatally (a fenced idempotent producer) before reporting."""
+        """Append in order. Never raises: every record is in exactly one ``on_delivered`` report,
+        on the loop thread, including records the writer refused synchronously; a report of
+        several records without an error says that all of them were written, the last at its
+        offset, and one with an error that none of them can be counted on. The host replaces a
+        writer that failed fatally (a fenced idempotent producer) before reporting."""
         ...
 
     def load(self, partition: int, generation: int, load: ShardLoad) -> None:
@@ -215,10 +220,12 @@ class _Pending:
     written_ms: int = 0  # the host clock at the append, for the stuck-shard watchdog
 
 
-# A record as the shard appended it, to know it again when it is read back: (record, key, value,
-# headers, epoch, (index, count) in its atomic batch or None, as its headers say). A plain tuple:
-# one is made per record written, and a NamedTuple's constructor cost 3% of a commit-heavy run.
-_Written = tuple[CoordinatorRecord, bytes, "bytes | None", Headers, int, "tuple[int, int] | None"]
+# Records as the shard appended them, to know them again when they are read back: (records,
+# their (key, value, headers) as handed to the log, epoch, count of their atomic batch (1: no
+# batch), index of the first of them in that batch). One entry per atomic batch, under the offset
+# of its first record not read back yet; a record outside any batch is an entry of its own. A
+# plain tuple, per batch rather than per record: a 100-partition commit is one entry.
+_Written = tuple[list[CoordinatorRecord], list[LogRecord], int, int, int]
 
 
 class _Timer:
@@ -271,7 +278,7 @@ class Shard(Generic[S]):
         self._queue: list[tuple[Callable[[S, int], Result[Any]], asyncio.Future[Any], object, float]] = []
         self._flush_scheduled = False
         self._pending: deque[_Pending] = deque()
-        # offset -> our appends not yet read back
+        # offset of the first record not yet read back -> our records written from there (``_Written``)
         self._inflight: dict[int, _Written] = {}
         self._parked: dict[Hashable, asyncio.Future[Any]] = {}
         self._timers: dict[str, _Timer] = {}
@@ -418,24 +425,24 @@ class Shard(Generic[S]):
         foreign: int | None = None
         inflight = self._inflight
         try:
-            for msg in messages:
+            i, count = 0, len(messages)
+            while i < count:
+                msg = messages[i]
                 offset = msg.offset()
                 if offset is None or offset < replayer.next_offset:
+                    i += 1
                     continue
-                key, value, headers = msg.key(), msg.value(), msg.headers()
                 ours = inflight.pop(offset, None)
-                # Skip decoding only if the record at this offset really is the one we wrote:
-                # another writer (a zombie, or the owner we fenced) may have taken the offset,
-                # even with the very same bytes (both handled the same heartbeat): the headers
-                # (its epoch) tell them apart, and the zombie's is fenced on replay.
-                decoded = None
-                if ours is not None and ours[1] == key and ours[2] == value and ours[3] == list(headers or ()):
-                    if replayer.feed_own(offset, ours[0], ours[4], ours[5]):
-                        continue
-                    decoded = ours[0]
-                if foreign is None and decoded is None and (ours is not None or offset >= self.next_offset):
+                if ours is not None:
+                    read, mismatch = self._read_own(messages, i, offset, ours)
+                    i += read
+                    if foreign is None:
+                        foreign = mismatch
+                    continue
+                if foreign is None and offset >= self.next_offset:
                     foreign = offset
-                replayer.feed(offset, key, value, headers, decoded)
+                replayer.feed(offset, msg.key(), msg.value(), msg.headers())
+                i += 1
         except Exception as exc:  # a replay bug must not leave a half-applied state serving
             self._fail(replayer.failure(exc))
             return
@@ -451,6 +458,45 @@ class Shard(Generic[S]):
             return
         self._release()
 
+    def _read_own(self, messages: list[Message], start: int, offset: int, ours: _Written) -> tuple[int, int | None]:
+        """Feed the records read from ``messages[start]`` on (at ``offset``) that ``ours`` were
+        written as; (how many were fed, the first offset holding something else or None).
+
+        Skips decoding only where the record read is the one we wrote: another writer (a zombie,
+        or the owner we fenced) may have taken the offset, even with the very same bytes (both
+        handled the same heartbeat): the headers (its epoch) tell them apart, and the zombie's
+        is fenced on replay. A whole atomic batch read back unchanged, the common case, is
+        compared as one list and applied at once (``LogReplayer.feed_own_batch``)."""
+        records, written, epoch, count, base = ours
+        replayer = self._replayer
+        size = len(written)
+        chunk = messages[start : start + size]
+        if len(chunk) == size > 1 and chunk[-1].offset() == offset + size - 1:
+            read_back = [(msg.key(), msg.value(), msg.headers()) for msg in chunk]
+            if read_back == written and replayer.feed_own_batch(offset, records, epoch, count, base):
+                return size, None
+        mismatch: int | None = None
+        fed = 0
+        for msg in chunk:
+            at = msg.offset()
+            if at != offset + fed:
+                break  # a gap in our own offsets: the caller reads on from there
+            key, value, headers = msg.key(), msg.value(), msg.headers()
+            decoded: CoordinatorRecord | None = None
+            if (key, value, headers) == written[fed]:
+                decoded = records[fed]
+                batch = (base + fed, count) if count > 1 else None
+                if replayer.feed_own(at, decoded, epoch, batch):
+                    fed += 1
+                    continue
+            elif mismatch is None:
+                mismatch = at
+            replayer.feed(at, key, value, headers, decoded)
+            fed += 1
+        if fed < size:  # the rest is read later: known again by the offset of its first record
+            self._inflight[offset + fed] = (records[fed:], written[fed:], epoch, count, base + fed)
+        return fed, mismatch
+
     def on_error(self, generation: int, error: KafkaError) -> None:
         if generation != self.generation:
             return
@@ -458,8 +504,9 @@ class Shard(Generic[S]):
         if error.fatal() or error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
             self._fail(f"log partition unreadable: {error}")
 
-    def on_delivery(self, generation: int, expected: int, error: KafkaError | None, offset: int) -> None:
-        self._unreported = max(0, self._unreported - 1)
+    def on_delivery(self, generation: int, expected: int, error: KafkaError | None, offset: int, count: int = 1) -> None:
+        """``count`` records reported, the last of which was to land at ``expected``."""
+        self._unreported = max(0, self._unreported - count)
         if generation == self.generation:
             if error is not None:
                 self.reload(f"append failed: {error}")
@@ -518,7 +565,7 @@ class Shard(Generic[S]):
             observer.dequeued(started - queued_at)
             try:
                 result = op(self.live, now)
-                encoded = [encode(r) for r in result.records]
+                encoded = encode_all(result.records)
             except Exception as exc:  # the handler wrote nothing: its caller gets the error
                 fut.set_exception(exc)
                 continue
@@ -570,7 +617,7 @@ class Shard(Generic[S]):
     ) -> None:
         first_offset = self.next_offset
         out: list[LogRecord] = []
-        self._stage(records, [encode(r) for r in records], out, atomic)
+        self._stage(records, encode_all(records), out, atomic)
         now = self.host.clock.now_ms()
         self._pending.append(_Pending(self.next_offset - 1, fut, response, None, time.perf_counter(), now))
         self._send(out, first_offset)
@@ -584,18 +631,22 @@ class Shard(Generic[S]):
     ) -> None:
         """Give the records their offsets (remembered, so reading them back skips decoding) and
         their headers: the shard epoch, and the batch position when they must apply together."""
-        count = len(records) if atomic else 1
+        total = len(records)
+        if total == 0:
+            return
         epoch, inflight, offset = self.epoch, self._inflight, self.next_offset
-        headers_of = batch_headers(epoch, count)
-        for i, (record, (key, value)) in enumerate(zip(records, encoded, strict=True)):
-            if count > 1:
-                headers, batch = headers_of[i], (i, count)
-            else:
-                headers, batch = headers_of[0], None
-            inflight[offset] = (record, key, value, headers, epoch, batch)
-            out.append((key, value, headers))
-            offset += 1
-        self.next_offset = offset
+        if atomic and total > 1:
+            headers_of = batch_headers(epoch, total)
+            written = [(key, value, headers) for (key, value), headers in zip(encoded, headers_of, strict=True)]
+            inflight[offset] = (records, written, epoch, total, 0)
+            out.extend(written)
+        else:
+            headers = batch_headers(epoch, 1)[0]
+            for i, (record, (key, value)) in enumerate(zip(records, encoded, strict=True)):
+                one: LogRecord = (key, value, headers)
+                inflight[offset + i] = ([record], [one], epoch, 1, 0)
+                out.append(one)
+        self.next_offset = offset + total
 
     def _oversized(self, encoded: list[tuple[bytes, bytes | None]]) -> str:
         limit = self.host.max_record_bytes
@@ -610,10 +661,11 @@ class Shard(Generic[S]):
         self._unreported += len(out)
         last, handed_at = len(out) - 1, time.perf_counter()
 
-        def delivered(index: int, err: KafkaError | None, offset: int) -> None:
-            if index == last:
+        def delivered(index: int, count: int, err: KafkaError | None, offset: int) -> None:
+            end = index + count - 1
+            if end == last:
                 self.observer.flushed(time.perf_counter() - handed_at)
-            self.on_delivery(generation, first_offset + index, err, offset)
+            self.on_delivery(generation, first_offset + end, err, offset, count)
 
         self.host.append(self.partition, out, delivered)
 

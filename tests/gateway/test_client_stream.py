@@ -1,0 +1,109 @@
+"""ClientStream's read deadlines: one loop timer per stream, moved lazily, expiring only what waits too long."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from groupcoord.coordinator.gateway.client_stream import ClientStream
+
+
+class Transport(asyncio.Transport):
+    """Just enough of a transport for reading: nothing is sent anywhere."""
+
+    def is_closing(self) -> bool:
+        return False
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+
+async def _nothing(stream: ClientStream) -> None:
+    pass
+
+
+def _stream(loop: asyncio.AbstractEventLoop) -> ClientStream:
+    stream = ClientStream(loop, _nothing, tls=False)
+    stream.connection_made(Transport())
+    return stream
+
+
+def _receive(stream: ClientStream, data: bytes) -> None:
+    buf = stream.get_buffer(len(data))
+    buf[: len(data)] = data
+    stream.buffer_updated(len(data))
+
+
+def test_waits_that_are_answered_arm_one_timer_for_the_stream_not_one_each() -> None:
+    async def run() -> int:
+        loop = asyncio.get_running_loop()
+        stream = _stream(loop)
+        armed = 0
+        call_at = loop.call_at
+
+        def counting(when: float, callback: Any, *args: Any) -> asyncio.TimerHandle:
+            nonlocal armed
+            armed += 1
+            return call_at(when, callback, *args)
+
+        loop.call_at = counting  # type: ignore[method-assign]
+        try:
+            for _ in range(100):
+                waiting = asyncio.ensure_future(stream.read_start(loop.time() + 600))
+                await asyncio.sleep(0)
+                _receive(stream, b"x")
+                assert await waiting
+                assert await stream.readexactly(1) == b"x"
+        finally:
+            loop.call_at = call_at  # type: ignore[method-assign]
+            stream.connection_lost(None)
+        return armed
+
+    assert asyncio.run(run()) == 1
+
+
+def test_a_wait_still_times_out_at_its_deadline_and_an_earlier_deadline_is_not_missed() -> None:
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        stream = _stream(loop)
+        # A far deadline armed first, then a wait with a near one: the near one expires in time.
+        waiting = asyncio.ensure_future(stream.read_start(loop.time() + 600))
+        await asyncio.sleep(0)
+        _receive(stream, b"x")
+        assert await waiting
+        await stream.readexactly(1)
+        started = loop.time()
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(stream.read_start(loop.time() + 0.05), 5)
+        assert loop.time() - started < 5
+        stream.connection_lost(None)
+
+    asyncio.run(run())
+
+
+def test_a_timer_armed_for_an_earlier_wait_does_not_expire_a_later_one_early() -> None:
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        stream = _stream(loop)
+        waiting = asyncio.ensure_future(stream.read_start(loop.time() + 0.05))
+        await asyncio.sleep(0)
+        _receive(stream, b"x")
+        assert await waiting
+        await stream.readexactly(1)
+        # The timer armed for 50 ms fires while this wait (deadline 10 s) goes on: it re-arms.
+        later = asyncio.ensure_future(stream.read_start(loop.time() + 10))
+        await asyncio.sleep(0.2)
+        assert not later.done()
+        _receive(stream, b"y")
+        assert await later
+        stream.connection_lost(None)
+
+    asyncio.run(run())
