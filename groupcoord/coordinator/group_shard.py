@@ -158,7 +158,9 @@ class GroupCoordinatorShard:
         timers.append(self._retention_timer(now_ms))
         return Result(None, result.records, timers, result.completions)
 
-    def on_timer(self, state: GroupCoordinatorState, event: Any, now_ms: int) -> Result[None]:
+    def on_timer(self, state: GroupCoordinatorState, event: Any, now_ms: int) -> Result[Any]:
+        # A timer's answer goes to no caller, only to the runtime's observer (metrics: a lock
+        # expiry answers how many records it gave back).
         if isinstance(event, RetentionSweep):
             return self.expire_offsets(state, now_ms)
         if classic.is_classic_timer(event):

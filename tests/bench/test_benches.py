@@ -154,3 +154,23 @@ def test_scale_bench(tmp_path: Path, bootstrap: str) -> None:
         assert step["offsets_per_s"] > 0 and step["vs_raw"] > 0
         assert len(step["serve_cpu_s"]) == step["processes"] and step["serve_cpu_us_per_offset"] > 0
         assert sum(step["groups_per_process"]) == 2
+
+
+def test_share_bench(tmp_path: Path, bootstrap: str) -> None:
+    result = run_bench(
+        "share_bench.py",
+        tmp_path / "share.json",
+        *("--records", "2000", "--consumers", "1,2", "--acks", "5", "--timeout", "60", "--bootstrap", bootstrap),
+    )
+    assert result["raw"]["direct_records_per_s"] > 0 and len(result["raw"]["direct"]) == 2
+    ours = result["groupcoord"]
+    assert ours["through_sidecar"]["records"] == 2000 and ours["through_sidecar"]["over_direct"] > 0
+    assert [s["consumers"] for s in ours["share"]] == [1, 2]
+    for entry in ours["share"]:
+        # (No rate is asserted: a run whose records all come in one poll has none.)
+        assert entry["complete"] and entry["records"] == 2000 and entry["over_direct"] >= 0
+        assert (
+            entry["serve_cpu_per_wall_s"] >= 0 and entry["serve_counted"]["groupcoord_share_fetch_requests_total"] > 0
+        )
+    assert ours["ack_latency_ms"]["p99"] >= ours["ack_latency_ms"]["p50"] > 0
+    assert isinstance(ours["goal_met"], bool)

@@ -192,6 +192,11 @@ KAFKA_NAMES = {
     "groupcoord_gateway_requests": "RequestsPerSec",
     "groupcoord_gateway_responses": "ErrorsPerSec",
     "groupcoord_consumergroup_lag": "kafka_consumergroup_lag",
+    "groupcoord_share_acknowledgements": "share-acknowledgement-count",
+    "groupcoord_share_record_acknowledgements": "record-acknowledgement-count",
+    "groupcoord_share_record_lock_expirations": "AcquisitionLockTimeoutPerSec",
+    "groupcoord_share_fetch_requests": "TotalShareFetchRequestsPerSec",
+    "groupcoord_share_in_flight_records": "InFlightMessageCount",
 }
 
 

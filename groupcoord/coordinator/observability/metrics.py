@@ -28,6 +28,11 @@ offset-count                               groupcoord_offset_count
 offset-commit-rate / -count                groupcoord_offset_commits_total
 offset-expiration-rate / -count            groupcoord_offset_expirations_total
 offset-deletion-rate / -count              groupcoord_offset_deletions_total
+share-acknowledgement-count                groupcoord_share_acknowledgements_total
+record-acknowledgement-count{ack-type}     groupcoord_share_record_acknowledgements_total{ack_type}
+AcquisitionLockTimeoutPerSec (KIP-1103)    groupcoord_share_record_lock_expirations_total
+TotalShareFetchRequestsPerSec (KIP-1103)   groupcoord_share_fetch_requests_total
+InFlightMessageCount (KIP-1103, total)     groupcoord_share_in_flight_records
 =========================================  ===================================================
 
 The gateway's metrics are in ``groupcoord.coordinator.observability.gateway``, consumer lag in
@@ -59,6 +64,7 @@ from groupcoord.coordinator.groups.share.group import ShareGroupState
 from groupcoord.coordinator.observability.histogram import EVENT_BUCKETS, LOAD_BUCKETS, Histogram
 from groupcoord.coordinator.observability.registry import REGISTRY
 from groupcoord.coordinator.runtime.shard import Shard, ShardObserver, ShardStatus
+from groupcoord.coordinator.share.shard_ops import ShareLockExpiry
 from groupcoord.records import CoordinatorRecord, RecordType
 
 log = logging.getLogger(__name__)
@@ -103,7 +109,24 @@ class Counts:
             "groupcoord_txn_aborts",
             "Staged transactional offset commits dropped by their transaction's ABORT marker.",
         ),
+        (
+            "share_fetches",
+            "groupcoord_share_fetch_requests",
+            "ShareFetch requests answered by this process (Kafka TotalShareFetchRequestsPerSec, KIP-1103).",
+        ),
+        (
+            "share_acknowledgements",
+            "groupcoord_share_acknowledgements",
+            "ShareFetch and ShareAcknowledge requests carrying acknowledgements (Kafka share-acknowledgement-count).",
+        ),
+        (
+            "share_lock_expirations",
+            "groupcoord_share_record_lock_expirations",
+            "Acquired records whose acquisition lock ran out (Kafka AcquisitionLockTimeoutPerSec, KIP-1103).",
+        ),
     )
+    # Acknowledgement type id -> label (Kafka's ack-type tag, lower case); GAP (0) is not counted, as in Kafka.
+    ACK_TYPES = {1: "accept", 2: "release", 3: "reject"}
 
     def __init__(self) -> None:
         self.offset_commits = 0
@@ -114,6 +137,17 @@ class Counts:
         self.txn_offset_commits = 0
         self.txn_commits = 0
         self.txn_aborts = 0
+        self.share_fetches = 0
+        self.share_acknowledgements = 0
+        self.share_lock_expirations = 0
+        self.share_record_acks: Tally[str] = Tally()
+
+    def share_acknowledged(self, types_per_offset: Iterable[tuple[int, int]]) -> None:
+        """Records acknowledged and applied: (acknowledgement type id, how many records)."""
+        for ack_type, records in types_per_offset:
+            label = self.ACK_TYPES.get(ack_type)
+            if label is not None:
+                self.share_record_acks[label] += records
 
 
 COUNTS = Counts()
@@ -164,6 +198,14 @@ class _Process(Collector):
     def collect(self) -> Iterable[Metric]:
         for attribute, name, documentation in Counts.FAMILIES:
             yield CounterMetricFamily(name, documentation, value=getattr(COUNTS, attribute))
+        family = CounterMetricFamily(
+            "groupcoord_share_record_acknowledgements",
+            "Records acknowledged by share group members, by type (Kafka record-acknowledgement-count{ack-type}).",
+            labels=["ack_type"],
+        )
+        for label in Counts.ACK_TYPES.values():
+            family.add_metric([label], COUNTS.share_record_acks[label])
+        yield family
         for latency in LATENCIES:
             yield latency.family()
 
@@ -186,8 +228,12 @@ class ShardMetrics(ShardObserver):
     def flushed(self, seconds: float) -> None:
         BATCH_FLUSH_TIME.observe(seconds)
 
-    def processed(self, state: Any, records: list[CoordinatorRecord], cause: object, seconds: float) -> None:
+    def processed(
+        self, state: Any, records: list[CoordinatorRecord], cause: object, seconds: float, response: object = None
+    ) -> None:
         EVENT_PROCESSING_TIME.observe(seconds)
+        if isinstance(cause, ShareLockExpiry) and isinstance(response, int):
+            COUNTS.share_lock_expirations += response
         if records and isinstance(state, GroupCoordinatorState):
             count_records(state, records, timer=cause is not None)
 
@@ -264,6 +310,7 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
     consumer: Tally[str] = Tally()
     share: Tally[str] = Tally()
     offsets = 0
+    in_flight = 0
     for shard in shards:
         state = _SHARD_STATES.get(shard.status)
         if state is not None:
@@ -290,6 +337,7 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
             1 for gid in live.offsets.offsets if gid not in live.consumer.groups and gid not in live.classic.groups
         )
         offsets += sum(len(parts) for topics in shard.committed.offsets.offsets.values() for parts in topics.values())
+        in_flight += sum(sp.in_flight() for sp in live.share_data.live.values())
     out: list[Metric] = []
     family = GaugeMetricFamily(
         "groupcoord_num_partitions",
@@ -353,6 +401,14 @@ def shard_families(shards: Iterable[Shard[GroupCoordinatorState]]) -> list[Metri
     out.append(family)
     out.append(
         GaugeMetricFamily("groupcoord_offset_count", "Committed offsets retained (Kafka offset-count).", value=offsets)
+    )
+    out.append(
+        GaugeMetricFamily(
+            "groupcoord_share_in_flight_records",
+            "Records between the start and end offsets of the live share-partitions, summed"
+            " (Kafka InFlightMessageCount, KIP-1103, per share-partition there).",
+            value=in_flight,
+        )
     )
     return out
 

@@ -167,9 +167,11 @@ class ShardObserver:
     def dequeued(self, waited_s: float) -> None:
         """An event left the queue for its handler after waiting ``waited_s``."""
 
-    def processed(self, state: Any, records: list[CoordinatorRecord], cause: object, seconds: float) -> None:
-        """A handler returned ``records`` (not yet replayed into ``state``, the live state);
-        ``cause`` is the timer event of a timer's handler, None for a request's."""
+    def processed(
+        self, state: Any, records: list[CoordinatorRecord], cause: object, seconds: float, response: object = None
+    ) -> None:
+        """A handler returned ``records`` (not yet replayed into ``state``, the live state) and
+        ``response``; ``cause`` is the timer event of a timer's handler, None for a request's."""
 
     def released(self, waited_s: float) -> None:
         """A write's answer was released once its records were read back, ``waited_s`` after its append."""
@@ -576,7 +578,7 @@ class Shard(Generic[S]):
             if oversized:
                 fut.set_exception(AppendFailed(self.partition, oversized))
                 continue
-            observer.processed(self.live, result.records, cause, time.perf_counter() - started)
+            observer.processed(self.live, result.records, cause, time.perf_counter() - started, result.response)
             try:
                 for r in result.records:
                     self.live.replay(r)

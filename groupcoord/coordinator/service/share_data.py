@@ -41,6 +41,7 @@ from groupcoord.coordinator.groups import group_config
 from groupcoord.coordinator.messages import share_acknowledge as wire_ack
 from groupcoord.coordinator.messages import share_fetch as wire_sf
 from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.observability.metrics import COUNTS
 from groupcoord.coordinator.runtime.api import Result
 from groupcoord.coordinator.runtime.shard import Shard, ShardNotAvailable
 from groupcoord.coordinator.service.metadata_cache import TopicNames
@@ -124,6 +125,17 @@ def _valid_types(batches: Sequence[AcknowledgementBatch]) -> bool:
     return all(t in ACK_TYPE_IDS and t != 4 for b in batches for t in b.types)
 
 
+def _type_counts(batches: Sequence[AcknowledgementBatch]) -> list[tuple[int, int]]:
+    """(type, records) of applied acknowledgements: one type for a whole batch, or one per offset."""
+    out: list[tuple[int, int]] = []
+    for b in batches:
+        if len(b.types) == 1:
+            out.append((b.types[0], b.last_offset - b.first_offset + 1))
+        else:
+            out += [(t, 1) for t in b.types]
+    return out
+
+
 def _overlapping(batches: list[Batch], acquired: tuple[AcquiredRecords, ...]) -> bytes:
     """The fetched batches holding an acquired record, as they came (clients deliver from them
     only the acquired offsets)."""
@@ -183,6 +195,7 @@ class ShareDataPath:
     ) -> dict[tuple[uuid.UUID, int], int]:
         """Per (topic id, partition): the acknowledgement's error code. Malformed types and
         unknown topics are refused here; the rest is one write."""
+        COUNTS.share_acknowledgements += 1
         errors: dict[tuple[uuid.UUID, int], int] = {}
         valid: list[tuple[_Part, list[AcknowledgementBatch]]] = []
         for part, batches in acks:
@@ -202,8 +215,10 @@ class ShareDataPath:
             return shard_ops.acknowledge(state.share_data, member, items, now)
 
         done = await shard.write(op)
-        for part, _ in valid:
-            errors[(part.topic_id, part.partition)] = done[SharePartitionKey(group, part.topic, part.partition)]
+        for part, batches in valid:
+            error = errors[(part.topic_id, part.partition)] = done[SharePartitionKey(group, part.topic, part.partition)]
+            if error == ErrorCode.NONE:
+                COUNTS.share_acknowledged(_type_counts(batches))
         return errors
 
     async def _release(
@@ -287,6 +302,7 @@ class ShareDataPath:
         relayed = await self._relayed(header, group, request, wire_sf.ShareFetchResponse, wait_ms)
         if relayed is not None:
             return relayed
+        COUNTS.share_fetches += 1
         if not group or not member:
             return wire_sf.ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST)
         requested = await self._parts([(t.topic_id, [p.partition_index for p in t.partitions]) for t in request.topics])

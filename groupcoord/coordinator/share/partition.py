@@ -159,6 +159,10 @@ class SharePartition:
             heapq.heappop(heap)
         return None
 
+    def locks_due(self, now: int) -> int:
+        """How many acquired records' locks have run out by ``now`` (what ``expire_locks`` gives back)."""
+        return sum(1 for r in self.records.values() if r.state == RecordState.ACQUIRED and r.deadline <= now)
+
     def acquired_by(self, member: str) -> list[int]:
         return [o for o, r in sorted(self.records.items()) if r.state == RecordState.ACQUIRED and r.member == member]
 

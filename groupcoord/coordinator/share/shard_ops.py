@@ -232,12 +232,16 @@ def delete_group_state(state: ShareDataState, group: str) -> list[CoordinatorRec
     return [r for k in keys for r in state.store.delete_records(k)]
 
 
-def expire_locks(state: ShareDataState, key: SharePartitionKey, now: int) -> Result[None]:
+def expire_locks(state: ShareDataState, key: SharePartitionKey, now: int) -> Result[int]:
+    """The share-partition's locks that ran out by ``now``; answers how many records they held
+    (for the runtime's metrics: Kafka's acquisition lock timeouts)."""
     changes = _Changes(state)
     sp = state.live.get(key)
+    expired = 0
     if sp is not None:
+        expired = sp.locks_due(now)
         changes.add(key, sp, sp.expire_locks(now))
-    return changes.result(None)
+    return changes.result(expired)
 
 
 # --- administration (Describe/Alter/DeleteShareGroupOffsets) ------------------------------------

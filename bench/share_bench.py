@@ -1,0 +1,321 @@
+"""Share groups (KIP-932) through the sidecar: records/s drained from ONE partition, beside plain consumers.
+
+    python bench/share_bench.py [--records 20000] [--consumers 1,3,10] [--acks 300] [--bootstrap HOST:PORT]
+
+Same run, same broker, same topic (one partition, ``--records`` records of 100 bytes, produced
+before anything reads):
+- ``raw.direct``: a plain librdkafka consumer reading the partition from the broker (the anchor);
+- ``raw.through_sidecar``: the same consumer with the sidecar as its bootstrap (its fetches go
+  through the gateway to the broker);
+- ``groupcoord.share[N]``: a share group of N confluent-kafka ``ShareConsumer``s (implicit
+  acknowledgement: each poll acknowledges the records of the previous one), one thread each,
+  draining the same records (``share.auto.offset.reset=earliest``). The rate is distinct records
+  received per second, from the first poll that returned records to the last; a record is acquired only while
+  fewer than ``group.share.partition.max.record.locks`` are in flight, so after the first
+  window the group can only get records as fast as it acknowledges them. ``redelivered``
+  counts records received more than once until the last one came (a lock that expired, a
+  consumer's released records); ``serve_counted`` is what the serve process's /metrics counted
+  over the phase (share fetches, acknowledgements by type, lock expirations);
+- ``groupcoord.ack_latency_ms``: one ShareConsumer in explicit mode, ``max.poll.records=10``,
+  ACCEPTing each record and timing ``commit_sync`` (a ShareAcknowledge answered once its
+  records are written to and read back from the coordinator log), p50/p99.
+
+The issue's goal is ``share[10] >= 0.5 x raw.direct`` (``goal_met``). The serve process is a
+child (``groupcoord serve`` with share groups enabled); ``--py-spy PATH`` records it with py-spy
+(from PyPI) during the largest share group's drain. JSON to bench/results/share.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+from prometheus_client.parser import text_string_to_metric_families
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.runtime_bench import cluster, percentile, write_results  # noqa: E402
+from groupcoord.local_broker import free_port  # noqa: E402
+from tests.clients.support import create_topic  # noqa: E402
+from tests.integration.serve_process import ServeProcess  # noqa: E402
+
+PAYLOAD = b"x" * 100
+SHARE_GROUPS = {"GROUPCOORD_SHARE_GROUPS_ENABLED": "true"}
+QUIET = {"log_level": 3}
+
+
+def produce(bootstrap: str, topic: str, records: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **QUIET})
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, key=b"%d" % i, value=PAYLOAD, partition=0)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    assert producer.flush(60) == 0
+
+
+def plain_consume(bootstrap: str, topic: str, records: int, timeout: float) -> dict[str, Any]:
+    """A plain consumer reading the partition from offset 0 (no group: assign), records/s from
+    the assign to the last record (its first fetch included: it fetches ahead in the background,
+    so from its first record on it mostly reads its own buffer)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-plain-{uuid.uuid4().hex[:8]}", **QUIET})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    seen = 0
+    started = time.perf_counter()
+    deadline = started + timeout
+    while seen < records and time.perf_counter() < deadline:
+        # Never ask for more than is left: consume() would wait out its timeout for a full batch.
+        seen += sum(1 for msg in consumer.consume(min(1000, records - seen), 1.0) if msg.error() is None)
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return {"records": seen, "records_per_s": seen / elapsed if elapsed > 0 else 0.0}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def share_counters(address: str) -> dict[str, float]:
+    """The serve process's share counters from its /metrics, by name (and ack type)."""
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return {
+        s.name + "".join(f"{{{v}}}" for v in s.labels.values()): s.value
+        for family in text_string_to_metric_families(text)
+        if family.name.startswith("groupcoord_share_")
+        for s in family.samples
+        if s.name.endswith("_total")
+    }
+
+
+def set_group_config(sidecar: str, group: str, name: str, value: str) -> None:
+    admin = AdminClient({"bootstrap.servers": sidecar, **QUIET})
+    entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(15)
+
+
+def share_drain(
+    sidecar: str,
+    topic: str,
+    records: int,
+    consumers: int,
+    timeout: float,
+    record_locks: int | None,
+    max_poll_records: int | None,
+) -> dict[str, Any]:
+    """``consumers`` ShareConsumers of one new group, one thread each, until every record came."""
+    group = f"bench-share-{consumers}-{uuid.uuid4().hex[:8]}"
+    set_group_config(sidecar, group, "share.auto.offset.reset", "earliest")
+    if record_locks is not None:
+        set_group_config(sidecar, group, "share.partition.max.record.locks", str(record_locks))
+    lock = threading.Lock()
+    offsets: set[int] = set()
+    received = 0
+    per_consumer = [0] * consumers
+    first: list[float] = []  # when the first records came, and how many
+    last = [0.0]
+    done = threading.Event()
+
+    def run(index: int) -> None:
+        nonlocal received
+        extra = {"max.poll.records": str(max_poll_records)} if max_poll_records else {}
+        c = ShareConsumer({"bootstrap.servers": sidecar, "group.id": group, **extra, **QUIET})
+        c.subscribe([topic])
+        try:
+            while not done.is_set():
+                got = [m.offset() for m in c.poll(0.2) if m.error() is None]
+                if not got:
+                    continue
+                now = time.perf_counter()
+                with lock:
+                    if done.is_set():
+                        # Drained. Not counted: the records the first consumer to close got in its
+                        # last poll, which librdkafka's close does not ACCEPT (implicit mode), so
+                        # the session's close releases them and the others get them again.
+                        break
+                    if not first:
+                        first.extend((now, len(got)))
+                    received += len(got)
+                    per_consumer[index] += len(got)
+                    offsets.update(got)
+                    if len(offsets) >= records:
+                        last[0] = now
+                        done.set()
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(consumers)]
+    for t in threads:
+        t.start()
+    done.wait(timeout)
+    done.set()
+    for t in threads:
+        t.join(30)
+    complete = len(offsets) >= records
+    elapsed = (last[0] - first[0]) if complete and first else 0.0
+    # The records after the first poll's, over the time since it (a run whose records all came in
+    # one poll has no rate: 0).
+    return {
+        "consumers": consumers,
+        "records": len(offsets),
+        "complete": complete,
+        "records_per_s": (len(offsets) - first[1]) / elapsed if elapsed > 0 else 0.0,
+        "redelivered": received - len(offsets),
+        "consumers_that_received": sum(1 for n in per_consumer if n),
+    }
+
+
+def ack_latency(sidecar: str, topic: str, acks: int, timeout: float) -> dict[str, Any]:
+    """Explicit acknowledgement: commit_sync after ACCEPTing each polled batch, timed."""
+    group = f"bench-share-ack-{uuid.uuid4().hex[:8]}"
+    set_group_config(sidecar, group, "share.auto.offset.reset", "earliest")
+    c = ShareConsumer(
+        {
+            "bootstrap.servers": sidecar,
+            "group.id": group,
+            "share.acknowledgement.mode": "explicit",
+            "max.poll.records": "10",
+            **QUIET,
+        }
+    )
+    c.subscribe([topic])
+    latencies: list[float] = []
+    deadline = time.perf_counter() + timeout
+    while len(latencies) < acks and time.perf_counter() < deadline:
+        messages = [m for m in c.poll(0.5) if m.error() is None]
+        if not messages:
+            continue
+        for m in messages:
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+        t0 = time.perf_counter()
+        c.commit_sync(15)
+        latencies.append((time.perf_counter() - t0) * 1000)
+    c.close()
+    if not latencies:
+        return {"commits": 0}
+    return {
+        "commits": len(latencies),
+        "records_per_commit_max": 10,
+        "p50": percentile(latencies, 0.5),
+        "p99": percentile(latencies, 0.99),
+    }
+
+
+def profiled(pid: int, out: str, seconds: int) -> subprocess.Popen[bytes] | None:
+    """py-spy recording the serve process (None when py-spy is not installed)."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(spy).exists():
+        print("py-spy not found: pip install py-spy", file=sys.stderr)
+        return None
+    return subprocess.Popen(
+        [spy, "record", "-p", str(pid), "-o", out, "-d", str(seconds), "-r", "200", "--format", "raw", "--nonblocking"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--consumers", default="1,3,10")
+    parser.add_argument("--acks", type=int, default=300)
+    parser.add_argument("--timeout", type=float, default=180.0)
+    parser.add_argument("--bootstrap", default=None)
+    parser.add_argument("--py-spy", default=None, help="record the serve process during the largest group's drain")
+    parser.add_argument("--py-spy-seconds", type=int, default=10)
+    parser.add_argument("--max-poll-records", type=int, default=None, help="each ShareConsumer's (default 500)")
+    parser.add_argument(
+        "--record-locks",
+        type=int,
+        default=None,
+        help="share.partition.max.record.locks of each share group (default: the broker's, 2000)",
+    )
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "share.json"))
+    args = parser.parse_args()
+    sizes = [int(n) for n in args.consumers.split(",")]
+    with cluster(args.bootstrap) as (bootstrap, label):
+        topic = f"bench-share-{uuid.uuid4().hex[:8]}"
+        create_topic(bootstrap, topic, 1)
+        produce(bootstrap, topic, args.records)
+        metrics = f"127.0.0.1:{free_port()}"
+        env = {**SHARE_GROUPS, "GROUPCOORD_METRICS_LISTEN": metrics, "GROUPCOORD_METRICS_LAG_INTERVAL_MS": "0"}
+        serve = ServeProcess(bootstrap, free_port(), f"bench-share-log-{uuid.uuid4().hex[:8]}").start(env=env)
+        try:
+            assert serve.proc is not None
+            pid = serve.proc.pid
+            # Warm up both paths (connections, metadata, the broker's page cache); not counted.
+            plain_consume(bootstrap, topic, args.records, args.timeout)
+            plain_consume(serve.bootstrap, topic, args.records, args.timeout)
+            direct = [plain_consume(bootstrap, topic, args.records, args.timeout)]
+            sidecar = plain_consume(serve.bootstrap, topic, args.records, args.timeout)
+            share = []
+            for n in sizes:
+                spy = profiled(pid, args.py_spy, args.py_spy_seconds) if args.py_spy and n == max(sizes) else None
+                cpu, wall, counted = cpu_seconds(pid), time.perf_counter(), share_counters(metrics)
+                entry = share_drain(
+                    serve.bootstrap, topic, args.records, n, args.timeout, args.record_locks, args.max_poll_records
+                )
+                # The serve process's CPU over the whole phase (joining included) per wall second:
+                # near 1 (one event loop) means it is CPU-bound, well below means it waits.
+                entry["serve_cpu_per_wall_s"] = (cpu_seconds(pid) - cpu) / (time.perf_counter() - wall)
+                # What the serve process counted over the phase (its /metrics): where redeliveries
+                # come from (releases, lock expirations), and how many ShareFetches it took.
+                entry["serve_counted"] = {
+                    k: v - counted.get(k, 0.0) for k, v in share_counters(metrics).items() if v != counted.get(k, 0.0)
+                }
+                share.append(entry)
+                if spy is not None:
+                    spy.wait(args.py_spy_seconds + 30)
+            latency = ack_latency(serve.bootstrap, topic, args.acks, args.timeout)
+            # The anchor again at the end: the machine is shared, so report the mean of both.
+            direct.append(plain_consume(bootstrap, topic, args.records, args.timeout))
+        finally:
+            serve.stop()
+    anchor = sum(d["records_per_s"] for d in direct) / len(direct)
+    for entry in share:
+        entry["over_direct"] = entry["records_per_s"] / anchor if anchor else 0.0
+    sidecar["over_direct"] = sidecar["records_per_s"] / anchor if anchor else 0.0
+    largest = max(share, key=lambda e: e["consumers"])
+    # Little's law: at most min(record locks, consumers x max.poll.records) records are in flight
+    # (each consumer holds one poll's worth until its next fetch acknowledges them), so the
+    # time from a record's acquisition to its acknowledgement -- a ShareFetch cycle: the
+    # acknowledgement and acquisition writes, each answered once read back from the coordinator
+    # log, the read from the broker, the client's turn -- is about window / rate.
+    locks, per_poll = args.record_locks or 2000, args.max_poll_records or 500
+    for entry in share:
+        rate, window = entry["records_per_s"], min(locks, entry["consumers"] * per_poll)
+        entry["in_flight_window"] = window
+        entry["implied_cycle_ms"] = 1000 * window / rate if rate else None
+    params = {"record_locks": locks, "max_poll_records": per_poll}
+    raw = {"records": args.records, "record_bytes": len(PAYLOAD), "direct": direct, "direct_records_per_s": anchor}
+    ours = {
+        "params": params,
+        "through_sidecar": sidecar,
+        "share": share,
+        "ack_latency_ms": latency,
+        "goal": f"share[{largest['consumers']}] >= 0.5 x direct",
+        "goal_met": largest["over_direct"] >= 0.5,
+    }
+    write_results(args.out, label, raw, ours)
+
+
+if __name__ == "__main__":
+    main()
