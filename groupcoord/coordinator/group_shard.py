@@ -186,6 +186,7 @@ class GroupCoordinatorShard:
             else simple_group_commit_verdict(state, request, context.api_version)
         )
         result = commit_offsets(state.offsets, request, now_ms, self.offsets_config, verdict)
+        result.records += txn.overtaking_records(state.txn, request.group_id, result.records)
         if group is not None and group.type == CLASSIC and verdict.error == ErrorCode.NONE:
             # Kafka refreshes only classic groups' sessions on a commit: a classic member inside a
             # consumer group keeps its session by heartbeats alone.

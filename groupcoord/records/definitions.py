@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from groupcoord.records.avro import array, optional, record
+from groupcoord.records.avro import FieldSpec, array, optional, record
 
 
 class RecordType(IntEnum):
@@ -284,6 +284,10 @@ class PendingTxnOffsetsValue:
     producer_epoch: int
     offsets: list[PendingTxnOffset] = field(default_factory=list)
     commit_timestamp: int = 0
+    # Indexes into ``offsets`` of the partitions a later plain commit has overtaken (version 2).
+    # Written here, on the record compaction keeps while the offsets stay staged: the plain
+    # commit's own record may be compacted away behind a later one of the same partition.
+    superseded: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,6 +411,30 @@ class LogSkipValue:
 
 
 # --- Schemas --------------------------------------------------------------------------------
+
+# PendingTxnOffsetsValue version 1; version 2 adds ``superseded``.
+_PENDING_TXN_OFFSETS_V1: list[FieldSpec] = [
+    ("transactional_id", "string"),
+    ("producer_epoch", "int"),
+    (
+        "offsets",
+        array(
+            record(
+                "PendingTxnOffset",
+                [
+                    ("topic", "string"),
+                    ("partition", "int"),
+                    ("offset", "long"),
+                    ("leader_epoch", "int", -1),
+                    ("metadata", "string", ""),
+                    ("topic_id", optional("string"), None),
+                ],
+            )
+        ),
+        [],
+    ),
+    ("commit_timestamp", "long", 0),
+]
 
 _TOPIC_PARTITIONS = record("TopicPartitions", [("topic_id", "string"), ("partitions", array("int"))])
 _TOPIC_PARTITIONS_EPOCHS = record(
@@ -727,31 +755,8 @@ DEFINITIONS: tuple[RecordDef, ...] = (
         ),
         PendingTxnOffsetsValue,
         {
-            1: record(
-                "PendingTxnOffsetsValue",
-                [
-                    ("transactional_id", "string"),
-                    ("producer_epoch", "int"),
-                    (
-                        "offsets",
-                        array(
-                            record(
-                                "PendingTxnOffset",
-                                [
-                                    ("topic", "string"),
-                                    ("partition", "int"),
-                                    ("offset", "long"),
-                                    ("leader_epoch", "int", -1),
-                                    ("metadata", "string", ""),
-                                    ("topic_id", optional("string"), None),
-                                ],
-                            )
-                        ),
-                        [],
-                    ),
-                    ("commit_timestamp", "long", 0),
-                ],
-            )
+            1: record("PendingTxnOffsetsValue", _PENDING_TXN_OFFSETS_V1),
+            2: record("PendingTxnOffsetsValue", [*_PENDING_TXN_OFFSETS_V1, ("superseded", array("int"), [])]),
         },
     ),
     RecordDef(

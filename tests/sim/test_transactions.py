@@ -27,6 +27,14 @@ def test_transactional_offsets_keep_invariant_7_and_apply_exactly_once() -> None
     assert stats["stage:ok"] > 500 and stats["resolved"] > 500, stats
 
 
+def test_a_plain_commit_overtaking_a_staged_offset_survives_compaction_and_a_reload() -> None:
+    """Seed 101163 of the slow run: a plain commit overtakes producer 1's staged offset, producer
+    2's next committed transaction shadows that plain commit, and a reload (which replays what
+    compaction would leave) must still know producer 1's offset was overtaken."""
+    stats = run_seed(101163).stats
+    assert stats["plain"] and stats["reload"], stats
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_many_more_transactional_scenarios() -> None:

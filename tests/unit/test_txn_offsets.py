@@ -3,6 +3,7 @@ the outcome of a marker (Kafka's replayEndTransactionMarker) and the ordering ag
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from groupcoord.coordinator.errors import ErrorCode
@@ -16,7 +17,7 @@ from groupcoord.coordinator.messages.txn_offset_commit import (
 from groupcoord.coordinator.offsets.handlers import fetch_offsets
 from groupcoord.coordinator.offsets.transactions import Sequence
 from groupcoord.coordinator.runtime.api import Result
-from groupcoord.records import decode, encode
+from groupcoord.records import CoordinatorRecord, decode, encode
 from tests.unit.test_group_shard import HANDLERS, IMAGE, apply, commit, commit_at, join_consumer
 
 IDS = {"t": IMAGE.topic_id("t"), "u": IMAGE.topic_id("u")}
@@ -65,6 +66,24 @@ def marker(state: GroupCoordinatorState, pid: int, at: int, committed: bool) -> 
 def committed(state: GroupCoordinatorState, group: str, partition: int = 0) -> int | None:
     value = state.offsets.get(group, "t", partition)
     return None if value is None else value.offset
+
+
+def written(state: GroupCoordinatorState, *writes: Callable[[], Result[Any]]) -> list[CoordinatorRecord]:
+    """Run each handler on ``state`` in turn, applying its records; all the records written."""
+    records: list[CoordinatorRecord] = []
+    for write in writes:
+        result = write()
+        apply(state, result)
+        records += result.records
+    return records
+
+
+def replayed(records: list[CoordinatorRecord]) -> GroupCoordinatorState:
+    """A fresh state replaying ``records`` through the codec, as a load does."""
+    fresh = GroupCoordinatorState()
+    for record in records:
+        fresh.replay(decode(*encode(record)))
+    return fresh
 
 
 def test_staged_offsets_stay_invisible_until_the_commit_marker() -> None:
@@ -125,16 +144,12 @@ def test_a_plain_commit_after_the_staging_wins_over_it() -> None:
 def test_the_superseded_partition_survives_a_reload() -> None:
     """Replaying the log rebuilds the same staged state, ordering included (invariant 3)."""
     state = GroupCoordinatorState()
-    records = []
-    for result in (
-        HANDLERS.stage_txn_offsets(state, txn("g", {0: 10}), 5, Sequence(0, 0), IDS, 0),
-        commit_at(state, commit("g", {0: 99}), 0),
-    ):
-        apply(state, result)
-        records += result.records
-    fresh = GroupCoordinatorState()
-    for record in records:
-        fresh.replay(decode(*encode(record)))
+    records = written(
+        state,
+        lambda: HANDLERS.stage_txn_offsets(state, txn("g", {0: 10}), 5, Sequence(0, 0), IDS, 0),
+        lambda: commit_at(state, commit("g", {0: 99}), 0),
+    )
+    fresh = replayed(records)
     assert fresh.snapshot() == state.snapshot()
     marker(fresh, 7, at=6, committed=True)
     assert committed(fresh, "g") == 99
@@ -205,3 +220,23 @@ def test_an_offset_with_a_staged_transaction_over_it_does_not_expire() -> None:
     marker(state, 7, at=6, committed=False)
     apply(state, HANDLERS.on_timer(state, RetentionSweep(), MINUTE))
     assert not state.offsets.has_group("g")
+
+
+def test_the_superseded_partition_survives_compaction() -> None:
+    """Seed 101163 of the transaction simulation: producer 7 stages partition 0, a plain commit
+    overtakes it, then producer 8 stages and commits partition 0. Compaction keeps only that last
+    OffsetCommit record, so the overtaking must be written where it survives (the staged record
+    itself), or a load would apply producer 7's stale offset."""
+    state = GroupCoordinatorState()
+    records = written(
+        state,
+        lambda: HANDLERS.stage_txn_offsets(state, txn("g", {0: 10}, pid=7), 1, Sequence(0, 0), IDS, 0),
+        lambda: commit_at(state, commit("g", {0: 99}), 0),
+        lambda: HANDLERS.stage_txn_offsets(state, txn("g", {0: 20}, pid=8), 2, Sequence(0, 0), IDS, 0),
+        lambda: HANDLERS.resolve_txn(state, 8, 3, True, 0),
+    )
+    latest = {encode(r)[0]: r for r in records}  # what compaction leaves: the last record of each key
+    fresh = replayed([r for r in records if latest[encode(r)[0]] is r])
+    assert fresh.snapshot() == state.snapshot()
+    marker(fresh, 7, at=4, committed=True)
+    assert committed(fresh, "g") == 20

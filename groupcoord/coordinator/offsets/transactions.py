@@ -11,8 +11,12 @@ into ordinary OffsetCommit records (carrying the producer id) and drops the stag
 way. Everything here is pure and deterministic: replay order alone decides the state.
 
 Ordering (Kafka: "we always keep the most recent committed offset when we have a mix of
-transactional and regular offset commits"): a plain commit of a partition replayed after a staged
+transactional and regular offset commits"): a plain commit of a partition written after a staged
 offset of that partition wins over it, so the staged one is marked superseded and never applied.
+The mark is written on the staged record itself (``overtaking_records``, in the plain commit's
+batch): compaction may remove the plain commit's record once a later OffsetCommit of the partition
+(another producer's committed transaction) shadows it, and a load must still see the mark. Logs
+written before that field existed get the mark from replaying the plain commit, as before.
 Kafka compares record offsets of staged offsets from different producers too; here two producers'
 transactions committing the same partition of one group apply in the order their markers were
 resolved (two live producers committing one group's partition are zombies of each other, which the
@@ -22,7 +26,7 @@ cluster's fencing already stops).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from groupcoord.coordinator.errors import ErrorCode
@@ -46,6 +50,14 @@ class StagedCommit:
     key: PendingTxnOffsetsKey
     value: PendingTxnOffsetsValue
     superseded: set[tuple[str, int]] = field(default_factory=set)
+
+    def overtaken_by(self, group: str, tp: tuple[str, int]) -> bool:
+        """Whether a plain commit of ``tp`` in ``group`` newly overtakes an offset staged here."""
+        return (
+            self.key.group == group
+            and tp not in self.superseded
+            and any((o.topic, o.partition) == tp for o in self.value.offsets)
+        )
 
 
 class TxnOffsetsState:
@@ -75,7 +87,10 @@ class TxnOffsetsState:
         staged = self.pending.setdefault(key.producer_id, {})
         staged.pop(slot, None)
         if record.value is not None:
-            staged[slot] = StagedCommit(key, record.value)
+            offsets = record.value.offsets
+            staged[slot] = StagedCommit(
+                key, record.value, {(offsets[i].topic, offsets[i].partition) for i in record.value.superseded}
+            )
         if not staged:
             del self.pending[key.producer_id]
         self._reindex(key.group)
@@ -90,7 +105,7 @@ class TxnOffsetsState:
         tp = (key.topic, key.partition)
         for producer_id in self.open_by_partition.get(key.group, {}).get(tp, ()):
             for commit in self.pending.get(producer_id, {}).values():
-                if commit.key.group == key.group:
+                if commit.overtaken_by(key.group, tp):
                     commit.superseded.add(tp)
 
     def _reindex(self, group: str) -> None:
@@ -213,6 +228,37 @@ def resolve(
             CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey(g, t, p), v) for (g, t, p), v in values.items()
         ]
     records += [CoordinatorRecord(RecordType.PENDING_TXN_OFFSETS, c.key, None) for c in decided]
+    return records
+
+
+def overtaking_records(
+    state: TxnOffsetsState, group: str, written: Iterable[CoordinatorRecord]
+) -> list[CoordinatorRecord]:
+    """The staged records of ``group`` that the plain OffsetCommit records ``written`` overtake,
+    rewritten with those partitions marked superseded: they go in the same batch, after them, so
+    that the mark lasts as long as the staged offsets do, whatever compaction leaves of the plain
+    commit (replaying the plain commit marks the same partitions: live and replayed agree)."""
+    opened = state.open_by_partition.get(group)
+    if not opened:
+        return []
+    overtaken: dict[tuple[int, int], set[tuple[str, int]]] = {}  # (producer, txn_offset) -> partitions
+    for record in written:
+        key: OffsetCommitKey = record.key
+        if record.type != RecordType.OFFSET_COMMIT or record.value is None or record.value.producer_id >= 0:
+            continue
+        tp = (key.topic, key.partition)
+        for producer_id in opened.get(tp, ()):
+            for commit in state.pending[producer_id].values():
+                if commit.overtaken_by(group, tp):
+                    overtaken.setdefault((producer_id, commit.key.txn_offset), set()).add(tp)
+    records: list[CoordinatorRecord] = []
+    for (producer_id, txn_offset), partitions in sorted(overtaken.items()):
+        commit = state.pending[producer_id][(txn_offset, group)]
+        marked = commit.superseded | partitions
+        indexes = [i for i, o in enumerate(commit.value.offsets) if (o.topic, o.partition) in marked]
+        records.append(
+            CoordinatorRecord(RecordType.PENDING_TXN_OFFSETS, commit.key, replace(commit.value, superseded=indexes))
+        )
     return records
 
 
