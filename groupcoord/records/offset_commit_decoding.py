@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from itertools import islice
 
 from groupcoord.records.avro_reader import read_long, read_string
 from groupcoord.records.codec import DEFAULT_CODEC
@@ -89,8 +88,11 @@ class OffsetCommitRuns:
         match = plain.fullmatch
         prefix, size = self._prefix, len(self._prefix) + 1
         slots: dict[int, bytes] | None = None
-        at = start
-        for _, key, value in islice(raws, start, None):
+        at, end = start, len(raws)
+        # Indexed, not islice(raws, start, None): islice walks from index 0, and a load whose
+        # records are mostly decoded the usual way calls this once per record (quadratic).
+        while at < end:
+            _, key, value = raws[at]
             if value is None or match(value) is None:
                 break
             if len(key) == size and key.startswith(prefix) and key[-1] < 0x80:
