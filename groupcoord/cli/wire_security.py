@@ -6,7 +6,7 @@ SASL_PLAINTEXT, SASL_SSL), ``ssl.ca.location``, ``ssl.certificate.location``, ``
 SCRAM-SHA-512), ``sasl.username``, ``sasl.password``.
 
 SASL is Kafka's framed exchange (SaslHandshake v1, then SaslAuthenticate v2 tokens), which is all
-the sidecar's gateway follows; SCRAM is RFC 5802's client side, by scramp.
+the sidecar's gateway follows; PLAIN and SCRAM are the sidecar's own login exchanges (``cluster_login``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import socket
 import ssl
 import struct
 from collections.abc import Callable
-
-from scramp import ScramClient, ScramException
 
 from groupcoord.coordinator.gateway.codec import decode_struct, encode_struct
 from groupcoord.coordinator.gateway.framing import RequestHeader, decode_response_header, encode_request_header
@@ -27,9 +25,16 @@ from groupcoord.coordinator.messages.sasl import (
     SaslHandshakeResponse,
 )
 from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.security.cluster_login import (
+    LOGIN_MECHANISMS,
+    PLAIN,
+    LoginFailed,
+    PlainExchange,
+    SaslExchange,
+    ScramExchange,
+)
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 _SASL_HANDSHAKE, _SASL_AUTHENTICATE = 17, 36
 
 
@@ -63,7 +68,7 @@ Exchange = Callable[[bytes], bytes]
 def sasl_login(sock: socket.socket, props: dict[str, str], read_exactly: Callable[[int], bytes]) -> None:
     """Authenticate ``sock`` with the mechanism the properties name, or raise AuthenticationError."""
     mechanism = props.get("sasl.mechanism", props.get("sasl.mechanisms", "GSSAPI")).upper()
-    if mechanism != "PLAIN" and mechanism not in _SCRAM:
+    if mechanism not in LOGIN_MECHANISMS:
         raise AuthenticationError(f"sasl.mechanism={mechanism} is not supported here (PLAIN, SCRAM-SHA-256/512)")
     user, password = props.get("sasl.username", ""), props.get("sasl.password", "")
     ids = iter(range(1, 1 << 30))
@@ -92,18 +97,22 @@ def sasl_login(sock: socket.socket, props: dict[str, str], read_exactly: Callabl
             raise AuthenticationError(f"authentication failed: {answer.error_message or f'error {answer.error_code}'}")
         return answer.auth_bytes
 
-    if mechanism == "PLAIN":
-        exchange(f"\x00{user}\x00{password}".encode())
+    if mechanism == PLAIN:
+        run_exchange(PlainExchange(user, password), exchange)
     else:
         scram(exchange, mechanism, user, password)
 
 
 def scram(exchange: Exchange, mechanism: str, user: str, password: str) -> None:
-    """RFC 5802's client side through scramp (the same library the tests' SCRAM server uses): the
-    proof is sent and the server's signature checked; Kafka takes no channel binding."""
-    client = ScramClient([mechanism], user, password)
+    """RFC 5802's client side, as the sidecar's own cluster connections speak it."""
+    run_exchange(ScramExchange(mechanism, user, password), exchange)
+
+
+def run_exchange(login: SaslExchange, exchange: Exchange) -> None:
+    """Send the login's messages until it has none left, each server answer checked by it."""
     try:
-        client.set_server_first(exchange(client.get_client_first().encode()).decode())
-        client.set_server_final(exchange(client.get_client_final().encode()).decode())
-    except ScramException as exc:
+        token: bytes | None = login.first()
+        while token is not None:
+            token = login.answer(exchange(token))
+    except LoginFailed as exc:
         raise AuthenticationError(f"authentication failed: {exc}") from exc

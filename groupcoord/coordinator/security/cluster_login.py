@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from scramp import ScramClient, ScramException
 
@@ -57,18 +58,16 @@ class ClusterLogin:
         return ScramExchange(self.mechanism, self.username, self.password)
 
 
-class SaslExchange:
+class SaslExchange(Protocol):
     """One login: ``first()`` is the client's first message; ``answer(challenge)`` the next one,
     or None when the exchange is over (then the last server message has been checked)."""
 
-    def first(self) -> bytes:
-        raise NotImplementedError
+    def first(self) -> bytes: ...
 
-    def answer(self, challenge: bytes) -> bytes | None:
-        raise NotImplementedError
+    def answer(self, challenge: bytes) -> bytes | None: ...
 
 
-class PlainExchange(SaslExchange):
+class PlainExchange:
     def __init__(self, username: str, password: str) -> None:
         self._message = f"\x00{username}\x00{password}".encode()
 
@@ -79,7 +78,7 @@ class PlainExchange(SaslExchange):
         return None
 
 
-class ScramExchange(SaslExchange):
+class ScramExchange:
     """RFC 5802's client side (no channel binding, as Kafka) through scramp, the implementation the
     CLI's own connections use too: the proof is sent and the server's signature checked."""
 
