@@ -101,6 +101,10 @@ _REFUSALS: dict[type[Message], Callable[[], Message]] = {
 
 # An OffsetFetch answer topic: OffsetFetchResponseTopic (v0-7) or OffsetFetchResponseTopics (v8+).
 _Fetched = TypeVar("_Fetched", wire_fetch.OffsetFetchResponseTopic, wire_fetch.OffsetFetchResponseTopics)
+# The two share data-path requests, whose topics are READ-checked alike.
+_ShareDataRequest = TypeVar(
+    "_ShareDataRequest", wire_share_fetch.ShareFetchRequest, wire_share_ack.ShareAcknowledgeRequest
+)
 
 
 class SecuredHandler:
@@ -345,54 +349,56 @@ class SecuredHandler:
         return name in self.protected_topics or not self._allowed(context, Operation.READ, ResourceType.TOPIC, name)
 
     async def _share_fetch(self, context: ConnectionContext, request: wire_share_fetch.ShareFetchRequest) -> Message:
-        denied = [t for t in request.topics if await self._topic_denied(context, t.topic_id)]
-        if not denied:
-            return await self.inner.handle(context, request)
-        allowed = [t for t in request.topics if t not in denied]
-        answer = await self.inner.handle(context, dataclasses.replace(request, topics=allowed))
-        assert isinstance(answer, wire_share_fetch.ShareFetchResponse)
-        if answer.error_code:
-            return answer
-        for t in denied:
-            answer.responses.append(
-                wire_share_fetch.ShareFetchableTopicResponse(
-                    topic_id=t.topic_id,
-                    partitions=[
-                        wire_share_fetch.ShareFetchResponsePartitionData(
-                            partition_index=p.partition_index,
-                            error_code=TOPIC_DENIED,
-                            acknowledge_error_code=TOPIC_DENIED if p.acknowledgement_batches else 0,
-                            records=b"",
-                        )
-                        for p in t.partitions
-                    ],
-                )
+        def refused(t: Any) -> wire_share_fetch.ShareFetchableTopicResponse:
+            return wire_share_fetch.ShareFetchableTopicResponse(
+                topic_id=t.topic_id,
+                partitions=[
+                    wire_share_fetch.ShareFetchResponsePartitionData(
+                        partition_index=p.partition_index,
+                        error_code=TOPIC_DENIED,
+                        acknowledge_error_code=TOPIC_DENIED if p.acknowledgement_batches else 0,
+                        records=b"",
+                    )
+                    for p in t.partitions
+                ],
             )
-        return answer
+
+        return await self._share_without_denied_topics(context, request, refused)
 
     async def _share_acknowledge(
         self, context: ConnectionContext, request: wire_share_ack.ShareAcknowledgeRequest
     ) -> Message:
+        def refused(t: Any) -> wire_share_ack.ShareAcknowledgeTopicResponse:
+            return wire_share_ack.ShareAcknowledgeTopicResponse(
+                topic_id=t.topic_id,
+                partitions=[
+                    wire_share_ack.ShareAcknowledgeResponsePartitionData(
+                        partition_index=p.partition_index, error_code=TOPIC_DENIED
+                    )
+                    for p in t.partitions
+                ],
+            )
+
+        return await self._share_without_denied_topics(context, request, refused)
+
+    async def _share_without_denied_topics(
+        self,
+        context: ConnectionContext,
+        request: _ShareDataRequest,
+        refused: Callable[[Any], Any],
+    ) -> Message:
+        """A ShareFetch or ShareAcknowledge with the topics the caller may not READ taken out
+        before the handler sees them, and answered TOPIC_AUTHORIZATION_FAILED beside its answer
+        (unless the whole request failed)."""
         denied = [t for t in request.topics if await self._topic_denied(context, t.topic_id)]
         if not denied:
             return await self.inner.handle(context, request)
         allowed = [t for t in request.topics if t not in denied]
         answer = await self.inner.handle(context, dataclasses.replace(request, topics=allowed))
-        assert isinstance(answer, wire_share_ack.ShareAcknowledgeResponse)
+        assert isinstance(answer, wire_share_fetch.ShareFetchResponse | wire_share_ack.ShareAcknowledgeResponse)
         if answer.error_code:
             return answer
-        for t in denied:
-            answer.responses.append(
-                wire_share_ack.ShareAcknowledgeTopicResponse(
-                    topic_id=t.topic_id,
-                    partitions=[
-                        wire_share_ack.ShareAcknowledgeResponsePartitionData(
-                            partition_index=p.partition_index, error_code=TOPIC_DENIED
-                        )
-                        for p in t.partitions
-                    ],
-                )
-            )
+        answer.responses.extend(refused(t) for t in denied)
         return answer
 
     # --- share-group offsets administration ------------------------------------------------------
