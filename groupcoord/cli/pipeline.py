@@ -361,6 +361,9 @@ def import_offsets(
     sidecar: Annotated[str, typer.Option("--sidecar", "-s", help="The running sidecar's HOST:PORT.")],
     execute: Annotated[bool, typer.Option("--execute", help="Commit (default: dry run).")] = False,
     batch_size: Annotated[int, typer.Option(help="Partitions per OffsetCommit.", min=1)] = 500,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds to wait for the sidecar's answer.", min=0.1)
+    ] = 30.0,
     command_config: CommandConfig = None,
     master: Master = None,
     as_json: AsJson = False,
@@ -376,7 +379,7 @@ def import_offsets(
     for g, t, p, o, m in rows:
         by_group[g].append((t, p, o, m))
     try:
-        plan = import_plan(config, by_group)
+        plan = import_plan(config, by_group, timeout)
         result = run_import(config, plan, batch_size) if execute else None
     except ImportError_ as exc:
         _fail(str(exc))

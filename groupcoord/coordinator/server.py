@@ -313,7 +313,7 @@ def _authorization(
 
 class _NoWaitExecutor(ThreadPoolExecutor):
     """The loop's default executor, which the process does not wait for on the way out: a stop
-    signal during startup leaves a blocking call to an unreachable cluster (up to 30 s of retries)
+    signal during startup leaves a blocking call to an unreachable cluster (up to cluster_wait_ms of retries)
     in one of its threads, and a pod being deleted must not wait that out."""
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
@@ -406,6 +406,7 @@ async def _serving_with(
     )
     runtime.stuck_warning_ms = settings.stuck_shard_warning_ms
     runtime.stuck_reload_ms = settings.stuck_shard_reload_ms
+    runtime.cluster_wait_s = settings.cluster_wait_ms / 1000
     service = GroupCoordinatorService(runtime, handlers, settings.gateway.max_group_response_bytes)
     metrics = ServeMetrics(
         lambda: runtime.shards.values(),
@@ -503,7 +504,7 @@ async def _serving_with(
     metrics.start()
     try:
         try:
-            # Creating the log topic retries an unreachable cluster for 30 s: a stop signal must not wait.
+            # Creating the log topic retries an unreachable cluster (cluster_wait_ms): a stop signal must not wait.
             await _unless_stopped(stop, runtime.start(partitions=()))
             runtime_started = True
             await _unless_stopped(
@@ -512,6 +513,7 @@ async def _serving_with(
                     ensure_log_topic,
                     client_config,
                     transaction_topic_spec(txn_topic, runtime.partitions, settings.log_replication_factor),
+                    runtime.cluster_wait_s,
                 ),
             )
             await metadata.refresh()
