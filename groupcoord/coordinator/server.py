@@ -450,9 +450,15 @@ async def _serving_with(
     share_fetcher: ShareRecordFetcher | None = None
     if settings.share_groups_enabled:
         # The share data path reads the records it hands out from the brokers, the way the
-        # gateway's forwarding reaches them (same addresses and TLS).
+        # gateway's forwarding reaches them (same addresses and TLS), logged in as the
+        # transaction bridge is (the ``client`` credentials) on a cluster that requires SASL.
+        if not bridged:
+            say.warning("share groups: ShareFetch cannot log in to the cluster with these client settings")
         share_fetcher = ShareRecordFetcher(
-            gateway.config.bootstrap_addresses(), gateway.upstream_tls, gateway.config.upstream_connect_timeout_s
+            gateway.config.bootstrap_addresses(),
+            gateway.upstream_tls,
+            gateway.config.upstream_connect_timeout_s,
+            cluster_login,
         )
         share_data = api_handler.share_data = ShareDataPath(service, metadata, share_fetcher)
         share_data.relay_timeout_s = gateway.config.upstream_connect_timeout_s
