@@ -8,7 +8,6 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import AcknowledgeType, ShareConsumer
@@ -27,11 +26,13 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 4
 
 
-@pytest.fixture
-def pair(bootstrap: str, tmp_path: Path) -> Iterator[list[Sidecar]]:
+@pytest.fixture(scope="module")
+def pair(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Sidecar]]:
+    """Two processes for the module's tests (each uses groups and topics of its own)."""
     log_topic = f"gc-sf-pair-{uuid.uuid4().hex[:10]}"
     env = {"GROUPCOORD_SHARE_GROUPS_ENABLED": "true"}
-    made = [Sidecar(bootstrap, log_topic, tmp_path / f"serve{i}.log", PARTITIONS, env=env) for i in range(2)]
+    logs = tmp_path_factory.mktemp("share-pair")
+    made = [Sidecar(bootstrap, log_topic, logs / f"serve{i}.log", PARTITIONS, env=env) for i in range(2)]
     try:
         for s in made:
             s.start()
