@@ -181,7 +181,7 @@ def test_records_a_member_holds_past_its_lock_go_to_another(
     them race for who holds the records when)."""
     topic, group = unique_name, f"{unique_name}-sg"
     create_topic(bootstrap, topic, 1)
-    _set_group_config(shared_serve, group, "share.record.lock.duration.ms", "1500")
+    _set_group_config(shared_serve.bootstrap, group, "share.record.lock.duration.ms", "1500")
     topic_id = _topic_id(bootstrap, topic)
 
     async def hold() -> list[tuple[int, int, int]]:
@@ -226,8 +226,8 @@ def test_records_a_member_holds_past_its_lock_go_to_another(
     assert sorted(count for _, _, count in again) == [2] * 5
 
 
-def _set_group_config(serve: ServeProcess, group: str, name: str, value: str) -> None:
-    admin = AdminClient({"bootstrap.servers": serve.bootstrap})
+def _set_group_config(bootstrap: str, group: str, name: str, value: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
     for future in admin.incremental_alter_configs(
         [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]
@@ -243,7 +243,7 @@ def test_read_committed_delivers_no_aborted_record(
     checked on record batches in ``test_record_batches.py``.)"""
     topic, group = unique_name, f"{unique_name}-sg"
     create_topic(bootstrap, topic, 1)
-    _set_group_config(shared_serve, group, "share.isolation.level", "read_committed")
+    _set_group_config(shared_serve.bootstrap, group, "share.isolation.level", "read_committed")
     (consumer,) = _joined(shared_serve, group, topic, 1)
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{unique_name}-txn"})
     producer.init_transactions(30)

@@ -19,7 +19,12 @@ from groupcoord.coordinator.service.partitioning import partition_for
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
 from tests.ha.sidecars import Sidecar, wait_for
-from tests.share_data.test_share_consumer import _produce, _topic_id, released_when_the_holder_disconnects
+from tests.share_data.test_share_consumer import (
+    _produce,
+    _set_group_config,
+    _topic_id,
+    released_when_the_holder_disconnects,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -63,14 +68,15 @@ def test_a_consumer_at_the_process_that_does_not_own_the_group_gets_every_record
     group = _group_of_the_second(pair, unique_name)
     topic = unique_name
     create_topic(bootstrap, topic, 2)
+    # From the start of the (new) topic: at ``latest`` a consumer slow to make its share-partitions
+    # (a loaded machine) would start after the records and never see them.
+    _set_group_config(second.address, group, "share.auto.offset.reset", "earliest")
+    values = _produce(bootstrap, topic, 30, 2)
     consumer = ShareConsumer(
         {"bootstrap.servers": first.address, "group.id": group, "share.acknowledgement.mode": "explicit"}
     )
     consumer.subscribe([topic])
     deadline = time.monotonic() + 30
-    for _ in range(4):
-        consumer.poll(0.5)  # the share-partitions are made (at the end: latest) by these fetches
-    values = _produce(bootstrap, topic, 30, 2)
     got: list[bytes] = []
     while time.monotonic() < deadline and len(got) < len(values):
         messages = [m for m in consumer.poll(0.5) if m.error() is None]
