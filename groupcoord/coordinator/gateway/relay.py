@@ -43,6 +43,8 @@ _MAX_DESCRIPTION = 4096
 # Pooled relay connections unused this long are closed rather than reused (the owner closes idle
 # connections after connections_max_idle_ms, 10 minutes by default).
 IDLE_S = 60.0
+# Idle connections kept per owner; a burst of concurrent relays opens more, closed afterwards.
+MAX_IDLE_PER_OWNER = 16
 
 
 def is_relayed(client_id: str | None) -> bool:
@@ -65,9 +67,9 @@ class RelayedFor:
     closed: bool = False
 
     def client_id(self) -> str:
-        described = {"c": self.connection, "p": self.principal, "h": self.host}
+        described: dict[str, object] = {"c": self.connection, "p": self.principal, "h": self.host}
         if self.closed:
-            described["x"] = True  # type: ignore[assignment]
+            described["x"] = True
         return RELAY_CLIENT_ID + _SEPARATOR + json.dumps(described, separators=(",", ":"))
 
     @classmethod
@@ -138,7 +140,10 @@ class RelayLink:
         except BaseException:
             conn.close()
             raise
-        pool.append((time.monotonic(), conn))
+        if len(pool) < MAX_IDLE_PER_OWNER:
+            pool.append((time.monotonic(), conn))
+        else:
+            conn.close()
         return answer
 
     def close(self) -> None:
