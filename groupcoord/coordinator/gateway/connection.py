@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import ssl
 import struct
 from collections.abc import Awaitable, Callable
@@ -28,6 +29,7 @@ from groupcoord.coordinator.gateway.framing import (
 from groupcoord.coordinator.gateway.handler import ConnectionContext
 from groupcoord.coordinator.gateway.limits import ByteBudget, ConnectionBudget, truncate_error_messages
 from groupcoord.coordinator.gateway.protocol import decode_response, encode_response
+from groupcoord.coordinator.gateway.relay import RelayedFor
 from groupcoord.coordinator.gateway.rewrite import (
     merge_api_versions,
     rewrite_describe_cluster,
@@ -92,6 +94,8 @@ class ClientConnection:
         self.budget = ConnectionBudget(ByteBudget(config.max_buffered_bytes_per_connection), gateway.buffer_budget)
         self._last_local: asyncio.Task[Any] | None = None
         self.session = SaslSession()
+        # Unguessable: a relayed request names its client's connection by it (gateway/relay.py).
+        self.id = secrets.token_hex(12)
         subject = (
             _certificate_principal(stream) if config.listener_tls and config.listener_tls.require_client_cert else None
         )
@@ -125,6 +129,14 @@ class ClientConnection:
                 elif error is not None:
                     log.error("client connection failed peer=%s:%s", *self.peer, exc_info=error)
             await self._close()
+            # Group requests run to their end after a disconnect (``_local``): the last one may
+            # still open a share session, so the listeners hear of the close after it (without
+            # holding this task: a handler call may take long, and stop() must not wait for it).
+            last = self._last_local
+            if last is not None and not last.done():
+                last.add_done_callback(lambda _: self.gateway.connection_closed(self.id))
+            else:
+                self.gateway.connection_closed(self.id)
 
     async def _close(self) -> None:
         while not self.queue.empty():
@@ -349,7 +361,15 @@ class ClientConnection:
 
     def _context(self, header: RequestHeader) -> ConnectionContext:
         principal = self.session.principal if self.session.authenticated else None
-        return ConnectionContext(header, self.peer[0], self.peer[1], self.listener.port, principal)
+        host, connection = self.peer[0], self.id
+        caller = RelayedFor.parse(header.client_id)
+        if caller is not None:
+            connection = caller.connection
+            relay_principal = self.gateway.config.relay_principal
+            if relay_principal is not None and principal == relay_principal:
+                # Another process of this sidecar, vouching for its client (gateway/relay.py).
+                principal, host = caller.principal, caller.host
+        return ConnectionContext(header, host, self.peer[1], self.listener.port, principal, connection_id=connection)
 
     def _local(self, header: RequestHeader, body: object) -> Awaitable[bytes]:
         previous = self._last_local

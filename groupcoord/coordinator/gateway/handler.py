@@ -37,6 +37,10 @@ class ConnectionContext:
     listener_port: int
     # The authenticated user name (Kafka principal "User:<name>"), None when not authenticated.
     principal: str | None = None
+    # The client connection (an unguessable id; for a request relayed by another sidecar process
+    # from a client, that client's connection there). ``GatewayServer.disconnect_listeners`` hear
+    # it when it closes.
+    connection_id: str = ""
     # Set by an authorizing handler: the topics this principal may DESCRIBE (what a regex
     # subscription may resolve to). None: no authorizer.
     may_describe_topic: Callable[[str], bool] | None = None

@@ -405,14 +405,14 @@ class CoordinatorApiHandler:
     async def share_fetch(self, context: ConnectionContext, request: wire_share_fetch.ShareFetchRequest) -> Message:
         if self.share_data is None:
             return wire_share_fetch.ShareFetchResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
-        return await self.share_data.share_fetch(request, context.header)
+        return await self.share_data.share_fetch(request, context)
 
     async def share_acknowledge(
         self, context: ConnectionContext, request: wire_share_ack.ShareAcknowledgeRequest
     ) -> Message:
         if self.share_data is None:
             return wire_share_ack.ShareAcknowledgeResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
-        return await self.share_data.share_acknowledge(request, context.header)
+        return await self.share_data.share_acknowledge(request, context)
 
     def _share_offsets(self) -> ShareOffsetsAdmin | None:
         data = self.share_data

@@ -1,40 +1,39 @@
 """Reads share-partitions' records from the real brokers, for the share data path.
 
 A ShareFetch is answered with records the sidecar fetches itself: Fetch of the partition from its
-leader (found with Metadata), ListOffsets for a new share-partition's start, over the gateway's
-upstream connections (``gateway/upstream.py``: same addresses, same TLS) and its codec. Connections
-are pooled per broker; each carries one request at a time.
-
-Limits: a cluster that authenticates clients (SASL) is not reached here yet (the gateway relays
-each client's own SASL exchange; the sidecar has no connection of its own that is authenticated).
+leader (found with Metadata), ListOffsets for a new share-partition's start, over connections of
+its own (``gateway/broker_connection.py``: the gateway's addresses and upstream TLS, and on a
+cluster that requires SASL the login of ``serve``'s ``client`` settings, PLAIN or SCRAM, as the
+transaction bridge logs in). Connections are pooled per broker; each carries one request at a
+time; one past the session lifetime the cluster gave its login (KIP-368) is replaced.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ssl
 import struct
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
-from groupcoord.coordinator.gateway.codec import decode_struct, encode_struct
-from groupcoord.coordinator.gateway.framing import RequestHeader, decode_response_header, encode_request_header
-from groupcoord.coordinator.gateway.upstream import MAX_UPSTREAM_FRAME, open_stream, read_frame
+from groupcoord.coordinator.gateway.broker_connection import BrokerConnection
 from groupcoord.coordinator.messages import fetch as wire_fetch
 from groupcoord.coordinator.messages import list_offsets as wire_lo
 from groupcoord.coordinator.messages import metadata as wire_md
 from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.security.cluster_login import ClusterLogin
 from groupcoord.coordinator.share.partition_types import OffsetRange
 
-_CLIENT_ID = "groupcoord-share"
+CLIENT_ID = "groupcoord-share"
 # Flexible versions every broker of the last years answers (librdkafka's own Fetch fallback is v12).
 _FETCH_VERSION, _LIST_OFFSETS_VERSION, _METADATA_VERSION = 12, 7, 12
 EARLIEST, LATEST = -2, -1
 # A wait of 0 ms is answered by some brokers (Tansu) with no partitions at all.
 MIN_FETCH_WAIT_MS = 10
 NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE = 6, 3, 1
+M = TypeVar("M", bound=Message)
 
 # RecordBatch v2 header: base offset (8), length (4), leader epoch (4), magic (1), crc (4),
 # attributes (2), last offset delta (4), base/max timestamp (16), producer id (8), producer epoch (2),
@@ -116,49 +115,40 @@ READ_ERRORS = (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError)
 
 
 class ShareRecordFetcher:
-    def __init__(self, bootstrap: list[tuple[str, int]], tls: ssl.SSLContext | None, timeout_s: float) -> None:
+    def __init__(
+        self,
+        bootstrap: list[tuple[str, int]],
+        tls: ssl.SSLContext | None,
+        timeout_s: float,
+        login: ClusterLogin | None = None,
+    ) -> None:
         self.bootstrap = bootstrap
         self.tls = tls
         self.timeout_s = timeout_s
-        self._idle: dict[tuple[str, int], list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]] = {}
+        self.login = login
+        self._idle: dict[tuple[str, int], list[BrokerConnection]] = {}
         self._leaders: dict[tuple[str, int], Leader] = {}
-        self._correlation = 0
 
     # --- one request over a pooled connection ------------------------------------------------
 
     async def _call(
-        self,
-        address: tuple[str, int],
-        key: int,
-        version: int,
-        body: Message,
-        response: type[Message],
-        wait_s: float = 0,
-    ) -> Message:
+        self, address: tuple[str, int], version: int, body: Message, response: type[M], wait_s: float = 0
+    ) -> M:
         pool = self._idle.setdefault(address, [])
-        reader, writer = pool.pop() if pool else await open_stream(address, self.tls, self.timeout_s)
-        self._correlation = (self._correlation + 1) & 0x7FFFFFFF
-        out = bytearray(4)
-        encode_request_header(RequestHeader(key, version, self._correlation, _CLIENT_ID), 2, out)
-        encode_struct(body, version, True, out)
-        out[0:4] = (len(out) - 4).to_bytes(4, "big")
-        try:
-            writer.write(bytes(out))
-            await writer.drain()
-            payload = await asyncio.wait_for(read_frame(reader, MAX_UPSTREAM_FRAME), self.timeout_s + wait_s)
-        except BaseException:
-            writer.close()
-            raise
-        pool.append((reader, writer))
-        _, pos = decode_response_header(payload, 1)
-        return decode_struct(response, memoryview(payload)[pos:], version, True)
+        while pool and pool[-1].expired:
+            pool.pop().close()
+        if pool:
+            conn = pool.pop()
+        else:
+            conn = await BrokerConnection.open(address, self.tls, self.timeout_s, self.login, CLIENT_ID)
+        answer = await conn.call(body, response, version, self.timeout_s + wait_s)  # closes itself on failure
+        pool.append(conn)
+        return answer
 
     async def close(self) -> None:
         for pool in self._idle.values():
-            for _, writer in pool:
-                writer.close()
-                with contextlib.suppress(OSError, ssl.SSLError):
-                    await writer.wait_closed()
+            for conn in pool:
+                conn.close()
         self._idle.clear()
 
     # --- leaders -----------------------------------------------------------------------------
@@ -170,8 +160,7 @@ class ShareRecordFetcher:
         request = wire_md.MetadataRequest(
             topics=[wire_md.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False
         )
-        answer = await self._call(self.bootstrap[0], 3, _METADATA_VERSION, request, wire_md.MetadataResponse)
-        assert isinstance(answer, wire_md.MetadataResponse)
+        answer = await self._call(self.bootstrap[0], _METADATA_VERSION, request, wire_md.MetadataResponse)
         brokers = {b.node_id: (b.host, b.port) for b in answer.brokers}
         for t in answer.topics:
             for p in t.partitions:
@@ -202,8 +191,7 @@ class ShareRecordFetcher:
                     )
                 ],
             )
-            answer = await self._call(leader.address, 2, _LIST_OFFSETS_VERSION, request, wire_lo.ListOffsetsResponse)
-            assert isinstance(answer, wire_lo.ListOffsetsResponse)
+            answer = await self._call(leader.address, _LIST_OFFSETS_VERSION, request, wire_lo.ListOffsetsResponse)
             p = answer.topics[0].partitions[0] if answer.topics and answer.topics[0].partitions else None
             if p is None or p.error_code != 0:
                 if p is not None and p.error_code == NOT_LEADER_OR_FOLLOWER:
@@ -238,10 +226,7 @@ class ShareRecordFetcher:
                 wire_fetch.FetchTopic(topic=t, topic_id=uuid.UUID(int=0), partitions=ps) for t, ps in topics.items()
             ],
         )
-        answer = await self._call(
-            leader.address, 1, _FETCH_VERSION, request, wire_fetch.FetchResponse, max_wait_ms / 1000
-        )
-        assert isinstance(answer, wire_fetch.FetchResponse)
+        answer = await self._call(leader.address, _FETCH_VERSION, request, wire_fetch.FetchResponse, max_wait_ms / 1000)
         out: dict[tuple[str, int], PartitionFetch] = {}
         for t in answer.responses:
             for p in t.partitions:
