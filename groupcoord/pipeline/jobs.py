@@ -299,7 +299,7 @@ def snapshot_tables(spark: SparkSession, status_log: DataFrame, names: Mapping[s
         "target_assignments": target.unionByName(share["target_assignments"]),
         "current_assignments": current_assignments.unionByName(share["current_assignments"]),
         "pending_offsets": pending_offsets(live),
-        "share_partitions": share_partitions(status_log),
+        "share_partitions": share_partitions(status_log, live),
     }
 
 
@@ -398,7 +398,8 @@ def audit(status_log: DataFrame, share_delivery_count_limit: int = DEFAULT_DELIV
     )
     assert slim.columns == AUDIT_COLUMNS
     groups = slim.groupBy("partition").applyInPandas(audit_iter, VIOLATION_SCHEMA)
-    return groups.unionByName(share_audit(status_log, share_delivery_count_limit)).orderBy("partition", "offset")
+    shares = share_audit(status_log, live_latest(status_log), share_delivery_count_limit)
+    return groups.unionByName(shares).orderBy("partition", "offset")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,10 @@ Audit checks (each violation named by check, group, log partition and offset of 
   AlterShareGroupOffsets, may move it back, and it writes a new state epoch);
 - ``share-state-epoch-backwards``: a snapshot's state epoch is below the share-partition's;
 - ``share-delivery-count-over-limit``: a record delivered again beyond the group's
-  ``share.delivery.count.limit`` (at that point of the log) without being archived.
+  ``share.delivery.count.limit`` (at that point of the log) without being archived;
+- ``share-state-not-initialized`` / ``share-initialized-without-state``: at the end of the log,
+  record 15 (ShareGroupStatePartitionMetadata) of a group and its share-partition state disagree
+  (the coordinator writes both in one atomic batch).
 """
 
 from __future__ import annotations
@@ -172,11 +175,38 @@ def _state_iter(key: Any, pdf: pd.DataFrame) -> pd.DataFrame:
     return _state_rows(pdf)
 
 
-def share_partitions(status_log: DataFrame) -> DataFrame:
+def initialized(live: DataFrame) -> DataFrame:
+    """The share-partitions record 15 (ShareGroupStatePartitionMetadata) lists as having state:
+    group_id, topic, partition, and where that record is (log_partition, log_offset)."""
+    v = F.col("value.share_group_state_partition_metadata")
+    return (
+        live.where(_type(RecordType.SHARE_GROUP_STATE_PARTITION_METADATA))
+        .select("group_id", "partition", "offset", F.explode(v.initialized_topics).alias("t"))
+        .select(
+            "group_id",
+            F.col("t.topic_name").alias("topic"),
+            F.explode("t.partitions").alias("partition"),
+            F.col("partition").alias("log_partition"),
+            F.col("offset").alias("log_offset"),
+        )
+    )
+
+
+def share_partitions(status_log: DataFrame, live: DataFrame) -> DataFrame:
     """The share-partition state table: start offset (SPSO), end offset (SPEO, one past the last
-    offset with a state), state epoch, and the in-flight runs above the start offset
-    (``in_flight``: first and last offset, state ``available``/``acknowledged``/``archived``,
-    delivery count; an acquired record is ``available`` with its count, as it is written)."""
+    offset with a state), state epoch, the in-flight runs above the start offset (``in_flight``:
+    first and last offset, state ``available``/``acknowledged``/``archived``, delivery count; an
+    acquired record is ``available`` with its count, as it is written), and whether the group's
+    record 15 lists it (``initialized``)."""
+    listed = initialized(live).select("group_id", "topic", "partition", F.lit(True).alias("initialized"))
+    return (
+        _share_states(status_log)
+        .join(listed, ["group_id", "topic", "partition"], "left")
+        .fillna(False, ["initialized"])
+    )
+
+
+def _share_states(status_log: DataFrame) -> DataFrame:
     rows = _share_columns(status_log, (RecordType.SHARE_SNAPSHOT, RecordType.SHARE_UPDATE))
     assert rows.columns == SHARE_COLUMNS
     runs = rows.groupBy("group_id", "topic", "topic_partition").applyInPandas(_state_iter, _STATE_ROW_SCHEMA)
@@ -390,8 +420,11 @@ class _ShareAudit:
                 )
 
 
-def share_audit(status_log: DataFrame, delivery_count_limit: int = DEFAULT_DELIVERY_COUNT_LIMIT) -> DataFrame:
-    """The share checks of the module docstring over every applied share record, per log partition."""
+def share_audit(
+    status_log: DataFrame, live: DataFrame, delivery_count_limit: int = DEFAULT_DELIVERY_COUNT_LIMIT
+) -> DataFrame:
+    """The share checks of the module docstring over every applied share record, per log
+    partition, and record 15 against the state the log ends with."""
     from groupcoord.pipeline.audit import VIOLATION_SCHEMA
 
     rows = _share_columns(status_log, (RecordType.SHARE_SNAPSHOT, RecordType.SHARE_UPDATE, RecordType.GROUP_CONFIG))
@@ -404,7 +437,32 @@ def share_audit(status_log: DataFrame, delivery_count_limit: int = DEFAULT_DELIV
         columns = ["check", "group_id", "partition", "offset", "detail"]
         return pd.DataFrame(audit.out, columns=columns).astype({"partition": "int32", "offset": "int64"})
 
-    return rows.groupBy("partition").applyInPandas(walk, VIOLATION_SCHEMA)
+    walked = rows.groupBy("partition").applyInPandas(walk, VIOLATION_SCHEMA)
+    return walked.unionByName(_initialized_mismatches(status_log, live))
+
+
+def _initialized_mismatches(status_log: DataFrame, live: DataFrame) -> DataFrame:
+    keys = ["group_id", "topic", "partition"]
+    states = _share_states(status_log).select(*keys, "log_partition", "log_offset")
+    listed = initialized(live)
+    where = F.concat_ws("-", "topic", F.col("partition").cast("string"))
+    unlisted = states.join(listed.select(*keys), keys, "left_anti").select(
+        F.lit("share-state-not-initialized").alias("check"),
+        "group_id",
+        F.col("log_partition").alias("partition"),
+        F.col("log_offset").alias("offset"),
+        F.concat(where, F.lit(": has share-partition state, but record 15 of its group does not list it")).alias(
+            "detail"
+        ),
+    )
+    stateless = listed.join(states.select(*keys), keys, "left_anti").select(
+        F.lit("share-initialized-without-state").alias("check"),
+        "group_id",
+        F.col("log_partition").alias("partition"),
+        F.col("log_offset").alias("offset"),
+        F.concat(where, F.lit(": listed by record 15, but has no share-partition state")).alias("detail"),
+    )
+    return unlisted.unionByName(stateless)
 
 
 # --- history --------------------------------------------------------------------------------

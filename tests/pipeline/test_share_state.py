@@ -27,9 +27,12 @@ from groupcoord.records import RecordType, encode_key, encode_value
 from groupcoord.records.definitions import (
     ShardEpochKey,
     ShardEpochValue,
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupStatePartitionMetadataValue,
     ShareSnapshotKey,
     ShareSnapshotValue,
     ShareStateBatch,
+    ShareTopicPartitions,
     ShareUpdateKey,
     ShareUpdateValue,
 )
@@ -129,11 +132,13 @@ def _rows(df: DataFrame, group: str) -> list[dict[str, object]]:
     return [r.asDict(recursive=True) for r in df.where(df.group_id == group).collect()]
 
 
-def test_snapshot_has_the_share_partition_and_the_share_group(
+def test_snapshot_audit_and_history_of_a_share_group(
     spark: SparkSession, written_log: WrittenLog, share_run: ShareRun
 ) -> None:
+    """One read of the log for the three jobs (Spark's part is the slow one)."""
     wl = written_log
-    tables = snapshot_tables(spark, _status_log(spark, wl).persist(), {})
+    status_log = _status_log(spark, wl).persist()
+    tables = snapshot_tables(spark, status_log, {})
     (state,) = _rows(tables["share_partitions"], share_run.group)
     # Offset 0 accepted (done), so the start offset moved to 1; 1 is acquired again (written as
     # available with its delivery count), 5 rejected (archived), 8-9 acquired once.
@@ -144,6 +149,7 @@ def test_snapshot_has_the_share_partition_and_the_share_group(
         RECORDS,
         0,
     )
+    assert state["initialized"]  # record 15 of the group lists it
     assert [(r["first_offset"], r["last_offset"], r["state"], r["delivery_count"]) for r in state["in_flight"]] == [
         (1, 1, "available", 2),
         (2, 4, "acknowledged", 1),
@@ -176,11 +182,10 @@ def test_snapshot_has_the_share_partition_and_the_share_group(
         (share_run.member, 0)
     ]
 
+    _audit_passes_and_history_lists_it(status_log, share_run)
 
-def test_audit_passes_on_real_share_state_and_history_lists_it(
-    spark: SparkSession, written_log: WrittenLog, share_run: ShareRun
-) -> None:
-    status_log = _status_log(spark, written_log).persist()
+
+def _audit_passes_and_history_lists_it(status_log: DataFrame, share_run: ShareRun) -> None:
     assert [v for v in audit(status_log).collect() if v.group_id == share_run.group] == []
     events, _ = history(status_log, share_run.group)
     kinds = [e["event"] for e in events]
@@ -250,6 +255,15 @@ def _forged_log(written_log: WrittenLog) -> tuple[str, dict[str, int]]:
         snap,
         ShareSnapshotValue(2, 2, 20, [ShareStateBatch(19, 21, av, 1)]),
     )
+    # A share-partition with state that record 15 does not list.
+    write("unlisted", RecordType.SHARE_SNAPSHOT, ShareSnapshotKey(group, "u", 0), ShareSnapshotValue(0, 0, 0, []))
+    # Record 15 lists t-0 (which has state) and t-1 (which has none).
+    write(
+        "listed",
+        RecordType.SHARE_GROUP_STATE_PARTITION_METADATA,
+        ShareGroupStatePartitionMetadataKey(group),
+        ShareGroupStatePartitionMetadataValue(initialized_topics=[ShareTopicPartitions(None, data, [0, 1])]),
+    )
     return topic, offsets
 
 
@@ -262,6 +276,8 @@ def test_audit_names_forged_share_records(spark: SparkSession, written_log: Writ
         ("share-ranges-overlap", at["overlap"]),
         ("share-range-below-start", at["below-start"]),
         ("share-state-epoch-backwards", at["below-start"]),
+        ("share-initialized-without-state", at["listed"]),
+        ("share-state-not-initialized", at["unlisted"]),
     }
     # The sidecar's own limit, when it is above Kafka's default: 6 deliveries are then fine.
     args = ["pipeline", "audit", "-b", written_log.bootstrap, "--topic", topic, "--json"]
