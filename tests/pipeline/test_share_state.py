@@ -21,10 +21,14 @@ from groupcoord.cli.share import ShareAdmin
 from groupcoord.coordinator.messages import share_fetch as sf
 from groupcoord.coordinator.messages import share_group_heartbeat as sgh
 from groupcoord.coordinator.runtime.headers import make_headers
+from groupcoord.coordinator.service.partitioning import partition_for
 from groupcoord.coordinator.share.partition_types import AcknowledgeType, RecordState
 from groupcoord.pipeline.jobs import audit, history, snapshot_tables
 from groupcoord.records import RecordType, encode_key, encode_value
 from groupcoord.records.definitions import (
+    GroupConfigEntry,
+    GroupConfigKey,
+    GroupConfigValue,
     ShardEpochKey,
     ShardEpochValue,
     ShareGroupStatePartitionMetadataKey,
@@ -38,7 +42,7 @@ from groupcoord.records.definitions import (
 )
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
-from tests.pipeline.conftest import WrittenLog
+from tests.pipeline.conftest import LOG_PARTITIONS, WrittenLog
 from tests.pipeline.test_jobs import _status_log
 from tests.share_data.test_share_consumer import SHARE_FETCH, SHARE_HEARTBEAT, _set_group_config, _topic_id
 
@@ -135,9 +139,11 @@ def _rows(df: DataFrame, group: str) -> list[dict[str, object]]:
 def test_snapshot_audit_and_history_of_a_share_group(
     spark: SparkSession, written_log: WrittenLog, share_run: ShareRun
 ) -> None:
-    """One read of the log for the three jobs (Spark's part is the slow one)."""
+    """One read of the log for the three jobs, only the share group's log partition (Spark's part is
+    the slow one)."""
     wl = written_log
-    status_log = _status_log(spark, wl).persist()
+    shard = partition_for(share_run.group, LOG_PARTITIONS)
+    status_log = _status_log(spark, wl).where(f"partition = {shard}").persist()
     tables = snapshot_tables(spark, status_log, {})
     (state,) = _rows(tables["share_partitions"], share_run.group)
     # Offset 0 accepted (done), so the start offset moved to 1; 1 is acquired again (written as
@@ -235,12 +241,40 @@ def _forged_log(written_log: WrittenLog) -> tuple[str, dict[str, int]]:
         "over-limit",
         RecordType.SHARE_UPDATE,
         ShareUpdateKey(group, data, 0, 0),
-        ShareUpdateValue(0, 10, [ShareStateBatch(12, 12, av, 6), ShareStateBatch(13, 13, arch, 9)]),
+        ShareUpdateValue(0, 10, [ShareStateBatch(12, 12, av, 7), ShareStateBatch(13, 13, arch, 9)]),
+    )
+    # Over Kafka's default limit (5), within the sidecar's (6) that the audit is given below.
+    write(
+        "six",
+        RecordType.SHARE_UPDATE,
+        ShareUpdateKey(group, data, 0, 1),
+        ShareUpdateValue(0, 10, [ShareStateBatch(14, 14, av, 6)]),
+    )
+    # Another group whose own share.delivery.count.limit (8) allows the same count.
+    lenient = "lenient"
+    write(
+        "config",
+        RecordType.GROUP_CONFIG,
+        GroupConfigKey(lenient),
+        GroupConfigValue([GroupConfigEntry("share.delivery.count.limit", "8")]),
+    )
+    write("lenient", RecordType.SHARE_SNAPSHOT, ShareSnapshotKey(lenient, data, 0), ShareSnapshotValue(0, 0, 12, []))
+    write(
+        "within-its-limit",
+        RecordType.SHARE_UPDATE,
+        ShareUpdateKey(lenient, data, 0, 0),
+        ShareUpdateValue(0, 12, [ShareStateBatch(12, 12, av, 7)]),
+    )
+    write(
+        "lenient-listed",
+        RecordType.SHARE_GROUP_STATE_PARTITION_METADATA,
+        ShareGroupStatePartitionMetadataKey(lenient),
+        ShareGroupStatePartitionMetadataValue(initialized_topics=[ShareTopicPartitions(None, data, [0])]),
     )
     write(
         "backwards",
         RecordType.SHARE_UPDATE,
-        ShareUpdateKey(group, data, 0, 1),
+        ShareUpdateKey(group, data, 0, 2),
         ShareUpdateValue(0, 8, []),
     )
     write(
@@ -269,7 +303,12 @@ def _forged_log(written_log: WrittenLog) -> tuple[str, dict[str, int]]:
 
 def test_audit_names_forged_share_records(spark: SparkSession, written_log: WrittenLog) -> None:
     topic, at = _forged_log(written_log)
-    found = {(v.check, v.offset) for v in audit(_status_log(spark, written_log, topic)).collect()}
+    # The sidecar's group.share.delivery.count.limit is 6 here: 7 deliveries are over it in
+    # "forged", within "lenient"'s own share.delivery.count.limit (8); 6 are fine.
+    args = ["pipeline", "audit", "-b", written_log.bootstrap, "--topic", topic, "--share-delivery-count-limit", "6"]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 1, result.output
+    found = {(v["check"], v["offset"]) for v in json.loads(result.stdout)["items"]}
     assert found == {
         ("share-delivery-count-over-limit", at["over-limit"]),
         ("share-start-backwards", at["backwards"]),
@@ -279,9 +318,3 @@ def test_audit_names_forged_share_records(spark: SparkSession, written_log: Writ
         ("share-initialized-without-state", at["listed"]),
         ("share-state-not-initialized", at["unlisted"]),
     }
-    # The sidecar's own limit, when it is above Kafka's default: 6 deliveries are then fine.
-    args = ["pipeline", "audit", "-b", written_log.bootstrap, "--topic", topic, "--json"]
-    result = CliRunner().invoke(app, [*args, "--share-delivery-count-limit", "6"])
-    assert result.exit_code == 1, result.output
-    checks = {v["check"] for v in json.loads(result.stdout)["items"]}
-    assert "share-delivery-count-over-limit" not in checks and "share-ranges-overlap" in checks
