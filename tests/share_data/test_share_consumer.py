@@ -552,3 +552,25 @@ def test_records_of_a_closed_connection_go_to_another_member_at_once(
     port = shared_serve.port
     got = asyncio.run(released_when_the_holder_disconnects(bootstrap, topic, group, port, port, port))
     assert got == [(0, 2, 2)]
+def test_by_duration_reset_starts_at_the_first_record_that_recent(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """share.auto.offset.reset=by_duration:PT1H starts a new share-partition at its first record of
+    the last hour. The local broker answers ListOffsets by timestamp with the log start whatever the
+    timestamp; the sidecar checks the answer against the records and searches them instead. Old and
+    recent records share one batch here: the search reads each record's own timestamp."""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    now = int(time.time() * 1000)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 100})
+    for i in range(8):
+        stamp = now - 2 * 3_600_000 + i if i < 5 else now - 600_000 + i
+        producer.produce(topic, f"{'old' if i < 5 else 'new'}-{i}".encode(), partition=0, timestamp=stamp)
+    assert producer.flush(15) == 0
+    _set_group_config(shared_serve, group, "share.auto.offset.reset", "by_duration:PT1H")
+    consumer = _consumer(shared_serve.bootstrap, group, **{"share.acknowledgement.mode": "explicit"})
+    consumer.subscribe([topic])
+    got = _drain([consumer], 3, ack=True)
+    assert not [m for m in consumer.poll(1) if m.error() is None]
+    consumer.close()
+    assert sorted(value for _, value, _ in got) == [b"new-5", b"new-6", b"new-7"]

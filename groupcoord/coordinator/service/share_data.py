@@ -66,6 +66,7 @@ from groupcoord.coordinator.service.share_fetcher import (
     ShareRecordFetcher,
 )
 from groupcoord.coordinator.share import shard_ops
+from groupcoord.coordinator.share.auto_offset_reset import reset_timestamp
 from groupcoord.coordinator.share.partition_types import (
     ACK_TYPE_IDS,
     AcknowledgementBatch,
@@ -492,10 +493,17 @@ class ShareDataPath:
             if ends is None:
                 errors[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 continue
-            try:
-                starts[tp] = initial_start_offset(reset, ends[0], ends[1])
-            except ValueError:  # by_duration: not looked up here yet; from the end, as latest
-                starts[tp] = ends[1]
+            by_time = None
+            when = reset_timestamp(reset, int(time.time() * 1000))
+            if when is not None:  # by_duration: the first record at or after now minus the duration
+                try:
+                    by_time = await self.fetcher.offset_for_time(tp[0], tp[1], when, ends)
+                except READ_ERRORS as exc:
+                    log.warning("share-partition start offset by time from the cluster failed: %r", exc)
+                if by_time is None:
+                    errors[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    continue
+            starts[tp] = initial_start_offset(reset, ends[0], ends[1], by_time)
         topic_ids = {tp: await self.topics.id_of(tp[0]) for tp in starts}
 
         def op(state: GroupCoordinatorState, now: int) -> Result[None]:

@@ -14,7 +14,7 @@ import asyncio
 import ssl
 import struct
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -40,7 +40,9 @@ M = TypeVar("M", bound=Message)
 # base sequence (4), record count (4).
 _BATCH_HEAD = struct.Struct(">qiibIhiqqqhii")
 _LOG_OVERHEAD = 12
-_TRANSACTIONAL, _CONTROL = 0x10, 0x20
+_TRANSACTIONAL, _CONTROL, _LOG_APPEND_TIME, _COMPRESSION = 0x10, 0x20, 0x08, 0x07
+# Enough for the first batch at an offset in a time lookup's step (a larger one still comes whole).
+_STAMP_BYTES = 16 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,79 @@ def aborted_ranges(
         else:
             out.append(OffsetRange(b.first, b.last))
     return out
+
+
+def _varint(data: memoryview, pos: int) -> tuple[int, int]:
+    """A zigzag varint (Kafka's record fields) at ``pos``: (value, position after it)."""
+    shift = raw = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        raw |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def record_timestamps(batch: Batch) -> list[tuple[int, int]]:
+    """(offset, timestamp) of each record of a batch. A compressed batch's records are not read:
+    each is given the batch's largest timestamp (the time lookup then finds the batch, not the
+    record in it). Control batches have no records to deliver: none."""
+    if batch.control:
+        return []
+    head = _BATCH_HEAD.unpack_from(batch.data, 0)
+    attrs, first_ts, max_ts, count = head[5], head[7], head[8], head[12]
+    if attrs & _LOG_APPEND_TIME or attrs & _COMPRESSION:
+        return [(o, max_ts) for o in range(batch.first, batch.last + 1)]
+    out: list[tuple[int, int]] = []
+    pos = _BATCH_HEAD.size
+    try:
+        for _ in range(count):
+            length, body = _varint(batch.data, pos)
+            _ts_delta, after = _varint(batch.data, body + 1)  # after the record's attributes byte
+            offset_delta, _ = _varint(batch.data, after)
+            out.append((batch.first + offset_delta, first_ts + _ts_delta))
+            pos = body + length
+    except (IndexError, ValueError):
+        return [(o, max_ts) for o in range(batch.first, batch.last + 1)]
+    return out
+
+
+async def first_at_or_after(
+    stamp: Callable[[int], Awaitable[tuple[int, int] | None]], timestamp: int, ends: tuple[int, int], listed: int
+) -> int:
+    """The first offset in ``ends`` whose record is at or after ``timestamp``, ``ends[1]`` if none:
+    ``listed`` (the broker's answer) when the records at and before it agree, else by binary
+    search. ``stamp(o)`` is (offset, timestamp) of the first record at or after ``o``."""
+    earliest, latest = ends
+
+    async def ts(offset: int) -> tuple[int, int]:
+        got = await stamp(offset)
+        return got if got is not None else (latest, timestamp)  # nothing there: as if at the end
+
+    if listed < 0 or listed >= latest:
+        if latest == earliest or (await ts(latest - 1))[1] < timestamp:
+            return latest
+    elif (
+        listed >= earliest
+        and (await ts(listed))[1] >= timestamp
+        and (listed == earliest or (await ts(listed - 1))[1] < timestamp)
+    ):
+        return listed
+    lo, hi = earliest, latest
+    first_record: dict[int, int] = {}  # a bound -> the offset of the record found there
+    while lo < hi:
+        mid = (lo + hi) // 2
+        found, at = await ts(mid)
+        if at >= timestamp:
+            hi = mid
+            first_record[mid] = found
+        else:
+            lo = found + 1
+    # The record's own offset, as Kafka answers, not an empty offset before it.
+    return min(first_record.get(lo, lo), latest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +250,26 @@ class ShareRecordFetcher:
 
     # --- the two reads ---------------------------------------------------------------------
 
+    async def _list_offset(self, leader: Leader, topic: str, partition: int, timestamp: int) -> int | None:
+        """ListOffsets of one partition at ``timestamp`` (or EARLIEST/LATEST); None on an error."""
+        request = wire_lo.ListOffsetsRequest(
+            replica_id=-1,
+            topics=[
+                wire_lo.ListOffsetsTopic(
+                    name=topic,
+                    partitions=[wire_lo.ListOffsetsPartition(partition_index=partition, timestamp=timestamp)],
+                )
+            ],
+        )
+        answer = await self._call(leader.address, _LIST_OFFSETS_VERSION, request, wire_lo.ListOffsetsResponse)
+        assert isinstance(answer, wire_lo.ListOffsetsResponse)
+        p = answer.topics[0].partitions[0] if answer.topics and answer.topics[0].partitions else None
+        if p is None or p.error_code != 0:
+            if p is not None and p.error_code == NOT_LEADER_OR_FOLLOWER:
+                self.forget_leader(topic, partition)
+            return None
+        return int(p.offset)
+
     async def offsets(self, topic: str, partition: int) -> tuple[int, int] | None:
         """(earliest, latest) of a partition, None when its leader cannot say."""
         leader = await self.leader(topic, partition)
@@ -182,28 +277,43 @@ class ShareRecordFetcher:
             return None
         found = []
         for timestamp in (EARLIEST, LATEST):
-            request = wire_lo.ListOffsetsRequest(
-                replica_id=-1,
-                topics=[
-                    wire_lo.ListOffsetsTopic(
-                        name=topic,
-                        partitions=[wire_lo.ListOffsetsPartition(partition_index=partition, timestamp=timestamp)],
-                    )
-                ],
-            )
-            answer = await self._call(leader.address, _LIST_OFFSETS_VERSION, request, wire_lo.ListOffsetsResponse)
-            p = answer.topics[0].partitions[0] if answer.topics and answer.topics[0].partitions else None
-            if p is None or p.error_code != 0:
-                if p is not None and p.error_code == NOT_LEADER_OR_FOLLOWER:
-                    self.forget_leader(topic, partition)
+            offset = await self._list_offset(leader, topic, partition, timestamp)
+            if offset is None:
                 return None
-            found.append(p.offset)
+            found.append(offset)
         # Some brokers (Tansu) answer LATEST with the last batch's base offset + 1, inside that
         # batch; a Fetch's high watermark is the end every broker agrees on.
         ends = await self.fetch(leader, [(topic, partition, found[0])], 1, MIN_FETCH_WAIT_MS, False)
         got = ends.get((topic, partition))
         latest = max(found[1], got.high_watermark) if got is not None and got.error_code == 0 else found[1]
         return found[0], latest
+
+    async def offset_for_time(self, topic: str, partition: int, timestamp: int, ends: tuple[int, int]) -> int | None:
+        """The first offset whose record's timestamp is at or after ``timestamp`` (ListOffsets by
+        timestamp), ``ends[1]`` (the end) when no record is that new; None when the leader cannot say.
+
+        The broker's answer is checked against the records around it, because some brokers get it
+        wrong (Tansu answers the log start whatever the timestamp); when it does not hold, the
+        offset is found by binary search over ``ends`` with one small fetch per step. That search
+        takes timestamps to grow with offsets (LogAppendTime, or CreateTime from producers whose
+        clocks agree), as Kafka's own time index does."""
+        leader = await self.leader(topic, partition)
+        if leader is None:
+            return None
+        listed = await self._list_offset(leader, topic, partition, timestamp)
+        if listed is None:
+            return None
+
+        async def stamp(offset: int) -> tuple[int, int] | None:
+            answer = await self.fetch(leader, [(topic, partition, offset)], _STAMP_BYTES, MIN_FETCH_WAIT_MS, False)
+            got = answer.get((topic, partition))
+            for batch in got.batches if got is not None and got.error_code == 0 else ():
+                for at, ts in record_timestamps(batch):
+                    if at >= offset:
+                        return at, ts
+            return None
+
+        return await first_at_or_after(stamp, timestamp, ends, listed)
 
     async def fetch(
         self, leader: Leader, wanted: list[tuple[str, int, int]], max_bytes: int, max_wait_ms: int, read_committed: bool
