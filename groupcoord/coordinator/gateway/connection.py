@@ -441,7 +441,8 @@ class ClientConnection:
         (answers stay in request order) and the transport takes writes. A request the handler
         takes but answers later (its records must be read back first) is queued as ``_local``
         queues one. Anything else is left to the reader (False), untouched: not decoded twice
-        but for the rare group request that is decoded, then refused here."""
+        but for the rare group request that is decoded, then refused here. No buffer budget is
+        taken: the frame is a small one already in the read-ahead buffer, held only meanwhile."""
         answer_now = self._answer_now
         if (
             answer_now is None
