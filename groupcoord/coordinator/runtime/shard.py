@@ -254,6 +254,24 @@ class LoadReport:
     read_seconds: float = 0.0  # until the end of the log was read and replayed
 
 
+class _Precomputed(Generic[S, T]):
+    """A handler's result computed by ``Shard.write_now``, queued in place of its handler: the
+    queue was empty then, so the result is the first the next flush processes, and it stands as
+    long as the live state it was computed on has not changed since (it cannot, as the flush
+    that changes it is the one taking it; the check keeps that an invariant rather than an
+    argument). Otherwise the handler runs again, on the state as it is then."""
+
+    __slots__ = ("op", "result", "shard", "changes")
+
+    def __init__(self, op: Callable[[S, int], Result[T]], result: Result[T], shard: Shard[S], changes: int) -> None:
+        self.op, self.result, self.shard, self.changes = op, result, shard, changes
+
+    def __call__(self, state: S, now: int) -> Result[T]:
+        if self.shard._live_changes == self.changes and state is self.shard.live:
+            return self.result
+        return self.op(state, now)
+
+
 class Shard(Generic[S]):
     def __init__(self, host: ShardHost, partition: int, handlers: ShardHandlers[S]) -> None:
         self.host = host
@@ -277,6 +295,9 @@ class Shard(Generic[S]):
         # (handler, its future, the timer event that caused it or None, perf_counter() when queued)
         self._queue: list[tuple[Callable[[S, int], Result[Any]], asyncio.Future[Any], object, float]] = []
         self._flush_scheduled = False
+        # Changes of the live state (records replayed into it, a fresh one for a load): a result
+        # ``write_now`` computed is taken as it is only if none came between (``_Precomputed``).
+        self._live_changes = 0
         self._pending: deque[_Pending] = deque()
         # offset of the first record not yet read back -> our records written from there (``_Written``)
         self._inflight: dict[int, _Written] = {}
@@ -324,6 +345,7 @@ class Shard(Generic[S]):
             log.error("shard %d %s: %s", self.partition, phase.value, reason)
 
     def _start_load(self) -> None:
+        self._live_changes += 1
         self.live = self.handlers.create_state()
         self.committed = self.handlers.create_state()
         self._inflight.clear()
@@ -533,6 +555,31 @@ class Shard(Generic[S]):
     async def write(self, op: Callable[[S, int], Result[T]]) -> T:
         return await self.submit(op)
 
+    def write_now(self, op: Callable[[S, int], Result[T]]) -> T | asyncio.Future[T]:
+        """``write``, answered at once when that changes nothing: the handler's answer itself if
+        it needs no record and no earlier answer of this shard still waits for its records (the
+        answer may rest on them), else a future as ``submit`` gives. A steady heartbeat is the
+        first case: answered without a queue entry, a loop turn or a future. A handler that
+        returns records is not run twice: its result goes through the queue as it is
+        (``_Precomputed``), so the records are batched with the loop turn's others and the answer
+        is released only once they are read back, as for any write. Raises what the handler
+        raises, and ShardNotAvailable when the shard does not serve."""
+        if self.status is not ShardStatus.ACTIVE:
+            raise ShardNotAvailable(self.partition, self.status, self.error or "")
+        if self._queue or self._pending or self.next_offset > self.committed_offset:
+            return self.submit(op)  # behind what is queued or unreleased, in order
+        now = self.host.clock.now_ms()
+        started = time.perf_counter()
+        result = op(self.live, now)
+        if result.records or result.completions or isinstance(result.response, Park):
+            return self.submit(_Precomputed(op, result, self, self._live_changes))
+        observer = self.observer
+        observer.dequeued(0.0)
+        observer.processed(self.live, result.records, None, time.perf_counter() - started, result.response)
+        self._apply_timers(result.timers, now)
+        observer.released(0.0)
+        return result.response
+
     def read(self, fn: Callable[[S], T]) -> T:
         """Run ``fn`` on the committed state."""
         if self.status is not ShardStatus.ACTIVE:
@@ -579,6 +626,8 @@ class Shard(Generic[S]):
                 fut.set_exception(AppendFailed(self.partition, oversized))
                 continue
             observer.processed(self.live, result.records, cause, time.perf_counter() - started, result.response)
+            if result.records:
+                self._live_changes += 1
             try:
                 for r in result.records:
                     self.live.replay(r)
