@@ -567,7 +567,7 @@ def test_by_duration_reset_starts_at_the_first_record_that_recent(
         stamp = now - 2 * 3_600_000 + i if i < 5 else now - 600_000 + i
         producer.produce(topic, f"{'old' if i < 5 else 'new'}-{i}".encode(), partition=0, timestamp=stamp)
     assert producer.flush(15) == 0
-    _set_group_config(shared_serve, group, "share.auto.offset.reset", "by_duration:PT1H")
+    _set_group_config(shared_serve.bootstrap, group, "share.auto.offset.reset", "by_duration:PT1H")
     consumer = _consumer(shared_serve.bootstrap, group, **{"share.acknowledgement.mode": "explicit"})
     consumer.subscribe([topic])
     got = _drain([consumer], 3, ack=True)
