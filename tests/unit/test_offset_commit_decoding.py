@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groupcoord.coordinator.group_shard import GroupCoordinatorState
+from groupcoord.coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchRequestTopics
+from groupcoord.coordinator.offsets import state as offsets_state
+from groupcoord.coordinator.offsets.handlers import fetch_offsets, fetch_size
 from groupcoord.coordinator.runtime.headers import make_headers
 from groupcoord.coordinator.runtime.replayer import LogReplayer
 from groupcoord.records import CoordinatorRecord, RecordDecodeError, RecordType, decode, encode
@@ -207,3 +211,33 @@ def test_a_plain_commit_loaded_after_a_staged_transactional_offset_still_overtak
     lazy, eager = load(entries, eager=False), load(entries, eager=True)
     assert lazy.snapshot() == eager.snapshot()
     assert lazy.txn.pending[7][(0, "g")].superseded == {("t", 0)}
+
+
+def test_an_offset_fetch_decodes_each_value_kept_encoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Sizing the answer (``fetch_size``) reads no kept value: they have no metadata.
+    entries = [
+        encode(
+            CoordinatorRecord(
+                RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", p), OffsetCommitValue(p, -1, "", 1_000 + p)
+            )
+        )
+        for p in range(20)
+    ]
+    lazy, eager = load(entries, eager=False), load(entries, eager=True)
+    decoded: list[bytes] = []
+
+    def counting(kept: bytes) -> OffsetCommitValue:
+        decoded.append(kept)
+        return decode_offset_value(kept)
+
+    monkeypatch.setattr(offsets_state, "decode_offset_value", counting)
+    for request in (
+        OffsetFetchRequestGroup(group_id="g", topics=None),
+        OffsetFetchRequestGroup(
+            group_id="g", topics=[OffsetFetchRequestTopics(name="t", partition_indexes=[0, 5, 99])]
+        ),
+    ):
+        decoded.clear()
+        answer = (fetch_size(lazy.offsets, request), fetch_offsets(lazy.offsets, request))
+        assert answer == (fetch_size(eager.offsets, request), fetch_offsets(eager.offsets, request))
+        assert len(decoded) == (20 if request.topics is None else 2)

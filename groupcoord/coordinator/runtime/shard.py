@@ -30,7 +30,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from confluent_kafka import KafkaError, Message
 
-from groupcoord.coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer, ShardState, TimerOp
+from groupcoord.coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer, ShardState, TimerOp, replay_all
 from groupcoord.coordinator.runtime.clock import Clock
 from groupcoord.coordinator.runtime.headers import Headers, batch_headers
 from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
@@ -504,7 +504,9 @@ class Shard(Generic[S]):
         if error.fatal() or error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
             self._fail(f"log partition unreadable: {error}")
 
-    def on_delivery(self, generation: int, expected: int, error: KafkaError | None, offset: int, count: int = 1) -> None:
+    def on_delivery(
+        self, generation: int, expected: int, error: KafkaError | None, offset: int, count: int = 1
+    ) -> None:
         """``count`` records reported, the last of which was to land at ``expected``."""
         self._unreported = max(0, self._unreported - count)
         if generation == self.generation:
@@ -580,8 +582,7 @@ class Shard(Generic[S]):
                 continue
             observer.processed(self.live, result.records, cause, time.perf_counter() - started, result.response)
             try:
-                for r in result.records:
-                    self.live.replay(r)
+                replay_all(self.live, result.records)
             except Exception as exc:
                 fut.set_exception(exc)
                 self.reload(f"replay of a new record failed: {exc!r}")
