@@ -21,6 +21,8 @@ from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue, R
 _KIND = RecordType.OFFSET_COMMIT
 _TYPE = int(_KIND)
 _SMALL = [bytes((i,)) for i in range(128)]
+# A value whose producer id tells whether ``lacking`` reads the producer id alone.
+_PRODUCER_PROBE = OffsetCommitValue(0, producer_id=-7)
 
 
 # The value fields, in order, that ``OffsetCommitEncoder.value`` writes.
@@ -113,22 +115,27 @@ class OffsetCommitEncoder:
         lists per record: a 100-partition commit is one run of one group and topic, whose key
         prefix and value tail are made once (encoded one by one: 1.5 us a record, measured)."""
         header, small = self._value_header, _SMALL
+        # A plain commit's version lacks the producer id alone: checked inline, not through
+        # ``lacking`` (a lambda call per record).
+        plain = defaults == (-1,) and lacking(_PRODUCER_PROBE) == (_PRODUCER_PROBE.producer_id,)
         at, end = start, len(records)
         group = topic = None
         prefix = b""
-        shared: tuple[Any, Any, Any] = (None, None, None)
+        committed = expires = topic_id = None  # no value's commit timestamp: the first makes the tail
         tail = b""
         while at < end:
             record = records[at]
             value = record.value
-            if record.type is not _KIND or value is None or lacking(value) != defaults:
+            if record.type is not _KIND or value is None:
+                break
+            if (value.producer_id != -1) if plain else (lacking(value) != defaults):
                 break
             key = record.key
             if key.group != group or key.topic != topic:
                 group, topic = key.group, key.topic
                 prefix = self._prefix(group, topic)  # type: ignore[arg-type]
-            if (value.commit_timestamp, value.expire_timestamp, value.topic_id) != shared:
-                shared = (value.commit_timestamp, value.expire_timestamp, value.topic_id)
+            if value.commit_timestamp != committed or value.expire_timestamp != expires or value.topic_id != topic_id:
+                committed, expires, topic_id = value.commit_timestamp, value.expire_timestamp, value.topic_id
                 tail = self._tail(value)
             n = key.partition
             z = (n << 1) ^ (n >> 63)
