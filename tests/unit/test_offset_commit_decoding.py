@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groupcoord.coordinator.group_shard import GroupCoordinatorState
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from groupcoord.coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchRequestTopics
 from groupcoord.coordinator.offsets import state as offsets_state
 from groupcoord.coordinator.offsets.handlers import fetch_offsets, fetch_size
@@ -27,7 +27,13 @@ from groupcoord.records.definitions import (
     PendingTxnOffsetsKey,
     PendingTxnOffsetsValue,
 )
-from groupcoord.records.offset_commit_decoding import PLAIN_VALUE, OffsetCommitRuns, Raw, decode_offset_value
+from groupcoord.records.offset_commit_decoding import (
+    PLAIN_VALUE,
+    KeptTimestamps,
+    OffsetCommitRuns,
+    Raw,
+    decode_offset_value,
+)
 
 _LONG = st.integers(-(2**63), 2**63 - 1)
 _TOPIC_ID = st.one_of(
@@ -43,6 +49,7 @@ _VALUES = st.builds(
     topic_id=st.one_of(_TOPIC_ID, st.text(max_size=30)),
     producer_id=st.one_of(st.just(-1), _LONG),
 )
+HANDLERS = GroupCoordinatorShard()
 _NAMES = st.one_of(st.sampled_from(["g", "orders", "é"]), st.text(max_size=80))
 
 
@@ -62,6 +69,9 @@ def test_a_value_left_encoded_reads_back_as_the_codec_decodes_it(value: OffsetCo
     assert (PLAIN_VALUE is not None and PLAIN_VALUE.fullmatch(data) is not None) == plain
     if plain:
         assert decode_offset_value(data[2:]) == value == DEFAULT_CODEC.decode_value(RecordType.OFFSET_COMMIT, data)
+        # The retention sweep's reading of the timestamps alone, twice (the second remembered).
+        read = KeptTimestamps()
+        assert read(data[2:]) == read(data[2:]) == (value.commit_timestamp, value.expire_timestamp)
 
 
 @settings(max_examples=300, deadline=None)
@@ -241,3 +251,34 @@ def test_an_offset_fetch_decodes_each_value_kept_encoded_once(monkeypatch: pytes
         answer = (fetch_size(lazy.offsets, request), fetch_offsets(lazy.offsets, request))
         assert answer == (fetch_size(eager.offsets, request), fetch_offsets(eager.offsets, request))
         assert len(decoded) == (20 if request.topics is None else 2)
+
+
+def test_the_retention_sweep_reads_kept_values_without_decoding_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(7)
+    entries = [
+        encode(
+            CoordinatorRecord(
+                RecordType.OFFSET_COMMIT,
+                OffsetCommitKey(f"g{g}", "t", p),
+                OffsetCommitValue(p, -1, "", rng.choice([1_000, 5_000, 9_000]), rng.choice([-1, -1, 4_000])),
+            )
+        )
+        for g in range(5)
+        for p in range(8)
+    ]
+    lazy, eager = load(entries, eager=False), load(entries, eager=True)
+    decoded: list[bytes] = []
+
+    def counting(kept: bytes) -> OffsetCommitValue:
+        decoded.append(kept)
+        return decode_offset_value(kept)
+
+    monkeypatch.setattr(offsets_state, "decode_offset_value", counting)
+    week = 7 * 24 * 3_600_000  # the default retention
+    sizes = []
+    for now in (3_000, 4_000, week + 2_000, week + 6_000, week + 10_000):
+        swept = [(r.key, r.value) for r in HANDLERS.expire_offsets(lazy, now).records]
+        assert swept == [(r.key, r.value) for r in HANDLERS.expire_offsets(eager, now).records]
+        sizes.append(len(swept))
+    assert sizes[0] == 0 < sizes[1] < sizes[2] < sizes[3] < sizes[4]  # each timestamp decides
+    assert decoded == []
