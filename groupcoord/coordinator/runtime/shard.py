@@ -22,6 +22,7 @@ import asyncio
 import enum
 import itertools
 import logging
+import operator
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -30,7 +31,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from confluent_kafka import KafkaError, Message
 
-from groupcoord.coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer, ShardState, TimerOp
+from groupcoord.coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer, ShardState, TimerOp, replay_all
 from groupcoord.coordinator.runtime.clock import Clock
 from groupcoord.coordinator.runtime.headers import Headers, batch_headers
 from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
@@ -198,6 +199,17 @@ class AppendFailed(ShardNotAvailable):
 
     def __init__(self, partition: int, detail: str) -> None:
         super().__init__(partition, ShardStatus.ACTIVE, detail)
+
+
+class _MessageParts:
+    """The parts of a consumed record read by name (``_read_own`` for messages of mixed classes)."""
+
+    key = operator.methodcaller("key")
+    value = operator.methodcaller("value")
+    headers = operator.methodcaller("headers")
+
+
+_MESSAGE_PARTS = _MessageParts()
 
 
 # Generations are unique in the process, not per shard object: a shard dropped on revocation and
@@ -494,7 +506,12 @@ class Shard(Generic[S]):
         size = len(written)
         chunk = messages[start : start + size]
         if len(chunk) == size > 1 and chunk[-1].offset() == offset + size - 1:
-            read_back = [(msg.key(), msg.value(), msg.headers()) for msg in chunk]
+            # Read through the messages' own class by C-level maps where they are all of one
+            # (the reader's): a comprehension of three calls a record cost twice as much.
+            kind: Any = type(chunk[0])
+            if list(map(type, chunk)).count(kind) != size:
+                kind = _MESSAGE_PARTS
+            read_back = list(zip(map(kind.key, chunk), map(kind.value, chunk), map(kind.headers, chunk), strict=True))
             if read_back == written and replayer.feed_own_batch(offset, records, epoch, count, base):
                 return size, None
         mismatch: int | None = None
@@ -526,7 +543,9 @@ class Shard(Generic[S]):
         if error.fatal() or error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
             self._fail(f"log partition unreadable: {error}")
 
-    def on_delivery(self, generation: int, expected: int, error: KafkaError | None, offset: int, count: int = 1) -> None:
+    def on_delivery(
+        self, generation: int, expected: int, error: KafkaError | None, offset: int, count: int = 1
+    ) -> None:
         """``count`` records reported, the last of which was to land at ``expected``."""
         self._unreported = max(0, self._unreported - count)
         if generation == self.generation:
@@ -629,8 +648,7 @@ class Shard(Generic[S]):
             if result.records:
                 self._live_changes += 1
             try:
-                for r in result.records:
-                    self.live.replay(r)
+                replay_all(self.live, result.records)
             except Exception as exc:
                 fut.set_exception(exc)
                 self.reload(f"replay of a new record failed: {exc!r}")
@@ -699,6 +717,13 @@ class Shard(Generic[S]):
 
     def _oversized(self, encoded: list[tuple[bytes, bytes | None]]) -> str:
         limit = self.host.max_record_bytes
+        if not encoded:
+            return ""
+        # No record is larger than all of them together: that sum, taken by C-level maps, says so
+        # for a whole commit at once (the loop below cost 0.3 us a record of a 100-partition one).
+        keys, values = zip(*encoded, strict=True)
+        if sum(map(len, keys)) + sum(map(len, filter(None, values))) + _FRAMING_BYTES <= limit:
+            return ""
         for key, value in encoded:
             size = len(key) + len(value or b"") + _FRAMING_BYTES
             if size > limit:
