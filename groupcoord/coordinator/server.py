@@ -49,6 +49,7 @@ from groupcoord.coordinator.runtime.shard import Shard, ShardStatus
 from groupcoord.coordinator.security.authorizer import AclAuthorizer, AclError, ClusterAclSource, FileAclSource
 from groupcoord.coordinator.security.cluster_login import ClusterLogin, UnsupportedLogin
 from groupcoord.coordinator.service.gateway_handler import CoordinatorApiHandler
+from groupcoord.coordinator.service.handover_relay import HandoverRelay
 from groupcoord.coordinator.service.metadata_cache import MetadataCache, TopicInfo
 from groupcoord.coordinator.service.partitioning import partition_for
 from groupcoord.coordinator.service.secured_handler import SecuredHandler
@@ -430,6 +431,8 @@ async def _serving_with(
         bridged = False
     locator = PlacementLocator(runtime)
     api_handler = CoordinatorApiHandler(service, metadata)
+    # At a graceful stop, requests for the shards handed over are relayed to their successors.
+    handover_relay = HandoverRelay(api_handler, service.partition_for)
     host, port = parse_hostport(settings.listen, 9094)
     gateway = GatewayServer(
         GatewayConfig(
@@ -442,11 +445,15 @@ async def _serving_with(
             share_groups_enabled=settings.share_groups_enabled,
             **settings.gateway.model_dump(exclude={"authorization", "max_group_response_bytes"}),
         ),
-        MeteredHandler(SecuredHandler(api_handler, metadata, authorizer, own_topics, own_groups)),
+        MeteredHandler(SecuredHandler(handover_relay, metadata, authorizer, own_topics, own_groups)),
         locator,
         GatewayMetrics(),
     )
     gateway.peers = locator.peers
+    # As group configs are relayed (gateway/group_configs.py): plain listeners only, since the
+    # successor would refuse an anonymous relay on a TLS or authenticating listener.
+    handover_relay.enabled = gateway.config.listener_tls is None and gateway.config.authentication == "none"
+    handover_relay.timeout_s = gateway.config.upstream_connect_timeout_s
     share_fetcher: ShareRecordFetcher | None = None
     if settings.share_groups_enabled:
         # The share data path reads the records it hands out from the brokers, the way the
@@ -568,6 +575,7 @@ async def _serving_with(
             say.error(f"cannot join the placement group: {exc}")
             return 1
         locator.placement = placement
+        handover_relay.successor_of = placement.successor_address
         # The directory topic may have just been created: its id is protected too.
         await metadata.refresh()
         await _protect_ids(gateway, metadata, own_topics)
@@ -611,7 +619,7 @@ async def _serving_with(
             # clients on as soon as the next owners announce): shards stop serving, then the
             # process leaves the placement group, so the cluster rebalances now rather than at
             # the session timeout.
-            await _leave_placement(runtime, placement, remover, say)
+            await _leave_placement(runtime, placement, remover, say, handover_relay)
         if health is not None:
             health.close()
         await metrics.close()
@@ -647,8 +655,12 @@ async def _leave_placement(
     placement: Placement,
     remover: MemberRemover | None,
     say: Say,
+    handover_relay: HandoverRelay | None = None,
 ) -> None:
     owned = sorted(runtime.shards)
+    if handover_relay is not None:
+        # From here their requests wait for the successors and are relayed to them.
+        handover_relay.stopping(owned)
     for p in owned:
         runtime.unload_shard(p)
     member_id = placement.me_now.member_id
@@ -657,6 +669,8 @@ async def _leave_placement(
     if handed:
         to = ", ".join(f"{p} to node {h.successor}" for p, h in sorted(handed.items()))
         say.info(f"placement: shards handed over ahead of the rebalance: {to}")
+    elif handover_relay is not None:
+        handover_relay.give_up()
     instance_id = placement.config.instance_id
     if instance_id is not None and member_id is not None and remover is not None:
         # librdkafka sends no LeaveGroup for a static member: without one its shards would wait
@@ -667,6 +681,11 @@ async def _leave_placement(
         except (RemovalFailed, TimeoutError, OSError) as exc:
             say.warning(f"could not leave the placement group ({exc}); shards move at the session timeout")
     say.info(f"placement left; shards {owned} handed over")
+    if handover_relay is not None and handed:
+        # The listener stays until the clients of the moved groups have gone to the successors
+        # (service/handover_relay.py): closed under them, librdkafka may notice only a second later.
+        await handover_relay.settled()
+        say.info(f"handover: {handover_relay.relayed} requests relayed to the successors; closing the listener")
 
 
 def shard_statuses(runtime: CoordinatorRuntime[GroupCoordinatorState]) -> dict[int, str]:

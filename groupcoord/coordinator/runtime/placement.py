@@ -330,6 +330,14 @@ class Placement:
             return None
         return self.nodes.get(node_id)
 
+    def successor_address(self, partition: int) -> tuple[str, int] | None:
+        """Where the process this one handed ``partition`` to at its stop listens (None: not handed over)."""
+        moved = self.handovers.get(partition)
+        if moved is None or moved.leaver_incarnation != self.me_now.incarnation:
+            return None
+        node = self.nodes.get(moved.successor)
+        return None if node is None else (node.host, node.port)
+
     def confirm_owner(self, partition: int) -> bool:
         """Re-read the owners from the cluster: is this process still the one that announced
         ``partition`` last? (Blocking; not for the event loop.)"""
