@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -658,14 +659,32 @@ async def _leave_placement(
     handover_relay: HandoverRelay | None = None,
 ) -> None:
     owned = sorted(runtime.shards)
-    if handover_relay is not None:
-        # From here their requests wait for the successors and are relayed to them.
-        handover_relay.stopping(owned)
-    for p in owned:
-        runtime.unload_shard(p)
+    loop = asyncio.get_running_loop()
+
+    def unload() -> None:
+        if handover_relay is not None:
+            # From here their requests wait for the successors and are relayed to them.
+            handover_relay.stopping(owned)
+        for p in owned:
+            runtime.unload_shard(p)
+
+    def stop_serving() -> None:
+        # Called on placement's thread once the successors are chosen, right before they are
+        # named: the shards serve here until then, and never after.
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                unload()
+            finally:
+                done.set()
+
+        loop.call_soon_threadsafe(run)
+        done.wait()
+
     member_id = placement.me_now.member_id
     # Successors take the shards now (runtime/handover.py), then a dynamic member's LeaveGroup.
-    handed = await asyncio.to_thread(placement.close, owned)
+    handed = await asyncio.to_thread(placement.close, owned, stop_serving)
     if handed:
         to = ", ".join(f"{p} to node {h.successor}" for p, h in sorted(handed.items()))
         say.info(f"placement: shards handed over ahead of the rebalance: {to}")
