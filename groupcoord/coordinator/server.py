@@ -616,6 +616,8 @@ async def _serving_with(
         if peers is not None:
             await asyncio.to_thread(peers.close)
         if placement is not None:
+            if remover is not None:
+                await _rebalance_ended(placement, remover, settings.placement.session_timeout_ms / 1000, say)
             # Hand the shards over first, while the listener still answers (FindCoordinator sends
             # clients on as soon as the next owners announce): shards stop serving, then the
             # process leaves the placement group, so the cluster rebalances now rather than at
@@ -649,6 +651,36 @@ def _takeover_first(
             say.info("placement: joining now that the other processes took over the previous process's shards")
 
     return wait
+
+
+async def _rebalance_ended(placement: Placement, remover: MemberRemover, cap_s: float, say: Say) -> None:
+    """A stop that lands in a placement rebalance (the previous restart's join, say) waits for it
+    to end, serving meanwhile, bounded by ``cap_s``. Leaving in the middle of one, the local broker
+    (Tansu) went on assigning shards to the member that left and stalled the group for minutes
+    (seen in the drill, as with a member removed mid-rebalance, ``peers.py``); and this process's
+    part of the rebalance, once done, is handed over like the rest of its shards."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    while True:
+        try:
+            state = await remover.group_state(placement.config.group_id)
+        except RemovalFailed as exc:
+            log.info("placement group state unknown (%s); leaving now", exc)
+            return
+        if state in _SETTLED:
+            break
+        if loop.time() - started >= cap_s:
+            say.warning(f"placement group still {state} after {cap_s:.0f}s; leaving in the middle of its rebalance")
+            return
+        await asyncio.sleep(0.1)
+    if loop.time() - started > 0.2:
+        # The assignment that ended it reaches this process at its next poll (every 0.1 s).
+        await asyncio.sleep(0.3)
+        say.info(f"placement: stopping once the rebalance under way ended ({loop.time() - started:.1f}s)")
+
+
+# Classic group states with no rebalance under way ("": the coordinator did not say).
+_SETTLED = frozenset({"Stable", "Empty", "Dead", ""})
 
 
 async def _leave_placement(

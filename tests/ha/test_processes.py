@@ -312,3 +312,28 @@ def test_a_graceful_stop_relays_the_moved_groups_requests_to_the_successor(sidec
         assert committer.committed() >= acked
     finally:
         committer.close()
+
+
+@pytest.mark.slow
+def test_a_stop_during_a_placement_rebalance_waits_for_it_and_hands_everything_over(sidecars: list[Sidecar]) -> None:
+    """SIGTERM while a joining process's rebalance is under way: the stopping process leaves only
+    once it ended (a LeaveGroup in the middle of one stalled the local broker's group for
+    minutes), then hands over what that rebalance gave it, and every shard is served again."""
+    first, stopping, joining = sidecars
+    for s in (first, stopping):
+        s.spawn()
+    for s in (first, stopping):
+        s.wait_listening()
+    wait_for(lambda: sorted(p for s in (first, stopping) for p in s.owned()) == list(range(PARTITIONS)), 60, "shards")
+
+    def rebalances() -> int:  # placement's own line (runtime/placement.py)
+        return sum(1 for r in first.records() if str(r.get("msg", "")).startswith("placement rebalance"))
+
+    seen = rebalances()
+    joining.spawn()
+    wait_for(lambda: rebalances() > seen, 60, "the rebalance")
+    stopping.signal(signal.SIGTERM)
+    assert stopping.proc is not None and stopping.proc.wait(60) == 0
+    assert any(line.startswith("placement: stopping once the rebalance under way ended") for line in stopping.lines())
+    joining.wait_listening()
+    wait_for(lambda: every_shard_owned_once([first, joining]), 60, "every shard owned once by the other two")
