@@ -430,7 +430,8 @@ def _result(
     """The report; ``lost`` is None when the drill was interrupted before the final check."""
     lines = {child.address: serve_lines(child.log) for child in children}
     shards = {partition_for(g, LOG_PARTITIONS) for g in groups}
-    ends = [float(k["at"]) for k in kills[1:]] + [time.monotonic()]
+    # Each fault's window ends at the next fault, the last one's now.
+    ends = [float(k["at"]) for k in kills[1:]] + [time.monotonic()] * bool(kills)
     for kill, end in zip(kills, ends, strict=True):
         kill["recovered_s"] = _recovery(kill, groups, stats)
         kill["longest_gap_s"] = longest_gap(float(kill["at"]), end, groups, stats.acks)
