@@ -9,7 +9,9 @@ Kafka's SharePartitionManager, over this project's runtime. For one request:
    committed state of the group's shard.
 3. For each share-partition of the session: made live (created at ``share.auto.offset.reset``,
    looked up with ListOffsets, or loaded from its records), then its records are fetched from the
-   partition's leader (``share_fetcher.py``) from ``next_fetch_offset``.
+   partition's leader (``share_fetcher.py``) from ``next_fetch_offset``, or taken from the last
+   read of that partition when it holds that offset (``share_read_cache.py``: the group's
+   consumers read one partition one after another, each a little further on).
 4. The request's acknowledgements and the acquisition of what was fetched are ONE write to the
    group's shard (``shard_ops.acknowledge_and_acquire``: acknowledgements first, so the room they
    free in the in-flight window is acquired at once; one record per share-partition). A
@@ -61,6 +63,7 @@ from groupcoord.coordinator.service.share_fetcher import (
     PartitionFetch,
     ShareRecordFetcher,
 )
+from groupcoord.coordinator.service.share_read_cache import ShareReadCache
 from groupcoord.coordinator.service.share_waiters import ShareWaiters
 from groupcoord.coordinator.share import shard_ops
 from groupcoord.coordinator.share.partition_types import (
@@ -161,6 +164,7 @@ class ShareDataPath:
         self.fetcher = fetcher
         self.sessions = ShareSessionCache()
         self.waiters = ShareWaiters()
+        self.read_cache = ShareReadCache()
         # Set by ``groupcoord serve`` with several processes: requests for a group whose shard
         # another process owns are relayed there (its sessions and share-partitions live there).
         self.owner_of: OwnerOf | None = None
@@ -546,10 +550,16 @@ class ShareDataPath:
         errors: dict[tuple[str, int], int],
         shard: Shard[GroupCoordinatorState],
     ) -> tuple[list[shard_ops.Fetched], dict[SharePartitionKey, list[Batch]]]:
-        """Fetch each share-partition from its leader, at its fetch offset."""
+        """Fetch each share-partition from its leader, at its fetch offset (or from the records
+        read last from it, when they hold that offset: ``share_read_cache.py``)."""
         by_leader: dict[Leader, list[tuple[str, int, int]]] = defaultdict(list)
         answered: list[tuple[str, int, int, PartitionFetch]] = []
+        now = time.monotonic()
         for key, (offset, _) in offsets.items():
+            kept = self.read_cache.get((key.topic, key.partition, read_committed), offset, max_bytes, now)
+            if kept is not None:
+                answered.append((key.topic, key.partition, offset, kept))
+                continue
             try:
                 leader = await self.fetcher.leader(key.topic, key.partition)
             except READ_ERRORS as exc:
@@ -561,7 +571,7 @@ class ShareDataPath:
             by_leader[leader].append((key.topic, key.partition, offset))
         # The broker waits for new records only when every partition is read at its end (nothing
         # available again below); otherwise records are there and it answers at once.
-        at_end = all(end for _, end in offsets.values())
+        at_end = not answered and all(end for _, end in offsets.values())
         answers = await asyncio.gather(
             *(
                 self.fetcher.fetch(
@@ -575,6 +585,7 @@ class ShareDataPath:
             ),
             return_exceptions=True,
         )
+        now = time.monotonic()
         for (_leader, wanted), answer in zip(by_leader.items(), answers, strict=True):
             if isinstance(answer, BaseException):
                 log.warning("share fetch from the cluster failed: %r", answer)
@@ -584,6 +595,7 @@ class ShareDataPath:
             for topic, partition, offset in wanted:
                 got: PartitionFetch | None = answer.get((topic, partition))
                 if got is not None:
+                    self.read_cache.put((topic, partition, read_committed), got, now)
                     answered.append((topic, partition, offset, got))
         fetched: list[shard_ops.Fetched] = []
         data: dict[SharePartitionKey, list[Batch]] = {}
