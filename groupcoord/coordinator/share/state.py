@@ -87,8 +87,15 @@ class DurableShareState:
 
     def apply(self, start_offset: int, batches: Iterable[ShareStateBatch]) -> None:
         if start_offset > self.start_offset:
+            offsets = self.offsets
+            if start_offset - self.start_offset < len(offsets):
+                # The usual step (acknowledged records done): drop the offsets passed, not a
+                # rebuild of the whole in-flight window for each update replayed.
+                for offset in range(self.start_offset, start_offset):
+                    offsets.pop(offset, None)
+            else:
+                self.offsets = {o: s for o, s in offsets.items() if o >= start_offset}
             self.start_offset = start_offset
-            self.offsets = {o: s for o, s in self.offsets.items() if o >= start_offset}
         for b in batches:
             for offset in range(max(b.first_offset, self.start_offset), b.last_offset + 1):
                 self.offsets[offset] = (b.delivery_state, b.delivery_count)
