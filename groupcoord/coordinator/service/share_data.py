@@ -435,7 +435,11 @@ class ShareDataPath:
                         group, read_committed, offsets, max_bytes, 0 if valid else remaining_ms, errors, shard
                     )
                 )
-                woken = await self._read_or_released(shard, read, keys, woken)
+                try:
+                    woken = await self._read_or_released(shard, read, keys, woken)
+                finally:
+                    # This request failed or was cancelled (its client went): no read left behind.
+                    read.cancel()
                 if read.cancelled():
                     continue  # records were released while the broker waited for new ones
                 fetched, data = read.result()
