@@ -138,6 +138,10 @@ class Model:
             if r.state == RecordState.ACQUIRED:
                 assert r.deadline > self.now, f"{o} acquired past its lock"
         assert all(n <= 1 for n in self.accepted.values())
+        # The lock heap (one entry per acquisition, narrowed as its records are done) names the
+        # earliest lock still running: the shard's expiry timer is armed at it.
+        deadlines = [r.deadline for r in sp.records.values() if r.state == RecordState.ACQUIRED]
+        assert sp.next_lock_deadline() == min(deadlines, default=None)
 
 
 def run(ops: list[tuple], limit: int, renew: bool, per_snapshot: int) -> Model:
