@@ -63,8 +63,39 @@ DESCRIBE_KEY, DESCRIBE_VERSION = 69, 0
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU a process has used, all its threads (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return _stat_cpu(Path(f"/proc/{pid}/stat"))
+
+
+def _stat_cpu(stat: Path) -> float:
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of the serve process's threads: its main thread (the event loop: gateway,
+    group logic) apart, the rest summed by thread name (librdkafka's are named ``rdk:...``; the
+    Python threads beside the loop, the log reader and writer, placement, all ``python``)."""
+    out: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            seconds = _stat_cpu(task / "stat")
+            name = "main" if task.name == str(pid) else (task / "comm").read_text().strip()
+        except OSError:
+            continue  # a thread that ended meanwhile
+        if name.startswith("rdk:broker"):
+            name = "rdk:broker"  # one per broker connection, the name cut to 15 characters
+        out[name] = out.get(name, 0.0) + seconds
+    return out
+
+
+def thread_cpu_delta(before: dict[str, float], after: dict[str, float], heartbeats: int) -> dict[str, Any]:
+    """Per thread group: CPU ms per heartbeat between two ``thread_cpu`` readings (a thread that
+    ended meanwhile is not in ``after``: the sum can be below the process's own figure)."""
+    return {
+        name: round((seconds - before.get(name, 0.0)) * 1000 / heartbeats, 4) if heartbeats else None
+        for name, seconds in sorted(after.items(), key=lambda kv: before.get(kv[0], 0.0) - kv[1])
+        if seconds - before.get(name, 0.0) > 0
+    }
 
 
 # serve pid -> the URL of its /metrics (see ``serve_process``)
@@ -315,9 +346,13 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
         # Steady state: the heartbeat interval alone, no describes.
         stats.__init__()  # type: ignore[misc]
         handled0 = handled_counts(pid, HB_API)
+        threads0 = thread_cpu(pid)
         cpu0, start = cpu_seconds(pid), time.perf_counter()
         await asyncio.sleep(args.steady_seconds)
         result["steady"] = summary(stats, cpu_seconds(pid) - cpu0, time.perf_counter() - start)
+        result["steady"]["serve_cpu_ms_per_heartbeat_by_thread"] = thread_cpu_delta(
+            threads0, thread_cpu(pid), stats.heartbeats
+        )
         result["steady"]["serve_handled_ms"] = handled_quantiles(handled0, handled_counts(pid, HB_API))
         print("steady", json.dumps(result["steady"]), flush=True)
 

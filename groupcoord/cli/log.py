@@ -27,8 +27,9 @@ from groupcoord.cli.common import (
 from groupcoord.cli.output import AsJson, FormatOption, Output, out
 from groupcoord.coordinator.runtime.headers import parse_headers
 from groupcoord.coordinator.service.partitioning import partition_for
+from groupcoord.coordinator.share.partition_types import RecordState
 from groupcoord.records import CoordinatorRecord, RecordDecodeError, RecordType, decode, encode
-from groupcoord.records.definitions import LogSkipKey, LogSkipValue
+from groupcoord.records.definitions import LogSkipKey, LogSkipValue, ShareStateBatch
 
 log_app = typer.Typer(help="Read the coordinator log; skip an unreadable record.", no_args_is_help=True)
 
@@ -36,9 +37,14 @@ LOG_TOPIC = "__group_coordinator_log"
 Cluster = Annotated[str, typer.Option("--bootstrap-servers", "-b", help="The backing cluster.")]
 Topic = Annotated[str, typer.Option(help="Log topic.")]
 _RUNTIME = {RecordType.SHARD_EPOCH, RecordType.BATCH_ABORT, RecordType.LOG_SKIP}
+_SHARE_STATES = frozenset(int(s) for s in RecordState)
 
 
 def _plain(value: Any) -> Any:
+    if isinstance(value, ShareStateBatch):
+        # Share-partition states by name next to Kafka's id (0/2/4 read as nothing to a person).
+        state = RecordState(value.delivery_state).name if value.delivery_state in _SHARE_STATES else "UNKNOWN"
+        return {**dataclasses.asdict(value), "state": state}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, list):

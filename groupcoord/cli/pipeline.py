@@ -242,9 +242,18 @@ def audit(
     command_config: CommandConfig = None,
     master: Master = None,
     topic: LogTopic = "__group_coordinator_log",
+    share_delivery_count_limit: Annotated[
+        int,
+        typer.Option(
+            "--share-delivery-count-limit",
+            min=2,
+            help="The sidecar's group.share.delivery.count.limit (a group's share.delivery.count.limit overrides it).",
+        ),
+    ] = 5,
     as_json: AsJson = False,
 ) -> None:
-    """Check DESIGN.md's invariants across the whole log; exit code 1 if any is violated."""
+    """Check DESIGN.md's invariants across the whole log (share-partition state included); exit
+    code 1 if any is violated."""
     config = _config(bootstrap, command_config)
     from groupcoord.pipeline.jobs import audit as run_audit
     from groupcoord.pipeline.jobs import load_log, with_status
@@ -253,7 +262,7 @@ def audit(
         _step(as_json, f"auditing {topic} on {bootstrap}")
         status_log = with_status(load_log(spark, config, topic)).persist()
         records = status_log.count()
-        violations = [r.asDict() for r in run_audit(status_log).collect()]
+        violations = [r.asDict() for r in run_audit(status_log, share_delivery_count_limit).collect()]
     if as_json:
         print_document(violations, records=records)
     elif violations:
@@ -361,6 +370,9 @@ def import_offsets(
     sidecar: Annotated[str, typer.Option("--sidecar", "-s", help="The running sidecar's HOST:PORT.")],
     execute: Annotated[bool, typer.Option("--execute", help="Commit (default: dry run).")] = False,
     batch_size: Annotated[int, typer.Option(help="Partitions per OffsetCommit.", min=1)] = 500,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds to wait for the sidecar's answer.", min=0.1)
+    ] = 30.0,
     command_config: CommandConfig = None,
     master: Master = None,
     as_json: AsJson = False,
@@ -376,7 +388,7 @@ def import_offsets(
     for g, t, p, o, m in rows:
         by_group[g].append((t, p, o, m))
     try:
-        plan = import_plan(config, by_group)
+        plan = import_plan(config, by_group, timeout)
         result = run_import(config, plan, batch_size) if execute else None
     except ImportError_ as exc:
         _fail(str(exc))

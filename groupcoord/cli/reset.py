@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,17 +33,18 @@ from groupcoord.cli.common import (
     watermarks,
 )
 from groupcoord.cli.output import AsJson, FormatOption, Output, note
-
-_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
+from groupcoord.coordinator.share.auto_offset_reset import parse_duration_ms as duration_ms
 
 
 def parse_duration_ms(text: str) -> int:
-    """ISO-8601 durations as Kafka's --by-duration takes them: PnDTnHnMnS."""
-    m = _DURATION.match(text.strip().upper())
-    if not m or text.strip().upper() in ("P", "PT"):
+    """ISO-8601 durations as Kafka's --by-duration takes them (Java's Duration.parse: PnDTnHnMn.nS)."""
+    try:
+        ms = duration_ms(text.strip())
+    except ValueError:
+        ms = -1
+    if ms < 0:
         fail(f"--by-duration {text!r}: expected an ISO-8601 duration such as PT1H30M or P1DT2H")
-    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
-    return int(((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000)
+    return ms
 
 
 def parse_datetime(text: str) -> tuple[datetime, bool]:

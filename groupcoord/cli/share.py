@@ -39,6 +39,7 @@ from groupcoord.cli.common import (
     watermarks,
 )
 from groupcoord.cli.output import AsJson, FormatOption, Output
+from groupcoord.cli.reset import instant, offsets_for_time, parse_datetime, zone_note
 from groupcoord.cli.wire import CLIENT_ID, WireClient
 from groupcoord.cli.wire_security import AuthenticationError
 from groupcoord.coordinator.gateway.apis import ApiKey
@@ -531,6 +532,14 @@ def reset_share_offsets(
     to_offset: Annotated[
         int | None, typer.Option("--to-offset", help="This offset (kept within the partition's log).")
     ] = None,
+    to_datetime: Annotated[
+        str | None,
+        typer.Option(
+            "--to-datetime",
+            help="The first record at or after YYYY-MM-DDTHH:mm:SS.sss\\[+HH:MM]; without a zone, this machine's"
+            " local time (as Kafka's tool).",
+        ),
+    ] = None,
     execute: Annotated[bool, typer.Option("--execute", help="Apply the plan (otherwise a dry run).")] = False,
     bootstrap: Bootstrap = SIDECAR,
     command_config: CommandConfig = None,
@@ -541,8 +550,14 @@ def reset_share_offsets(
     """Reset a share group's start offsets (AlterShareGroupOffsets), like kafka-share-groups.sh
     --reset-offsets: a dry run unless --execute; the group must have no active members."""
     o = Output.of(fmt, as_json)
-    if sum([to_earliest, to_latest, to_offset is not None]) != 1:
-        fail("give exactly one of --to-earliest, --to-latest, --to-offset")
+    if sum([to_earliest, to_latest, to_offset is not None, to_datetime is not None]) != 1:
+        fail("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime")
+    when_ms = None
+    if to_datetime is not None:
+        when, zoned = parse_datetime(to_datetime)
+        when_ms = int(when.timestamp() * 1000)
+        if not zoned:
+            o.note(zone_note(to_datetime, when))
     if bool(topic) == all_topics:
         fail("give --topic (one or more) or --all-topics")
     admin = ShareAdmin(bootstrap, command_config, timeout)
@@ -564,10 +579,15 @@ def reset_share_offsets(
     counts = topic_partitions(c.admin(), c, list(wanted))
     tps = check_partitions(counts, wanted)
     marks = watermarks(c, tps)
+    # ListOffsets by timestamp, checked against the records (the local broker answers the log start).
+    by_time = offsets_for_time(c, tps, when_ms, marks) if when_ms is not None else {}
     plan: dict[str, dict[int, int]] = {}
     for tp in tps:
         low, high = marks[(tp.topic, tp.partition)]
-        target = low if to_earliest else high if to_latest else min(max(to_offset or 0, low), high)
+        if when_ms is not None:
+            target = by_time[(tp.topic, tp.partition)]
+        else:
+            target = low if to_earliest else high if to_latest else min(max(to_offset or 0, low), high)
         plan.setdefault(tp.topic, {})[tp.partition] = target
     errors: dict[tuple[str, int], str] = {}
     if execute:
@@ -592,7 +612,10 @@ def reset_share_offsets(
         for t, ps in sorted(plan.items())
         for p, offset in sorted(ps.items())
     ]
-    o.result(["group", "topic", "partition", "new-offset"], rows, errors=[r for r in rows if r["error"]])
+    at: dict[str, Any] = {"to_datetime": instant(when_ms)} if when_ms is not None else {}
+    o.result(["group", "topic", "partition", "new-offset"], rows, errors=[r for r in rows if r["error"]], **at)
+    if when_ms is not None:
+        o.note(f"start offsets at the first records at or after {instant(when_ms)}")
     if not execute:
         o.note("dry run: nothing changed (give --execute to apply)")
     for (t, p), why in sorted(errors.items()):

@@ -188,6 +188,11 @@ class Settings(BaseSettings):
     metadata_refresh_interval_ms: int = Field(
         10_000, ge=100, description="How often topic metadata (creations, deletions, partitions) is read."
     )
+    cluster_wait_ms: int = Field(
+        30_000,
+        ge=0,
+        description="How long serve retries an unreachable cluster at startup before it exits with its error.",
+    )
     stuck_shard_warning_ms: int = Field(
         10_000, ge=100, description="A write not read back from the log within this marks its shard stuck (WARNING)."
     )

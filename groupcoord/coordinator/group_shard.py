@@ -61,6 +61,7 @@ from groupcoord.coordinator.runtime.api import Result, ScheduleTimer, TimerOp
 from groupcoord.coordinator.share import shard_ops as share_ops
 from groupcoord.records import CoordinatorRecord
 from groupcoord.records.definitions import PendingTxnOffset
+from groupcoord.records.offset_commit_decoding import KeptTimestamps
 
 RETENTION_TIMER = "offsets-retention"
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -211,13 +212,14 @@ class GroupCoordinatorShard:
         offsets is deleted (Kafka's cleanupGroupMetadata)."""
         retention_ms = self.offsets_config.offsets_retention_minutes * 60_000
         records: list[CoordinatorRecord] = []
+        timestamps = KeptTimestamps()  # one for the sweep: the timestamps' bytes repeat across groups
         for group_id in sorted(state.offsets.offsets):
             view = state.retention_view(group_id)
             # As Kafka: an offset with a transactional offset staged over it does not expire, and
             # a group with an open transaction is not deleted.
             expiring = [
                 r
-                for r in expire_offsets(state.offsets, group_id, view, now_ms, retention_ms)
+                for r in expire_offsets(state.offsets, group_id, view, now_ms, retention_ms, timestamps)
                 if not state.txn.has_pending(group_id, r.key.topic, r.key.partition)
             ]
             records += expiring

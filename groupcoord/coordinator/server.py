@@ -26,6 +26,7 @@ from groupcoord.coordinator.gateway.event_loop import loop_factory
 from groupcoord.coordinator.gateway.handler import CoordinatorAddress
 from groupcoord.coordinator.gateway.member_removal import REBALANCE_IN_PROGRESS, Member, MemberRemover, RemovalFailed
 from groupcoord.coordinator.gateway.reader_relay import ReaderRelay, relayable
+from groupcoord.coordinator.gateway.relay import relay_link
 from groupcoord.coordinator.gateway.server import GatewayServer
 from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from groupcoord.coordinator.kafka_words import describe_error
@@ -313,7 +314,7 @@ def _authorization(
 
 class _NoWaitExecutor(ThreadPoolExecutor):
     """The loop's default executor, which the process does not wait for on the way out: a stop
-    signal during startup leaves a blocking call to an unreachable cluster (up to 30 s of retries)
+    signal during startup leaves a blocking call to an unreachable cluster (up to cluster_wait_ms of retries)
     in one of its threads, and a pod being deleted must not wait that out."""
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
@@ -406,6 +407,7 @@ async def _serving_with(
     )
     runtime.stuck_warning_ms = settings.stuck_shard_warning_ms
     runtime.stuck_reload_ms = settings.stuck_shard_reload_ms
+    runtime.cluster_wait_s = settings.cluster_wait_ms / 1000
     service = GroupCoordinatorService(runtime, handlers, settings.gateway.max_group_response_bytes)
     metrics = ServeMetrics(
         lambda: runtime.shards.values(),
@@ -450,9 +452,15 @@ async def _serving_with(
     share_fetcher: ShareRecordFetcher | None = None
     if settings.share_groups_enabled:
         # The share data path reads the records it hands out from the brokers, the way the
-        # gateway's forwarding reaches them (same addresses and TLS).
+        # gateway's forwarding reaches them (same addresses and TLS), logged in as the
+        # transaction bridge is (the ``client`` credentials) on a cluster that requires SASL.
+        if not bridged:
+            say.warning("share groups: ShareFetch cannot log in to the cluster with these client settings")
         share_fetcher = ShareRecordFetcher(
-            gateway.config.bootstrap_addresses(), gateway.upstream_tls, gateway.config.upstream_connect_timeout_s
+            gateway.config.bootstrap_addresses(),
+            gateway.upstream_tls,
+            gateway.config.upstream_connect_timeout_s,
+            cluster_login,
         )
         share_data = api_handler.share_data = ShareDataPath(service, metadata, share_fetcher)
         share_data.relay_timeout_s = gateway.config.upstream_connect_timeout_s
@@ -463,10 +471,20 @@ async def _serving_with(
                 return None
             return where.host, where.port
 
-        # As group configs are relayed (gateway/group_configs.py): plain listeners only, since the
-        # owner would refuse an anonymous relay on a TLS or authenticating listener.
-        if gateway.config.listener_tls is None and gateway.config.authentication == "none":
+        # A client's sessions end with its connection: their records go back at once.
+        gateway.disconnect_listeners.append(share_data.connection_closed)
+        link = relay_link(gateway.config, cluster_login)
+        if link is not None:
             share_data.owner_of = share_owner
+            share_data.relay_link = link
+            if cluster_login is not None:
+                # Relays log in as the sidecar: the owner answers them for the caller they name.
+                gateway.config = gateway.config.model_copy(update={"relay_principal": cluster_login.username})
+        else:
+            say.warning(
+                "share groups: requests for groups another process owns are answered NOT_LEADER_OR_FOLLOWER "
+                "(relaying them to a TLS or authenticating listener needs SASL credentials in the client settings)"
+            )
     metrics.watch_connections(gateway.connections)
     readiness = Readiness()
     health: HealthServer | None = None
@@ -503,7 +521,7 @@ async def _serving_with(
     metrics.start()
     try:
         try:
-            # Creating the log topic retries an unreachable cluster for 30 s: a stop signal must not wait.
+            # Creating the log topic retries an unreachable cluster (cluster_wait_ms): a stop signal must not wait.
             await _unless_stopped(stop, runtime.start(partitions=()))
             runtime_started = True
             await _unless_stopped(
@@ -512,6 +530,7 @@ async def _serving_with(
                     ensure_log_topic,
                     client_config,
                     transaction_topic_spec(txn_topic, runtime.partitions, settings.log_replication_factor),
+                    runtime.cluster_wait_s,
                 ),
             )
             await metadata.refresh()
@@ -618,6 +637,8 @@ async def _serving_with(
         await gateway.stop()
         if share_fetcher is not None:
             await share_fetcher.close()
+        if api_handler.share_data is not None and api_handler.share_data.relay_link is not None:
+            api_handler.share_data.relay_link.close()
         if bridge is not None:
             await bridge.stop()
         if watch is not None:

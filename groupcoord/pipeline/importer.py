@@ -35,17 +35,17 @@ def _admin(config: Mapping[str, Any]) -> AdminClient:
 
 
 def import_plan(
-    config: Mapping[str, Any], offsets: Mapping[str, Sequence[tuple[str, int, int, str]]]
+    config: Mapping[str, Any], offsets: Mapping[str, Sequence[tuple[str, int, int, str]]], timeout: float = 30.0
 ) -> list[GroupImport]:
-    """One entry per group, refused if the sidecar reports members in it."""
+    """One entry per group, refused if the sidecar reports members in it (answers awaited ``timeout`` s)."""
     plan = [GroupImport(g, sorted(offsets[g])) for g in sorted(offsets)]
     if not plan:
         return plan
     admin = _admin(config)
-    futures = admin.describe_consumer_groups([g.group for g in plan], request_timeout=30)
+    futures = admin.describe_consumer_groups([g.group for g in plan], request_timeout=timeout)
     for entry in plan:
         try:
-            described = futures[entry.group].result(timeout=30)
+            described = futures[entry.group].result(timeout=timeout)
         except KafkaException as exc:
             error = exc.args[0]
             if error.code() in (15, 14):  # COORDINATOR_NOT_AVAILABLE / LOAD_IN_PROGRESS
@@ -53,7 +53,7 @@ def import_plan(
             continue  # GROUP_ID_NOT_FOUND and the like: a new group, nothing to refuse
         except TimeoutError:
             where = config.get("bootstrap.servers", "the sidecar")
-            raise ImportError_(f"{where} did not answer within 30s (describing {entry.group})") from None
+            raise ImportError_(f"{where} did not answer within {timeout:g}s (describing {entry.group})") from None
         except Exception as exc:
             raise ImportError_(f"sidecar did not answer for {entry.group}: {exc!r}") from None
         if described.members:

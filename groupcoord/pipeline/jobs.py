@@ -18,9 +18,25 @@ from pyspark.sql.types import ArrayType, MapType, StructType
 from groupcoord.pipeline.audit import AUDIT_COLUMNS, VIOLATION_SCHEMA, audit_iter
 from groupcoord.pipeline.cluster import ClusterError, watermarks
 from groupcoord.pipeline.replay import STATUS_COLUMNS, STATUS_SCHEMA, statuses_iter
+from groupcoord.pipeline.rows import value_field
+from groupcoord.pipeline.share import (
+    DEFAULT_DELIVERY_COUNT_LIMIT,
+    ShareHistory,
+    share_audit,
+    share_membership,
+    share_partitions,
+)
 from groupcoord.records import RecordType
 
-TABLES = ("offsets", "groups", "members", "target_assignments", "current_assignments", "pending_offsets")
+TABLES = (
+    "offsets",
+    "groups",
+    "members",
+    "target_assignments",
+    "current_assignments",
+    "pending_offsets",
+    "share_partitions",
+)
 
 
 def load_log(spark: SparkSession, config: Mapping[str, str], topic: str) -> DataFrame:
@@ -67,6 +83,7 @@ def live_latest(status_log: DataFrame) -> DataFrame:
         "regex",
         "producer_id",
         "txn_offset",
+        "slot",
     ]
     w = Window.partitionBy(*key).orderBy(F.col("offset").desc())
     latest = applied.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn")
@@ -274,13 +291,15 @@ def snapshot_tables(spark: SparkSession, status_log: DataFrame, names: Mapping[s
         .join(F.broadcast(topics), "topic_id", "left")
         .select("group_id", "member_id", "topic_id", "topic", "partition", "assignment_epoch", "pending_revocation")
     )
+    share = share_membership(live, topics)
     return {
         "offsets": offsets,
-        "groups": groups,
-        "members": members,
-        "target_assignments": target,
-        "current_assignments": current_assignments,
+        "groups": groups.unionByName(share["groups"]),
+        "members": members.unionByName(share["members"], allowMissingColumns=True),
+        "target_assignments": target.unionByName(share["target_assignments"]),
+        "current_assignments": current_assignments.unionByName(share["current_assignments"]),
         "pending_offsets": pending_offsets(live),
+        "share_partitions": share_partitions(status_log, live),
     }
 
 
@@ -352,8 +371,11 @@ def write_tables(tables: Mapping[str, DataFrame], out: str, fmt: str) -> dict[st
     return counts
 
 
-def audit(status_log: DataFrame) -> DataFrame:
-    """Every invariant violation (``groupcoord.pipeline.audit``), ordered by log partition and offset."""
+def audit(status_log: DataFrame, share_delivery_count_limit: int = DEFAULT_DELIVERY_COUNT_LIMIT) -> DataFrame:
+    """Every invariant violation (``groupcoord.pipeline.audit``, and ``groupcoord.pipeline.share`` for
+    share-partition state), ordered by log partition and offset. ``share_delivery_count_limit`` is the
+    sidecar's ``group.share.delivery.count.limit``: a group's own ``share.delivery.count.limit`` in
+    the log overrides it."""
     tp = F.col("value.consumer_group_target_assignment_member.topic_partitions")
     slim = status_log.select(
         "partition",
@@ -375,7 +397,9 @@ def audit(status_log: DataFrame) -> DataFrame:
         "error",
     )
     assert slim.columns == AUDIT_COLUMNS
-    return slim.groupBy("partition").applyInPandas(audit_iter, VIOLATION_SCHEMA).orderBy("partition", "offset")
+    groups = slim.groupBy("partition").applyInPandas(audit_iter, VIOLATION_SCHEMA)
+    shares = share_audit(status_log, live_latest(status_log), share_delivery_count_limit)
+    return groups.unionByName(shares).orderBy("partition", "offset")
 
 
 @dataclass(frozen=True)
@@ -445,6 +469,7 @@ def history(status_log: DataFrame, group: str) -> tuple[list[dict[str, Any]], li
     targets: dict[str, list[str]] = {}
     epoch: int | None = None
     generation: int | None = None
+    share = ShareHistory()
     ordered = rows.where(~_type(RecordType.OFFSET_COMMIT)).orderBy("offset").collect()
     for r in ordered:
         when = r.timestamp.isoformat() if r.timestamp is not None else None
@@ -462,12 +487,13 @@ def history(status_log: DataFrame, group: str) -> tuple[list[dict[str, Any]], li
             )
 
         t = RecordType(r.record_type_id)
-        if t == RecordType.CONSUMER_GROUP_METADATA:
+        if t in _GROUP_EPOCH:
+            kind = _GROUP_EPOCH[t]
             if r.tombstone:
-                note("group-deleted", "consumer group removed")
+                note("group-deleted", f"{kind} group removed")
                 epoch = None
             else:
-                new = r.value.consumer_group_metadata.epoch
+                new = r.value[value_field(t)].epoch
                 if new != epoch:
                     note("epoch", f"group epoch {epoch if epoch is not None else '-'} -> {new}")
                 epoch = new
@@ -488,23 +514,22 @@ def history(status_log: DataFrame, group: str) -> tuple[list[dict[str, Any]], li
             for m in sorted(members - now):
                 note("member-left", "classic member", m)
             members = now
-        elif t == RecordType.CONSUMER_GROUP_MEMBER_METADATA:
+        elif t in _MEMBER_METADATA:
             if r.tombstone:
                 if r.member_id in members:
                     note("member-left", "", r.member_id)
                     members.discard(r.member_id)
             elif r.member_id not in members:
-                v = r.value.consumer_group_member_metadata
-                note("member-joined", f"client {v.client_id} at {v.client_host}", r.member_id)
+                v = r.value[value_field(t)]
+                which = "share member, " if t == RecordType.SHARE_GROUP_MEMBER_METADATA else ""
+                note("member-joined", f"{which}client {v.client_id} at {v.client_host}", r.member_id)
                 members.add(r.member_id)
-        elif t == RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER:
+        elif t in _TARGET_MEMBER:
             parts = (
                 []
                 if r.tombstone
                 else sorted(
-                    f"{tp.topic_id[:8]}:{p}"
-                    for tp in r.value.consumer_group_target_assignment_member.topic_partitions
-                    for p in tp.partitions
+                    f"{tp.topic_id[:8]}:{p}" for tp in r.value[value_field(t)].topic_partitions for p in tp.partitions
                 )
             )
             if targets.get(r.member_id) != parts:
@@ -512,13 +537,23 @@ def history(status_log: DataFrame, group: str) -> tuple[list[dict[str, Any]], li
                 targets[r.member_id] = parts
         elif t == RecordType.PENDING_TXN_OFFSETS:
             txn_event(r, note, applied_by)
-        elif t == RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA and not r.tombstone:
-            note(
-                "assignment-epoch",
-                f"target assignment at epoch {r.value.consumer_group_target_assignment_metadata.assignment_epoch}",
-            )
+        elif t in _TARGET_METADATA and not r.tombstone:
+            note("assignment-epoch", f"target assignment at epoch {r.value[value_field(t)].assignment_epoch}")
+        elif t in (RecordType.SHARE_SNAPSHOT, RecordType.SHARE_UPDATE):
+            share.event(r, note)
     rows.unpersist()
     return events, commits
+
+
+# The records of KIP-848 consumer groups and of share groups that history reads alike (the share
+# records have the consumer records' shapes), and the group type each one names.
+_GROUP_EPOCH = {RecordType.CONSUMER_GROUP_METADATA: "consumer", RecordType.SHARE_GROUP_METADATA: "share"}
+_MEMBER_METADATA = (RecordType.CONSUMER_GROUP_MEMBER_METADATA, RecordType.SHARE_GROUP_MEMBER_METADATA)
+_TARGET_MEMBER = (RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER)
+_TARGET_METADATA = (
+    RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+    RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
+)
 
 
 def txn_event(r: Any, note: Callable[..., None], applied_by: set[tuple[int, int]]) -> None:

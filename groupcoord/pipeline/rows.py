@@ -3,7 +3,7 @@
 Schema choice: common columns are typed top-level columns (where the record is, its shard epoch
 and batch markers, its type, and the key fields every job joins or groups on: ``group_id``,
 ``member_id``, ``topic``, ``topic_partition``, ``regex``, and for the transactional records
-``producer_id`` and ``txn_offset``); the value is one struct column
+``producer_id`` and ``txn_offset``, for ShareUpdate its ``slot``); the value is one struct column
 ``value`` with one nullable field per record type (``value.offset_commit.offset``,
 ``value.consumer_group_metadata.epoch``, ...), exactly one of them set (none for a tombstone).
 Every field stays typed and queryable in SQL without JSON parsing, and the structs are generated
@@ -130,6 +130,8 @@ SCHEMA = StructType(
         # where its record sits in the transaction topic.
         StructField("producer_id", LongType(), True),
         StructField("txn_offset", LongType(), True),
+        # ShareUpdate: the update's index since its snapshot (part of its key).
+        StructField("slot", IntegerType(), True),
         StructField("value", VALUE_TYPE, True),
         StructField("error", StringType(), True),
         StructField("raw_key", BinaryType(), True),
@@ -191,6 +193,7 @@ def to_row(
         getattr(k, "regex", None),
         getattr(k, "producer_id", None),
         getattr(k, "txn_offset", None),
+        getattr(k, "slot", None),
         tuple(values),
         None,
         None,
@@ -221,6 +224,7 @@ def _error_row(
         type_id,
         None,
         value is None,
+        None,
         None,
         None,
         None,

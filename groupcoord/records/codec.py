@@ -11,9 +11,10 @@ compaction keeps exactly one value per slot.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -55,6 +56,7 @@ class _Compiled:
         "fast_key",
         "fast_values",
         "version_checks",
+        "run_encoder",
     )
 
     def __init__(self, definition: RecordDef, compiled_readers: bool = True) -> None:
@@ -96,6 +98,9 @@ class _Compiled:
         # value version; absent where the schema uses something that module does not encode.
         self.fast_key = compile_encoder(definition.key_schema, _KEY_HEADER.pack(definition.type))
         self.fast_values: dict[int, Callable[[Any], bytes]] = {}
+        # (records, start, out) -> where the run stopped: encodes the records from ``start`` on
+        # that go in the oldest version, while they last (``OffsetCommitEncoder.encode_run``).
+        self.run_encoder: Callable[[Sequence[Any], int, list[tuple[bytes, bytes | None]]], int] | None = None
         for v, declared in definition.value_schemas.items():
             encoder = compile_encoder(declared, _VALUE_HEADER.pack(definition.type, v))
             if encoder is not None:
@@ -103,6 +108,11 @@ class _Compiled:
             if _is_offset_commit(definition, v):
                 commits = OffsetCommitEncoder(v)
                 self.fast_key, self.fast_values[v] = commits.key, commits.value
+                if self.version_checks and self.version_checks[0][0] == v:
+                    _, oldest_lacking, oldest_defaults = self.version_checks[0]
+                    self.run_encoder = functools.partial(
+                        commits.encode_run, lacking=oldest_lacking, defaults=oldest_defaults
+                    )
 
     def version_for(self, value: Any) -> int:
         for version, lacking, defaults in self.version_checks:
@@ -185,19 +195,30 @@ class RecordCodec:
         out: list[tuple[bytes, bytes | None]] = []
         kind: Any = None
         key_of: Callable[[Any], bytes] | None = None
-        for record in records:
+        run: Callable[[Sequence[Any], int, list[tuple[bytes, bytes | None]]], int] | None = None
+        at, end = 0, len(records)
+        while at < end:
+            record = records[at]
             if record.type is not kind or key_of is None:
                 kind = record.type
                 compiled = self._compiled(kind)
-                key_of, versions, fast, latest = (
+                key_of, versions, fast, latest, run = (
                     compiled.fast_key,
                     compiled.version_checks,
                     compiled.fast_values,
                     compiled.latest_version,
+                    compiled.run_encoder,
                 )
                 if key_of is None:
                     out.append(self.encode(record))
+                    at += 1
                     continue
+            if run is not None:
+                stop = run(records, at, out)
+                if stop > at:
+                    at = stop
+                    continue
+            at += 1
             value = record.value
             if value is None:
                 out.append((key_of(record.key), None))

@@ -27,13 +27,13 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
-    # Share groups (KIP-932), Kafka's ids. 15 (ShareGroupStatePartitionMetadata, which
-    # share-partitions have initialized state) comes with the share-partition state itself.
+    # Share groups (KIP-932), Kafka's ids.
     SHARE_GROUP_MEMBER_METADATA = 10
     SHARE_GROUP_METADATA = 11
     SHARE_GROUP_TARGET_ASSIGNMENT_METADATA = 12
     SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 13
     SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
+    SHARE_GROUP_STATE_PARTITION_METADATA = 15
     CONSUMER_GROUP_REGULAR_EXPRESSION = 16
     # A group's dynamic configs (KIP-848 group configs). Kafka keeps them in its cluster
     # metadata, not in __consumer_offsets; here they live with the group, outside Kafka's ids.
@@ -231,6 +231,35 @@ class ShareGroupCurrentMemberAssignmentValue:
     # A share-partition may be assigned to several members at once: no revocation step, no
     # per-partition epochs.
     assigned_partitions: list[TopicPartitions] = field(default_factory=list)
+
+
+ShareGroupStatePartitionMetadataKey = ConsumerGroupMetadataKey
+
+
+@dataclass(frozen=True, slots=True)
+class ShareTopicPartitions:
+    topic_id: str | None
+    topic_name: str
+    partitions: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareTopicInfo:
+    topic_id: str | None
+    topic_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupStatePartitionMetadataValue:
+    """Which of the group's share-partitions have share-partition state (Kafka's record 15).
+    Kafka's coordinator initializes state through its share coordinator in two steps
+    (initializing, then initialized) and deletes it likewise (deleting); here the state records
+    (62/63) and this record are written in one atomic batch, so ``initializing_topics`` and
+    ``deleting_topics`` stay empty (they are kept for Kafka's shape)."""
+
+    initializing_topics: list[ShareTopicPartitions] = field(default_factory=list)
+    initialized_topics: list[ShareTopicPartitions] = field(default_factory=list)
+    deleting_topics: list[ShareTopicInfo] = field(default_factory=list)
 
 
 # --- GroupConfig (50) -------------------------------------------------------------------------
@@ -453,6 +482,12 @@ _SHARE_STATE_BATCH = record(
         ("delivery_state", "int"),
         ("delivery_count", "int"),
     ],
+)
+
+
+_SHARE_TOPIC_PARTITIONS = record(
+    "ShareTopicPartitions",
+    [("topic_id", optional("string"), None), ("topic_name", "string"), ("partitions", array("int"), [])],
 )
 
 
@@ -730,6 +765,28 @@ DEFINITIONS: tuple[RecordDef, ...] = (
                     ("previous_member_epoch", "int"),
                     ("state", "int"),
                     ("assigned_partitions", array(_TOPIC_PARTITIONS), []),
+                ],
+            )
+        },
+    ),
+    RecordDef(
+        RecordType.SHARE_GROUP_STATE_PARTITION_METADATA,
+        ShareGroupStatePartitionMetadataKey,
+        record("ShareGroupStatePartitionMetadataKey", [("group", "string")]),
+        ShareGroupStatePartitionMetadataValue,
+        {
+            1: record(
+                "ShareGroupStatePartitionMetadataValue",
+                [
+                    ("initializing_topics", array(_SHARE_TOPIC_PARTITIONS), []),
+                    ("initialized_topics", array("ShareTopicPartitions"), []),
+                    (
+                        "deleting_topics",
+                        array(
+                            record("ShareTopicInfo", [("topic_id", optional("string"), None), ("topic_name", "string")])
+                        ),
+                        [],
+                    ),
                 ],
             )
         },

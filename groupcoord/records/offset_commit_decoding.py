@@ -132,3 +132,38 @@ def decode_offset_value(kept: bytes) -> OffsetCommitValue:
     """A value ``OffsetCommitRuns`` left encoded (it matched ``PLAIN_VALUE``), as it keeps it."""
     decoded: OffsetCommitValue = DEFAULT_CODEC.decode_value(RecordType.OFFSET_COMMIT, KEY_PREFIX + kept)
     return decoded
+
+
+# A kept value's commit and expiry timestamps: after its version (two bytes), the offset and the
+# leader epoch, and its metadata (empty in a kept value).
+_TIMESTAMPS = re.compile(rb"..(?:" + _VARINT + rb"){2}\x00(" + _VARINT + rb")(" + _VARINT + rb")", re.DOTALL)
+# Entries ``KeptTimestamps`` keeps at most (a retention sweep meets a few distinct timestamps).
+_TIMESTAMPS_KEPT = 4096
+
+
+class KeptTimestamps:
+    """(commit timestamp, expiry timestamp) of values ``OffsetCommitRuns`` left encoded, read
+    without decoding the rest: the retention sweep looks at every committed offset, and decoding
+    each (an ``OffsetCommitValue`` built for two of its fields) cost it 2 us an offset. The
+    timestamps' bytes repeat (one commit's records share them, a plain expiry is -1), so their
+    values are remembered by those bytes."""
+
+    def __init__(self) -> None:
+        self._longs: dict[bytes, int] = {}
+
+    def __call__(self, kept: bytes) -> tuple[int, int]:
+        found = _TIMESTAMPS.match(kept)
+        if found is None:  # not a value a load keeps: read as any other
+            value = decode_offset_value(kept)
+            return value.commit_timestamp, value.expire_timestamp
+        longs = self._longs
+        if len(longs) > _TIMESTAMPS_KEPT:
+            longs.clear()
+        committed_bytes, expires_bytes = found.group(1, 2)
+        committed = longs.get(committed_bytes)
+        if committed is None:
+            committed = longs[committed_bytes] = read_long(committed_bytes, 0)[0]
+        expires = longs.get(expires_bytes)
+        if expires is None:
+            expires = longs[expires_bytes] = read_long(expires_bytes, 0)[0]
+        return committed, expires

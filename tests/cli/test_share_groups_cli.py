@@ -9,8 +9,10 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +200,18 @@ def _reset_describe_and_delete_offsets(b: str, bootstrap: str, group: str, topic
     assert plain.stdout.splitlines()[0].split() == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
     earliest = as_json(*reset, "--all-topics", "--to-earliest", "--execute")
     assert [(r["partition"], r["new_offset"]) for r in earliest["items"]] == [(0, 0), (1, 0)]
+    # --to-datetime: the first record at or after it. The local broker answers ListOffsets by
+    # timestamp with the log start whatever the time; the records themselves decide.
+    tomorrow = int(time.time() * 1000) + 86_400_000
+    for i in range(2):
+        producer.produce(topic, f"later-{i}".encode(), partition=0, timestamp=tomorrow + i)
+    assert producer.flush(15) == 0
+    at = datetime.fromtimestamp(tomorrow / 1000 - 3600, UTC).isoformat(timespec="milliseconds")
+    later = as_json(*reset, "--topic", topic, "--to-datetime", at, "--execute")
+    assert [(r["partition"], r["new_offset"]) for r in later["items"]] == [(0, 3), (1, 0)]
+    assert later["to_datetime"] == at.replace("+00:00", "Z")
+    rows = as_json("share-groups", "describe", group, "--offsets", "-b", b)["items"]
+    assert [(r["partition"], r["start_offset"]) for r in rows] == [(0, 3), (1, 0)]
     unknown = cli("share-groups", "reset-offsets", "--group", "nope", "--topic", topic, "--to-earliest", "-b", b)
     assert unknown.returncode == 1 and "group 'nope': the group does not exist" in unknown.stderr
     deleted = as_json("share-groups", "delete-offsets", "--group", group, "--topic", topic, "-b", b)

@@ -29,8 +29,8 @@ def test_share_configs_are_validated_as_kafka_does() -> None:
     assert _alter(
         (gc.SHARE_RECORD_LOCK_DURATION, "20000"),
         (gc.SHARE_DELIVERY_COUNT_LIMIT, "3"),
-        (gc.SHARE_AUTO_OFFSET_RESET, "Earliest"),
-        (gc.SHARE_ISOLATION_LEVEL, "READ_COMMITTED"),
+        (gc.SHARE_AUTO_OFFSET_RESET, " earliest"),
+        (gc.SHARE_ISOLATION_LEVEL, "read_committed "),
     ) == {
         gc.SHARE_RECORD_LOCK_DURATION: "20000",
         gc.SHARE_DELIVERY_COUNT_LIMIT: "3",
@@ -49,8 +49,15 @@ def test_share_configs_are_validated_as_kafka_does() -> None:
     assert _refused((gc.SHARE_DELIVERY_COUNT_LIMIT, "11")) == (
         "share.delivery.count.limit must be in the range 2 to 10 inclusive."
     )
-    assert "Negative duration" in _refused((gc.SHARE_AUTO_OFFSET_RESET, "by_duration:-PT1S"))
-    assert "Unable to parse duration" in _refused((gc.SHARE_AUTO_OFFSET_RESET, "by_duration:1h"))
+    # Kafka compares the names case-sensitively (ShareGroupAutoOffsetResetStrategy, ValidString).
+    assert _refused((gc.SHARE_AUTO_OFFSET_RESET, "by_duration:PT-1S")) == (
+        "Invalid value by_duration:PT-1S for configuration share.auto.offset.reset: Invalid value `by_duration:PT-1S`"
+        " for configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format"
+        " 'by_duration:<PnDTnHnMn.nS.>'."
+    )
+    for bad in ("Earliest", "by_duration:-PT1S", "by_duration:1h", "by_duration", "BY_DURATION:PT1H"):
+        assert "The value must be either 'earliest', 'latest'" in _refused((gc.SHARE_AUTO_OFFSET_RESET, bad))
+    assert "read_committed, read_uncommitted" in _refused((gc.SHARE_ISOLATION_LEVEL, "READ_COMMITTED"))
     assert "read_committed, read_uncommitted" in _refused((gc.SHARE_ISOLATION_LEVEL, "serializable"))
 
 

@@ -43,8 +43,11 @@ def test_auto_placement_is_cooperative_and_static_on_a_modern_coordinator(
     ensure_topic(bootstrap, "t")
     # On the local broker itself, the eager assignor with dynamic members.
     assert any("placement: roundrobin, dynamic membership" in line for line in front.lines())
-    first = Sidecar(front.address, unique_name, tmp_path / "b0.log", partitions=PARTITIONS)
-    second = Sidecar(front.address, unique_name, tmp_path / "b1.log", partitions=PARTITIONS)
+    # The restart below must land within the session timeout even when a loaded machine takes
+    # several seconds to start a process (the default 6 s of these tests made it flaky there).
+    env = {"GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": "20000"}
+    first = Sidecar(front.address, unique_name, tmp_path / "b0.log", partitions=PARTITIONS, env=env)
+    second = Sidecar(front.address, unique_name, tmp_path / "b1.log", partitions=PARTITIONS, env=env)
     committer: Committer | None = None
     try:
         first.start()

@@ -87,6 +87,8 @@ def written_log(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     with pytest.MonkeyPatch.context() as env:
         env.setenv("GROUPCOORD_GROUP", json.dumps(GROUP_SETTINGS))
         env.setenv("GROUPCOORD_METADATA_REFRESH_INTERVAL_MS", "1000")
+        # For the share-group tests (test_share_state.py), which write their own share group.
+        env.setenv("GROUPCOORD_SHARE_GROUPS_ENABLED", "true")
         serve.start()
     wl = WrittenLog(
         bootstrap,

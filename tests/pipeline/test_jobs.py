@@ -60,6 +60,7 @@ def test_snapshot_equals_what_the_coordinator_serves(
         "target_assignments",
         "current_assignments",
         "pending_offsets",
+        "share_partitions",
     }
     tables = {name: spark.read.parquet(str(tmp_path / name)).collect() for name in counts}
     admin = _admin(wl)

@@ -446,3 +446,67 @@ def test_a_timer_moved_later_fires_once_at_its_last_deadline_without_arming_the_
     shard.submit(lambda state, now: Result(None, timers=[CancelTimer("gone")]))
     world.run(10_000)
     assert handlers.fired[1:] == [(now + 3000, "early")]
+
+
+# --- write_now: a write that changes nothing, answered at once ------------------------------
+
+
+def counted(op: Any, calls: list[int]) -> Any:
+    def run(state: Any, now: int) -> Any:
+        calls.append(now)
+        return op(state, now)
+
+    return run
+
+
+def test_write_now_answers_a_write_without_records_at_once() -> None:
+    world = World()
+    shard = world.loaded()
+    assert shard.write_now(write(response="steady")) == "steady"
+
+
+def test_write_now_answer_waits_for_earlier_records_to_be_read_back() -> None:
+    world = World()
+    shard = world.loaded()
+    world.hosts[0].stall()
+    first = shard.submit(write(commit(0, 5), response="commit"))
+    world.run()
+    # Computed on a live state holding the commit, which the log may still lose: not at once.
+    answer = shard.write_now(write(response="read"))
+    assert not isinstance(answer, str) and not answer.done()
+    world.hosts[0].resume()
+    world.run()
+    assert first.result() == "commit" and answer.result() == "read"
+
+
+def test_write_now_with_records_is_answered_once_they_are_read_back_and_run_once() -> None:
+    world = World()
+    shard = world.loaded()
+    world.hosts[0].stall()
+    calls: list[int] = []
+    answer = shard.write_now(counted(write(commit(0, 7), response="joined"), calls))
+    assert not isinstance(answer, str)
+    world.run()
+    assert not answer.done() and offsets(shard.live) == {0: 7} and offsets(shard.committed) == {}
+    world.hosts[0].resume()
+    world.run()
+    assert answer.result() == "joined" and offsets(shard.committed) == {0: 7}
+    assert len(calls) == 1  # the flush took the result write_now computed, not a second run
+
+
+def test_write_now_result_is_computed_again_if_the_live_state_changed_before_the_flush() -> None:
+    world = World()
+    shard = world.loaded()
+    calls: list[int] = []
+    answer = shard.write_now(counted(write(commit(0, 7), response="joined"), calls))
+    assert not isinstance(answer, str)
+    shard._live_changes += 1  # what a replay into the live state before the flush would do
+    world.run()
+    assert answer.result() == "joined" and len(calls) == 2
+
+
+def test_write_now_on_a_shard_that_does_not_serve_raises_not_available() -> None:
+    world = World()
+    shard = world.shard()
+    with pytest.raises(ShardNotAvailable):
+        shard.write_now(write(response="x"))

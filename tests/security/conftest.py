@@ -157,18 +157,26 @@ operation = "READ"
 """
 
 
-def start_acl_sidecar(cluster: SaslCluster, directory: Path) -> Sidecar:
-    """A sidecar that requires SASL, with the ACLS above from a file (gcadmin a super user)."""
-    port = free_port()
+def acl_settings(directory: Path) -> tuple[Path, str]:
+    """The ACLS above in a file of ``directory``, and the settings that load it (gcadmin a super user)."""
     acl_file = directory / "acls.toml"
     acl_file.write_text(ACLS)
-    authorization = f"""
+    return (
+        acl_file,
+        f"""
 [gateway.authorization]
 acls = "file"
 acl_file = "{acl_file}"
 super_users = ["User:gcadmin"]
 refresh_interval_ms = 1000
-"""
+""",
+    )
+
+
+def start_acl_sidecar(cluster: SaslCluster, directory: Path) -> Sidecar:
+    """A sidecar that requires SASL, with the ACLS above from a file (gcadmin a super user)."""
+    port = free_port()
+    acl_file, authorization = acl_settings(directory)
     log_topic = f"__gc_log_{uuid.uuid4().hex[:8]}"
     config = sidecar_config(
         directory / "sidecar.toml",

@@ -1,23 +1,30 @@
-"""``groupcoord share-groups`` through a sidecar that requires SASL, with share groups and ACLs:
-the CLI logs in with the ``--command-config`` properties (PLAIN, SCRAM-SHA-256/512) and sees what
-the principal may describe; a wrong password is one line, never a traceback."""
+"""Share groups through a sidecar that requires SASL, with ACLs: ``groupcoord share-groups``
+logs in with the ``--command-config`` properties (PLAIN, SCRAM-SHA-256/512) and sees what
+the principal may describe; a wrong password is one line, never a traceback. The share data
+path reads the cluster as the sidecar's own principal."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer, ShareConsumer
 
 from groupcoord.coordinator.messages import share_group_heartbeat as sgh
+from groupcoord.coordinator.service.share_fetcher import CLIENT_ID as SHARE_CLIENT_ID
 from tests.cli.test_share_groups_cli import cli
 from tests.security.conftest import SaslCluster, Sidecar, start_acl_sidecar
-from tests.security.test_authentication import authenticated, create_topic
+from tests.security.test_authentication import SASL_CLIENT, authenticated, create_topic
+from tests.security.test_txn_bridge_sasl import GCADMIN
 
 pytestmark = pytest.mark.integration
+
+FETCH, LIST_OFFSETS, METADATA = 1, 2, 3
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +86,33 @@ def test_share_groups_cli_logs_in_and_sees_what_it_may_describe(
         assert failed.returncode == 1, failed.stdout
         (line,) = failed.stderr.strip().splitlines()
         assert line.startswith(f"error: cannot connect to {b}: authentication failed"), line
+
+
+def test_share_consumer_gets_records_the_sidecar_read_as_its_own_principal(
+    sasl_cluster: SaslCluster, share_sidecar: Sidecar
+) -> None:
+    """On a cluster that requires SASL the share data path's own reads (Metadata, ListOffsets,
+    Fetch) log in with the sidecar's ``client`` credentials, as the transaction bridge does."""
+    tag = uuid.uuid4().hex[:8]
+    topic, group = f"shared-{tag}", f"alice-{tag}"
+    create_topic(sasl_cluster, topic, 1)
+    login = {**SASL_CLIENT, "sasl.username": "alice", "sasl.password": "alice-secret"}
+    consumer = ShareConsumer({"bootstrap.servers": share_sidecar.bootstrap, "group.id": group, **login})
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    try:
+        for _ in range(4):
+            consumer.poll(0.5)  # the share-partition is made (at the end: latest) by these fetches
+        producer = Producer({"bootstrap.servers": sasl_cluster.bootstrap, **GCADMIN})
+        for i in range(5):
+            producer.produce(topic, f"v{i}".encode())
+        assert producer.flush(15) == 0
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(got) < 5:
+            got += [m.value() for m in consumer.poll(0.5) if m.error() is None]
+    finally:
+        consumer.close()
+    assert sorted(got) == [f"v{i}".encode() for i in range(5)]
+    reads = {(who, key) for who, client, key, _ in sasl_cluster.front.requests if client == SHARE_CLIENT_ID}
+    assert {("gcadmin", METADATA), ("gcadmin", LIST_OFFSETS), ("gcadmin", FETCH)} <= reads
+    assert not {who for who, _ in reads} - {"gcadmin"}

@@ -49,3 +49,26 @@ def test_control_batches_and_aborted_transactions_are_archived() -> None:
 def test_the_answer_carries_the_batches_holding_acquired_records() -> None:
     got = list(record_batches(batch(0, 3) + batch(3, 2) + batch(5, 2)))
     assert _overlapping(got, (AcquiredRecords(2, 3, 1),)) == batch(0, 3) + batch(3, 2)
+
+
+def test_time_lookup_trusts_a_right_answer_and_searches_past_a_wrong_one() -> None:
+    """``first_at_or_after`` (share.auto.offset.reset=by_duration): a broker's right ListOffsets
+    answer costs two reads; a wrong one (the log start, as the local broker answers) is searched."""
+    import asyncio
+
+    from groupcoord.coordinator.service.share_fetcher import first_at_or_after
+
+    reads: list[int] = []
+
+    async def stamp(offset: int) -> tuple[int, int] | None:
+        reads.append(offset)
+        # Offsets 0-19 at 1000, 1010, ...; 7 holds no record (compacted away).
+        found = offset + 1 if offset == 7 else offset
+        return (found, 1000 + 10 * found) if found < 20 else None
+
+    assert asyncio.run(first_at_or_after(stamp, 1055, (0, 20), 6)) == 6 and reads == [6, 5]
+    assert asyncio.run(first_at_or_after(stamp, 1055, (0, 20), 0)) == 6
+    assert asyncio.run(first_at_or_after(stamp, 1071, (0, 20), 0)) == 8
+    assert asyncio.run(first_at_or_after(stamp, 5000, (0, 20), -1)) == 20
+    assert asyncio.run(first_at_or_after(stamp, 5000, (0, 20), 0)) == 20
+    assert asyncio.run(first_at_or_after(stamp, 0, (0, 20), 0)) == 0

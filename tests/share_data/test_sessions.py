@@ -56,3 +56,20 @@ def test_the_limit_on_sessions_and_the_epoch_wrap() -> None:
     assert cache.fetch("g", "b", 0, False, [], []).error == ErrorCode.SHARE_SESSION_LIMIT_REACHED
     assert cache.fetch("g", "a", 0, False, [], []).error == ErrorCode.NONE  # its own is replaced
     assert next_epoch(2**31 - 1) == 1 and next_epoch(0) == 1
+
+
+def test_a_closed_connection_takes_only_the_sessions_it_opened() -> None:
+    cache = ShareSessionCache()
+    cache.fetch("g", "a", 0, False, [("t", 0)], [], "conn-1")
+    cache.fetch("g", "b", 0, False, [("t", 0)], [], "conn-1")
+    cache.fetch("g", "c", 0, False, [("t", 0)], [], "conn-2")
+    # b reopened its session on another connection: the first one's close no longer takes it.
+    cache.fetch("g", "b", 0, False, [("t", 0)], [], "conn-3")
+    cache.fetch("g", "a", 1, False, [], [], "conn-2")  # later requests do not move a session
+    assert [s.member for s in cache.drop_connection("conn-1")] == ["a"]
+    assert cache.get("g", "a") is None and cache.get("g", "b") is not None
+    assert cache.drop_connection("conn-1") == []
+    cache.drop_member("g", "c")
+    assert cache.drop_connection("conn-2") == []
+    assert [s.member for s in cache.drop_connection("conn-3")] == ["b"]
+    assert cache.sessions == {} and cache._by_connection == {}

@@ -16,10 +16,16 @@ from groupcoord.coordinator.share.partition_types import (
 )
 from groupcoord.coordinator.share.state import SharePartitionKey
 from groupcoord.records import CoordinatorRecord, RecordType
+from groupcoord.records.definitions import (
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupStatePartitionMetadataValue,
+    ShareTopicPartitions,
+)
 
 KEY = SharePartitionKey("g", "t", 0)
 CONFIG = SharePartitionConfig(record_lock_duration_ms=1000, delivery_count_limit=3)
 ACCEPT, RELEASE, REJECT = 1, 2, 3
+METADATA = RecordType.SHARE_GROUP_STATE_PARTITION_METADATA
 
 
 class Shard:
@@ -58,7 +64,7 @@ def test_create_acquire_acknowledge_write_records_that_replay_to_the_live_state(
     data = shard.state.share_data
     assert ops.needs_start(data, KEY)
     shard.run(ops.ensure(data, [(KEY, CONFIG, "tid", 10)]))
-    assert [r.type for r in shard.log] == [RecordType.SHARE_SNAPSHOT] and not ops.needs_start(data, KEY)
+    assert [r.type for r in shard.log] == [RecordType.SHARE_SNAPSHOT, METADATA] and not ops.needs_start(data, KEY)
     assert ops.fetch_offsets(data, [KEY]) == {KEY: (10, True)}
     got = shard.run(ops.acquire(data, "m1", [_fetched(10, 14)], 3, now=0))
     assert got == {KEY: (AcquiredRecords(10, 12, 1),)}
@@ -202,7 +208,9 @@ def test_deleting_the_group_deletes_its_share_partitions() -> None:
     assert shard.run(handlers.delete_groups(shard.state, ["g"], 2)) == [("g", 0)]
     for state in (shard.state, shard.reloaded()):
         assert ops.needs_start(state.share_data, KEY) and not ops.needs_start(state.share_data, other)
+        assert set(state.share_data.initialized) == {"h"}  # g's record 15 is a tombstone
     assert KEY not in data.live
+    assert shard.log[-1] == CoordinatorRecord(METADATA, ShareGroupStatePartitionMetadataKey("g"), None)
 
 
 def test_reset_start_offsets_replaces_the_state_and_drops_the_live_partition() -> None:
@@ -215,7 +223,8 @@ def test_reset_start_offsets_replaces_the_state_and_drops_the_live_partition() -
     shard.run(ops.acknowledge(data, "m1", [(KEY, CONFIG, [AcknowledgementBatch(10, 11, (ACCEPT,))])], now=1))
     other = SharePartitionKey("g", "t", 1)
     result = ops.reset_start_offsets(data, [(KEY, 3, "tid"), (other, 0, "tid")])
-    assert [r.type for r in result.records] == [RecordType.SHARE_SNAPSHOT] * 2
+    # t-1 had no state: it is initialized now (record 15), as Kafka's AlterShareGroupOffsets does.
+    assert [r.type for r in result.records] == [RecordType.SHARE_SNAPSHOT] * 2 + [METADATA]
     assert CancelTimer(ops.lock_timer_key(KEY)) in result.timers
     shard.run(result)
     assert KEY not in data.live
@@ -235,7 +244,32 @@ def test_delete_topics_state_removes_only_the_named_topics_of_the_group() -> Non
     shard.run(ops.delete_topics_state(data, "g", ["t", "nope"]))
     for state in (data, shard.reloaded().share_data):
         assert [k for k in keys if state.store.get(k) is not None] == keys[1:]
+        # Record 15 follows: g keeps u only; h is untouched.
+        assert state.initialized == {"g": {"u": (None, frozenset({0}))}, "h": {"t": (None, frozenset({0}))}}
     assert KEY not in data.live and keys[1] in data.live
+    # Deleting topics with no state writes no record 15.
+    assert METADATA not in [r.type for r in ops.delete_topics_state(data, "g", ["t"]).records]
+
+
+def test_record_15_lists_the_share_partitions_with_state() -> None:
+    """ShareGroupStatePartitionMetadata (Kafka's record 15) is written in the same operation as the
+    first state of a share-partition, with its topic id, and not again for a loaded one."""
+    shard = Shard()
+    data = shard.state.share_data
+    t1 = SharePartitionKey("g", "t", 1)
+    shard.run(ops.ensure(data, [(KEY, CONFIG, "tid", 10), (t1, CONFIG, "tid", None)]))
+    assert data.initialized == {"g": {"t": ("tid", frozenset({0}))}}
+    shard.run(ops.ensure(data, [(t1, CONFIG, "tid", 4)]))
+    (record,) = [r for r in shard.log if r.type == METADATA][1:]
+    assert record.value == ShareGroupStatePartitionMetadataValue(
+        initialized_topics=[ShareTopicPartitions("tid", "t", [0, 1])]
+    )
+    reloaded = shard.reloaded()
+    assert reloaded.share_data.initialized == data.initialized
+    before = len(shard.log)
+    reloaded.share_data.live.clear()
+    assert METADATA not in [r.type for r in ops.ensure(reloaded.share_data, [(KEY, CONFIG, "tid", None)]).records]
+    assert len(shard.log) == before
 
 
 def test_a_share_fetch_acknowledges_and_acquires_in_one_record() -> None:

@@ -183,7 +183,7 @@ def test_records_a_member_holds_past_its_lock_go_to_another(
     them race for who holds the records when)."""
     topic, group = unique_name, f"{unique_name}-sg"
     create_topic(bootstrap, topic, 1)
-    _set_group_config(shared_serve, group, "share.record.lock.duration.ms", "1500")
+    _set_group_config(shared_serve.bootstrap, group, "share.record.lock.duration.ms", "1500")
     topic_id = _topic_id(bootstrap, topic)
 
     async def hold() -> list[tuple[int, int, int]]:
@@ -228,8 +228,8 @@ def test_records_a_member_holds_past_its_lock_go_to_another(
     assert sorted(count for _, _, count in again) == [2] * 5
 
 
-def _set_group_config(serve: ServeProcess, group: str, name: str, value: str) -> None:
-    admin = AdminClient({"bootstrap.servers": serve.bootstrap})
+def _set_group_config(bootstrap: str, group: str, name: str, value: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
     for future in admin.incremental_alter_configs(
         [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]
@@ -245,7 +245,7 @@ def test_read_committed_delivers_no_aborted_record(
     checked on record batches in ``test_record_batches.py``.)"""
     topic, group = unique_name, f"{unique_name}-sg"
     create_topic(bootstrap, topic, 1)
-    _set_group_config(shared_serve, group, "share.isolation.level", "read_committed")
+    _set_group_config(shared_serve.bootstrap, group, "share.isolation.level", "read_committed")
     (consumer,) = _joined(shared_serve, group, topic, 1)
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{unique_name}-txn"})
     producer.init_transactions(30)
@@ -303,8 +303,36 @@ SHARE_HEARTBEAT, SHARE_FETCH, SHARE_ACK = 76, 78, 79
 SHARE_TYPES = {int(RecordType.SHARE_SNAPSHOT), int(RecordType.SHARE_UPDATE)}
 
 
-def _topic_id(bootstrap: str, topic: str) -> uuid.UUID:
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the answer comes
+def fetch_partition_zero(group: str, member: str, epoch: int, topic_id: uuid.UUID) -> sf.ShareFetchRequest:
+    """A ShareFetch v1 of partition 0 of one topic (200 ms wait, up to 100 records)."""
+    return sf.ShareFetchRequest(
+        group_id=group,
+        member_id=member,
+        share_session_epoch=epoch,
+        max_wait_ms=200,
+        max_records=100,
+        topics=[
+            sf.ShareFetchRequestFetchTopic(
+                topic_id=topic_id, partitions=[sf.ShareFetchRequestFetchPartition(partition_index=0)]
+            )
+        ],
+    )
+
+
+def acquired_ranges(answer: sf.ShareFetchResponse) -> list[tuple[int, int, int]]:
+    """(first, last, delivery count) of every acquired range, once the answer has no error."""
+    assert answer.error_code == 0, answer
+    assert not any(p.error_code for t in answer.responses for p in t.partitions), answer
+    return [
+        (r.first_offset, r.last_offset, r.delivery_count)
+        for t in answer.responses
+        for p in t.partitions
+        for r in p.acquired_records
+    ]
+
+
+def _topic_id(bootstrap: str, topic: str, config: dict[str, str] | None = None) -> uuid.UUID:
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(config or {})})  # kept alive until the answer comes
     described = admin.describe_topics(TopicCollection([topic]))
     return _uuid_from_client(described[topic].result(15).topic_id)
 
@@ -473,6 +501,84 @@ def test_a_new_share_partition_starts_at_the_end_of_the_log(
         return acquired
 
     assert asyncio.run(run()) == [(5, 6)]
+
+
+async def released_when_the_holder_disconnects(
+    bootstrap: str, topic: str, group: str, holder_port: int, taker_port: int, owner_port: int
+) -> list[tuple[int, int, int]]:
+    """Member A (at ``holder_port``) acquires three records and closes its socket without a word;
+    member B (at ``taker_port``) is answered what it acquires next, within a bound far below the
+    30 s lock. Returns B's acquired (first, last, delivery count)."""
+    topic_id = _topic_id(bootstrap, topic)
+    owner = await WireClient.connect("127.0.0.1", owner_port)
+    holder = await WireClient.connect("127.0.0.1", holder_port)
+    taker = await WireClient.connect("127.0.0.1", taker_port)
+    a, b = str(uuid.uuid4()), str(uuid.uuid4())
+    for member in (a, b):
+        joined = await owner.call(
+            SHARE_HEARTBEAT,
+            1,
+            sgh.ShareGroupHeartbeatRequest(
+                group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]
+            ),
+        )
+        assert isinstance(joined, sgh.ShareGroupHeartbeatResponse) and joined.error_code == 0, joined
+
+    async def fetch(client: WireClient, member: str, epoch: int) -> list[tuple[int, int, int]]:
+        answer = await client.call(SHARE_FETCH, 1, fetch_partition_zero(group, member, epoch, topic_id))
+        assert isinstance(answer, sf.ShareFetchResponse)
+        return acquired_ranges(answer)
+
+    assert await fetch(holder, a, 0) == []  # the share-partition starts at the end
+    _produce(bootstrap, topic, 3, 1)
+    assert await fetch(holder, a, 1) == [(0, 2, 1)]
+    assert await fetch(taker, b, 0) == []  # A holds them all
+    await holder.close()
+    got: list[tuple[int, int, int]] = []
+    epoch, deadline = 1, time.monotonic() + 10
+    while not got and time.monotonic() < deadline:
+        got = await fetch(taker, b, epoch)
+        epoch += 1
+    await taker.close()
+    await owner.close()
+    return got
+
+
+def test_records_of_a_closed_connection_go_to_another_member_at_once(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """Kafka 4.1+: the share session belongs to the connection that opened it; when it closes, the
+    session goes and its acquired records are released, delivery count as it is (A's delivery
+    counted: B's is the second)."""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    port = shared_serve.port
+    got = asyncio.run(released_when_the_holder_disconnects(bootstrap, topic, group, port, port, port))
+    assert got == [(0, 2, 2)]
+
+
+def test_by_duration_reset_starts_at_the_first_record_that_recent(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """share.auto.offset.reset=by_duration:PT1H starts a new share-partition at its first record of
+    the last hour. The local broker answers ListOffsets by timestamp with the log start whatever the
+    timestamp; the sidecar checks the answer against the records and searches them instead. Old and
+    recent records share one batch here: the search reads each record's own timestamp."""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    now = int(time.time() * 1000)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 100})
+    for i in range(8):
+        stamp = now - 2 * 3_600_000 + i if i < 5 else now - 600_000 + i
+        producer.produce(topic, f"{'old' if i < 5 else 'new'}-{i}".encode(), partition=0, timestamp=stamp)
+    assert producer.flush(15) == 0
+    _set_group_config(shared_serve.bootstrap, group, "share.auto.offset.reset", "by_duration:PT1H")
+    consumer = _consumer(shared_serve.bootstrap, group, **{"share.acknowledgement.mode": "explicit"})
+    consumer.subscribe([topic])
+    got = _drain([consumer], 3, ack=True)
+    assert not [m for m in consumer.poll(1) if m.error() is None]
+    consumer.close()
+    assert sorted(value for _, value, _ in got) == [b"new-5", b"new-6", b"new-7"]
 
 
 def _share_records(bootstrap: str, log_topic: str, group: str) -> int:

@@ -8,7 +8,6 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import AcknowledgeType, ShareConsumer
@@ -20,18 +19,25 @@ from groupcoord.coordinator.service.partitioning import partition_for
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
 from tests.ha.sidecars import Sidecar, wait_for
-from tests.share_data.test_share_consumer import _produce, _topic_id
+from tests.share_data.test_share_consumer import (
+    _produce,
+    _set_group_config,
+    _topic_id,
+    released_when_the_holder_disconnects,
+)
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
 
 
-@pytest.fixture
-def pair(bootstrap: str, tmp_path: Path) -> Iterator[list[Sidecar]]:
+@pytest.fixture(scope="module")
+def pair(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Sidecar]]:
+    """Two processes for the module's tests (each uses groups and topics of its own)."""
     log_topic = f"gc-sf-pair-{uuid.uuid4().hex[:10]}"
     env = {"GROUPCOORD_SHARE_GROUPS_ENABLED": "true"}
-    made = [Sidecar(bootstrap, log_topic, tmp_path / f"serve{i}.log", PARTITIONS, env=env) for i in range(2)]
+    logs = tmp_path_factory.mktemp("share-pair")
+    made = [Sidecar(bootstrap, log_topic, logs / f"serve{i}.log", PARTITIONS, env=env) for i in range(2)]
     try:
         for s in made:
             s.start()
@@ -41,9 +47,8 @@ def pair(bootstrap: str, tmp_path: Path) -> Iterator[list[Sidecar]]:
             s.stop()
 
 
-def test_a_consumer_at_the_process_that_does_not_own_the_group_gets_every_record(
-    pair: list[Sidecar], bootstrap: str, unique_name: str
-) -> None:
+def _group_of_the_second(pair: list[Sidecar], prefix: str) -> str:
+    """A group name the second process coordinates, once the two own all the shards between them."""
     first, second = pair
     wait_for(
         lambda: (
@@ -52,20 +57,26 @@ def test_a_consumer_at_the_process_that_does_not_own_the_group_gets_every_record
         60,
         "both processes owning shards",
     )
+    return next(g for g in (f"{prefix}-{i}" for i in range(100)) if partition_for(g, PARTITIONS) in second.owned())
+
+
+def test_a_consumer_at_the_process_that_does_not_own_the_group_gets_every_record(
+    pair: list[Sidecar], bootstrap: str, unique_name: str
+) -> None:
+    first, second = pair
     # A group that the second process coordinates; the consumer talks to the first.
-    group = next(
-        g for g in (f"{unique_name}-{i}" for i in range(100)) if partition_for(g, PARTITIONS) in second.owned()
-    )
+    group = _group_of_the_second(pair, unique_name)
     topic = unique_name
     create_topic(bootstrap, topic, 2)
+    # From the start of the (new) topic: at ``latest`` a consumer slow to make its share-partitions
+    # (a loaded machine) would start after the records and never see them.
+    _set_group_config(second.address, group, "share.auto.offset.reset", "earliest")
+    values = _produce(bootstrap, topic, 30, 2)
     consumer = ShareConsumer(
         {"bootstrap.servers": first.address, "group.id": group, "share.acknowledgement.mode": "explicit"}
     )
     consumer.subscribe([topic])
     deadline = time.monotonic() + 30
-    for _ in range(4):
-        consumer.poll(0.5)  # the share-partitions are made (at the end: latest) by these fetches
-    values = _produce(bootstrap, topic, 30, 2)
     got: list[bytes] = []
     while time.monotonic() < deadline and len(got) < len(values):
         messages = [m for m in consumer.poll(0.5) if m.error() is None]
@@ -84,16 +95,7 @@ def test_share_requests_at_a_process_that_does_not_own_the_group_are_relayed_to_
     pair: list[Sidecar], bootstrap: str, unique_name: str
 ) -> None:
     first, second = pair
-    wait_for(
-        lambda: (
-            first.owned() and second.owned() and sorted([*first.owned(), *second.owned()]) == list(range(PARTITIONS))
-        ),
-        60,
-        "both processes owning shards",
-    )
-    group = next(
-        g for g in (f"{unique_name}-{i}" for i in range(100)) if partition_for(g, PARTITIONS) in second.owned()
-    )
+    group = _group_of_the_second(pair, unique_name)
     topic = unique_name
     create_topic(bootstrap, topic, 1)
     topic_id = _topic_id(bootstrap, topic)
@@ -154,3 +156,17 @@ def test_share_requests_at_a_process_that_does_not_own_the_group_are_relayed_to_
         await other.close()
 
     asyncio.run(run())
+
+
+def test_records_of_a_closed_connection_at_the_relaying_process_are_released_at_the_owner(
+    pair: list[Sidecar], bootstrap: str, unique_name: str
+) -> None:
+    """The session a relayed ShareFetch opened belongs to the client's connection at the relaying
+    process: when that connection closes, the owner is told and releases its records at once."""
+    first, second = pair
+    group = _group_of_the_second(pair, unique_name)
+    create_topic(bootstrap, unique_name, 1)
+    got = asyncio.run(
+        released_when_the_holder_disconnects(bootstrap, unique_name, group, first.port, second.port, second.port)
+    )
+    assert got == [(0, 2, 2)]

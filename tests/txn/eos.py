@@ -23,6 +23,7 @@ from collections.abc import Callable
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from kafka.record.default_records import DefaultRecordBatch
 
+from groupcoord.coordinator.gateway.broker_connection import BrokerConnection
 from groupcoord.coordinator.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from groupcoord.coordinator.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
@@ -30,7 +31,7 @@ from groupcoord.coordinator.messages.txn_offset_commit import (
     TxnOffsetCommitRequestTopic,
 )
 from groupcoord.coordinator.security.cluster_login import ClusterLogin
-from groupcoord.coordinator.txn.wire import COMMIT_MARKER, BrokerConnection, batch_heads
+from groupcoord.coordinator.txn.wire import COMMIT_MARKER, batch_heads
 
 
 def fill_input(bootstrap: str, topic: str, partitions: int, count: int) -> list[bytes]:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.gateway.broker_connection import BrokerConnection
 from groupcoord.coordinator.messages.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchRequestTopic,
@@ -24,7 +25,6 @@ from groupcoord.coordinator.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 )
-from groupcoord.coordinator.txn.wire import BrokerConnection
 from tests.integration.serve_process import ServeProcess
 from tests.topics import ensure_topic
 from tests.txn.eos import producer_identity, transactional_producer, txn_offset_commit

@@ -132,8 +132,8 @@ def test_librdkafka_lines_reach_the_logger_only_when_polled_and_are_bounded(stde
 
 
 def test_serve_against_a_dead_cluster_writes_only_json_lines_and_a_bounded_number() -> None:
-    # serve retries the cluster for 30 s, then gives up with its one-line error; it exits by itself.
-    env = {**os.environ, "GROUPCOORD_LOG_LEVEL": "WARNING"}
+    # serve retries the cluster for cluster_wait_ms, then gives up with its one-line error; it exits by itself.
+    env = {**os.environ, "GROUPCOORD_LOG_LEVEL": "WARNING", "GROUPCOORD_CLUSTER_WAIT_MS": "4000"}
     env.pop("GROUPCOORD_LOG_FORMAT", None)
     result = subprocess.run(
         [GROUPCOORD, "serve", "-b", f"127.0.0.1:{free_port()}", "--listen", f"127.0.0.1:{free_port()}"],
@@ -242,13 +242,13 @@ def test_cli_pipeline_import_keeps_librdkafka_off_the_terminal(tmp_path: Path) -
     offsets.write_text("g,t,0,5\n")
     dead = f"127.0.0.1:{free_port()}"
     result = subprocess.run(
-        [GROUPCOORD, "pipeline", "import", "--from", str(offsets), "--sidecar", dead],
+        [GROUPCOORD, "pipeline", "import", "--from", str(offsets), "--sidecar", dead, "--timeout", "3"],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert result.returncode == 2
-    assert result.stderr.startswith(f"error: {dead} did not answer within 30s"), result.stderr[:2000]
+    assert result.stderr.startswith(f"error: {dead} did not answer within 3s"), result.stderr[:2000]
     assert result.stderr.count("\n") == 1 and "rdkafka" not in result.stderr, result.stderr[:2000]
 
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groupcoord.coordinator.group_shard import GroupCoordinatorState
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from groupcoord.coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchRequestTopics
+from groupcoord.coordinator.offsets import state as offsets_state
+from groupcoord.coordinator.offsets.handlers import fetch_offsets, fetch_size
 from groupcoord.coordinator.runtime.headers import make_headers
 from groupcoord.coordinator.runtime.replayer import LogReplayer
 from groupcoord.records import CoordinatorRecord, RecordDecodeError, RecordType, decode, encode
@@ -23,7 +27,13 @@ from groupcoord.records.definitions import (
     PendingTxnOffsetsKey,
     PendingTxnOffsetsValue,
 )
-from groupcoord.records.offset_commit_decoding import PLAIN_VALUE, OffsetCommitRuns, Raw, decode_offset_value
+from groupcoord.records.offset_commit_decoding import (
+    PLAIN_VALUE,
+    KeptTimestamps,
+    OffsetCommitRuns,
+    Raw,
+    decode_offset_value,
+)
 
 _LONG = st.integers(-(2**63), 2**63 - 1)
 _TOPIC_ID = st.one_of(
@@ -39,6 +49,7 @@ _VALUES = st.builds(
     topic_id=st.one_of(_TOPIC_ID, st.text(max_size=30)),
     producer_id=st.one_of(st.just(-1), _LONG),
 )
+HANDLERS = GroupCoordinatorShard()
 _NAMES = st.one_of(st.sampled_from(["g", "orders", "é"]), st.text(max_size=80))
 
 
@@ -58,6 +69,9 @@ def test_a_value_left_encoded_reads_back_as_the_codec_decodes_it(value: OffsetCo
     assert (PLAIN_VALUE is not None and PLAIN_VALUE.fullmatch(data) is not None) == plain
     if plain:
         assert decode_offset_value(data[2:]) == value == DEFAULT_CODEC.decode_value(RecordType.OFFSET_COMMIT, data)
+        # The retention sweep's reading of the timestamps alone, twice (the second remembered).
+        read = KeptTimestamps()
+        assert read(data[2:]) == read(data[2:]) == (value.commit_timestamp, value.expire_timestamp)
 
 
 @settings(max_examples=300, deadline=None)
@@ -207,3 +221,64 @@ def test_a_plain_commit_loaded_after_a_staged_transactional_offset_still_overtak
     lazy, eager = load(entries, eager=False), load(entries, eager=True)
     assert lazy.snapshot() == eager.snapshot()
     assert lazy.txn.pending[7][(0, "g")].superseded == {("t", 0)}
+
+
+def test_an_offset_fetch_decodes_each_value_kept_encoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Sizing the answer (``fetch_size``) reads no kept value: they have no metadata.
+    entries = [
+        encode(
+            CoordinatorRecord(
+                RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", p), OffsetCommitValue(p, -1, "", 1_000 + p)
+            )
+        )
+        for p in range(20)
+    ]
+    lazy, eager = load(entries, eager=False), load(entries, eager=True)
+    decoded: list[bytes] = []
+
+    def counting(kept: bytes) -> OffsetCommitValue:
+        decoded.append(kept)
+        return decode_offset_value(kept)
+
+    monkeypatch.setattr(offsets_state, "decode_offset_value", counting)
+    for request in (
+        OffsetFetchRequestGroup(group_id="g", topics=None),
+        OffsetFetchRequestGroup(
+            group_id="g", topics=[OffsetFetchRequestTopics(name="t", partition_indexes=[0, 5, 99])]
+        ),
+    ):
+        decoded.clear()
+        answer = (fetch_size(lazy.offsets, request), fetch_offsets(lazy.offsets, request))
+        assert answer == (fetch_size(eager.offsets, request), fetch_offsets(eager.offsets, request))
+        assert len(decoded) == (20 if request.topics is None else 2)
+
+
+def test_the_retention_sweep_reads_kept_values_without_decoding_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(7)
+    entries = [
+        encode(
+            CoordinatorRecord(
+                RecordType.OFFSET_COMMIT,
+                OffsetCommitKey(f"g{g}", "t", p),
+                OffsetCommitValue(p, -1, "", rng.choice([1_000, 5_000, 9_000]), rng.choice([-1, -1, 4_000])),
+            )
+        )
+        for g in range(5)
+        for p in range(8)
+    ]
+    lazy, eager = load(entries, eager=False), load(entries, eager=True)
+    decoded: list[bytes] = []
+
+    def counting(kept: bytes) -> OffsetCommitValue:
+        decoded.append(kept)
+        return decode_offset_value(kept)
+
+    monkeypatch.setattr(offsets_state, "decode_offset_value", counting)
+    week = 7 * 24 * 3_600_000  # the default retention
+    sizes = []
+    for now in (3_000, 4_000, week + 2_000, week + 6_000, week + 10_000):
+        swept = [(r.key, r.value) for r in HANDLERS.expire_offsets(lazy, now).records]
+        assert swept == [(r.key, r.value) for r in HANDLERS.expire_offsets(eager, now).records]
+        sizes.append(len(swept))
+    assert sizes[0] == 0 < sizes[1] < sizes[2] < sizes[3] < sizes[4]  # each timestamp decides
+    assert decoded == []

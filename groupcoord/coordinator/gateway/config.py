@@ -112,6 +112,10 @@ class GatewayConfig(BaseModel):
     # and Describe/Alter/DeleteShareGroupOffsets are offered in ApiVersions and answered by the group handler; off, a client
     # asking for them has its connection closed, as a broker without them does.
     share_groups_enabled: bool = False
+    # The user name the sidecar's processes authenticate as when they relay a request to the
+    # process that owns its group (``gateway/relay.py``; set by ``groupcoord serve``): a relayed
+    # request from a connection authenticated as it is answered for the caller it names.
+    relay_principal: str | None = None
 
     @property
     def shares_upstream_identity(self) -> bool:

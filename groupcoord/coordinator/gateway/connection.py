@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import ssl
 import struct
 from collections.abc import Awaitable, Callable
@@ -25,9 +26,10 @@ from groupcoord.coordinator.gateway.framing import (
     decode_response_header,
     peek_request,
 )
-from groupcoord.coordinator.gateway.handler import ConnectionContext
+from groupcoord.coordinator.gateway.handler import AnswerNow, ConnectionContext, answer_now_of
 from groupcoord.coordinator.gateway.limits import ByteBudget, ConnectionBudget, truncate_error_messages
 from groupcoord.coordinator.gateway.protocol import decode_response, encode_response
+from groupcoord.coordinator.gateway.relay import RelayedFor
 from groupcoord.coordinator.gateway.rewrite import (
     merge_api_versions,
     rewrite_describe_cluster,
@@ -72,6 +74,33 @@ def _certificate_principal(stream: ClientStream) -> str | None:
     return None
 
 
+# The requests offered to the handler's ``answer_now`` as they arrive (``_answer_at_once``): the
+# first two bytes of their frames (the API key). Others are not decoded there at all.
+_AT_ONCE_KEYS = frozenset({ApiKey.CONSUMER_GROUP_HEARTBEAT.to_bytes(2, "big")})
+
+
+def _handler_failed(context: ConnectionContext, exc: Exception) -> CloseConnection:
+    name = APIS[context.api_key].name
+    log.error("group handler failed api=%s version=%s", name, context.api_version, exc_info=exc)
+    return CloseConnection(f"group handler failed on {name}: {exc!r}")
+
+
+def _failed(exc: CloseConnection) -> asyncio.Future[Message]:
+    failed: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+    failed.set_exception(exc)
+    return failed
+
+
+def _checked(context: ConnectionContext, response: Message) -> Message:
+    """The handler's answer, if it is the request's response class, with its error messages cut
+    to length."""
+    spec = APIS[context.api_key]
+    if not isinstance(response, spec.response):
+        raise CloseConnection(f"group handler returned {type(response).__name__} for {spec.name}")
+    truncate_error_messages(response)
+    return response
+
+
 class ClientConnection:
     def __init__(
         self,
@@ -92,13 +121,18 @@ class ClientConnection:
         self.budget = ConnectionBudget(ByteBudget(config.max_buffered_bytes_per_connection), gateway.buffer_budget)
         self._last_local: asyncio.Task[Any] | None = None
         self.session = SaslSession()
+        # Unguessable: a relayed request names its client's connection by it (gateway/relay.py).
+        self.id = secrets.token_hex(12)
         subject = (
             _certificate_principal(stream) if config.listener_tls and config.listener_tls.require_client_cert else None
         )
         if subject is not None:
             self.session.authenticate_externally(subject)
+        self._answer_now = answer_now_of(gateway.handler)
 
     async def run(self) -> None:
+        if self._answer_now is not None:
+            self.stream.answer_at_once(self._answer_at_once, self.gateway.config.connections_max_idle_ms / 1000)
         writer_task = asyncio.create_task(self._write_loop())
         reader_task = asyncio.create_task(self._read_loop())
         try:
@@ -125,8 +159,17 @@ class ClientConnection:
                 elif error is not None:
                     log.error("client connection failed peer=%s:%s", *self.peer, exc_info=error)
             await self._close()
+            # Group requests run to their end after a disconnect (``_local``): the last one may
+            # still open a share session, so the listeners hear of the close after it (without
+            # holding this task: a handler call may take long, and stop() must not wait for it).
+            last = self._last_local
+            if last is not None and not last.done():
+                last.add_done_callback(lambda _: self.gateway.connection_closed(self.id))
+            else:
+                self.gateway.connection_closed(self.id)
 
     async def _close(self) -> None:
+        self.stream.answer_at_once(None)
         while not self.queue.empty():
             slot = self.queue.get_nowait()
             if slot is not None and isinstance(slot[1], asyncio.Future):
@@ -349,7 +392,15 @@ class ClientConnection:
 
     def _context(self, header: RequestHeader) -> ConnectionContext:
         principal = self.session.principal if self.session.authenticated else None
-        return ConnectionContext(header, self.peer[0], self.peer[1], self.listener.port, principal)
+        host, connection = self.peer[0], self.id
+        caller = RelayedFor.parse(header.client_id)
+        if caller is not None:
+            connection = caller.connection
+            relay_principal = self.gateway.config.relay_principal
+            if relay_principal is not None and principal == relay_principal:
+                # Another process of this sidecar, vouching for its client (gateway/relay.py).
+                principal, host = caller.principal, caller.host
+        return ConnectionContext(header, host, self.peer[1], self.listener.port, principal, connection_id=connection)
 
     def _local(self, header: RequestHeader, body: object) -> Awaitable[bytes]:
         previous = self._last_local
@@ -375,12 +426,7 @@ class ClientConnection:
     async def _call_handler(
         self, previous: asyncio.Task[Any] | None, context: ConnectionContext, body: object
     ) -> bytes:
-        spec = APIS[context.api_key]
-        response = await self._handler_answer(previous, context, body)
-        try:
-            return encode_response(context.api_key, context.api_version, context.header.correlation_id, response)
-        except CodecError as exc:
-            raise CloseConnection(f"cannot encode the handler's {spec.name} answer: {exc}") from exc
+        return self._encoded(context, await self._handler_answer(previous, context, body))
 
     async def _handler_answer(
         self, previous: asyncio.Task[Any] | None, context: ConnectionContext, body: object
@@ -390,17 +436,82 @@ class ClientConnection:
         # task still builds its waiter, a tenth of a steady heartbeat's serve CPU (profiled).
         if previous is not None and not previous.done():
             await asyncio.wait({previous})
-        spec = APIS[context.api_key]
-        assert isinstance(body, spec.request)
+        assert isinstance(body, APIS[context.api_key].request)
         try:
             response = await self.gateway.handler.handle(context, body)
         except Exception as exc:
-            log.exception("group handler failed api=%s version=%s", spec.name, context.api_version)
-            raise CloseConnection(f"group handler failed on {spec.name}: {exc!r}") from exc
-        if not isinstance(response, spec.response):
-            raise CloseConnection(f"group handler returned {type(response).__name__} for {spec.name}")
-        truncate_error_messages(response)
-        return response
+            raise _handler_failed(context, exc) from exc
+        return _checked(context, response)
+
+    @staticmethod
+    def _encoded(context: ConnectionContext, response: Message) -> bytes:
+        try:
+            return encode_response(context.api_key, context.api_version, context.header.correlation_id, response)
+        except CodecError as exc:
+            name = APIS[context.api_key].name
+            raise CloseConnection(f"cannot encode the handler's {name} answer: {exc}") from exc
+
+    # --- answered at once --------------------------------------------------------------------
+
+    def _answer_at_once(self, frame: bytes) -> bool:
+        """A whole request frame received while the reader waits for the next one
+        (``ClientStream.answer_at_once``): if it is a group request the handler answers without
+        waiting (``answer_now``; a steady ConsumerGroupHeartbeat), its answer is written here and
+        now, with no task, queue entry or loop turn; True. Only when no earlier answer is owed
+        (answers stay in request order) and the transport takes writes. A request the handler
+        takes but answers later (its records must be read back first) is queued as ``_local``
+        queues one. Anything else is left to the reader (False), untouched: not decoded twice
+        but for the rare group request that is decoded, then refused here. No buffer budget is
+        taken: the frame is a small one already in the read-ahead buffer, held only meanwhile."""
+        answer_now = self._answer_now
+        if (
+            answer_now is None
+            or self.outstanding
+            or self.stream.write_paused
+            or frame[:2] not in _AT_ONCE_KEYS
+            or len(frame) > self.gateway.config.max_frame_bytes
+        ):
+            return False
+        previous = self._last_local
+        if previous is not None and not previous.done():
+            return False
+        try:
+            key, version, _ = peek_request(frame)
+        except FrameError:
+            return False
+        decision = routing.route(key, version, frame, self._facts())
+        if not isinstance(decision, routing.CallHandler):
+            return False
+        request = decision.request
+        context = self._context(request.header)
+        answer: AnswerNow | asyncio.Future[Message]
+        try:
+            answer = answer_now(context, request.body)
+        except Exception as exc:
+            answer = _failed(_handler_failed(context, exc))
+        if answer is None:
+            return False
+        self.gateway.observer.request(key)
+        if isinstance(answer, Message):
+            try:
+                self.stream.write(self._encoded(context, _checked(context, answer)))
+                return True
+            except CloseConnection as exc:
+                answer = _failed(exc)
+        task = spawn(self._answered_later(context, answer))
+        self._last_local = task
+        self.outstanding += 1
+        self.queue.put_nowait((True, asyncio.shield(task)))
+        return True
+
+    async def _answered_later(self, context: ConnectionContext, answer: Awaitable[Message]) -> bytes:
+        try:
+            response = await answer
+        except CloseConnection:
+            raise
+        except Exception as exc:
+            raise _handler_failed(context, exc) from exc
+        return self._encoded(context, _checked(context, response))
 
     # --- forwarded -----------------------------------------------------------------------------
 

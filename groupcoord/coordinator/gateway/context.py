@@ -61,6 +61,10 @@ class GatewayContext(Protocol):
     @property
     def observer(self) -> GatewayObserver: ...
 
+    def connection_closed(self, connection_id: str) -> None:
+        """A client connection closed, after its last group request was answered."""
+        ...
+
     async def connect_upstream(
         self, listener: ListenerView, budget: ConnectionBudget | None = None
     ) -> UpstreamConnection:

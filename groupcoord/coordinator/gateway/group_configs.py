@@ -28,7 +28,7 @@ from groupcoord.coordinator.gateway.protocol import (
     encode_request,
     encode_response,
 )
-from groupcoord.coordinator.gateway.relay import RELAY_CLIENT_ID, relay
+from groupcoord.coordinator.gateway.relay import is_relayed, relay
 from groupcoord.coordinator.messages.schema import Message
 
 log = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ def _by_owner(
     peer would refuse an anonymous relay, so the local answer (NOT_COORDINATOR) stands."""
     resources = groups.resources  # type: ignore[attr-defined]
     config = gateway.config
-    if header.client_id == RELAY_CLIENT_ID or config.listener_tls is not None or config.authentication != "none":
+    if is_relayed(header.client_id) or config.listener_tls is not None or config.authentication != "none":
         return groups, []
     own = config.coordinator_node_id
     local: list[Any] = []

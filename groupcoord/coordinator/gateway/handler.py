@@ -16,7 +16,7 @@ AlterShareGroupOffsets (91) and DeleteShareGroupOffsets (92): ``<Name>Request`` 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -37,6 +37,10 @@ class ConnectionContext:
     listener_port: int
     # The authenticated user name (Kafka principal "User:<name>"), None when not authenticated.
     principal: str | None = None
+    # The client connection (an unguessable id; for a request relayed by another sidecar process
+    # from a client, that client's connection there). ``GatewayServer.disconnect_listeners`` hear
+    # it when it closes.
+    connection_id: str = ""
     # Set by an authorizing handler: the topics this principal may DESCRIBE (what a regex
     # subscription may resolve to). None: no authorizer.
     may_describe_topic: Callable[[str], bool] | None = None
@@ -61,6 +65,29 @@ class GroupApiHandler(Protocol):
         because its client disconnected: it runs to the end and its answer is dropped.
         """
         ...
+
+
+# What ``answer_now`` gives: the answer itself, an awaitable of it (the request was taken and its
+# answer comes later), or None (not taken: call ``handle``).
+AnswerNow = Message | Awaitable[Message] | None
+
+
+class ImmediateHandler(Protocol):
+    """Optionally implemented by a ``GroupApiHandler`` beside ``handle``: its answer without
+    awaiting, for the requests whose answer needs nothing to be written (a steady heartbeat)."""
+
+    def answer_now(self, context: ConnectionContext, request: Message) -> AnswerNow:
+        """What ``handle`` would answer, given at once when that needs no waiting; an awaitable
+        of it once the request is taken (it is then never passed to ``handle``); None when the
+        request is not taken here (nothing was done: pass it to ``handle``). Never an answer that
+        rests on a state change before that change is durable, as for ``handle``."""
+        ...
+
+
+def answer_now_of(handler: object) -> Callable[[ConnectionContext, Message], AnswerNow] | None:
+    """The handler's ``answer_now``, None if it has none (it then takes every request by ``handle``)."""
+    answer_now: Callable[[ConnectionContext, Message], AnswerNow] | None = getattr(handler, "answer_now", None)
+    return answer_now
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,6 +133,9 @@ class GatewayServer:
         # The other coordinator processes sharing the shards: Metadata lists them as nodes too, so
         # admin clients ask each for its groups and a client whose sidecar dies knows another.
         self.peers: Callable[[], list[CoordinatorAddress]] = _no_peers
+        # Told the id of each client connection that closed (Kafka's ConnectionDisconnectListener:
+        # the share data path drops the sessions it opened and releases their records).
+        self.disconnect_listeners: list[Callable[[str], None]] = []
         self.listener_tls = config.listener_tls.server_context() if config.listener_tls else None
         self.upstream_tls = config.upstream_tls.client_context() if config.upstream_tls else None
         self.cluster = ClusterView(
@@ -173,6 +176,13 @@ class GatewayServer:
         log.warning("refusing connection: %s%s", reason, extra)
         self._last_refusal_log = now
         self._refusals_unlogged = 0
+
+    def connection_closed(self, connection_id: str) -> None:
+        for listener in self.disconnect_listeners:
+            try:
+                listener(connection_id)
+            except Exception:
+                log.exception("a disconnect listener failed")
 
     # --- lifecycle -----------------------------------------------------------------------------
 

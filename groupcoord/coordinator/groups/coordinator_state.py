@@ -7,6 +7,7 @@ Kafka keeps this in GroupMetadataManager and OffsetMetadataManager; the handlers
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from groupcoord.coordinator.groups.classic.state import ClassicGroupsState
@@ -51,6 +52,24 @@ class GroupCoordinatorState:
             self.share_data.replay(record)
         else:
             self.consumer.replay(record)
+
+    def replay_all(self, records: Sequence[CoordinatorRecord]) -> None:
+        """``replay`` of each record, in order, with a commit's OffsetCommit values placed in one
+        loop (``OffsetsState.replay_values``)."""
+        if self.txn.open_by_partition:  # a plain commit may overtake a staged one: one by one
+            for record in records:
+                self.replay(record)
+            return
+        at, end = 0, len(records)
+        while at < end:
+            at = self.offsets.replay_values(records, at)
+            if at < end:
+                self.replay(records[at])
+                at += 1
+                if self.txn.open_by_partition:
+                    for record in records[at:]:
+                        self.replay(record)
+                    return
 
     def replay_encoded_offsets(self, runs: list[EncodedOffsets]) -> None:
         """Replay OffsetCommit records a load left encoded (``OffsetCommitRuns``), in order: what

@@ -23,7 +23,6 @@ Pure: values in, values or ``GroupError(INVALID_CONFIG, ...)`` out. The messages
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import IntEnum
@@ -31,6 +30,7 @@ from typing import Any
 
 from groupcoord.coordinator.errors import ErrorCode, GroupError
 from groupcoord.coordinator.groups.config import ConsumerGroupConfig, ShareGroupConfig
+from groupcoord.coordinator.share.auto_offset_reset import parse_reset
 from groupcoord.records import CoordinatorRecord, RecordType
 from groupcoord.records.definitions import GroupConfigEntry, GroupConfigKey, GroupConfigValue
 
@@ -249,32 +249,20 @@ def _parse(name: str, value: str | None) -> str:
     return str(_parse_int(name, value))
 
 
-# Java's Duration.parse format (ISO-8601 PnDTnHnMn.nS), as Kafka's ShareGroupAutoOffsetResetStrategy reads it.
-_ISO_DURATION = re.compile(
-    r"[-+]?P(?:[-+]?\d+D)?(?:T(?:[-+]?\d+H)?(?:[-+]?\d+M)?(?:[-+]?\d+(?:[.,]\d{0,9})?S)?)?", re.IGNORECASE
-)
-
-
 def _parse_string(name: str, value: str | None) -> str:
-    text = str(value).strip().lower()
+    # Kafka trims a string config and then compares it case-sensitively (ConfigDef.ValidString,
+    # ShareGroupAutoOffsetResetStrategy): "EARLIEST" is refused there, so here too.
+    text = str(value).strip()
     if name == SHARE_ISOLATION_LEVEL:
         if text not in ("read_committed", "read_uncommitted"):
             raise _invalid(
-                f"Invalid value {value} for configuration {name}: String must be one of: read_committed, read_uncommitted"
+                f"Invalid value {text} for configuration {name}: String must be one of: read_committed, read_uncommitted"
             )
         return text
-    if text in ("earliest", "latest"):
-        return text
-    if text.startswith("by_duration:"):
-        duration = text.removeprefix("by_duration:").strip()
-        if duration.startswith("-"):
-            raise _invalid(f"Invalid value {value} for configuration {name}: Negative duration is not allowed.")
-        if _ISO_DURATION.fullmatch(duration) and duration.upper() not in ("P", "PT"):
-            return f"by_duration:{duration.upper()}"
-        raise _invalid(f"Invalid value {value} for configuration {name}: Unable to parse duration {duration}.")
-    raise _invalid(
-        f"Invalid value {value} for configuration {name}: the value must be earliest, latest or by_duration:<duration>"
-    )
+    try:
+        return parse_reset(text)
+    except ValueError as exc:
+        raise _invalid(f"Invalid value {text} for configuration {name}: {exc}") from None
 
 
 def _parse_int(name: str, value: str | None) -> int:

@@ -27,8 +27,9 @@ from groupcoord.coordinator.messages.schema import known_topic_id
 from groupcoord.coordinator.offsets.config import OffsetsConfig
 from groupcoord.coordinator.offsets.state import OffsetsState
 from groupcoord.coordinator.runtime.api import Result
-from groupcoord.records import CoordinatorRecord, RecordType
-from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue
+from groupcoord.records import CoordinatorRecord
+from groupcoord.records.definitions import OffsetCommitValue
+from groupcoord.records.offset_commit_records import offset_commit_record
 
 
 def java_length(text: str) -> int:
@@ -51,6 +52,31 @@ def _answer(topic: OffsetCommitRequestTopic, codes: list[int]) -> OffsetCommitRe
 def commit_response(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
     """The same answer for every partition of ``request``."""
     return OffsetCommitResponse(topics=[_answer(t, [code] * len(t.partitions)) for t in request.topics])
+
+
+def _oversized_answer(request: OffsetCommitRequest, max_metadata: int) -> OffsetCommitResponse:
+    """The answer to a commit with a metadata longer than ``max_metadata``: nothing of it is
+    written, so a client never sees some partitions of one commit applied and others not."""
+    oversized = {
+        (t.name, p.partition_index)
+        for t in request.topics
+        for p in t.partitions
+        if p.committed_metadata and java_length(p.committed_metadata) > max_metadata
+    }
+    return OffsetCommitResponse(
+        topics=[
+            _answer(
+                t,
+                [
+                    ErrorCode.OFFSET_METADATA_TOO_LARGE
+                    if (t.name, p.partition_index) in oversized
+                    else ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ]
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,64 +105,39 @@ def commit_offsets(
     if verdict.error != ErrorCode.NONE:
         return Result(commit_response(request, verdict.error))
     max_metadata = config.offset_metadata_max_bytes
-    oversized = {
-        (t.name, p.partition_index)
-        for t in request.topics
-        for p in t.partitions
-        # A string of n code points is n to 2n UTF-16 units: only one that may be too long is measured.
-        if p.committed_metadata
-        and 2 * len(p.committed_metadata) > max_metadata
-        and java_length(p.committed_metadata) > max_metadata
-    }
-    if oversized:
-        # Nothing of a request with an oversized metadata is written, so a client never sees
-        # some partitions of one commit applied and others not.
-        return Result(
-            OffsetCommitResponse(
-                topics=[
-                    _answer(
-                        t,
-                        [
-                            ErrorCode.OFFSET_METADATA_TOO_LARGE
-                            if (t.name, p.partition_index) in oversized
-                            else ErrorCode.INVALID_COMMIT_OFFSET_SIZE
-                            for p in t.partitions
-                        ],
-                    )
-                    for t in request.topics
-                ]
-            )
-        )
     # Only -1 means "the broker's default"; any other retention (v2-v4), 0 included, is taken as
     # given, so 0 expires the offsets at commit time (Kafka's expireTimestampMs).
     expire = now_ms + request.retention_time_ms if request.retention_time_ms != -1 else -1
     # One pass, the records and the answer together: a 100-partition commit builds 100 of each.
     group_id = request.group_id
+    make, accepted = offset_commit_record, ErrorCode.NONE
     records: list[CoordinatorRecord] = []
     answered: list[OffsetCommitResponseTopic] = []
     for t in request.topics:
         name, topic_id = t.name, known_topic_id(t.topic_id)
         partitions: list[OffsetCommitResponsePartition] = []
         for p in t.partitions:
-            index = p.partition_index
+            index, metadata = p.partition_index, p.committed_metadata
+            # A string of n code points is n to 2n UTF-16 units: only one that may be too long is measured.
+            if metadata and 2 * len(metadata) > max_metadata and java_length(metadata) > max_metadata:
+                return Result(_oversized_answer(request, max_metadata))
             if rejected and (name, index) in rejected:
                 partitions.append(
                     OffsetCommitResponsePartition(partition_index=index, error_code=rejected[name, index])
                 )
                 continue
-            partitions.append(OffsetCommitResponsePartition(partition_index=index, error_code=ErrorCode.NONE))
+            partitions.append(OffsetCommitResponsePartition(partition_index=index, error_code=accepted))
             records.append(
-                CoordinatorRecord(
-                    RecordType.OFFSET_COMMIT,
-                    OffsetCommitKey(group_id, name, index),
-                    OffsetCommitValue(
-                        offset=p.committed_offset,
-                        leader_epoch=p.committed_leader_epoch,
-                        metadata=p.committed_metadata or "",
-                        commit_timestamp=now_ms,
-                        expire_timestamp=expire,
-                        topic_id=topic_id,
-                    ),
+                make(
+                    group_id,
+                    name,
+                    index,
+                    p.committed_offset,
+                    p.committed_leader_epoch,
+                    metadata or "",
+                    now_ms,
+                    expire,
+                    topic_id,
                 )
             )
         answered.append(OffsetCommitResponseTopic(name=name, topic_id=t.topic_id, partitions=partitions))
@@ -151,6 +152,12 @@ _PARTITION_FIXED_BYTES = 32
 _GROUP_FIXED_BYTES = 16
 
 
+def _metadata_length(value: OffsetCommitValue | bytes) -> int:
+    # A value a load kept encoded has empty metadata (only such values are kept so, see
+    # ``PLAIN_VALUE``): it is not decoded here only to be decoded again for the answer.
+    return 0 if type(value) is bytes else len(value.metadata)  # type: ignore[union-attr]
+
+
 def fetch_size(state: OffsetsState, request: OffsetFetchRequestGroup) -> int:
     """An upper bound of the bytes ``fetch_offsets`` encodes for ``request``, from the committed
     offsets alone, so that an answer too large to send is refused before it is built."""
@@ -159,12 +166,13 @@ def fetch_size(state: OffsetsState, request: OffsetFetchRequestGroup) -> int:
     if request.topics is None:
         for name, partitions in committed.items():
             size += _TOPIC_FIXED_BYTES + len(name) + _PARTITION_FIXED_BYTES * len(partitions)
-            size += sum(len(v.metadata) for v in partitions.values())
+            size += sum(map(_metadata_length, partitions.slots.values()))
         return size
     for t in request.topics:
-        asked: Mapping[int, OffsetCommitValue] = committed.get(t.name) or {}
+        asked = committed.get(t.name)
+        slots = asked.slots if asked is not None else {}
         size += _TOPIC_FIXED_BYTES + len(t.name) + _PARTITION_FIXED_BYTES * len(t.partition_indexes)
-        size += sum(len(v.metadata) for i in t.partition_indexes if (v := asked.get(i)) is not None)
+        size += sum(_metadata_length(v) for i in t.partition_indexes if (v := slots.get(i)) is not None)
     return size
 
 

@@ -18,7 +18,8 @@ from groupcoord.coordinator.messages.offset_delete import (
 from groupcoord.coordinator.offsets.state import OffsetsState
 from groupcoord.coordinator.runtime.api import Result
 from groupcoord.records import CoordinatorRecord, RecordType
-from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue
+from groupcoord.records.definitions import OffsetCommitKey
+from groupcoord.records.offset_commit_decoding import KeptTimestamps
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,28 +50,40 @@ def _tombstone(group: str, topic: str, partition: int) -> CoordinatorRecord:
     return CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey(group, topic, partition), None)
 
 
-def _expired(value: OffsetCommitValue, view: GroupRetentionView, now_ms: int, retention_ms: int) -> bool:
-    if value.expire_timestamp >= 0:
+def _expired(committed: int, expires: int, view: GroupRetentionView, now_ms: int, retention_ms: int) -> bool:
+    if expires >= 0:
         # Committed with an explicit retention (OffsetCommit v1-v4): that wins.
-        return now_ms >= value.expire_timestamp
-    base = value.commit_timestamp
+        return now_ms >= expires
+    base = committed
     if view.empty_since_ms is not None:
         base = max(base, view.empty_since_ms)
     return now_ms - base >= retention_ms
 
 
 def expire_offsets(
-    state: OffsetsState, group_id: str, view: GroupRetentionView, now_ms: int, retention_ms: int
+    state: OffsetsState,
+    group_id: str,
+    view: GroupRetentionView,
+    now_ms: int,
+    retention_ms: int,
+    timestamps: KeptTimestamps | None = None,
 ) -> list[CoordinatorRecord]:
-    """Tombstones for the group's offsets that have expired; subscribed topics never expire."""
+    """Tombstones for the group's offsets that have expired; subscribed topics never expire.
+    Values a load kept encoded are not decoded: ``timestamps`` reads what this needs of them
+    (one reader for a whole sweep remembers more)."""
     out: list[CoordinatorRecord] = []
     if not view.expires:
         return out
+    read = KeptTimestamps() if timestamps is None else timestamps
     for topic, partitions in sorted(state.group_offsets(group_id).items()):
         if view.is_subscribed_to(topic):
             continue
-        for partition, value in sorted(partitions.items()):
-            if _expired(value, view, now_ms, retention_ms):
+        for partition, value in sorted(partitions.slots.items()):
+            if type(value) is bytes:
+                committed, expires = read(value)
+            else:
+                committed, expires = value.commit_timestamp, value.expire_timestamp  # type: ignore[union-attr]
+            if _expired(committed, expires, view, now_ms, retention_ms):
                 out.append(_tombstone(group_id, topic, partition))
     return out
 

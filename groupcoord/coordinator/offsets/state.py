@@ -10,12 +10,14 @@ whichever way it was replayed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Any
 
 from groupcoord.records import CoordinatorRecord, RecordType
 from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue
 from groupcoord.records.offset_commit_decoding import EncodedOffsets, decode_offset_value
+
+_KIND = RecordType.OFFSET_COMMIT
 
 
 class PartitionOffsets(MutableMapping[int, OffsetCommitValue]):
@@ -72,6 +74,26 @@ class OffsetsState:
                 del self.offsets[key.group]
             return
         self._partitions(key.group, key.topic).slots[key.partition] = record.value
+
+    def replay_values(self, records: Sequence[CoordinatorRecord], start: int) -> int:
+        """Replay the OffsetCommit values (no tombstones) of ``records`` from ``start`` on, while
+        they last: what ``replay`` does with each, with the partitions of one group and topic
+        looked up once (a commit's records share them). The index of the first record left."""
+        at, end = start, len(records)
+        group = topic = None
+        slots: dict[int, OffsetCommitValue | bytes] = {}
+        while at < end:
+            record = records[at]
+            value = record.value
+            if record.type is not _KIND or value is None:
+                break
+            key = record.key
+            if key.group != group or key.topic != topic:
+                group, topic = key.group, key.topic
+                slots = self._partitions(key.group, key.topic).slots
+            slots[key.partition] = value
+            at += 1
+        return at
 
     def replay_encoded(self, runs: list[EncodedOffsets]) -> None:
         """Replay OffsetCommit records whose values are left encoded: the same as replaying

@@ -13,7 +13,7 @@ for them in ``Result.timers`` and the runtime delivers the ``event`` back to the
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -65,3 +65,15 @@ class ShardState(Protocol):
     def snapshot(self) -> Any:
         """A plain, comparable picture of the whole state (used to check replay determinism)."""
         ...
+
+
+def replay_all(state: ShardState, records: Sequence[CoordinatorRecord]) -> None:
+    """Replay ``records`` in order: through the state's ``replay_all`` where it has one (which
+    must do what replaying each does; a commit's hundred records are placed in one loop), else
+    one by one."""
+    bulk = getattr(state, "replay_all", None)
+    if bulk is not None:
+        bulk(records)
+        return
+    for record in records:
+        state.replay(record)

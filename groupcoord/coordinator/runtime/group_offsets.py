@@ -41,6 +41,19 @@ REQUEST_TIMEOUT_S = 3600.0
 # A request this old is abandoned with its client (far below REQUEST_TIMEOUT_S, so its own
 # timeout never expires; a healthy coordinator answers in milliseconds).
 RENEW_AFTER_S = 30.0
+# How often a wait looks at its stop event.
+STOP_POLL_S = 0.1
+
+
+def _settled(pending: Future[Any], deadline: float, stop: threading.Event | None) -> bool:
+    """Whether ``pending`` is done by ``deadline``; gives up early once ``stop`` is set, so a
+    process stopping while the cluster is unreachable does not wait the whole timeout out."""
+    while not pending.done():
+        left = deadline - time.monotonic()
+        if left <= 0 or (stop is not None and stop.is_set()):
+            return False
+        wait([pending], timeout=left if stop is None else min(left, STOP_POLL_S))
+    return True
 
 
 class GroupOffsetsQuery:
@@ -55,11 +68,11 @@ class GroupOffsetsQuery:
         self._pending: Future[ConsumerGroupTopicPartitions] | None = None
         self._sent_at = 0.0
 
-    def ask(self, timeout: float) -> ConsumerGroupTopicPartitions:
+    def ask(self, timeout: float, stop: threading.Event | None = None) -> ConsumerGroupTopicPartitions:
         """The group's offsets as of a request sent after this call began; raises
-        ``TimeoutError`` when no answer comes within ``timeout`` (the request stays in flight,
-        and the next call waits for it before sending another), ``KafkaException`` when the
-        cluster answered with an error."""
+        ``TimeoutError`` when no answer comes within ``timeout`` or once ``stop`` is set (the
+        request stays in flight, and the next call waits for it before sending another),
+        ``KafkaException`` when the cluster answered with an error."""
         asked = time.monotonic()
         deadline = asked + timeout
         while True:
@@ -75,13 +88,12 @@ class GroupOffsetsQuery:
                     pending = self._pending = futures[self.group_id]
                     self._sent_at = time.monotonic()
                 sent_at = self._sent_at
-            if sent_at >= asked:
-                return pending.result(timeout=max(0.0, deadline - time.monotonic()))
-            # A request from before this call is in flight: its answer may predate what the
-            # caller asks about; wait for it, then send ours.
-            wait([pending], timeout=max(0.0, deadline - time.monotonic()))
-            if not pending.done():
+            # (A request from before this call may be in flight: its answer may predate what the
+            # caller asks about; wait for it, then send ours.)
+            if not _settled(pending, deadline, stop):
                 raise TimeoutError
+            if sent_at >= asked:
+                return pending.result()
 
     def drain(self) -> None:
         """Hand over the admin client's queued log lines (it is polled nowhere else)."""

@@ -21,7 +21,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from groupcoord.coordinator.logs import drain
 from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
@@ -62,19 +62,24 @@ class LogTopicError(RuntimeError):
     pass
 
 
-@retry(
-    retry=retry_if_exception_type(KafkaException),
-    wait=wait_exponential(multiplier=0.2, max=2),
-    stop=stop_after_delay(30),
-    reraise=True,
-)
-def ensure_log_topic(client_config: dict[str, Any], spec: LogTopicSpec) -> int:
-    """Create the log topic if absent; return its partition count (fixed at creation)."""
-    admin = AdminClient(dict(client_config))
-    try:
-        return ensure_log_topic_on(admin, spec)
-    finally:
-        drain(admin)  # its queued librdkafka log lines
+def ensure_log_topic(client_config: dict[str, Any], spec: LogTopicSpec, wait_s: float = 30.0) -> int:
+    """Create the log topic if absent; return its partition count (fixed at creation).
+
+    An unreachable cluster is retried for ``wait_s`` seconds (serve's ``cluster_wait_ms``)."""
+    retrying = Retrying(
+        retry=retry_if_exception_type(KafkaException),
+        wait=wait_exponential(multiplier=0.2, max=2),
+        stop=stop_after_delay(wait_s),
+        reraise=True,
+    )
+    for attempt in retrying:
+        with attempt:
+            admin = AdminClient(dict(client_config))
+            try:
+                return ensure_log_topic_on(admin, spec)
+            finally:
+                drain(admin)  # its queued librdkafka log lines
+    raise AssertionError("unreachable: tenacity re-raises the last error")
 
 
 def ensure_log_topic_on(admin: AdminClient, spec: LogTopicSpec) -> int:

@@ -584,7 +584,7 @@ class Placement:
         if self._producer is not None:
             drain(self._producer)
         try:
-            result = self._owners_query.ask(timeout=10)
+            result = self._owners_query.ask(timeout=10, stop=self._stop)
         except (KafkaException, TimeoutError) as exc:
             log.info("placement owners refresh failed: %r", exc)
             return

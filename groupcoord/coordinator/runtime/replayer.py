@@ -38,7 +38,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from groupcoord.coordinator.runtime.api import ShardState
+from groupcoord.coordinator.runtime.api import ShardState, replay_all
 from groupcoord.coordinator.runtime.headers import batch_headers, make_headers, parse_headers
 from groupcoord.records import CoordinatorRecord, RecordCodec, RecordDecodeError, RecordType
 from groupcoord.records.codec import DEFAULT_CODEC, record_type_of
@@ -61,6 +61,7 @@ BULK_MIN_RUN = 16
 _headers_of = operator.methodcaller("headers")
 _offset_of = operator.itemgetter(0)
 _key_of = operator.methodcaller("key")
+_type_of = operator.attrgetter("type")
 
 
 def _whole_batches_within(headers: list[Any]) -> tuple[int, int] | None:
@@ -240,17 +241,16 @@ class LogReplayer:
             or self._buffer
         ):
             return False
-        if any(record.type in _RUNTIME_TYPES for record in records):
+        if not _RUNTIME_TYPES.isdisjoint(map(_type_of, records)):
             return False
         # What ``_place`` leaves after the batch's last record: nothing buffered, the batch closed.
         self._batch_end = offset + count
         self.next_offset = offset + count
         self.read += count
-        targets = self.targets
-        for record in records:
-            for target in targets:
-                target.replay(record)
-            self.applied += 1
+        # Each target in turn: they are separate states, so this is each record into every target.
+        for target in self.targets:
+            replay_all(target, records)
+        self.applied += count
         return True
 
     def _place(self, offset: int, item: CoordinatorRecord | _Raw, batch: tuple[int, int] | None) -> None:

@@ -89,12 +89,14 @@ class CoordinatorRuntime(Generic[S]):
         self.observer = ShardObserver()
         self.stuck_warning_ms = STUCK_WARNING_MS
         self.stuck_reload_ms = STUCK_RELOAD_MS
+        # How long ``start`` retries an unreachable cluster before giving up (serve's cluster_wait_ms).
+        self.cluster_wait_s = 30.0
         self._watchdog: asyncio.TimerHandle | None = None
         self._collector_installed = False
 
     async def start(self, partitions: Iterable[int] | None = None) -> None:
         """Create the log topic if needed, then begin loading the given shards (all by default)."""
-        self.partitions = await asyncio.to_thread(ensure_log_topic, self.client_config, self.topic_spec)
+        self.partitions = await asyncio.to_thread(ensure_log_topic, self.client_config, self.topic_spec, self.cluster_wait_s)
         # The shards' state is long-lived: kept out of the cyclic collector's full walks.
         collector.SHARED.install()
         self._collector_installed = True

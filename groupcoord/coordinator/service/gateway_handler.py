@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from groupcoord.coordinator.errors import ErrorCode
-from groupcoord.coordinator.gateway.handler import ConnectionContext
+from groupcoord.coordinator.gateway.handler import AnswerNow, ConnectionContext
 from groupcoord.coordinator.group_shard import txn_commit_response
 from groupcoord.coordinator.groups import context as group_context
 from groupcoord.coordinator.groups import group_config
@@ -377,11 +377,24 @@ class CoordinatorApiHandler:
         await self._learn_new_topics(request.subscribed_topic_names or (), bool(request.subscribed_topic_regex))
         return await self.service.consumer_group_heartbeat(request, _facts(context))
 
+    def answer_now(self, context: ConnectionContext, request: Message) -> AnswerNow:
+        """A ConsumerGroupHeartbeat that waits for no topic refresh: answered at once when it
+        changes nothing (a steady heartbeat), else taken and answered once its records are read
+        back (``GroupCoordinatorService.consumer_group_heartbeat_now``). Anything else: None."""
+        if type(request) is not wire_cgh.ConsumerGroupHeartbeatRequest or self._needs_refresh(
+            request.subscribed_topic_names or (), bool(request.subscribed_topic_regex)
+        ):
+            return None
+        return self.service.consumer_group_heartbeat_now(request, _facts(context))
+
+    def _needs_refresh(self, names: Iterable[str], regex: bool) -> bool:
+        return regex or any(not self.topics.knows(name) for name in names)
+
     async def _learn_new_topics(self, names: Iterable[str], regex: bool) -> None:
         """A topic created a moment ago (or one a new regex may match) must not wait for the next
         periodic refresh to be assigned: learn about it now, so that this very heartbeat can be
         answered with an assignment as a broker would (bounded wait)."""
-        if regex or any(not self.topics.knows(name) for name in names):
+        if self._needs_refresh(names, regex):
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self.topics.refresh_soon()), SUBSCRIPTION_REFRESH_WAIT_S)
 
@@ -405,14 +418,14 @@ class CoordinatorApiHandler:
     async def share_fetch(self, context: ConnectionContext, request: wire_share_fetch.ShareFetchRequest) -> Message:
         if self.share_data is None:
             return wire_share_fetch.ShareFetchResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
-        return await self.share_data.share_fetch(request, context.header)
+        return await self.share_data.share_fetch(request, context)
 
     async def share_acknowledge(
         self, context: ConnectionContext, request: wire_share_ack.ShareAcknowledgeRequest
     ) -> Message:
         if self.share_data is None:
             return wire_share_ack.ShareAcknowledgeResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
-        return await self.share_data.share_acknowledge(request, context.header)
+        return await self.share_data.share_acknowledge(request, context)
 
     def _share_offsets(self) -> ShareOffsetsAdmin | None:
         data = self.share_data

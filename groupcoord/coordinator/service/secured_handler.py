@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway import configs
-from groupcoord.coordinator.gateway.handler import ConnectionContext, GroupApiHandler
+from groupcoord.coordinator.gateway.handler import AnswerNow, ConnectionContext, GroupApiHandler, answer_now_of
 from groupcoord.coordinator.group_shard import txn_commit_response
 from groupcoord.coordinator.messages import alter_configs as wire_alter_configs
 from groupcoord.coordinator.messages import alter_share_group_offsets as wire_asgo
@@ -146,13 +146,32 @@ class SecuredHandler:
         }
 
     async def handle(self, context: ConnectionContext, request: Message) -> Message:
+        refusal, context = self._checked(context, request)
+        if refusal is not None:
+            return refusal
+        route = self._routes.get(type(request))
+        if route is not None:
+            return await route(context, request)
+        return await self.inner.handle(context, request)
+
+    def answer_now(self, context: ConnectionContext, request: Message) -> AnswerNow:
+        """The same checks as ``handle``; what passes them goes to the wrapped handler's
+        ``answer_now`` unless ``handle`` has a route of its own for it."""
+        answer_now = answer_now_of(self.inner)
+        if answer_now is None or type(request) in self._routes:
+            return None
+        refusal, context = self._checked(context, request)
+        return refusal if refusal is not None else answer_now(context, request)
+
+    def _checked(self, context: ConnectionContext, request: Message) -> tuple[Message | None, ConnectionContext]:
+        """(the refusal of a request naming one group, if refused; the context to pass it on with)."""
         if isinstance(request, _READ_GROUP_TOP_LEVEL):
             group_id = request.group_id  # type: ignore[attr-defined]
             if not self._allowed(context, Operation.READ, ResourceType.GROUP, group_id):
                 refusal = _REFUSALS[type(request)]()
                 if isinstance(refusal, wire_join.JoinGroupResponse) and context.api_version < 7:
                     refusal.protocol_name = ""  # not nullable before v7
-                return refusal
+                return refusal, context
             if self.authorizer is not None and isinstance(request, _RESOLVES_REGEXES):
                 may_describe = self._describe_predicate(context)
                 context = dataclasses.replace(context, may_describe_topic=may_describe)
@@ -162,16 +181,13 @@ class SecuredHandler:
                     # Kafka 4.x (KafkaApis.handleConsumerGroupHeartbeat): a subscription by name to
                     # a topic the caller may not DESCRIBE is refused whole, with no message naming
                     # the topics, before the coordinator: no member, epoch or assignment is made.
-                    return wire_cgh.ConsumerGroupHeartbeatResponse(error_code=TOPIC_DENIED)
+                    return wire_cgh.ConsumerGroupHeartbeatResponse(error_code=TOPIC_DENIED), context
             if isinstance(request, wire_sgh.ShareGroupHeartbeatRequest) and not self._may_describe_all(
                 context, request.subscribed_topic_names or ()
             ):
                 # Kafka 4.2 (KafkaApis.handleShareGroupHeartbeat): the same rule for share groups.
-                return wire_sgh.ShareGroupHeartbeatResponse(error_code=TOPIC_DENIED)
-        route = self._routes.get(type(request))
-        if route is not None:
-            return await route(context, request)
-        return await self.inner.handle(context, request)
+                return wire_sgh.ShareGroupHeartbeatResponse(error_code=TOPIC_DENIED), context
+        return None, context
 
     def _describe_predicate(self, context: ConnectionContext) -> Callable[[str], bool]:
         """Which topics this caller may DESCRIBE (never the protected ones). Built on first use:

@@ -10,7 +10,7 @@ import asyncio
 import functools
 import itertools
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import Protocol, TypeVar
 
 from groupcoord.coordinator.errors import ErrorCode
@@ -154,6 +154,21 @@ class GroupCoordinatorService:
     async def _write(self, group_id: str, op: Op[T], on_error: Callable[[ErrorCode], T]) -> T:
         try:
             return await self.shard_for(group_id).write(op)
+        except ShardNotAvailable as exc:
+            return on_error(error_for(exc))
+
+    def _write_now(self, group_id: str, op: Op[T], on_error: Callable[[ErrorCode], T]) -> T | Awaitable[T]:
+        """``_write``, with the answer at once when the write changes nothing (``Shard.write_now``)."""
+        try:
+            answer = self.shard_for(group_id).write_now(op)
+        except ShardNotAvailable as exc:
+            return on_error(error_for(exc))
+        return self._settled(answer, on_error) if isinstance(answer, asyncio.Future) else answer
+
+    @staticmethod
+    async def _settled(answer: Awaitable[T], on_error: Callable[[ErrorCode], T]) -> T:
+        try:
+            return await answer
         except ShardNotAvailable as exc:
             return on_error(error_for(exc))
 
@@ -319,8 +334,18 @@ class GroupCoordinatorService:
     async def consumer_group_heartbeat(
         self, request: ConsumerGroupHeartbeatRequest, context: RequestContext
     ) -> ConsumerGroupHeartbeatResponse:
-        return await self._write(
-            request.group_id,
+        return await self._write(request.group_id, *self._consumer_heartbeat(request, context))
+
+    def consumer_group_heartbeat_now(
+        self, request: ConsumerGroupHeartbeatRequest, context: RequestContext
+    ) -> ConsumerGroupHeartbeatResponse | Awaitable[ConsumerGroupHeartbeatResponse]:
+        """``consumer_group_heartbeat``, answered at once when it changes nothing (``_write_now``)."""
+        return self._write_now(request.group_id, *self._consumer_heartbeat(request, context))
+
+    def _consumer_heartbeat(
+        self, request: ConsumerGroupHeartbeatRequest, context: RequestContext
+    ) -> tuple[Op[ConsumerGroupHeartbeatResponse], Callable[[ErrorCode], ConsumerGroupHeartbeatResponse]]:
+        return (
             lambda state, now: self.handlers.consumer_group_heartbeat(state, request, now, context),
             lambda code: ConsumerGroupHeartbeatResponse(error_code=code),
         )

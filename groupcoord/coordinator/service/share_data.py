@@ -26,12 +26,21 @@ Kafka's SharePartitionManager, over this project's runtime. For one request:
 Every write is answered only after the shard read its records back from the log. The state lives
 in the shard of the GROUP (share-partitions keyed by group, topic, partition), wherever the
 request arrived.
+
+A share session belongs to the client connection that opened it (Kafka 4.1+). When that
+connection closes (``connection_closed``, a gateway disconnect listener) its sessions are dropped
+and the records acquired under them released at once, delivery counts as they are, rather than
+left locked until the acquisition lock runs out. For requests relayed to the owning process the
+connection is the client's at the relaying process: that process remembers which owners hold
+sessions of its connections and tells them when one closes (a ShareAcknowledge relayed with
+``RelayedFor.closed``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 import uuid
@@ -43,7 +52,8 @@ from typing import TypeVar
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway.codec import CodecError
 from groupcoord.coordinator.gateway.framing import RequestHeader
-from groupcoord.coordinator.gateway.relay import RELAY_CLIENT_ID, relay
+from groupcoord.coordinator.gateway.handler import ConnectionContext
+from groupcoord.coordinator.gateway.relay import RelayedFor, RelayLink, is_relayed, relay
 from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
 from groupcoord.coordinator.groups import group_config
 from groupcoord.coordinator.messages import share_acknowledge as wire_ack
@@ -66,6 +76,7 @@ from groupcoord.coordinator.service.share_fetcher import (
 from groupcoord.coordinator.service.share_read_cache import ShareReadCache
 from groupcoord.coordinator.service.share_waiters import ShareWaiters
 from groupcoord.coordinator.share import shard_ops
+from groupcoord.coordinator.share.auto_offset_reset import reset_timestamp
 from groupcoord.coordinator.share.partition_types import (
     ACK_TYPE_IDS,
     AcknowledgementBatch,
@@ -74,7 +85,7 @@ from groupcoord.coordinator.share.partition_types import (
     SharePartitionConfig,
     initial_start_offset,
 )
-from groupcoord.coordinator.share.sessions import ShareSessionCache
+from groupcoord.coordinator.share.sessions import ShareSession, ShareSessionCache
 from groupcoord.coordinator.share.state import SharePartitionKey
 
 log = logging.getLogger(__name__)
@@ -99,6 +110,9 @@ OWNER_LOOKUP_S = 2.0
 # Longest wait before trying again when a fetch read records but could acquire none of them
 # (another member took them first); a wake-up comes sooner when one is due.
 RETRY_S = 0.05
+# Sessions one client connection may hold at other processes that this one remembers (to tell
+# their owners when it closes); more than any real client opens.
+MAX_RELAYED_SESSIONS_PER_CONNECTION = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,9 +180,15 @@ class ShareDataPath:
         self.waiters = ShareWaiters()
         self.read_cache = ShareReadCache()
         # Set by ``groupcoord serve`` with several processes: requests for a group whose shard
-        # another process owns are relayed there (its sessions and share-partitions live there).
+        # another process owns are relayed there (its sessions and share-partitions live there),
+        # over ``relay_link`` (TLS and the sidecar's own login when the listeners need them).
         self.owner_of: OwnerOf | None = None
         self.relay_timeout_s = 10.0
+        self.relay_link: RelayLink | None = None
+        # Per client connection of this process: the (owner, group, member) of the sessions its
+        # relayed ShareFetches hold at other processes, and the caller they were relayed for.
+        self._relayed_sessions: dict[str, dict[tuple[tuple[str, int], str, str], RelayedFor]] = {}
+        self._closing: set[asyncio.Task[None]] = set()
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -260,11 +280,11 @@ class ShareDataPath:
         await shard.write(lambda state, now: shard_ops.release_member(state.share_data, group, member, keys))
 
     async def _relayed(
-        self, header: RequestHeader | None, group: str, request: Message, answer_type: type[R], wait_ms: int = 0
+        self, context: ConnectionContext | None, group: str, request: Message, answer_type: type[R], wait_ms: int = 0
     ) -> R | None:
         """The owner's answer when another process owns the group's shard (a relayed request is
         never relayed again, so processes that disagree about an owner cannot loop); None: here."""
-        if header is None or header.client_id == RELAY_CLIENT_ID or self.owner_of is None or not group:
+        if context is None or is_relayed(context.header.client_id) or self.owner_of is None or not group:
             return None
         try:
             if self.service.partition_for(group) in self.service.runtime.shards:
@@ -277,22 +297,72 @@ class ShareDataPath:
             await asyncio.sleep(RETRY_S)
         if where is None:
             return None
+        caller = RelayedFor(context.connection_id, context.principal, context.client_host)
+        answer = await self._relay(where, context.header, request, self.relay_timeout_s + wait_ms / 1000, caller)
+        if isinstance(answer, wire_sf.ShareFetchResponse) and not answer.error_code and context.connection_id:
+            assert isinstance(request, wire_sf.ShareFetchRequest)
+            held = self._relayed_sessions.setdefault(context.connection_id, {})
+            if len(held) < MAX_RELAYED_SESSIONS_PER_CONNECTION:
+                held[(where, group, request.member_id or "")] = caller
+        return answer if isinstance(answer, answer_type) else None
+
+    async def _relay(
+        self, where: tuple[str, int], header: RequestHeader, request: Message, timeout_s: float, caller: RelayedFor
+    ) -> Message | None:
         try:
-            answer = await relay(where[0], where[1], header, request, self.relay_timeout_s + wait_ms / 1000)
+            return await relay(where[0], where[1], header, request, timeout_s, self.relay_link, caller)
         except (OSError, TimeoutError, ValueError, CodecError) as exc:
             log.warning("relaying %s to %s:%s failed: %r", type(request).__name__, where[0], where[1], exc)
             return None
-        return answer if isinstance(answer, answer_type) else None
+
+    # --- closed connections --------------------------------------------------------------------
+
+    def connection_closed(self, connection: str) -> None:
+        """A client connection closed (a gateway disconnect listener): the sessions it opened here
+        are dropped and their records released; owners of sessions it opened through relays are
+        told. Runs in the background: the gateway does not wait for it."""
+        sessions = self.sessions.drop_connection(connection)
+        relayed = self._relayed_sessions.pop(connection, {})
+        if not sessions and not relayed:
+            return
+        task = asyncio.ensure_future(self._closed(sessions, relayed))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def _closed(
+        self, sessions: list[ShareSession], relayed: dict[tuple[tuple[str, int], str, str], RelayedFor]
+    ) -> None:
+        for session in sessions:
+            keys = [SharePartitionKey(session.group, t, p) for t, p in session.partitions]
+            try:
+                await self._release(self._shard(session.group), session.group, session.member, keys)
+            except ShardNotAvailable as exc:  # the lock timeout releases them instead
+                log.info("releasing the records of a closed share session failed: %r", exc)
+        told: set[tuple[str, int]] = set()
+        for (where, group, member), caller in relayed.items():
+            if where in told:
+                continue  # one notice drops every session of the connection there
+            told.add(where)
+            # For the same caller (the owner checks its READ on the group, as for any request).
+            notice = wire_ack.ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=-1)
+            header = RequestHeader(wire_ack.ShareAcknowledgeRequest.API_KEY, 1, 0, None)
+            await self._relay(where, header, notice, self.relay_timeout_s, dataclasses.replace(caller, closed=True))
 
     # --- ShareAcknowledge ----------------------------------------------------------------------
 
     async def share_acknowledge(
-        self, request: wire_ack.ShareAcknowledgeRequest, header: RequestHeader | None = None
+        self, request: wire_ack.ShareAcknowledgeRequest, context: ConnectionContext | None = None
     ) -> wire_ack.ShareAcknowledgeResponse:
         group, member = request.group_id or "", request.member_id or ""
-        relayed = await self._relayed(header, group, request, wire_ack.ShareAcknowledgeResponse)
+        relayed = await self._relayed(context, group, request, wire_ack.ShareAcknowledgeResponse)
         if relayed is not None:
             return relayed
+        if context is not None and context.connection_id:
+            caller = RelayedFor.parse(context.header.client_id)
+            if caller is not None and caller.closed:
+                # Another process's client connection closed: the sessions it opened here go.
+                self.connection_closed(context.connection_id)
+                return wire_ack.ShareAcknowledgeResponse()
         if not group or not member:
             return wire_ack.ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_REQUEST)
         parts = await self._parts([(t.topic_id, [p.partition_index for p in t.partitions]) for t in request.topics])
@@ -328,11 +398,11 @@ class ShareDataPath:
     # --- ShareFetch ----------------------------------------------------------------------------
 
     async def share_fetch(
-        self, request: wire_sf.ShareFetchRequest, header: RequestHeader | None = None
+        self, request: wire_sf.ShareFetchRequest, context: ConnectionContext | None = None
     ) -> wire_sf.ShareFetchResponse:
         group, member, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
         wait_ms = min(max(request.max_wait_ms, 0), MAX_WAIT_MS)
-        relayed = await self._relayed(header, group, request, wire_sf.ShareFetchResponse, wait_ms)
+        relayed = await self._relayed(context, group, request, wire_sf.ShareFetchResponse, wait_ms)
         if relayed is not None:
             return relayed
         COUNTS.share_fetches += 1
@@ -358,6 +428,7 @@ class ShareDataPath:
                 bool(acks),
                 [(p.topic, p.partition) for p in requested if not p.error],
                 [(p.topic, p.partition) for p in forgotten if not p.error],
+                context.connection_id if context is not None else "",
             )
             if outcome.error or outcome.session is None:
                 return wire_sf.ShareFetchResponse(error_code=outcome.error)
@@ -530,10 +601,17 @@ class ShareDataPath:
             if ends is None:
                 errors[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 continue
-            try:
-                starts[tp] = initial_start_offset(reset, ends[0], ends[1])
-            except ValueError:  # by_duration: not looked up here yet; from the end, as latest
-                starts[tp] = ends[1]
+            by_time = None
+            when = reset_timestamp(reset, int(time.time() * 1000))
+            if when is not None:  # by_duration: the first record at or after now minus the duration
+                try:
+                    by_time = await self.fetcher.offset_for_time(tp[0], tp[1], when, ends)
+                except READ_ERRORS as exc:
+                    log.warning("share-partition start offset by time from the cluster failed: %r", exc)
+                if by_time is None:
+                    errors[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    continue
+            starts[tp] = initial_start_offset(reset, ends[0], ends[1], by_time)
         topic_ids = {tp: await self.topics.id_of(tp[0]) for tp in starts}
 
         def op(state: GroupCoordinatorState, now: int) -> Result[None]:

@@ -11,6 +11,11 @@ Kafka's ``ShareSessionCache`` / ``SharePartitionManager.newContext``, keyed by (
 - ShareAcknowledge never opens one (epoch 0 is INVALID_SHARE_SESSION_EPOCH) and does not change
   the partitions.
 
+A session belongs to the client connection that opened it (Kafka 4.1+: ``ShareSessionCache``
+keeps each session's connection id): when that connection closes, ``drop_connection`` removes its
+sessions and the data path releases the records acquired under them, for redelivery to the other
+members at once rather than after the acquisition lock.
+
 Pure: no I/O, no clock. Sessions are per process (as per broker in Kafka): a client that turns
 to another sidecar process gets SHARE_SESSION_NOT_FOUND and opens a new one.
 """
@@ -42,6 +47,9 @@ class ShareSession:
     member: str
     epoch: int
     partitions: dict[TopicPartition, None] = field(default_factory=dict)  # ordered set
+    # The client connection that opened it (for a relayed request: the client's connection at
+    # the process that relayed it); "" for none.
+    connection: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +63,8 @@ class ShareSessionCache:
     def __init__(self, max_sessions: int = 10_000) -> None:
         self.max_sessions = max_sessions
         self.sessions: dict[tuple[str, str], ShareSession] = {}
+        # connection -> the (group, member) keys of the sessions it opened
+        self._by_connection: dict[str, set[tuple[str, str]]] = {}
 
     def get(self, group: str, member: str) -> ShareSession | None:
         return self.sessions.get((group, member))
@@ -82,16 +92,21 @@ class ShareSessionCache:
         has_acks: bool,
         wanted: Iterable[TopicPartition],
         forgotten: Iterable[TopicPartition],
+        connection: str = "",
     ) -> SessionOutcome:
-        """Open, advance or close the member's session for a ShareFetch."""
+        """Open, advance or close the member's session for a ShareFetch (that came on
+        ``connection``: the one a new session belongs to)."""
         error = self.check_fetch(group, member, epoch, has_acks)
         if error is not ErrorCode.NONE:
             return SessionOutcome(error)
         key = (group, member)
         if epoch == FINAL_EPOCH:
-            return SessionOutcome(ErrorCode.NONE, self.sessions.pop(key), closing=True)
+            return SessionOutcome(ErrorCode.NONE, self._pop(key), closing=True)
         if epoch == INITIAL_EPOCH:
-            session = self.sessions[key] = ShareSession(group, member, next_epoch(INITIAL_EPOCH))
+            self._pop(key)
+            session = self.sessions[key] = ShareSession(group, member, next_epoch(INITIAL_EPOCH), connection=connection)
+            if connection:
+                self._by_connection.setdefault(connection, set()).add(key)
         else:
             session = self.sessions[key]
             session.epoch = next_epoch(session.epoch)
@@ -110,11 +125,25 @@ class ShareSessionCache:
         if session is None:
             return SessionOutcome(ErrorCode.SHARE_SESSION_NOT_FOUND)
         if epoch == FINAL_EPOCH:
-            return SessionOutcome(ErrorCode.NONE, self.sessions.pop(key), closing=True)
+            return SessionOutcome(ErrorCode.NONE, self._pop(key), closing=True)
         if epoch != session.epoch:
             return SessionOutcome(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
         session.epoch = next_epoch(session.epoch)
         return SessionOutcome(ErrorCode.NONE, session)
 
     def drop_member(self, group: str, member: str) -> ShareSession | None:
-        return self.sessions.pop((group, member), None)
+        return self._pop((group, member))
+
+    def drop_connection(self, connection: str) -> list[ShareSession]:
+        """The sessions ``connection`` opened, removed: it closed."""
+        return [s for key in self._by_connection.pop(connection, ()) if (s := self._pop(key)) is not None]
+
+    def _pop(self, key: tuple[str, str]) -> ShareSession | None:
+        session = self.sessions.pop(key, None)
+        if session is not None and session.connection:
+            keys = self._by_connection.get(session.connection)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_connection[session.connection]
+        return session

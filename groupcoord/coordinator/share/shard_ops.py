@@ -35,8 +35,18 @@ from groupcoord.coordinator.share.state import (
     combine_changes,
 )
 from groupcoord.records import CoordinatorRecord, RecordType
+from groupcoord.records.definitions import (
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupStatePartitionMetadataValue,
+    ShareTopicPartitions,
+)
 
-SHARE_STATE_RECORD_TYPES = frozenset({RecordType.SHARE_SNAPSHOT, RecordType.SHARE_UPDATE})
+SHARE_STATE_RECORD_TYPES = frozenset(
+    {RecordType.SHARE_SNAPSHOT, RecordType.SHARE_UPDATE, RecordType.SHARE_GROUP_STATE_PARTITION_METADATA}
+)
+
+# group -> topic name -> (topic id, partitions with state): record 15 as replayed.
+Initialized = dict[str, dict[str, tuple[str | None, frozenset[int]]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +71,18 @@ class ShareDataState:
         # wakes the ShareFetches waiting for it. Transient, set on the live state by the data
         # path; it may only schedule (the operation is still running).
         self.listener: Callable[[SharePartitionKey], None] | None = None
+        self.initialized: Initialized = {}
 
     def replay(self, record: CoordinatorRecord) -> None:
+        if record.type == RecordType.SHARE_GROUP_STATE_PARTITION_METADATA:
+            v: ShareGroupStatePartitionMetadataValue | None = record.value
+            if v is None:
+                self.initialized.pop(record.key.group, None)
+            else:
+                self.initialized[record.key.group] = {
+                    t.topic_name: (t.topic_id, frozenset(t.partitions)) for t in v.initialized_topics
+                }
+            return
         self.store.replay(record)
         k = record.key
         key = SharePartitionKey(k.group, k.topic, k.partition)
@@ -71,7 +91,10 @@ class ShareDataState:
             self.live.pop(key, None)
 
     def snapshot(self) -> Any:
-        return self.store.picture()
+        initialized = {
+            g: {t: sorted(ps) for t, (_, ps) in sorted(ts.items())} for g, ts in sorted(self.initialized.items())
+        }
+        return {"partitions": self.store.picture(), "initialized": initialized}
 
     def partitions_of(self, group: str) -> list[tuple[SharePartitionKey, SharePartition]]:
         return sorted(((k, sp) for k, sp in self.live.items() if k.group == group), key=lambda kv: repr(kv[0]))
@@ -102,9 +125,11 @@ class _Changes:
 
     def result(self, response: Any) -> Result[Any]:
         listener = self.state.listener
+        # The share-partitions' records first, then any the operation added itself (record 15).
+        records: list[CoordinatorRecord] = []
         for key, (sp, change, topic_id) in self._touched.items():
             if change is not None:
-                self.records += self.state.store.records_for(key, change, topic_id)
+                records += self.state.store.records_for(key, change, topic_id)
             deadline = sp.next_lock_deadline()
             if deadline is None:
                 self.timers.append(CancelTimer(lock_timer_key(key)))
@@ -113,7 +138,32 @@ class _Changes:
             if listener is not None and sp.can_acquire():
                 listener(key)
         self._touched.clear()
+        self.records[:0] = records
         return Result(response, self.records, self.timers)
+
+
+def partition_metadata_record(
+    state: ShareDataState,
+    group: str,
+    added: Iterable[tuple[SharePartitionKey, str | None]] = (),
+    removed_topics: Iterable[str] = (),
+) -> list[CoordinatorRecord]:
+    """Record 15 (ShareGroupStatePartitionMetadata) after share-partitions got state (``added``,
+    with their topic ids) or topics lost theirs; nothing when that changes nothing. Kafka writes
+    the topics as initializing, asks its share coordinator, then writes them as initialized; here
+    the state and this record go in one atomic batch, so they are initialized at once."""
+    current = state.initialized.get(group, {})
+    topics = {t: (tid, set(ps)) for t, (tid, ps) in current.items() if t not in set(removed_topics)}
+    for key, topic_id in added:
+        tid, ps = topics.setdefault(key.topic, (topic_id, set()))
+        topics[key.topic] = (tid or topic_id, ps | {key.partition})
+    if {t: (tid, frozenset(ps)) for t, (tid, ps) in topics.items()} == current:
+        return []
+    value = ShareGroupStatePartitionMetadataValue(
+        initialized_topics=[ShareTopicPartitions(tid, t, sorted(ps)) for t, (tid, ps) in sorted(topics.items())]
+    )
+    record_key = ShareGroupStatePartitionMetadataKey(group)
+    return [CoordinatorRecord(RecordType.SHARE_GROUP_STATE_PARTITION_METADATA, record_key, value)]
 
 
 # --- initialising -----------------------------------------------------------------------------
@@ -133,6 +183,7 @@ def ensure(
     created at the given start offset (``None``: it needs one and has none: skipped). Returns the
     records of the creations and of the archivals a load does."""
     changes = _Changes(state)
+    created: list[tuple[SharePartitionKey, str | None]] = []
     for key, config, topic_id, start in partitions:
         if key in state.live:
             continue
@@ -141,10 +192,13 @@ def ensure(
             sp, change = SharePartition.load(config, durable)
         elif start is not None:
             sp, change = SharePartition.create(config, start)
+            created.append((key, topic_id))
         else:
             continue
         state.live[key] = sp
         changes.add(key, sp, change, topic_id)
+    for group in sorted({k.group for k, _ in created}):
+        changes.records += partition_metadata_record(state, group, [(k, t) for k, t in created if k.group == group])
     return changes.result(None)
 
 
@@ -278,9 +332,14 @@ def release_records(state: ShareDataState, group: str, member: str) -> list[Coor
 
 
 def delete_group_state(state: ShareDataState, group: str) -> list[CoordinatorRecord]:
-    """Tombstones for every share-partition of a deleted group (replayed, they drop the live ones)."""
+    """Tombstones for every share-partition of a deleted group (replayed, they drop the live ones)
+    and for its record 15."""
     keys = sorted((k for k in state.store.partitions if k.group == group), key=repr)
-    return [r for k in keys for r in state.store.delete_records(k)]
+    records = [r for k in keys for r in state.store.delete_records(k)]
+    if group in state.initialized:
+        key = ShareGroupStatePartitionMetadataKey(group)
+        records.append(CoordinatorRecord(RecordType.SHARE_GROUP_STATE_PARTITION_METADATA, key, None))
+    return records
 
 
 def expire_locks(state: ShareDataState, key: SharePartitionKey, now: int) -> Result[int]:
@@ -316,6 +375,9 @@ def reset_start_offsets(
         changes.records += state.store.records_for(key, ShareStateChange(start, (), epoch, reset=True), topic_id)
         state.live.pop(key, None)
         changes.timers.append(CancelTimer(lock_timer_key(key)))
+    for group in sorted({k.group for k, _, _ in starts}):
+        added = [(k, topic_id) for k, _, topic_id in starts if k.group == group]
+        changes.records += partition_metadata_record(state, group, added)
     return changes.result(None)
 
 
@@ -324,5 +386,6 @@ def delete_topics_state(state: ShareDataState, group: str, topics: Iterable[str]
     wanted = set(topics)
     keys = sorted((k for k in state.store.partitions if k.group == group and k.topic in wanted), key=repr)
     records = [r for k in keys for r in state.store.delete_records(k)]
+    records += partition_metadata_record(state, group, removed_topics=wanted)
     timers: list[TimerOp] = [CancelTimer(lock_timer_key(k)) for k in keys]
     return Result(None, records, timers)

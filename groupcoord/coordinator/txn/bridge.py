@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.gateway.broker_connection import BrokerConnection, BrokerUnreachable
 from groupcoord.coordinator.gateway.rewrite import TXN_OFFSET_COMMIT_TV2_VERSION
 from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState, txn_commit_response
 from groupcoord.coordinator.messages.add_partitions_to_txn import (
@@ -56,13 +57,7 @@ from groupcoord.coordinator.runtime.shard import Shard, ShardNotAvailable, Shard
 from groupcoord.coordinator.security.cluster_login import ClusterLogin
 from groupcoord.coordinator.service.partitioning import partition_for
 from groupcoord.coordinator.service.service import error_for
-from groupcoord.coordinator.txn.wire import (
-    COMMIT_MARKER,
-    BrokerConnection,
-    BrokerUnreachable,
-    batch_heads,
-    transactional_batch,
-)
+from groupcoord.coordinator.txn.wire import CLIENT_ID, COMMIT_MARKER, batch_heads, transactional_batch
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +250,7 @@ class TxnBridge:
         if conn is None or conn.expired:
             if conn is not None:
                 conn.close()
-            conn = await BrokerConnection.open(address, self.tls, self.timeout_s, self.login)
+            conn = await BrokerConnection.open(address, self.tls, self.timeout_s, self.login, CLIENT_ID)
             self._connections[(purpose, address)] = conn
         return conn
 

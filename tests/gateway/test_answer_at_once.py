@@ -1,0 +1,122 @@
+"""Group requests the handler answers without waiting (``answer_now``) are answered as they
+arrive (``ClientConnection._answer_at_once``): same answers, in request order, and the rules of
+the queued path (a failing handler closes the connection, an answered request keeps the
+connection from idling out). No cluster is needed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable
+from typing import Any
+
+from groupcoord.coordinator.gateway import ConnectionContext, GatewayServer
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.messages.schema import Message
+from tests.gateway.test_server import _config, connect
+
+CGH = 68
+
+
+class NowHandler:
+    """ConsumerGroupHeartbeat by group: "now" answered at once, "later" once ``gate`` is set,
+    "queued" not taken by ``answer_now`` (so by ``handle``), "boom" raises. The answer carries
+    the request's member epoch, so answers can be told apart."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.taken_now: list[str] = []
+        self.handled: list[str] = []
+
+    def answer_now(self, context: ConnectionContext, request: Message) -> Any:
+        assert isinstance(request, ConsumerGroupHeartbeatRequest)
+        if request.group_id == "queued":
+            return None
+        self.taken_now.append(request.group_id)
+        if request.group_id == "boom":
+            raise RuntimeError("handler exploded")
+        if request.group_id == "later":
+            return self._later(request)
+        return ConsumerGroupHeartbeatResponse(member_epoch=request.member_epoch)
+
+    async def _later(self, request: ConsumerGroupHeartbeatRequest) -> Message:
+        await self.gate.wait()
+        return ConsumerGroupHeartbeatResponse(member_epoch=request.member_epoch)
+
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
+        assert isinstance(request, ConsumerGroupHeartbeatRequest)
+        self.handled.append(request.group_id)
+        return ConsumerGroupHeartbeatResponse(member_epoch=request.member_epoch)
+
+
+def heartbeat(group: str, epoch: int = 1) -> ConsumerGroupHeartbeatRequest:
+    return ConsumerGroupHeartbeatRequest(group_id=group, member_id="m", member_epoch=epoch)
+
+
+def run(test: Any, **overrides: Any) -> None:
+    async def main() -> None:
+        handler = NowHandler()
+        async with GatewayServer(_config(**overrides), handler) as server:
+            await asyncio.wait_for(test(server, handler), 30)
+
+    asyncio.run(main())
+
+
+def test_a_request_answered_at_once_never_reaches_handle() -> None:
+    async def body(server: GatewayServer, handler: NowHandler) -> None:
+        client = await connect(server)
+        for epoch in (1, 2, 3):
+            assert await client.call(CGH, 1, heartbeat("now", epoch)) == ConsumerGroupHeartbeatResponse(
+                member_epoch=epoch
+            )
+        assert await client.call(CGH, 1, heartbeat("queued", 4)) == ConsumerGroupHeartbeatResponse(member_epoch=4)
+        assert handler.taken_now == ["now"] * 3 and handler.handled == ["queued"]
+        await client.close()
+
+    run(body)
+
+
+def test_answers_keep_request_order_behind_one_answered_later() -> None:
+    async def body(server: GatewayServer, handler: NowHandler) -> None:
+        client = await connect(server)
+        sent = [client.send(CGH, 1, heartbeat(group, epoch)) for epoch, group in enumerate(["later", "now", "now"])]
+        waiting: Awaitable[Any] = asyncio.ensure_future(client.read(CGH, 1))
+        while len(handler.taken_now) + len(handler.handled) < 1:
+            await asyncio.sleep(0.01)
+        handler.gate.set()
+        got = [await waiting, await client.read(CGH, 1), await client.read(CGH, 1)]
+        assert [cid for cid, _ in got] == sent
+        assert [r.member_epoch for _, r in got] == [0, 1, 2]  # type: ignore[attr-defined]
+        await client.close()
+
+    run(body)
+
+
+def test_a_handler_failing_at_once_closes_the_connection() -> None:
+    async def body(server: GatewayServer, handler: NowHandler) -> None:
+        bad, good = await connect(server), await connect(server)
+        bad.send(CGH, 1, heartbeat("boom"))
+        assert await bad.closed_by_peer()
+        assert await good.call(CGH, 1, heartbeat("now", 5)) == ConsumerGroupHeartbeatResponse(member_epoch=5)
+        await bad.close()
+        await good.close()
+
+    run(body)
+
+
+def test_requests_answered_at_once_keep_the_connection_from_idling_out() -> None:
+    async def body(server: GatewayServer, handler: NowHandler) -> None:
+        client = await connect(server)
+        # Three idle timeouts' worth of heartbeats, each well within one: the reader itself sees
+        # none of them, yet the connection is not idle.
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            assert await client.call(CGH, 1, heartbeat("now")) == ConsumerGroupHeartbeatResponse(member_epoch=1)
+            await asyncio.sleep(0.05)
+        assert handler.handled == []
+        await client.close()
+
+    run(body, connections_max_idle_ms=500)

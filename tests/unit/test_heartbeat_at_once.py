@@ -1,0 +1,133 @@
+"""A ConsumerGroupHeartbeat answered at once (``consumer_group_heartbeat_now``) gets exactly the
+answer the queued path gives, and one that changes the group is never answered before its
+records are read back. Two identical simulated worlds (tests/sim/kernel.py), one per path, take
+the same heartbeats in the same order."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Coroutine
+from typing import Any
+
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.runtime.shard import Shard, ShardStatus
+from groupcoord.coordinator.service.service import GroupCoordinatorService
+from tests.groups.harness import image, topic
+from tests.messages import cg_request, client, owned_topic
+from tests.sim.kernel import SimHost, SimLog, SimLoop
+
+GROUP = "g"
+IMAGE = image(topic("t", 6))
+
+
+class _Runtime:
+    partitions = 1
+
+    def __init__(self, shard: Shard[Any]) -> None:
+        self._shard = shard
+
+    def shard(self, partition: int) -> Shard[Any]:
+        return self._shard
+
+
+class Side:
+    """One world and its service; ``at_once``: heartbeats go through ``consumer_group_heartbeat_now``."""
+
+    def __init__(self, at_once: bool) -> None:
+        self.at_once = at_once
+        self.loop = SimLoop()
+        self.host = SimHost(SimLog(), self.loop, "o", random.Random(1))
+        # Targets computed at once (no assignment interval): each heartbeat's answer is final.
+        handlers = GroupCoordinatorShard(
+            consumer_config=ConsumerGroupConfig(assignment_interval_ms=0), metadata=lambda: IMAGE
+        )
+        self.shard = self.host.shard(0, handlers)
+        self.shard.load()
+        self.run()
+        assert self.shard.status is ShardStatus.ACTIVE
+        self.service = GroupCoordinatorService(_Runtime(self.shard), handlers)  # type: ignore[arg-type]
+        # Per heartbeat: whether it was answered at once.
+        self.immediate: list[bool] = []
+
+    def run(self, ms: int = 1000) -> None:
+        end = self.loop.clock.now_ms() + ms
+        while (at := self.loop.next_at()) is not None and at <= end:
+            self.loop.step()
+
+    def heartbeat(self, request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+        if not self.at_once:
+            return self._settle(self.service.consumer_group_heartbeat(request, client(1)), stalled=False)
+        answer = self.service.consumer_group_heartbeat_now(request, client(1))
+        self.immediate.append(isinstance(answer, ConsumerGroupHeartbeatResponse))
+        if isinstance(answer, ConsumerGroupHeartbeatResponse):
+            return answer
+        return self._settle(answer, stalled=True)
+
+    def _settle(self, answer: Awaitable[ConsumerGroupHeartbeatResponse], stalled: bool) -> Any:
+        """Drive the answer's coroutine on the simulated loop; with ``stalled`` the log first
+        delivers nothing, and the answer must not come meanwhile."""
+        assert isinstance(answer, Coroutine)
+        waited = answer.send(None)
+        while True:
+            if stalled:
+                self.host.stall()
+                self.run()
+                assert not waited.done(), "answered before its records were read back"
+                self.host.resume()
+            self.run()
+            assert waited.done()
+            try:
+                waited = answer.send(None)
+            except StopIteration as done:
+                return done.value
+
+
+def test_heartbeats_answered_at_once_get_the_queued_paths_answers() -> None:
+    slow, fast = Side(at_once=False), Side(at_once=True)
+    topic_id = IMAGE.topics["t"].topic_id
+
+    def both(request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+        # Both worlds at the same moment first: waiting for the log moves a world's clock on.
+        now = max(slow.loop.clock.now_ms(), fast.loop.clock.now_ms()) + 10
+        for side in (slow, fast):
+            side.loop.clock.advance(now - side.loop.clock.now_ms())
+        expected, got = slow.heartbeat(request), fast.heartbeat(request)
+        assert got == expected
+        return got
+
+    def join(member: str) -> ConsumerGroupHeartbeatResponse:
+        return both(
+            cg_request(GROUP, member, 0, rebalance_timeout_ms=30_000, subscribed_topic_names=["t"], topic_partitions=[])
+        )
+
+    def owned(answer: ConsumerGroupHeartbeatResponse) -> list[Any]:
+        assert answer.assignment is not None
+        return [owned_topic(topic_id, tp.partitions) for tp in answer.assignment.topic_partitions]
+
+    first = join("m1")  # a new member: written
+    assert first.error_code == ErrorCode.NONE and first.member_epoch == 1
+    acked = both(cg_request(GROUP, "m1", 1, topic_partitions=owned(first)))  # stored already
+    assert acked.error_code == ErrorCode.NONE
+    steady = both(cg_request(GROUP, "m1", 1))  # nothing changes: at once
+    assert steady.error_code == ErrorCode.NONE and steady.assignment is None
+    second = join("m2")  # the group's epoch moves on: written
+    assert second.member_epoch == 2
+    moved = both(cg_request(GROUP, "m1", 1))  # m1 is to give partitions up: written
+    assert moved.assignment is not None and len(owned(moved)[0].partitions) < 6
+    fenced = both(cg_request(GROUP, "m1", 7))
+    assert fenced.error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    unknown = both(cg_request(GROUP, "nobody", 3))
+    assert unknown.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    again = both(cg_request(GROUP, "m1", moved.member_epoch, topic_partitions=owned(moved)))
+    assert again.error_code == ErrorCode.NONE
+    # At once: what changes nothing (the acknowledgement of an assignment as given, a steady
+    # heartbeat, a fenced epoch, an unknown member); after the read-back: joins, a revocation
+    # handed out, its acknowledgement (a new member epoch).
+    assert fast.immediate == [False, True, True, False, False, True, True, False]
+    assert fast.shard.live.snapshot() == slow.shard.live.snapshot()
