@@ -12,7 +12,7 @@ from groupcoord.coordinator.share.partition_types import (
     OffsetRange,
     SharePartitionConfig,
 )
-from groupcoord.coordinator.share.state import SharePartitionKey, ShareStateChange, ShareStateStore
+from groupcoord.coordinator.share.state import SharePartitionKey, ShareStateChange, ShareStateStore, combine_changes
 from groupcoord.records import CoordinatorRecord, decode, encode
 
 KEY = SharePartitionKey("g", "t", 0)
@@ -90,6 +90,22 @@ class Harness:
         res = self.sp.acknowledge(member, batches, now)
         self.write(res.change)
         return res
+
+    def ack_and_acquire(
+        self,
+        member: str,
+        batches: Sequence[AcknowledgementBatch],
+        fetched: Sequence[OffsetRange],
+        max_records: int,
+        now: int,
+        archive: Sequence[OffsetRange] = (),
+    ) -> tuple[Acknowledged, tuple[AcquiredRecords, ...]]:
+        """A ShareFetch's acknowledgements and acquisition, written as ONE record (their changes
+        combined), as the data path writes them."""
+        res = self.sp.acknowledge(member, batches, now)
+        got = self.sp.acquire(member, fetched, max_records, now, archive=archive)
+        assert len(self.write(combine_changes(res.change, got.change))) <= 1
+        return res, got.records
 
     def expire(self, now: int) -> None:
         self.write(self.sp.expire_locks(now))

@@ -171,6 +171,24 @@ def test_lock_expiry_makes_records_available_again_with_their_count() -> None:
     assert h.acquire("m2", [OffsetRange(0, 4)], 100, now=LOCK) == (AcquiredRecords(0, 4, 2),)
 
 
+def test_one_lock_entry_per_acquisition_still_names_each_records_deadline() -> None:
+    """An acquisition's lock is one heap entry over its offsets: records of it released, accepted
+    or acquired again under another lock leave the rest's deadline and expiry as they were."""
+    h = Harness()
+    h.acquire("m1", [OffsetRange(0, 5)], 100, now=0)
+    h.ack("m1", [ack(0, 0, RELEASE)], now=1)  # the entry's first offset is not acquired any more
+    assert h.sp.next_lock_deadline() == LOCK
+    h.acquire("m2", [OffsetRange(0, 0)], 100, now=10)  # offset 0 again, its own later lock
+    h.ack("m1", [ack(1, 2, ACCEPT)], now=11)
+    assert h.sp.next_lock_deadline() == LOCK
+    h.expire(LOCK)
+    assert h.sp.acquired_by("m1") == [] and h.sp.acquired_by("m2") == [0]
+    assert h.sp.next_fetch_offset() == 3 and h.sp.next_lock_deadline() == LOCK + 10
+    h.expire(LOCK + 10)
+    assert h.sp.acquired_by("m2") == [] and h.sp.next_lock_deadline() is None
+    assert states(h)[0] == ("AVAILABLE", 2, None)
+
+
 def test_delivery_count_limit_archives_and_moves_the_start_offset() -> None:
     h = Harness(SharePartitionConfig(delivery_count_limit=2))
     h.acquire("m1", [OffsetRange(0, 0)], 100, now=0)

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.share.partition_types import (
     AcknowledgementBatch,
+    AcquiredRecords,
     OffsetRange,
     RecordState,
     SharePartitionConfig,
@@ -43,6 +44,14 @@ op = st.one_of(
         st.lists(st.integers(0, 4), min_size=1, max_size=7),
     ),
     st.tuples(st.just("mine"), st.sampled_from(MEMBERS), st.sampled_from((1, 1, 2, 3))),
+    # A ShareFetch carrying acknowledgements of what the member holds: one record for both.
+    st.tuples(
+        st.just("ack_fetch"),
+        st.sampled_from(MEMBERS),
+        st.sampled_from((1, 1, 2, 3)),
+        st.integers(0, 25),
+        st.integers(1, 8),
+    ),
     st.tuples(st.just("time"), st.integers(0, 2 * LOCK)),
     st.tuples(st.just("leave"), st.sampled_from(MEMBERS)),
     st.tuples(st.just("log_start"), st.integers(0, 3)),
@@ -79,6 +88,27 @@ class Model:
             return
         archive = [OffsetRange(o, o) for o in sorted(self.aborted) if o >= start]
         got = self.h.acquire(member, [OffsetRange(start, self.log_end - 1)], max_records, self.now, archive=archive)
+        self.delivered(got)
+
+    def ack_fetch(self, member: str, kind: int, produce: int, max_records: int) -> None:
+        """The data path's ShareFetch with acknowledgements: the fetch offset is read before the
+        acknowledgements apply, both are one write."""
+        self.log_end += produce
+        sp = self.h.sp
+        held = sp.acquired_by(member)
+        start = max(sp.next_fetch_offset(), self.log_start)
+        batches = [AcknowledgementBatch(x, x, (kind,)) for x in held]
+        fetched = [OffsetRange(start, self.log_end - 1)] if start < self.log_end else []
+        res, got = self.h.ack_and_acquire(member, batches, fetched, max_records, self.now)
+        assert res.error == ErrorCode.NONE
+        if kind == 1:
+            self.accepted.update(held)
+        elif kind == 3:
+            self.rejected.update(held)
+        self.delivered(got)
+
+    def delivered(self, got: tuple[AcquiredRecords, ...]) -> None:
+        sp = self.h.sp
         for r in got:
             for offset in range(r.first_offset, r.last_offset + 1):
                 assert self.accepted[offset] == 0, f"accepted offset {offset} delivered again"
@@ -108,6 +138,10 @@ class Model:
             if r.state == RecordState.ACQUIRED:
                 assert r.deadline > self.now, f"{o} acquired past its lock"
         assert all(n <= 1 for n in self.accepted.values())
+        # The lock heap (one entry per acquisition, narrowed as its records are done) names the
+        # earliest lock still running: the shard's expiry timer is armed at it.
+        deadlines = [r.deadline for r in sp.records.values() if r.state == RecordState.ACQUIRED]
+        assert sp.next_lock_deadline() == min(deadlines, default=None)
 
 
 def run(ops: list[tuple], limit: int, renew: bool, per_snapshot: int) -> Model:
@@ -125,6 +159,8 @@ def run(ops: list[tuple], limit: int, renew: bool, per_snapshot: int) -> Model:
             held = m.h.sp.acquired_by(o[1])
             if held:
                 m.ack(o[1], [AcknowledgementBatch(x, x, (o[2],)) for x in held])
+        elif kind == "ack_fetch":
+            m.ack_fetch(o[1], o[2], o[3], o[4])
         elif kind == "time":
             m.now += o[1]
             m.h.expire(m.now)

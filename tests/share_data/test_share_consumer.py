@@ -20,6 +20,8 @@ from groupcoord.coordinator.messages import share_fetch as sf
 from groupcoord.coordinator.messages import share_group_heartbeat as sgh
 from groupcoord.coordinator.service.metadata_cache import _uuid_from_client
 from groupcoord.local_broker import free_port
+from groupcoord.records import RecordType, decode
+from groupcoord.records.codec import record_type_of
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
 from tests.integration.serve_process import ServeProcess
@@ -298,6 +300,7 @@ def test_accepted_records_stay_accepted_across_a_restart_of_the_owner(
 # --- the wire, with the project's own codec ------------------------------------------------------
 
 SHARE_HEARTBEAT, SHARE_FETCH, SHARE_ACK = 76, 78, 79
+SHARE_TYPES = {int(RecordType.SHARE_SNAPSHOT), int(RecordType.SHARE_UPDATE)}
 
 
 def fetch_partition_zero(group: str, member: str, epoch: int, topic_id: uuid.UUID) -> sf.ShareFetchRequest:
@@ -552,6 +555,8 @@ def test_records_of_a_closed_connection_go_to_another_member_at_once(
     port = shared_serve.port
     got = asyncio.run(released_when_the_holder_disconnects(bootstrap, topic, group, port, port, port))
     assert got == [(0, 2, 2)]
+
+
 def test_by_duration_reset_starts_at_the_first_record_that_recent(
     shared_serve: ServeProcess, bootstrap: str, unique_name: str
 ) -> None:
@@ -574,3 +579,141 @@ def test_by_duration_reset_starts_at_the_first_record_that_recent(
     assert not [m for m in consumer.poll(1) if m.error() is None]
     consumer.close()
     assert sorted(value for _, value, _ in got) == [b"new-5", b"new-6", b"new-7"]
+
+
+def _share_records(bootstrap: str, log_topic: str, group: str) -> int:
+    """How many share-state records (snapshots and updates) of ``group`` the coordinator log holds."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "gc-sf-probe", "enable.auto.commit": False})
+    try:
+        count = 0
+        for p in range(4):
+            end = consumer.get_watermark_offsets(TopicPartition(log_topic, p), 10)[1]
+            if not end:
+                continue
+            consumer.assign([TopicPartition(log_topic, p, 0)])
+            seen = 0
+            while seen < end:
+                for m in consumer.consume(500, 5):
+                    seen = m.offset() + 1
+                    if m.error() is not None or record_type_of(m.key()) not in SHARE_TYPES:
+                        continue
+                    count += decode(m.key(), m.value()).key.group == group
+        return count
+    finally:
+        consumer.close()
+
+
+async def _wire_member(port: int, group: str, topic: str) -> tuple[WireClient, str]:
+    client = await WireClient.connect("127.0.0.1", port)
+    member = str(uuid.uuid4())
+    joined = await client.call(
+        SHARE_HEARTBEAT,
+        1,
+        sgh.ShareGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]
+        ),
+    )
+    assert isinstance(joined, sgh.ShareGroupHeartbeatResponse) and joined.error_code == 0
+    return client, member
+
+
+async def _wire_fetch(
+    client: WireClient,
+    request_of: tuple[str, str, uuid.UUID],
+    epoch: int,
+    acks: list[tuple[int, int, int]] = (),  # type: ignore[assignment]
+    max_wait_ms: int = 200,
+) -> list[tuple[int, int, int]]:
+    """A ShareFetch of partition 0 (acknowledging ``acks``: first, last, type); the acquired
+    ranges (first, last, delivery count)."""
+    group, member, topic_id = request_of
+    batches = [
+        sf.ShareFetchRequestAcknowledgementBatch(first_offset=f, last_offset=la, acknowledge_types=[t])
+        for f, la, t in acks
+    ]
+    partition = sf.ShareFetchRequestFetchPartition(partition_index=0, acknowledgement_batches=batches)
+    request = sf.ShareFetchRequest(
+        group_id=group,
+        member_id=member,
+        share_session_epoch=epoch,
+        max_wait_ms=max_wait_ms,
+        max_records=3,
+        topics=[sf.ShareFetchRequestFetchTopic(topic_id=topic_id, partitions=[partition])],
+    )
+    answer = await client.call(SHARE_FETCH, 1, request)
+    assert isinstance(answer, sf.ShareFetchResponse) and answer.error_code == 0
+    assert all(p.acknowledge_error_code == 0 and p.error_code == 0 for t in answer.responses for p in t.partitions)
+    return [
+        (a.first_offset, a.last_offset, a.delivery_count)
+        for t in answer.responses
+        for p in t.partitions
+        for a in p.acquired_records
+    ]
+
+
+def test_a_share_fetch_writes_its_acknowledgements_and_acquisition_as_one_record(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """One write (one record) per ShareFetch that acknowledges and acquires: what it acknowledged
+    is written before it is answered, and replays the same after a load (the records are the
+    property tests' concern)."""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    topic_id, log_topic = _topic_id(bootstrap, topic), shared_serve.args[-3]
+
+    async def run() -> None:
+        client, member = await _wire_member(shared_serve.port, group, topic)
+        ids = (group, member, topic_id)
+        assert await _wire_fetch(client, ids, 0) == []  # creates the share-partition at the end
+        _produce(bootstrap, topic, 6, 1)
+        assert await _wire_fetch(client, ids, 1) == [(0, 2, 1)]
+        before = _share_records(bootstrap, log_topic, group)
+        assert await _wire_fetch(client, ids, 2, acks=[(0, 2, 1)]) == [(3, 5, 1)]
+        assert _share_records(bootstrap, log_topic, group) == before + 1
+        await client.close()
+
+    asyncio.run(run())
+
+
+def test_a_waiting_share_fetch_is_woken_when_records_are_released(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """A ShareFetch that finds every record held by another member waits in its MaxWaitMs (here
+    30 s, the most served) and is answered with the records as soon as they are released, not at
+    the end of its wait (the call below gives up after 10 s)."""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    topic_id = _topic_id(bootstrap, topic)
+
+    async def run() -> None:
+        holder, first = await _wire_member(shared_serve.port, group, topic)
+        waiter, second = await _wire_member(shared_serve.port, group, topic)
+        assert await _wire_fetch(holder, (group, first, topic_id), 0) == []
+        _produce(bootstrap, topic, 3, 1)
+        assert await _wire_fetch(holder, (group, first, topic_id), 1) == [(0, 2, 1)]
+        assert await _wire_fetch(waiter, (group, second, topic_id), 0) == []
+        waiting = asyncio.ensure_future(_wire_fetch(waiter, (group, second, topic_id), 1, max_wait_ms=30_000))
+        await asyncio.sleep(0.5)  # (lets it arrive first; it is answered either way)
+        batch = sa.ShareAcknowledgeRequestAcknowledgementBatch(first_offset=0, last_offset=2, acknowledge_types=[2])
+        release = sa.ShareAcknowledgeRequest(
+            group_id=group,
+            member_id=first,
+            share_session_epoch=2,
+            topics=[
+                sa.ShareAcknowledgeRequestAcknowledgeTopic(
+                    topic_id=topic_id,
+                    partitions=[
+                        sa.ShareAcknowledgeRequestAcknowledgePartition(
+                            partition_index=0, acknowledgement_batches=[batch]
+                        )
+                    ],
+                )
+            ],
+        )
+        released = await holder.call(SHARE_ACK, 1, release)
+        assert isinstance(released, sa.ShareAcknowledgeResponse) and released.error_code == 0
+        assert await waiting == [(0, 2, 2)]
+        await holder.close()
+        await waiter.close()
+
+    asyncio.run(run())

@@ -7,14 +7,21 @@ Kafka's SharePartitionManager, over this project's runtime. For one request:
    acknowledgements in a new session) are answered before anything is written.
 2. The member must be a member of the share group (UNKNOWN_MEMBER_ID otherwise), read from the
    committed state of the group's shard.
-3. Acknowledgements go to the group's shard as one write (``share/shard_ops.acknowledge``).
-4. For each share-partition of the session: made live (created at ``share.auto.offset.reset``,
+3. For each share-partition of the session: made live (created at ``share.auto.offset.reset``,
    looked up with ListOffsets, or loaded from its records), then its records are fetched from the
-   partition's leader (``share_fetcher.py``) from ``next_fetch_offset`` and ``acquire`` decides what
-   this member gets, as one write. The answer carries the fetched batches that hold acquired
-   records, and the AcquiredRecords ranges (clients deliver only those).
-5. Nothing acquired: it is tried again until ``MaxWaitMs`` has passed (the broker's own fetch
-   waits for new records; records held by other members are waited for here).
+   partition's leader (``share_fetcher.py``) from ``next_fetch_offset``, or taken from the last
+   read of that partition when it holds that offset (``share_read_cache.py``: the group's
+   consumers read one partition one after another, each a little further on).
+4. The request's acknowledgements and the acquisition of what was fetched are ONE write to the
+   group's shard (``shard_ops.acknowledge_and_acquire``: acknowledgements first, so the room they
+   free in the in-flight window is acquired at once; one record per share-partition). A
+   ShareFetch thus costs one round trip through the coordinator log, not two. The answer carries
+   the fetched batches that hold acquired records, and the AcquiredRecords ranges (clients
+   deliver only those).
+5. Nothing acquired: the fetch waits, until ``MaxWaitMs`` has passed, for a share-partition to
+   have records to acquire again (``share_waiters.py``: woken by the operation that released
+   records, expired a lock, or acknowledged the window's oldest ones; no polling). New records
+   in the log are waited for by the broker's own fetch, which a release interrupts.
 
 Every write is answered only after the shard read its records back from the log. The state lives
 in the shard of the GROUP (share-partitions keyed by group, topic, partition), wherever the
@@ -32,6 +39,7 @@ sessions of its connections and tells them when one closes (a ShareAcknowledge r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import time
@@ -65,6 +73,8 @@ from groupcoord.coordinator.service.share_fetcher import (
     PartitionFetch,
     ShareRecordFetcher,
 )
+from groupcoord.coordinator.service.share_read_cache import ShareReadCache
+from groupcoord.coordinator.service.share_waiters import ShareWaiters
 from groupcoord.coordinator.share import shard_ops
 from groupcoord.coordinator.share.auto_offset_reset import reset_timestamp
 from groupcoord.coordinator.share.partition_types import (
@@ -97,7 +107,8 @@ MAX_FETCH_BYTES = 8 << 20
 MAX_WAIT_MS = 30_000
 # How long a request for a group whose shard is elsewhere waits to learn the owner.
 OWNER_LOOKUP_S = 2.0
-# Between two tries when records exist but other members hold them.
+# Longest wait before trying again when a fetch read records but could acquire none of them
+# (another member took them first); a wake-up comes sooner when one is due.
 RETRY_S = 0.05
 # Sessions one client connection may hold at other processes that this one remembers (to tell
 # their owners when it closes); more than any real client opens.
@@ -166,6 +177,8 @@ class ShareDataPath:
         self.topics = topics
         self.fetcher = fetcher
         self.sessions = ShareSessionCache()
+        self.waiters = ShareWaiters()
+        self.read_cache = ShareReadCache()
         # Set by ``groupcoord serve`` with several processes: requests for a group whose shard
         # another process owns are relayed there (its sessions and share-partitions live there),
         # over ``relay_link`` (TLS and the sidecar's own login when the listeners need them).
@@ -206,15 +219,11 @@ class ShareDataPath:
 
     # --- acknowledgements ----------------------------------------------------------------------
 
-    async def _acknowledge(
-        self,
-        shard: Shard[GroupCoordinatorState],
-        group: str,
-        member: str,
-        acks: list[tuple[_Part, list[AcknowledgementBatch]]],
-    ) -> dict[tuple[uuid.UUID, int], int]:
-        """Per (topic id, partition): the acknowledgement's error code. Malformed types and
-        unknown topics are refused here; the rest is one write."""
+    def _checked_acks(
+        self, acks: list[tuple[_Part, list[AcknowledgementBatch]]]
+    ) -> tuple[dict[tuple[uuid.UUID, int], int], list[tuple[_Part, list[AcknowledgementBatch]]]]:
+        """The acknowledgements refused before anything is written (malformed types, unknown
+        topics: their error per (topic id, partition)), and the rest."""
         COUNTS.share_acknowledgements += 1
         errors: dict[tuple[uuid.UUID, int], int] = {}
         valid: list[tuple[_Part, list[AcknowledgementBatch]]] = []
@@ -225,20 +234,44 @@ class ShareDataPath:
                 errors[(part.topic_id, part.partition)] = ErrorCode.INVALID_REQUEST
             else:
                 valid.append((part, batches))
-        if not valid:
-            return errors
-        handlers = self.service.handlers
+        return errors, valid
 
-        def op(state: GroupCoordinatorState, now: int) -> Result[dict[SharePartitionKey, ErrorCode]]:
-            config = partition_config(handlers, state, group)
-            items = [(SharePartitionKey(group, p.topic, p.partition), config, b) for p, b in valid]
-            return shard_ops.acknowledge(state.share_data, member, items, now)
+    def _ack_items(
+        self, state: GroupCoordinatorState, group: str, valid: list[tuple[_Part, list[AcknowledgementBatch]]]
+    ) -> list[tuple[SharePartitionKey, SharePartitionConfig, list[AcknowledgementBatch]]]:
+        config = partition_config(self.service.handlers, state, group)
+        return [(SharePartitionKey(group, p.topic, p.partition), config, b) for p, b in valid]
 
-        done = await shard.write(op)
+    @staticmethod
+    def _ack_outcome(
+        group: str,
+        valid: list[tuple[_Part, list[AcknowledgementBatch]]],
+        done: dict[SharePartitionKey, ErrorCode],
+        errors: dict[tuple[uuid.UUID, int], int],
+    ) -> None:
+        """Each written acknowledgement's error into ``errors``, and the applied ones counted."""
         for part, batches in valid:
             error = errors[(part.topic_id, part.partition)] = done[SharePartitionKey(group, part.topic, part.partition)]
             if error == ErrorCode.NONE:
                 COUNTS.share_acknowledged(_type_counts(batches))
+
+    async def _acknowledge(
+        self,
+        shard: Shard[GroupCoordinatorState],
+        group: str,
+        member: str,
+        acks: list[tuple[_Part, list[AcknowledgementBatch]]],
+    ) -> dict[tuple[uuid.UUID, int], int]:
+        """Per (topic id, partition): the acknowledgement's error code. Malformed types and
+        unknown topics are refused here; the rest is one write."""
+        errors, valid = self._checked_acks(acks)
+        if not valid:
+            return errors
+
+        def op(state: GroupCoordinatorState, now: int) -> Result[dict[SharePartitionKey, ErrorCode]]:
+            return shard_ops.acknowledge(state.share_data, member, self._ack_items(state, group, valid), now)
+
+        self._ack_outcome(group, valid, await shard.write(op), errors)
         return errors
 
     async def _release(
@@ -399,9 +432,9 @@ class ShareDataPath:
             )
             if outcome.error or outcome.session is None:
                 return wire_sf.ShareFetchResponse(error_code=outcome.error)
-            ack_errors = await self._acknowledge(shard, group, member, acks) if acks else {}
             session_parts = list(outcome.session.partitions)
             if outcome.closing:
+                ack_errors = await self._acknowledge(shard, group, member, acks) if acks else {}
                 keys = [SharePartitionKey(group, t, p) for t, p in session_parts]
                 await self._release(shard, group, member, keys)
                 acquired: dict[tuple[str, int], tuple[bytes, tuple[AcquiredRecords, ...]]] = {}
@@ -410,8 +443,8 @@ class ShareDataPath:
             else:
                 max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
                 max_bytes = min(MAX_FETCH_BYTES, request.max_bytes if request.max_bytes > 0 else MAX_FETCH_BYTES)
-                acquired, fetch_errors, lock_ms = await self._fetch(
-                    shard, group, member, session_parts, max_records, max_bytes, wait_ms
+                ack_errors, acquired, fetch_errors, lock_ms = await self._fetch(
+                    shard, group, member, session_parts, acks, max_records, max_bytes, wait_ms
                 )
         except ShardNotAvailable as exc:
             return wire_sf.ShareFetchResponse(error_code=_unavailable(exc))
@@ -427,10 +460,20 @@ class ShareDataPath:
         group: str,
         member: str,
         parts: list[tuple[str, int]],
+        acks: list[tuple[_Part, list[AcknowledgementBatch]]],
         max_records: int,
         max_bytes: int,
         wait_ms: int,
-    ) -> tuple[dict[tuple[str, int], tuple[bytes, tuple[AcquiredRecords, ...]]], dict[tuple[str, int], int], int]:
+    ) -> tuple[
+        dict[tuple[uuid.UUID, int], int],
+        dict[tuple[str, int], tuple[bytes, tuple[AcquiredRecords, ...]]],
+        dict[tuple[str, int], int],
+        int,
+    ]:
+        """The acknowledgements' errors, what was acquired (with the fetched batches holding it),
+        the partitions' errors, and the lock duration. The acknowledgements and the first
+        acquisition are one write (one record per share-partition): answered once it is read back,
+        like every write, so a ShareFetch costs one round trip through the coordinator log."""
         handlers = self.service.handlers
         deadline = time.monotonic() + wait_ms / 1000
         keys = {tp: SharePartitionKey(group, tp[0], tp[1]) for tp in parts}
@@ -442,23 +485,88 @@ class ShareDataPath:
                 == "read_committed"
             )
         )
+        ack_errors, valid = self._checked_acks(acks) if acks else ({}, [])
+        acked = {SharePartitionKey(group, p.topic, p.partition) for p, _ in valid}
+        got: dict[SharePartitionKey, tuple[AcquiredRecords, ...]] = {}
         while True:
-            await self._make_live(shard, group, keys, errors)
-            offsets = shard.read_live(lambda s: shard_ops.fetch_offsets(s.share_data, keys.values()))
-            remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
-            fetched, data = await self._read_log(group, read_committed, offsets, max_bytes, remaining_ms, errors, shard)
-            got: dict[SharePartitionKey, tuple[AcquiredRecords, ...]] = {}
-            if fetched:
-                got = await shard.write(
-                    lambda s, now, fetched=fetched: shard_ops.acquire(s.share_data, member, fetched, max_records, now),  # type: ignore[misc]
+            # Registered before anything is awaited: a release while this fetch reads or writes
+            # wakes it too.
+            woken = self.waiters.register(keys.values())
+            try:
+                shard.read_live(lambda s: self.waiters.listen(s.share_data))
+                await self._make_live(shard, group, keys, errors)
+                # A partition whose acknowledgements may free room is read even when full now.
+                offsets = shard.read_live(
+                    lambda s, acked=acked: shard_ops.fetch_offsets(s.share_data, keys.values(), acked)  # type: ignore[misc]
                 )
-            # Answered at once with records, or with a partition's error (as Kafka completes a
-            # share fetch with an erroneous partition); an empty session has nothing to wait for.
-            if got or errors or not keys or time.monotonic() >= deadline:
-                break
-            await asyncio.sleep(min(RETRY_S, max(0.0, deadline - time.monotonic())))
+                remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
+                # Acknowledgements are not held back while the broker waits for new records.
+                read = asyncio.ensure_future(
+                    self._read_log(
+                        group, read_committed, offsets, max_bytes, 0 if valid else remaining_ms, errors, shard
+                    )
+                )
+                try:
+                    woken = await self._read_or_released(shard, read, keys, woken)
+                finally:
+                    # This request failed or was cancelled (its client went): no read left behind.
+                    read.cancel()
+                if read.cancelled():
+                    continue  # records were released while the broker waited for new ones
+                fetched, data = read.result()
+                if valid:
+                    done, got = await shard.write(
+                        lambda s, now, fetched=fetched, valid=valid: shard_ops.acknowledge_and_acquire(  # type: ignore[misc]
+                            s.share_data, member, self._ack_items(s, group, valid), fetched, max_records, now
+                        )
+                    )
+                    self._ack_outcome(group, valid, done, ack_errors)
+                    valid, acked = [], set()
+                elif fetched:
+                    got = await shard.write(
+                        lambda s, now, fetched=fetched: shard_ops.acquire(
+                            s.share_data, member, fetched, max_records, now
+                        ),  # type: ignore[misc]
+                    )
+                # Answered at once with records, or with a partition's error (as Kafka completes a
+                # share fetch with an erroneous partition); an empty session has nothing to wait for.
+                if got or errors or not keys or time.monotonic() >= deadline:
+                    break
+                # Wait until a share-partition has records to acquire again (released, a lock
+                # expired, acknowledged out of the window); only a fetch that found records it
+                # could not have polls again.
+                timeout = max(0.0, deadline - time.monotonic())
+                if fetched:
+                    timeout = min(timeout, RETRY_S)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(woken), timeout)
+            finally:
+                self.waiters.unregister(keys.values(), woken)
         out = {(k.topic, k.partition): (_overlapping(data[k], records), records) for k, records in got.items()}
-        return out, errors, lock_ms
+        return ack_errors, out, errors, lock_ms
+
+    async def _read_or_released(
+        self,
+        shard: Shard[GroupCoordinatorState],
+        read: asyncio.Future[tuple[list[shard_ops.Fetched], dict[SharePartitionKey, list[Batch]]]],
+        keys: dict[tuple[str, int], SharePartitionKey],
+        woken: asyncio.Future[None],
+    ) -> asyncio.Future[None]:
+        """Wait for ``read``, unless records below a share-partition's end become available while
+        the broker waits for new ones (released, a lock expired): then ``read`` is cancelled
+        (undone: the caller tries again). Answers the wake-up future now registered."""
+        while not read.done():
+            await asyncio.wait((read, woken), return_when=asyncio.FIRST_COMPLETED)
+            if read.done():
+                break
+            if shard.read_live(lambda s: shard_ops.has_available(s.share_data, keys.values())):
+                read.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await read
+                break
+            self.waiters.unregister(keys.values(), woken)
+            woken = self.waiters.register(keys.values())
+        return woken
 
     async def _make_live(
         self,
@@ -524,9 +632,16 @@ class ShareDataPath:
         errors: dict[tuple[str, int], int],
         shard: Shard[GroupCoordinatorState],
     ) -> tuple[list[shard_ops.Fetched], dict[SharePartitionKey, list[Batch]]]:
-        """Fetch each share-partition from its leader, at its fetch offset."""
+        """Fetch each share-partition from its leader, at its fetch offset (or from the records
+        read last from it, when they hold that offset: ``share_read_cache.py``)."""
         by_leader: dict[Leader, list[tuple[str, int, int]]] = defaultdict(list)
+        answered: list[tuple[str, int, int, PartitionFetch]] = []
+        now = time.monotonic()
         for key, (offset, _) in offsets.items():
+            kept = self.read_cache.get((key.topic, key.partition, read_committed), offset, max_bytes, now)
+            if kept is not None:
+                answered.append((key.topic, key.partition, offset, kept))
+                continue
             try:
                 leader = await self.fetcher.leader(key.topic, key.partition)
             except READ_ERRORS as exc:
@@ -538,7 +653,7 @@ class ShareDataPath:
             by_leader[leader].append((key.topic, key.partition, offset))
         # The broker waits for new records only when every partition is read at its end (nothing
         # available again below); otherwise records are there and it answers at once.
-        at_end = all(end for _, end in offsets.values())
+        at_end = not answered and all(end for _, end in offsets.values())
         answers = await asyncio.gather(
             *(
                 self.fetcher.fetch(
@@ -552,8 +667,7 @@ class ShareDataPath:
             ),
             return_exceptions=True,
         )
-        fetched: list[shard_ops.Fetched] = []
-        data: dict[SharePartitionKey, list[Batch]] = {}
+        now = time.monotonic()
         for (_leader, wanted), answer in zip(by_leader.items(), answers, strict=True):
             if isinstance(answer, BaseException):
                 log.warning("share fetch from the cluster failed: %r", answer)
@@ -562,18 +676,22 @@ class ShareDataPath:
                 continue
             for topic, partition, offset in wanted:
                 got: PartitionFetch | None = answer.get((topic, partition))
-                key = SharePartitionKey(group, topic, partition)
-                if got is None:
-                    continue
-                if got.error_code == OFFSET_OUT_OF_RANGE:
-                    fetched.append(shard_ops.Fetched(key, offset, (), (), got.log_start_offset))
-                    continue
-                if got.error_code:
-                    errors[(topic, partition)] = got.error_code
-                    continue
-                batches = tuple(OffsetRange(b.first, b.last) for b in got.batches)
-                fetched.append(shard_ops.Fetched(key, offset, batches, tuple(got.archive), got.log_start_offset))
-                data[key] = got.batches
+                if got is not None:
+                    self.read_cache.put((topic, partition, read_committed), got, now)
+                    answered.append((topic, partition, offset, got))
+        fetched: list[shard_ops.Fetched] = []
+        data: dict[SharePartitionKey, list[Batch]] = {}
+        for topic, partition, offset, got in answered:
+            key = SharePartitionKey(group, topic, partition)
+            if got.error_code == OFFSET_OUT_OF_RANGE:
+                fetched.append(shard_ops.Fetched(key, offset, (), (), got.log_start_offset))
+                continue
+            if got.error_code:
+                errors[(topic, partition)] = got.error_code
+                continue
+            batches = tuple(OffsetRange(b.first, b.last) for b in got.batches)
+            fetched.append(shard_ops.Fetched(key, offset, batches, tuple(got.archive), got.log_start_offset))
+            data[key] = got.batches
         return fetched, data
 
     def _fetch_answer(

@@ -40,6 +40,8 @@ _ACK_TARGET = {
 }
 
 
+_TERMINAL = frozenset(s for s in RecordState if s.terminal)
+
 # offset -> its durable (state, delivery count) before the operation; None for a new record.
 _Touched = dict[int, tuple[int, int] | None]
 
@@ -90,10 +92,11 @@ class SharePartition:
         self.start_offset = start_offset
         self.end_offset = start_offset
         self.records: dict[int, InFlightRecord] = {}
-        # Lazy heaps (entries checked against the record when popped): AVAILABLE offsets, and
-        # (deadline, offset) of acquired ones.
+        # Lazy heaps (entries checked against the records when popped): AVAILABLE offsets, and
+        # (deadline, first, last) of acquired runs (one entry per run acquired, not per offset:
+        # an acquisition of 500 records is one heap push, its acknowledgement no pop at all).
         self._available: list[int] = []
-        self._locks: list[tuple[int, int]] = []
+        self._locks: list[tuple[int, int, int]] = []
 
     # --- creation ----------------------------------------------------------------------------
     @classmethod
@@ -150,12 +153,15 @@ class SharePartition:
 
     def next_lock_deadline(self) -> int | None:
         """When ``expire_locks`` next has something to do (for the caller's timer)."""
-        heap = self._locks
+        heap, records = self._locks, self.records
         while heap:
-            deadline, offset = heap[0]
-            rec = self.records.get(offset)
-            if rec is not None and rec.state == RecordState.ACQUIRED and rec.deadline == deadline:
-                return deadline
+            deadline, first, last = heap[0]
+            for offset in range(max(first, self.start_offset), last + 1):
+                rec = records.get(offset)
+                if rec is not None and rec.state is RecordState.ACQUIRED and rec.deadline == deadline:
+                    if offset > first:  # what went before is done: the entry narrows
+                        heapq.heapreplace(heap, (deadline, offset, last))
+                    return deadline
             heapq.heappop(heap)
         return None
 
@@ -198,8 +204,11 @@ class SharePartition:
         cfg = self.config
         before = self.start_offset
         touched: _Touched = {}
-        got: list[tuple[int, int]] = []  # (offset, delivery count)
+        runs: list[AcquiredRecords] = []
+        acquired = 0
+        first_acquired = last_acquired = -1
         skip = _RangeSet(archive)
+        has_skip = bool(skip)
         lock_until = now + cfg.record_lock_duration_ms
         # (Also bounded by what replay accepts as one batch, whatever the configuration says.)
         room = min(cfg.max_in_flight_records, MAX_BATCH_SPAN) - self.in_flight()
@@ -213,7 +222,7 @@ class SharePartition:
 
         for batch in batches:
             for offset in range(max(batch.first, self.start_offset), batch.last + 1):
-                if len(got) >= limit:
+                if acquired >= limit:
                     break
                 rec = self.records.get(offset)
                 if rec is None:
@@ -230,13 +239,13 @@ class SharePartition:
                     continue
                 if offset not in touched:
                     touched[offset] = rec.durable()
-                if (skip and offset in skip) or rec.delivery_count >= count_limit:
+                if (has_skip and offset in skip) or rec.delivery_count >= count_limit:
                     # Not to be delivered, or the limit was lowered since it was released: done.
                     rec.state = RecordState.ARCHIVED
                     continue
                 if rec.delivery_count >= throttle_from:
                     if not throttled:
-                        if got:
+                        if acquired:
                             break  # records near the limit go out in a lot of their own, later
                         throttled = True
                         limit = max(1, max_records >> (rec.delivery_count - throttle_from + 1))
@@ -246,13 +255,25 @@ class SharePartition:
                 rec.delivery_count += 1
                 rec.member = member
                 rec.deadline = lock_until
-                heapq.heappush(self._locks, (lock_until, offset))
-                got.append((offset, rec.delivery_count))
+                count = rec.delivery_count
+                acquired += 1
+                # Consecutive offsets with the same delivery count: one AcquiredRecords.
+                if runs and last_acquired + 1 == offset and runs[-1].delivery_count == count:
+                    runs[-1] = AcquiredRecords(runs[-1].first_offset, offset, count)
+                else:
+                    runs.append(AcquiredRecords(offset, offset, count))
+                if first_acquired < 0:
+                    first_acquired = offset
+                last_acquired = offset
             else:
                 continue
             break
+        if acquired:
+            # One lock entry for all of them (offsets between that this fetch did not acquire
+            # fail the entry's check when it is due: another deadline, or not acquired).
+            heapq.heappush(self._locks, (lock_until, first_acquired, last_acquired))
         self._advance_start()
-        return Acquired(tuple(_runs(got)), self._change(touched, before))
+        return Acquired(tuple(runs), self._change(touched, before))
 
     def _archive_missing(self, lo: int, batches: Sequence[OffsetRange], touched: _Touched) -> None:
         hi = min(batches[-1].last, self.end_offset - 1)
@@ -293,7 +314,7 @@ class SharePartition:
         for rec, offset, ack in plan:
             if ack == AcknowledgeType.RENEW:
                 rec.deadline = now + self.config.record_lock_duration_ms
-                heapq.heappush(self._locks, (rec.deadline, offset))
+                heapq.heappush(self._locks, (rec.deadline, offset, offset))
                 continue
             self._release(rec, offset, _ACK_TARGET[ack], touched)
         self._advance_start()
@@ -324,10 +345,11 @@ class SharePartition:
         touched: _Touched = {}
         heap = self._locks
         while heap and heap[0][0] <= now:
-            deadline, offset = heapq.heappop(heap)
-            rec = self.records.get(offset)
-            if rec is not None and rec.state == RecordState.ACQUIRED and rec.deadline == deadline:
-                self._release(rec, offset, RecordState.AVAILABLE, touched)
+            deadline, first, last = heapq.heappop(heap)
+            for offset in range(max(first, self.start_offset), last + 1):
+                rec = self.records.get(offset)
+                if rec is not None and rec.state == RecordState.ACQUIRED and rec.deadline == deadline:
+                    self._release(rec, offset, RecordState.AVAILABLE, touched)
         self._advance_start()
         return self._change(touched, before)
 
@@ -376,7 +398,7 @@ class SharePartition:
                 # A gap (no record was ever fetched there): jump to the next record, not offset by offset.
                 start = min((o for o in records if o > start), default=end)
                 continue
-            if not rec.state.terminal:
+            if rec.state not in _TERMINAL:
                 break
             del records[start]
             start += 1
@@ -385,11 +407,20 @@ class SharePartition:
     def _change(self, touched: _Touched, start_before: int) -> ShareStateChange | None:
         """The offsets whose durable state differs from before the operation, and SPSO."""
         start, records = self.start_offset, self.records
-        changed = sorted(o for o, was in touched.items() if o >= start and o in records and records[o].durable() != was)
+        acquired = RecordState.ACQUIRED
+        changed: list[tuple[int, tuple[int, int]]] = []
+        for o, was in touched.items():
+            rec = records.get(o) if o >= start else None
+            if rec is not None:
+                # ``InFlightRecord.durable``, inlined: this runs for every offset an operation touched.
+                state = rec.state
+                now = (0 if state is acquired else int(state), rec.delivery_count)
+                if now != was:
+                    changed.append((o, now))
         if not changed and start == start_before:
             return None
-        batches = tuple(merge_batches((o, self.records[o].durable()) for o in changed))
-        return ShareStateChange(start, batches, self.state_epoch)
+        changed.sort()
+        return ShareStateChange(start, tuple(merge_batches(changed)), self.state_epoch)
 
 
 class _RangeSet:
@@ -405,15 +436,3 @@ class _RangeSet:
 
     def __bool__(self) -> bool:
         return bool(self._ranges)
-
-
-def _runs(got: list[tuple[int, int]]) -> list[AcquiredRecords]:
-    """Consecutive offsets with the same delivery count, as ShareFetch's AcquiredRecords."""
-    out: list[AcquiredRecords] = []
-    for offset, count in got:
-        if out and out[-1].last_offset + 1 == offset and out[-1].delivery_count == count:
-            last = out[-1]
-            out[-1] = AcquiredRecords(last.first_offset, offset, count)
-        else:
-            out.append(AcquiredRecords(offset, offset, count))
-    return out

@@ -14,7 +14,7 @@ caller (``service/share_data.py``) fetches from the cluster and passes the batch
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ from groupcoord.coordinator.share.state import (
     SharePartitionKey,
     ShareStateChange,
     ShareStateStore,
+    combine_changes,
 )
 from groupcoord.records import CoordinatorRecord, RecordType
 from groupcoord.records.definitions import (
@@ -65,6 +66,11 @@ class ShareDataState:
     def __init__(self) -> None:
         self.store = ShareStateStore()
         self.live: dict[SharePartitionKey, SharePartition] = {}
+        # Told of every share-partition an operation left with records to acquire (released,
+        # a lock expired, acknowledged out of the in-flight window, just created): the data path
+        # wakes the ShareFetches waiting for it. Transient, set on the live state by the data
+        # path; it may only schedule (the operation is still running).
+        self.listener: Callable[[SharePartitionKey], None] | None = None
         self.initialized: Initialized = {}
 
     def replay(self, record: CoordinatorRecord) -> None:
@@ -96,26 +102,43 @@ class ShareDataState:
 
 @dataclass(slots=True)
 class _Changes:
-    """Collects the records and lock timers of one operation over several share-partitions."""
+    """Collects the changes and lock timers of one operation over several share-partitions: one
+    record per share-partition, whatever the operation did to it (its changes are combined), so
+    its record's slot is numbered from the store as the runtime left it (the runtime replays the
+    records afterwards)."""
 
     state: ShareDataState
     records: list[CoordinatorRecord] = field(default_factory=list)
     timers: list[TimerOp] = field(default_factory=list)
+    _touched: dict[SharePartitionKey, tuple[SharePartition, ShareStateChange | None, str | None]] = field(
+        default_factory=dict
+    )
 
     def add(
         self, key: SharePartitionKey, sp: SharePartition, change: ShareStateChange | None, topic_id: str | None = None
     ) -> None:
-        # At most one change per share-partition and operation: its record's slot is numbered
-        # from the store as the runtime left it (the runtime replays the records afterwards).
-        if change is not None:
-            self.records += self.state.store.records_for(key, change, topic_id)
-        deadline = sp.next_lock_deadline()
-        if deadline is None:
-            self.timers.append(CancelTimer(lock_timer_key(key)))
-        else:
-            self.timers.append(ScheduleTimer(lock_timer_key(key), deadline, ShareLockExpiry(key)))
+        before = self._touched.get(key)
+        if before is not None:
+            change = combine_changes(before[1], change)
+            topic_id = topic_id if topic_id is not None else before[2]
+        self._touched[key] = (sp, change, topic_id)
 
     def result(self, response: Any) -> Result[Any]:
+        listener = self.state.listener
+        # The share-partitions' records first, then any the operation added itself (record 15).
+        records: list[CoordinatorRecord] = []
+        for key, (sp, change, topic_id) in self._touched.items():
+            if change is not None:
+                records += self.state.store.records_for(key, change, topic_id)
+            deadline = sp.next_lock_deadline()
+            if deadline is None:
+                self.timers.append(CancelTimer(lock_timer_key(key)))
+            else:
+                self.timers.append(ScheduleTimer(lock_timer_key(key), deadline, ShareLockExpiry(key)))
+            if listener is not None and sp.can_acquire():
+                listener(key)
+        self._touched.clear()
+        self.records[:0] = records
         return Result(response, self.records, self.timers)
 
 
@@ -180,17 +203,28 @@ def ensure(
 
 
 def fetch_offsets(
-    state: ShareDataState, keys: Iterable[SharePartitionKey]
+    state: ShareDataState, keys: Iterable[SharePartitionKey], acknowledged: Collection[SharePartitionKey] = ()
 ) -> dict[SharePartitionKey, tuple[int, bool]]:
-    """Where to fetch each live share-partition that can acquire something from, and whether that
-    is its end (only new records can be had there: the log's fetch may wait for them). Read-only."""
+    """Where to fetch each live share-partition that can acquire something from (or that is
+    ``acknowledged`` before it acquires: that may make room), and whether that is its end (only
+    new records can be had there: the log's fetch may wait for them). Read-only."""
     out = {}
     for key in keys:
         sp = state.live.get(key)
-        if sp is not None and sp.can_acquire():
+        if sp is not None and (key in acknowledged or sp.can_acquire()):
             offset = sp.next_fetch_offset()
             out[key] = (offset, offset >= sp.end_offset)
     return out
+
+
+def has_available(state: ShareDataState, keys: Iterable[SharePartitionKey]) -> bool:
+    """Whether a live share-partition has records below its end to acquire (released, a lock
+    expired): not only new ones from the log. Read-only."""
+    for key in keys:
+        sp = state.live.get(key)
+        if sp is not None and sp.next_fetch_offset() < sp.end_offset:
+            return True
+    return False
 
 
 # --- acquiring and acknowledging --------------------------------------------------------------
@@ -213,10 +247,16 @@ def acquire(
 ) -> Result[dict[SharePartitionKey, tuple[AcquiredRecords, ...]]]:
     """Acquire for ``member`` what the fetches returned, at most ``max_records`` over all."""
     changes = _Changes(state)
+    return changes.result(_acquire(changes, member, fetched, max_records, now))
+
+
+def _acquire(
+    changes: _Changes, member: str, fetched: Sequence[Fetched], max_records: int, now: int
+) -> dict[SharePartitionKey, tuple[AcquiredRecords, ...]]:
     got: dict[SharePartitionKey, tuple[AcquiredRecords, ...]] = {}
     remaining = max_records
     for f in fetched:
-        sp = state.live.get(f.key)
+        sp = changes.state.live.get(f.key)
         if sp is None:
             continue
         if not f.batches:
@@ -232,22 +272,24 @@ def acquire(
         if result.records:
             got[f.key] = result.records
             remaining -= result.count
-    return changes.result(got)
+    return got
 
 
-def acknowledge(
-    state: ShareDataState,
-    member: str,
-    acks: Sequence[tuple[SharePartitionKey, SharePartitionConfig, Sequence[AcknowledgementBatch]]],
-    now: int,
-) -> Result[dict[SharePartitionKey, ErrorCode]]:
+Acks = Sequence[tuple[SharePartitionKey, SharePartitionConfig, Sequence[AcknowledgementBatch]]]
+
+
+def acknowledge(state: ShareDataState, member: str, acks: Acks, now: int) -> Result[dict[SharePartitionKey, ErrorCode]]:
     """Apply a member's acknowledgements, each share-partition all or nothing. A share-partition
     with no live state has no record acquired by anyone (a load expires every lock): its
     acknowledgements are INVALID_RECORD_STATE, as Kafka answers an expired lock."""
     changes = _Changes(state)
+    return changes.result(_acknowledge(changes, member, acks, now))
+
+
+def _acknowledge(changes: _Changes, member: str, acks: Acks, now: int) -> dict[SharePartitionKey, ErrorCode]:
     errors: dict[SharePartitionKey, ErrorCode] = {}
     for key, _config, batches in acks:
-        sp = state.live.get(key)
+        sp = changes.state.live.get(key)
         if sp is None:
             errors[key] = ErrorCode.INVALID_RECORD_STATE
             continue
@@ -255,7 +297,19 @@ def acknowledge(
         errors[key] = result.error
         if result.error is ErrorCode.NONE:
             changes.add(key, sp, result.change)
-    return changes.result(errors)
+    return errors
+
+
+def acknowledge_and_acquire(
+    state: ShareDataState, member: str, acks: Acks, fetched: Sequence[Fetched], max_records: int, now: int
+) -> Result[tuple[dict[SharePartitionKey, ErrorCode], dict[SharePartitionKey, tuple[AcquiredRecords, ...]]]]:
+    """A ShareFetch's acknowledgements, then its acquisition, as one write: one record per
+    share-partition (what a load replays is the same as after the two operations apart). The
+    acknowledgements go first: what they free (room in the in-flight window, released records)
+    may be acquired by the same fetch, as Kafka's ShareFetch does."""
+    changes = _Changes(state)
+    errors = _acknowledge(changes, member, acks, now)
+    return changes.result((errors, _acquire(changes, member, fetched, max_records, now)))
 
 
 def release_member(

@@ -87,8 +87,15 @@ class DurableShareState:
 
     def apply(self, start_offset: int, batches: Iterable[ShareStateBatch]) -> None:
         if start_offset > self.start_offset:
+            offsets = self.offsets
+            if start_offset - self.start_offset < len(offsets):
+                # The usual step (acknowledged records done): drop the offsets passed, not a
+                # rebuild of the whole in-flight window for each update replayed.
+                for offset in range(self.start_offset, start_offset):
+                    offsets.pop(offset, None)
+            else:
+                self.offsets = {o: s for o, s in offsets.items() if o >= start_offset}
             self.start_offset = start_offset
-            self.offsets = {o: s for o, s in self.offsets.items() if o >= start_offset}
         for b in batches:
             for offset in range(max(b.first_offset, self.start_offset), b.last_offset + 1):
                 self.offsets[offset] = (b.delivery_state, b.delivery_count)
@@ -114,6 +121,44 @@ def merge_batches(offsets: Iterable[tuple[int, tuple[int, int]]]) -> Iterator[Sh
         run = [offset, offset, state, count]
     if run is not None:
         yield ShareStateBatch(run[0], run[1], run[2], run[3])
+
+
+def combine_changes(first: ShareStateChange | None, then: ShareStateChange | None) -> ShareStateChange | None:
+    """One change that replays as ``first`` followed by ``then`` (two operations on one
+    share-partition in one write, e.g. a ShareFetch's acknowledgements and its acquisition): the
+    later start offset, ``then``'s offsets over ``first``'s, ranges only (no per-offset work)."""
+    if first is None:
+        return then
+    if then is None:
+        return first
+    start = max(first.start_offset, then.start_offset)
+    covered = [(b.first_offset, b.last_offset) for b in then.batches]
+    kept: list[ShareStateBatch] = []
+    for b in first.batches:
+        lo = max(b.first_offset, start)
+        for c_first, c_last in covered:
+            if lo > b.last_offset:
+                break
+            if c_last < lo or c_first > b.last_offset:
+                continue
+            if c_first > lo:
+                kept.append(ShareStateBatch(lo, c_first - 1, b.delivery_state, b.delivery_count))
+            lo = c_last + 1
+        if lo <= b.last_offset:
+            kept.append(ShareStateBatch(lo, b.last_offset, b.delivery_state, b.delivery_count))
+    runs = sorted([*kept, *(b for b in then.batches if b.last_offset >= start)], key=lambda b: b.first_offset)
+    merged: list[ShareStateBatch] = []
+    for b in runs:
+        prev = merged[-1] if merged else None
+        if (
+            prev is not None
+            and prev.last_offset + 1 == b.first_offset
+            and (prev.delivery_state, prev.delivery_count) == (b.delivery_state, b.delivery_count)
+        ):
+            merged[-1] = ShareStateBatch(prev.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+        else:
+            merged.append(b)
+    return ShareStateChange(start, tuple(merged), then.state_epoch, first.reset or then.reset)
 
 
 class ShareStateStore:

@@ -1,0 +1,74 @@
+"""The last records read from each partition for share groups, reused by the next ShareFetches.
+
+Consumers of one share group read the same partition one after the other, each a little further
+on (the first acquires 500 of the records a read returned, the next fetches from where that
+ended). A Fetch from the partition's leader returns up to 1 MiB; keeping that answer lets the
+following ShareFetches acquire from it without a round trip to the broker each (Kafka's broker
+reads its own log; this sidecar's log is across the network). Records below the high watermark
+do not change, so an answer stays right; it is kept for ``TTL_S`` only, so records removed by
+retention or a DeleteRecords are not handed out for longer than that after a read, and at most
+``MAX_ENTRIES`` partitions' answers are kept.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from groupcoord.coordinator.service.share_fetcher import PartitionFetch
+
+TTL_S = 1.0
+MAX_ENTRIES = 64
+
+# (topic, partition, read_committed)
+CacheKey = tuple[str, int, bool]
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    fetched: PartitionFetch
+    lasts: list[int]  # each batch's last offset, for bisecting
+    at: float
+
+
+class ShareReadCache:
+    def __init__(self, ttl_s: float = TTL_S, max_entries: int = MAX_ENTRIES) -> None:
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self._entries: dict[CacheKey, _Entry] = {}
+
+    def put(self, key: CacheKey, fetched: PartitionFetch, now: float) -> None:
+        """Keep a read's answer (only one without error that returned records)."""
+        if fetched.error_code or not fetched.batches:
+            self._entries.pop(key, None)
+            return
+        self._entries.pop(key, None)
+        if len(self._entries) >= self.max_entries:
+            del self._entries[next(iter(self._entries))]  # the oldest kept
+        self._entries[key] = _Entry(fetched, [b.last for b in fetched.batches], now)
+
+    def get(self, key: CacheKey, offset: int, max_bytes: int, now: float) -> PartitionFetch | None:
+        """What a read from ``offset`` of at most ``max_bytes`` (at least one batch) would
+        return, when a kept answer holds ``offset``; None otherwise."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if now - entry.at > self.ttl_s:
+            del self._entries[key]
+            return None
+        batches = entry.fetched.batches
+        if offset < batches[0].first or offset > entry.lasts[-1]:
+            return None
+        start = bisect.bisect_left(entry.lasts, offset)
+        end, size = start + 1, len(batches[start].data)
+        while end < len(batches) and size + len(batches[end].data) <= max_bytes:
+            size += len(batches[end].data)
+            end += 1
+        first, last = batches[start].first, batches[end - 1].last
+        return PartitionFetch(
+            entry.fetched.error_code,
+            batches[start:end],
+            [a for a in entry.fetched.archive if a.last >= first and a.first <= last],
+            entry.fetched.log_start_offset,
+            entry.fetched.high_watermark,
+        )
