@@ -71,7 +71,7 @@ def share_run(written_log: WrittenLog) -> Iterator[ShareRun]:
     for i in range(RECORDS):
         producer.produce(run.topic, f"r{i}".encode(), partition=0)
     assert producer.flush(15) == 0
-    _set_group_config(wl.serve, run.group, "share.auto.offset.reset", "earliest")
+    _set_group_config(wl.serve.bootstrap, run.group, "share.auto.offset.reset", "earliest")
     topic_id = _topic_id(wl.bootstrap, run.topic)
 
     async def drive() -> None:
