@@ -226,7 +226,16 @@ def main() -> None:
     results = json.loads(args.out.read_text()) if args.out.exists() else {"runs": []}
     results["runs"] = [r for r in results["runs"] if r.get("name") != args.name] + [run]
     args.out.write_text(json.dumps(results, indent=1) + "\n")
-    keys = ("recovery_s_p50", "recovery_s_p99", "recovery_s_max", "owner_recovery_s_p50", "owner_recovery_s_p99")
+    keys = (
+        "recovery_s_p50",
+        "recovery_s_p99",
+        "recovery_s_max",
+        "owner_recovery_s_p50",
+        "owner_recovery_s_p99",
+        "longest_gap_s_p50",
+        "longest_gap_s_p99",
+        "longest_gap_s_max",
+    )
     summary = {k: report.get(k) for k in keys}
     print(json.dumps({"anchor_median_s": run["anchor_bare_rebalance_s"]["median"], **summary}))
     if steps is not None:

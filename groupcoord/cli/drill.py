@@ -13,6 +13,8 @@ kills (or pauses and resumes) a random process at each interval and restarts it,
   from the serve processes' own log lines: until a surviving process saw the placement rebalance,
   until a shard of the drill's groups was assigned again, until it was loaded, until the groups'
   commits were acknowledged); p50/p99/max over the faults;
+- per fault, the longest any group then went without an acknowledged commit until the next fault
+  (a move after the first acknowledgement counts there); p50/p99/max;
 - commit latency p50/p99.
 
 Ctrl-C or SIGTERM ends the workload at once: the processes it started are stopped (the serve
@@ -428,8 +430,11 @@ def _result(
     """The report; ``lost`` is None when the drill was interrupted before the final check."""
     lines = {child.address: serve_lines(child.log) for child in children}
     shards = {partition_for(g, LOG_PARTITIONS) for g in groups}
-    for kill in kills:
+    # Each fault's window ends at the next fault, the last one's now.
+    ends = [float(k["at"]) for k in kills[1:]] + [time.monotonic()] * bool(kills)
+    for kill, end in zip(kills, ends, strict=True):
         kill["recovered_s"] = _recovery(kill, groups, stats)
+        kill["longest_gap_s"] = longest_gap(float(kill["at"]), end, groups, stats.acks)
         kill.update(breakdown(kill, lines, shards))
         kill.pop("at", None)
         kill.pop("wall", None)
@@ -440,6 +445,7 @@ def _result(
         for m in _LOADED.finditer(child.log.read_text(errors="replace"))
     ]
     recoveries = [k["recovered_s"] for k in kills if k["recovered_s"] is not None]
+    gaps = [k["longest_gap_s"] for k in kills]
     # The faults that took a shard of the drill's groups away: the others cost nothing to recover.
     owner_faults = [k for k in kills if k["group_shards_lost"]]
     owner_recoveries = [k["recovered_s"] for k in owner_faults if k["recovered_s"] is not None]
@@ -473,6 +479,12 @@ def _result(
         "recovery_s_p99": round(percentile(recoveries, 99), 2),
         "recovery_s_max": round(max(recoveries, default=0.0), 2),
         "not_recovered": len(kills) - len(recoveries),
+        # Per fault, the longest a group went without an acknowledged commit until the next fault:
+        # unlike the recovery it also counts a move after the first acknowledgement (a stopping
+        # process that serves on for a while, or the restarted process's rebalance moving shards).
+        "longest_gap_s_p50": round(percentile(gaps, 50), 2),
+        "longest_gap_s_p99": round(percentile(gaps, 99), 2),
+        "longest_gap_s_max": round(max(gaps, default=0.0), 2),
         "owner_faults": len(owner_faults),
         "owner_recovery_s_p50": round(percentile(owner_recoveries, 50), 2),
         "owner_recovery_s_p99": round(percentile(owner_recoveries, 99), 2),
@@ -572,6 +584,18 @@ def _recovery(kill: dict[str, Any], groups: dict[str, str], stats: Stats) -> flo
     return round(worst, 2)
 
 
+def longest_gap(start: float, end: float, groups: dict[str, str], acks: list[tuple[float, str]]) -> float:
+    """The longest time, from ``start`` to ``end``, that any group went without an acknowledged commit."""
+    worst = 0.0
+    for group in groups:
+        last = start
+        for t in sorted(t for t, g in acks if g == group and start <= t <= end):
+            worst = max(worst, t - last)
+            last = t
+        worst = max(worst, end - last)
+    return round(worst, 2)
+
+
 def _report(result: dict[str, Any], console: Console) -> None:
     table = Table(title="failover drill")
     table.add_column("measure")
@@ -595,6 +619,9 @@ def _report(result: dict[str, Any], console: Console) -> None:
         "recovery_s_p50",
         "recovery_s_p99",
         "recovery_s_max",
+        "longest_gap_s_p50",
+        "longest_gap_s_p99",
+        "longest_gap_s_max",
         "owner_faults",
         "owner_recovery_s_p50",
         "owner_recovery_s_p99",

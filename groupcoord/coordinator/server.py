@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +51,7 @@ from groupcoord.coordinator.runtime.shard import Shard, ShardStatus
 from groupcoord.coordinator.security.authorizer import AclAuthorizer, AclError, ClusterAclSource, FileAclSource
 from groupcoord.coordinator.security.cluster_login import ClusterLogin, UnsupportedLogin
 from groupcoord.coordinator.service.gateway_handler import CoordinatorApiHandler
+from groupcoord.coordinator.service.handover_relay import HandoverRelay
 from groupcoord.coordinator.service.metadata_cache import MetadataCache, TopicInfo
 from groupcoord.coordinator.service.partitioning import partition_for
 from groupcoord.coordinator.service.secured_handler import SecuredHandler
@@ -432,6 +434,8 @@ async def _serving_with(
         bridged = False
     locator = PlacementLocator(runtime)
     api_handler = CoordinatorApiHandler(service, metadata)
+    # At a graceful stop, requests for the shards handed over are relayed to their successors.
+    handover_relay = HandoverRelay(api_handler, service.partition_for)
     host, port = parse_hostport(settings.listen, 9094)
     gateway = GatewayServer(
         GatewayConfig(
@@ -444,11 +448,15 @@ async def _serving_with(
             share_groups_enabled=settings.share_groups_enabled,
             **settings.gateway.model_dump(exclude={"authorization", "max_group_response_bytes"}),
         ),
-        MeteredHandler(SecuredHandler(api_handler, metadata, authorizer, own_topics, own_groups)),
+        MeteredHandler(SecuredHandler(handover_relay, metadata, authorizer, own_topics, own_groups)),
         locator,
         GatewayMetrics(),
     )
     gateway.peers = locator.peers
+    # As group configs are relayed (gateway/group_configs.py): plain listeners only, since the
+    # successor would refuse an anonymous relay on a TLS or authenticating listener.
+    handover_relay.enabled = gateway.config.listener_tls is None and gateway.config.authentication == "none"
+    handover_relay.timeout_s = gateway.config.upstream_connect_timeout_s
     share_fetcher: ShareRecordFetcher | None = None
     if settings.share_groups_enabled:
         # The share data path reads the records it hands out from the brokers, the way the
@@ -587,6 +595,7 @@ async def _serving_with(
             say.error(f"cannot join the placement group: {exc}")
             return 1
         locator.placement = placement
+        handover_relay.successor_of = placement.successor_address
         # The directory topic may have just been created: its id is protected too.
         await metadata.refresh()
         await _protect_ids(gateway, metadata, own_topics)
@@ -626,11 +635,13 @@ async def _serving_with(
         if peers is not None:
             await asyncio.to_thread(peers.close)
         if placement is not None:
+            if remover is not None:
+                await _rebalance_ended(placement, remover, settings.placement.session_timeout_ms / 1000, say)
             # Hand the shards over first, while the listener still answers (FindCoordinator sends
             # clients on as soon as the next owners announce): shards stop serving, then the
             # process leaves the placement group, so the cluster rebalances now rather than at
             # the session timeout.
-            await _leave_placement(runtime, placement, remover, say)
+            await _leave_placement(runtime, placement, remover, say, handover_relay)
         if health is not None:
             health.close()
         await metrics.close()
@@ -663,21 +674,75 @@ def _takeover_first(
     return wait
 
 
+async def _rebalance_ended(placement: Placement, remover: MemberRemover, cap_s: float, say: Say) -> None:
+    """A stop that lands in a placement rebalance (the previous restart's join, say) waits for it
+    to end, serving meanwhile, bounded by ``cap_s``. Leaving in the middle of one, the local broker
+    (Tansu) went on assigning shards to the member that left and stalled the group for minutes
+    (seen in the drill, as with a member removed mid-rebalance, ``peers.py``); and this process's
+    part of the rebalance, once done, is handed over like the rest of its shards."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    while True:
+        try:
+            state = await remover.group_state(placement.config.group_id)
+        except RemovalFailed as exc:
+            log.info("placement group state unknown (%s); leaving now", exc)
+            return
+        if state in _SETTLED:
+            break
+        if loop.time() - started >= cap_s:
+            say.warning(f"placement group still {state} after {cap_s:.0f}s; leaving in the middle of its rebalance")
+            return
+        await asyncio.sleep(0.1)
+    if loop.time() - started > 0.2:
+        # The assignment that ended it reaches this process at its next poll (every 0.1 s).
+        await asyncio.sleep(0.3)
+        say.info(f"placement: stopping once the rebalance under way ended ({loop.time() - started:.1f}s)")
+
+
+# Classic group states with no rebalance under way ("": the coordinator did not say).
+_SETTLED = frozenset({"Stable", "Empty", "Dead", ""})
+
+
 async def _leave_placement(
     runtime: CoordinatorRuntime[GroupCoordinatorState],
     placement: Placement,
     remover: MemberRemover | None,
     say: Say,
+    handover_relay: HandoverRelay | None = None,
 ) -> None:
     owned = sorted(runtime.shards)
-    for p in owned:
-        runtime.unload_shard(p)
+    loop = asyncio.get_running_loop()
+
+    def unload() -> None:
+        if handover_relay is not None:
+            # From here their requests wait for the successors and are relayed to them.
+            handover_relay.stopping(owned)
+        for p in owned:
+            runtime.unload_shard(p)
+
+    def stop_serving() -> None:
+        # Called on placement's thread once the successors are chosen, right before they are
+        # named: the shards serve here until then, and never after.
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                unload()
+            finally:
+                done.set()
+
+        loop.call_soon_threadsafe(run)
+        done.wait()
+
     member_id = placement.me_now.member_id
     # Successors take the shards now (runtime/handover.py), then a dynamic member's LeaveGroup.
-    handed = await asyncio.to_thread(placement.close, owned)
+    handed = await asyncio.to_thread(placement.close, owned, stop_serving)
     if handed:
         to = ", ".join(f"{p} to node {h.successor}" for p, h in sorted(handed.items()))
         say.info(f"placement: shards handed over ahead of the rebalance: {to}")
+    elif handover_relay is not None:
+        handover_relay.give_up()
     instance_id = placement.config.instance_id
     if instance_id is not None and member_id is not None and remover is not None:
         # librdkafka sends no LeaveGroup for a static member: without one its shards would wait
@@ -688,6 +753,11 @@ async def _leave_placement(
         except (RemovalFailed, TimeoutError, OSError) as exc:
             say.warning(f"could not leave the placement group ({exc}); shards move at the session timeout")
     say.info(f"placement left; shards {owned} handed over")
+    if handover_relay is not None and handed:
+        # The listener stays until the clients of the moved groups have gone to the successors
+        # (service/handover_relay.py): closed under them, librdkafka may notice only a second later.
+        await handover_relay.settled()
+        say.info(f"handover: {handover_relay.relayed} requests relayed to the successors; closing the listener")
 
 
 def shard_statuses(runtime: CoordinatorRuntime[GroupCoordinatorState]) -> dict[int, str]:

@@ -149,3 +149,14 @@ def test_the_breakdown_of_a_recovery_is_read_from_the_serve_lines() -> None:
     }
     # A fault of a process that held none of the groups' shards costs nothing to recover.
     assert breakdown({"wall": 100.0, "process": "survivor"}, lines, {0}) == {"group_shards_lost": []}
+
+
+def test_the_longest_gap_counts_a_move_after_the_first_acknowledgement() -> None:
+    """A group acknowledged at once after the fault but interrupted later (its stopping owner served
+    on a while) shows in the gap, not in the recovery."""
+    from groupcoord.cli.drill import longest_gap
+
+    groups = {"a": "consumer", "b": "classic"}
+    acks = [(100.1, "a"), (100.2, "b"), (100.3, "a"), (102.8, "a"), (100.4, "b"), (101.0, "b"), (99.0, "a")]
+    assert longest_gap(100.0, 103.0, groups, acks) == 2.5  # a: 100.3 -> 102.8
+    assert longest_gap(100.0, 104.5, groups, acks) == 3.5  # b: nothing after 101.0 until the end

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from groupcoord.coordinator.runtime.handover import Handover, Successor, choose_successors, decode, encode
+from groupcoord.coordinator.runtime.placement import Incarnation, Node, Placement, PlacementConfig
 
 
 def test_successors_are_the_ones_an_eager_roundrobin_rebalance_picks() -> None:
@@ -26,3 +29,52 @@ def test_the_directory_field_reads_back_and_junk_in_it_is_left_out() -> None:
     field["6"] = "no successor"
     assert decode(9, "inc-9", field) == {4: Handover(9, "inc-9", 7, "inc-a")}
     assert decode(9, "inc-9", ["not", "a", "mapping"]) == {}
+
+
+class _Member:
+    """The placement group membership this process leaves."""
+
+    def close(self) -> None:
+        pass
+
+
+class _Recorded(Placement):
+    """A placement whose cluster reads and writes are recorded instead of made (the order is the test)."""
+
+    def __init__(self, events: list[str], peers: dict[int, Incarnation]) -> None:
+        config = PlacementConfig("log", "placement", "directory", None, 6000, 600, "roundrobin", 1000)
+        super().__init__({}, config, Node(1, "127.0.0.1", 9001), lambda p: None, lambda p, lost: None)
+        self.events = events
+        self.nodes = {1: self.me, **{n: Node(n, "127.0.0.1", 9000 + n) for n in peers}}
+        self.incarnations = dict(peers)
+        self.owners = {0: 1, 1: 1, **{n + 10: n for n in peers}}
+        self._producer = self  # type: ignore[assignment]
+        self._consumer = _Member()  # type: ignore[assignment]
+
+    def _refresh_owners(self) -> None:
+        self.events.append("owners read")
+
+    def _read_directory(self, timeout: float = 0) -> int:
+        return 0
+
+    def _register(self, handed_over: dict[str, Any] | None = None) -> None:
+        self.events.append(f"handover announced to {sorted({v['node'] for v in (handed_over or {}).values()})}")
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+
+def test_shards_stop_serving_after_the_successors_are_chosen_and_before_they_are_named() -> None:
+    events: list[str] = []
+    placement = _Recorded(events, {2: Incarnation("inc-2", "m-2")})
+    handed = placement.close([0, 1], stop_serving=lambda: events.append("stopped serving"))
+    assert events == ["owners read", "stopped serving", "handover announced to [2]"]
+    assert sorted(handed) == [0, 1] and placement.successor_address(0) == ("127.0.0.1", 9002)
+
+
+def test_shards_stop_serving_even_with_nobody_to_hand_them_to() -> None:
+    events: list[str] = []
+    alone = _Recorded(events, {})
+    assert alone.close([0, 1], stop_serving=lambda: events.append("stopped serving")) == {}
+    assert events == ["owners read", "stopped serving"]
+    assert alone.successor_address(0) is None

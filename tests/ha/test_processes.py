@@ -269,3 +269,71 @@ def test_rolling_restart_under_load(sidecars: list[Sidecar]) -> None:
     finally:
         for c in committers:
             c.close()
+
+
+@pytest.mark.slow
+def test_a_graceful_stop_relays_the_moved_groups_requests_to_the_successor(sidecars: list[Sidecar]) -> None:
+    """A client that keeps committing on its connection to a stopping owner is answered by the
+    successor through it (``service/handover_relay.py``) rather than told NOT_COORDINATOR, and
+    every commit acknowledged that way is kept."""
+    pair = sidecars[:2]
+    for s in pair:
+        s.spawn()
+    for s in pair:
+        s.wait_listening()
+    wait_for(lambda: sorted(p for s in pair if s.alive for p in s.owned()) == list(range(PARTITIONS)), 60, "shards")
+    stopping, successor = pair
+    group = next(g for g in (f"relay-{i}" for i in range(100)) if partition_for(g, PARTITIONS) in stopping.owned())
+
+    async def commit_through_the_stop() -> int:
+        client = await WireClient.connect("127.0.0.1", stopping.port)
+        try:
+            assert await wire_commit(client, group, 1) == 0
+            stopping.signal(signal.SIGTERM)
+            acked, offset = 1, 2
+            while True:
+                try:
+                    code = await wire_commit(client, group, offset)
+                except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
+                    return acked  # the stopping process closed its listener
+                if code == 0:
+                    acked = offset
+                offset += 1
+                await asyncio.sleep(0.02)
+        finally:
+            await client.close()
+
+    acked = asyncio.run(commit_through_the_stop())
+    assert stopping.proc is not None and stopping.proc.wait(30) == 0
+    relayed = [line for line in stopping.lines() if line.startswith("handover: ")]
+    assert relayed and not relayed[-1].startswith("handover: 0 "), stopping.lines()[-10:]
+    committer = Committer(successor.address, group)
+    try:
+        assert committer.committed() >= acked
+    finally:
+        committer.close()
+
+
+@pytest.mark.slow
+def test_a_stop_during_a_placement_rebalance_waits_for_it_and_hands_everything_over(sidecars: list[Sidecar]) -> None:
+    """SIGTERM while a joining process's rebalance is under way: the stopping process leaves only
+    once it ended (a LeaveGroup in the middle of one stalled the local broker's group for
+    minutes), then hands over what that rebalance gave it, and every shard is served again."""
+    first, stopping, joining = sidecars
+    for s in (first, stopping):
+        s.spawn()
+    for s in (first, stopping):
+        s.wait_listening()
+    wait_for(lambda: sorted(p for s in (first, stopping) for p in s.owned()) == list(range(PARTITIONS)), 60, "shards")
+
+    def rebalances() -> int:  # placement's own line (runtime/placement.py)
+        return sum(1 for r in first.records() if str(r.get("msg", "")).startswith("placement rebalance"))
+
+    seen = rebalances()
+    joining.spawn()
+    wait_for(lambda: rebalances() > seen, 60, "the rebalance")
+    stopping.signal(signal.SIGTERM)
+    assert stopping.proc is not None and stopping.proc.wait(60) == 0
+    assert any(line.startswith("placement: stopping once the rebalance under way ended") for line in stopping.lines())
+    joining.wait_listening()
+    wait_for(lambda: every_shard_owned_once([first, joining]), 60, "every shard owned once by the other two")

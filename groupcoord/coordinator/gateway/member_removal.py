@@ -15,7 +15,9 @@ import asyncio
 import contextlib
 import logging
 import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.gateway.cluster import fetch_api_versions
@@ -32,6 +34,8 @@ from groupcoord.coordinator.messages.leave_group import (
 from groupcoord.coordinator.messages.schema import Message
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _CLIENT_ID = "groupcoord-placement"
 # Kafka's answers that mean "that member is not (or no longer) in the group": the removal is done.
@@ -64,23 +68,35 @@ class MemberRemover:
         """Send the LeaveGroup; its error code for the member (0: removed; UNKNOWN_MEMBER_ID: was
         not there; REBALANCE_IN_PROGRESS: not sent, the group is rebalancing). Raises
         ``RemovalFailed`` when no broker could be asked."""
+        return await self._via_any(lambda address: self._remove_via(address, member, reason, only_if_stable), 4)
+
+    async def group_state(self, group_id: str) -> str:
+        """The group's state as its coordinator describes it ("Stable", "PreparingRebalance", ...;
+        empty when it does not say). Raises ``RemovalFailed`` when no broker could be asked."""
+        _, _, state = await self._via_any(lambda address: self._described(address, group_id), 3)
+        return state
+
+    async def _via_any(self, call: Callable[[tuple[str, int]], Awaitable[T]], round_trips: int) -> T:
+        """``call`` through the first bootstrap broker that answers it (each given
+        ``round_trips`` timeouts); ``RemovalFailed`` when none does."""
         failures: list[str] = []
         for address in self.bootstrap:
             try:
-                return await asyncio.wait_for(
-                    self._remove_via(address, member, reason, only_if_stable), 4 * self.timeout
-                )
+                return await asyncio.wait_for(call(address), round_trips * self.timeout)
             except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError, RemovalFailed) as exc:
                 failures.append(f"{address[0]}:{address[1]}: {exc!r}")
         raise RemovalFailed("; ".join(failures))
 
-    async def _remove_via(self, address: tuple[str, int], member: Member, reason: str, only_if_stable: bool) -> int:
+    async def _described(
+        self, address: tuple[str, int], group_id: str
+    ) -> tuple[dict[int, tuple[int, int]], tuple[str, int], str]:
+        """The cluster's API version ranges, the group's coordinator and the group's state."""
         ranges = {
             k.api_key: (k.min_version, k.max_version)
             for k in (await fetch_api_versions(address, self.tls, self.timeout)).api_keys
         }
         find_version = _version(ranges, ApiKey.FIND_COORDINATOR, 3)
-        find = FindCoordinatorRequest(key=member.group_id, key_type=0)
+        find = FindCoordinatorRequest(key=group_id, key_type=0)
         found = await self._call(address, ApiKey.FIND_COORDINATOR, find_version, find)
         assert isinstance(found, FindCoordinatorResponse)
         if found.error_code != 0:
@@ -88,10 +104,13 @@ class MemberRemover:
         coordinator = (found.host, found.port)
         describe_version = _version(ranges, ApiKey.DESCRIBE_GROUPS, 5)
         described = await self._call(
-            coordinator, ApiKey.DESCRIBE_GROUPS, describe_version, DescribeGroupsRequest(groups=[member.group_id])
+            coordinator, ApiKey.DESCRIBE_GROUPS, describe_version, DescribeGroupsRequest(groups=[group_id])
         )
         assert isinstance(described, DescribeGroupsResponse)
-        state = described.groups[0].group_state if described.groups else ""
+        return ranges, coordinator, described.groups[0].group_state if described.groups else ""
+
+    async def _remove_via(self, address: tuple[str, int], member: Member, reason: str, only_if_stable: bool) -> int:
+        ranges, coordinator, state = await self._described(address, member.group_id)
         if only_if_stable and state != "Stable":
             return REBALANCE_IN_PROGRESS
         leave_version = _version(ranges, ApiKey.LEAVE_GROUP, 5)

@@ -238,18 +238,31 @@ class Placement:
         self._thread = threading.Thread(target=self._loop, name="placement", daemon=True)
         self._thread.start()
 
-    def close(self, hand_over: list[int] | None = None) -> dict[int, Handover]:
-        """Leave the group; at a graceful stop, first hand ``hand_over`` (shards that stopped
-        serving here) to successors (``hand_over``). Returns what was handed over."""
+    def close(
+        self, hand_over: list[int] | None = None, stop_serving: Callable[[], None] | None = None
+    ) -> dict[int, Handover]:
+        """Leave the group; at a graceful stop, first hand ``hand_over`` to successors
+        (``hand_over``). ``stop_serving`` makes those shards stop serving here; it is called once,
+        before the handover is announced (and before the group is left in any case). Returns what
+        was handed over."""
+        stopped: list[bool] = []
+
+        def stop_once() -> None:
+            if not stopped and stop_serving is not None:
+                stopped.append(True)
+                stop_serving()
+
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
         handed: dict[int, Handover] = {}
-        if hand_over and self._consumer is not None:  # (None: it never joined, so it owns nothing)
-            try:
-                handed = self.hand_over(hand_over)
-            except (KafkaException, BufferError) as exc:
-                log.warning("placement handover failed (%s); the shards move at the rebalance", exc)
+        try:
+            if hand_over and self._consumer is not None:  # (None: it never joined, so it owns nothing)
+                handed = self.hand_over(hand_over, stop_serving=stop_once)
+        except (KafkaException, BufferError) as exc:
+            log.warning("placement handover failed (%s); the shards move at the rebalance", exc)
+        finally:
+            stop_once()
         for client in (self._consumer, self._directory):
             if client is not None:
                 try:
@@ -269,11 +282,15 @@ class Placement:
         self._reannounce.set()
         self._refresh_now.set()
 
-    def hand_over(self, shards: list[int], timeout_s: float = 5.0) -> dict[int, Handover]:
-        """A graceful stop, once ``shards`` have stopped serving here: name a successor for each
-        in this process's directory entry (``handover.py``) and wait until the cluster has it.
-        Returns what was handed over (empty when there is no other process to take them). Called
-        by ``close`` once the placement thread has stopped."""
+    def hand_over(
+        self, shards: list[int], timeout_s: float = 5.0, stop_serving: Callable[[], None] | None = None
+    ) -> dict[int, Handover]:
+        """A graceful stop: name a successor for each of ``shards`` in this process's directory
+        entry (``handover.py``) and wait until the cluster has it. The successors are chosen while
+        the shards still serve here; ``stop_serving`` ends that just before they are named (so the
+        shards go unserved only from then until a successor has loaded). Returns what was handed
+        over (empty when there is no other process to take them). Called by ``close`` once the
+        placement thread has stopped."""
         assert self._producer is not None
         # Who else owns shards, as of now (a peer that joined a moment ago is not in the last refresh).
         self._refresh_owners()
@@ -284,6 +301,8 @@ class Placement:
             if peer is not None:
                 candidates.append(Successor(node.node_id, peer.incarnation, peer.member_id))
         chosen = handover.choose_successors(shards, candidates)
+        if stop_serving is not None:
+            stop_serving()
         if not chosen:
             return {}
         mine = self.me_now.incarnation
@@ -329,6 +348,14 @@ class Placement:
             # Our own old commit for a shard we no longer hold says nothing about its owner now.
             return None
         return self.nodes.get(node_id)
+
+    def successor_address(self, partition: int) -> tuple[str, int] | None:
+        """Where the process this one handed ``partition`` to at its stop listens (None: not handed over)."""
+        moved = self.handovers.get(partition)
+        if moved is None or moved.leaver_incarnation != self.me_now.incarnation:
+            return None
+        node = self.nodes.get(moved.successor)
+        return None if node is None else (node.host, node.port)
 
     def confirm_owner(self, partition: int) -> bool:
         """Re-read the owners from the cluster: is this process still the one that announced
