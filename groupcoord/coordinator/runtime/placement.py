@@ -461,7 +461,7 @@ class Placement:
                 now = time.monotonic()
                 if self._refresh_now.is_set() or now >= next_refresh:
                     self._refresh_now.clear()
-                    self._refresh_owners()
+                    self._refresh_owners(self._stop)
                     self._release_taken()
                     next_refresh = now + self.config.refresh_interval_ms / 1000
             except Exception as exc:  # the thread must outlive any one failed call
@@ -604,14 +604,16 @@ class Placement:
         self._announce -= set(wanted)
         self._refresh_now.set()
 
-    def _refresh_owners(self) -> None:
+    def _refresh_owners(self, stop: threading.Event | None = None) -> None:
+        """Re-read the shard owners. ``stop`` (the loop's refresh passes the stop event) gives the
+        wait up once set; the graceful stop's own re-read before a handover must not give up."""
         assert self._owners_query is not None
         # The admin client and the producer are polled nowhere else: hand over their log lines.
         self._owners_query.drain()
         if self._producer is not None:
             drain(self._producer)
         try:
-            result = self._owners_query.ask(timeout=10, stop=self._stop)
+            result = self._owners_query.ask(timeout=10, stop=stop)
         except (KafkaException, TimeoutError) as exc:
             log.info("placement owners refresh failed: %r", exc)
             return
