@@ -18,7 +18,7 @@ from pyspark.sql.types import ArrayType, MapType, StructType
 from groupcoord.pipeline.audit import AUDIT_COLUMNS, VIOLATION_SCHEMA, audit_iter
 from groupcoord.pipeline.cluster import ClusterError, watermarks
 from groupcoord.pipeline.replay import STATUS_COLUMNS, STATUS_SCHEMA, statuses_iter
-from groupcoord.pipeline.rows import value_field
+from groupcoord.pipeline.rows import member_epochs, of_type, value_field
 from groupcoord.pipeline.share import (
     DEFAULT_DELIVERY_COUNT_LIMIT,
     ShareHistory,
@@ -66,10 +66,6 @@ def with_status(log: DataFrame) -> DataFrame:
     return log.join(status, ["partition", "offset"])
 
 
-def _type(t: RecordType) -> Column:
-    return F.col("record_type_id") == int(t)
-
-
 def live_latest(status_log: DataFrame) -> DataFrame:
     """The latest applied record of every key, tombstones dropped: the state a coordinator serves."""
     applied = status_log.where(F.col("status") == "applied")
@@ -103,7 +99,7 @@ def snapshot_tables(spark: SparkSession, status_log: DataFrame, names: Mapping[s
     live = live_latest(status_log).persist()
     topics = _names(spark, names)
     oc = F.col("value.offset_commit")
-    offsets = live.where(_type(RecordType.OFFSET_COMMIT)).select(
+    offsets = live.where(of_type(RecordType.OFFSET_COMMIT)).select(
         "group_id",
         "topic",
         F.col("topic_partition").alias("partition"),
@@ -117,7 +113,7 @@ def snapshot_tables(spark: SparkSession, status_log: DataFrame, names: Mapping[s
     )
 
     mm = F.col("value.consumer_group_member_metadata")
-    meta = live.where(_type(RecordType.CONSUMER_GROUP_MEMBER_METADATA)).select(
+    meta = live.where(of_type(RecordType.CONSUMER_GROUP_MEMBER_METADATA)).select(
         "partition",
         "group_id",
         "member_id",
@@ -132,15 +128,8 @@ def snapshot_tables(spark: SparkSession, status_log: DataFrame, names: Mapping[s
         mm.classic_member_metadata.isNotNull().alias("classic_protocol"),
     )
     ca = F.col("value.consumer_group_current_member_assignment")
-    current = live.where(_type(RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT))
-    epochs = current.select(
-        "partition",
-        "group_id",
-        "member_id",
-        ca.member_epoch.alias("member_epoch"),
-        ca.previous_member_epoch.alias("previous_member_epoch"),
-        ca.state.alias("member_state"),
-    )
+    current = live.where(of_type(RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT))
+    epochs = member_epochs(current, ca)
     consumer_members = (
         meta.join(epochs, ["partition", "group_id", "member_id"], "full_outer")
         .withColumn("member_epoch", F.coalesce("member_epoch", F.lit(0)))
@@ -148,7 +137,7 @@ def snapshot_tables(spark: SparkSession, status_log: DataFrame, names: Mapping[s
         .withColumn("member_state", F.coalesce("member_state", F.lit(0)))
     )
     gm = F.col("value.group_metadata")
-    classic = live.where(_type(RecordType.GROUP_METADATA))
+    classic = live.where(of_type(RecordType.GROUP_METADATA))
     classic_members = classic.select("partition", "group_id", F.explode(gm.members).alias("m")).select(
         "partition",
         "group_id",
@@ -184,7 +173,7 @@ def snapshot_tables(spark: SparkSession, status_log: DataFrame, names: Mapping[s
     ).persist()
 
     tam = F.col("value.consumer_group_target_assignment_metadata")
-    assignment_epoch = live.where(_type(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA)).select(
+    assignment_epoch = live.where(of_type(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA)).select(
         "partition", "group_id", tam.assignment_epoch.alias("assignment_epoch")
     )
     member_stats = (
@@ -195,7 +184,7 @@ def snapshot_tables(spark: SparkSession, status_log: DataFrame, names: Mapping[s
             F.collect_list(F.struct("member_epoch", "member_state")).alias("_m"),
         )
     )
-    cg = live.where(_type(RecordType.CONSUMER_GROUP_METADATA)).select(
+    cg = live.where(of_type(RecordType.CONSUMER_GROUP_METADATA)).select(
         "partition", "group_id", F.col("value.consumer_group_metadata.epoch").alias("group_epoch")
     )
     consumer_groups = (
@@ -251,7 +240,7 @@ def snapshot_tables(spark: SparkSession, status_log: DataFrame, names: Mapping[s
 
     tm = F.col("value.consumer_group_target_assignment_member")
     target = (
-        live.where(_type(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER))
+        live.where(of_type(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER))
         .select("group_id", "member_id", F.explode(tm.topic_partitions).alias("tp"))
         .select(
             "group_id",
@@ -320,7 +309,7 @@ def pending_offsets(live: DataFrame) -> DataFrame:
     (``<log topic>-txn``, partition ``log_partition``), before which its marker will land."""
     staged = F.col("value.pending_txn_offsets")
     return (
-        live.where(_type(RecordType.PENDING_TXN_OFFSETS))
+        live.where(of_type(RecordType.PENDING_TXN_OFFSETS))
         .select(
             "group_id",
             "producer_id",
@@ -445,7 +434,7 @@ def history(status_log: DataFrame, group: str) -> tuple[list[dict[str, Any]], li
     rows = status_log.where((F.col("group_id") == group) & (F.col("status") == "applied"))
     rows = rows.persist()
     per_minute = (
-        rows.where(_type(RecordType.OFFSET_COMMIT) & ~F.col("tombstone"))
+        rows.where(of_type(RecordType.OFFSET_COMMIT) & ~F.col("tombstone"))
         .groupBy(F.window("timestamp", "1 minute").start.alias("minute"))
         .agg(F.count("*").alias("commits"), F.countDistinct("topic", "topic_partition").alias("partitions"))
         .orderBy("minute")
@@ -459,7 +448,7 @@ def history(status_log: DataFrame, group: str) -> tuple[list[dict[str, Any]], li
     oc = F.col("value.offset_commit")
     applied_by = {
         (int(r.batch_start), int(r.pid))
-        for r in rows.where(_type(RecordType.OFFSET_COMMIT) & ~F.col("tombstone") & (oc.producer_id >= 0))
+        for r in rows.where(of_type(RecordType.OFFSET_COMMIT) & ~F.col("tombstone") & (oc.producer_id >= 0))
         .select("batch_start", oc.producer_id.alias("pid"))
         .distinct()
         .collect()
@@ -470,7 +459,7 @@ def history(status_log: DataFrame, group: str) -> tuple[list[dict[str, Any]], li
     epoch: int | None = None
     generation: int | None = None
     share = ShareHistory()
-    ordered = rows.where(~_type(RecordType.OFFSET_COMMIT)).orderBy("offset").collect()
+    ordered = rows.where(~of_type(RecordType.OFFSET_COMMIT)).orderBy("offset").collect()
     for r in ordered:
         when = r.timestamp.isoformat() if r.timestamp is not None else None
 

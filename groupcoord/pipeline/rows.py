@@ -18,6 +18,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -236,4 +238,22 @@ def _error_row(
         error,
         key,
         value,
+    )
+
+
+def of_type(t: RecordType) -> Column:
+    """Rows of the log holding records of type ``t``."""
+    return F.col("record_type_id") == int(t)
+
+
+def member_epochs(current: DataFrame, ca: Column) -> DataFrame:
+    """Each member's epochs and state from its current-assignment records (``ca``: the decoded
+    value's column that holds them), as consumer and share groups both write them."""
+    return current.select(
+        "partition",
+        "group_id",
+        "member_id",
+        ca.member_epoch.alias("member_epoch"),
+        ca.previous_member_epoch.alias("previous_member_epoch"),
+        ca.state.alias("member_state"),
     )

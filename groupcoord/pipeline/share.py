@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 from groupcoord.coordinator.groups.group_config import SHARE_DELIVERY_COUNT_LIMIT
 from groupcoord.coordinator.share.partition_types import RecordState
 from groupcoord.coordinator.share.state import DurableShareState, SharePartitionKey, ShareStateStore
+from groupcoord.pipeline.rows import member_epochs, of_type
 from groupcoord.records import CoordinatorRecord, RecordType
 from groupcoord.records.definitions import (
     ShareSnapshotKey,
@@ -180,7 +181,7 @@ def initialized(live: DataFrame) -> DataFrame:
     group_id, topic, partition, and where that record is (log_partition, log_offset)."""
     v = F.col("value.share_group_state_partition_metadata")
     return (
-        live.where(_type(RecordType.SHARE_GROUP_STATE_PARTITION_METADATA))
+        live.where(of_type(RecordType.SHARE_GROUP_STATE_PARTITION_METADATA))
         .select("group_id", "partition", "offset", F.explode(v.initialized_topics).alias("t"))
         .select(
             "group_id",
@@ -234,16 +235,12 @@ def _share_states(status_log: DataFrame) -> DataFrame:
     )
 
 
-def _type(t: RecordType) -> Column:
-    return F.col("record_type_id") == int(t)
-
-
 def share_membership(live: DataFrame, topics: DataFrame) -> dict[str, DataFrame]:
     """Share groups, their members and assignments from the latest applied records (``live``), in
     the shapes of the groups, members, target_assignments and current_assignments tables. A share
     group is Empty without members and Stable with them, as Kafka's ShareGroup is."""
     mm = F.col("value.share_group_member_metadata")
-    meta = live.where(_type(RecordType.SHARE_GROUP_MEMBER_METADATA)).select(
+    meta = live.where(of_type(RecordType.SHARE_GROUP_MEMBER_METADATA)).select(
         "partition",
         "group_id",
         "member_id",
@@ -253,15 +250,8 @@ def share_membership(live: DataFrame, topics: DataFrame) -> dict[str, DataFrame]
         mm.subscribed_topic_names.alias("subscribed_topic_names"),
     )
     ca = F.col("value.share_group_current_member_assignment")
-    current = live.where(_type(RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT))
-    epochs = current.select(
-        "partition",
-        "group_id",
-        "member_id",
-        ca.member_epoch.alias("member_epoch"),
-        ca.previous_member_epoch.alias("previous_member_epoch"),
-        ca.state.alias("member_state"),
-    )
+    current = live.where(of_type(RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT))
+    epochs = member_epochs(current, ca)
     members = (
         meta.join(epochs, ["partition", "group_id", "member_id"], "full_outer")
         .select(
@@ -281,11 +271,11 @@ def share_membership(live: DataFrame, topics: DataFrame) -> dict[str, DataFrame]
     )
     counts = members.groupBy(F.col("log_partition").alias("partition"), "group_id").agg(F.count("*").alias("members"))
     tam = F.col("value.share_group_target_assignment_metadata")
-    assignment_epoch = live.where(_type(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA)).select(
+    assignment_epoch = live.where(of_type(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA)).select(
         "partition", "group_id", tam.assignment_epoch.alias("assignment_epoch")
     )
     groups = (
-        live.where(_type(RecordType.SHARE_GROUP_METADATA))
+        live.where(of_type(RecordType.SHARE_GROUP_METADATA))
         .select("partition", "group_id", F.col("value.share_group_metadata.epoch").alias("group_epoch"))
         .join(assignment_epoch, ["partition", "group_id"], "left")
         .join(counts, ["partition", "group_id"], "left")
@@ -313,7 +303,7 @@ def share_membership(live: DataFrame, topics: DataFrame) -> dict[str, DataFrame]
         )
 
     tm = F.col("value.share_group_target_assignment_member.topic_partitions")
-    target = partitions(live.where(_type(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER)), tm, []).select(
+    target = partitions(live.where(of_type(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER)), tm, []).select(
         "group_id", "member_id", "topic_id", "topic", "partition"
     )
     # Every member may hold every partition; no revocation step, no per-partition epochs.
