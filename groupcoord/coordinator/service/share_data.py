@@ -470,17 +470,17 @@ class ShareDataPath:
             if outcome.error or outcome.session is None:
                 return wire_sf.ShareFetchResponse(error_code=outcome.error)
             session_parts = list(outcome.session.partitions)
-            acquired: dict[tuple[str, int], tuple[bytes, tuple[AcquiredRecords, ...]]] = {}
-            fetch_errors: dict[tuple[str, int], int] = {}
             if outcome.closing:
                 ack_errors = await self._acknowledge(shard, group, member, acks, renew) if acks else {}
                 keys = [SharePartitionKey(group, t, p) for t, p in session_parts]
                 await self._release(shard, group, member, keys)
+                acquired: dict[tuple[str, int], tuple[bytes, tuple[AcquiredRecords, ...]]] = {}
+                fetch_errors: dict[tuple[str, int], int] = {}
                 lock_ms = 0
             elif renew:
                 # KIP-1222: a renew-only fetch applies its acknowledgements and fetches nothing.
                 ack_errors = await self._acknowledge(shard, group, member, acks, renew) if acks else {}
-                lock_ms = self._lock_ms(shard, group)
+                acquired, fetch_errors, lock_ms = {}, {}, self._lock_ms(shard, group)
             else:
                 max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
                 max_bytes = min(MAX_FETCH_BYTES, request.max_bytes if request.max_bytes > 0 else MAX_FETCH_BYTES)
@@ -519,7 +519,7 @@ class ShareDataPath:
         deadline = time.monotonic() + wait_ms / 1000
         keys = {tp: SharePartitionKey(group, tp[0], tp[1]) for tp in parts}
         errors: dict[tuple[str, int], int] = {}
-        lock_ms = self._lock_ms(shard, group)
+        lock_ms = shard.read(lambda s: partition_config(handlers, s, group).record_lock_duration_ms)
         read_committed = shard.read(
             lambda s: (
                 group_config.effective_share(handlers.share_config, s.group_configs.configs.get(group)).isolation_level
