@@ -100,10 +100,10 @@ def test_unoffered_apis_close_the_connection_as_a_broker_does(bootstrap: str) ->
 
 def test_share_groups_are_offered_only_when_enabled() -> None:
     """With share groups on, ShareGroupHeartbeat/ShareGroupDescribe and the data path (ShareFetch,
-    ShareAcknowledge) v1, and the offsets administration (DescribeShareGroupOffsets v0-1,
+    ShareAcknowledge) v1-v2, and the offsets administration (DescribeShareGroupOffsets v0-1,
     AlterShareGroupOffsets and DeleteShareGroupOffsets v0) are offered whatever the cluster has;
     streams groups never are."""
-    expected = {76: (1, 1), 77: (1, 1), 78: (1, 1), 79: (1, 1), 90: (0, 1), 91: (0, 0), 92: (0, 0)}
+    expected = {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0)}
     share = set(expected)
     for cluster in (_cluster(0, 3), _cluster(0, 3, *SHARE_AND_STREAMS)):
         offered = {k.api_key: (k.min_version, k.max_version) for k in merge_api_versions(cluster, True).api_keys}

@@ -142,5 +142,7 @@ def test_share_group_apis_are_served_only_when_share_groups_are() -> None:
     assert decide(ApiKey.SHARE_FETCH, 1, fetch) == routing.Close("unsupported API ShareFetch")
     served = decide(ApiKey.SHARE_FETCH, 1, fetch, share_groups=True)
     assert isinstance(served, routing.CallHandler) and served.request.body == fetch
-    # v2 (acquire modes, renew) is not served.
-    assert decide(ApiKey.SHARE_FETCH, 2, fetch, share_groups=True) == routing.Close("unsupported version ShareFetch v2")
+    # v2 (Kafka 4.2: acquire modes, renew acknowledgements) is served too; v3 is not.
+    served = decide(ApiKey.SHARE_FETCH, 2, fetch, share_groups=True)
+    assert isinstance(served, routing.CallHandler) and served.request.body == fetch
+    assert decide(ApiKey.SHARE_FETCH, 3, fetch, share_groups=True) == routing.Close("unsupported version ShareFetch v3")

@@ -37,9 +37,9 @@ SERVED_LOCALLY: frozenset[int] = GROUP_API_KEYS - SHARE_GROUP_API_KEYS | {ApiKey
 # docs/design/transactional-offsets.md).
 TXN_OFFSET_COMMIT_MAX_VERSION = 4
 TXN_OFFSET_COMMIT_TV2_VERSION = 5
-# ShareFetch/ShareAcknowledge v2 (KIP-1206 acquire modes, KIP-1222 renew acknowledgements) are not
-# served: v1, Kafka 4.1's stable version, is.
-SHARE_DATA_MAX_VERSION = 1
+# ShareFetch/ShareAcknowledge v2 (Kafka 4.2: KIP-1206 acquire modes, KIP-1222 renew acknowledgements)
+# are served (service/share_data.py), v1 unchanged.
+SHARE_DATA_MAX_VERSION = 2
 _CAPPED: dict[int, int] = {
     ApiKey.TXN_OFFSET_COMMIT: TXN_OFFSET_COMMIT_MAX_VERSION,
     ApiKey.SHARE_FETCH: SHARE_DATA_MAX_VERSION,

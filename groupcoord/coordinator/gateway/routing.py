@@ -43,7 +43,7 @@ from groupcoord.coordinator.messages.schema import Message
 
 _GROUP_KEY_TYPE = 0
 # The highest version of each locally served API that ApiVersions offers (TxnOffsetCommit: v4, or
-# v5 in front of a cluster at transaction version 2; ShareFetch/ShareAcknowledge: v1).
+# v5 in front of a cluster at transaction version 2; ShareFetch/ShareAcknowledge: v2).
 _SERVED_MAX = {key: high for key, (_, high) in served_versions(share_groups=True).items()}
 _SERVED_MAX_TV2 = {key: high for key, (_, high) in served_versions(share_groups=True, transaction_v2=True).items()}
 

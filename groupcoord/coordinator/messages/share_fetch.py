@@ -67,6 +67,7 @@ class ShareFetchRequest(Message):
     max_records: int = 0
     batch_size: int = 0
     share_acquire_mode: int = 0
+    is_renew_ack: bool = False
     topics: list[ShareFetchRequestFetchTopic] = field(default_factory=list)
     forgotten_topics_data: list[ShareFetchRequestForgottenTopic] = field(default_factory=list)
     SCHEMA: ClassVar[tuple[Field, ...]] = (
@@ -79,6 +80,7 @@ class ShareFetchRequest(Message):
         Field("max_records", "int32", Versions(1), default=0),
         Field("batch_size", "int32", Versions(1), default=0),
         Field("share_acquire_mode", "int8", Versions(2), default=0),
+        Field("is_renew_ack", "bool", Versions(2), default=False),
         Field("topics", "array", Versions(0), struct=ShareFetchRequestFetchTopic),
         Field("forgotten_topics_data", "array", Versions(0), struct=ShareFetchRequestForgottenTopic),
     )

@@ -99,6 +99,11 @@ OwnerOf = Callable[[str], tuple[str, int] | None]
 
 # When a ShareFetch v1 gives no MaxRecords (0), Kafka's default max.poll.records.
 DEFAULT_MAX_RECORDS = 500
+# ShareFetch v2's ShareAcquireMode (KIP-1206): batch-optimized (0, v1's only mode) and record-limit
+# (1). Kafka may hand out more than MaxRecords in batch-optimized mode (up to a batch boundary);
+# this sidecar acquires per offset and never does, in either mode: record-limit's promise holds
+# for both, and batch-optimized's MaxRecords is a soft limit that may be kept.
+ACQUIRE_MODES = frozenset({0, 1})
 # The most a fetch from one partition's leader returns; the whole answer to one ShareFetch is
 # bounded by the request's MaxBytes and this.
 PARTITION_MAX_BYTES = 1 << 20
@@ -134,6 +139,9 @@ def partition_config(handlers: GroupCoordinatorShard, state: GroupCoordinatorSta
         delivery_count_limit=cfg.delivery_count_limit,
         record_lock_duration_ms=cfg.record_lock_duration_ms,
         max_in_flight_records=cfg.partition_max_record_locks,
+        # KIP-1222 renewals are on, as Kafka's default; ``share.renew.acknowledge.enable`` (the
+        # group config of Kafka 4.3 that turns them off) is not served here (group_config.NOT_SERVED).
+        renew_enabled=True,
     )
 
 
@@ -145,9 +153,22 @@ def _ack_batches(
     return [AcknowledgementBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types)) for b in batches]
 
 
-def _valid_types(batches: Sequence[AcknowledgementBatch]) -> bool:
-    # RENEW (4) is a v2 acknowledgement type (KIP-1222); v1 (all that is served) has 0..3.
-    return all(t in ACK_TYPE_IDS and t != 4 for b in batches for t in b.types)
+def _valid_types(batches: Sequence[AcknowledgementBatch], renew: bool) -> bool:
+    # RENEW (4) is a v2 acknowledgement type (KIP-1222), allowed only in a request that says it
+    # carries renewals (IsRenewAck, which a v1 request never has): INVALID_REQUEST otherwise.
+    return all(t in ACK_TYPE_IDS and (renew or t != 4) for b in batches for t in b.types)
+
+
+def renew_fetch_error(request: wire_sf.ShareFetchRequest) -> ErrorCode:
+    """The top-level error of a ShareFetch v2 refused before anything is done (KafkaApis): an
+    unknown ShareAcquireMode, or a renew-only fetch (IsRenewAck) asking for records, whose
+    MaxWaitMs, MinBytes, MaxBytes and MaxRecords must all be 0."""
+    if request.share_acquire_mode not in ACQUIRE_MODES:
+        return ErrorCode.INVALID_REQUEST
+    limits = (request.max_wait_ms, request.min_bytes, request.max_bytes, request.max_records)
+    if request.is_renew_ack and any(limits):
+        return ErrorCode.INVALID_REQUEST
+    return ErrorCode.NONE
 
 
 def _type_counts(batches: Sequence[AcknowledgementBatch]) -> list[tuple[int, int]]:
@@ -217,10 +238,15 @@ class ShareDataPath:
     def _shard(self, group: str) -> Shard[GroupCoordinatorState]:
         return self.service.shard_for(group)
 
+    def _lock_ms(self, shard: Shard[GroupCoordinatorState], group: str) -> int:
+        """The group's acquisition lock duration (AcquisitionLockTimeoutMs of the answers)."""
+        handlers = self.service.handlers
+        return shard.read(lambda s: partition_config(handlers, s, group).record_lock_duration_ms)
+
     # --- acknowledgements ----------------------------------------------------------------------
 
     def _checked_acks(
-        self, acks: list[tuple[_Part, list[AcknowledgementBatch]]]
+        self, acks: list[tuple[_Part, list[AcknowledgementBatch]]], renew: bool = False
     ) -> tuple[dict[tuple[uuid.UUID, int], int], list[tuple[_Part, list[AcknowledgementBatch]]]]:
         """The acknowledgements refused before anything is written (malformed types, unknown
         topics: their error per (topic id, partition)), and the rest."""
@@ -230,7 +256,7 @@ class ShareDataPath:
         for part, batches in acks:
             if part.error:
                 errors[(part.topic_id, part.partition)] = part.error
-            elif not _valid_types(batches):
+            elif not _valid_types(batches, renew):
                 errors[(part.topic_id, part.partition)] = ErrorCode.INVALID_REQUEST
             else:
                 valid.append((part, batches))
@@ -261,10 +287,12 @@ class ShareDataPath:
         group: str,
         member: str,
         acks: list[tuple[_Part, list[AcknowledgementBatch]]],
+        renew: bool = False,
     ) -> dict[tuple[uuid.UUID, int], int]:
         """Per (topic id, partition): the acknowledgement's error code. Malformed types and
-        unknown topics are refused here; the rest is one write."""
-        errors, valid = self._checked_acks(acks)
+        unknown topics are refused here; the rest is one write. A RENEW changes no record's state
+        (only its lock, which is never written): alone it writes nothing, as in Kafka."""
+        errors, valid = self._checked_acks(acks, renew)
         if not valid:
             return errors
 
@@ -376,7 +404,10 @@ class ShareDataPath:
             outcome = self.sessions.acknowledge(group, member, request.share_session_epoch)
             if outcome.error:
                 return wire_ack.ShareAcknowledgeResponse(error_code=outcome.error)
-            errors = await self._acknowledge(shard, group, member, list(zip(parts, batches, strict=True)))
+            errors = await self._acknowledge(
+                shard, group, member, list(zip(parts, batches, strict=True)), request.is_renew_ack
+            )
+            lock_ms = self._lock_ms(shard, group)
             if outcome.closing and outcome.session is not None:
                 keys = [SharePartitionKey(group, t, p) for t, p in outcome.session.partitions]
                 await self._release(shard, group, member, keys)
@@ -392,7 +423,9 @@ class ShareDataPath:
                 )
             )
         return wire_ack.ShareAcknowledgeResponse(
-            responses=[wire_ack.ShareAcknowledgeTopicResponse(topic_id=t, partitions=ps) for t, ps in by_topic.items()]
+            # v2 (KIP-1222) tells the client how long the locks it renewed now last.
+            acquisition_lock_timeout_ms=lock_ms,
+            responses=[wire_ack.ShareAcknowledgeTopicResponse(topic_id=t, partitions=ps) for t, ps in by_topic.items()],
         )
 
     # --- ShareFetch ----------------------------------------------------------------------------
@@ -408,6 +441,10 @@ class ShareDataPath:
         COUNTS.share_fetches += 1
         if not group or not member:
             return wire_sf.ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST)
+        refused = renew_fetch_error(request)
+        if refused:
+            return wire_sf.ShareFetchResponse(error_code=refused)
+        renew = request.is_renew_ack
         requested = await self._parts([(t.topic_id, [p.partition_index for p in t.partitions]) for t in request.topics])
         acks = [
             (part, _ack_batches(p.acknowledgement_batches))
@@ -434,12 +471,16 @@ class ShareDataPath:
                 return wire_sf.ShareFetchResponse(error_code=outcome.error)
             session_parts = list(outcome.session.partitions)
             if outcome.closing:
-                ack_errors = await self._acknowledge(shard, group, member, acks) if acks else {}
+                ack_errors = await self._acknowledge(shard, group, member, acks, renew) if acks else {}
                 keys = [SharePartitionKey(group, t, p) for t, p in session_parts]
                 await self._release(shard, group, member, keys)
                 acquired: dict[tuple[str, int], tuple[bytes, tuple[AcquiredRecords, ...]]] = {}
                 fetch_errors: dict[tuple[str, int], int] = {}
                 lock_ms = 0
+            elif renew:
+                # KIP-1222: a renew-only fetch applies its acknowledgements and fetches nothing.
+                ack_errors = await self._acknowledge(shard, group, member, acks, renew) if acks else {}
+                acquired, fetch_errors, lock_ms = {}, {}, self._lock_ms(shard, group)
             else:
                 max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
                 max_bytes = min(MAX_FETCH_BYTES, request.max_bytes if request.max_bytes > 0 else MAX_FETCH_BYTES)

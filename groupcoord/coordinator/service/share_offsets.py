@@ -13,9 +13,11 @@ As Kafka 4.2 answers them (its GroupCoordinatorService over the share coordinato
   each named share-partition afresh at the given offset (a ShareSnapshot with a new state epoch,
   in-flight state dropped); Delete tombstones every share-partition of the named topics.
 
-Difference from Kafka: Kafka's Alter creates the share group when it does not exist yet (to seed
-its offsets before the first consumer); here an unknown group is GROUP_ID_NOT_FOUND and nothing
-is written (the share group comes into being with its first member's heartbeat).
+Alter on a group id no group holds creates the share group, empty, as Kafka does since 4.2
+(KAFKA-19662: offsets may be set before the group's first consumer, as kafka-consumer-groups.sh
+can for consumer groups): its epoch record goes in the same write as the start offsets, so the
+group and its offsets are durable together. An id held by a group of another type is still
+GROUP_ID_NOT_FOUND ("... is not a share group.").
 
 Clients send these to the group's coordinator (FindCoordinator), so they are answered by the
 process that owns the group's shard (NOT_COORDINATOR elsewhere, as every group API).
@@ -30,6 +32,7 @@ from collections.abc import Awaitable, Sequence
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.group_shard import GroupCoordinatorState
+from groupcoord.coordinator.groups.share.log_records import group_epoch_record
 from groupcoord.coordinator.messages import alter_share_group_offsets as wire_alter
 from groupcoord.coordinator.messages import delete_share_group_offsets as wire_delete
 from groupcoord.coordinator.messages import describe_share_group_offsets as wire_describe
@@ -41,6 +44,7 @@ from groupcoord.coordinator.service.share_fetcher import READ_ERRORS, ShareRecor
 from groupcoord.coordinator.share import shard_ops
 from groupcoord.coordinator.share.partition_types import RecordState
 from groupcoord.coordinator.share.state import DurableShareState, SharePartitionKey
+from groupcoord.records import CoordinatorRecord
 
 # Kafka's "uninitialized" start offset / unknown leader epoch / unknown lag.
 UNKNOWN = -1
@@ -58,6 +62,14 @@ def group_error(state: GroupCoordinatorState, group: str, *, must_be_empty: bool
     if must_be_empty and g.members:
         return ErrorCode.NON_EMPTY_GROUP
     return ErrorCode.NONE
+
+
+def created_for_alter(state: GroupCoordinatorState, group: str) -> list[CoordinatorRecord]:
+    """The record that creates ``group`` as an empty share group (epoch 0) when no group of any
+    type holds the id (AlterShareGroupOffsets creates it, as Kafka 4.2 does); none otherwise."""
+    if state.group_known(group):
+        return []
+    return [group_epoch_record(group, 0, 0)]
 
 
 def wrong_type(state: GroupCoordinatorState, group: str, error: int) -> str | None:
@@ -178,11 +190,12 @@ class ShareOffsetsAdmin:
                     starts.append((key, p.start_offset, info.id_string))
 
         def op(state: GroupCoordinatorState, now: int) -> Result[tuple[ErrorCode, str | None]]:
-            error = group_error(state, group, must_be_empty=True)
+            created = created_for_alter(state, group)
+            error = ErrorCode.NONE if created else group_error(state, group, must_be_empty=True)
             if error:
                 return Result((error, wrong_type(state, group, error)))
             result = shard_ops.reset_start_offsets(state.share_data, starts)
-            return Result((ErrorCode.NONE, None), result.records, result.timers)
+            return Result((ErrorCode.NONE, None), [*created, *result.records], result.timers)
 
         message: str | None = None
         if not group:
