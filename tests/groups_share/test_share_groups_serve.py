@@ -79,7 +79,7 @@ def test_share_group_membership_through_serve(
     assert isinstance(versions, av.ApiVersionsResponse)
     offered = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
     assert offered[SHARE_HEARTBEAT] == (1, 1) and offered[SHARE_DESCRIBE] == (1, 1)
-    assert offered[78] == (1, 1) and offered[79] == (1, 1)  # ShareFetch, ShareAcknowledge
+    assert offered[78] == (1, 2) and offered[79] == (1, 2)  # ShareFetch, ShareAcknowledge (v2: Kafka 4.2)
 
     # Three members on two partitions: every member gets work, every partition is assigned.
     members = [str(uuid.uuid4()) for _ in range(3)]
