@@ -304,8 +304,14 @@ class SharePartition:
         hi = min(batches[-1].last, self.end_offset - 1)
         if lo > hi:
             return
+        # Every available record has an entry in the available heap: only those in range are
+        # looked at, not every offset of the window a fetch from a stale offset spans (with
+        # several members on one partition most fetches start below the end: another took it).
+        candidates = sorted({o for o in self._available if lo <= o <= hi})
+        if not candidates:
+            return
         present = _RangeSet(batches)
-        for offset in range(lo, hi + 1):
+        for offset in candidates:
             rec = self.records.get(offset)
             if rec is not None and rec.state == RecordState.AVAILABLE and offset not in present:
                 touched.setdefault(offset, rec.durable())
