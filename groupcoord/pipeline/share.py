@@ -197,8 +197,8 @@ def share_partitions(status_log: DataFrame, live: DataFrame) -> DataFrame:
     """The share-partition state table: start offset (SPSO), end offset (SPEO, one past the last
     offset with a state), state epoch, the in-flight runs above the start offset (``in_flight``:
     first and last offset, state ``available``/``acknowledged``/``archived``, delivery count; an
-    acquired record is ``available`` with its count, as it is written), and whether the group's
-    record 15 lists it (``initialized``)."""
+    acquisition is not written, so a record acquired now shows as last written, or not at all), and
+    whether the group's record 15 lists it (``initialized``)."""
     listed = initialized(live).select("group_id", "topic", "partition", F.lit(True).alias("initialized"))
     return (
         _share_states(status_log)

@@ -39,7 +39,8 @@ def kinds(h: Harness) -> list[str]:
 def test_a_snapshot_every_n_updates_and_the_slots_are_reused() -> None:
     h = Harness(updates_per_snapshot=2)
     for n in range(7):
-        h.acquire("m1", [OffsetRange(n, n)], 1, now=0)
+        h.acquire("m1", [OffsetRange(n, n)], 1, now=0)  # not written
+        h.ack("m1", [AcknowledgementBatch(n, n, (RELEASE,))], now=0)  # one update or snapshot
     assert kinds(h) == ["S", "U0", "U1", "S", "U0", "U1", "S", "U0"]
     values = [decode(k, v).value for k, v in h.log]
     snapshots = [s for s in values if isinstance(s, ShareSnapshotValue)]
@@ -51,39 +52,70 @@ def test_a_snapshot_every_n_updates_and_the_slots_are_reused() -> None:
     assert replay(compact(h.log), 2).picture() == replay(h.log, 2).picture() == h.store.picture()
 
 
-def test_nothing_is_written_for_what_a_load_restores_anyway() -> None:
+def test_an_acquisition_is_not_written_its_release_and_expiry_are() -> None:
+    """As Kafka's SharePartition.acquire, which writes nothing to the share coordinator: a fetch
+    that only acquires needs no write. What ends or gives back an acquisition is written: the
+    delivery count it took survives a failover from then on."""
     h = Harness()
-    h.acquire("m1", [OffsetRange(0, 4)], 100, now=0)
     writes = len(h.log)
-    # A release or an expired lock leaves the record available with the same count: the record
-    # already says so. A renewal changes only the lock.
+    h.acquire("m1", [OffsetRange(0, 4)], 100, now=0)
+    assert len(h.log) == writes and h.store.get(KEY).offsets == {}  # type: ignore[union-attr]
+    # A renewal changes only the lock; a release and an expired lock write the count.
     h.ack("m1", [AcknowledgementBatch(0, 0, (RELEASE,))], now=1)
-    h.expire(LOCK)
-    assert len(h.log) == writes
-    h.acquire("m2", [OffsetRange(0, 4)], 100, now=LOCK)
     assert len(h.log) == writes + 1
+    h.expire(LOCK)
+    assert len(h.log) == writes + 2
+    h.acquire("m2", [OffsetRange(0, 4)], 100, now=LOCK)
+    assert len(h.log) == writes + 2
+    assert h.store.get(KEY).offsets == {o: (int(RecordState.AVAILABLE), 1) for o in range(5)}  # type: ignore[union-attr]
 
 
-def test_failover_redelivers_unacknowledged_records_and_keeps_their_count() -> None:
+def test_failover_redelivers_unacknowledged_records_counting_from_the_written_count() -> None:
     h = Harness()
     h.acquire("m1", [OffsetRange(0, 9)], 100, now=0)
-    h.ack("m1", [AcknowledgementBatch(0, 4, (ACCEPT,)), AcknowledgementBatch(5, 5, (REJECT,))], now=1)
+    h.ack(
+        "m1",
+        [
+            AcknowledgementBatch(0, 4, (ACCEPT,)),
+            AcknowledgementBatch(5, 5, (REJECT,)),
+            AcknowledgementBatch(7, 7, (RELEASE,)),
+        ],
+        now=1,
+    )
     h.reload()
-    assert h.sp.start_offset == 6 and h.sp.end_offset == 10
-    # 0-5 are never delivered again; 6-9 are, as their second delivery.
+    # Written up to 7: 6 (acquired, never written) is available with count 0 like 8-9 beyond.
+    assert h.sp.start_offset == 6 and h.sp.end_offset == 8
+    # 0-5 are never delivered again; 6-9 are: 7 as its second delivery (its release was written),
+    # 6, 8 and 9 as a first one, their acquisition lost with the owner (as in Kafka).
     assert h.sp.next_fetch_offset() == 6
-    assert h.acquire("m2", [OffsetRange(0, 12)], 100, now=2) == (AcquiredRecords(6, 9, 2), AcquiredRecords(10, 12, 1))
+    got = h.acquire("m2", [OffsetRange(0, 12)], 100, now=2)
+    assert got == (AcquiredRecords(6, 6, 1), AcquiredRecords(7, 7, 2), AcquiredRecords(8, 12, 1))
     # The old owner's acquisition is gone: m1's acknowledgement fails.
     assert h.ack("m1", [AcknowledgementBatch(6, 6, (ACCEPT,))], now=2).error == ErrorCode.INVALID_RECORD_STATE
 
 
-def test_failover_archives_records_that_reached_the_limit() -> None:
-    h = Harness(SharePartitionConfig(delivery_count_limit=2))
+def test_failover_archives_what_the_log_no_longer_holds_in_the_unwritten_gap() -> None:
+    """An offset between the written start and end with no written state may have held no record
+    (compacted away, a transaction marker): the first fetch after a load archives it."""
+    h = Harness()
+    h.acquire("m1", [OffsetRange(0, 1), OffsetRange(3, 4)], 100, now=0)  # 2 holds no record
+    h.ack("m1", [AcknowledgementBatch(4, 4, (ACCEPT,))], now=1)
+    h.reload()
+    assert h.sp.start_offset == 0 and sorted(h.sp.records) == [0, 1, 2, 3, 4]
+    got = h.acquire("m2", [OffsetRange(0, 1), OffsetRange(3, 5)], 100, now=2, fetch_offset=0)
+    assert got == (AcquiredRecords(0, 1, 1), AcquiredRecords(3, 3, 1), AcquiredRecords(5, 5, 1))
+    assert h.sp.records[2].state == RecordState.ARCHIVED
+
+
+def test_failover_archives_records_whose_written_count_reached_the_limit() -> None:
+    h = Harness(SharePartitionConfig(delivery_count_limit=3))
     h.acquire("m1", [OffsetRange(0, 1)], 100, now=0)
     h.expire(LOCK)
     h.acquire("m1", [OffsetRange(0, 0)], 100, now=LOCK)
+    h.expire(2 * LOCK)  # 0 written as delivered twice, 1 once
+    h.config = SharePartitionConfig(delivery_count_limit=2)  # lowered since
     h.reload()
-    # 0 was delivered twice (the limit) when the owner failed: a lock expiry would archive it.
+    # 0 was delivered twice (the limit now): a lock expiry would archive it.
     assert h.sp.start_offset == 1 and h.sp.records[1].state == RecordState.AVAILABLE
     assert h.acquire("m2", [OffsetRange(0, 1)], 100, now=LOCK) == (AcquiredRecords(1, 1, 2),)
 

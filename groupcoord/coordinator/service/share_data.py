@@ -513,8 +513,10 @@ class ShareDataPath:
     ]:
         """The acknowledgements' errors, what was acquired (with the fetched batches holding it),
         the partitions' errors, and the lock duration. The acknowledgements and the first
-        acquisition are one write (one record per share-partition): answered once it is read back,
-        like every write, so a ShareFetch costs one round trip through the coordinator log."""
+        acquisition are one write (one record per share-partition, holding the acknowledgements:
+        an acquisition is not written): answered once it is read back, like every write, so an
+        acknowledging ShareFetch costs one round trip through the coordinator log, and one that
+        only acquires none (unless an earlier write of the shard is still to be read back)."""
         handlers = self.service.handlers
         deadline = time.monotonic() + wait_ms / 1000
         keys = {tp: SharePartitionKey(group, tp[0], tp[1]) for tp in parts}
@@ -564,11 +566,14 @@ class ShareDataPath:
                     self._ack_outcome(group, valid, done, ack_errors)
                     valid, acked = [], set()
                 elif fetched:
-                    got = await shard.write(
+                    # An acquisition is not written (as in Kafka; archivals it does are): answered
+                    # at once unless an earlier write of the shard is still to be read back.
+                    acquiring = shard.write_now(
                         lambda s, now, fetched=fetched: shard_ops.acquire(
                             s.share_data, member, fetched, max_records, now
                         ),  # type: ignore[misc]
                     )
+                    got = await acquiring if isinstance(acquiring, asyncio.Future) else acquiring
                 # Answered at once with records, or with a partition's error (as Kafka completes a
                 # share fetch with an erroneous partition); an empty session has nothing to wait for.
                 if got or errors or not keys or time.monotonic() >= deadline:

@@ -12,6 +12,19 @@ Every operation is pure bookkeeping on its arguments (``now`` comes in, no clock
 returns what changed durably, a ``ShareStateChange`` that ``state.ShareStateStore.records_for``
 turns into a record. ``durable_picture()`` is what those records must replay to; the tests check
 it after every step.
+
+An acquisition changes nothing durable, as in Kafka (``SharePartition.acquire`` writes nothing to
+the share coordinator; only acknowledgements, releases, lock expiries and archivals are written):
+an acquired record's durable form is the one it had before (AVAILABLE, the delivery count before
+this delivery), and a record never written is AVAILABLE with count 0, the same as having no
+state. A fetch that only acquires thus needs no write. After a failover the records acquired but
+not yet acknowledged, released or expired are AVAILABLE again with the delivery count last
+written (the delivery of a lost acquisition is not counted, as in Kafka): at-least-once holds, and
+a record is still delivered at most ``delivery_count_limit`` times per owner (its count may start
+over from the written one after a move). ``load`` fills the offsets between the written start and
+end that have no written state (acquired, never written; or no record there) with AVAILABLE
+records of count 0, as Kafka's initial read gap: the next fetch acquires those the log holds and
+archives the others.
 """
 
 from __future__ import annotations
@@ -42,8 +55,8 @@ _ACK_TARGET = {
 
 _TERMINAL = frozenset(s for s in RecordState if s.terminal)
 
-# offset -> its durable (state, delivery count) before the operation; None for a new record.
-_Touched = dict[int, tuple[int, int] | None]
+# offset -> its durable (state, delivery count) before the operation ((0, 0) for a new record).
+_Touched = dict[int, tuple[int, int]]
 
 
 class InFlightRecord:
@@ -56,9 +69,11 @@ class InFlightRecord:
         self.deadline = 0
 
     def durable(self) -> tuple[int, int]:
-        # A lock never survives a failover: acquired is written as available (not done yet).
-        state = self.state
-        return (0 if state is RecordState.ACQUIRED else int(state)), self.delivery_count
+        # An acquisition is never written (see the module docstring): an acquired record's durable
+        # form is the available one it was acquired from, one delivery fewer.
+        if self.state is RecordState.ACQUIRED:
+            return 0, self.delivery_count - 1
+        return int(self.state), self.delivery_count
 
     def __repr__(self) -> str:
         return f"InFlightRecord({self.state.name}, {self.delivery_count}, {self.member}, {self.deadline})"
@@ -66,7 +81,8 @@ class InFlightRecord:
 
 @dataclass(frozen=True, slots=True)
 class Acquired:
-    """What ``acquire`` handed out (ShareFetch's ``AcquiredRecords``) and what must be written first."""
+    """What ``acquire`` handed out (ShareFetch's ``AcquiredRecords``) and what must be written first:
+    nothing for the acquisition itself, only the archivals it did (aborted, skipped, at the limit)."""
 
     records: tuple[AcquiredRecords, ...]
     change: ShareStateChange | None
@@ -129,6 +145,13 @@ class SharePartition:
             if rec.state == RecordState.AVAILABLE:
                 heapq.heappush(sp._available, offset)
         sp.end_offset = durable.end_offset
+        # Offsets below the written end with no written state: acquired but never written (lost
+        # with the old owner's memory), or no record there. Available with count 0 (their durable
+        # form anyway): the next fetch acquires those the log holds, archives the others.
+        for offset in range(sp.start_offset, sp.end_offset):
+            if offset not in sp.records:
+                sp.records[offset] = InFlightRecord(RecordState.AVAILABLE, 0)
+                heapq.heappush(sp._available, offset)
         before = sp.start_offset
         sp._advance_start()
         return sp, sp._change(touched, before)
@@ -173,8 +196,11 @@ class SharePartition:
         return [o for o, r in sorted(self.records.items()) if r.state == RecordState.ACQUIRED and r.member == member]
 
     def durable_picture(self) -> tuple[int, int, tuple[tuple[int, int, int], ...]]:
-        """What the records written so far must replay to (``DurableShareState.picture``)."""
-        offsets = tuple((o, *r.durable()) for o, r in sorted(self.records.items()) if o >= self.start_offset)
+        """What the records written so far must replay to (``DurableShareState.picture``): offsets
+        whose durable form is AVAILABLE with count 0 are never written (no state means that)."""
+        offsets = tuple(
+            (o, *d) for o, r in sorted(self.records.items()) if o >= self.start_offset and (d := r.durable()) != (0, 0)
+        )
         return (self.state_epoch, self.start_offset, offsets)
 
     # --- acquiring -----------------------------------------------------------------------------
@@ -234,7 +260,6 @@ class SharePartition:
                     rec = InFlightRecord(RecordState.AVAILABLE, 0)
                     self.records[offset] = rec
                     self.end_offset = offset + 1
-                    touched[offset] = None
                 elif rec.state != RecordState.AVAILABLE:
                     continue
                 if offset not in touched:
@@ -279,8 +304,14 @@ class SharePartition:
         hi = min(batches[-1].last, self.end_offset - 1)
         if lo > hi:
             return
+        # Every available record has an entry in the available heap: only those in range are
+        # looked at, not every offset of the window a fetch from a stale offset spans (with
+        # several members on one partition most fetches start below the end: another took it).
+        candidates = sorted({o for o in self._available if lo <= o <= hi})
+        if not candidates:
+            return
         present = _RangeSet(batches)
-        for offset in range(lo, hi + 1):
+        for offset in candidates:
             rec = self.records.get(offset)
             if rec is not None and rec.state == RecordState.AVAILABLE and offset not in present:
                 touched.setdefault(offset, rec.durable())
@@ -414,7 +445,7 @@ class SharePartition:
             if rec is not None:
                 # ``InFlightRecord.durable``, inlined: this runs for every offset an operation touched.
                 state = rec.state
-                now = (0 if state is acquired else int(state), rec.delivery_count)
+                now = (0, rec.delivery_count - 1) if state is acquired else (int(state), rec.delivery_count)
                 if now != was:
                     changed.append((o, now))
         if not changed and start == start_before:

@@ -245,7 +245,9 @@ class Fetched:
 def acquire(
     state: ShareDataState, member: str, fetched: Sequence[Fetched], max_records: int, now: int
 ) -> Result[dict[SharePartitionKey, tuple[AcquiredRecords, ...]]]:
-    """Acquire for ``member`` what the fetches returned, at most ``max_records`` over all."""
+    """Acquire for ``member`` what the fetches returned, at most ``max_records`` over all. Writes
+    only the archivals it did (aborted, gone from the log, at the limit) and a start offset moved
+    over them: an acquisition itself is not written (``partition`` module docstring)."""
     changes = _Changes(state)
     return changes.result(_acquire(changes, member, fetched, max_records, now))
 
@@ -304,7 +306,8 @@ def acknowledge_and_acquire(
     state: ShareDataState, member: str, acks: Acks, fetched: Sequence[Fetched], max_records: int, now: int
 ) -> Result[tuple[dict[SharePartitionKey, ErrorCode], dict[SharePartitionKey, tuple[AcquiredRecords, ...]]]]:
     """A ShareFetch's acknowledgements, then its acquisition, as one write: one record per
-    share-partition (what a load replays is the same as after the two operations apart). The
+    share-partition (what a load replays is the same as after the two operations apart; the
+    acquisition adds only the archivals it did, never the acquired records). The
     acknowledgements go first: what they free (room in the in-flight window, released records)
     may be acquired by the same fetch, as Kafka's ShareFetch does."""
     changes = _Changes(state)

@@ -3,9 +3,14 @@
 What survives a failover, per share-partition (group, topic, partition): the start offset (SPSO),
 the state epoch, and for each offset at or above SPSO that has a state: its durable state
 (AVAILABLE = not done, ACKNOWLEDGED, ARCHIVED; Kafka's ids 0/2/4) and its delivery count. An
-acquisition is written as AVAILABLE with the new delivery count: after a load every lock has
-expired (Kafka, too, never persists ACQUIRED), but the delivery count survives, so the delivery-count
-limit holds across failovers. Which member holds a record and until when is never written.
+acquisition is not written at all, as in Kafka (whose share coordinator is written to on
+acknowledgements, releases and lock expiries, never on acquisition): what ends or gives back an
+acquisition writes the record's state with the delivery count it took, so from then on the count
+survives a failover and the delivery-count limit holds across failovers. After a load every lock
+has expired; a record acquired and not yet acknowledged, released or expired is AVAILABLE again
+with the count last written (its lost delivery is not counted, as in Kafka). An offset between
+the start and the last written offset with no state is such a record, or holds none
+(``SharePartition.load``). Which member holds a record and until when is never written.
 
 Records (Kafka's share coordinator, on this project's compacted log):
 
@@ -44,7 +49,7 @@ from groupcoord.records.definitions import (
 # is small anyway (SPSO and the in-flight window's states, merged into runs).
 DEFAULT_UPDATES_PER_SNAPSHOT = 50
 
-# The durable state ids: ACQUIRED is written as AVAILABLE (see the module docstring).
+# The durable state ids: ACQUIRED is never written (see the module docstring).
 DURABLE_STATES = frozenset({int(RecordState.AVAILABLE), int(RecordState.ACKNOWLEDGED), int(RecordState.ARCHIVED)})
 
 

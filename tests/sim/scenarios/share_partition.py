@@ -5,7 +5,9 @@ The model is the pure logic (``groupcoord/coordinator/share``) over a simulated 
 runtime wiring comes later. A topic-partition grows (producers, some records in aborted
 transactions, retention moving its start); members fetch (acquire), acknowledge what they hold
 (ACCEPT mostly, RELEASE, REJECT, RENEW), stall past their locks and leave. The coordinator writes
-each change as records and answers only once the record is committed (as the runtime does);
+each change as records and answers only once the record is committed (as the runtime does); an
+acquisition alone writes nothing and is answered once what was appended before it is committed
+(the runtime's ``write_now``);
 appended records commit after a delay. An ownership move loses the uncommitted tail and every
 answer still in flight; the new owner loads from the (sometimes compacted) committed log. At the
 quiet end one member drains the partition.
@@ -21,8 +23,13 @@ share_partition SEED`` replays one):
    (below SPSO) or in flight with a state.
 3. A record is acquired by at most one member at a time: when a member receives records, no other
    member holds any of them under a lock of the same owner that has not run out.
-4. Delivery counts never exceed ``share.delivery.count.limit``; a record is delivered at most that
-   many times (the count survives failovers), and the count a member sees for it only grows.
+4. Delivery counts never exceed ``share.delivery.count.limit``; the count a member sees for a record
+   only grows while one owner serves it, and an acquisition's count is one more than the count
+   written for the record (or 1 when none is). An
+   acquisition is not written (as in Kafka): after an ownership move the records acquired and not
+   yet acknowledged, released or expired are available again with the count last written, so a
+   delivery lost with its owner is not counted; a record is delivered at most the limit's times
+   per owner, and is archived once its written count reaches the limit.
 5. The records replay to the live partition's durable picture after every operation; the
    compacted log, with some keys' values re-appended at its end (the runtime's restores), replays
    to the same state as the full log; the committed SPSO never goes back.
@@ -95,7 +102,8 @@ class Member:
     name: str
     # offset -> (owner generation, lock deadline) as this member knows it
     held: dict[int, tuple[int, int]] = field(default_factory=dict)
-    seen_count: dict[int, int] = field(default_factory=dict)
+    # offset -> (owner generation, delivery count) of its last delivery to this member
+    seen_count: dict[int, tuple[int, int]] = field(default_factory=dict)
     # Bumped when the member leaves: answers to its earlier requests are dropped, as a closed
     # share session's would be.
     session: int = 0
@@ -138,10 +146,12 @@ class Simulation:
         self.pending: list[Pending] = []
         self.members = [Member(f"m{i}") for i in range(sc.members)]
         # What the records did once committed, per offset (the server's side of the invariants).
-        self.entry_effects: dict[int, tuple[list[int], list[int], list[tuple[int, int]]]] = {}
+        self.entry_effects: dict[int, tuple[list[int], list[int]]] = {}
         self.committed_accepts: Counter[int] = Counter()
         self.committed_rejects: set[int] = set()
-        self.committed_count: dict[int, int] = {}
+        # The highest delivery count an owner handed out per offset (acquisitions are not written;
+        # a record archived at the limit was handed out at the limit by the owner that archived it).
+        self.handed_out: dict[int, int] = {}
         self.confirmed_accepts: set[int] = set()
         self.committed_start = 0
         self.sp, change = SharePartition.create(self.config, 0)
@@ -155,16 +165,17 @@ class Simulation:
     def note(self, line: str) -> None:
         self.trace.append(f"{self.now:>7} {line}")
 
-    def write(self, change: ShareStateChange | None, accepts: list[int], rejects: list[int], acquired: Any = ()) -> int:
-        """Append the change's record; returns the seq an answer must wait for."""
+    def write(self, change: ShareStateChange | None, accepts: list[int], rejects: list[int]) -> int:
+        """Append the change's record; returns the seq an answer must wait for (for an operation
+        that writes nothing: the last appended, as the runtime answers it behind earlier writes)."""
         if change is not None:
             for r in self.store.records_for(KEY, change):
                 key, value = encode(r)
                 seq = self.log.append(key, value)
                 self.store.replay(decode(key, value))
-                self.entry_effects[seq] = (accepts, rejects, [(o, c) for o, c in acquired])
+                self.entry_effects[seq] = (accepts, rejects)
                 self.stats["record:" + r.type.name] += 1
-        elif accepts or rejects or acquired:
+        elif accepts or rejects:
             self.fail("an operation changed records without writing")
         return self.log.next_seq - 1
 
@@ -188,14 +199,12 @@ class Simulation:
             if start < self.committed_start:
                 self.fail(f"committed SPSO went back from {self.committed_start} to {start}")
             self.committed_start = start
-            accepts, rejects, acquired = self.entry_effects.pop(seq, ([], [], []))
+            accepts, rejects = self.entry_effects.pop(seq, ([], []))
             for o in accepts:
                 self.committed_accepts[o] += 1
                 if self.committed_accepts[o] > 1:
                     self.fail(f"offset {o} ACCEPTed twice")
             self.committed_rejects.update(rejects)
-            for o, c in acquired:
-                self.committed_count[o] = max(c, self.committed_count.get(o, 0))
         ready = [p for p in self.pending if p.seq < self.log.committed]
         self.pending = [p for p in self.pending if p.seq >= self.log.committed]
         for p in ready:
@@ -256,12 +265,17 @@ class Simulation:
             o += size
         archive = [OffsetRange(a, a) for a in sorted(self.aborted) if start <= a <= last]
         t, gen, session = self.now, self.generation, m.session
+        durable = self.store.get(KEY)
+        written = {} if durable is None else {o: c for o, (_, c) in durable.offsets.items()}
         got = self.sp.acquire(m.name, batches, max_records, t, archive=archive, fetch_offset=start)
         acquired = [(o, r.delivery_count) for r in got.records for o in range(r.first_offset, r.last_offset + 1)]
         for o, c in acquired:
             if c > self.config.delivery_count_limit:
                 self.fail(f"offset {o} acquired with delivery count {c}")
-        seq = self.write(got.change, [], [], acquired)
+            self.handed_out[o] = max(c, self.handed_out.get(o, 0))
+            if c != written.get(o, 0) + 1:
+                self.fail(f"offset {o} acquired with count {c}, its written count is {written.get(o, 0)}")
+        seq = self.write(got.change, [], [])  # archivals only: an acquisition is not written
         self.note(
             f"{m.name} fetch {start}-{last} max {max_records}: {[(r.first_offset, r.last_offset, r.delivery_count) for r in got.records]}"
         )
@@ -273,13 +287,14 @@ class Simulation:
             for o, c in acquired:
                 if o in self.confirmed_accepts:
                     self.fail(f"offset {o} delivered to {m.name} after its ACCEPT succeeded")
-                if c <= m.seen_count.get(o, 0):
-                    self.fail(f"offset {o} delivered to {m.name} with count {c} after {m.seen_count[o]}")
+                seen_gen, seen = m.seen_count.get(o, (gen, 0))
+                if seen_gen == gen and c <= seen:
+                    self.fail(f"offset {o} delivered to {m.name} with count {c} after {seen}")
                 for other in self.members:
                     hold = other.held.get(o)
                     if other is not m and hold is not None and hold[0] == gen and hold[1] > t:
                         self.fail(f"offset {o} delivered to {m.name} while {other.name} holds it until {hold[1]}")
-                m.seen_count[o] = c
+                m.seen_count[o] = (gen, c)
                 m.held[o] = (gen, t + self.config.record_lock_duration_ms)
             self.stats["delivered"] += len(acquired)
 
@@ -421,7 +436,7 @@ class Simulation:
         for o in range(self.log_start, self.log_end):
             if self.committed_accepts[o] == 1 or o in self.committed_rejects or o in self.aborted:
                 continue
-            if self.committed_count.get(o, 0) >= self.config.delivery_count_limit:
+            if self.handed_out.get(o, 0) >= self.config.delivery_count_limit:
                 self.stats["archived-at-limit"] += 1
                 continue
             self.fail(f"offset {o} lost: never accepted, rejected or delivered to the limit")
