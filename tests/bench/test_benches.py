@@ -6,12 +6,15 @@ Only the shape of the JSON it writes is checked: timings belong in bench/results
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.integration.serve_process import PLACEMENT_DEFAULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,6 +28,7 @@ def run_bench(script: str, out: Path, *args: str, out_flag: str = "--out") -> di
         capture_output=True,
         text=True,
         timeout=240,
+        env={**PLACEMENT_DEFAULTS, **os.environ},  # inherited by the serve processes a bench starts
     )
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, Any] = json.loads(out.read_text())
