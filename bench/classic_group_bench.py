@@ -2,10 +2,11 @@
 
     python bench/classic_group_bench.py [--members 500] [--partitions 1000] [--steady-seconds 20]
                                         [--restarts 5] [--protocol eager|cooperative|both]
+                                        [--heartbeat-interval-s 3] [--initial-rebalance-delay-ms N]
 
 Each member is an asyncio task with its own connection to the sidecar, speaking the classic
 consumer protocol as a Kafka client does: JoinGroup (asking for its member id first), SyncGroup
-(the leader assigns partitions in ranges), then Heartbeat every 3 s, rejoining when told the group
+(the leader assigns partitions in ranges), then Heartbeat every 3 s (``--heartbeat-interval-s``), rejoining when told the group
 rebalances. ``eager`` members give up everything they own before rejoining; ``cooperative``
 members keep what they own, the leader withholds a partition still owned by another member, and
 a member that lost a partition rejoins at once (a second rebalance), as KIP-429 clients do.
@@ -60,7 +61,7 @@ JOIN, JOIN_V = 11, 7
 SYNC, SYNC_V = 14, 5
 HEARTBEAT, HEARTBEAT_V = 12, 4
 LEAVE, LEAVE_V = 13, 4
-HEARTBEAT_INTERVAL_S = 3.0
+HEARTBEAT_INTERVAL_S = 3.0  # the Java consumer's default heartbeat.interval.ms
 ASSIGNORS = {"eager": "range", "cooperative": "cooperative-sticky"}
 
 
@@ -199,7 +200,7 @@ class ClassicMember:
 
     async def heartbeat_until_rebalance(self) -> None:
         while not self.stop and not self.leave:
-            await self.bench.sleep(self, HEARTBEAT_INTERVAL_S)
+            await self.bench.sleep(self, self.bench.heartbeat_interval_s)
             if self.stop or self.leave:
                 return
             response: HeartbeatResponse = await self.call(
@@ -218,8 +219,11 @@ class ClassicMember:
 
 
 class Bench:
-    def __init__(self, group: str, topic: str, partitions: int, protocol: str) -> None:
+    def __init__(
+        self, group: str, topic: str, partitions: int, protocol: str, heartbeat_interval_s: float = HEARTBEAT_INTERVAL_S
+    ) -> None:
         self.group, self.topic, self.partitions, self.protocol = group, topic, partitions, protocol
+        self.heartbeat_interval_s = heartbeat_interval_s
         self.stats = Stats()
         # member id -> (generation, partitions) of its last completed SyncGroup
         self.synced: dict[str, tuple[int, tuple[int, ...]]] = {}
@@ -267,7 +271,9 @@ class Bench:
 async def drive(
     args: argparse.Namespace, sidecar: tuple[str, int], topic: str, pid: int, protocol: str
 ) -> dict[str, Any]:
-    bench = Bench(f"classic-{protocol}-{uuid.uuid4().hex[:8]}", topic, args.partitions, protocol)
+    bench = Bench(
+        f"classic-{protocol}-{uuid.uuid4().hex[:8]}", topic, args.partitions, protocol, args.heartbeat_interval_s
+    )
     members = [ClassicMember(bench) for _ in range(args.members)]
     gate = asyncio.Semaphore(200)
 
@@ -344,6 +350,10 @@ def main() -> None:
     parser.add_argument("--restarts", type=int, default=5)
     parser.add_argument("--protocol", choices=("eager", "cooperative", "both"), default="both")
     parser.add_argument("--timeout", type=float, default=600.0)
+    # A member learns of a rebalance from its next heartbeat; short ones (and a short delay before
+    # the first rebalance) make a smoke run quick. The defaults are the Java client's and Kafka's.
+    parser.add_argument("--heartbeat-interval-s", type=float, default=HEARTBEAT_INTERVAL_S)
+    parser.add_argument("--initial-rebalance-delay-ms", type=int, default=None)
     parser.add_argument("--bootstrap", default=None)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "classic_group.json"))
     args = parser.parse_args()
@@ -355,6 +365,10 @@ def main() -> None:
         admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(120)
         # A SyncGroup from the leader carries one assignment per member.
         env = {"GROUPCOORD_GATEWAY__MAX_GROUP_REQUEST_ELEMENTS": str(max(10_000, 2 * args.members))}
+        if args.initial_rebalance_delay_ms is not None:
+            env["GROUPCOORD_GROUP"] = json.dumps(
+                {"group.initial.rebalance.delay.ms": str(args.initial_rebalance_delay_ms)}
+            )
         # Each protocol's members connect anew: room for all of them (closed ones may linger).
         with serve_process(bootstrap, args.members * len(protocols), env) as (sidecar, pid):
             for protocol in protocols:

@@ -3,6 +3,7 @@
     python bench/large_group_bench.py [--members 5000] [--partitions 10000] [--restart-batch 50]
                                       [--steady-seconds 20] [--assignment-interval-ms 1000]
                                       [--no-restart] [--event-loop auto|uvloop|asyncio]
+                                      [--heartbeat-interval-ms 5000]
 
 Each member is an asyncio task with its own connection to the sidecar, speaking raw
 ConsumerGroupHeartbeat v1 frames (client-generated member id, as Kafka 4 clients do): it joins,
@@ -435,6 +436,9 @@ def main() -> None:
     parser.add_argument("--restart", action=argparse.BooleanOptionalAction, default=True, help="rolling restart phase")
     parser.add_argument("--event-loop", choices=("auto", "uvloop", "asyncio"), default="auto")
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument(
+        "--heartbeat-interval-ms", type=int, default=None, help="the group's heartbeat interval (Kafka's 5 s if unset)"
+    )
     parser.add_argument("--bootstrap", default=None)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "large_group.json"))
     args = parser.parse_args()
@@ -442,12 +446,18 @@ def main() -> None:
         topic = f"large-{uuid.uuid4().hex[:8]}"
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(120)
+        group_config = {"group.consumer.assignment.interval.ms": str(args.assignment_interval_ms)}
+        if args.heartbeat_interval_ms is not None:
+            # Members heartbeat at the interval the coordinator asks for (and a rebalance waits for them).
+            interval = str(args.heartbeat_interval_ms)
+            group_config["group.consumer.heartbeat.interval.ms"] = interval
+            group_config["group.consumer.min.heartbeat.interval.ms"] = interval
         env = {
             # The first member to join owns every partition and acknowledges them all in one
             # heartbeat: more array elements than the default limit allows with 10,000 partitions.
             "GROUPCOORD_GATEWAY__MAX_GROUP_REQUEST_ELEMENTS": str(max(10_000, 2 * args.partitions)),
             "GROUPCOORD_EVENT_LOOP": args.event_loop,
-            "GROUPCOORD_GROUP": json.dumps({"group.consumer.assignment.interval.ms": str(args.assignment_interval_ms)}),
+            "GROUPCOORD_GROUP": json.dumps(group_config),
         }
         with serve_process(bootstrap, args.members, env) as (sidecar, pid):
             result = asyncio.run(drive(args, sidecar, topic, pid))

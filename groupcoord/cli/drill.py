@@ -125,10 +125,18 @@ class ServeChild:
             self.proc.wait(10)
 
     def stop(self) -> None:
+        self.terminate()
+        self.wait_stopped()
+
+    def terminate(self) -> None:
+        """Asks for a graceful stop (a paused process is resumed first); see ``wait_stopped``."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.terminate()
+
+    def wait_stopped(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
-        self.proc.send_signal(signal.SIGCONT)
-        self.proc.terminate()
         try:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
@@ -408,8 +416,11 @@ def run_drill(
         for m in members:
             m.stop_event.set()
         stop_sampling.set()
+        # All at once: one after the other, each stop waited for a handover to the next to stop.
         for child in children:
-            child.stop()
+            child.terminate()
+        for child in children:
+            child.wait_stopped()
         if embedded is not None:
             embedded.stop()
 

@@ -6,12 +6,15 @@ Only the shape of the JSON it writes is checked: timings belong in bench/results
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.integration.serve_process import PLACEMENT_DEFAULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,6 +28,7 @@ def run_bench(script: str, out: Path, *args: str, out_flag: str = "--out") -> di
         capture_output=True,
         text=True,
         timeout=240,
+        env={**PLACEMENT_DEFAULTS, **os.environ},  # inherited by the serve processes a bench starts
     )
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, Any] = json.loads(out.read_text())
@@ -66,8 +70,9 @@ def test_large_group_bench(tmp_path: Path, bootstrap: str) -> None:
     result = run_bench(
         "large_group_bench.py",
         tmp_path / "large_group.json",
-        *("--members", "12", "--partitions", "24", "--steady-seconds", "6", "--restart-batch", "4"),
-        *("--timeout", "120", "--bootstrap", bootstrap),
+        *("--members", "12", "--partitions", "24", "--steady-seconds", "2", "--restart-batch", "4"),
+        # A 1 s heartbeat interval: each phase converges in a few heartbeats instead of 5 s ones.
+        *("--heartbeat-interval-ms", "1000", "--timeout", "120", "--bootstrap", bootstrap),
     )
     assert result["raw"]["produce_consume_round_trip_ms"]["p50"] > 0
     for phase in ("mass_join", "steady", "rolling_restart"):
@@ -131,7 +136,10 @@ def test_classic_group_bench(tmp_path: Path, bootstrap: str) -> None:
     result = run_bench(
         "classic_group_bench.py",
         tmp_path / "classic_group.json",
-        *("--members", "6", "--partitions", "12", "--steady-seconds", "4", "--restarts", "1"),
+        *("--members", "6", "--partitions", "12", "--steady-seconds", "2", "--restarts", "1"),
+        # Members learn of a rebalance from their next heartbeat (1 s, not 3), and the first one
+        # waits 300 ms for more members (not Kafka's 3 s).
+        *("--heartbeat-interval-s", "1", "--initial-rebalance-delay-ms", "300"),
         *("--timeout", "120", "--bootstrap", bootstrap),
     )
     assert result["raw"]["produce_consume_round_trip_ms"]["p50"] > 0

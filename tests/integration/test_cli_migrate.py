@@ -21,9 +21,14 @@ from tests.topics import ensure_topic
 
 pytestmark = pytest.mark.integration
 
+# The local broker's own group coordinator answers a JoinGroup about half a session timeout after
+# it came in: librdkafka's default 45 s kept a consumer on the cluster waiting 23 s for its assignment.
+CLUSTER_JOIN = {"session.timeout.ms": 6000}
 
-@pytest.fixture
+
+@pytest.fixture(scope="module")
 def sidecar(bootstrap: str) -> Iterator[ServeProcess]:
+    """One process for the module: each test has its own topic and group."""
     serve = ServeProcess(bootstrap, free_port(), f"gc-cli-mig-{uuid.uuid4().hex[:10]}", partitions=2)
     with pytest.MonkeyPatch.context() as env:
         env.setenv("GROUPCOORD_GROUP", json.dumps({"group.initial.rebalance.delay.ms": "300"}))
@@ -43,6 +48,7 @@ def consume(bootstrap: str, group: str, topic: str, expect: int, commit: bool) -
             "group.id": group,
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
+            **CLUSTER_JOIN,
         }
     )
     c.subscribe([topic])
@@ -135,7 +141,7 @@ def test_export_refuses_a_group_still_running_on_the_cluster(
     topic, group = unique_name, f"{unique_name}-cluster-live"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, **CLUSTER_JOIN})
     c.subscribe([topic])
     try:
         deadline = time.monotonic() + 60

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from groupcoord.local_broker import free_port
+from tests.integration.serve_process import PLACEMENT_DEFAULTS
 from tests.security.sasl_front import SaslFront, fronted_broker
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret", "gcadmin": "gcadmin-secret"}
@@ -45,6 +47,7 @@ class Sidecar:
             stdout=subprocess.PIPE,
             stderr=open(log, "ab"),  # noqa: SIM115
             text=True,
+            env={**PLACEMENT_DEFAULTS, **os.environ},  # a start waits for placement's JoinGroup answer
         )
         assert self.proc.stdout is not None
         stdout = self.proc.stdout
