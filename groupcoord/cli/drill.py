@@ -26,6 +26,7 @@ not checked against the final offsets).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import re
@@ -38,7 +39,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -156,8 +157,24 @@ def quiet(config: dict[str, Any]) -> dict[str, Any]:
     return {**config, "logger": quiet_rdkafka_logger}
 
 
+def client_logger(path: Path) -> logging.Logger:
+    """A logger that appends a client's librdkafka lines, timestamped, to ``path``: the drill's
+    clients say there why they waited (a connection refused, a coordinator lookup), for the
+    breakdown of a slow recovery."""
+    logger = logging.getLogger(f"groupcoord.drill.client.{path.stem}")
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG)
+    if not logger.handlers:
+        handler = logging.FileHandler(path)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        logger.addHandler(handler)
+    return logger
+
+
 class Member(threading.Thread):
-    def __init__(self, name: str, group: str, protocol: str, bootstrap: str, topic: str, stats: Stats) -> None:
+    def __init__(
+        self, name: str, group: str, protocol: str, bootstrap: str, topic: str, stats: Stats, log: Path | None = None
+    ) -> None:
         super().__init__(name=name, daemon=True)
         self.member = name
         self.group = group
@@ -178,7 +195,13 @@ class Member(threading.Thread):
             config["partition.assignment.strategy"] = "cooperative-sticky"
             config["session.timeout.ms"] = 10_000
             config["heartbeat.interval.ms"] = 1000
-        self.consumer = Consumer(quiet(config))
+        if log is not None:
+            # What the client did while no commit was acknowledged: its coordinator lookups and
+            # broker (re)connections, with the addresses Metadata gave it.
+            config["debug"] = "cgrp,metadata"
+            self.consumer = Consumer({**config, "logger": client_logger(log)})
+        else:
+            self.consumer = Consumer(quiet(config))
 
     def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         with self.stats.lock:
@@ -311,7 +334,10 @@ def run_drill(
         groups = {"drill-kip848": "consumer", "drill-classic": "classic"}
         for group, protocol in groups.items():
             for i in range(2):
-                members.append(Member(f"{group}-{i}", group, protocol, everyone, data_topic, stats))
+                name = f"{group}-{i}"
+                members.append(
+                    Member(name, group, protocol, everyone, data_topic, stats, workdir / f"client-{name}.log")
+                )
         for m in members:
             m.start()
         producer = Producer(quiet({"bootstrap.servers": everyone, "linger.ms": 5, "socket.timeout.ms": 5000}))
@@ -434,6 +460,8 @@ def _result(
     ends = [float(k["at"]) for k in kills[1:]] + [time.monotonic()] * bool(kills)
     for kill, end in zip(kills, ends, strict=True):
         kill["recovered_s"] = _recovery(kill, groups, stats)
+        kill["recovered_s_by_group"] = {g: _recovery(kill, {g: p}, stats) for g, p in groups.items()}
+        kill["killed_at"] = datetime.fromtimestamp(float(kill["wall"]), UTC).isoformat(timespec="milliseconds")
         kill["longest_gap_s"] = longest_gap(float(kill["at"]), end, groups, stats.acks)
         kill.update(breakdown(kill, lines, shards))
         kill.pop("at", None)

@@ -125,6 +125,7 @@ class PeerWatch:
         self._probe = probe
         self._refusals: dict[tuple[int, str], int] = {}  # (node id, incarnation) -> refusals in a row
         self._removed: set[str] = set()  # incarnations removed (or found gone) already
+        self._deferred: set[str] = set()  # incarnations whose removal had to wait (said once)
         self.removals = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="peer-watch", daemon=True)
@@ -169,6 +170,16 @@ class PeerWatch:
         code = self._remove(incarnation, why)
         if code is None:
             self._removed.discard(incarnation.incarnation)  # tried again next round
+            if incarnation.incarnation not in self._deferred:
+                # (The drill's breakdown of a slow recovery reads this line.)
+                self._deferred.add(incarnation.incarnation)
+                log.info(
+                    "placement removal of node %d (member %s) waits: the group is rebalancing or the cluster did "
+                    "not answer (%s)",
+                    node.node_id,
+                    incarnation.member_id,
+                    why,
+                )
         elif code == 0:
             self.removals += 1
             log.warning(
