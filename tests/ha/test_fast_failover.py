@@ -8,12 +8,14 @@ half the rebalance timeout, which librdkafka keeps at least the session timeout:
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from groupcoord.coordinator.service.partitioning import partition_for
 from tests.ha.sidecars import Background, Committer, Sidecar, wait_for
@@ -157,3 +159,54 @@ def test_sigterm_of_a_static_member_hands_its_shards_over(bootstrap: str, unique
         for s in made:
             s.stop()
         front.stop()
+
+
+def _member_in_directory(directory: Consumer, port: int) -> bool:
+    """Whether the directory has an entry of the process listening on ``port`` that names its member."""
+    for msg in directory.consume(num_messages=100, timeout=0.5):
+        if msg.error() is None and msg.value():
+            entry = json.loads(msg.value() or b"{}")
+            if entry.get("port") == port and entry.get("member"):
+                return True
+    return False
+
+
+def test_a_process_killed_after_joining_and_before_announcing_any_shard_is_removed(
+    bootstrap: str, unique_name: str, tmp_path: Path
+) -> None:
+    """A process is in the placement group from its first JoinGroup: the rebalance its join starts
+    assigns it shards, and killed before it announces them (a process restarted a moment ago, say)
+    it would hold them until its session timed out. It names its member in the directory at its
+    first JoinGroup, and peers watch it from then on."""
+    ensure_topic(bootstrap, "t")
+    made = [Sidecar(bootstrap, unique_name, tmp_path / f"serve{i}.log", PARTITIONS) for i in range(2)]
+    joiner = Sidecar(bootstrap, unique_name, tmp_path / "joiner.log", PARTITIONS)
+    directory = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{unique_name}-test"})
+    directory.assign([TopicPartition(f"{unique_name}-directory", 0, OFFSET_BEGINNING)])
+    try:
+        for s in made:
+            s.spawn()
+        for s in made:
+            s.wait_listening()
+        wait_for(lambda: all(s.owned() for s in made) and shards_owned(made) == list(range(PARTITIONS)), 90, "2 owners")
+        joiner.spawn()
+        # The broker holds a JoinGroup for half the session timeout (3 s here) before the rebalance
+        # assigns anything: the joiner dies in the group, holding no shard yet.
+        wait_for(lambda: _member_in_directory(directory, joiner.port), 60, "the joiner's member in the directory")
+        joiner.kill9()
+        assert not joiner.owned()
+
+        def evicted() -> bool:
+            return any(
+                "placement evicted" in str(r["msg"]) and f":{joiner.port} " in str(r["msg"])
+                for s in made
+                for r in s.records()
+            )
+
+        wait_for(evicted, 30, "a peer removed the dead joiner")
+        wait_for(lambda: shards_owned(made) == list(range(PARTITIONS)), 30, "every shard owned by the two again")
+    finally:
+        directory.close()
+        joiner.stop()
+        for s in made:
+            s.stop()

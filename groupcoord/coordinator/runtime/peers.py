@@ -10,7 +10,7 @@ at the session timeout.
 What counts as dead is deliberately narrow, because a paused process must never be taken for dead
 while it can still write (docs/operations.md, "Fast failover"):
 
-- the peer's advertised address **refuses** the connection (a TCP reset) on two probes in a row.
+- the peer's advertised address **refuses** the connection (a TCP reset) on a probe.
   A stopped (SIGSTOP) or busy process still holds its listening socket, and the kernel completes
   connections to it (or drops them once its backlog is full: a timeout); a partitioned or unreachable
   host times out or is unreachable. None of these is a refusal, so none of them is acted on; the
@@ -45,9 +45,14 @@ log = logging.getLogger(__name__)
 # when the cluster could not be asked or the group was rebalancing (tried again at the next round).
 RemoveCallback = Callable[[Incarnation, str], int | None]
 
-PROBE_INTERVAL_S = 0.5
+# A refusal is the kernel saying nobody listens at the peer's address, which a live process (even
+# a paused one) never causes: one is enough, and probes a quarter second apart notice a kill within
+# about that. (A probe is a TCP connect that the peer's gateway accepts and sees closed at once.)
+PROBE_INTERVAL_S = 0.25
 PROBE_TIMEOUT_S = 0.5
-REFUSALS = 2  # in a row, PROBE_INTERVAL_S apart
+REFUSALS = 1  # in a row, PROBE_INTERVAL_S apart
+# How long a directory entry naming a member makes its process watched before it announces shards.
+FRESH_S = 60.0
 
 
 def refuses(host: str, port: int, timeout: float = PROBE_TIMEOUT_S) -> bool:
@@ -149,7 +154,7 @@ class PeerWatch:
         placement = self.placement
         for earlier in replaced_predecessors(placement):
             self._removal(placement.me, earlier, f"this process took over its address {earlier.bound}")
-        for node in placement.live_nodes()[1:]:
+        for node in placement.members_to_watch(FRESH_S):
             incarnation = placement.incarnations.get(node.node_id)
             if incarnation is None or incarnation.member_id is None or incarnation.incarnation in self._removed:
                 continue
