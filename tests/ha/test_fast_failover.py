@@ -210,3 +210,45 @@ def test_a_process_killed_after_joining_and_before_announcing_any_shard_is_remov
         joiner.stop()
         for s in made:
             s.stop()
+
+
+def test_no_process_joins_while_a_dead_process_still_announces_shards(
+    bootstrap: str, unique_name: str, tmp_path: Path
+) -> None:
+    """A join starts a placement rebalance; on the local broker one started in the moment a peer
+    removes a dead leader leaves the group with that leader for good (no rebalance completes
+    again). A process starting while a dead one still announces shards joins once the others have
+    taken them over. (The survivor leaves the dead process to the session timeout here, so that the
+    dead process announces its shards for seconds.)"""
+    ensure_topic(bootstrap, "t")
+    survivor = Sidecar(
+        bootstrap,
+        unique_name,
+        tmp_path / "survivor.log",
+        PARTITIONS,
+        env={"GROUPCOORD_PLACEMENT__FAST_FAILOVER": "false"},
+    )
+    victim = Sidecar(bootstrap, unique_name, tmp_path / "victim.log", PARTITIONS)
+    joiner = Sidecar(bootstrap, unique_name, tmp_path / "joiner.log", PARTITIONS)
+    made = [survivor, victim]
+    try:
+        for s in made:
+            s.spawn()
+        for s in made:
+            s.wait_listening()
+        wait_for(lambda: all(s.owned() for s in made) and shards_owned(made) == list(range(PARTITIONS)), 90, "2 owners")
+        victim.kill9()
+        joiner.spawn()
+
+        def joined() -> str | None:
+            return next((str(r["ts"]) for r in joiner.records() if str(r["msg"]).startswith("placement member ")), None)
+
+        wait_for(lambda: joined() is not None, 60, "the joiner in the group")
+        everything = f"owns shards {list(range(PARTITIONS))}"
+        took_over = [str(r["ts"]) for r in survivor.records() if str(r["msg"]).startswith(everything)]
+        assert took_over and took_over[0] < str(joined()), (took_over, joined())
+        assert any("refuses connections, is out of the group" in str(r["msg"]) for r in joiner.records())
+    finally:
+        joiner.stop()
+        for s in made:
+            s.stop()

@@ -137,6 +137,10 @@ def test_only_a_predecessor_on_this_machine_and_address_is_removed() -> None:
     assert removed == ["m-old"]
 
 
+def answers(host: str, port: int) -> bool:
+    return False
+
+
 def test_a_restarted_process_removes_its_predecessor_and_waits_for_the_others_to_take_over() -> None:
     placement = FakePlacement(
         predecessors=[Incarnation("older", "m-old", None, "boot", "127.0.0.1:9000")],
@@ -149,15 +153,34 @@ def test_a_restarted_process_removes_its_predecessor_and_waits_for_the_others_to
         removed.append(str(incarnation.member_id))
         return 0
 
-    assert await_takeover(placement, remove, timeout_s=10, poll_s=0)  # type: ignore[arg-type]
+    assert await_takeover(placement, remove, timeout_s=10, poll_s=0, probe=answers)  # type: ignore[arg-type]
     assert removed == ["m-old"]
     assert placement.owners == {0: 2, 1: 2}
 
 
 def test_a_process_without_a_predecessor_or_peers_joins_at_once() -> None:
-    assert not await_takeover(FakePlacement(), lambda i, w: 0, timeout_s=10)  # type: ignore[arg-type]
+    assert not await_takeover(FakePlacement(), lambda i, w: 0, timeout_s=10, probe=answers)  # type: ignore[arg-type]
     # Alone: nobody else announces a shard, so there is nobody to wait for.
     alone = FakePlacement(
         predecessors=[Incarnation("older", "m-old", None, "boot", "127.0.0.1:9000")], owner_reads=[{0: 1, 1: 1}]
     )
-    assert await_takeover(alone, lambda i, w: 0, timeout_s=10, poll_s=0)  # type: ignore[arg-type]
+    assert await_takeover(alone, lambda i, w: 0, timeout_s=10, poll_s=0, probe=answers)  # type: ignore[arg-type]
+
+
+def test_no_process_joins_while_a_dead_process_still_announces_shards() -> None:
+    """A join starts a rebalance; one started just as a peer removes a dead leader stalls the local
+    broker's group for good: a process joins once the dead one's shards are announced by others."""
+    placement = FakePlacement(owner_reads=[{0: 2, 1: 2}, {0: 2, 1: 2}, {0: 3, 1: 3}])
+    probes: list[int] = []
+
+    def refused_while_announced(host: str, port: int) -> bool:
+        probes.append(port)
+        return True  # node 2 is dead: its port refuses for good
+
+    def live() -> list[Node]:
+        return [ME, *([PEER] if 2 in placement.owners.values() else [])]
+
+    placement.live_nodes = live  # type: ignore[method-assign]
+    assert await_takeover(placement, lambda i, w: 0, timeout_s=10, poll_s=0, probe=refused_while_announced)  # type: ignore[arg-type]
+    assert placement.owners == {0: 3, 1: 3}
+    assert probes == [9001, 9001]

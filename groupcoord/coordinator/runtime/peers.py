@@ -82,18 +82,31 @@ def replaced_predecessors(placement: Placement) -> list[Incarnation]:
     ]
 
 
-def await_takeover(placement: Placement, remove: RemoveCallback, timeout_s: float, poll_s: float = 0.2) -> bool:
-    """Before a restarted process joins placement: remove its predecessor, and let the other
-    processes take the predecessor's shards over first (bounded by ``timeout_s``); whether it waited.
+def await_takeover(
+    placement: Placement,
+    remove: RemoveCallback,
+    timeout_s: float,
+    poll_s: float = 0.2,
+    probe: Callable[[str, int], bool] = refuses,
+) -> bool:
+    """Before this process joins placement (bounded by ``timeout_s``; returns whether it waited):
 
-    A join while the others' rebalance is under way starts the broker's wait for members anew (on
-    the local broker half the rebalance timeout each time), and the shards would then go to this
-    process, whose first loads are slow while it starts; the others, warm, serve them sooner. This
-    process takes its share in the rebalance its own join starts afterwards."""
+    - a restarted process removes its predecessor and lets the other processes take the
+      predecessor's shards over first. A join while the others' rebalance is under way starts the
+      broker's wait for members anew (on the local broker half the session timeout each time), and
+      the shards would then go to this process, whose first loads are slow while it starts; the
+      others, warm, serve them sooner. This process takes its share in the rebalance its own join
+      starts afterwards;
+    - any process waits while a process that announces shards refuses connections (it died, and a
+      peer is removing it). A process's first JoinGroup starts a rebalance, and on the local broker
+      (Tansu) a member removed in the moment between a peer's check that the group is ``Stable``
+      and its LeaveGroup stays the leader of that rebalance if it was the leader: no rebalance of
+      the placement group completes again (a drill of main saw it stall for 4.5 minutes, until the
+      processes were stopped). Not joining while a removal is due keeps this process's join out of
+      that moment."""
     placement.catch_up_directory(5.0)
     gone = replaced_predecessors(placement)
-    if not gone:
-        return False
+    restarted = bool(gone)
     me = placement.me.node_id
     deadline = time.monotonic() + timeout_s
     while gone and time.monotonic() < deadline:
@@ -105,15 +118,29 @@ def await_takeover(placement: Placement, remove: RemoveCallback, timeout_s: floa
         gone.pop(0)
         if code == 0:
             log.warning("placement evicted this node's predecessor (member %s) before joining", earlier.member_id)
+    waited = restarted
+    said: set[int] = set()
     while time.monotonic() < deadline:
         placement.refresh_owners()
         owners = placement.owners
-        # Done once none of the shards is still announced by this node id (the predecessor), or
-        # when no other process announces any (nobody else to take them over).
-        if not any(n == me for n in owners.values()) or all(n == me for n in owners.values()):
-            return True
+        # A restarted process's shards are taken over once none is still announced by this node
+        # id (the predecessor), or when no other process announces any (nobody else to take them).
+        taken = not restarted or not any(n == me for n in owners.values()) or all(n == me for n in owners.values())
+        dying = [n for n in placement.live_nodes()[1:] if probe(n.host, n.port)]
+        if taken and not dying:
+            return waited
+        for node in dying:
+            if node.node_id not in said:
+                said.add(node.node_id)
+                log.info(
+                    "placement: joining once node %d, whose listener %s:%d refuses connections, is out of the group",
+                    node.node_id,
+                    node.host,
+                    node.port,
+                )
+        waited = True
         time.sleep(poll_s)
-    return True
+    return waited
 
 
 class PeerWatch:
