@@ -15,7 +15,10 @@ kills (or pauses and resumes) a random process at each interval and restarts it,
   commits were acknowledged); p50/p99/max over the faults;
 - per fault, the longest any group then went without an acknowledged commit until the next fault
   (a move after the first acknowledgement counts there); p50/p99/max;
-- commit latency p50/p99.
+- commit latency p50/p99;
+- per fault its wall time and each group's own recovery; the clients' librdkafka lines (coordinator
+  lookups, joins, Metadata) go to ``client-<member>.log`` beside the serve processes' logs. A fault
+  never recovered from counts in the percentiles as the time from it to the drill's end.
 
 Ctrl-C or SIGTERM ends the workload at once: the processes it started are stopped (the serve
 processes and the embedded broker; they also get SIGTERM from the kernel if the drill itself is
