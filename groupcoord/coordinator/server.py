@@ -665,11 +665,12 @@ def _takeover_first(
     placement: Placement, remove: Callable[[Incarnation, str], int | None], settings: PlacementSettings, say: Say
 ) -> Callable[[], None]:
     """Run before the join (placement's thread): a process restarted on its predecessor's address
-    lets the others take the predecessor's shards over first (``await_takeover``)."""
+    lets the others take the predecessor's shards over first, and no process joins while a dead
+    one's removal is due (``await_takeover``)."""
 
     def wait() -> None:
         if await_takeover(placement, remove, settings.session_timeout_ms / 1000):
-            say.info("placement: joining now that the other processes took over the previous process's shards")
+            say.info("placement: joining now that the other processes took over the shards of the processes gone")
 
     return wait
 

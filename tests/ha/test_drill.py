@@ -161,3 +161,20 @@ def test_the_longest_gap_counts_a_move_after_the_first_acknowledgement() -> None
     acks = [(100.1, "a"), (100.2, "b"), (100.3, "a"), (102.8, "a"), (100.4, "b"), (101.0, "b"), (99.0, "a")]
     assert longest_gap(100.0, 103.0, groups, acks) == 2.5  # a: 100.3 -> 102.8
     assert longest_gap(100.0, 104.5, groups, acks) == 3.5  # b: nothing after 101.0 until the end
+
+
+def test_a_fault_never_recovered_from_counts_in_the_percentiles() -> None:
+    """Left out of them, a placement group that stalled for minutes read as a good p99."""
+    from groupcoord.cli.drill import Stats, _result
+
+    now = time.monotonic()
+    stats = Stats()
+    stats.acks = [(now - 58.0, "a")]  # the first fault's recovery; nothing after the second one
+    kills = [
+        {"process": "p", "signal": "KILL", "at": now - 60.0, "wall": time.time() - 60.0},
+        {"process": "p", "signal": "KILL", "at": now - 45.0, "wall": time.time() - 45.0},
+    ]
+    report = _result(1, 60.0, 15.0, "KILL", 6000, stats, kills, {"a": "consumer"}, [], [], now - 60.0)
+    assert report["not_recovered"] == 1
+    assert [k["recovered_s"] for k in report["kills"]] == [2.0, None]
+    assert report["recovery_s_max"] >= 45.0

@@ -8,12 +8,14 @@ half the rebalance timeout, which librdkafka keeps at least the session timeout:
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from groupcoord.coordinator.service.partitioning import partition_for
 from tests.ha.sidecars import Background, Committer, Sidecar, wait_for
@@ -157,3 +159,96 @@ def test_sigterm_of_a_static_member_hands_its_shards_over(bootstrap: str, unique
         for s in made:
             s.stop()
         front.stop()
+
+
+def _member_in_directory(directory: Consumer, port: int) -> bool:
+    """Whether the directory has an entry of the process listening on ``port`` that names its member."""
+    for msg in directory.consume(num_messages=100, timeout=0.5):
+        if msg.error() is None and msg.value():
+            entry = json.loads(msg.value() or b"{}")
+            if entry.get("port") == port and entry.get("member"):
+                return True
+    return False
+
+
+def test_a_process_killed_after_joining_and_before_announcing_any_shard_is_removed(
+    bootstrap: str, unique_name: str, tmp_path: Path
+) -> None:
+    """A process is in the placement group from its first JoinGroup: the rebalance its join starts
+    assigns it shards, and killed before it announces them (a process restarted a moment ago, say)
+    it would hold them until its session timed out. It names its member in the directory at its
+    first JoinGroup, and peers watch it from then on."""
+    ensure_topic(bootstrap, "t")
+    made = [Sidecar(bootstrap, unique_name, tmp_path / f"serve{i}.log", PARTITIONS) for i in range(2)]
+    joiner = Sidecar(bootstrap, unique_name, tmp_path / "joiner.log", PARTITIONS)
+    directory = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{unique_name}-test"})
+    directory.assign([TopicPartition(f"{unique_name}-directory", 0, OFFSET_BEGINNING)])
+    try:
+        for s in made:
+            s.spawn()
+        for s in made:
+            s.wait_listening()
+        wait_for(lambda: all(s.owned() for s in made) and shards_owned(made) == list(range(PARTITIONS)), 90, "2 owners")
+        joiner.spawn()
+        # The broker holds a JoinGroup for half the session timeout (3 s here) before the rebalance
+        # assigns anything: the joiner dies in the group, holding no shard yet.
+        wait_for(lambda: _member_in_directory(directory, joiner.port), 60, "the joiner's member in the directory")
+        joiner.kill9()
+        assert not joiner.owned()
+
+        def evicted() -> bool:
+            return any(
+                "placement evicted" in str(r["msg"]) and f":{joiner.port} " in str(r["msg"])
+                for s in made
+                for r in s.records()
+            )
+
+        wait_for(evicted, 30, "a peer removed the dead joiner")
+        wait_for(lambda: shards_owned(made) == list(range(PARTITIONS)), 30, "every shard owned by the two again")
+    finally:
+        directory.close()
+        joiner.stop()
+        for s in made:
+            s.stop()
+
+
+def test_no_process_joins_while_a_dead_process_still_announces_shards(
+    bootstrap: str, unique_name: str, tmp_path: Path
+) -> None:
+    """A join starts a placement rebalance; on the local broker one started in the moment a peer
+    removes a dead leader leaves the group with that leader for good (no rebalance completes
+    again). A process starting while a dead one still announces shards joins once the others have
+    taken them over. (The survivor leaves the dead process to the session timeout here, so that the
+    dead process announces its shards for seconds.)"""
+    ensure_topic(bootstrap, "t")
+    survivor = Sidecar(
+        bootstrap,
+        unique_name,
+        tmp_path / "survivor.log",
+        PARTITIONS,
+        env={"GROUPCOORD_PLACEMENT__FAST_FAILOVER": "false"},
+    )
+    victim = Sidecar(bootstrap, unique_name, tmp_path / "victim.log", PARTITIONS)
+    joiner = Sidecar(bootstrap, unique_name, tmp_path / "joiner.log", PARTITIONS)
+    made = [survivor, victim]
+    try:
+        for s in made:
+            s.spawn()
+        for s in made:
+            s.wait_listening()
+        wait_for(lambda: all(s.owned() for s in made) and shards_owned(made) == list(range(PARTITIONS)), 90, "2 owners")
+        victim.kill9()
+        joiner.spawn()
+
+        def joined() -> str | None:
+            return next((str(r["ts"]) for r in joiner.records() if str(r["msg"]).startswith("placement member ")), None)
+
+        wait_for(lambda: joined() is not None, 60, "the joiner in the group")
+        everything = f"owns shards {list(range(PARTITIONS))}"
+        took_over = [str(r["ts"]) for r in survivor.records() if str(r["msg"]).startswith(everything)]
+        assert took_over and took_over[0] < str(joined()), (took_over, joined())
+        assert any("refuses connections, is out of the group" in str(r["msg"]) for r in joiner.records())
+    finally:
+        joiner.stop()
+        for s in made:
+            s.stop()

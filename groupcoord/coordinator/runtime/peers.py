@@ -10,7 +10,7 @@ at the session timeout.
 What counts as dead is deliberately narrow, because a paused process must never be taken for dead
 while it can still write (docs/operations.md, "Fast failover"):
 
-- the peer's advertised address **refuses** the connection (a TCP reset) on two probes in a row.
+- the peer's advertised address **refuses** the connection (a TCP reset) on a probe.
   A stopped (SIGSTOP) or busy process still holds its listening socket, and the kernel completes
   connections to it (or drops them once its backlog is full: a timeout); a partitioned or unreachable
   host times out or is unreachable. None of these is a refusal, so none of them is acted on; the
@@ -45,9 +45,14 @@ log = logging.getLogger(__name__)
 # when the cluster could not be asked or the group was rebalancing (tried again at the next round).
 RemoveCallback = Callable[[Incarnation, str], int | None]
 
-PROBE_INTERVAL_S = 0.5
+# A refusal is the kernel saying nobody listens at the peer's address, which a live process (even
+# a paused one) never causes: one is enough, and probes a quarter second apart notice a kill within
+# about that. (A probe is a TCP connect that the peer's gateway accepts and sees closed at once.)
+PROBE_INTERVAL_S = 0.25
 PROBE_TIMEOUT_S = 0.5
-REFUSALS = 2  # in a row, PROBE_INTERVAL_S apart
+REFUSALS = 1  # in a row, PROBE_INTERVAL_S apart
+# How long a directory entry naming a member makes its process watched before it announces shards.
+FRESH_S = 60.0
 
 
 def refuses(host: str, port: int, timeout: float = PROBE_TIMEOUT_S) -> bool:
@@ -77,18 +82,31 @@ def replaced_predecessors(placement: Placement) -> list[Incarnation]:
     ]
 
 
-def await_takeover(placement: Placement, remove: RemoveCallback, timeout_s: float, poll_s: float = 0.2) -> bool:
-    """Before a restarted process joins placement: remove its predecessor, and let the other
-    processes take the predecessor's shards over first (bounded by ``timeout_s``); whether it waited.
+def await_takeover(
+    placement: Placement,
+    remove: RemoveCallback,
+    timeout_s: float,
+    poll_s: float = 0.2,
+    probe: Callable[[str, int], bool] = refuses,
+) -> bool:
+    """Before this process joins placement (bounded by ``timeout_s``; returns whether it waited):
 
-    A join while the others' rebalance is under way starts the broker's wait for members anew (on
-    the local broker half the rebalance timeout each time), and the shards would then go to this
-    process, whose first loads are slow while it starts; the others, warm, serve them sooner. This
-    process takes its share in the rebalance its own join starts afterwards."""
+    - a restarted process removes its predecessor and lets the other processes take the
+      predecessor's shards over first. A join while the others' rebalance is under way starts the
+      broker's wait for members anew (on the local broker half the session timeout each time), and
+      the shards would then go to this process, whose first loads are slow while it starts; the
+      others, warm, serve them sooner. This process takes its share in the rebalance its own join
+      starts afterwards;
+    - any process waits while a process that announces shards refuses connections (it died, and a
+      peer is removing it). A process's first JoinGroup starts a rebalance, and on the local broker
+      (Tansu) a member removed in the moment between a peer's check that the group is ``Stable``
+      and its LeaveGroup stays the leader of that rebalance if it was the leader: no rebalance of
+      the placement group completes again (a drill of main saw it stall for 4.5 minutes, until the
+      processes were stopped). Not joining while a removal is due keeps this process's join out of
+      that moment."""
     placement.catch_up_directory(5.0)
     gone = replaced_predecessors(placement)
-    if not gone:
-        return False
+    restarted = bool(gone)
     me = placement.me.node_id
     deadline = time.monotonic() + timeout_s
     while gone and time.monotonic() < deadline:
@@ -100,15 +118,29 @@ def await_takeover(placement: Placement, remove: RemoveCallback, timeout_s: floa
         gone.pop(0)
         if code == 0:
             log.warning("placement evicted this node's predecessor (member %s) before joining", earlier.member_id)
+    waited = restarted
+    said: set[int] = set()
     while time.monotonic() < deadline:
         placement.refresh_owners()
         owners = placement.owners
-        # Done once none of the shards is still announced by this node id (the predecessor), or
-        # when no other process announces any (nobody else to take them over).
-        if not any(n == me for n in owners.values()) or all(n == me for n in owners.values()):
-            return True
+        # A restarted process's shards are taken over once none is still announced by this node
+        # id (the predecessor), or when no other process announces any (nobody else to take them).
+        taken = not restarted or not any(n == me for n in owners.values()) or all(n == me for n in owners.values())
+        dying = [n for n in placement.live_nodes()[1:] if probe(n.host, n.port)]
+        if taken and not dying:
+            return waited
+        for node in dying:
+            if node.node_id not in said:
+                said.add(node.node_id)
+                log.info(
+                    "placement: joining once node %d, whose listener %s:%d refuses connections, is out of the group",
+                    node.node_id,
+                    node.host,
+                    node.port,
+                )
+        waited = True
         time.sleep(poll_s)
-    return True
+    return waited
 
 
 class PeerWatch:
@@ -125,6 +157,7 @@ class PeerWatch:
         self._probe = probe
         self._refusals: dict[tuple[int, str], int] = {}  # (node id, incarnation) -> refusals in a row
         self._removed: set[str] = set()  # incarnations removed (or found gone) already
+        self._deferred: set[str] = set()  # incarnations whose removal had to wait (said once)
         self.removals = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="peer-watch", daemon=True)
@@ -148,7 +181,7 @@ class PeerWatch:
         placement = self.placement
         for earlier in replaced_predecessors(placement):
             self._removal(placement.me, earlier, f"this process took over its address {earlier.bound}")
-        for node in placement.live_nodes()[1:]:
+        for node in placement.members_to_watch(FRESH_S):
             incarnation = placement.incarnations.get(node.node_id)
             if incarnation is None or incarnation.member_id is None or incarnation.incarnation in self._removed:
                 continue
@@ -169,6 +202,16 @@ class PeerWatch:
         code = self._remove(incarnation, why)
         if code is None:
             self._removed.discard(incarnation.incarnation)  # tried again next round
+            if incarnation.incarnation not in self._deferred:
+                # (The drill's breakdown of a slow recovery reads this line.)
+                self._deferred.add(incarnation.incarnation)
+                log.info(
+                    "placement removal of node %d (member %s) waits: the group is rebalancing or the cluster did "
+                    "not answer (%s)",
+                    node.node_id,
+                    incarnation.member_id,
+                    why,
+                )
         elif code == 0:
             self.removals += 1
             log.warning(

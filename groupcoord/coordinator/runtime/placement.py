@@ -38,6 +38,7 @@ from typing import Any
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
+    TIMESTAMP_NOT_AVAILABLE,
     Consumer,
     KafkaError,
     KafkaException,
@@ -87,6 +88,8 @@ class Incarnation:
     instance_id: str | None = None
     boot_id: str = ""  # the kernel's boot id and network namespace: same machine, same boot, same network
     bound: str = ""  # the address its listener is bound to, as host:port
+    # When the entry was written (its record's timestamp, seconds since the epoch; 0: unknown).
+    written_s: float = 0.0
 
 
 def boot_id() -> str:
@@ -368,6 +371,18 @@ class Placement:
         ids = {n for n in self.owners.values() if n != self.me.node_id}
         return [self.me, *(self.nodes[i] for i in sorted(ids) if i in self.nodes)]
 
+    def members_to_watch(self, fresh_s: float) -> list[Node]:
+        """The other processes that may hold shards: those that own one, and those that named a
+        member of the placement group in a directory entry written in the last ``fresh_s`` seconds
+        (a process that joined may be assigned shards and die before it announces them)."""
+        now = time.time()
+        ids = {n.node_id for n in self.live_nodes()[1:]}
+        for node_id, incarnation in self.incarnations.items():
+            if incarnation.member_id is not None and now - incarnation.written_s < fresh_s:
+                ids.add(node_id)
+        ids.discard(self.me.node_id)
+        return [self.nodes[i] for i in sorted(ids) if i in self.nodes]
+
     # --- consumer callbacks (placement thread) -------------------------------------------------
 
     def _assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -395,14 +410,21 @@ class Placement:
             consumer.pause(partitions)
         self.assigned = frozenset(self.assigned | set(mine))
         self._announce |= set(mine)
-        member_id = consumer.memberid()
-        if member_id and member_id != self.me_now.member_id:
-            # Peers need it to remove this process from the group should it die (``PeerWatch``).
-            self.me_now = dataclasses.replace(self.me_now, member_id=member_id)
-            self._reannounce.set()
+        self._note_member_id(consumer)
         if mine:
             self._on_assigned(mine)
         self._refresh_now.set()
+
+    def _note_member_id(self, consumer: Consumer) -> None:
+        """Publish this process's member id once the group gave it one (its first JoinGroup), not
+        only at its first assignment: peers need it to remove this process from the group should
+        it die (``PeerWatch``), and a process killed between an assignment and its announcement
+        holds shards nobody serves until it is removed."""
+        member_id = consumer.memberid()
+        if member_id and member_id != self.me_now.member_id:
+            log.info("placement member %s", member_id)
+            self.me_now = dataclasses.replace(self.me_now, member_id=member_id)
+            self._reannounce.set()
 
     def _revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._drop(consumer, partitions, lost=False)
@@ -450,6 +472,7 @@ class Placement:
                 msg = self._consumer.poll(0.1)
                 if msg is not None and msg.error() is not None:
                     log.warning("placement consumer: %s", msg.error())
+                self._note_member_id(self._consumer)
                 self._read_directory()
                 if self._reannounce.is_set():
                     self._reannounce.clear()
@@ -505,7 +528,8 @@ class Placement:
                     continue
                 entry = json.loads(value)
                 node = Node(node_id, str(entry["host"]), int(entry["port"]))
-                incarnation = _incarnation(entry)
+                kind, stamp = msg.timestamp()
+                incarnation = _incarnation(entry, stamp / 1000 if kind != TIMESTAMP_NOT_AVAILABLE else 0.0)
             except (ValueError, KeyError, TypeError) as exc:
                 log.warning("ignoring a malformed directory record: %s", exc)
                 continue
@@ -624,7 +648,7 @@ class Placement:
         self.owners = owners
 
 
-def _incarnation(entry: dict[str, Any]) -> Incarnation | None:
+def _incarnation(entry: dict[str, Any], written_s: float = 0.0) -> Incarnation | None:
     """The process behind a directory entry; None for an entry written before entries named it."""
     if "incarnation" not in entry:
         return None
@@ -635,4 +659,5 @@ def _incarnation(entry: dict[str, Any]) -> Incarnation | None:
         None if instance is None else str(instance),
         str(entry.get("boot", "")),
         str(entry.get("bound", "")),
+        written_s,
     )
