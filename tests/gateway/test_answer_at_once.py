@@ -15,10 +15,12 @@ from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from groupcoord.coordinator.messages.schema import Message
 from tests.gateway.test_server import _config, connect
 
 CGH = 68
+HEARTBEAT = 12
 
 
 class NowHandler:
@@ -32,6 +34,9 @@ class NowHandler:
         self.handled: list[str] = []
 
     def answer_now(self, context: ConnectionContext, request: Message) -> Any:
+        if isinstance(request, HeartbeatRequest):  # classic: as a steady one
+            self.taken_now.append("classic")
+            return HeartbeatResponse(throttle_time_ms=request.generation_id)
         assert isinstance(request, ConsumerGroupHeartbeatRequest)
         if request.group_id == "queued":
             return None
@@ -77,6 +82,19 @@ def test_a_request_answered_at_once_never_reaches_handle() -> None:
                 member_epoch=epoch
             )
         assert handler.taken_now == ["now"] * 3 and handler.handled == ["queued"]
+        await client.close()
+
+    run(body)
+
+
+def test_a_classic_heartbeat_is_offered_at_once_too() -> None:
+    async def body(server: GatewayServer, handler: NowHandler) -> None:
+        client = await connect(server)
+        assert await client.call(CGH, 1, heartbeat("queued")) == ConsumerGroupHeartbeatResponse(member_epoch=1)
+        for generation in (3, 4):
+            request = HeartbeatRequest(group_id="g", generation_id=generation, member_id="m")
+            assert await client.call(HEARTBEAT, 4, request) == HeartbeatResponse(throttle_time_ms=generation)
+        assert handler.taken_now == ["classic", "classic"] and handler.handled == ["queued"]
         await client.close()
 
     run(body)

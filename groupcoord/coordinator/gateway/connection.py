@@ -76,7 +76,7 @@ def _certificate_principal(stream: ClientStream) -> str | None:
 
 # The requests offered to the handler's ``answer_now`` as they arrive (``_answer_at_once``): the
 # first two bytes of their frames (the API key). Others are not decoded there at all.
-_AT_ONCE_KEYS = frozenset({ApiKey.CONSUMER_GROUP_HEARTBEAT.to_bytes(2, "big")})
+_AT_ONCE_KEYS = frozenset(key.to_bytes(2, "big") for key in (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.HEARTBEAT))
 
 
 def _handler_failed(context: ConnectionContext, exc: Exception) -> CloseConnection:
