@@ -1,10 +1,11 @@
 """Which asyncio event loop the sidecar runs on.
 
-Forwarding and heartbeats are mostly event-loop turns (a socket read, a task wake-up, a write),
-which uvloop (libuv) does in C. Forwarding throughput did not change beyond the noise, but a steady
-heartbeat costs about a quarter less serve CPU on it (docs/benchmarks.md, "Event loop"), so it is
-a dependency and ``auto`` (the default) uses it. Where it is not installed (no wheel for the
-platform) or does not import, ``auto`` runs on asyncio's loop; ``asyncio`` asks for that outright.
+Forwarding is mostly event-loop turns (a socket read, a task wake-up, a write), which uvloop (libuv)
+does in C. On the 2-core benchmark machine it made no difference beyond the noise for forwarding
+nor, since steady heartbeats are answered as they arrive, for their serve CPU; 5,000 members
+joining together, or restarting, converged markedly slower on it (docs/benchmarks.md, Round 4).
+So it is an optional extra, not a dependency: used when installed unless the ``event_loop``
+setting says ``asyncio``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def loop_factory(choice: str, tls_listener: bool = False) -> Callable[[], asynci
         return None
     try:
         uvloop = importlib.import_module("uvloop")
-    except ImportError:  # no wheel for this platform, or its extension does not load
+    except ImportError:
         if choice == "uvloop":
             raise
         return None
