@@ -52,7 +52,7 @@ from groupcoord.coordinator.security.authorizer import AclAuthorizer, AclError, 
 from groupcoord.coordinator.security.cluster_login import ClusterLogin, UnsupportedLogin
 from groupcoord.coordinator.service.gateway_handler import CoordinatorApiHandler
 from groupcoord.coordinator.service.handover_relay import HandoverRelay
-from groupcoord.coordinator.service.metadata_cache import MetadataCache, TopicInfo
+from groupcoord.coordinator.service.metadata_cache import MetadataCache, TopicInfo, TopicNames
 from groupcoord.coordinator.service.partitioning import partition_for
 from groupcoord.coordinator.service.secured_handler import SecuredHandler
 from groupcoord.coordinator.service.service import GroupCoordinatorService
@@ -93,6 +93,19 @@ class Say:
             self.console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
         else:
             log.error(message)
+
+
+def group_handler(
+    relay: HandoverRelay,
+    topics: TopicNames,
+    authorizer: AclAuthorizer | None,
+    own_topics: frozenset[str],
+    own_groups: frozenset[str],
+) -> MeteredHandler:
+    """The gateway's group handler in ``serve``: metered, then ACL-checked, then relayed at a
+    stop. Each layer passes ``answer_now`` on to the next (a layer without it turns the gateway's
+    at-once path off: tests/ha/test_handover_relay.py)."""
+    return MeteredHandler(SecuredHandler(relay, topics, authorizer, own_topics, own_groups))
 
 
 def run(settings: Settings, console: Console) -> int:
@@ -448,7 +461,7 @@ async def _serving_with(
             share_groups_enabled=settings.share_groups_enabled,
             **settings.gateway.model_dump(exclude={"authorization", "max_group_response_bytes"}),
         ),
-        MeteredHandler(SecuredHandler(handover_relay, metadata, authorizer, own_topics, own_groups)),
+        group_handler(handover_relay, metadata, authorizer, own_topics, own_groups),
         locator,
         GatewayMetrics(),
     )

@@ -64,6 +64,8 @@ def test_offsets_bench(tmp_path: Path, bootstrap: str) -> None:
     for r in [*result["groupcoord"], *result["raw"]["commit_equivalent"]]:
         assert r.get("offsets_per_s", r.get("records_per_s", 0)) > 0
         assert r["latency_ms"]["p99"] >= r["latency_ms"]["p50"] > 0
+    for r in result["groupcoord"]:
+        assert r["x_raw"] > 0 and r["event_loop"] in ("uvloop", "asyncio")
 
 
 def test_large_group_bench(tmp_path: Path, bootstrap: str) -> None:

@@ -15,10 +15,12 @@ from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from groupcoord.coordinator.messages.schema import Message
 from tests.gateway.test_server import _config, connect
 
 CGH = 68
+HEARTBEAT = 12
 
 
 class NowHandler:
@@ -32,6 +34,9 @@ class NowHandler:
         self.handled: list[str] = []
 
     def answer_now(self, context: ConnectionContext, request: Message) -> Any:
+        if isinstance(request, HeartbeatRequest):  # classic: as a steady one
+            self.taken_now.append("classic")
+            return HeartbeatResponse(throttle_time_ms=request.generation_id)
         assert isinstance(request, ConsumerGroupHeartbeatRequest)
         if request.group_id == "queued":
             return None
@@ -68,12 +73,28 @@ def run(test: Any, **overrides: Any) -> None:
 def test_a_request_answered_at_once_never_reaches_handle() -> None:
     async def body(server: GatewayServer, handler: NowHandler) -> None:
         client = await connect(server)
+        # One answered by handle first: a frame that arrives before the reader first waits (uvloop
+        # may deliver it in the loop turn that accepted the connection) is the reader's, as it
+        # should be; from its answer on the reader waits, so every later one is offered at once.
+        assert await client.call(CGH, 1, heartbeat("queued", 4)) == ConsumerGroupHeartbeatResponse(member_epoch=4)
         for epoch in (1, 2, 3):
             assert await client.call(CGH, 1, heartbeat("now", epoch)) == ConsumerGroupHeartbeatResponse(
                 member_epoch=epoch
             )
-        assert await client.call(CGH, 1, heartbeat("queued", 4)) == ConsumerGroupHeartbeatResponse(member_epoch=4)
         assert handler.taken_now == ["now"] * 3 and handler.handled == ["queued"]
+        await client.close()
+
+    run(body)
+
+
+def test_a_classic_heartbeat_is_offered_at_once_too() -> None:
+    async def body(server: GatewayServer, handler: NowHandler) -> None:
+        client = await connect(server)
+        assert await client.call(CGH, 1, heartbeat("queued")) == ConsumerGroupHeartbeatResponse(member_epoch=1)
+        for generation in (3, 4):
+            request = HeartbeatRequest(group_id="g", generation_id=generation, member_id="m")
+            assert await client.call(HEARTBEAT, 4, request) == HeartbeatResponse(throttle_time_ms=generation)
+        assert handler.taken_now == ["classic", "classic"] and handler.handled == ["queued"]
         await client.close()
 
     run(body)
@@ -110,13 +131,15 @@ def test_a_handler_failing_at_once_closes_the_connection() -> None:
 def test_requests_answered_at_once_keep_the_connection_from_idling_out() -> None:
     async def body(server: GatewayServer, handler: NowHandler) -> None:
         client = await connect(server)
+        # The reader waits from this answer on (see the first test).
+        assert await client.call(CGH, 1, heartbeat("queued")) == ConsumerGroupHeartbeatResponse(member_epoch=1)
         # Three idle timeouts' worth of heartbeats, each well within one: the reader itself sees
         # none of them, yet the connection is not idle.
         end = time.monotonic() + 1.5
         while time.monotonic() < end:
             assert await client.call(CGH, 1, heartbeat("now")) == ConsumerGroupHeartbeatResponse(member_epoch=1)
             await asyncio.sleep(0.05)
-        assert handler.handled == []
+        assert handler.handled == ["queued"]
         await client.close()
 
     run(body, connections_max_idle_ms=500)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import sys
 
 import pytest
 
@@ -45,3 +46,11 @@ def test_setting_defaults_to_auto_and_is_validated(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("GROUPCOORD_EVENT_LOOP", "libev")
     with pytest.raises(ValueError):
         Settings()
+
+
+def test_auto_falls_back_to_asyncio_where_uvloop_cannot_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Installed but broken (or absent): auto still runs, on asyncio's loop; asked for, it fails.
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # any import of it raises ImportError
+    assert loop_factory("auto") is None
+    with pytest.raises(ImportError):
+        loop_factory("uvloop")

@@ -11,6 +11,7 @@ from typing import Any
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway import ConnectionContext, GatewayConfig, GatewayServer
 from groupcoord.coordinator.gateway.framing import RequestHeader
+from groupcoord.coordinator.gateway.handler import answer_now_of
 from groupcoord.coordinator.gateway.relay import RELAY_CLIENT_ID
 from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from groupcoord.coordinator.messages.join_group import JoinGroupRequest, JoinGroupResponse
@@ -23,6 +24,7 @@ from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitResponseTopic,
 )
 from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.server import group_handler
 from groupcoord.coordinator.service.handover_relay import HandoverRelay, error_codes
 from groupcoord.local_broker import free_port
 
@@ -180,3 +182,63 @@ def test_the_listener_stays_until_the_moved_groups_fall_quiet() -> None:
         await asyncio.wait_for(settled, 5)
 
     _run(test)
+
+
+class AtOnce(Stopped):
+    """A handler answering heartbeats at once ("now") or once ``gate`` opens ("later")."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    def answer_now(self, context: ConnectionContext, request: Message) -> Any:
+        assert isinstance(request, HeartbeatRequest)
+        if request.member_id == "now":
+            return HeartbeatResponse(error_code=ErrorCode.NONE)
+        return self._later()
+
+    async def _later(self) -> Message:
+        await self.gate.wait()
+        return HeartbeatResponse(error_code=ErrorCode.NOT_COORDINATOR)
+
+
+def test_the_serve_handler_chain_passes_answer_now_through_until_the_stop() -> None:
+    # Every layer of serve's group handler offers answer_now: one that lacked it (the relay did)
+    # silently turned the gateway's at-once path off for every steady heartbeat.
+    async def relayed(host: str, port: int, header: RequestHeader, body: Message, timeout: float) -> Message:
+        return HeartbeatResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+
+    async def main() -> None:
+        inner = AtOnce()
+        relay = HandoverRelay(inner, SHARD.__getitem__, call=relayed)
+        relay.enabled = True
+        relay.successor_of = lambda shard: ("127.0.0.1", 1)
+        chain = answer_now_of(group_handler(relay, _NoTopics(), None, frozenset(), frozenset()))
+        assert chain is not None
+        now = HeartbeatRequest(group_id="moved", generation_id=1, member_id="now")
+        assert chain(_context(12, 4), now) == HeartbeatResponse(error_code=ErrorCode.NONE)
+        # Taken before the stop, answered NOT_COORDINATOR after it began: relayed, as by handle.
+        later = chain(_context(12, 4), HeartbeatRequest(group_id="moved", generation_id=1, member_id="later"))
+        assert later is not None and not isinstance(later, Message)
+        relay.stopping([SHARD["moved"]])
+        inner.gate.set()
+        assert await later == HeartbeatResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        assert relay.relayed == 1
+        # Stopping: nothing at once, handle (which relays) takes every request.
+        assert chain(_context(12, 4), now) is None
+
+    asyncio.run(main())
+
+
+class _NoTopics:
+    async def lookup(self, name: str, topic_id: Any) -> None:
+        return None
+
+    def refresh_soon(self) -> asyncio.Task[None]:
+        raise AssertionError("not asked")
+
+    def knows(self, name: str) -> bool:
+        return True
+
+    async def name_of(self, topic_id: Any) -> None:
+        return None

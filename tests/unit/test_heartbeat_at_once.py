@@ -1,5 +1,5 @@
-"""A ConsumerGroupHeartbeat answered at once (``consumer_group_heartbeat_now``) gets exactly the
-answer the queued path gives, and one that changes the group is never answered before its
+"""A ConsumerGroupHeartbeat answered at once (``consumer_group_heartbeat_now``), and a classic
+Heartbeat (``heartbeat_now``), gets exactly the answer the queued path gives, and one that changes the group is never answered before its
 records are read back. Two identical simulated worlds (tests/sim/kernel.py), one per path, take
 the same heartbeats in the same order."""
 
@@ -11,15 +11,25 @@ from typing import Any
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.group_shard import GroupCoordinatorShard
-from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.config import ClassicGroupConfig, ConsumerGroupConfig
 from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from groupcoord.coordinator.messages.join_group import JoinGroupResponse
 from groupcoord.coordinator.runtime.shard import Shard, ShardStatus
 from groupcoord.coordinator.service.service import GroupCoordinatorService
 from tests.groups.harness import image, topic
-from tests.messages import cg_request, client, owned_topic
+from tests.messages import (
+    cg_request,
+    client,
+    heartbeat_request,
+    join_protocol,
+    join_request,
+    owned_topic,
+    sync_request,
+)
 from tests.sim.kernel import SimHost, SimLog, SimLoop
 
 GROUP = "g"
@@ -39,13 +49,15 @@ class _Runtime:
 class Side:
     """One world and its service; ``at_once``: heartbeats go through ``consumer_group_heartbeat_now``."""
 
-    def __init__(self, at_once: bool) -> None:
+    def __init__(self, at_once: bool, classic: ClassicGroupConfig | None = None) -> None:
         self.at_once = at_once
         self.loop = SimLoop()
         self.host = SimHost(SimLog(), self.loop, "o", random.Random(1))
         # Targets computed at once (no assignment interval): each heartbeat's answer is final.
         handlers = GroupCoordinatorShard(
-            consumer_config=ConsumerGroupConfig(assignment_interval_ms=0), metadata=lambda: IMAGE
+            consumer_config=ConsumerGroupConfig(assignment_interval_ms=0),
+            classic_config=classic or ClassicGroupConfig(),
+            metadata=lambda: IMAGE,
         )
         self.shard = self.host.shard(0, handlers)
         self.shard.load()
@@ -130,4 +142,69 @@ def test_heartbeats_answered_at_once_get_the_queued_paths_answers() -> None:
     # heartbeat, a fenced epoch, an unknown member); after the read-back: joins, a revocation
     # handed out, its acknowledgement (a new member epoch).
     assert fast.immediate == [False, True, True, False, False, True, True, False]
+    assert fast.shard.live.snapshot() == slow.shard.live.snapshot()
+
+
+# --- classic Heartbeat (``heartbeat_now``) --------------------------------------------------------
+
+
+class ClassicSide(Side):
+    """A world for a classic group (no rebalance delay); ``at_once``: Heartbeat by ``heartbeat_now``."""
+
+    def __init__(self, at_once: bool) -> None:
+        super().__init__(at_once, ClassicGroupConfig(initial_rebalance_delay_ms=0))
+        self.parked: list[Coroutine[Any, Any, Any]] = []
+
+    def call(self, answer: Awaitable[Any]) -> Any:
+        return self._settle(answer, stalled=False)
+
+    def start(self, answer: Coroutine[Any, Any, Any]) -> None:
+        """A request that stays parked (a JoinGroup waiting for the others)."""
+        answer.send(None)
+        self.run()
+        self.parked.append(answer)
+
+    def classic_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
+        if not self.at_once:
+            return self.call(self.service.heartbeat(request, client(4)))  # type: ignore[no-any-return]
+        answer = self.service.heartbeat_now(request, client(4))
+        self.immediate.append(isinstance(answer, HeartbeatResponse))
+        if isinstance(answer, HeartbeatResponse):
+            return answer
+        return self._settle(answer, stalled=True)  # type: ignore[no-any-return]
+
+
+def test_classic_heartbeats_answered_at_once_get_the_queued_paths_answers() -> None:
+    slow, fast = ClassicSide(at_once=False), ClassicSide(at_once=True)
+    sides = (slow, fast)
+    protocols = [join_protocol("range", b"meta")]
+
+    def same(answers: list[Any]) -> Any:
+        assert answers[0] == answers[1]
+        return answers[1]
+
+    def join(member: str) -> JoinGroupResponse:
+        request = join_request(GROUP, 10_000, member, "consumer", protocols, rebalance_timeout_ms=30_000)
+        return same([side.call(side.service.join_group(request, client(3))) for side in sides])  # type: ignore[no-any-return]
+
+    def heartbeat(generation: int, member: str) -> HeartbeatResponse:
+        now = max(side.loop.clock.now_ms() for side in sides) + 10
+        for side in sides:
+            side.loop.clock.advance(now - side.loop.clock.now_ms())
+        return same([side.classic_heartbeat(heartbeat_request(GROUP, generation, member)) for side in sides])  # type: ignore[no-any-return]
+
+    joined = join("")
+    assert joined.error_code == ErrorCode.NONE and joined.generation_id == 1
+    m1 = joined.member_id
+    sync = sync_request(GROUP, 1, m1, protocol_type="consumer", protocol_name="range", assignments={m1: b"all"})
+    synced = same([side.call(side.service.sync_group(sync, client(3))) for side in sides])
+    assert synced.error_code == ErrorCode.NONE
+    assert heartbeat(1, m1).error_code == ErrorCode.NONE  # stable
+    assert heartbeat(0, m1).error_code == ErrorCode.ILLEGAL_GENERATION
+    assert heartbeat(1, "nobody").error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    # A second member joins: it waits for m1 to rejoin, and m1's heartbeat says so.
+    for side in sides:
+        side.start(side.service.join_group(join_request(GROUP, 10_000, "", "consumer", protocols, 30_000), client(3)))
+    assert heartbeat(1, m1).error_code == ErrorCode.REBALANCE_IN_PROGRESS
+    assert fast.immediate == [True, True, True, True]
     assert fast.shard.live.snapshot() == slow.shard.live.snapshot()

@@ -28,7 +28,13 @@ from groupcoord.coordinator.gateway.framing import (
 )
 from groupcoord.coordinator.gateway.handler import AnswerNow, ConnectionContext, answer_now_of
 from groupcoord.coordinator.gateway.limits import ByteBudget, ConnectionBudget, truncate_error_messages
-from groupcoord.coordinator.gateway.protocol import decode_response, encode_response
+from groupcoord.coordinator.gateway.protocol import (
+    Request,
+    RequestMemo,
+    decode_request,
+    decode_response,
+    encode_response,
+)
 from groupcoord.coordinator.gateway.relay import RelayedFor
 from groupcoord.coordinator.gateway.rewrite import (
     merge_api_versions,
@@ -76,7 +82,7 @@ def _certificate_principal(stream: ClientStream) -> str | None:
 
 # The requests offered to the handler's ``answer_now`` as they arrive (``_answer_at_once``): the
 # first two bytes of their frames (the API key). Others are not decoded there at all.
-_AT_ONCE_KEYS = frozenset({ApiKey.CONSUMER_GROUP_HEARTBEAT.to_bytes(2, "big")})
+_AT_ONCE_KEYS = frozenset(key.to_bytes(2, "big") for key in (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.HEARTBEAT))
 
 
 def _handler_failed(context: ConnectionContext, exc: Exception) -> CloseConnection:
@@ -129,6 +135,8 @@ class ClientConnection:
         if subject is not None:
             self.session.authenticate_externally(subject)
         self._answer_now = answer_now_of(gateway.handler)
+        # The last request decoded by ``_answer_at_once``: a steady heartbeat repeats it.
+        self._at_once_memo = RequestMemo()
 
     async def run(self) -> None:
         if self._answer_now is not None:
@@ -305,7 +313,7 @@ class ClientConnection:
                 raise CloseConnection(reason)
         raise AssertionError(f"no action for {decision!r}")
 
-    def _facts(self) -> routing.Facts:
+    def _facts(self, decode: Callable[[bytes | bytearray], Request] = decode_request) -> routing.Facts:
         gateway = self.gateway
         config = gateway.config
         return routing.Facts(
@@ -318,6 +326,7 @@ class ClientConnection:
             cluster_ranges=gateway.cluster.cached_ranges(self.listener.node_id),
             share_groups=config.share_groups_enabled,
             transaction_v2=gateway.cluster.cached_transaction_v2(self.listener.node_id),
+            decode=decode,
         )
 
     async def _forward_split(self, payload: bytes, key: int, version: int, correlation_id: int) -> Slot:
@@ -479,7 +488,7 @@ class ClientConnection:
             key, version, _ = peek_request(frame)
         except FrameError:
             return False
-        decision = routing.route(key, version, frame, self._facts())
+        decision = routing.route(key, version, frame, self._facts(self._at_once_memo.decode))
         if not isinstance(decision, routing.CallHandler):
             return False
         request = decision.request

@@ -1,9 +1,11 @@
 """Which asyncio event loop the sidecar runs on.
 
 Forwarding is mostly event-loop turns (a socket read, a task wake-up, a write), which uvloop (libuv)
-does in C. On the 2-core benchmark machine it made no difference beyond the noise (README,
-Benchmarks), so it is an optional extra: used when installed unless the ``event_loop`` setting
-says ``asyncio``.
+does in C. On the 2-core benchmark machine it made no difference beyond the noise for forwarding
+nor, since steady heartbeats are answered as they arrive, for their serve CPU; 5,000 members
+joining together, or restarting, converged markedly slower on it (docs/benchmarks.md, Round 4).
+So it is an optional extra, not a dependency: used when installed unless the ``event_loop``
+setting says ``asyncio``.
 """
 
 from __future__ import annotations

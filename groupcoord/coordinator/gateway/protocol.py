@@ -49,6 +49,37 @@ def decode_request(payload: bytes | bytearray | memoryview) -> Request:
     return Request(header, body)
 
 
+class RequestMemo:
+    """``decode_request`` for one connection's steady heartbeats, which repeat the same bytes but
+    for the correlation id: a frame equal to the last one decoded here in everything else gets
+    that request's body again (and its header with the new correlation id), without decoding it
+    (a third of the in-process cost of a steady ConsumerGroupHeartbeat answered at once). The
+    body is shared between the requests: only for requests no handler changes (the heartbeats
+    ``ClientConnection._answer_at_once`` is offered)."""
+
+    __slots__ = ("_head", "_tail", "_request")
+
+    def __init__(self) -> None:
+        self._head = self._tail = b""
+        self._request: Request | None = None
+
+    def decode(self, payload: bytes | bytearray) -> Request:
+        # The header's fixed part: api key and version (4 bytes), correlation id (4); the rest
+        # (client id, tagged fields, body) must match as it is.
+        head, tail = bytes(payload[:4]), bytes(payload[8:])
+        last = self._request
+        if last is not None and tail == self._tail and head == self._head:
+            header = last.header
+            correlation_id = int.from_bytes(payload[4:8], "big", signed=True)
+            header = RequestHeader(
+                header.api_key, header.api_version, correlation_id, header.client_id, header.unknown_tagged_fields
+            )
+            return Request(header, last.body)
+        request = decode_request(payload)
+        self._head, self._tail, self._request = head, tail, request
+        return request
+
+
 def encode_request(header: RequestHeader, body: Message) -> bytes:
     """A full request frame, length prefix included."""
     spec = spec_for(header.api_key, header.api_version)

@@ -68,6 +68,9 @@ class Facts(NamedTuple):
     share_groups: bool = False
     # The cluster finalizes transaction version 2 (``rewrite.transaction_v2``): TxnOffsetCommit v5.
     transaction_v2: bool = False
+    # How a group request is decoded: ``decode_request``, or the connection's memo of its last
+    # heartbeat (``protocol.RequestMemo``): the same bytes decode to the same request.
+    decode: Callable[[bytes | bytearray], Request] = decode_request
 
 
 # --- decisions ------------------------------------------------------------------------------
@@ -187,7 +190,7 @@ def _group(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> 
     if len(payload) > limit_bytes:
         return Close(f"{spec.name} of {len(payload)} bytes exceeds max_group_request_bytes={limit_bytes}")
     try:
-        request = decode_request(payload)
+        request = facts.decode(payload)
     except CodecError as exc:
         return Close(f"malformed {spec.name} v{version}: {exc}")
     limit = facts.max_group_request_elements

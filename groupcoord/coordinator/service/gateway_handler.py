@@ -378,9 +378,12 @@ class CoordinatorApiHandler:
         return await self.service.consumer_group_heartbeat(request, _facts(context))
 
     def answer_now(self, context: ConnectionContext, request: Message) -> AnswerNow:
-        """A ConsumerGroupHeartbeat that waits for no topic refresh: answered at once when it
-        changes nothing (a steady heartbeat), else taken and answered once its records are read
-        back (``GroupCoordinatorService.consumer_group_heartbeat_now``). Anything else: None."""
+        """A ConsumerGroupHeartbeat that waits for no topic refresh, or a classic Heartbeat:
+        answered at once when it changes nothing (a steady heartbeat), else taken and answered
+        once its records are read back (``GroupCoordinatorService.consumer_group_heartbeat_now``,
+        ``heartbeat_now``). Anything else: None."""
+        if type(request) is wire_heartbeat.HeartbeatRequest:
+            return self.service.heartbeat_now(request, _facts(context))
         if type(request) is not wire_cgh.ConsumerGroupHeartbeatRequest or self._needs_refresh(
             request.subscribed_topic_names or (), bool(request.subscribed_topic_regex)
         ):

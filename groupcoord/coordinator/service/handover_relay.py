@@ -37,7 +37,7 @@ from typing import Any
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway.framing import RequestHeader
-from groupcoord.coordinator.gateway.handler import ConnectionContext, GroupApiHandler
+from groupcoord.coordinator.gateway.handler import AnswerNow, ConnectionContext, GroupApiHandler, answer_now_of
 from groupcoord.coordinator.gateway.relay import RELAY_CLIENT_ID, relay
 from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest
@@ -129,8 +129,27 @@ class HandoverRelay:
                 return
             await asyncio.sleep(min(quiet_s, deadline - now) / 3)
 
+    def answer_now(self, context: ConnectionContext, request: Message) -> AnswerNow:
+        """The wrapped handler's ``answer_now`` while the process does not stop; None (so
+        ``handle``, which relays) from the moment it does. Without it every request the gateway
+        offers as it arrives (a steady ConsumerGroupHeartbeat) was decoded, refused here, and
+        decoded again by the reader: the at-once path never ran in ``serve``."""
+        answer_now = answer_now_of(self.inner)
+        if answer_now is None or (self._stopping and self.enabled and not self._gave_up):
+            return None
+        answer = answer_now(context, request)
+        if answer is None or isinstance(answer, Message):
+            return answer
+        # Taken, answered once its records are read back: the stop may have begun by then.
+        return self._relayed_if_moved(context, request, answer)
+
     async def handle(self, context: ConnectionContext, request: Message) -> Message:
-        answer = await self.inner.handle(context, request)
+        return await self._relayed_if_moved(context, request, self.inner.handle(context, request))
+
+    async def _relayed_if_moved(
+        self, context: ConnectionContext, request: Message, answering: Awaitable[Message]
+    ) -> Message:
+        answer = await answering
         if not self._stopping or not self.enabled or self._gave_up:
             return answer
         group = group_of(request)

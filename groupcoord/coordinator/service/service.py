@@ -312,8 +312,18 @@ class GroupCoordinatorService:
         )
 
     async def heartbeat(self, request: HeartbeatRequest, context: RequestContext) -> HeartbeatResponse:
-        return await self._write(
-            request.group_id,
+        return await self._write(request.group_id, *self._classic_heartbeat(request, context))
+
+    def heartbeat_now(
+        self, request: HeartbeatRequest, context: RequestContext
+    ) -> HeartbeatResponse | Awaitable[HeartbeatResponse]:
+        """``heartbeat``, answered at once when it changes nothing (``_write_now``)."""
+        return self._write_now(request.group_id, *self._classic_heartbeat(request, context))
+
+    def _classic_heartbeat(
+        self, request: HeartbeatRequest, context: RequestContext
+    ) -> tuple[Op[HeartbeatResponse], Callable[[ErrorCode], HeartbeatResponse]]:
+        return (
             lambda state, now: self.handlers.heartbeat(state, request, now, context),
             # Kafka's GroupCoordinatorService answers a classic Heartbeat NONE while the shard
             # loads, so that a loading coordinator is not stormed by rejoins.
