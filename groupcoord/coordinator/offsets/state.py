@@ -11,6 +11,7 @@ whichever way it was replayed.
 from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from groupcoord.records import CoordinatorRecord, RecordType
@@ -59,12 +60,13 @@ class SharedTopics(dict[str, PartitionOffsets]):
 
 
 def shared_view(table: OffsetsTable) -> dict[str, SharedTopics]:
-    """``table``'s groups as the offsets states keep them, made once for all of them."""
+    """``table``'s groups as the offsets states keep them, made once for all of them (with map
+    and zip in C: a step per group in Python cost a tenth of a load of 100k groups)."""
     if table.view is None:
-        table.view = {
-            group: SharedTopics(zip(topics, map(PartitionOffsets, topics.values()), strict=True))  # type: ignore[arg-type]  # (the slots' value type is invariant)
-            for group, topics in table.groups.items()
-        }
+        groups = table.groups
+        partitions = map(map, repeat(PartitionOffsets), map(dict.values, groups.values()))  # type: ignore[arg-type]  # (the slots' value type is invariant)
+        topics = map(zip, map(dict.keys, groups.values()), partitions)
+        table.view = dict(zip(groups, map(SharedTopics, topics), strict=True))
     view: dict[str, SharedTopics] = table.view
     return view
 
