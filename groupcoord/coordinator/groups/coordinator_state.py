@@ -21,7 +21,7 @@ from groupcoord.coordinator.offsets.transactions import TxnOffsetsState
 from groupcoord.coordinator.share.shard_ops import SHARE_STATE_RECORD_TYPES, ShareDataState
 from groupcoord.records import CoordinatorRecord, RecordType
 from groupcoord.records.definitions import OffsetCommitKey
-from groupcoord.records.offset_commit_decoding import EncodedOffsets, decode_offset_value
+from groupcoord.records.offset_commit_decoding import EncodedOffsets, OffsetsTable, decode_offset_value
 
 
 class GroupCoordinatorState:
@@ -82,6 +82,18 @@ class GroupCoordinatorState:
             for partition, value in encoded.items():
                 key = OffsetCommitKey(group, topic, partition)
                 self.replay(CoordinatorRecord(RecordType.OFFSET_COMMIT, key, decode_offset_value(value)))
+
+    def replay_offsets_table(self, table: OffsetsTable) -> None:
+        """Replay a load's OffsetCommit records placed in ``table`` (each key's last value): what
+        ``replay`` does with each, one by one where a staged transactional offset needs them."""
+        if not self.txn.open_by_partition:
+            self.offsets.replay_table(table)
+            return
+        for group, topics in table.groups.items():
+            for topic, partitions in topics.items():
+                for partition, value in partitions.items():
+                    key = OffsetCommitKey(group, topic, partition)
+                    self.replay(CoordinatorRecord(RecordType.OFFSET_COMMIT, key, decode_offset_value(value)))
 
     def snapshot(self) -> Any:
         return {

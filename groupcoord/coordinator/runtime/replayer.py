@@ -43,7 +43,8 @@ from groupcoord.coordinator.runtime.headers import batch_headers, make_headers, 
 from groupcoord.records import CoordinatorRecord, RecordCodec, RecordDecodeError, RecordType
 from groupcoord.records.codec import DEFAULT_CODEC, record_type_of
 from groupcoord.records.definitions import ShardEpochKey
-from groupcoord.records.offset_commit_decoding import OffsetCommitRuns
+from groupcoord.records.offset_commit_decoding import KEY_PREFIX as _COMMIT_PREFIX
+from groupcoord.records.offset_commit_decoding import OffsetCommitRuns, OffsetsTable
 
 # The runtime's own records drive the log rules, so they are decoded as soon as they are read.
 _RUNTIME_TYPES = frozenset({int(RecordType.SHARD_EPOCH), int(RecordType.BATCH_ABORT), int(RecordType.LOG_SKIP)})
@@ -56,12 +57,22 @@ _Raw = tuple[int, bytes, bytes | None]
 # two bytes long. Keys are compared as bytes, in C, without slicing or decoding any of them.
 _LOWEST_STATE_KEY = (1).to_bytes(2, "big")
 _FIRST_RUNTIME_KEY = (min(_RUNTIME_TYPES)).to_bytes(2, "big")
+# Keys of OffsetCommit records sort from _COMMIT_PREFIX up to this (their type is 1).
+_AFTER_COMMIT_KEYS = (int(RecordType.OFFSET_COMMIT) + 1).to_bytes(2, "big")
+# Records whose replay depends on where OffsetCommit records stand among them (a plain commit
+# overtakes a staged transactional offset): with one of them among the survivors, a load's
+# OffsetCommit records are replayed in the survivors' order (see ``replay_survivors``).
+_ORDERED_WITH_COMMITS = tuple(
+    int(t).to_bytes(2, "big") for t in (RecordType.PENDING_TXN_OFFSETS, RecordType.TXN_PRODUCER)
+)
 # Runs shorter than this go record by record: below it the checks cost more than they save.
 BULK_MIN_RUN = 16
 _headers_of = operator.methodcaller("headers")
 _offset_of = operator.itemgetter(0)
 _key_of = operator.methodcaller("key")
 _type_of = operator.attrgetter("type")
+_value_of = operator.methodcaller("value")
+_offset_of_message = operator.methodcaller("offset")
 
 
 def _whole_batches_within(headers: list[Any]) -> tuple[int, int] | None:
@@ -136,13 +147,21 @@ class LogReplayer:
         self._buffer: list[tuple[int, CoordinatorRecord | _Raw]] = []
         self._batch_end = 0  # offset after the open batch's last record, as written
         # Deferred load: key bytes -> last effective record, raw or still the consumed message
-        # (bulk loading); ``finish`` orders them by offset.
+        # (bulk loading); ``finish`` orders them by offset. OffsetCommit records, most of a log
+        # of many groups, are not kept by key: every one applied goes to ``_commit_keys`` and
+        # ``_commit_offsets`` in log order (a run of them in bulk is two list extends), and ``finish``
+        # places them into an ``OffsetsTable`` at once, where the later record of a key replaces
+        # the earlier as the dict by key would have (without a million-entry dict to build first).
         self._latest: dict[bytes, _Raw | LogMessage] | None = {} if deferred else None
+        self._commit_keys: list[bytes] = []
+        self._commit_values: list[bytes | None] = []
+        self._commit_offsets: list[int] = []
         self.bulk_read = 0  # of ``read``, records taken in bulk by ``feed_messages``
         # Kept from a deferred load until ``stop_tracking``, for ``restores``.
         self._values: dict[bytes, _Raw] = {}
         self._shadowed: set[bytes] = set()  # keys whose latest record was not applied
         self._survivors: list[_Raw] = []  # between ``end_read`` and ``replay_survivors``
+        self._commits: tuple[list[bytes], list[bytes | None], list[int]] = ([], [], [])  # likewise
 
     @property
     def deferred(self) -> bool:
@@ -321,11 +340,22 @@ class LogReplayer:
         ):
             return False
         try:
-            if min(keys) < _LOWEST_STATE_KEY or max(keys) >= _FIRST_RUNTIME_KEY:  # type: ignore[type-var,operator]
-                return False
+            lowest, highest = min(keys), max(keys)  # type: ignore[type-var]
         except TypeError:  # a record without a key
             return False
-        self._latest.update(zip(keys, messages, strict=True))  # type: ignore[arg-type]
+        if lowest < _LOWEST_STATE_KEY or highest >= _FIRST_RUNTIME_KEY:  # type: ignore[operator]
+            return False
+        if highest < _AFTER_COMMIT_KEYS:  # type: ignore[operator]
+            self._commit_keys.extend(keys)  # type: ignore[arg-type]
+            # Their keys, values and offsets, not the messages: those are freed as they are read
+            # (freeing a million at the end took a second, their memory long out of cache).
+            self._commit_values.extend(map(_value_of, messages))
+            self._commit_offsets.extend(map(_offset_of_message, messages))
+        elif lowest >= _AFTER_COMMIT_KEYS:  # type: ignore[operator]
+            self._latest.update(zip(keys, messages, strict=True))  # type: ignore[arg-type]
+        else:
+            for key, message in zip(keys, messages, strict=True):
+                self._keep(key, message)  # type: ignore[arg-type]
         if self._shadowed:
             self._shadowed.difference_update(keys)
         self.read += len(messages)
@@ -388,6 +418,9 @@ class LogReplayer:
             raise LogReadError(self.topic, self.partition, offset, self._unreadable[offset])
         latest, self._latest = self._latest, None
         latest = latest or {}
+        commit_keys, commit_values, commit_offsets = self._commit_keys, self._commit_values, self._commit_offsets
+        self._commits = (commit_keys, commit_values, commit_offsets)
+        self._commit_keys, self._commit_values, self._commit_offsets = [], [], []
         survivors = [
             item if isinstance(item, tuple) else (item.offset() or 0, key, item.value()) for key, item in latest.items()
         ]
@@ -396,11 +429,27 @@ class LogReplayer:
         self._survivors = survivors
         # What ``restores`` may ask for: the keys whose latest record was not applied.
         wanted = self._shadowed.union(item[1] for _, item in self._buffer if isinstance(item, tuple))
+        if any(key.startswith(_COMMIT_PREFIX) for key in wanted):  # rare: a zombie's or an aborted commit
+            latest = {**latest, **{raw[1]: raw for raw in zip(commit_offsets, commit_keys, commit_values, strict=True)}}
         self._values = {key: _as_raw(key, latest[key]) for key in wanted if key in latest}
 
     def replay_survivors(self) -> None:
         """Second half of ``finish``: decode and replay the survivors ``end_read`` set aside."""
         survivors, self._survivors = self._survivors, []
+        (commit_keys, commit_values, commit_offsets), self._commits = self._commits, ([], [], [])
+        if commit_keys:
+            table = self._offsets_table(survivors, commit_keys, commit_values, commit_offsets)
+            if table is None:
+                # The survivors' way: the last record of each key, in their order.
+                last = {raw[1]: raw for raw in zip(commit_offsets, commit_keys, commit_values, strict=True)}
+                survivors.extend(last.values())
+            else:
+                for target in self.targets:
+                    target.replay_offsets_table(table)  # type: ignore[attr-defined]
+                self.applied += table.records()
+                survivors.extend(table.irregular.values())
+            del commit_keys, commit_values, commit_offsets
+            survivors.sort(key=_offset_of)
         # Runs of OffsetCommit records (most of a log of many groups) go to the states with their
         # values left encoded, where every target takes them so; any other record, and any
         # OffsetCommit record those runs do not take, is decoded and applied here, in order.
@@ -423,6 +472,21 @@ class LogReplayer:
                 self._apply(raw)
             except LogReadError as exc:
                 self._pass_unreadable(raw[0], exc)
+
+    def _offsets_table(
+        self, survivors: list[_Raw], keys: list[bytes], values: list[bytes | None], offsets: list[int]
+    ) -> OffsetsTable | None:
+        """The load's OffsetCommit records placed in an ``OffsetsTable``, to be replayed before
+        the other survivors (their replay touches no offset, and the table's irregular records,
+        each the last of its key, after it); None where that order would matter (a
+        transactional record survives) or where the targets or the table cannot take them."""
+        if not all(hasattr(target, "replay_offsets_table") for target in self.targets):
+            return None
+        if any(key.startswith(_ORDERED_WITH_COMMITS) for _, key, _ in survivors):
+            return None
+        table = OffsetsTable()
+        table.add(keys, values, offsets)
+        return None if table.declined else table
 
     def _pass_unreadable(self, offset: int, exc: LogReadError) -> None:
         """Go past an unreadable record if a decision covers it (or, loading, may still come)."""
@@ -475,13 +539,25 @@ class LogReplayer:
         if self._latest is not None:  # loading: remember what compaction could let shadow
             self._shadowed.update(item[1] for _, item in entries if isinstance(item, tuple))
 
+    def _keep(self, key: bytes, item: _Raw | LogMessage) -> None:
+        """A deferred load's applied record: the latest of its key (``finish`` orders the survivors
+        by offset), or the next of the load's OffsetCommit records."""
+        if key.startswith(_COMMIT_PREFIX):
+            self._commit_keys.append(key)
+            if isinstance(item, tuple):
+                self._commit_values.append(item[2])
+                self._commit_offsets.append(item[0])
+            else:
+                self._commit_values.append(item.value())
+                self._commit_offsets.append(item.offset() or 0)
+        else:
+            self._latest[key] = item  # type: ignore[index]
+        self._shadowed.discard(key)
+
     def _apply(self, item: CoordinatorRecord | _Raw) -> None:
         if isinstance(item, tuple):
-            latest = self._latest
-            if latest is not None:
-                key = item[1]
-                latest[key] = item  # ``finish`` orders the survivors by offset
-                self._shadowed.discard(key)
+            if self._latest is not None:
+                self._keep(item[1], item)
                 return
             item = self._decode(item)
         for target in self.targets:
