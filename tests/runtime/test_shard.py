@@ -505,6 +505,51 @@ def test_write_now_result_is_computed_again_if_the_live_state_changed_before_the
     assert answer.result() == "joined" and len(calls) == 2
 
 
+def test_write_now_transient_is_answered_at_once_while_earlier_records_wait() -> None:
+    """A transient answer (a share acquisition, which a reload voids) does not wait behind
+    earlier records still to be read back, nor behind handlers queued for the next flush: it
+    runs before those."""
+    world = World()
+    shard = world.loaded()
+    world.hosts[0].stall()
+    first = shard.submit(write(commit(0, 5), response="commit"))
+    world.run()
+    assert shard.write_now(write(response="acquired"), transient=True) == "acquired"
+    queued = shard.submit(write(commit(1, 6), response="queued"))
+    assert shard.write_now(write(response="again"), transient=True) == "again"
+    world.hosts[0].resume()
+    world.run()
+    assert first.result() == "commit" and queued.result() == "queued" and shard.replay_matches()
+
+
+def test_write_now_transient_with_records_goes_first_in_the_flush_and_runs_once() -> None:
+    world = World()
+    shard = world.loaded()
+    queued = shard.submit(write(commit(1, 6), response="queued"))
+    calls: list[int] = []
+    answer = shard.write_now(counted(write(commit(0, 7), response="archived"), calls), transient=True)
+    assert not isinstance(answer, str)
+    world.run()
+    assert answer.result() == "archived" and queued.result() == "queued" and len(calls) == 1
+    # Its record was computed on the live state before the queued handler's: it comes first.
+    commits = [decode(e.key, e.value) for e in world.log.entries[0]]
+    assert [r.key.partition for r in commits if r.type is RecordType.OFFSET_COMMIT] == [0, 1]
+    assert shard.replay_matches()
+
+
+def test_write_now_transient_stays_behind_a_result_computed_earlier() -> None:
+    """A result ``write_now`` computed and queued must stand when its flush takes it: a later
+    transient handler queues behind it rather than running first."""
+    world = World()
+    shard = world.loaded()
+    earlier = shard.write_now(write(commit(0, 7), response="earlier"))
+    calls: list[int] = []
+    later = shard.write_now(counted(write(response="later"), calls), transient=True)
+    assert not isinstance(earlier, str) and not isinstance(later, str) and calls == []
+    world.run()
+    assert earlier.result() == "earlier" and later.result() == "later" and len(calls) == 1
+
+
 def test_write_now_on_a_shard_that_does_not_serve_raises_not_available() -> None:
     world = World()
     shard = world.shard()

@@ -272,32 +272,6 @@ def test_record_15_lists_the_share_partitions_with_state() -> None:
     assert len(shard.log) == before
 
 
-def test_a_share_fetch_acknowledges_and_acquires_in_one_record() -> None:
-    """The acknowledgements of a ShareFetch and its acquisition are one record per share-partition
-    (one write), which replays to the same state as the two operations written apart; the room the
-    acknowledgements free is acquired by the same fetch."""
-    config = SharePartitionConfig(record_lock_duration_ms=1000, delivery_count_limit=3, max_in_flight_records=5)
-    shard = Shard()
-    data = shard.state.share_data
-    shard.run(ops.ensure(data, [(KEY, config, "tid", 0)]))
-    assert shard.run(ops.acquire(data, "m1", [_fetched(0, 9)], 10, now=0)) == {KEY: (AcquiredRecords(0, 4, 1),)}
-    assert ops.fetch_offsets(data, [KEY]) == {}  # the window is full
-    assert ops.fetch_offsets(data, [KEY], {KEY}) == {KEY: (5, True)}  # unless acknowledged first
-    acks = [(KEY, config, [AcknowledgementBatch(0, 4, (ACCEPT,))])]
-    result = ops.acknowledge_and_acquire(data, "m1", acks, [_fetched(5, 9)], 10, now=1)
-    assert len(result.records) == 1
-    errors, got = shard.run(result)  # type: ignore[misc]
-    assert errors == {KEY: ErrorCode.NONE} and got == {KEY: (AcquiredRecords(5, 9, 1),)}
-    assert shard.durable_matches_live()
-    # A release re-acquired by the same fetch (its offsets were read from the log): one record.
-    acks = [(KEY, config, [AcknowledgementBatch(5, 6, (RELEASE,)), AcknowledgementBatch(7, 9, (ACCEPT,))])]
-    result = ops.acknowledge_and_acquire(data, "m1", acks, [_fetched(5, 12)], 10, now=2)
-    assert len(result.records) == 1
-    errors, got = shard.run(result)  # type: ignore[misc]
-    assert got == {KEY: (AcquiredRecords(5, 6, 2),)}
-    assert shard.durable_matches_live()
-
-
 def test_the_listener_hears_of_share_partitions_left_with_records_to_acquire() -> None:
     """What wakes a waiting ShareFetch: an operation that leaves a share-partition acquirable
     (released records, a lock expired, the window's oldest records acknowledged). One that leaves

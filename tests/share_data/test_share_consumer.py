@@ -621,6 +621,7 @@ async def _wire_fetch(
     epoch: int,
     acks: list[tuple[int, int, int]] = (),  # type: ignore[assignment]
     max_wait_ms: int = 200,
+    max_records: int = 3,
 ) -> list[tuple[int, int, int]]:
     """A ShareFetch of partition 0 (acknowledging ``acks``: first, last, type); the acquired
     ranges (first, last, delivery count)."""
@@ -635,7 +636,7 @@ async def _wire_fetch(
         member_id=member,
         share_session_epoch=epoch,
         max_wait_ms=max_wait_ms,
-        max_records=3,
+        max_records=max_records,
         topics=[sf.ShareFetchRequestFetchTopic(topic_id=topic_id, partitions=[partition])],
     )
     answer = await client.call(SHARE_FETCH, 1, request)
@@ -712,6 +713,39 @@ def test_a_waiting_share_fetch_is_woken_when_records_are_released(
         released = await holder.call(SHARE_ACK, 1, release)
         assert isinstance(released, sa.ShareAcknowledgeResponse) and released.error_code == 0
         assert await waiting == [(0, 2, 2)]
+        await holder.close()
+        await waiter.close()
+
+    asyncio.run(run())
+
+
+def test_room_an_acknowledging_fetch_frees_goes_to_the_member_already_waiting(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """A ShareFetch that acknowledges and acquires acquires only once its acknowledgements are
+    read back from the log, so it holds no record during that write: the room they free in the
+    in-flight window goes at once to a fetch already waiting for room (woken by the
+    acknowledgement, answered without waiting for the write), not to the acknowledging fetch."""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    topic_id = _topic_id(bootstrap, topic)
+    _set_group_config(shared_serve.bootstrap, group, "share.partition.max.record.locks", "100")  # the least
+
+    async def run() -> None:
+        holder, first = await _wire_member(shared_serve.port, group, topic)
+        waiter, second = await _wire_member(shared_serve.port, group, topic)
+        assert await _wire_fetch(holder, (group, first, topic_id), 0) == []
+        _produce(bootstrap, topic, 200, 1)
+        assert await _wire_fetch(holder, (group, first, topic_id), 1, max_records=100) == [(0, 99, 1)]
+        assert await _wire_fetch(waiter, (group, second, topic_id), 0) == []
+        # The window is full: the waiter waits for room.
+        waiting = asyncio.ensure_future(
+            _wire_fetch(waiter, (group, second, topic_id), 1, max_wait_ms=30_000, max_records=100)
+        )
+        await asyncio.sleep(0.5)  # (lets it arrive and wait first)
+        acked = await _wire_fetch(holder, (group, first, topic_id), 2, acks=[(0, 99, 1)], max_records=100)
+        assert await waiting == [(100, 199, 1)]
+        assert acked == []
         await holder.close()
         await waiter.close()
 

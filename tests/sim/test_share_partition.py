@@ -24,7 +24,7 @@ def test_share_partition_scenarios_keep_the_invariants() -> None:
     stats = _run(range(SEEDS))
     # The runs reach what they claim to exercise.
     assert stats["move"] >= 100 and stats["compacted"] >= 30 and stats["lost-records"] > 0, stats
-    assert stats["restored"] > 0, stats
+    assert stats["restored"] > 0 and stats["answered-at-once"] > 0, stats
     assert stats["lost:answer"] > 0 and stats["lost:fetch"] > 0 and stats["lost:ack"] > 0, stats
     assert stats["ack:INVALID_RECORD_STATE"] > 0 and stats["ack:NONE"] > 1000, stats
     assert stats["archived-at-limit"] > 0 and stats["stalled"] > 0, stats

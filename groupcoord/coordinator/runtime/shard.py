@@ -574,7 +574,7 @@ class Shard(Generic[S]):
     async def write(self, op: Callable[[S, int], Result[T]]) -> T:
         return await self.submit(op)
 
-    def write_now(self, op: Callable[[S, int], Result[T]]) -> T | asyncio.Future[T]:
+    def write_now(self, op: Callable[[S, int], Result[T]], transient: bool = False) -> T | asyncio.Future[T]:
         """``write``, answered at once when that changes nothing: the handler's answer itself if
         it needs no record and no earlier answer of this shard still waits for its records (the
         answer may rest on them), else a future as ``submit`` gives. A steady heartbeat is the
@@ -582,16 +582,34 @@ class Shard(Generic[S]):
         returns records is not run twice: its result goes through the queue as it is
         (``_Precomputed``), so the records are batched with the loop turn's others and the answer
         is released only once they are read back, as for any write. Raises what the handler
-        raises, and ShardNotAvailable when the shard does not serve."""
+        raises, and ShardNotAvailable when the shard does not serve.
+
+        ``transient``: the answer is transient state that a reload drops whole (a share-group
+        acquisition: every lock expires on load), so it may rest on earlier records not read back
+        yet: if the log loses them the shard reloads and what the answer handed out is void. Such
+        an answer does not wait behind them, nor behind handlers queued for the next flush: it
+        runs before them (as if it had come first), and if it has records after all they go
+        first in that flush."""
         if self.status is not ShardStatus.ACTIVE:
             raise ShardNotAvailable(self.partition, self.status, self.error or "")
-        if self._queue or self._pending or self.next_offset > self.committed_offset:
+        if transient:
+            # A result computed now must stand when its flush takes it: nothing else queued
+            # may have been computed before it.
+            ahead = any(isinstance(entry[0], _Precomputed) for entry in self._queue)
+        else:
+            ahead = bool(self._queue or self._pending or self.next_offset > self.committed_offset)
+        if ahead:
             return self.submit(op)  # behind what is queued or unreleased, in order
         now = self.host.clock.now_ms()
         started = time.perf_counter()
         result = op(self.live, now)
         if result.records or result.completions or isinstance(result.response, Park):
-            return self.submit(_Precomputed(op, result, self, self._live_changes))
+            queued = len(self._queue)
+            fut = self.submit(_Precomputed(op, result, self, self._live_changes))
+            if queued:
+                # It ran on the live state before the queued handlers run: first in the flush.
+                self._queue.insert(0, self._queue.pop())
+            return fut
         observer = self.observer
         observer.dequeued(0.0)
         observer.processed(self.live, result.records, None, time.perf_counter() - started, result.response)

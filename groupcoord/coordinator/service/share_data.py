@@ -12,12 +12,15 @@ Kafka's SharePartitionManager, over this project's runtime. For one request:
    partition's leader (``share_fetcher.py``) from ``next_fetch_offset``, or taken from the last
    read of that partition when it holds that offset (``share_read_cache.py``: the group's
    consumers read one partition one after another, each a little further on).
-4. The request's acknowledgements and the acquisition of what was fetched are ONE write to the
-   group's shard (``shard_ops.acknowledge_and_acquire``: acknowledgements first, so the room they
-   free in the in-flight window is acquired at once; one record per share-partition). A
-   ShareFetch thus costs one round trip through the coordinator log, not two. The answer carries
-   the fetched batches that hold acquired records, and the AcquiredRecords ranges (clients
-   deliver only those).
+4. The request's acknowledgements are one write to the group's shard (one record per
+   share-partition), applied at once to the live state (the room they free in the in-flight
+   window goes to whichever fetch asks first: a waiting one is woken) and read back before the
+   fetch acquires anything, so its member holds no record during the write. The acquisition
+   writes nothing (as in Kafka) and is answered at once, even while other members' writes are
+   still to be read back (``Shard.write_now``, transient: a reload voids every acquisition). A
+   ShareFetch thus costs one round trip through the coordinator log when it acknowledges, none
+   when it only acquires. The answer carries the fetched batches that hold acquired records, and
+   the AcquiredRecords ranges (clients deliver only those).
 5. Nothing acquired: the fetch waits, until ``MaxWaitMs`` has passed, for a share-partition to
    have records to acquire again (``share_waiters.py``: woken by the operation that released
    records, expired a lock, or acknowledged the window's oldest ones; no polling). New records
@@ -512,11 +515,10 @@ class ShareDataPath:
         int,
     ]:
         """The acknowledgements' errors, what was acquired (with the fetched batches holding it),
-        the partitions' errors, and the lock duration. The acknowledgements and the first
-        acquisition are one write (one record per share-partition, holding the acknowledgements:
-        an acquisition is not written): answered once it is read back, like every write, so an
-        acknowledging ShareFetch costs one round trip through the coordinator log, and one that
-        only acquires none (unless an earlier write of the shard is still to be read back)."""
+        the partitions' errors, and the lock duration. The acknowledgements are one write (one
+        record per share-partition), read back before anything is acquired; the acquisition is
+        not written and is answered at once (module docstring, 4), so an acknowledging ShareFetch
+        costs one round trip through the coordinator log and one that only acquires none."""
         handlers = self.service.handlers
         deadline = time.monotonic() + wait_ms / 1000
         keys = {tp: SharePartitionKey(group, tp[0], tp[1]) for tp in parts}
@@ -528,50 +530,47 @@ class ShareDataPath:
                 == "read_committed"
             )
         )
-        ack_errors, valid = self._checked_acks(acks) if acks else ({}, [])
-        acked = {SharePartitionKey(group, p.topic, p.partition) for p, _ in valid}
+        # The acknowledgements first, written and read back before anything is acquired: no
+        # record is held by this member while they are written, and the room they free in the
+        # in-flight window goes at once (their write wakes the waiting fetches) to whichever
+        # member asks first. Kafka's ShareFetch likewise acquires into room an acknowledgement
+        # freed only once that acknowledgement is persisted.
+        ack_errors = await self._acknowledge(shard, group, member, acks) if acks else {}
         got: dict[SharePartitionKey, tuple[AcquiredRecords, ...]] = {}
         while True:
-            # Registered before anything is awaited: a release while this fetch reads or writes
-            # wakes it too.
+            # Registered before anything is awaited: a release while this fetch reads wakes it too.
             woken = self.waiters.register(keys.values())
             try:
                 shard.read_live(lambda s: self.waiters.listen(s.share_data))
                 await self._make_live(shard, group, keys, errors)
-                # A partition whose acknowledgements may free room is read even when full now.
-                offsets = shard.read_live(
-                    lambda s, acked=acked: shard_ops.fetch_offsets(s.share_data, keys.values(), acked)  # type: ignore[misc]
-                )
-                remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
-                # Acknowledgements are not held back while the broker waits for new records.
-                read = asyncio.ensure_future(
-                    self._read_log(
-                        group, read_committed, offsets, max_bytes, 0 if valid else remaining_ms, errors, shard
+                offsets = shard.read_live(lambda s: shard_ops.fetch_offsets(s.share_data, keys.values()))
+                # From the partitions' last reads when they hold the offsets: no broker round trip
+                # and no task, so room freed in the window is acquired again within a loop turn.
+                read = self._read_kept(group, read_committed, offsets, max_bytes, errors)
+                if read is None:
+                    remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
+                    reading = asyncio.ensure_future(
+                        self._read_log(group, read_committed, offsets, max_bytes, remaining_ms, errors, shard)
                     )
-                )
-                try:
-                    woken = await self._read_or_released(shard, read, keys, woken)
-                finally:
-                    # This request failed or was cancelled (its client went): no read left behind.
-                    read.cancel()
-                if read.cancelled():
-                    continue  # records were released while the broker waited for new ones
-                fetched, data = read.result()
-                if valid:
-                    done, got = await shard.write(
-                        lambda s, now, fetched=fetched, valid=valid: shard_ops.acknowledge_and_acquire(  # type: ignore[misc]
-                            s.share_data, member, self._ack_items(s, group, valid), fetched, max_records, now
-                        )
-                    )
-                    self._ack_outcome(group, valid, done, ack_errors)
-                    valid, acked = [], set()
-                elif fetched:
-                    # An acquisition is not written (as in Kafka; archivals it does are): answered
-                    # at once unless an earlier write of the shard is still to be read back.
+                    try:
+                        woken = await self._read_or_released(shard, reading, keys, woken)
+                    finally:
+                        # This request failed or was cancelled (its client went): no read left behind.
+                        reading.cancel()
+                    if reading.cancelled():
+                        continue  # records were released while the broker waited for new ones
+                    read = reading.result()
+                fetched, data = read
+                if fetched:
+                    # An acquisition is not written (as in Kafka; archivals it does are) and a
+                    # reload drops it whole (every lock expires): answered at once, even while
+                    # earlier writes of the shard (other members' acknowledgements) are still to
+                    # be read back (``Shard.write_now``, transient).
                     acquiring = shard.write_now(
                         lambda s, now, fetched=fetched: shard_ops.acquire(
                             s.share_data, member, fetched, max_records, now
                         ),  # type: ignore[misc]
+                        transient=True,
                     )
                     got = await acquiring if isinstance(acquiring, asyncio.Future) else acquiring
                 # Answered at once with records, or with a partition's error (as Kafka completes a
@@ -584,8 +583,7 @@ class ShareDataPath:
                 timeout = max(0.0, deadline - time.monotonic())
                 if fetched:
                     timeout = min(timeout, RETRY_S)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(woken), timeout)
+                await _woken_or_after(woken, timeout)
             finally:
                 self.waiters.unregister(keys.values(), woken)
         out = {(k.topic, k.partition): (_overlapping(data[k], records), records) for k, records in got.items()}
@@ -725,20 +723,26 @@ class ShareDataPath:
                 if got is not None:
                     self.read_cache.put((topic, partition, read_committed), got, now)
                     answered.append((topic, partition, offset, got))
-        fetched: list[shard_ops.Fetched] = []
-        data: dict[SharePartitionKey, list[Batch]] = {}
-        for topic, partition, offset, got in answered:
-            key = SharePartitionKey(group, topic, partition)
-            if got.error_code == OFFSET_OUT_OF_RANGE:
-                fetched.append(shard_ops.Fetched(key, offset, (), (), got.log_start_offset))
-                continue
-            if got.error_code:
-                errors[(topic, partition)] = got.error_code
-                continue
-            batches = tuple(OffsetRange(b.first, b.last) for b in got.batches)
-            fetched.append(shard_ops.Fetched(key, offset, batches, tuple(got.archive), got.log_start_offset))
-            data[key] = got.batches
-        return fetched, data
+        return _fetched_from(group, answered, errors)
+
+    def _read_kept(
+        self,
+        group: str,
+        read_committed: bool,
+        offsets: dict[SharePartitionKey, tuple[int, bool]],
+        max_bytes: int,
+        errors: dict[tuple[str, int], int],
+    ) -> tuple[list[shard_ops.Fetched], dict[SharePartitionKey, list[Batch]]] | None:
+        """``_read_log``'s answer when the partitions' last reads hold every offset (nothing to
+        read from the brokers, nothing to wait for: answered without awaiting); None otherwise."""
+        answered: list[tuple[str, int, int, PartitionFetch]] = []
+        now = time.monotonic()
+        for key, (offset, _) in offsets.items():
+            kept = self.read_cache.get((key.topic, key.partition, read_committed), offset, max_bytes, now)
+            if kept is None:
+                return None
+            answered.append((key.topic, key.partition, offset, kept))
+        return _fetched_from(group, answered, errors)
 
     def _fetch_answer(
         self,
@@ -784,6 +788,44 @@ class ShareDataPath:
                 for t, ps in by_topic.items()
             ],
         )
+
+
+def _fetched_from(
+    group: str, answered: list[tuple[str, int, int, PartitionFetch]], errors: dict[tuple[str, int], int]
+) -> tuple[list[shard_ops.Fetched], dict[SharePartitionKey, list[Batch]]]:
+    """What was read of each partition (topic, partition, fetch offset, answer), as the
+    acquisition takes it; a partition's read error into ``errors``."""
+    fetched: list[shard_ops.Fetched] = []
+    data: dict[SharePartitionKey, list[Batch]] = {}
+    for topic, partition, offset, got in answered:
+        key = SharePartitionKey(group, topic, partition)
+        if got.error_code == OFFSET_OUT_OF_RANGE:
+            fetched.append(shard_ops.Fetched(key, offset, (), (), got.log_start_offset))
+            continue
+        if got.error_code:
+            errors[(topic, partition)] = got.error_code
+            continue
+        batches = tuple(OffsetRange(b.first, b.last) for b in got.batches)
+        fetched.append(shard_ops.Fetched(key, offset, batches, tuple(got.archive), got.log_start_offset))
+        data[key] = got.batches
+    return fetched, data
+
+
+async def _woken_or_after(woken: asyncio.Future[None], timeout: float) -> None:
+    """Until ``woken`` is done or ``timeout`` seconds have passed, whichever is first. Awaited
+    directly (no wrapping task or future), so a wake-up resumes the fetch in one loop turn."""
+    if woken.done():
+        return
+    timer = asyncio.get_running_loop().call_later(timeout, _wake, woken)
+    try:
+        await woken
+    finally:
+        timer.cancel()
+
+
+def _wake(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
 
 
 def _unavailable(exc: ShardNotAvailable) -> int:

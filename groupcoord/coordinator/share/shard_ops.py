@@ -14,7 +14,7 @@ caller (``service/share_data.py``) fetches from the cluster and passes the batch
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,15 +203,15 @@ def ensure(
 
 
 def fetch_offsets(
-    state: ShareDataState, keys: Iterable[SharePartitionKey], acknowledged: Collection[SharePartitionKey] = ()
+    state: ShareDataState, keys: Iterable[SharePartitionKey]
 ) -> dict[SharePartitionKey, tuple[int, bool]]:
-    """Where to fetch each live share-partition that can acquire something from (or that is
-    ``acknowledged`` before it acquires: that may make room), and whether that is its end (only
-    new records can be had there: the log's fetch may wait for them). Read-only."""
+    """Where to fetch each live share-partition that can acquire something from, and whether
+    that is its end (only new records can be had there: the log's fetch may wait for them).
+    Read-only."""
     out = {}
     for key in keys:
         sp = state.live.get(key)
-        if sp is not None and (key in acknowledged or sp.can_acquire()):
+        if sp is not None and sp.can_acquire():
             offset = sp.next_fetch_offset()
             out[key] = (offset, offset >= sp.end_offset)
     return out
@@ -300,19 +300,6 @@ def _acknowledge(changes: _Changes, member: str, acks: Acks, now: int) -> dict[S
         if result.error is ErrorCode.NONE:
             changes.add(key, sp, result.change)
     return errors
-
-
-def acknowledge_and_acquire(
-    state: ShareDataState, member: str, acks: Acks, fetched: Sequence[Fetched], max_records: int, now: int
-) -> Result[tuple[dict[SharePartitionKey, ErrorCode], dict[SharePartitionKey, tuple[AcquiredRecords, ...]]]]:
-    """A ShareFetch's acknowledgements, then its acquisition, as one write: one record per
-    share-partition (what a load replays is the same as after the two operations apart; the
-    acquisition adds only the archivals it did, never the acquired records). The
-    acknowledgements go first: what they free (room in the in-flight window, released records)
-    may be acquired by the same fetch, as Kafka's ShareFetch does."""
-    changes = _Changes(state)
-    errors = _acknowledge(changes, member, acks, now)
-    return changes.result((errors, _acquire(changes, member, fetched, max_records, now)))
 
 
 def release_member(

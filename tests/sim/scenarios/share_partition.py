@@ -6,8 +6,8 @@ runtime wiring comes later. A topic-partition grows (producers, some records in 
 transactions, retention moving its start); members fetch (acquire), acknowledge what they hold
 (ACCEPT mostly, RELEASE, REJECT, RENEW), stall past their locks and leave. The coordinator writes
 each change as records and answers only once the record is committed (as the runtime does); an
-acquisition alone writes nothing and is answered once what was appended before it is committed
-(the runtime's ``write_now``);
+acquisition that writes nothing is answered at once, even while earlier records are not committed
+yet (the runtime's ``write_now``, transient: an ownership move voids every acquisition anyway);
 appended records commit after a delay. An ownership move loses the uncommitted tail and every
 answer still in flight; the new owner loads from the (sometimes compacted) committed log. At the
 quiet end one member drains the partition.
@@ -22,7 +22,10 @@ share_partition SEED`` replays one):
    delivered as many times as the limit allows); meanwhile every offset below SPEO is done
    (below SPSO) or in flight with a state.
 3. A record is acquired by at most one member at a time: when a member receives records, no other
-   member holds any of them under a lock of the same owner that has not run out.
+   member holds any of them under a lock of the same owner whose time overlaps the new lock's
+   (an answer may arrive after its lock ran out and another member took the record: an
+   acquisition answered at once overtakes one waiting for its archivals to commit; that late
+   lock was over before the other began).
 4. Delivery counts never exceed ``share.delivery.count.limit``; the count a member sees for a record
    only grows while one owner serves it, and an acquisition's count is one more than the count
    written for the record (or 1 when none is). An
@@ -102,6 +105,8 @@ class Member:
     name: str
     # offset -> (owner generation, lock deadline) as this member knows it
     held: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # offset -> when the owner acquired it for this member (its lock's start)
+    acquired_at: dict[int, int] = field(default_factory=dict)
     # offset -> (owner generation, delivery count) of its last delivery to this member
     seen_count: dict[int, tuple[int, int]] = field(default_factory=dict)
     # Bumped when the member leaves: answers to its earlier requests are dropped, as a closed
@@ -179,10 +184,15 @@ class Simulation:
             self.fail("an operation changed records without writing")
         return self.log.next_seq - 1
 
-    def answer(self, seq: int, deliver: Callable[[], None], m: Member | None = None) -> None:
+    def answer(self, seq: int | None, deliver: Callable[[], None], m: Member | None = None) -> None:
+        """Deliver once the log has committed ``seq`` (None: at once), unless the answer is lost."""
         if self.rng.random() < self.sc.loss:
             self.stats["lost:answer"] += 1
             return  # the member times out and goes on
+        if seq is None:
+            self.stats["answered-at-once"] += 1
+            deliver()
+            return
         if m is not None:
             m.waiting = True
 
@@ -275,7 +285,9 @@ class Simulation:
             self.handed_out[o] = max(c, self.handed_out.get(o, 0))
             if c != written.get(o, 0) + 1:
                 self.fail(f"offset {o} acquired with count {c}, its written count is {written.get(o, 0)}")
-        seq = self.write(got.change, [], [])  # archivals only: an acquisition is not written
+        # Archivals only: an acquisition is not written. Without records it is answered at once,
+        # resting on what the log has not committed yet; with some, once they are committed.
+        seq = None if got.change is None else self.write(got.change, [], [])
         self.note(
             f"{m.name} fetch {start}-{last} max {max_records}: {[(r.first_offset, r.last_offset, r.delivery_count) for r in got.records]}"
         )
@@ -290,12 +302,16 @@ class Simulation:
                 seen_gen, seen = m.seen_count.get(o, (gen, 0))
                 if seen_gen == gen and c <= seen:
                     self.fail(f"offset {o} delivered to {m.name} with count {c} after {seen}")
+                until = t + self.config.record_lock_duration_ms
                 for other in self.members:
                     hold = other.held.get(o)
-                    if other is not m and hold is not None and hold[0] == gen and hold[1] > t:
+                    if other is m or hold is None or hold[0] != gen:
+                        continue
+                    if hold[1] > t and other.acquired_at[o] < until:
                         self.fail(f"offset {o} delivered to {m.name} while {other.name} holds it until {hold[1]}")
                 m.seen_count[o] = (gen, c)
-                m.held[o] = (gen, t + self.config.record_lock_duration_ms)
+                m.held[o] = (gen, until)
+                m.acquired_at[o] = t
             self.stats["delivered"] += len(acquired)
 
         if acquired:
