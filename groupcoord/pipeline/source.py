@@ -169,7 +169,9 @@ def session(
     if master and master.startswith("local"):
         # A local driver needs no routable host name (and so no warning that it resolves to loopback).
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
-    if shuffle_partitions is None:
+    # A session already running in this process (a notebook, the tests) keeps the sizing it was
+    # started with: getOrCreate would otherwise apply this default to it too.
+    if shuffle_partitions is None and SparkSession.getActiveSession() is None:
         shuffle_partitions = local_shuffle_partitions(master)
     if shuffle_partitions is not None:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 
@@ -69,7 +70,9 @@ def test_reads_every_record_typed(spark: SparkSession, written_log: WrittenLog) 
 def test_splits_and_offset_ranges(spark: SparkSession, written_log: WrittenLog) -> None:
     wl = written_log
     whole = {(r.partition, r.offset) for r in _load(spark, wl).select("partition", "offset").collect()}
-    split = _load(spark, wl, maxRecordsPerSplit="7")
+    # The sidecar keeps writing (a share group's state, say): the split read stops where this one did.
+    ends = {str(q): 1 + max((o for p, o in whole if p == q), default=-1) for q in range(LOG_PARTITIONS)}
+    split = _load(spark, wl, maxRecordsPerSplit="7", endingOffsets=json.dumps(ends))
     assert split.rdd.getNumPartitions() > LOG_PARTITIONS
     assert {(r.partition, r.offset) for r in split.select("partition", "offset").collect()} == whole
     p = next(iter(sorted(whole)))[0]
@@ -119,3 +122,13 @@ def test_an_embedded_session_uses_two_shuffle_partitions_per_core() -> None:
     # A cluster (or spark-submit's own master) keeps the operator's setting.
     assert local_shuffle_partitions("spark://host:7077") is None
     assert local_shuffle_partitions(None) is None
+
+
+def test_a_running_session_keeps_its_shuffle_partitions(spark: SparkSession) -> None:
+    """A job started in a process that runs a session already (a notebook, these tests) uses that
+    session as it is: getOrCreate would otherwise resize it to the job's master."""
+    from groupcoord.pipeline.source import session
+
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    assert before != "16"  # (what local[8] would set)
+    assert session("local[8]").conf.get("spark.sql.shuffle.partitions") == before

@@ -81,10 +81,10 @@ def transactional_producer(bootstrap: str, transactional_id: str, **config: str)
     return producer
 
 
-def _recover(producer: Producer, sidecar: str, transactional_id: str) -> Producer:
+def _recover(producer: Producer, sidecar: str, transactional_id: str, timeout: float) -> Producer:
     """Abort the failed transaction, or start over with a new producer (a new epoch aborts it)."""
     try:
-        producer.abort_transaction(30)
+        producer.abort_transaction(timeout)
         return producer
     except KafkaException:
         return transactional_producer(sidecar, transactional_id)
@@ -101,8 +101,14 @@ def run_scenario(
     batch: int = 3,
     after_commit: Callable[[int], None] | None = None,
     survive_failures: bool = False,
+    call_timeout: float = 30,
 ) -> dict[str, int]:
-    """Runs the loop until every input record is in a committed transaction; counts of what happened."""
+    """Runs the loop until every input record is in a committed transaction; counts of what happened.
+
+    ``call_timeout`` bounds each send_offsets/commit/abort of the unfenced producer. Every sidecar
+    answers Metadata with the cluster's node ids at its own listener, so when the sidecar a
+    producer last heard node N from is killed, librdkafka keeps calling N's dead address and its
+    transactional calls fail only when that timeout runs out: a failover test shortens it."""
     consumer = Consumer(
         {
             "bootstrap.servers": sidecar,
@@ -154,15 +160,15 @@ def run_scenario(
                 stats["fenced"] += 1
                 continue
             try:
-                producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
-                producer.commit_transaction(30)
+                producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), call_timeout)
+                producer.commit_transaction(call_timeout)
             except KafkaException as exc:
                 if not survive_failures:
                     raise
                 # The coordinator moved under the transaction (a killed process): whatever became
                 # of it, the committed offsets say where its outcome left the input.
                 stats[f"failed:{exc.args[0].name()}"] += 1
-                producer = _recover(producer, sidecar, transactional_id)
+                producer = _recover(producer, sidecar, transactional_id, call_timeout)
                 rewind(consumer)
                 continue
             stats["transactions"] += 1
