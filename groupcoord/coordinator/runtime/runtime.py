@@ -96,7 +96,9 @@ class CoordinatorRuntime(Generic[S]):
 
     async def start(self, partitions: Iterable[int] | None = None) -> None:
         """Create the log topic if needed, then begin loading the given shards (all by default)."""
-        self.partitions = await asyncio.to_thread(ensure_log_topic, self.client_config, self.topic_spec, self.cluster_wait_s)
+        self.partitions = await asyncio.to_thread(
+            ensure_log_topic, self.client_config, self.topic_spec, self.cluster_wait_s
+        )
         # The shards' state is long-lived: kept out of the cyclic collector's full walks.
         collector.SHARED.install()
         self._collector_installed = True
