@@ -15,8 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
 
+from groupcoord.coordinator.config import PLACEMENT_GROUP_PREFIX
+from groupcoord.coordinator.runtime.placement import NODE_ID_BASE
 from groupcoord.coordinator.service.partitioning import partition_for
 from tests.ha.sidecars import Background, Committer, Sidecar, wait_for
 from tests.topics import ensure_topic
@@ -212,6 +215,14 @@ def test_a_process_killed_after_joining_and_before_announcing_any_shard_is_remov
             s.stop()
 
 
+def _announced_owners(bootstrap: str, topic: str) -> set[int]:
+    """The node ids the placement group's committed offsets name as shard owners."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    asked = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(f"{PLACEMENT_GROUP_PREFIX}{topic}")])
+    answer = next(iter(asked.values())).result(10)
+    return {tp.offset for tp in answer.topic_partitions or [] if tp.topic == topic and tp.offset >= NODE_ID_BASE}
+
+
 def test_no_process_joins_while_a_dead_process_still_announces_shards(
     bootstrap: str, unique_name: str, tmp_path: Path
 ) -> None:
@@ -237,6 +248,9 @@ def test_no_process_joins_while_a_dead_process_still_announces_shards(
         for s in made:
             s.wait_listening()
         wait_for(lambda: all(s.owned() for s in made) and shards_owned(made) == list(range(PARTITIONS)), 90, "2 owners")
+        # What the joiner reads: both processes announce their shards (a process killed before its
+        # announcement is read holds nothing as far as the others know, and nobody waits for it).
+        wait_for(lambda: len(_announced_owners(bootstrap, unique_name)) == 2, 30, "both owners announced")
         victim.kill9()
         killed = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
         joiner.spawn()
