@@ -61,7 +61,7 @@ def refused(*changes: gc.ConfigChange) -> str:
 def test_unknown_group_config_name_is_invalid_config() -> None:
     assert refused(change("consumer.no.such.config", "10")) == "Unknown group config name: consumer.no.such.config"
     # Kafka's streams group configs and share-group features not served here: refused, saying why.
-    for name in ("share.renew.acknowledge.enable", "streams.num.standby.replicas", "errors.deadletterqueue.topic.name"):
+    for name in ("share.assignor.offload.enable", "streams.num.standby.replicas", "errors.deadletterqueue.topic.name"):
         assert refused(change(name, "1")) == (
             f"Group config {name} is for streams groups or a share-group feature, which this coordinator "
             "does not serve; set it on the cluster's own group coordinator."
@@ -201,6 +201,7 @@ def test_describe_lists_every_group_config_with_its_source() -> None:
         gc.ASSIGNOR_OFFLOAD,
         gc.SHARE_AUTO_OFFSET_RESET,
         gc.SHARE_ISOLATION_LEVEL,
+        gc.SHARE_RENEW_ACKNOWLEDGE_ENABLE,
     ]
     # The broker's assignment interval was configured (0, Kafka's default is 1000).
     assert [(s.name, s.value, s.source) for s in described[gc.ASSIGNMENT_INTERVAL].synonyms] == [

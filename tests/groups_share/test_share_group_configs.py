@@ -61,6 +61,28 @@ def test_share_configs_are_validated_as_kafka_does() -> None:
     assert "read_committed, read_uncommitted" in _refused((gc.SHARE_ISOLATION_LEVEL, "serializable"))
 
 
+def test_renew_acknowledge_enable_is_a_boolean_applied_to_the_data_path() -> None:
+    """Kafka 4.3's share.renew.acknowledge.enable: BOOLEAN (true/false, any case, trimmed), default
+    true, no broker-level synonym; the share-partitions of the group run with it."""
+    assert _alter((gc.SHARE_RENEW_ACKNOWLEDGE_ENABLE, " FALSE ")) == {gc.SHARE_RENEW_ACKNOWLEDGE_ENABLE: "false"}
+    assert _refused((gc.SHARE_RENEW_ACKNOWLEDGE_ENABLE, "1")) == (
+        "Invalid value 1 for configuration share.renew.acknowledge.enable: Expected value to be either true or false"
+    )
+    assert gc.effective_share(SHARE, None).renew_acknowledge_enable is True
+    assert gc.effective_share(SHARE, {gc.SHARE_RENEW_ACKNOWLEDGE_ENABLE: "false"}).renew_acknowledge_enable is False
+    default = {d.name: d for d in gc.describe({}, CONSUMER, share=SHARE)}[gc.SHARE_RENEW_ACKNOWLEDGE_ENABLE]
+    assert (default.value, default.source, default.config_type) == (
+        "true",
+        gc.ConfigSource.DEFAULT_CONFIG,
+        gc.CONFIG_TYPE_BOOLEAN,
+    )
+    assert [s.name for s in default.synonyms] == [gc.SHARE_RENEW_ACKNOWLEDGE_ENABLE]
+    own = gc.describe(
+        {gc.SHARE_RENEW_ACKNOWLEDGE_ENABLE: "false"}, CONSUMER, [gc.SHARE_RENEW_ACKNOWLEDGE_ENABLE], SHARE
+    )
+    assert [(d.value, d.source) for d in own] == [("false", gc.ConfigSource.GROUP_CONFIG)]
+
+
 def test_session_must_exceed_heartbeat_for_share_groups_too() -> None:
     broker = ShareGroupConfig(min_session_timeout_ms=1000, min_heartbeat_interval_ms=1000)
     with pytest.raises(GroupError) as caught:

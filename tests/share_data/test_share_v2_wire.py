@@ -1,7 +1,8 @@
 """ShareFetch and ShareAcknowledge v2 (Kafka 4.2) through a real ``groupcoord serve`` in front of the
 local broker, with the project's own wire client: no client here speaks v2 (librdkafka 2.16's
 ShareConsumer sends v1). KIP-1206's record-limit acquire mode, KIP-1222's RENEW (the lock moves,
-nothing is written, the answer carries the lock duration), and the bad input Kafka refuses."""
+nothing is written, the answer carries the lock duration; ``share.renew.acknowledge.enable`` turns it
+off), and the bad input Kafka refuses."""
 
 from __future__ import annotations
 
@@ -143,6 +144,14 @@ def test_share_fetch_and_acknowledge_v2_on_the_wire(
         await asyncio.sleep(max(0.0, acquired_at + LOCK_MS / 1000 + 0.5 - time.monotonic()))
         assert acquired_ranges(await theirs.fetch(max_wait_ms=1000, max_records=100)) == [(4, 9, 1)]
         assert _ack_error(await mine.ack(0, 3, ACCEPT)) == 0
+
+        # share.renew.acknowledge.enable=false (Kafka 4.3) refuses renewals of records the member
+        # holds, at once for the live share-partition: INVALID_RECORD_STATE, nothing written.
+        _set_group_config(serve.bootstrap, group, "share.renew.acknowledge.enable", "false")
+        ends = _log_ends(bootstrap, log_topic)
+        assert _ack_error(await theirs.ack(4, 9, RENEW, renew=True)) == ErrorCode.INVALID_RECORD_STATE
+        assert _log_ends(bootstrap, log_topic) == ends
+        assert _ack_error(await theirs.ack(4, 9, ACCEPT)) == 0
         await mine.client.close()
         await theirs.client.close()
 

@@ -208,11 +208,14 @@ class ShareGroupConfig:
     # Group-level STRING configs have no broker-level setting in Kafka; their defaults.
     auto_offset_reset: str = "latest"
     isolation_level: str = "read_uncommitted"
+    # share.renew.acknowledge.enable (Kafka 4.3, KIP-1222's RENEW): a group-level BOOLEAN with no
+    # broker-level setting either; on by default.
+    renew_acknowledge_enable: bool = True
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, int) and not 1 <= value <= INT_MAX:
+            if type(value) is int and not 1 <= value <= INT_MAX:
                 raise ValueError(f"{f.name}={value} out of range [1, {INT_MAX}]")
         for value, low, high in _SHARE_BOUNDED:
             _require(

@@ -12,9 +12,10 @@ Share groups (KIP-932) have Kafka 4.2's ``share.*`` configs: ``share.session.tim
 ``share.heartbeat.interval.ms`` (applied by membership), ``share.record.lock.duration.ms``,
 ``share.delivery.count.limit``, ``share.partition.max.record.locks``, ``share.auto.offset.reset``
 and ``share.isolation.level`` (validated and stored, for the share-partition data path), each
-bounded by its ``group.share.*`` broker setting (``ShareGroupConfig``). Configs of later Kafka
-releases for features this coordinator does not have (``share.renew.acknowledge.enable``,
-``share.assignment.interval.ms``, ``share.assignor.offload.enable``) and streams groups'
+bounded by its ``group.share.*`` broker setting (``ShareGroupConfig``), and Kafka 4.3's
+``share.renew.acknowledge.enable`` (a BOOLEAN, default true: false refuses RENEW acknowledgements
+with INVALID_RECORD_STATE, as Kafka's SharePartition does). Configs for features this coordinator
+does not have (``share.assignment.interval.ms``, ``share.assignor.offload.enable``) and streams groups'
 (``streams.*``, ``errors.deadletterqueue.*``) are refused with INVALID_CONFIG and a message saying
 so, rather than stored for groups that can never read them.
 
@@ -49,6 +50,7 @@ SHARE_DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
 SHARE_PARTITION_MAX_RECORD_LOCKS = "share.partition.max.record.locks"
 SHARE_AUTO_OFFSET_RESET = "share.auto.offset.reset"
 SHARE_ISOLATION_LEVEL = "share.isolation.level"
+SHARE_RENEW_ACKNOWLEDGE_ENABLE = "share.renew.acknowledge.enable"
 
 # DescribeConfigsResponse.ConfigType ids.
 CONFIG_TYPE_BOOLEAN = 1
@@ -59,7 +61,6 @@ CONFIG_TYPE_INT = 3
 # coordinator does not serve.
 NOT_SERVED = frozenset(
     {
-        "share.renew.acknowledge.enable",
         "share.assignment.interval.ms",
         "share.assignor.offload.enable",
         "streams.session.timeout.ms",
@@ -183,6 +184,16 @@ STRING_CONFIGS: dict[str, StringConfigDef] = {
 }
 
 
+# BOOLEAN share-group configs applied to the data path: like the STRING ones, no broker-level
+# synonym in Kafka; the ShareGroupConfig field holds the default.
+SHARE_BOOLEAN_CONFIGS: dict[str, StringConfigDef] = {
+    SHARE_RENEW_ACKNOWLEDGE_ENABLE: StringConfigDef(
+        "renew_acknowledge_enable",
+        "Whether members of the share group may renew their record locks with the RENEW acknowledgement type.",
+    ),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class StoredConfigDef:
     """A BOOLEAN group config kept and described, with no effect on this coordinator."""
@@ -233,13 +244,13 @@ def _check_name(name: str) -> None:
             f"Group config {name} is for streams groups or a share-group feature, which this coordinator "
             "does not serve; set it on the cluster's own group coordinator."
         )
-    if name not in GROUP_CONFIGS and name not in STORED_CONFIGS and name not in STRING_CONFIGS:
+    if name not in GROUP_CONFIGS and name not in STORED_CONFIGS and name not in STRING_CONFIGS | SHARE_BOOLEAN_CONFIGS:
         raise _invalid(f"Unknown group config name: {name}")
 
 
 def _parse(name: str, value: str | None) -> str:
     """The value as stored: Kafka's parse of the config's type, or its message."""
-    if name in STORED_CONFIGS:
+    if name in STORED_CONFIGS or name in SHARE_BOOLEAN_CONFIGS:
         text = str(value).strip().lower()
         if text not in ("true", "false"):
             raise _invalid(f"Invalid value {value} for configuration {name}: Expected value to be either true or false")
@@ -385,6 +396,9 @@ def _effective(broker: Any, overrides: Mapping[str, str] | None, share: bool) ->
         for name, sd in STRING_CONFIGS.items():
             if name in overrides:
                 values[sd.field] = overrides[name]
+        for name, sd in SHARE_BOOLEAN_CONFIGS.items():
+            if name in overrides:
+                values[sd.field] = overrides[name] == "true"
     try:
         return replace(broker, **values)
     except ValueError:
@@ -453,6 +467,10 @@ def _broker_side(name: str, broker: ConsumerGroupConfig, share: ShareGroupConfig
             sd.documentation,
             CONFIG_TYPE_STRING,
         )
+    if name in SHARE_BOOLEAN_CONFIGS:
+        sd = SHARE_BOOLEAN_CONFIGS[name]
+        default = "true" if getattr(share, sd.field) else "false"
+        return Synonym(name, default, ConfigSource.DEFAULT_CONFIG), sd.documentation, CONFIG_TYPE_BOOLEAN
     d = GROUP_CONFIGS[name]
     value = getattr(_broker_of(d, broker, share), d.field)
     defaults = _KAFKA_SHARE_DEFAULTS if d.share else _KAFKA_DEFAULTS
@@ -470,7 +488,7 @@ def describe(
     value and where it comes from; synonyms: the group's own value first, then the broker's."""
     wanted = None if keys is None else set(keys)
     out = []
-    for name in [*GROUP_CONFIGS, *STORED_CONFIGS, *STRING_CONFIGS]:
+    for name in [*GROUP_CONFIGS, *STORED_CONFIGS, *STRING_CONFIGS, *SHARE_BOOLEAN_CONFIGS]:
         if wanted is not None and name not in wanted:
             continue
         in_force, documentation, config_type = _broker_side(name, broker, share)

@@ -142,9 +142,7 @@ def partition_config(handlers: GroupCoordinatorShard, state: GroupCoordinatorSta
         delivery_count_limit=cfg.delivery_count_limit,
         record_lock_duration_ms=cfg.record_lock_duration_ms,
         max_in_flight_records=cfg.partition_max_record_locks,
-        # KIP-1222 renewals are on, as Kafka's default; ``share.renew.acknowledge.enable`` (the
-        # group config of Kafka 4.3 that turns them off) is not served here (group_config.NOT_SERVED).
-        renew_enabled=True,
+        renew_enabled=cfg.renew_acknowledge_enable,
     )
 
 

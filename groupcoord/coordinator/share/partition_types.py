@@ -75,7 +75,8 @@ class SharePartitionConfig:
     # group.share.partition.max.record.locks: how far SPEO may run ahead of SPSO (Kafka 4.0: 200;
     # raised since). Records already in flight may be re-acquired whatever the bound.
     max_in_flight_records: int = 2_000
-    # share.renew.acknowledge.enable (KIP-1222), off by default: RENEW is then INVALID_RECORD_STATE.
+    # share.renew.acknowledge.enable (KIP-1222): when off, RENEW is INVALID_RECORD_STATE. Off here by
+    # default; the data path sets it from the group's config (Kafka's default: on).
     renew_enabled: bool = False
 
     @property

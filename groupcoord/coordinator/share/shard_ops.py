@@ -15,7 +15,7 @@ caller (``service/share_data.py``) fetches from the cluster and passes the batch
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from groupcoord.coordinator.errors import ErrorCode
@@ -290,11 +290,15 @@ def acknowledge(state: ShareDataState, member: str, acks: Acks, now: int) -> Res
 
 def _acknowledge(changes: _Changes, member: str, acks: Acks, now: int) -> dict[SharePartitionKey, ErrorCode]:
     errors: dict[SharePartitionKey, ErrorCode] = {}
-    for key, _config, batches in acks:
+    for key, config, batches in acks:
         sp = changes.state.live.get(key)
         if sp is None:
             errors[key] = ErrorCode.INVALID_RECORD_STATE
             continue
+        if sp.config.renew_enabled != config.renew_enabled:
+            # share.renew.acknowledge.enable is read at each acknowledgement, as Kafka reads its group
+            # config: a change applies to share-partitions already live.
+            sp.config = replace(sp.config, renew_enabled=config.renew_enabled)
         result = sp.acknowledge(member, batches, now)
         errors[key] = result.error
         if result.error is ErrorCode.NONE:
