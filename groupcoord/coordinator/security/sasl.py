@@ -183,5 +183,10 @@ class SaslSession:
         if exchange.mechanism in SCRAM_MECHANISMS:
             # server-first (step 1) carries the nonce; server-final "v=<signature>" ends it.
             return exchange.step >= 2 and server_bytes.startswith(b"v=")
-        # PLAIN and OAUTHBEARER: the cluster's first answer with error 0 is the verdict.
+        if exchange.mechanism == OAUTHBEARER:
+            # RFC 7628: success is an empty server message. A refused token is answered with a
+            # JSON error and error 0 (Kafka's OAuthBearerSaslServer), the failure coming only
+            # after the client's kvsep: that answer authenticates no one.
+            return exchange.step == 1 and not server_bytes
+        # PLAIN: the cluster's first answer with error 0 is the verdict.
         return exchange.step == 1
