@@ -3,10 +3,11 @@ the other commands take (``--command-config``): ``security.protocol`` (PLAINTEXT
 SASL_PLAINTEXT, SASL_SSL), ``ssl.ca.location``, ``ssl.certificate.location``, ``ssl.key.location``,
 ``ssl.key.password``, ``ssl.endpoint.identification.algorithm``,
 ``enable.ssl.certificate.verification``, ``sasl.mechanism(s)`` (PLAIN, SCRAM-SHA-256,
-SCRAM-SHA-512), ``sasl.username``, ``sasl.password``.
+SCRAM-SHA-512, OAUTHBEARER), ``sasl.username``, ``sasl.password``, and for OAUTHBEARER
+librdkafka's ``sasl.oauthbearer.*`` (``security/oauthbearer.py``).
 
 SASL is Kafka's framed exchange (SaslHandshake v1, then SaslAuthenticate v2 tokens), which is all
-the sidecar's gateway follows; PLAIN and SCRAM are the sidecar's own login exchanges (``cluster_login``).
+the sidecar's gateway follows; the exchanges are the sidecar's own login exchanges (``cluster_login``).
 """
 
 from __future__ import annotations
@@ -27,11 +28,14 @@ from groupcoord.coordinator.messages.sasl import (
 from groupcoord.coordinator.messages.schema import Message
 from groupcoord.coordinator.security.cluster_login import (
     LOGIN_MECHANISMS,
+    OAUTHBEARER,
     PLAIN,
+    ClusterLogin,
     LoginFailed,
     PlainExchange,
     SaslExchange,
     ScramExchange,
+    UnsupportedLogin,
 )
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -69,7 +73,15 @@ def sasl_login(sock: socket.socket, props: dict[str, str], read_exactly: Callabl
     """Authenticate ``sock`` with the mechanism the properties name, or raise AuthenticationError."""
     mechanism = props.get("sasl.mechanism", props.get("sasl.mechanisms", "GSSAPI")).upper()
     if mechanism not in LOGIN_MECHANISMS:
-        raise AuthenticationError(f"sasl.mechanism={mechanism} is not supported here (PLAIN, SCRAM-SHA-256/512)")
+        raise AuthenticationError(
+            f"sasl.mechanism={mechanism} is not supported here (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER)"
+        )
+    bearer: ClusterLogin | None = None
+    if mechanism == OAUTHBEARER:
+        try:
+            bearer = ClusterLogin.from_client_config({**props, "security.protocol": "SASL_PLAINTEXT"})
+        except UnsupportedLogin as exc:
+            raise AuthenticationError(str(exc)) from exc
     user, password = props.get("sasl.username", ""), props.get("sasl.password", "")
     ids = iter(range(1, 1 << 30))
 
@@ -97,7 +109,12 @@ def sasl_login(sock: socket.socket, props: dict[str, str], read_exactly: Callabl
             raise AuthenticationError(f"authentication failed: {answer.error_message or f'error {answer.error_code}'}")
         return answer.auth_bytes
 
-    if mechanism == PLAIN:
+    if bearer is not None:
+        try:
+            run_exchange(bearer.exchange(), exchange)
+        except LoginFailed as exc:  # no token to send
+            raise AuthenticationError(f"authentication failed: {exc}") from exc
+    elif mechanism == PLAIN:
         run_exchange(PlainExchange(user, password), exchange)
     else:
         scram(exchange, mechanism, user, password)

@@ -80,10 +80,26 @@ class Sidecar:
                 self.proc.wait()
 
 
+# The sidecar's own ``client`` settings (its librdkafka clients and its own connections).
+SIDECAR_CLIENT = {
+    "security.protocol": "SASL_PLAINTEXT",
+    "sasl.mechanism": "SCRAM-SHA-256",
+    "sasl.username": "gcadmin",
+    "sasl.password": "gcadmin-secret",
+}
+
+
 def sidecar_config(
-    path: Path, bootstrap: str, port: int, gateway: dict[str, object], extra: str = "", log_topic: str = ""
+    path: Path,
+    bootstrap: str,
+    port: int,
+    gateway: dict[str, object],
+    extra: str = "",
+    log_topic: str = "",
+    client: dict[str, str] | None = None,
 ) -> Path:
     gateway_lines = "\n".join(f"{k} = {_toml(v)}" for k, v in gateway.items())
+    client_lines = "\n".join(f'"{k}" = {_toml(v)}' for k, v in (client or SIDECAR_CLIENT).items())
     path.write_text(
         f"""bootstrap_servers = "{bootstrap}"
 listen = "127.0.0.1:{port}"
@@ -92,10 +108,7 @@ log_partitions = 2
 log_level = "INFO"
 
 [client]
-"security.protocol" = "SASL_PLAINTEXT"
-"sasl.mechanism" = "SCRAM-SHA-256"
-"sasl.username" = "gcadmin"
-"sasl.password" = "gcadmin-secret"
+{client_lines}
 
 [gateway]
 {gateway_lines}
@@ -176,8 +189,9 @@ refresh_interval_ms = 1000
     )
 
 
-def start_acl_sidecar(cluster: SaslCluster, directory: Path) -> Sidecar:
-    """A sidecar that requires SASL, with the ACLS above from a file (gcadmin a super user)."""
+def start_acl_sidecar(cluster: SaslCluster, directory: Path, client: dict[str, str] | None = None) -> Sidecar:
+    """A sidecar that requires SASL, with the ACLS above from a file (gcadmin a super user);
+    ``client`` its own ``client`` settings (SCRAM as gcadmin unless given)."""
     port = free_port()
     acl_file, authorization = acl_settings(directory)
     log_topic = f"__gc_log_{uuid.uuid4().hex[:8]}"
@@ -188,6 +202,7 @@ def start_acl_sidecar(cluster: SaslCluster, directory: Path) -> Sidecar:
         {"authentication": "required"},
         authorization,
         log_topic=log_topic,
+        client=client,
     )
     running = Sidecar(config, port, directory / "sidecar.log", log_topic)
     running.acl_file = acl_file

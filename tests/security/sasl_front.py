@@ -2,10 +2,12 @@
 
 Behaves like Kafka's SaslServerAuthenticator on the wire: before authentication only ApiVersions,
 SaslHandshake (v1) and SaslAuthenticate are accepted, and any other request closes the connection;
-PLAIN and SCRAM-SHA-256/512 (verified with ``scramp``) are offered; a failed SaslAuthenticate is
-answered with SASL_AUTHENTICATION_FAILED and the connection is closed. After authentication, every
-request is relayed byte for byte to the broker behind it. It also records which principal sent
-which API, so tests can see what reached the "cluster" and as whom.
+PLAIN and SCRAM-SHA-256/512 (verified with ``scramp``) and OAUTHBEARER (unsecured JWTs) are offered;
+a failed SaslAuthenticate is answered with SASL_AUTHENTICATION_FAILED and the connection is closed.
+A refused OAUTHBEARER token is answered as Kafka's OAuthBearerSaslServer answers it: a JSON error
+with error 0, then SASL_AUTHENTICATION_FAILED once the client sends its lone kvsep (byte 0x01).
+After authentication, every request is relayed byte for byte to the broker behind it. It also
+records which principal sent which API, so tests can see what reached the "cluster" and as whom.
 """
 
 from __future__ import annotations
@@ -113,8 +115,12 @@ class SaslFront:
     failures: list[str] = field(default_factory=list)
     # ACLs served by DescribeAcls: (resource_type, name, pattern, principal, host, operation, permission).
     acls: list[tuple[str, str, str, str, str, str, str]] = field(default_factory=list)
-    # KIP-368 session lifetimes (ms) handed to some users at authentication.
+    # KIP-368 session lifetimes (ms) handed to some users (or token subjects) at authentication.
     lifetimes: dict[str, int] = field(default_factory=dict)
+    # OAUTHBEARER token subjects refused (as a token Kafka's validator rejects), and client ids
+    # whose OAUTHBEARER logins are refused (a rejected token on just those connections).
+    refused_subjects: set[str] = field(default_factory=set)
+    refused_clients: set[str] = field(default_factory=set)
     # Relay requests of connections that did not authenticate (principal None): a plain relay.
     anonymous: bool = False
     # Play a cluster that finalizes this transaction.version (0: report none). At 2, Produce is
@@ -159,7 +165,9 @@ class SaslFront:
         upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         principal: str | None = None
         mechanism: str | None = None
+        client_id: str | None = None
         scram_server: Any = None
+        oauth_refusal: str | None = None
         try:
             while True:
                 try:
@@ -169,7 +177,8 @@ class SaslFront:
                     return
                 key, version, correlation_id = peek_request(payload)
                 if key == SASL_HANDSHAKE:
-                    _, pos = decode_request_header(payload, 1)
+                    header, pos = decode_request_header(payload, 1)
+                    client_id = header.client_id
                     chosen = decode_struct(SaslHandshakeRequest, memoryview(payload)[pos:], version, False).mechanism
                     ok = chosen in MECHANISMS
                     mechanism = chosen if ok else None
@@ -183,7 +192,16 @@ class SaslFront:
                     flexible = version >= 2
                     _, pos = decode_request_header(payload, 2 if flexible else 1)
                     token = decode_struct(SaslAuthenticateRequest, memoryview(payload)[pos:], version, flexible)
-                    reply, done, who = self._authenticate(mechanism, token.auth_bytes, scram_server)
+                    if mechanism == "OAUTHBEARER" and oauth_refusal is not None and token.auth_bytes == b"\x01":
+                        reply, done, who = self._refuse(oauth_refusal)
+                    else:
+                        reply, done, who = self._authenticate(mechanism, token.auth_bytes, scram_server)
+                        if mechanism == "OAUTHBEARER" and done and client_id in self.refused_clients:
+                            error = json.dumps({"status": "invalid_token"}).encode()
+                            reply, done, who = SaslAuthenticateResponse(auth_bytes=error), False, None
+                    oauth_refusal = None
+                    if mechanism == "OAUTHBEARER" and not reply.error_code and not done:
+                        oauth_refusal = reply.auth_bytes.decode()
                     if isinstance(who, tuple):  # SCRAM: the server object for the next step
                         scram_server, who = who
                     writer.write(_frame(correlation_id, SaslAuthenticateResponse, version, reply, flexible))
@@ -241,11 +259,14 @@ class SaslFront:
         body = _DescribeAclsResponse(resources=list(resources.values()))
         return _frame(correlation_id, _DescribeAclsResponse, version, body, version >= 2)
 
+    @staticmethod
+    def _refuse(message: str) -> tuple[SaslAuthenticateResponse, bool, Any]:
+        return SaslAuthenticateResponse(error_code=SASL_AUTHENTICATION_FAILED, error_message=message), False, None
+
     def _authenticate(
         self, mechanism: str | None, token: bytes, scram_server: Any
     ) -> tuple[SaslAuthenticateResponse, bool, Any]:
-        def refuse(message: str) -> tuple[SaslAuthenticateResponse, bool, Any]:
-            return SaslAuthenticateResponse(error_code=SASL_AUTHENTICATION_FAILED, error_message=message), False, None
+        refuse = self._refuse
 
         if mechanism is None:
             return refuse("no SASL mechanism chosen")
@@ -256,17 +277,25 @@ class SaslFront:
             return refuse("Authentication failed: Invalid username or password")
         if mechanism == "OAUTHBEARER":
             # Unsecured JWTs (alg "none"), as Kafka's OAuthBearerUnsecuredValidatorCallbackHandler
-            # accepts them in tests: any token with a "sub" claim and no "bad" claim.
+            # accepts them in tests: any token with a "sub" claim, no "bad" claim and a subject
+            # not refused. A refusal is a JSON error with error 0, as Kafka answers it.
             text = token.decode("utf-8", "replace")
             bearer = [p[len("auth=Bearer ") :] for p in text.split("\x01") if p.startswith("auth=Bearer ")]
             try:
                 body = bearer[0].split(".")[1]
                 claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
             except (IndexError, ValueError):
-                return refuse("invalid token")
-            if not isinstance(claims, dict) or "sub" not in claims or claims.get("bad"):
-                return refuse("invalid token")
-            return SaslAuthenticateResponse(), True, str(claims["sub"])
+                claims = None
+            if (
+                not isinstance(claims, dict)
+                or "sub" not in claims
+                or claims.get("bad")
+                or claims["sub"] in self.refused_subjects
+            ):
+                error = json.dumps({"status": "invalid_token"}).encode()
+                return SaslAuthenticateResponse(auth_bytes=error), False, None
+            subject = str(claims["sub"])
+            return SaslAuthenticateResponse(session_lifetime_ms=self.lifetimes.get(subject, 0)), True, subject
         try:
             if scram_server is None:
                 named: list[str] = []

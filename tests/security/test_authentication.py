@@ -335,10 +335,22 @@ def test_oauthbearer_principal_is_the_tokens_subject(sidecar: Sidecar, victim: t
             else:
                 assert await committed(client, group, topic) == expected
             await client.close()
-        # A token the cluster rejects authenticates no one.
+        # A token the cluster rejects authenticates no one. Kafka answers it with a JSON error and
+        # error 0, failing the exchange only at the client's kvsep (RFC 7628 3.2.3). A client that
+        # skips the kvsep and asks the sidecar for alice's offsets at once is not alice: the
+        # gateway must not take the refusal's error 0 for a verdict.
         client = await connect(sidecar)
         assert (await handshake(client, "OAUTHBEARER")).error_code == 0
-        assert (await authenticate(client, token({"sub": "alice", "bad": True}))).error_code == 58
+        assert (await authenticate(client, token({"sub": "alice", "bad": True}))).auth_bytes
+        client.send(9, 8, OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id=group, topics=None)]))
+        assert await client.closed_by_peer()
+        await client.close()
+        # A client that sends the kvsep gets the cluster's refusal.
+        client = await connect(sidecar)
+        assert (await handshake(client, "OAUTHBEARER")).error_code == 0
+        refusal = await authenticate(client, token({"sub": "alice", "bad": True}))
+        assert (refusal.error_code, json.loads(refusal.auth_bytes)) == (0, {"status": "invalid_token"})
+        assert (await authenticate(client, b"\x01")).error_code == 58
         client.send(16, 4, ListGroupsRequest())
         assert await client.closed_by_peer()
         await client.close()

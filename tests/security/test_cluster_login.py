@@ -26,7 +26,8 @@ def test_the_login_is_built_from_the_client_settings() -> None:
     assert ClusterLogin.from_client_config({**plain, "sasl.password": "pw"}) == ClusterLogin("PLAIN", "gc", "pw")
     with pytest.raises(UnsupportedLogin, match="sasl.password"):
         ClusterLogin.from_client_config(plain)
-    # librdkafka's default mechanism, and token-based ones, need what this module does not have.
+    # librdkafka's default mechanism (GSSAPI) needs a Kerberos ticket; OAUTHBEARER without a token
+    # source the settings can name (test_oauthbearer.py) is refused too.
     for mechanism in ({}, {"sasl.mechanism": "GSSAPI"}, {"sasl.mechanism": "OAUTHBEARER"}):
         with pytest.raises(UnsupportedLogin):
             ClusterLogin.from_client_config({"security.protocol": "SASL_PLAINTEXT", **mechanism})

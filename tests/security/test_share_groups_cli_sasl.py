@@ -20,11 +20,21 @@ from groupcoord.coordinator.service.share_fetcher import CLIENT_ID as SHARE_CLIE
 from tests.cli.test_share_groups_cli import cli
 from tests.security.conftest import SaslCluster, Sidecar, start_acl_sidecar
 from tests.security.test_authentication import SASL_CLIENT, authenticated, create_topic
-from tests.security.test_txn_bridge_sasl import GCADMIN
+from tests.security.test_txn_bridge_sasl import GCADMIN, bridge_logs_in_as
 
 pytestmark = pytest.mark.integration
 
 FETCH, LIST_OFFSETS, METADATA = 1, 2, 3
+# The sidecar's own login as an OAUTHBEARER token, librdkafka's unsecured JWT, whose subject the
+# SASL front takes for the principal; its sessions last 3 s (KIP-368), so the share data path's
+# connections log in again as they are reused.
+OAUTH_PRINCIPAL = "gcoauth"
+OAUTH_CLIENT = {
+    "security.protocol": "SASL_PLAINTEXT",
+    "sasl.mechanism": "OAUTHBEARER",
+    "enable.sasl.oauthbearer.unsecure.jwt": "true",
+    "sasl.oauthbearer.config": f"principal={OAUTH_PRINCIPAL} scope=kafka extension_traceId=groupcoord",
+}
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +46,19 @@ def share_sidecar(sasl_cluster: SaslCluster, tmp_path_factory: pytest.TempPathFa
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture(scope="module")
+def oauth_sidecar(sasl_cluster: SaslCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
+    sasl_cluster.front.lifetimes[OAUTH_PRINCIPAL] = 3000
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GROUPCOORD_SHARE_GROUPS_ENABLED", "true")
+        running = start_acl_sidecar(sasl_cluster, tmp_path_factory.mktemp("oauth-sidecar"), OAUTH_CLIENT)
+    try:
+        yield running
+    finally:
+        running.stop()
+        del sasl_cluster.front.lifetimes[OAUTH_PRINCIPAL]
 
 
 def properties(path: Path, mechanism: str, user: str, password: str | None = None) -> Path:
@@ -80,39 +103,91 @@ def test_share_groups_cli_logs_in_and_sees_what_it_may_describe(
     refused = cli("share-groups", "describe", group, "-b", b, "--command-config", str(bob))
     assert refused.returncode == 1 and f"group '{group}': not authorized for this group" in refused.stderr
 
-    for mechanism in ("PLAIN", "SCRAM-SHA-256"):
-        wrong = properties(tmp_path / f"wrong-{mechanism}.properties", mechanism, "alice", "not-it")
-        failed = cli("share-groups", "list", "-b", b, "--command-config", str(wrong))
-        assert failed.returncode == 1, failed.stdout
-        (line,) = failed.stderr.strip().splitlines()
-        assert line.startswith(f"error: cannot connect to {b}: authentication failed"), line
+    # OAUTHBEARER with librdkafka's unsecured JWT: the token's subject, as the cluster verified it.
+    oauth = tmp_path / "oauth.properties"
+    oauth.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\n"
+        "enable.sasl.oauthbearer.unsecure.jwt=true\nsasl.oauthbearer.config=principal=alice scope=kafka\n"
+    )
+    listed = cli("share-groups", "list", "-b", b, "--command-config", str(oauth), "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert {"group": group, "state": "stable"} in json.loads(listed.stdout)["items"]
+
+    refused = tmp_path / "refused.properties"
+    refused.write_text(oauth.read_text().replace("principal=alice", "principal=mallory"))
+    sasl_cluster.front.refused_subjects.add("mallory")
+    try:
+        wrongs = [
+            properties(tmp_path / f"wrong-{m}.properties", m, "alice", "not-it") for m in ("PLAIN", "SCRAM-SHA-256")
+        ]
+        for wrong in [*wrongs, refused]:
+            failed = cli("share-groups", "list", "-b", b, "--command-config", str(wrong))
+            assert failed.returncode == 1, failed.stdout
+            (line,) = failed.stderr.strip().splitlines()
+            assert line.startswith(f"error: cannot connect to {b}: authentication failed"), line
+    finally:
+        sasl_cluster.front.refused_subjects.discard("mallory")
 
 
-def test_share_consumer_gets_records_the_sidecar_read_as_its_own_principal(
-    sasl_cluster: SaslCluster, share_sidecar: Sidecar
-) -> None:
-    """On a cluster that requires SASL the share data path's own reads (Metadata, ListOffsets,
-    Fetch) log in with the sidecar's ``client`` credentials, as the transaction bridge does."""
+def _share_records(sidecar: Sidecar, cluster: SaslCluster, want: int, timeout: float = 20) -> list[bytes]:
+    """What alice's share consumer of a new topic gets of ``want`` records produced after it joined."""
     tag = uuid.uuid4().hex[:8]
     topic, group = f"shared-{tag}", f"alice-{tag}"
-    create_topic(sasl_cluster, topic, 1)
+    create_topic(cluster, topic, 1)
     login = {**SASL_CLIENT, "sasl.username": "alice", "sasl.password": "alice-secret"}
-    consumer = ShareConsumer({"bootstrap.servers": share_sidecar.bootstrap, "group.id": group, **login})
+    consumer = ShareConsumer({"bootstrap.servers": sidecar.bootstrap, "group.id": group, **login})
     consumer.subscribe([topic])
     got: list[bytes] = []
     try:
         for _ in range(4):
             consumer.poll(0.5)  # the share-partition is made (at the end: latest) by these fetches
-        producer = Producer({"bootstrap.servers": sasl_cluster.bootstrap, **GCADMIN})
-        for i in range(5):
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, **GCADMIN})
+        for i in range(want):
             producer.produce(topic, f"v{i}".encode())
         assert producer.flush(15) == 0
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and len(got) < 5:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and len(got) < want:
             got += [m.value() for m in consumer.poll(0.5) if m.error() is None]
     finally:
         consumer.close()
-    assert sorted(got) == [f"v{i}".encode() for i in range(5)]
-    reads = {(who, key) for who, client, key, _ in sasl_cluster.front.requests if client == SHARE_CLIENT_ID}
-    assert {("gcadmin", METADATA), ("gcadmin", LIST_OFFSETS), ("gcadmin", FETCH)} <= reads
-    assert not {who for who, _ in reads} - {"gcadmin"}
+    return got
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "OAUTHBEARER"])
+def test_share_consumer_gets_records_the_sidecar_read_as_its_own_principal(
+    sasl_cluster: SaslCluster, mechanism: str, request: pytest.FixtureRequest
+) -> None:
+    """On a cluster that requires SASL the share data path's own reads (Metadata, ListOffsets,
+    Fetch) log in with the sidecar's ``client`` settings, as the transaction bridge does: SCRAM's
+    user, or the subject of the OAUTHBEARER token librdkafka's settings describe."""
+    sidecar = request.getfixturevalue("share_sidecar" if mechanism.startswith("SCRAM") else "oauth_sidecar")
+    principal = "gcadmin" if mechanism.startswith("SCRAM") else OAUTH_PRINCIPAL
+    before = len(sasl_cluster.front.requests)
+    assert sorted(_share_records(sidecar, sasl_cluster, 5)) == [f"v{i}".encode() for i in range(5)]
+    requests = sasl_cluster.front.requests[before:]
+    reads = {(who, key) for who, client, key, _ in requests if client == SHARE_CLIENT_ID}
+    assert {(principal, METADATA), (principal, LIST_OFFSETS), (principal, FETCH)} <= reads
+    assert not {who for who, _ in reads} - {principal}
+    # The sidecar's librdkafka clients logged in with the same settings.
+    assert any(who == principal for who, client, _, _ in requests if client != SHARE_CLIENT_ID)
+
+
+def test_a_refused_oauthbearer_token_is_a_readable_warning(sasl_cluster: SaslCluster, oauth_sidecar: Sidecar) -> None:
+    """The cluster refuses the token on the share data path's connections (its librdkafka clients
+    keep theirs): once the open session runs out (3 s), the new login fails, the share consumer
+    gets nothing, and serve's log says why."""
+    front = sasl_cluster.front
+    front.refused_clients.add(SHARE_CLIENT_ID)
+    try:
+        assert _share_records(oauth_sidecar, sasl_cluster, 1, timeout=2) == []
+    finally:
+        front.refused_clients.discard(SHARE_CLIENT_ID)
+    logged = oauth_sidecar.log.read_text()
+    assert "SASL OAUTHBEARER login: error 58" in logged and "invalid_token" in logged, logged[-2000:]
+
+
+def test_the_transaction_bridge_logs_in_with_the_oauthbearer_token(
+    sasl_cluster: SaslCluster, oauth_sidecar: Sidecar
+) -> None:
+    bridge_logs_in_as(sasl_cluster, oauth_sidecar, OAUTH_PRINCIPAL)
+    assert "TxnOffsetCommit will be answered" not in oauth_sidecar.log.read_text()

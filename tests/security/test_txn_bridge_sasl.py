@@ -30,6 +30,12 @@ GCADMIN = {
 
 
 def test_the_bridge_logs_in_with_the_sidecars_credentials(sasl_cluster: SaslCluster, sidecar: Sidecar) -> None:
+    bridge_logs_in_as(sasl_cluster, sidecar, "gcadmin")
+
+
+def bridge_logs_in_as(sasl_cluster: SaslCluster, sidecar: Sidecar, principal: str) -> None:
+    """A TxnOffsetCommit through ``sidecar`` is applied at the commit, the bridge's requests made
+    as ``principal`` (the sidecar's own login)."""
     tag = uuid.uuid4().hex[:8]
     source, sink, group, txn_id = f"shared-in-{tag}", f"shared-out-{tag}", f"alice-g-{tag}", f"tx-{tag}"
     create_topic(sasl_cluster, source, partitions=1)
@@ -56,4 +62,4 @@ def test_the_bridge_logs_in_with_the_sidecars_credentials(sasl_cluster: SaslClus
 
     asyncio.run(asyncio.wait_for(commit_and_wait(), 60))
     bridge = {(who, key) for who, client, key, _ in sasl_cluster.front.requests if client == CLIENT_ID}
-    assert {("gcadmin", ADD_PARTITIONS_TO_TXN), ("gcadmin", PRODUCE), ("gcadmin", FETCH)} <= bridge
+    assert {(principal, ADD_PARTITIONS_TO_TXN), (principal, PRODUCE), (principal, FETCH)} <= bridge

@@ -94,7 +94,7 @@ class BrokerConnection:
         )
         if handshake.error_code != 0:
             raise LoginFailed(f"error {handshake.error_code}; the cluster offers {', '.join(handshake.mechanisms)}")
-        exchange = login.exchange()
+        exchange = await login.begin()
         token: bytes | None = exchange.first()
         while token is not None:
             answer = await self.call(

@@ -9,17 +9,14 @@ answered the exchange's last step with error 0.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import time
 from dataclasses import dataclass
 
 from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.security.oauthbearer import OAUTHBEARER, jwt_claims
 
 PLAIN = "PLAIN"
 SCRAM_MECHANISMS = frozenset({"SCRAM-SHA-256", "SCRAM-SHA-512"})
-OAUTHBEARER = "OAUTHBEARER"
 SUPPORTED_MECHANISMS = frozenset({PLAIN, OAUTHBEARER, *SCRAM_MECHANISMS})
 
 
@@ -86,15 +83,10 @@ def _oauthbearer_subject(message: bytes) -> str:
                 token = value.strip()
     if not token:
         raise SaslRefused("OAUTHBEARER message has no bearer token")
-    pieces = token.split(".")
-    if len(pieces) < 2:
-        raise SaslRefused("OAUTHBEARER token is not a JWT")
-    payload = pieces[1] + "=" * (-len(pieces[1]) % 4)
-    try:
-        claims = json.loads(base64.urlsafe_b64decode(payload))
-    except (binascii.Error, ValueError) as exc:
-        raise SaslRefused("OAUTHBEARER token payload is not base64url JSON") from exc
-    subject = claims.get("sub") if isinstance(claims, dict) else None
+    claims = jwt_claims(token)
+    if claims is None:
+        raise SaslRefused("OAUTHBEARER token is not a JWT with base64url JSON claims")
+    subject = claims.get("sub")
     if not isinstance(subject, str) or not subject:
         raise SaslRefused("OAUTHBEARER token has no sub claim")
     return subject
@@ -183,5 +175,10 @@ class SaslSession:
         if exchange.mechanism in SCRAM_MECHANISMS:
             # server-first (step 1) carries the nonce; server-final "v=<signature>" ends it.
             return exchange.step >= 2 and server_bytes.startswith(b"v=")
-        # PLAIN and OAUTHBEARER: the cluster's first answer with error 0 is the verdict.
+        if exchange.mechanism == OAUTHBEARER:
+            # RFC 7628: success is an empty server message. A refused token is answered with a
+            # JSON error and error 0 (Kafka's OAuthBearerSaslServer), the failure coming only
+            # after the client's kvsep: that answer authenticates no one.
+            return exchange.step == 1 and not server_bytes
+        # PLAIN: the cluster's first answer with error 0 is the verdict.
         return exchange.step == 1
