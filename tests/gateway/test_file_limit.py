@@ -61,10 +61,18 @@ def test_connections_beyond_the_open_file_limit_are_refused_not_left_hanging(
             assert isinstance(await client.call(3, 12, MetadataRequest(topics=[])), MetadataResponse)
         for client in clients:
             await client.close()
-        # A client after the flood gets in.
-        late = await WireClient.connect("127.0.0.1", serve.port)
-        assert isinstance(await late.call(3, 12, MetadataRequest(topics=[])), MetadataResponse)
-        await late.close()
+        # A client after the flood gets in, once the server has seen the others go.
+        deadline = asyncio.get_running_loop().time() + 30
+        while True:
+            late = await WireClient.connect("127.0.0.1", serve.port)
+            try:
+                assert isinstance(await late.call(3, 12, MetadataRequest(topics=[])), MetadataResponse)
+                break
+            except (asyncio.IncompleteReadError, ConnectionResetError):
+                assert asyncio.get_running_loop().time() < deadline, "no slot came free"
+                await asyncio.sleep(0.2)
+            finally:
+                await late.close()
 
     with serving(serve, {}):
         asyncio.run(asyncio.wait_for(flood(), 120))
