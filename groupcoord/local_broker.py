@@ -62,6 +62,19 @@ def _accepts(host: str, port: int) -> bool:
         return False
 
 
+def _unbindable(host: str, port: int) -> str:
+    """Why ``host:port`` cannot be bound (``_accepts`` sees only listeners), or "". Tansu exits (code
+    0) when its listener cannot bind, for instance to a port that is the local end of a connection
+    already (an ephemeral port) or bound without listening."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Tansu (tokio) binds
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            return f": {host}:{port} cannot be bound ({exc.strerror}); choose another port"
+    return ""
+
+
 class LocalBroker:
     """A Tansu broker on ``host:port`` (memory storage), as a child process."""
 
@@ -118,6 +131,7 @@ class LocalBroker:
             if self.process.poll() is not None:
                 raise BrokerStartError(
                     f"broker exited with code {self.process.returncode} before accepting connections"
+                    + _unbindable(self.host, self.port)
                 )
             if _accepts(self.host, self.port):
                 return self

@@ -51,10 +51,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from groupcoord.cli.common import quiet_rdkafka_logger
-from groupcoord.cli.output import print_document
+from groupcoord.cli.output import Format, Output, print_document
 from groupcoord.coordinator.service.partitioning import partition_for
 from groupcoord.local_broker import BrokerStartError, LocalBroker, die_with_parent, free_port
 
@@ -644,46 +643,63 @@ def longest_gap(start: float, end: float, groups: dict[str, str], acks: list[tup
     return round(worst, 2)
 
 
-def _report(result: dict[str, Any], console: Console) -> None:
-    table = Table(title="failover drill")
-    table.add_column("measure")
-    table.add_column("value", justify="right")
-    for key in (
-        "processes",
-        "duration_s",
-        "signal",
-        "session_timeout_ms",
-        "records_produced",
-        "records_delivered",
-        "commits_acknowledged",
-        "acknowledged_commits_lost",
-        "double_deliveries",
-        "offsets_backwards",
-        "commit_latency_ms_p50",
-        "commit_latency_ms_p99",
-        "shard_load_s_p50",
-        "shard_load_s_max",
-        "faults",
-        "recovery_s_p50",
-        "recovery_s_p99",
-        "recovery_s_max",
-        "longest_gap_s_p50",
-        "longest_gap_s_p99",
-        "longest_gap_s_max",
-        "owner_faults",
-        "owner_recovery_s_p50",
-        "owner_recovery_s_p99",
-        "owner_recovery_s_max",
-        "owner_breakdown_s_p50",
-    ):
-        table.add_row(key, "not checked" if result[key] is None else str(result[key]))
+def _steps(times: dict[str, Any]) -> str:
+    """``detected 0.27s, rebalance_seen 0.49s, ...`` for the steps of BREAKDOWN_STEPS measured."""
+    return ", ".join(f"{s.removesuffix('_s')} {times[s]}s" for s in BREAKDOWN_STEPS[:-1] if times.get(s) is not None)
+
+
+def report_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The report as MEASURE / VALUE rows: what the text format prints."""
+    rows = []
+    for name in REPORTED:
+        value = result[name]
+        if isinstance(value, dict):  # the median breakdown: the same words as each fault's line
+            value = _steps(value) or "-"
+        rows.append({"measure": name, "value": "not checked" if value is None else str(value)})
     for n, kill in enumerate(result["kills"], 1):
-        steps = ", ".join(f"{s.removesuffix('_s')} {kill.get(s)}s" for s in BREAKDOWN_STEPS[:-1] if s in kill)
-        table.add_row(
-            f"fault {n} ({kill['process']})",
-            f"served again in {kill['recovered_s']}s" + (f" ({steps})" if steps else ""),
+        steps = _steps(kill)
+        rows.append(
+            {
+                "measure": f"fault {n} ({kill['process']})",
+                "value": f"served again in {kill['recovered_s']}s" + (f" ({steps})" if steps else ""),
+            }
         )
-    console.print(table)
+    return rows
+
+
+def print_report(result: dict[str, Any]) -> None:
+    """A table on a terminal, plain columns in a pipe or a file, as every other command prints."""
+    Output(Format.text).result(["measure", "value"], report_rows(result), title="failover drill")
+
+
+REPORTED = (
+    "processes",
+    "duration_s",
+    "signal",
+    "session_timeout_ms",
+    "records_produced",
+    "records_delivered",
+    "commits_acknowledged",
+    "acknowledged_commits_lost",
+    "double_deliveries",
+    "offsets_backwards",
+    "commit_latency_ms_p50",
+    "commit_latency_ms_p99",
+    "shard_load_s_p50",
+    "shard_load_s_max",
+    "faults",
+    "recovery_s_p50",
+    "recovery_s_p99",
+    "recovery_s_max",
+    "longest_gap_s_p50",
+    "longest_gap_s_p99",
+    "longest_gap_s_max",
+    "owner_faults",
+    "owner_recovery_s_p50",
+    "owner_recovery_s_p99",
+    "owner_recovery_s_max",
+    "owner_breakdown_s_p50",
+)
 
 
 def violations(result: dict[str, Any]) -> list[str]:
@@ -760,7 +776,7 @@ def drill(
         fields = {k: v for k, v in result.items() if k != "kills"}
         print_document(result["kills"], [{"error": p} for p in problems], **fields)
     else:
-        _report(result, Console())
+        print_report(result)
     if received:
         name = signal.Signals(received[0]).name
         console.print(

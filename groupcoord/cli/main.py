@@ -104,9 +104,10 @@ def main(
 
 
 def configure_logging(level: str, fmt: str = "json") -> None:
-    from groupcoord.coordinator.logs import configure
+    from groupcoord.coordinator.logs import configure, limit_client_driven_lines
 
     configure(level, fmt)
+    limit_client_driven_lines()
 
 
 @app.command()

@@ -226,6 +226,12 @@ class Settings(BaseSettings):
     def _check_metrics_listen(cls, value: str) -> str:
         return "" if value.strip().lower() in ("", "off") else _hostport(value)
 
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_in_any_case(cls, value: object) -> object:
+        # log4j (Kafka's logging) and Python's logging take level names in any case: `info` too.
+        return value.strip().upper() if isinstance(value, str) else value
+
     @field_validator("listen", "embedded_broker_listen")
     @classmethod
     def _check_hostport(cls, value: str) -> str:

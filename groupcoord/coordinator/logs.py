@@ -18,6 +18,8 @@
 - When the cluster cannot be reached librdkafka repeats the same complaint for every broker every
   few hundred milliseconds. :class:`RateLimit` lets at most ``burst`` lines of one kind (its
   facility, e.g. ``FAIL``) through per ``interval`` and then one line saying how many were held back.
+  The lines a client can cause per connection (a refused frame, a failed accept) are limited the
+  same way (``CLIENT_DRIVEN_LOGGERS``).
 """
 
 from __future__ import annotations
@@ -119,6 +121,12 @@ def _is_deliberate_confwarn(record: logging.LogRecord) -> bool:
 
 
 rate_limit = RateLimit()
+# Loggers whose lines any client can cause, one per connection it opens: a refused frame (gateway
+# connections) or an accept that failed (asyncio, EMFILE). Unbounded, one attacker's loop wrote
+# about 465 lines a second (one per malformed connection), and a full descriptor table tens of
+# megabytes a minute of accept tracebacks. A few lines of a kind per interval, then a count.
+CLIENT_DRIVEN_LOGGERS = ("groupcoord.coordinator.gateway.connection", "asyncio")
+client_rate_limit = RateLimit(burst=20, interval=10.0)
 _null = logging.NullHandler()
 # librdkafka's last line, kept to say why the cluster could not be reached (as the CLI does).
 last_line = LastLine()
@@ -175,6 +183,14 @@ def configure(level: str, fmt: str = "json") -> None:
     root.addHandler(handler)
     root.setLevel(getattr(logging, level))
     rdkafka_logger().propagate = True
+
+
+def limit_client_driven_lines() -> None:
+    """serve's listeners: rate-limit the lines clients cause (``CLIENT_DRIVEN_LOGGERS``)."""
+    for name in CLIENT_DRIVEN_LOGGERS:
+        logger = logging.getLogger(name)
+        if client_rate_limit not in logger.filters:
+            logger.addFilter(client_rate_limit)
 
 
 def configure_cli() -> None:

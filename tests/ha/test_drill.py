@@ -178,3 +178,21 @@ def test_a_fault_never_recovered_from_counts_in_the_percentiles() -> None:
     assert report["not_recovered"] == 1
     assert [k["recovered_s"] for k in report["kills"]] == [2.0, None]
     assert report["recovery_s_max"] >= 45.0
+
+
+def test_the_report_prints_plain_columns_in_a_pipe(capsys: pytest.CaptureFixture[str]) -> None:
+    """Piped (or sent to a file), the report is MEASURE / VALUE columns without box characters, and
+    the median breakdown reads like each fault's line, not as a Python dict."""
+    from groupcoord.cli.drill import Stats, _result, print_report
+
+    now = time.monotonic()
+    stats = Stats()
+    stats.acks = [(now - 58.0, "a")]
+    kills = [{"process": "p", "signal": "KILL", "at": now - 60.0, "wall": time.time() - 60.0}]
+    print_report(_result(1, 60.0, 15.0, "KILL", 6000, stats, kills, {"a": "consumer"}, [], [], now - 60.0))
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert lines[0].split() == ["MEASURE", "VALUE"]
+    assert not set(text) & set("┃│┏━┡└─"), text
+    assert "{" not in text and "'" not in text, text
+    assert any(line.split()[0] == "faults" and line.split()[1] == "1" for line in lines[1:])

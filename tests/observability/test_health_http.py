@@ -124,3 +124,26 @@ def test_serve_stops_when_its_explicit_metrics_address_is_taken() -> None:
     assert result.returncode == 1, result
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and f"cannot listen on metrics_listen {address}" in lines[0], result.stderr
+
+
+def test_idle_http_connections_are_bounded_and_time_out() -> None:
+    """Each HTTP connection holds a thread and a descriptor: ones beyond the per-address bound are
+    closed at once, silent ones after the idle timeout, and a probe then gets in."""
+    import socket
+    import threading
+
+    server = HealthServer("127.0.0.1:0", Readiness(), idle_timeout_s=0.5, max_connections=8, per_address=4)
+    host, port = server.address.rsplit(":", 1)
+    threads = threading.active_count()
+    sockets = [socket.create_connection((host, int(port)), timeout=5) for _ in range(10)]
+    try:
+        time.sleep(0.2)
+        assert threading.active_count() <= threads + 4
+        for s in sockets:
+            s.settimeout(5)
+            assert s.recv(1) == b""  # closed by the server: at once beyond the bound, or idle
+        assert _get(f"http://{server.address}/healthz") == (200, {"alive": True})
+    finally:
+        for s in sockets:
+            s.close()
+        server.close()

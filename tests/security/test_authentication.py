@@ -22,7 +22,7 @@ from groupcoord.coordinator.messages.describe_groups import DescribeGroupsReques
 from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest
 from groupcoord.coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from groupcoord.coordinator.messages.list_groups import ListGroupsRequest, ListGroupsResponse
-from groupcoord.coordinator.messages.metadata import MetadataRequest
+from groupcoord.coordinator.messages.metadata import MetadataRequest, MetadataResponse
 from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -181,6 +181,34 @@ def test_unauthenticated_request_closes_the_connection(
         await bystander.close()
         await assert_victim_intact(sidecar, group, topic)
 
+    run(scenario)
+    anonymous = [api for who, api in sasl_cluster.front.seen[before:] if who is None and api != 18]
+    assert anonymous == []
+
+
+def test_forwarded_broker_ports_require_authentication_too(
+    sasl_cluster: SaslCluster, sidecar: Sidecar, victim: tuple[str, str]
+) -> None:
+    """The ports Metadata advertises for the backing brokers are listeners like the coordinator
+    port: every attack above, sent there without SASL, closes the connection too."""
+    group, topic = victim
+
+    async def scenario() -> None:
+        alice = await authenticated(sidecar, "alice")
+        metadata = await alice.call(3, 12, MetadataRequest(topics=None))
+        assert isinstance(metadata, MetadataResponse)
+        ports = {b.port for b in metadata.brokers} - {sidecar.port}
+        assert ports, "Metadata advertised no forwarded broker port"
+        for port in ports:
+            for key, version, body in attacks(group, topic).values():
+                attacker = await WireClient.connect("127.0.0.1", port)
+                attacker.send(key, version, body)
+                assert await attacker.closed_by_peer(), (port, key)
+                await attacker.close()
+        assert await committed(alice, group, topic) == 42
+        await alice.close()
+
+    before = len(sasl_cluster.front.seen)
     run(scenario)
     anonymous = [api for who, api in sasl_cluster.front.seen[before:] if who is None and api != 18]
     assert anonymous == []

@@ -35,6 +35,12 @@ def test_bad_values_give_one_readable_line(kwargs: dict[str, object], needle: st
     assert needle in message and "\n" not in message
 
 
+def test_log_level_in_any_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings(None, log_level="info").log_level == "INFO"
+    monkeypatch.setenv("GROUPCOORD_LOG_LEVEL", "Debug")
+    assert load_settings(None).log_level == "DEBUG"
+
+
 def test_bad_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("log_partitions = [")

@@ -41,6 +41,8 @@ def stderr_lines() -> Iterator[io.StringIO]:
     root.handlers[:] = saved[0]
     root.setLevel(saved[1])
     logs.rate_limit.reset()
+    for name in logs.CLIENT_DRIVEN_LOGGERS:  # other tests count these lines with caplog
+        logging.getLogger(name).removeFilter(logs.client_rate_limit)
 
 
 def parsed(buffer: io.StringIO) -> list[dict[str, object]]:
@@ -370,3 +372,22 @@ def test_first_run_on_a_terminal_reads_as_plain_lines() -> None:
     assert lines and not any(ln.startswith("{") for ln in lines), lines
     assert lines[0].startswith("embedded broker (in memory, for development): bootstrap.servers=127.0.0.1:"), lines
     assert any(ln.startswith("owns shards [0, 1]") for ln in lines), lines
+
+
+def test_lines_a_client_causes_per_connection_are_rate_limited(stderr_lines: io.StringIO) -> None:
+    """One attacker's loop of malformed connections (or accepts failing with EMFILE) must not write
+    a line each: a burst of each kind, then the rest counted."""
+    logs.client_rate_limit.reset()
+    logs.limit_client_driven_lines()  # as serve does (cli/main.py configure_logging)
+    connection = logging.getLogger("groupcoord.coordinator.gateway.connection")
+    for port in range(1000):
+        connection.warning(
+            "closing client connection peer=%s:%s reason=%s", "127.0.0.1", port, "negative frame length -1"
+        )
+    for _ in range(1000):
+        logging.getLogger("asyncio").error("socket.accept() out of system resource")
+    lines = parsed(stderr_lines)
+    closing = [line for line in lines if str(line["msg"]).startswith("closing client connection")]
+    accept = [line for line in lines if "out of system resource" in str(line["msg"])]
+    assert 0 < len(closing) <= logs.client_rate_limit.burst
+    assert 0 < len(accept) <= logs.client_rate_limit.burst

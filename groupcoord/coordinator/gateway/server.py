@@ -21,6 +21,7 @@ from groupcoord.coordinator.gateway.cluster import ClusterView
 from groupcoord.coordinator.gateway.config import GatewayConfig
 from groupcoord.coordinator.gateway.connection import ClientConnection
 from groupcoord.coordinator.gateway.context import ListenerView
+from groupcoord.coordinator.gateway.file_limit import admissible_connections
 from groupcoord.coordinator.gateway.handler import CoordinatorAddress, CoordinatorLocator, GroupApiHandler
 from groupcoord.coordinator.gateway.limits import ByteBudget, ConnectionBudget
 from groupcoord.coordinator.gateway.observer import NO_OBSERVER, GatewayObserver
@@ -149,6 +150,8 @@ class GatewayServer:
         # None while the connection is still in its TLS handshake.
         self.connections: dict[asyncio.Task[None], ClientConnection | None] = {}
         self.per_ip: dict[str, int] = {}
+        # max_connections, or fewer where the open-file limit cannot carry it (set by start()).
+        self.max_connections = config.max_connections
         # An eighth is kept for requests of up to 1 MiB (group requests, most data requests).
         self.buffer_budget = ByteBudget(config.max_buffered_bytes, reserve=config.max_buffered_bytes // 8)
         self.protected = ProtectedTopics(config.protected_topics, config.protected_groups)
@@ -160,7 +163,9 @@ class GatewayServer:
     def admit(self, host: str) -> str | None:
         """Why a new connection from ``host`` is refused, or None to accept it."""
         config = self.config
-        if len(self.connections) >= config.max_connections:
+        if len(self.connections) >= self.max_connections:
+            if self.max_connections < config.max_connections:
+                return f"the open-file limit admits {self.max_connections} connections (max_connections={config.max_connections})"
             return f"max_connections={config.max_connections} reached"
         if self.per_ip.get(host, 0) >= config.max_connections_per_ip:
             return f"max_connections_per_ip={config.max_connections_per_ip} reached for {host}"
@@ -187,6 +192,7 @@ class GatewayServer:
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.max_connections = admissible_connections(self.config.max_connections)
         await self.bootstrap_listener.start(self.config.listen_port)
         log.info("gateway listening on %s:%s", self.config.listen_host, self.bootstrap_listener.port)
 

@@ -1,0 +1,19 @@
+"""``groupcoord broker`` / the embedded broker on a port it cannot bind says why."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from groupcoord.local_broker import BrokerStartError, LocalBroker, free_port
+
+
+def test_a_port_bound_without_a_listener_is_named_in_the_error() -> None:
+    # Bound but not listening (as the local end of a connection is): nothing accepts there, so only
+    # the broker's own bind fails, and it exits. The error said "exited with code 0" and no more.
+    port = free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", port))
+        with pytest.raises(BrokerStartError, match=rf"127\.0\.0\.1:{port} cannot be bound \(.*in use"):
+            LocalBroker(port=port, die_with_parent=True).start(timeout=20)
