@@ -102,17 +102,17 @@ def await_takeover(
       others, warm, serve them sooner. This process takes its share in the rebalance its own join
       starts afterwards;
     - any process waits while a process that announces shards refuses connections (it died, and a
-      peer is removing it).
-
-    Neither waits on a process that withdrew (``Placement.withdraw``): it stopped cleanly, handed its
-    shards over and left the group, so it holds nothing though the owners name it until the others'
-    rebalance completes (as a Kafka broker shut down cleanly resigns its partitions at once, and only
-    a crashed one's partitions wait for its session to time out). A process's first JoinGroup starts a rebalance, and on the local broker
+      peer is removing it). A process's first JoinGroup starts a rebalance, and on the local broker
       (Tansu) a member removed in the moment between a peer's check that the group is ``Stable``
       and its LeaveGroup stays the leader of that rebalance if it was the leader: no rebalance of
       the placement group completes again (a drill of main saw it stall for 4.5 minutes, until the
       processes were stopped). Not joining while a removal is due keeps this process's join out of
-      that moment."""
+      that moment.
+
+    Neither waits on a process that withdrew (``Placement.withdraw``): it stopped cleanly, handed its
+    shards over and left the group, so it holds nothing though the owners name it until the others'
+    rebalance completes (as a Kafka broker shut down cleanly resigns its partitions at once, and only
+    a crashed one's partitions wait for its session to time out)."""
     placement.catch_up_directory(5.0)
     gone = replaced_predecessors(placement)
     restarted = bool(gone)
