@@ -25,7 +25,13 @@ from groupcoord.coordinator.gateway.cluster import ClusterUnavailable
 from groupcoord.coordinator.gateway.config import GatewayConfig
 from groupcoord.coordinator.gateway.event_loop import loop_factory
 from groupcoord.coordinator.gateway.handler import CoordinatorAddress
-from groupcoord.coordinator.gateway.member_removal import REBALANCE_IN_PROGRESS, Member, MemberRemover, RemovalFailed
+from groupcoord.coordinator.gateway.member_removal import (
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+    Member,
+    MemberRemover,
+    RemovalFailed,
+)
 from groupcoord.coordinator.gateway.reader_relay import ReaderRelay, relayable
 from groupcoord.coordinator.gateway.relay import relay_link
 from groupcoord.coordinator.gateway.server import GatewayServer
@@ -758,14 +764,19 @@ async def _leave_placement(
     elif handover_relay is not None:
         handover_relay.give_up()
     instance_id = placement.config.instance_id
+    left = instance_id is None  # (closing the consumer sent a dynamic member's LeaveGroup)
     if instance_id is not None and member_id is not None and remover is not None:
         # librdkafka sends no LeaveGroup for a static member: without one its shards would wait
         # for the session timeout. (A restart then gets shards by a rebalance, not back as they were.)
         try:
             member = Member(placement.config.group_id, member_id, instance_id)
-            await asyncio.wait_for(remover.remove(member, "graceful stop", only_if_stable=False), 30)
+            code = await asyncio.wait_for(remover.remove(member, "graceful stop", only_if_stable=False), 30)
+            left = code in (0, UNKNOWN_MEMBER_ID)
         except (RemovalFailed, TimeoutError, OSError) as exc:
             say.warning(f"could not leave the placement group ({exc}); shards move at the session timeout")
+    if left:
+        # Nobody (a restart in this process's place included) waits on it any more (runtime/peers.py).
+        await asyncio.to_thread(placement.withdraw)
     say.info(f"placement left; shards {owned} handed over")
     if handover_relay is not None and handed:
         # The listener stays until the clients of the moved groups have gone to the successors

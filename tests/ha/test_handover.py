@@ -57,8 +57,9 @@ class _Recorded(Placement):
     def _read_directory(self, timeout: float = 0) -> int:
         return 0
 
-    def _register(self, handed_over: dict[str, Any] | None = None) -> None:
-        self.events.append(f"handover announced to {sorted({v['node'] for v in (handed_over or {}).values()})}")
+    def _register(self, handed_over: dict[str, Any] | None = None, withdrawn: bool = False) -> None:
+        to = sorted({v["node"] for v in (handed_over or {}).values()})
+        self.events.append(f"withdrawn, handover to {to}" if withdrawn else f"handover announced to {to}")
 
     def flush(self, timeout: float) -> int:
         return 0
@@ -78,3 +79,15 @@ def test_shards_stop_serving_even_with_nobody_to_hand_them_to() -> None:
     assert alone.close([0, 1], stop_serving=lambda: events.append("stopped serving")) == {}
     assert events == ["owners read", "stopped serving"]
     assert alone.successor_address(0) is None
+
+
+def test_a_clean_stop_ends_withdrawn_and_a_withdrawn_peer_is_nobody_s_successor() -> None:
+    """After the leave its entry says it withdrew (``Placement.withdraw``), its handover kept for
+    routing; a peer the owners still name after its own clean stop takes nothing."""
+    events: list[str] = []
+    gone = Incarnation("inc-3", "m-0", withdrawn=True)  # its member id would sort first
+    placement = _Recorded(events, {2: Incarnation("inc-2", "m-2"), 3: gone})
+    handed = placement.close([0, 1])
+    placement.withdraw()
+    assert {h.successor for h in handed.values()} == {2}
+    assert events == ["owners read", "handover announced to [2]", "withdrawn, handover to [2]"]

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from groupcoord.coordinator.runtime.peers import FRESH_S, REFUSALS, PeerWatch, await_takeover, refuses
-from groupcoord.coordinator.runtime.placement import Incarnation, Node, Placement, PlacementConfig
+from groupcoord.coordinator.runtime.placement import Incarnation, Node, Placement, PlacementConfig, _incarnation
 
 
 def test_only_a_closed_port_refuses_a_listener_nobody_accepts_on_does_not() -> None:
@@ -184,3 +184,40 @@ def test_no_process_joins_while_a_dead_process_still_announces_shards() -> None:
     assert await_takeover(placement, lambda i, w: 0, timeout_s=10, poll_s=0, probe=refused_while_announced)  # type: ignore[arg-type]
     assert placement.owners == {0: 3, 1: 3}
     assert probes == [9001, 9001]
+
+
+def test_nobody_waits_on_a_process_that_stopped_cleanly_and_withdrew() -> None:
+    """A graceful stop ends with a withdrawn directory entry (``Placement.withdraw``): the owners
+    still name it until the others' rebalance completes, but a process restarted in its place, or
+    started beside it, joins at once: no removal, no wait for the others to announce its shards."""
+    withdrawn = Incarnation("older", "m-old", None, "boot", "127.0.0.1:9000", withdrawn=True)
+    restarted = FakePlacement(
+        predecessors=[Incarnation("older", "m-old", None, "boot", "127.0.0.1:9000"), withdrawn],
+        owner_reads=[{0: 1, 1: 2}],  # the predecessor (node 1) still announces shard 0
+    )
+    removed: list[str] = []
+
+    def remove(incarnation: Incarnation, why: str) -> int | None:
+        removed.append(str(incarnation.member_id))
+        return 0
+
+    assert not await_takeover(restarted, remove, timeout_s=10, poll_s=0, probe=answers)  # type: ignore[arg-type]
+    assert removed == []
+    # A peer that still announces shards and refuses connections, but withdrew: neither waited
+    # on nor removed. (Without its withdrawal both happen: the test above and the next one.)
+    beside = FakePlacement(
+        incarnations={2: Incarnation("theirs", "m-2", None, "boot", "127.0.0.1:9001", withdrawn=True)},
+        owner_reads=[{0: 2, 1: 2}],
+    )
+    assert not await_takeover(beside, remove, timeout_s=10, poll_s=0, probe=lambda host, port: True)  # type: ignore[arg-type]
+    w, removed_by_watch = watch(beside, {9001}, [])
+    w.check()
+    assert removed == [] and removed_by_watch == []
+
+
+def test_only_a_withdrawn_true_in_a_directory_entry_is_a_withdrawal() -> None:
+    entry = {"host": "127.0.0.1", "port": 9001, "incarnation": "i", "member": "m", "withdrawn": True}
+    assert _incarnation(entry) == Incarnation("i", "m", withdrawn=True)
+    assert _incarnation({**entry, "withdrawn": "yes"}) == Incarnation("i", "m")
+    del entry["withdrawn"]
+    assert _incarnation(entry) == Incarnation("i", "m")

@@ -11,7 +11,9 @@ acknowledged only once read back), and claims a new shard epoch, which fences an
 owner might still get into the log. Every process routes the shard to the successor meanwhile. The
 placement rebalance that the stopping process's LeaveGroup starts then confirms the move: the
 successor was chosen as the one that rebalance will pick (below), and whatever it picks otherwise
-moves the shard once more, fenced by epochs as any move is.
+moves the shard once more, fenced by epochs as any move is. Once it has left the group, the stopping
+process writes its entry a last time, ``withdrawn`` (the handover kept): nobody waits on it or
+removes it from then on (``peers.await_takeover``, ``Placement.withdraw``).
 
 What keeps a handover from acting twice or late:
 

@@ -68,8 +68,12 @@ def refuses(host: str, port: int, timeout: float = PROBE_TIMEOUT_S) -> bool:
 
 
 def replaced_predecessors(placement: Placement) -> list[Incarnation]:
-    """Earlier processes of this node id whose address this process now holds (dynamic members)."""
+    """Earlier processes of this node id whose address this process now holds (dynamic members).
+    None once the latest of them withdrew: it stopped cleanly and left (any earlier one was its to
+    remove, as this process's are now)."""
     me = placement.me_now
+    if placement.predecessors and placement.predecessors[-1].withdrawn:
+        return []
     return [
         p
         for p in placement.predecessors
@@ -103,7 +107,12 @@ def await_takeover(
       and its LeaveGroup stays the leader of that rebalance if it was the leader: no rebalance of
       the placement group completes again (a drill of main saw it stall for 4.5 minutes, until the
       processes were stopped). Not joining while a removal is due keeps this process's join out of
-      that moment."""
+      that moment.
+
+    Neither waits on a process that withdrew (``Placement.withdraw``): it stopped cleanly, handed its
+    shards over and left the group, so it holds nothing though the owners name it until the others'
+    rebalance completes (as a Kafka broker shut down cleanly resigns its partitions at once, and only
+    a crashed one's partitions wait for its session to time out)."""
     placement.catch_up_directory(5.0)
     gone = replaced_predecessors(placement)
     restarted = bool(gone)
@@ -126,7 +135,7 @@ def await_takeover(
         # A restarted process's shards are taken over once none is still announced by this node
         # id (the predecessor), or when no other process announces any (nobody else to take them).
         taken = not restarted or not any(n == me for n in owners.values()) or all(n == me for n in owners.values())
-        dying = [n for n in placement.live_nodes()[1:] if probe(n.host, n.port)]
+        dying = [n for n in placement.live_nodes()[1:] if not withdrew(placement, n) and probe(n.host, n.port)]
         if taken and not dying:
             return waited
         for node in dying:
@@ -141,6 +150,12 @@ def await_takeover(
         waited = True
         time.sleep(poll_s)
     return waited
+
+
+def withdrew(placement: Placement, node: Node) -> bool:
+    """Whether the process behind ``node``'s latest directory entry stopped cleanly and left."""
+    incarnation = placement.incarnations.get(node.node_id)
+    return incarnation is not None and incarnation.withdrawn
 
 
 class PeerWatch:
@@ -185,6 +200,8 @@ class PeerWatch:
             incarnation = placement.incarnations.get(node.node_id)
             if incarnation is None or incarnation.member_id is None or incarnation.incarnation in self._removed:
                 continue
+            if incarnation.withdrawn:
+                continue  # it left the group itself: nothing to remove
             key = (node.node_id, incarnation.incarnation)
             if not self._probe(node.host, node.port):
                 self._refusals.pop(key, None)

@@ -90,6 +90,9 @@ class Incarnation:
     bound: str = ""  # the address its listener is bound to, as host:port
     # When the entry was written (its record's timestamp, seconds since the epoch; 0: unknown).
     written_s: float = 0.0
+    # Written by the process itself at the end of a graceful stop, once it served nothing and had
+    # left the placement group (``Placement.withdraw``): nobody need wait for or remove it.
+    withdrawn: bool = False
 
 
 def boot_id() -> str:
@@ -179,6 +182,7 @@ class Placement:
         # ones this process took over that way, ahead of the placement rebalance.
         self.handovers: dict[int, Handover] = {}
         self.taken: dict[int, int] = {}  # partition -> the node id that handed it over
+        self._handed_over: dict[str, Any] | None = None  # this process's own, as its entry says it
         self.rebalances = 0
         self._announce: set[int] = set()
         self._refresh_now = threading.Event()
@@ -301,7 +305,8 @@ class Placement:
         candidates = []
         for node in self.live_nodes()[1:]:
             peer = self.incarnations.get(node.node_id)
-            if peer is not None:
+            # (A process that stopped cleanly still owns shards until the rebalance says otherwise.)
+            if peer is not None and not peer.withdrawn:
                 candidates.append(Successor(node.node_id, peer.incarnation, peer.member_id))
         chosen = handover.choose_successors(shards, candidates)
         if stop_serving is not None:
@@ -312,12 +317,28 @@ class Placement:
         handed = {p: Handover(self.me.node_id, mine, s.node_id, s.incarnation) for p, s in chosen.items()}
         # Routed to the successors from now on, by this process too while its listener still answers.
         self.handovers = {**self.handovers, **handed}
-        self._register(handover.encode(chosen))
+        self._handed_over = handover.encode(chosen)
+        self._register(self._handed_over)
         if self._producer.flush(timeout_s) > 0:
             log.warning("placement handover not acknowledged; the shards move at the rebalance")
         return handed
 
-    def _register(self, handed_over: dict[str, Any] | None = None) -> None:
+    def withdraw(self, timeout_s: float = 5.0) -> None:
+        """The end of a graceful stop, once this process serves no shard and has left the placement
+        group: its directory entry says so (its handover kept), so that a process restarted in its
+        place, or started beside it, joins at once rather than waiting for the others' rebalance
+        to stop naming it as an owner (``peers.await_takeover``). Only the process itself writes
+        this: a paused or dead process never does, and so is never taken for withdrawn."""
+        if self._producer is None:
+            return
+        try:
+            self._register(self._handed_over, withdrawn=True)
+            if self._producer.flush(timeout_s) > 0:
+                log.warning("placement withdrawal not acknowledged; a restart waits for the rebalance")
+        except (KafkaException, BufferError) as exc:
+            log.warning("placement withdrawal failed (%s); a restart waits for the rebalance", exc)
+
+    def _register(self, handed_over: dict[str, Any] | None = None, withdrawn: bool = False) -> None:
         assert self._producer is not None
         me = self.me_now
         entry: dict[str, Any] = {
@@ -331,6 +352,8 @@ class Placement:
         }
         if handed_over:
             entry["handover"] = handed_over
+        if withdrawn:
+            entry["withdrawn"] = True
         self._producer.produce(
             self.config.directory_topic, key=str(self.me.node_id).encode(), value=json.dumps(entry).encode()
         )
@@ -660,4 +683,5 @@ def _incarnation(entry: dict[str, Any], written_s: float = 0.0) -> Incarnation |
         str(entry.get("boot", "")),
         str(entry.get("bound", "")),
         written_s,
+        entry.get("withdrawn") is True,
     )
