@@ -3,7 +3,7 @@
     python bench/large_group_bench.py [--members 5000] [--partitions 10000] [--restart-batch 50]
                                       [--steady-seconds 20] [--assignment-interval-ms 1000]
                                       [--no-restart] [--event-loop auto|uvloop|asyncio]
-                                      [--heartbeat-interval-ms 5000]
+                                      [--heartbeat-interval-ms 5000] [--no-floor]
 
 Each member is an asyncio task with its own connection to the sidecar, speaking raw
 ConsumerGroupHeartbeat v1 frames (client-generated member id, as Kafka 4 clients do): it joins,
@@ -19,7 +19,9 @@ asks for (5 s by default). Phases, all against one serve process and a fresh loc
   time, each batch once the previous one has rejoined; the time until the group converges again.
 Beside them, the same run's raw figure: the broker's produce -> consume round trip, and the distinct member epochs members saw (about how many target assignments were computed; the
 assignment interval batches a mass join into a few). ``--assignment-interval-ms 0`` shows the
-cost without that batching. JSON to bench/results/large_group.json.
+cost without that batching. And the floor under the steady figure (bench/asyncio_floor.py): a bare
+asyncio server's CPU per request, same members and interval, same run (``--no-floor`` skips it);
+``steady.serve_cpu_vs_floor`` is the ratio. JSON to bench/results/large_group.json.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from asyncio_floor import floor
 from confluent_kafka.admin import AdminClient, NewTopic
 from runtime_bench import ROOT, cluster, percentile, raw_figures
 
@@ -439,6 +442,7 @@ def main() -> None:
     parser.add_argument(
         "--heartbeat-interval-ms", type=int, default=None, help="the group's heartbeat interval (Kafka's 5 s if unset)"
     )
+    parser.add_argument("--floor", action=argparse.BooleanOptionalAction, default=True, help="the asyncio floor")
     parser.add_argument("--bootstrap", default=None)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "large_group.json"))
     args = parser.parse_args()
@@ -464,6 +468,13 @@ def main() -> None:
         # The raw figure beside a heartbeat (each one an acknowledged log write when it changes
         # state): the broker's own produce -> consume round trip, same broker, same run.
         raw = raw_figures(bootstrap, 1000, 200)
+    if args.floor:
+        interval = args.heartbeat_interval_ms or 5000
+        anchor = floor(args.members, args.steady_seconds, interval)
+        raw["asyncio_floor"] = anchor
+        steady, per_request = result.get("steady"), anchor["server_cpu_ms_per_request"]
+        if steady and steady.get("serve_cpu_ms_per_heartbeat") and per_request:
+            steady["serve_cpu_vs_floor"] = steady["serve_cpu_ms_per_heartbeat"] / per_request
     out = {
         "benchmark": "large_group",
         "broker": label,

@@ -31,6 +31,7 @@ from groupcoord.coordinator.gateway.limits import ByteBudget, ConnectionBudget, 
 from groupcoord.coordinator.gateway.protocol import (
     Request,
     RequestMemo,
+    ResponseMemo,
     decode_request,
     decode_response,
     encode_response,
@@ -137,6 +138,8 @@ class ClientConnection:
         self._answer_now = answer_now_of(gateway.handler)
         # The last request decoded by ``_answer_at_once``: a steady heartbeat repeats it.
         self._at_once_memo = RequestMemo()
+        # The last answer encoded there: a steady heartbeat's answer repeats it too.
+        self._answer_memo = ResponseMemo()
 
     async def run(self) -> None:
         if self._answer_now is not None:
@@ -453,9 +456,13 @@ class ClientConnection:
         return _checked(context, response)
 
     @staticmethod
-    def _encoded(context: ConnectionContext, response: Message) -> bytes:
+    def _encoded(
+        context: ConnectionContext,
+        response: Message,
+        encode: Callable[[int, int, int, Message], bytes] = encode_response,
+    ) -> bytes:
         try:
-            return encode_response(context.api_key, context.api_version, context.header.correlation_id, response)
+            return encode(context.api_key, context.api_version, context.header.correlation_id, response)
         except CodecError as exc:
             name = APIS[context.api_key].name
             raise CloseConnection(f"cannot encode the handler's {name} answer: {exc}") from exc
@@ -503,7 +510,7 @@ class ClientConnection:
         self.gateway.observer.request(key)
         if isinstance(answer, Message):
             try:
-                self.stream.write(self._encoded(context, _checked(context, answer)))
+                self.stream.write(self._encoded(context, _checked(context, answer), self._answer_memo.encode))
                 return True
             except CloseConnection as exc:
                 answer = _failed(exc)
