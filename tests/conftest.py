@@ -14,10 +14,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from groupcoord.local_broker import LocalBroker, free_port
 
 BOOTSTRAP_ENV = "GROUPCOORD_TEST_BOOTSTRAP"
+
+# Property tests check behaviour, never speed: no per-example deadline, so a loaded machine does
+# not fail them (timings belong to the benches).
+settings.register_profile("groupcoord", deadline=None)
+settings.load_profile("groupcoord")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
