@@ -466,6 +466,9 @@ async def _serving_with(
         GatewayMetrics(),
     )
     gateway.peers = locator.peers
+    # Other processes may front the same cluster: a client must see a coordinator the cluster
+    # answers change node when a survivor answers for it (gateway/rewrite.py, coordinator_alias).
+    gateway.alias_coordinators = True
     # As group configs are relayed (gateway/group_configs.py): plain listeners only, since the
     # successor would refuse an anonymous relay on a TLS or authenticating listener.
     handover_relay.enabled = gateway.config.listener_tls is None and gateway.config.authentication == "none"

@@ -16,6 +16,7 @@ from groupcoord.coordinator.gateway import GatewayConfig, TlsSettings
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.gateway.cluster import fetch_api_versions
 from groupcoord.coordinator.gateway.protocol import decode_response
+from groupcoord.coordinator.gateway.rewrite import coordinator_alias
 from groupcoord.coordinator.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from groupcoord.coordinator.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -283,3 +284,30 @@ def test_fixed_broker_ports_and_advertised_host(bootstrap: str) -> None:
             config.coordinator_node_id: ("localhost", running.server.port),
         }
         assert running.bootstrap == f"localhost:{running.server.port}"
+
+
+def test_a_process_among_several_presents_the_transaction_coordinator_under_its_own_node(
+    bootstrap: str, gateway: GatewayThread, unique_name: str
+) -> None:
+    """``serve``: FindCoordinator names broker N as a node of this process's own, which Metadata
+    lists at N's listener (librdkafka follows a coordinator to a new address only under a new id)."""
+    gateway.server.alias_coordinators = True
+    own = gateway.server.config.coordinator_node_id
+
+    async def ask(client: WireClient) -> tuple[MetadataResponse, FindCoordinatorResponse]:
+        metadata = await client.call(ApiKey.METADATA, 12, MetadataRequest(topics=None))
+        txn = await client.call(
+            ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=1, coordinator_keys=[unique_name])
+        )
+        assert isinstance(metadata, MetadataResponse) and isinstance(txn, FindCoordinatorResponse)
+        return metadata, txn
+
+    metadata, txn = wire(gateway, ask)
+    ports = gateway.server.broker_ports
+    by_id = {b.node_id: b.port for b in metadata.brokers}
+    for node_id, port in ports.items():
+        assert by_id[node_id] == port and by_id[coordinator_alias(own, node_id)] == port
+    [entry] = txn.coordinators
+    assert entry.error_code == 0
+    assert entry.node_id not in ports and by_id[entry.node_id] == entry.port
+    assert entry.node_id in {coordinator_alias(own, n) for n in ports}

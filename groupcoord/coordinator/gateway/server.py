@@ -25,6 +25,7 @@ from groupcoord.coordinator.gateway.handler import CoordinatorAddress, Coordinat
 from groupcoord.coordinator.gateway.limits import ByteBudget, ConnectionBudget
 from groupcoord.coordinator.gateway.observer import NO_OBSERVER, GatewayObserver
 from groupcoord.coordinator.gateway.protect import ProtectedTopics
+from groupcoord.coordinator.gateway.rewrite import alias_nodes, coordinator_alias
 from groupcoord.coordinator.gateway.upstream import UpstreamConnection
 from groupcoord.coordinator.messages.describe_cluster import DescribeClusterBroker
 from groupcoord.coordinator.messages.metadata import MetadataResponseBroker
@@ -133,6 +134,9 @@ class GatewayServer:
         # The other coordinator processes sharing the shards: Metadata lists them as nodes too, so
         # admin clients ask each for its groups and a client whose sidecar dies knows another.
         self.peers: Callable[[], list[CoordinatorAddress]] = _no_peers
+        # Set where other processes front the same cluster (``serve``): coordinators the cluster
+        # answers are presented under node ids of this process's own (``rewrite.coordinator_alias``).
+        self.alias_coordinators = False
         # Told the id of each client connection that closed (Kafka's ConnectionDisconnectListener:
         # the share data path drops the sessions it opened and releases their records).
         self.disconnect_listeners: list[Callable[[str], None]] = []
@@ -257,6 +261,15 @@ class GatewayServer:
             for p in self.peers()
             if p.node_id != own
         ]
+
+    def coordinator_alias(self, node_id: int) -> int:
+        """The node id under which a cluster coordinator on broker ``node_id`` is presented."""
+        if not self.alias_coordinators or node_id not in self.broker_listeners:
+            return node_id
+        return coordinator_alias(self.config.coordinator_node_id, node_id)
+
+    def alias_metadata_nodes(self, brokers: list[MetadataResponseBroker]) -> list[MetadataResponseBroker]:
+        return alias_nodes(brokers, self.coordinator_alias)
 
     def coordinator_cluster_node(self) -> DescribeClusterBroker:
         return DescribeClusterBroker(
