@@ -304,9 +304,12 @@ def test_a_process_among_several_presents_the_transaction_coordinator_under_its_
 
     metadata, txn = wire(gateway, ask)
     ports = gateway.server.broker_ports
+    aliases = {n: listener.port for n, listener in gateway.server.alias_listeners.items()}
     by_id = {b.node_id: b.port for b in metadata.brokers}
+    assert aliases.keys() == ports.keys()
     for node_id, port in ports.items():
-        assert by_id[node_id] == port and by_id[coordinator_alias(own, node_id)] == port
+        # At a port of its own: older librdkafka takes a node at a known broker's address for that broker.
+        assert by_id[node_id] == port and by_id[coordinator_alias(own, node_id)] == aliases[node_id] != port
     [entry] = txn.coordinators
     assert entry.error_code == 0
     assert entry.node_id not in ports and by_id[entry.node_id] == entry.port

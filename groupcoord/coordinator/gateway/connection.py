@@ -661,5 +661,5 @@ class ClientConnection:
             if version < 4 and body.node_id >= 0:
                 nodes[body.node_id] = (body.host, body.port)
             await gateway.ensure_broker_listeners(nodes)
-            rewrite_find_coordinator(body, gateway.broker_route, version, gateway.coordinator_alias)
+            rewrite_find_coordinator(body, gateway.coordinator_route, version, gateway.coordinator_alias)
         return encode_response(key, version, correlation_id, body)

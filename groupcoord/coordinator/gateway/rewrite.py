@@ -234,8 +234,8 @@ def rewrite_describe_cluster(
 
 
 # Where several sidecar processes front one cluster, each presents a coordinator the cluster
-# answered (the transaction coordinator, broker N) under a node id of its own, at its listener for
-# N: librdkafka keeps its transaction coordinator while FindCoordinator names the same node id, and
+# answered (the transaction coordinator, broker N) under a node id of its own, at a listener of its
+# own that forwards to N: librdkafka keeps its transaction coordinator while FindCoordinator names the same node id, and
 # never follows a new address for it, so after a kill -9 of the process behind N's address a
 # survivor's answer must name a different node (docs/design/multi-process-addresses.md).
 ALIAS_BASE = 1_000_000_000
@@ -252,14 +252,17 @@ def coordinator_alias(process_node_id: int, broker_id: int) -> int:
     return ALIAS_BASE + (process_node_id % ALIAS_PROCESSES) * ALIAS_BROKERS + broker_id
 
 
-def alias_nodes(brokers: Iterable[MetadataResponseBroker], alias: Callable[[int], int]) -> list[MetadataResponseBroker]:
+def alias_nodes(
+    brokers: Iterable[MetadataResponseBroker], alias: Callable[[int], int], route: BrokerRoute
+) -> list[MetadataResponseBroker]:
     """The aliases of ``brokers`` as Metadata nodes (librdkafka accepts a coordinator only once
-    Metadata named its node), at the same addresses; brokers without an alias add nothing."""
-    return [
-        MetadataResponseBroker(node_id=alias(b.node_id), host=b.host, port=b.port, rack=b.rack)
-        for b in brokers
-        if alias(b.node_id) != b.node_id
-    ]
+    Metadata named its node), at the addresses ``route`` gives; brokers without one add nothing."""
+    nodes = []
+    for b in brokers:
+        if alias(b.node_id) != b.node_id:
+            host, port = route(b.node_id, b.host, b.port)
+            nodes.append(MetadataResponseBroker(node_id=alias(b.node_id), host=host, port=port, rack=b.rack))
+    return nodes
 
 
 def rewrite_find_coordinator(
