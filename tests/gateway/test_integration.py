@@ -314,3 +314,33 @@ def test_a_process_among_several_presents_the_transaction_coordinator_under_its_
     assert entry.error_code == 0
     assert entry.node_id not in ports and by_id[entry.node_id] == entry.port
     assert entry.node_id in {coordinator_alias(own, n) for n in ports}
+
+
+def test_where_broker_ports_are_pinned_only_brokers_with_a_pinned_alias_port_get_an_alias(
+    bootstrap: str, gateway: GatewayThread, unique_name: str
+) -> None:
+    """An ephemeral port may be unreachable where ports are published one by one (compose, a
+    Kubernetes Service): pinned broker ports and no pinned alias port keep the broker's own id."""
+
+    async def ask(client: WireClient) -> tuple[MetadataResponse, FindCoordinatorResponse]:
+        metadata = await client.call(ApiKey.METADATA, 12, MetadataRequest(topics=None))
+        txn = await client.call(
+            ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=1, coordinator_keys=[unique_name])
+        )
+        assert isinstance(metadata, MetadataResponse) and isinstance(txn, FindCoordinatorResponse)
+        return metadata, txn
+
+    wire(gateway, ask)
+    brokers = sorted(gateway.server.broker_ports)
+    pinned = {n: free_port() for n in brokers}
+    for alias_ports, aliased in (({}, False), ({n: free_port() for n in brokers}, True)):
+        config = GatewayConfig(
+            bootstrap_servers=bootstrap, listen_port=0, broker_listen_ports=pinned, coordinator_alias_ports=alias_ports
+        )
+        with GatewayThread(config, FakeGroupHandler()) as front:
+            front.server.alias_coordinators = True
+            metadata, txn = wire(front, ask)
+        [entry] = txn.coordinators
+        assert (entry.node_id not in brokers) is aliased
+        assert entry.port in (alias_ports.values() if aliased else [pinned[entry.node_id]])
+        assert len(metadata.brokers) == 1 + len(brokers) * (2 if aliased else 1)

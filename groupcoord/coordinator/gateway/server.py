@@ -295,6 +295,13 @@ class GatewayServer:
             return self.config.public_host, self.port
         return self.config.public_host, listener.port
 
+    def _aliased(self, node_id: int) -> bool:
+        config = self.config
+        if not self.alias_coordinators or coordinator_alias(config.coordinator_node_id, node_id) == node_id:
+            return False
+        # Where broker ports are pinned (published one by one), an ephemeral one may be unreachable.
+        return not config.broker_listen_ports or node_id in config.coordinator_alias_ports
+
     async def ensure_broker_listeners(self, brokers: dict[int, tuple[str, int]]) -> None:
         for node_id, address in brokers.items():
             if node_id == self.config.coordinator_node_id:
@@ -303,7 +310,7 @@ class GatewayServer:
                     log.warning("broker node id %s equals coordinator_node_id; that broker is unreachable", node_id)
                 continue
             self.cluster.brokers[node_id] = address
-            aliased = self.alias_coordinators and coordinator_alias(self.config.coordinator_node_id, node_id) != node_id
+            aliased = self._aliased(node_id)
             if node_id in self.broker_listeners and (node_id in self.alias_listeners or not aliased):
                 continue
             async with self._listener_lock:
@@ -314,7 +321,7 @@ class GatewayServer:
                     log.info("broker listener node=%s port=%s forwards_to=%s:%s", node_id, listener.port, *address)
                 if aliased and node_id not in self.alias_listeners:
                     alias = Listener(self, node_id)
-                    await alias.start(0)
+                    await alias.start(self.config.coordinator_alias_ports.get(node_id, 0))
                     self.alias_listeners[node_id] = alias
                     log.info("coordinator alias listener node=%s port=%s of broker %s", node_id, alias.port, node_id)
 
