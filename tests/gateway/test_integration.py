@@ -286,6 +286,20 @@ def test_fixed_broker_ports_and_advertised_host(bootstrap: str) -> None:
         assert running.bootstrap == f"localhost:{running.server.port}"
 
 
+def _metadata_and_transaction_coordinator(
+    transactional_id: str,
+) -> Callable[[WireClient], Awaitable[tuple[MetadataResponse, FindCoordinatorResponse]]]:
+    async def ask(client: WireClient) -> tuple[MetadataResponse, FindCoordinatorResponse]:
+        metadata = await client.call(ApiKey.METADATA, 12, MetadataRequest(topics=None))
+        txn = await client.call(
+            ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=1, coordinator_keys=[transactional_id])
+        )
+        assert isinstance(metadata, MetadataResponse) and isinstance(txn, FindCoordinatorResponse)
+        return metadata, txn
+
+    return ask
+
+
 def test_a_process_among_several_presents_the_transaction_coordinator_under_its_own_node(
     bootstrap: str, gateway: GatewayThread, unique_name: str
 ) -> None:
@@ -294,14 +308,7 @@ def test_a_process_among_several_presents_the_transaction_coordinator_under_its_
     gateway.server.alias_coordinators = True
     own = gateway.server.config.coordinator_node_id
 
-    async def ask(client: WireClient) -> tuple[MetadataResponse, FindCoordinatorResponse]:
-        metadata = await client.call(ApiKey.METADATA, 12, MetadataRequest(topics=None))
-        txn = await client.call(
-            ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=1, coordinator_keys=[unique_name])
-        )
-        assert isinstance(metadata, MetadataResponse) and isinstance(txn, FindCoordinatorResponse)
-        return metadata, txn
-
+    ask = _metadata_and_transaction_coordinator(unique_name)
     metadata, txn = wire(gateway, ask)
     ports = gateway.server.broker_ports
     aliases = {n: listener.port for n, listener in gateway.server.alias_listeners.items()}
@@ -322,14 +329,7 @@ def test_where_broker_ports_are_pinned_only_brokers_with_a_pinned_alias_port_get
     """An ephemeral port may be unreachable where ports are published one by one (compose, a
     Kubernetes Service): pinned broker ports and no pinned alias port keep the broker's own id."""
 
-    async def ask(client: WireClient) -> tuple[MetadataResponse, FindCoordinatorResponse]:
-        metadata = await client.call(ApiKey.METADATA, 12, MetadataRequest(topics=None))
-        txn = await client.call(
-            ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=1, coordinator_keys=[unique_name])
-        )
-        assert isinstance(metadata, MetadataResponse) and isinstance(txn, FindCoordinatorResponse)
-        return metadata, txn
-
+    ask = _metadata_and_transaction_coordinator(unique_name)
     wire(gateway, ask)
     brokers = sorted(gateway.server.broker_ports)
     pinned = {n: free_port() for n in brokers}
