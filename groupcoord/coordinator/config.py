@@ -95,6 +95,10 @@ class GatewaySettings(BaseModel):
     max_group_response_bytes: int = Field(DEFAULT_MAX_ANSWER_BYTES, ge=1024 * 1024)
     # Broker node id -> local port of its forwarded listener; ephemeral ports when empty.
     broker_listen_ports: dict[int, int] = Field(default_factory=dict)
+    # Broker node id -> local port where serve presents that broker as a coordinator under a node
+    # id of this process's own (docs/design/multi-process-addresses.md). With broker_listen_ports
+    # set, only the brokers named here get one; otherwise every broker does, on an ephemeral port.
+    coordinator_alias_ports: dict[int, int] = Field(default_factory=dict)
     # TLS on the client listener; off when unset.
     listener_tls: TlsSettings | None = None
     # TLS towards the cluster; off when unset.

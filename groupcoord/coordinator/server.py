@@ -43,7 +43,7 @@ from groupcoord.coordinator.observability.registry import REGISTRY
 from groupcoord.coordinator.observability.serve import ServeMetrics
 from groupcoord.coordinator.runtime.cluster_watch import ClusterWatch
 from groupcoord.coordinator.runtime.log import LogTopicSpec, ensure_log_topic
-from groupcoord.coordinator.runtime.peers import PeerWatch, await_takeover
+from groupcoord.coordinator.runtime.peers import PeerWatch, await_takeover, refuses
 from groupcoord.coordinator.runtime.placement import (
     Incarnation,
     Node,
@@ -135,6 +135,18 @@ class PlacementLocator:
     def __init__(self, runtime: CoordinatorRuntime[GroupCoordinatorState], placement: Placement | None = None) -> None:
         self.runtime = runtime
         self.placement = placement
+        # Peers' listeners that refused the peer watch's last probe (killed): Metadata leaves them
+        # out from then on, not only once the survivors announce their shards, until they accept again.
+        self.refusing: set[tuple[str, int]] = set()
+
+    def probe(self, host: str, port: int) -> bool:
+        """The peer watch's probe (``peers.refuses``), remembering which listeners refuse."""
+        refused = refuses(host, port)
+        if refused:
+            self.refusing.add((host, port))
+        else:
+            self.refusing.discard((host, port))
+        return refused
 
     def locate(self, group_id: str) -> CoordinatorAddress:
         placement = self.placement
@@ -154,7 +166,12 @@ class PlacementLocator:
     def peers(self) -> list[CoordinatorAddress]:
         if self.placement is None:
             return []
-        return [CoordinatorAddress(n.node_id, n.host, n.port) for n in self.placement.live_nodes()]
+        refusing = self.refusing
+        return [
+            CoordinatorAddress(n.node_id, n.host, n.port)
+            for n in self.placement.live_nodes()
+            if (n.host, n.port) not in refusing
+        ]
 
 
 _NOT_AVAILABLE = CoordinatorAddress(-1, "", -1, int(ErrorCode.COORDINATOR_NOT_AVAILABLE), "shard owner not known yet")
@@ -472,6 +489,9 @@ async def _serving_with(
         GatewayMetrics(),
     )
     gateway.peers = locator.peers
+    # Other processes may front the same cluster: a client must see a coordinator the cluster
+    # answers change node when a survivor answers for it (gateway/rewrite.py, coordinator_alias).
+    gateway.alias_coordinators = True
     # As group configs are relayed (gateway/group_configs.py): plain listeners only, since the
     # successor would refuse an anonymous relay on a TLS or authenticating listener.
     handover_relay.enabled = gateway.config.listener_tls is None and gateway.config.authentication == "none"
@@ -620,7 +640,7 @@ async def _serving_with(
         await _protect_ids(gateway, metadata, own_topics)
         runtime.reload_guard = moves.reload_guard(placement)
         if remover is not None and fast:
-            peers = PeerWatch(placement, removal(remover, placement.config.group_id, loop))
+            peers = PeerWatch(placement, removal(remover, placement.config.group_id, loop), probe=locator.probe)
             peers.start()
         # Rides out outages: reports them (not ready) and creates the topics again if the cluster lost them.
         watch = ClusterWatch(

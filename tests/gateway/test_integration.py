@@ -16,6 +16,7 @@ from groupcoord.coordinator.gateway import GatewayConfig, TlsSettings
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.gateway.cluster import fetch_api_versions
 from groupcoord.coordinator.gateway.protocol import decode_response
+from groupcoord.coordinator.gateway.rewrite import coordinator_alias
 from groupcoord.coordinator.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from groupcoord.coordinator.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -283,3 +284,63 @@ def test_fixed_broker_ports_and_advertised_host(bootstrap: str) -> None:
             config.coordinator_node_id: ("localhost", running.server.port),
         }
         assert running.bootstrap == f"localhost:{running.server.port}"
+
+
+def _metadata_and_transaction_coordinator(
+    transactional_id: str,
+) -> Callable[[WireClient], Awaitable[tuple[MetadataResponse, FindCoordinatorResponse]]]:
+    async def ask(client: WireClient) -> tuple[MetadataResponse, FindCoordinatorResponse]:
+        metadata = await client.call(ApiKey.METADATA, 12, MetadataRequest(topics=None))
+        txn = await client.call(
+            ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=1, coordinator_keys=[transactional_id])
+        )
+        assert isinstance(metadata, MetadataResponse) and isinstance(txn, FindCoordinatorResponse)
+        return metadata, txn
+
+    return ask
+
+
+def test_a_process_among_several_presents_the_transaction_coordinator_under_its_own_node(
+    bootstrap: str, gateway: GatewayThread, unique_name: str
+) -> None:
+    """``serve``: FindCoordinator names broker N as a node of this process's own, which Metadata
+    lists at N's listener (librdkafka follows a coordinator to a new address only under a new id)."""
+    gateway.server.alias_coordinators = True
+    own = gateway.server.config.coordinator_node_id
+
+    ask = _metadata_and_transaction_coordinator(unique_name)
+    metadata, txn = wire(gateway, ask)
+    ports = gateway.server.broker_ports
+    aliases = {n: listener.port for n, listener in gateway.server.alias_listeners.items()}
+    by_id = {b.node_id: b.port for b in metadata.brokers}
+    assert aliases.keys() == ports.keys()
+    for node_id, port in ports.items():
+        # At a port of its own: older librdkafka takes a node at a known broker's address for that broker.
+        assert by_id[node_id] == port and by_id[coordinator_alias(own, node_id)] == aliases[node_id] != port
+    [entry] = txn.coordinators
+    assert entry.error_code == 0
+    assert entry.node_id not in ports and by_id[entry.node_id] == entry.port
+    assert entry.node_id in {coordinator_alias(own, n) for n in ports}
+
+
+def test_where_broker_ports_are_pinned_only_brokers_with_a_pinned_alias_port_get_an_alias(
+    bootstrap: str, gateway: GatewayThread, unique_name: str
+) -> None:
+    """An ephemeral port may be unreachable where ports are published one by one (compose, a
+    Kubernetes Service): pinned broker ports and no pinned alias port keep the broker's own id."""
+
+    ask = _metadata_and_transaction_coordinator(unique_name)
+    wire(gateway, ask)
+    brokers = sorted(gateway.server.broker_ports)
+    pinned = {n: free_port() for n in brokers}
+    for alias_ports, aliased in (({}, False), ({n: free_port() for n in brokers}, True)):
+        config = GatewayConfig(
+            bootstrap_servers=bootstrap, listen_port=0, broker_listen_ports=pinned, coordinator_alias_ports=alias_ports
+        )
+        with GatewayThread(config, FakeGroupHandler()) as front:
+            front.server.alias_coordinators = True
+            metadata, txn = wire(front, ask)
+        [entry] = txn.coordinators
+        assert (entry.node_id not in brokers) is aliased
+        assert entry.port in (alias_ports.values() if aliased else [pinned[entry.node_id]])
+        assert len(metadata.brokers) == 1 + len(brokers) * (2 if aliased else 1)

@@ -60,6 +60,11 @@ class GatewayConfig(BaseModel):
     advertised_host: str | None = None
     # Fixed sidecar ports per backing broker node id; brokers not named get an ephemeral port.
     broker_listen_ports: dict[int, int] = Field(default_factory=dict)
+    # Fixed ports per backing broker node id for the listener where ``serve`` presents that broker
+    # as a coordinator under a node id of this process's own (docs/design/multi-process-addresses.md).
+    # With broker_listen_ports pinned, only the brokers named here get such an alias (an ephemeral
+    # port may not be reachable where ports are published one by one); otherwise every broker does.
+    coordinator_alias_ports: dict[int, int] = Field(default_factory=dict)
     # Node id under which Metadata and FindCoordinator present this sidecar's group coordinator.
     # Kept away from 0..small (real broker ids) and from the top of the int32 range, which the
     # Java client reserves for coordinator connection ids (Integer.MAX_VALUE - node id).

@@ -657,6 +657,7 @@ class ClientConnection:
                 gateway.protected.filter_metadata(named, body)
             await gateway.ensure_broker_listeners({b.node_id: (b.host, b.port) for b in body.brokers})
             rewrite_metadata(body, gateway.broker_route, gateway.coordinator_metadata_node())
+            body.brokers.extend(gateway.alias_metadata_nodes(body.brokers))
             body.brokers.extend(gateway.peer_metadata_nodes())
         elif isinstance(body, DescribeClusterResponse) and body.endpoint_type == _BROKER_ENDPOINTS:
             await gateway.ensure_broker_listeners({b.broker_id: (b.host, b.port) for b in body.brokers})
@@ -667,5 +668,5 @@ class ClientConnection:
             if version < 4 and body.node_id >= 0:
                 nodes[body.node_id] = (body.host, body.port)
             await gateway.ensure_broker_listeners(nodes)
-            rewrite_find_coordinator(body, gateway.broker_route, version)
+            rewrite_find_coordinator(body, gateway.coordinator_route, version, gateway.coordinator_alias)
         return encode_response(key, version, correlation_id, body)

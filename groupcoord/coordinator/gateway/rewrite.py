@@ -233,11 +233,48 @@ def rewrite_describe_cluster(
     return response
 
 
-def rewrite_find_coordinator(response: FindCoordinatorResponse, route: BrokerRoute, version: int) -> None:
-    """Point a cluster-answered (transaction) coordinator at the sidecar listener for that broker."""
+# Where several sidecar processes front one cluster, each presents a coordinator the cluster
+# answered (the transaction coordinator, broker N) under a node id of its own, at a listener of its
+# own that forwards to N: librdkafka keeps its transaction coordinator while FindCoordinator names the same node id, and
+# never follows a new address for it, so after a kill -9 of the process behind N's address a
+# survivor's answer must name a different node (docs/design/multi-process-addresses.md).
+ALIAS_BASE = 1_000_000_000
+ALIAS_PROCESSES = 1_000_000  # process node ids are told apart modulo this (placement derives them so)
+ALIAS_BROKERS = 1_000  # broker ids up to this get an alias; a larger one keeps its own id
+
+
+def coordinator_alias(process_node_id: int, broker_id: int) -> int:
+    """The node id under which the process ``process_node_id`` presents the cluster's broker
+    ``broker_id`` as a coordinator (``broker_id`` itself when it has no alias). Below the top of
+    the int32 range that the Java client keeps for coordinator connections."""
+    if not 0 <= broker_id < ALIAS_BROKERS:
+        return broker_id
+    return ALIAS_BASE + (process_node_id % ALIAS_PROCESSES) * ALIAS_BROKERS + broker_id
+
+
+def alias_nodes(
+    brokers: Iterable[MetadataResponseBroker], alias: Callable[[int], int], route: BrokerRoute
+) -> list[MetadataResponseBroker]:
+    """The aliases of ``brokers`` as Metadata nodes (librdkafka accepts a coordinator only once
+    Metadata named its node), at the addresses ``route`` gives; brokers without one add nothing."""
+    nodes = []
+    for b in brokers:
+        if alias(b.node_id) != b.node_id:
+            host, port = route(b.node_id, b.host, b.port)
+            nodes.append(MetadataResponseBroker(node_id=alias(b.node_id), host=host, port=port, rack=b.rack))
+    return nodes
+
+
+def rewrite_find_coordinator(
+    response: FindCoordinatorResponse, route: BrokerRoute, version: int, alias: Callable[[int], int] = int
+) -> None:
+    """Point a cluster-answered (transaction) coordinator at the sidecar listener for that broker,
+    under the node id ``alias`` gives it."""
     if version >= 4:
         for entry in response.coordinators:
             if entry.error_code == 0 and entry.node_id >= 0:
                 entry.host, entry.port = route(entry.node_id, entry.host, entry.port)
+                entry.node_id = alias(entry.node_id)
     elif response.error_code == 0 and response.node_id >= 0:
         response.host, response.port = route(response.node_id, response.host, response.port)
+        response.node_id = alias(response.node_id)

@@ -26,6 +26,7 @@ from groupcoord.coordinator.gateway.handler import CoordinatorAddress, Coordinat
 from groupcoord.coordinator.gateway.limits import ByteBudget, ConnectionBudget
 from groupcoord.coordinator.gateway.observer import NO_OBSERVER, GatewayObserver
 from groupcoord.coordinator.gateway.protect import ProtectedTopics
+from groupcoord.coordinator.gateway.rewrite import alias_nodes, coordinator_alias
 from groupcoord.coordinator.gateway.upstream import UpstreamConnection
 from groupcoord.coordinator.messages.describe_cluster import DescribeClusterBroker
 from groupcoord.coordinator.messages.metadata import MetadataResponseBroker
@@ -134,6 +135,9 @@ class GatewayServer:
         # The other coordinator processes sharing the shards: Metadata lists them as nodes too, so
         # admin clients ask each for its groups and a client whose sidecar dies knows another.
         self.peers: Callable[[], list[CoordinatorAddress]] = _no_peers
+        # Set where other processes front the same cluster (``serve``): coordinators the cluster
+        # answers are presented under node ids of this process's own (``rewrite.coordinator_alias``).
+        self.alias_coordinators = False
         # Told the id of each client connection that closed (Kafka's ConnectionDisconnectListener:
         # the share data path drops the sessions it opened and releases their records).
         self.disconnect_listeners: list[Callable[[str], None]] = []
@@ -147,6 +151,10 @@ class GatewayServer:
         )
         self.bootstrap_listener = Listener(self, None)
         self.broker_listeners: dict[int, Listener] = {}
+        # With ``alias_coordinators``: per broker, a second listener, where the broker's alias is
+        # advertised. A port of its own: with the alias at the broker's own address, consumers of
+        # librdkafka 2.0 (Debian's kcat) stopped fetching (2.16 did not mind).
+        self.alias_listeners: dict[int, Listener] = {}
         # None while the connection is still in its TLS handshake.
         self.connections: dict[asyncio.Task[None], ClientConnection | None] = {}
         self.per_ip: dict[str, int] = {}
@@ -197,7 +205,7 @@ class GatewayServer:
         log.info("gateway listening on %s:%s", self.config.listen_host, self.bootstrap_listener.port)
 
     async def stop(self) -> None:
-        listeners = [self.bootstrap_listener, *self.broker_listeners.values()]
+        listeners = [self.bootstrap_listener, *self.broker_listeners.values(), *self.alias_listeners.values()]
         for listener in listeners:
             if listener.server is not None:
                 listener.server.close()
@@ -264,6 +272,22 @@ class GatewayServer:
             if p.node_id != own
         ]
 
+    def coordinator_alias(self, node_id: int) -> int:
+        """The node id under which a cluster coordinator on broker ``node_id`` is presented."""
+        if node_id not in self.alias_listeners:
+            return node_id
+        return coordinator_alias(self.config.coordinator_node_id, node_id)
+
+    def coordinator_route(self, node_id: int, host: str, port: int) -> tuple[str, int]:
+        """Where a cluster coordinator on broker ``node_id`` is reached: its alias's listener."""
+        listener = self.alias_listeners.get(node_id)
+        if listener is None:
+            return self.broker_route(node_id, host, port)
+        return self.config.public_host, listener.port
+
+    def alias_metadata_nodes(self, brokers: list[MetadataResponseBroker]) -> list[MetadataResponseBroker]:
+        return alias_nodes(brokers, self.coordinator_alias, self.coordinator_route)
+
     def coordinator_cluster_node(self) -> DescribeClusterBroker:
         return DescribeClusterBroker(
             broker_id=self.config.coordinator_node_id, host=self.config.public_host, port=self.port
@@ -277,6 +301,13 @@ class GatewayServer:
             return self.config.public_host, self.port
         return self.config.public_host, listener.port
 
+    def _aliased(self, node_id: int) -> bool:
+        config = self.config
+        if not self.alias_coordinators or coordinator_alias(config.coordinator_node_id, node_id) == node_id:
+            return False
+        # Where broker ports are pinned (published one by one), an ephemeral one may be unreachable.
+        return not config.broker_listen_ports or node_id in config.coordinator_alias_ports
+
     async def ensure_broker_listeners(self, brokers: dict[int, tuple[str, int]]) -> None:
         for node_id, address in brokers.items():
             if node_id == self.config.coordinator_node_id:
@@ -285,15 +316,20 @@ class GatewayServer:
                     log.warning("broker node id %s equals coordinator_node_id; that broker is unreachable", node_id)
                 continue
             self.cluster.brokers[node_id] = address
-            if node_id in self.broker_listeners:
+            aliased = self._aliased(node_id)
+            if node_id in self.broker_listeners and (node_id in self.alias_listeners or not aliased):
                 continue
             async with self._listener_lock:
-                if node_id in self.broker_listeners:
-                    continue
-                listener = Listener(self, node_id)
-                await listener.start(self.config.broker_listen_ports.get(node_id, 0))
-                self.broker_listeners[node_id] = listener
-                log.info("broker listener node=%s port=%s forwards_to=%s:%s", node_id, listener.port, *address)
+                if node_id not in self.broker_listeners:
+                    listener = Listener(self, node_id)
+                    await listener.start(self.config.broker_listen_ports.get(node_id, 0))
+                    self.broker_listeners[node_id] = listener
+                    log.info("broker listener node=%s port=%s forwards_to=%s:%s", node_id, listener.port, *address)
+                if aliased and node_id not in self.alias_listeners:
+                    alias = Listener(self, node_id)
+                    await alias.start(self.config.coordinator_alias_ports.get(node_id, 0))
+                    self.alias_listeners[node_id] = alias
+                    log.info("coordinator alias listener node=%s port=%s of broker %s", node_id, alias.port, node_id)
 
     async def connect_upstream(
         self, listener: ListenerView, budget: ConnectionBudget | None = None
