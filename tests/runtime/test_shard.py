@@ -22,7 +22,7 @@ from groupcoord.records import CoordinatorRecord, RecordType, decode, encode
 from groupcoord.records.definitions import LogSkipKey, LogSkipValue, OffsetCommitKey, OffsetCommitValue
 from tests.runtime.test_replayer import Recorder, commit, offsets
 from tests.sim.invariants import invariant_shard_life
-from tests.sim.kernel import LogFaults, SimHost, SimLog, SimLoop, TransitionLog
+from tests.sim.kernel import Entry, LogFaults, SimHost, SimLog, SimLoop, SimMessage, TransitionLog
 
 
 class Handlers:
@@ -227,6 +227,35 @@ def test_a_zombie_batch_with_our_very_bytes_at_our_offsets_is_not_taken_for_ours
     assert isinstance(from_owner.exception(), ShardNotAvailable)
     assert owner.status is ShardStatus.ACTIVE and owner.replay_matches()
     assert offsets(owner.committed) == {0: 7, 1: 7, 2: 7}
+
+
+def test_a_zombie_record_ahead_of_our_batch_of_equal_records_is_not_taken_for_ours() -> None:
+    """A batch read back whole is compared by its keys and values, and by the headers of its last
+    record alone. A zombie's record with our very bytes lands where our batch of three equal
+    records should start, and the reader hands over the batch's three offsets before any
+    delivery report: all three hold our keys and values, and our epoch is at the last one, but
+    on our second record: its batch index tells it apart, and nothing is released on it."""
+    world = World(owners=2)
+    zombie = world.loaded(0)
+    world.hosts[0].stall()
+    owner = world.loaded(1)
+    world.hosts[1].stall()  # what the owner reads is handed over below
+    start = owner.next_offset
+    zombie.submit(write(commit(0, 7)))
+    for _ in range(100):  # until the zombie's record has landed
+        if world.log.end[0] > start:
+            break
+        world.loop.step()
+    from_owner = owner.submit(write(commit(0, 7), commit(0, 7), commit(0, 7)))
+    for _ in range(100):  # until the owner's flush has appended the batch (not landed yet)
+        if start in owner._inflight:
+            break
+        world.loop.step()
+    ours = owner._inflight[start][1]
+    landed = [world.log.entries[0][start], Entry(start + 1, *ours[0]), Entry(start + 2, *ours[1])]
+    owner.on_records(owner.generation, [SimMessage(e) for e in landed])  # type: ignore[misc]
+    assert not from_owner.done() or isinstance(from_owner.exception(), ShardNotAvailable)
+    assert owner.status is not ShardStatus.ACTIVE  # reloading: another writer's record was found
 
 
 def test_a_batch_read_back_in_pieces_is_applied_whole_and_answered_once_read() -> None:
