@@ -9,6 +9,7 @@ fresh topic names, so a shared cluster is never polluted across tests.
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,3 +56,13 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def unique_name() -> str:
     """A fresh topic/group name per test so tests never share state on a shared cluster."""
     return f"gc-test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def dead_address() -> Iterator[str]:
+    """HOST:PORT where nothing answers for the whole test: the port stays bound (never listening),
+    so connections are refused and no other process (another xdist worker, a child serve that took
+    ``free_port()``) can start listening there, as it could on a port ``free_port()`` let go."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        yield f"127.0.0.1:{held.getsockname()[1]}"

@@ -12,6 +12,7 @@ tests.clients.fetch`` up front. A failure raises: a client that cannot be fetche
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
 import sys
@@ -56,11 +57,16 @@ def node_modules() -> Path:
     modules = JS / "node_modules"
     stamp = modules / ".package-lock.json"  # written by npm after a complete install
     lock = JS / "package-lock.json"
-    if not stamp.exists() or stamp.stat().st_mtime < lock.stat().st_mtime:
-        npm = shutil.which("npm")
-        if npm is None:
-            raise RuntimeError("npm is not installed (Debian: apt-get install npm)")
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=JS, check=True)
+    CACHE.mkdir(exist_ok=True)
+    # `npm ci` first deletes node_modules, so two pytest-xdist workers (tests/clients/test_js.py,
+    # tests/txn/test_kafkajs_eos.py) must not run it at once: the second waits, then finds the stamp.
+    with open(CACHE / "npm-ci.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if not stamp.exists() or stamp.stat().st_mtime < lock.stat().st_mtime:
+            npm = shutil.which("npm")
+            if npm is None:
+                raise RuntimeError("npm is not installed (Debian: apt-get install npm)")
+            subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=JS, check=True)
     return modules
 
 

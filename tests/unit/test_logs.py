@@ -112,8 +112,10 @@ class RateLimitLogger:
         self.log.addHandler(handler)
 
 
-def test_librdkafka_lines_reach_the_logger_only_when_polled_and_are_bounded(stderr_lines: io.StringIO) -> None:
-    dead = f"127.0.0.1:{free_port()}"
+def test_librdkafka_lines_reach_the_logger_only_when_polled_and_are_bounded(
+    stderr_lines: io.StringIO, dead_address: str
+) -> None:
+    dead = dead_address
     conf = logs.client_config({"bootstrap.servers": dead, "reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 20})
     admin = AdminClient(conf)
     producer = Producer(conf)
@@ -239,10 +241,10 @@ def test_pipeline_clients_log_through_the_logger(configure: list[str]) -> None:
     assert clients == {"consumer", "producer"}, records  # an AdminClient is a producer handle
 
 
-def test_cli_pipeline_import_keeps_librdkafka_off_the_terminal(tmp_path: Path) -> None:
+def test_cli_pipeline_import_keeps_librdkafka_off_the_terminal(tmp_path: Path, dead_address: str) -> None:
     offsets = tmp_path / "offsets.csv"
     offsets.write_text("g,t,0,5\n")
-    dead = f"127.0.0.1:{free_port()}"
+    dead = dead_address
     result = subprocess.run(
         [GROUPCOORD, "pipeline", "import", "--from", str(offsets), "--sidecar", dead, "--timeout", "3"],
         capture_output=True,
