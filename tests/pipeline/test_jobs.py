@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer
 from confluent_kafka.admin import AdminClient
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from typer.testing import CliRunner
 
 from groupcoord.cli.main import app
@@ -44,12 +45,27 @@ def _status_log(spark: SparkSession, wl: WrittenLog, topic: str | None = None): 
     return with_status(load_log(spark, {"bootstrap.servers": wl.bootstrap}, topic or wl.log_topic))
 
 
+@pytest.fixture(scope="module")
+def real_log(spark: SparkSession, written_log: WrittenLog) -> Iterator[DataFrame]:
+    """The coordinator's log with its statuses, read through the data source once and cached for
+    the tests here that only read it. Each job scans its input several times (the status join,
+    every table and check), and each scan of the source costs seconds however small the log (the
+    watermark lookup, then a consumer per partition): uncached, these tests took ~90 s of CI.
+    Reading through the source itself is what test_source.py and the CLI tests check."""
+    status_log = _status_log(spark, written_log).persist()
+    status_log.count()
+    try:
+        yield status_log
+    finally:
+        status_log.unpersist()
+
+
 def test_snapshot_equals_what_the_coordinator_serves(
-    spark: SparkSession, written_log: WrittenLog, tmp_path: Path
+    spark: SparkSession, written_log: WrittenLog, real_log: DataFrame, tmp_path: Path
 ) -> None:
     wl = written_log
     counts = write_tables(
-        snapshot_tables(spark, _status_log(spark, wl), topic_names({"bootstrap.servers": wl.bootstrap})),
+        snapshot_tables(spark, real_log, topic_names({"bootstrap.servers": wl.bootstrap})),
         str(tmp_path),
         "parquet",
     )
@@ -127,8 +143,8 @@ def test_snapshot_cli_writes_csv(spark: SparkSession, written_log: WrittenLog, t
     assert header.startswith("group_id,topic,partition,committed_offset")
 
 
-def test_audit_passes_on_the_real_log(spark: SparkSession, written_log: WrittenLog) -> None:
-    assert audit(_status_log(spark, written_log)).collect() == []
+def test_audit_passes_on_the_real_log(real_log: DataFrame) -> None:
+    assert audit(real_log).collect() == []
 
 
 def _forge(wl: WrittenLog) -> tuple[str, int, int]:
@@ -196,7 +212,10 @@ def _forge(wl: WrittenLog) -> tuple[str, int, int]:
 def test_audit_names_forged_records(spark: SparkSession, written_log: WrittenLog) -> None:
     wl = written_log
     topic, stolen_at, backwards_at = _forge(wl)
-    found = {(v.check, v.group_id, v.offset) for v in audit(_status_log(spark, wl, topic)).collect()}
+    # Cached as real_log is: the audit scans its input several times (the CLI below reads uncached).
+    forged = _status_log(spark, wl, topic).persist()
+    found = {(v.check, v.group_id, v.offset) for v in audit(forged).collect()}
+    forged.unpersist()
     # The epoch going back also leaves the members above their group's epoch: named at the same record.
     assert found == {
         ("partition-two-members", wl.live_group, stolen_at),
@@ -213,7 +232,9 @@ def test_audit_names_forged_records(spark: SparkSession, written_log: WrittenLog
     }
 
 
-def test_lag_matches_offset_fetch_and_high_watermarks(spark: SparkSession, written_log: WrittenLog) -> None:
+def test_lag_matches_offset_fetch_and_high_watermarks(
+    spark: SparkSession, written_log: WrittenLog, real_log: DataFrame
+) -> None:
     wl = written_log
     producer = Producer({"bootstrap.servers": wl.bootstrap})
     extra = {0: 3, 1: 1}
@@ -222,7 +243,7 @@ def test_lag_matches_offset_fetch_and_high_watermarks(spark: SparkSession, writt
             producer.produce(wl.data_topic, value=f"late-{i}".encode(), partition=p)
     assert producer.flush(30) == 0
     config = {"bootstrap.servers": wl.bootstrap}
-    offsets = snapshot_tables(spark, _status_log(spark, wl), {})["offsets"]
+    offsets = snapshot_tables(spark, real_log, {})["offsets"]
     result = lag(spark, offsets, config)
     admin = _admin(wl)
     for g in (wl.live_group, wl.gone_group, wl.classic_group):
@@ -237,9 +258,9 @@ def test_lag_matches_offset_fetch_and_high_watermarks(spark: SparkSession, writt
         assert total["total_lag"] == sum(expected.values()) == sum(extra.values())
 
 
-def test_history_of_a_group(spark: SparkSession, written_log: WrittenLog) -> None:
+def test_history_of_a_group(written_log: WrittenLog, real_log: DataFrame) -> None:
     wl = written_log
-    status_log = _status_log(spark, wl)
+    status_log = real_log
     events, commits = history(status_log, wl.gone_group)
     kinds = [e["event"] for e in events]
     assert "epoch" in kinds and "target-assignment" in kinds
