@@ -57,6 +57,13 @@ def kafka_client_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return logs.client_config(dict(config))
 
 
+# librdkafka's consume() returns only once it has the number of messages asked for or its timeout
+# has run out, the end-of-partition event included: a long timeout made every read of a short
+# partition cost that timeout in full (a second per partition per scan). A short one, looped,
+# returns at the end at once and idles cheaply.
+_POLL_S = 0.05
+
+
 def _consumer(config: Mapping[str, Any]) -> Consumer:
     return Consumer(
         {
@@ -107,7 +114,7 @@ def watermarks(
         while pending:
             if time.monotonic() > deadline:
                 raise ClusterError(f"timed out reading end offsets of {sorted(pending)[:5]}")
-            for msg in consumer.consume(500, 0.5):
+            for msg in consumer.consume(500, _POLL_S):
                 tp = (msg.topic(), msg.partition())
                 err = msg.error()
                 if err is not None and err.code() != KafkaError._PARTITION_EOF:
@@ -135,7 +142,7 @@ def read_range(config: Mapping[str, Any], topic: str, partition: int, start: int
         consumer.assign([TopicPartition(topic, partition, start)])
         idle_since = time.monotonic()
         while True:
-            batch = consumer.consume(1000, 1.0)
+            batch = consumer.consume(1000, _POLL_S)
             if not batch:
                 if time.monotonic() - idle_since > 60:
                     raise ClusterError(f"no data from {topic}[{partition}] for 60 s before offset {end}")
