@@ -307,7 +307,11 @@ def test_every_deploy_file_agrees_on_image_ports_and_user(tmp_path: Path, monkey
         assert {metrics_port, _port(settings.listen)} <= published
         # Metadata through this process names its forwarded broker ports: clients must reach them.
         assert settings.gateway.broker_listen_ports, f"{name} pins no forwarded broker port"
-        for port in settings.gateway.broker_listen_ports.values():
+        # And the ports presenting each broker as a transaction coordinator under this process's
+        # own node id: with broker ports pinned, only brokers with a pinned alias port get one.
+        assert settings.gateway.coordinator_alias_ports.keys() == settings.gateway.broker_listen_ports.keys()
+        pinned = [*settings.gateway.broker_listen_ports.values(), *settings.gateway.coordinator_alias_ports.values()]
+        for port in pinned:
             assert f"{port}:{port}" in service["ports"], (name, port)
         assert settings.advertised_host == name
 
@@ -332,7 +336,9 @@ def test_every_deploy_file_agrees_on_image_ports_and_user(tmp_path: Path, monkey
     assert _port(settings.metrics_listen) == metrics_port
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     forwarded = {f"broker-{node}": port for node, port in settings.gateway.broker_listen_ports.items()}
-    assert ports == {"kafka": _port(settings.listen), "metrics": metrics_port, **forwarded}
+    aliases = {f"txn-{node}": port for node, port in settings.gateway.coordinator_alias_ports.items()}
+    assert aliases.keys() == {f"txn-{node}" for node in settings.gateway.broker_listen_ports}
+    assert ports == {"kafka": _port(settings.listen), "metrics": metrics_port, **forwarded, **aliases}
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz"), ("startupProbe", "/readyz")):
         assert container[probe]["httpGet"] == {"path": path, "port": metrics_port}
     assert pod["metadata"]["annotations"]["prometheus.io/port"] == str(metrics_port)
