@@ -139,16 +139,21 @@ class LocalBroker:
         self.stop()
         raise BrokerStartError(f"broker did not accept connections on {self.bootstrap} within {timeout}s")
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = 10.0, graceful: bool = True) -> None:
+        """Stop the broker: SIGTERM, then SIGKILL after ``timeout``. ``graceful=False`` kills it at
+        once: Tansu takes about 5 s to exit on SIGTERM, and its memory store has nothing to save."""
         proc, self.process = self.process, None
         if proc is None or proc.poll() is not None:
             return
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if graceful:
+            proc.terminate()
+            try:
+                proc.wait(timeout)
+                return
+            except subprocess.TimeoutExpired:
+                pass
+        proc.kill()
+        proc.wait()
 
     def wait(self) -> int:
         assert self.process is not None

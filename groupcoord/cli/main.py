@@ -193,7 +193,9 @@ def serve(
         code = run(settings, err)
     finally:
         if embedded is not None:
-            embedded.stop()
+            # serve has stopped by now; the embedded broker's in-memory log goes with it anyway,
+            # so Ctrl-C does not wait out Tansu's own 5 s shutdown.
+            embedded.stop(graceful=False)
     raise typer.Exit(code)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 
 import pytest
@@ -17,3 +18,13 @@ def test_a_port_bound_without_a_listener_is_named_in_the_error() -> None:
         holder.bind(("127.0.0.1", port))
         with pytest.raises(BrokerStartError, match=rf"127\.0\.0\.1:{port} cannot be bound \(.*in use"):
             LocalBroker(port=port, die_with_parent=True).start(timeout=20)
+
+
+def test_an_ungraceful_stop_kills_the_broker_at_once() -> None:
+    # serve's embedded broker is stopped this way after serve itself has stopped (its memory store
+    # has nothing to save): SIGKILL, not SIGTERM and Tansu's own shutdown of about 5 s.
+    broker = LocalBroker(port=free_port(), die_with_parent=True).start(timeout=20)
+    proc = broker.process
+    assert proc is not None
+    broker.stop(graceful=False)
+    assert proc.returncode == -signal.SIGKILL and broker.process is None
