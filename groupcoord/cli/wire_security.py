@@ -29,10 +29,8 @@ from groupcoord.coordinator.messages.schema import Message
 from groupcoord.coordinator.security.cluster_login import (
     LOGIN_MECHANISMS,
     OAUTHBEARER,
-    PLAIN,
     ClusterLogin,
     LoginFailed,
-    PlainExchange,
     SaslExchange,
     ScramExchange,
     UnsupportedLogin,
@@ -76,13 +74,14 @@ def sasl_login(sock: socket.socket, props: dict[str, str], read_exactly: Callabl
         raise AuthenticationError(
             f"sasl.mechanism={mechanism} is not supported here (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER)"
         )
-    bearer: ClusterLogin | None = None
+    # The sidecar's own login (cluster_login) makes every mechanism's exchange; for PLAIN and SCRAM
+    # missing credentials go to the server as empty ones, which refuses them in its own words.
+    login = ClusterLogin(mechanism, props.get("sasl.username", ""), props.get("sasl.password", ""))
     if mechanism == OAUTHBEARER:
         try:
-            bearer = ClusterLogin.from_client_config({**props, "security.protocol": "SASL_PLAINTEXT"})
+            login = ClusterLogin.from_client_config({**props, "security.protocol": "SASL_PLAINTEXT"}) or login
         except UnsupportedLogin as exc:
             raise AuthenticationError(str(exc)) from exc
-    user, password = props.get("sasl.username", ""), props.get("sasl.password", "")
     ids = iter(range(1, 1 << 30))
 
     def call(key: int, version: int, body: Message, answer: type[Message]) -> Message:
@@ -109,15 +108,11 @@ def sasl_login(sock: socket.socket, props: dict[str, str], read_exactly: Callabl
             raise AuthenticationError(f"authentication failed: {answer.error_message or f'error {answer.error_code}'}")
         return answer.auth_bytes
 
-    if bearer is not None:
-        try:
-            run_exchange(bearer.exchange(), exchange)
-        except LoginFailed as exc:  # no token to send
-            raise AuthenticationError(f"authentication failed: {exc}") from exc
-    elif mechanism == PLAIN:
-        run_exchange(PlainExchange(user, password), exchange)
-    else:
-        scram(exchange, mechanism, user, password)
+    try:
+        first = login.exchange()
+    except LoginFailed as exc:  # OAUTHBEARER: no token to send
+        raise AuthenticationError(f"authentication failed: {exc}") from exc
+    run_exchange(first, exchange)
 
 
 def scram(exchange: Exchange, mechanism: str, user: str, password: str) -> None:
