@@ -60,6 +60,8 @@ def key(column: str) -> str:
 
 
 def cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as Kafka's tools print booleans, not Python's False
     return "-" if value is None else " ".join(str(value).split()) or "-"
 
 

@@ -36,6 +36,15 @@ def test_a_cell_is_one_field_line() -> None:
     assert plain(["a", "b"], [{"a": "two\nlines", "b": ""}]).splitlines() == ["A          B", "two lines  -"]
 
 
+def test_a_boolean_cell_reads_as_kafkas_tools_print_it() -> None:
+    # groups list's SIMPLE column printed Python's "False" (operators review #17).
+    assert plain(["group", "simple"], [{"group": "g", "simple": False}, {"group": "h", "simple": True}]).splitlines() == [
+        "GROUP  SIMPLE",
+        "g      false",
+        "h      true",
+    ]
+
+
 @pytest.mark.parametrize("fmt", [Format.json, Format.yaml])
 def test_one_structured_shape(fmt: Format, capsys: pytest.CaptureFixture[str]) -> None:
     Output(fmt).result(COLUMNS, ROWS, errors=[{"group": "nope", "error": "the group does not exist"}], executed=False)
