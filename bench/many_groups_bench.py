@@ -17,9 +17,16 @@ Phases, against one ``groupcoord serve`` process holding every group in one shar
   (ListGroups v5) and describes them all (DescribeGroups v5, 1,000 group ids a request);
   heartbeat p50/p99/max quiet and busy, the ListGroups answer time and size, the describe time;
 - load: the serve process stops; a standby runtime in a fresh child process loads the shard
-  (a failover), three times, each beside a bare consumer reading the same log with the same
-  settings (the raw figure, same run); the child's RSS before and after the load gives memory per
-  group and per committed offset (the same bytes, divided by groups and by offsets).
+  (a failover), ``--rounds`` times, each round beside a bare consumer reading the same log with
+  the same settings in a fresh child process of its own (the raw figure, same run). Both are
+  measured alike: a fresh process whose client has connected and idled for a second before the
+  clock starts, the same consumer settings, the same log (a load adds its two claim records),
+  and their order alternates from round to round (the first reader of a round never always the
+  same one); every round is reported with its ratio, and the figure is the median of the
+  rounds' ratios, beside each side's CPU seconds (steadier than wall time on a shared machine).
+  The child's RSS before and after the load gives memory per group and per committed offset
+  (the same bytes, divided by groups and by offsets). ``--only-load LOG_TOPIC`` (with
+  ``--bootstrap``) runs just these rounds on a log filled before.
 JSON to bench/results/many_groups.json. Not part of the test suite: timings drift on shared
 machines, which is why every figure stands beside its raw one.
 """
@@ -321,10 +328,12 @@ async def child_load(bootstrap: str, log_topic: str) -> dict[str, Any]:
     await asyncio.sleep(1.0)
     gc.collect()
     before = rss_bytes()
+    cpu = time.process_time()
     start = time.perf_counter()
     standby.load_shard(0)
     (report,) = await standby.wait_loaded(900)
     seconds = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     gc.collect()
     after = rss_bytes()
     await standby.close()
@@ -332,18 +341,74 @@ async def child_load(bootstrap: str, log_topic: str) -> dict[str, Any]:
         "records": report.records,
         "seconds": seconds,
         "records_per_s": report.records / seconds,
+        "cpu_seconds": cpu,
         "rss_before_bytes": before,
         "rss_after_bytes": after,
     }
 
 
-def run_child_load(bootstrap: str, log_topic: str) -> dict[str, Any]:
+def child_raw(bootstrap: str, log_topic: str) -> dict[str, Any]:
+    """The bare read of the log in this (fresh) process, its client connected and idle for a
+    second first, as the standby's is in ``child_load``."""
+    return read_log_raw({"bootstrap.servers": bootstrap}, log_topic, settle_s=1.0)
+
+
+def run_child(kind: str, bootstrap: str, log_topic: str) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, __file__, "--child-load", bootstrap, log_topic],
+        [sys.executable, __file__, f"--child-{kind}", bootstrap, log_topic],
         capture_output=True, text=True, check=True, cwd=ROOT, timeout=1800,
     )  # fmt: skip
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
+
+
+def load_rounds(bootstrap: str, log_topic: str, rounds: int) -> list[dict[str, Any]]:
+    """``rounds`` pairs of a failover load and a bare read of the same log, each in a fresh
+    process, the bare read first in even rounds and second in odd ones."""
+    out = []
+    with Progress() as progress:
+        task = progress.add_task("loading", total=rounds)
+        for i in range(rounds):
+            order = ("raw", "load") if i % 2 == 0 else ("load", "raw")
+            runs = {kind: run_child(kind, bootstrap, log_topic) for kind in order}
+            raw, load = runs["raw"], runs["load"]
+            out.append(
+                {
+                    "order": "-".join(order),
+                    "raw_read": raw,
+                    "failover_load": load,
+                    "load_over_raw_read": load["records_per_s"] / raw["records_per_s"],
+                    # Records per CPU second, loaded over read.
+                    "load_over_raw_read_cpu": (load["records"] / load["cpu_seconds"])
+                    / (raw["records"] / raw["cpu_seconds"]),
+                }
+            )
+            progress.update(task, advance=1)
+    return out
+
+
+def load_figures(rounds: list[dict[str, Any]], groups: int, offsets: int) -> dict[str, Any]:
+    ratios = [r["load_over_raw_read"] for r in rounds]
+    loads = [r["failover_load"] for r in rounds]
+    raws = [r["raw_read"] for r in rounds]
+    grown = statistics.median(run["rss_after_bytes"] - run["rss_before_bytes"] for run in loads)
+    return {
+        "load": {
+            "records": median_by(loads, "records_per_s")["records"],
+            "load_records_per_s": median_by(loads, "records_per_s")["records_per_s"],
+            "raw_read_of_the_same_log": median_by(raws, "records_per_s"),
+            # The median of the rounds' ratios (each load beside the bare read of its own round).
+            "load_over_raw_read": statistics.median(ratios),
+            "load_over_raw_read_min_max": [min(ratios), max(ratios)],
+            "load_over_raw_read_cpu": statistics.median(r["load_over_raw_read_cpu"] for r in rounds),
+            "rounds": rounds,
+        },
+        "memory": {
+            "loaded_shard_rss_growth_bytes": grown,
+            "bytes_per_committed_offset": grown / offsets,
+            "bytes_per_group": grown / groups,
+        },
+    }
 
 
 def main() -> None:
@@ -353,10 +418,12 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--fill", choices=("direct", "wire"), default="direct")
     parser.add_argument("--quiet-seconds", type=float, default=5.0)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--bootstrap", default=None)
+    parser.add_argument("--only-load", metavar="LOG_TOPIC", default=None, help="only the load rounds, on this log")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "many_groups.json"))
     parser.add_argument("--child-load", nargs=2, metavar=("BOOTSTRAP", "LOG_TOPIC"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-raw", nargs=2, metavar=("BOOTSTRAP", "LOG_TOPIC"), help=argparse.SUPPRESS)
     parser.add_argument("--child-probe", nargs=3, metavar=("HOST", "PORT", "TOPIC"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_probe:
@@ -365,6 +432,20 @@ def main() -> None:
         return
     if args.child_load:
         print(json.dumps(asyncio.run(child_load(*args.child_load))))
+        return
+    if args.child_raw:
+        print(json.dumps(child_raw(*args.child_raw)))
+        return
+    offsets = args.groups * args.offsets_per_group
+    params = {
+        k: v for k, v in vars(args).items() if k not in ("out", "bootstrap", "child_load", "child_raw", "child_probe")
+    }
+    if args.only_load:
+        if args.bootstrap is None:
+            parser.error("--only-load needs --bootstrap (the cluster holding the log)")
+        out = {"benchmark": "many_groups", "broker": args.bootstrap, "params": params}
+        out.update(load_figures(load_rounds(args.bootstrap, args.only_load, args.rounds), args.groups, offsets))
+        print(json.dumps(out, indent=2))
         return
     with cluster(args.bootstrap) as (bootstrap, label):
         topic = f"many-data-{uuid.uuid4().hex[:8]}"
@@ -405,36 +486,18 @@ def main() -> None:
             serve.terminate()
             serve.wait(60)
             serve_log.close()
-        config = {"bootstrap.servers": bootstrap}
-        raws, loads = [], []
-        with Progress() as progress:
-            task = progress.add_task("loading", total=args.rounds)
-            for _ in range(args.rounds):
-                raws.append(read_log_raw(config, log_topic))
-                loads.append(run_child_load(bootstrap, log_topic))
-                progress.update(task, advance=1)
-    raw = median_by(raws, "records_per_s")
-    load = median_by(loads, "records_per_s")
-    grown = statistics.median(run["rss_after_bytes"] - run["rss_before_bytes"] for run in loads)
-    offsets = args.groups * args.offsets_per_group
+        rounds = load_rounds(bootstrap, log_topic, args.rounds)
+    figures = load_figures(rounds, args.groups, offsets)
     out = {
         "benchmark": "many_groups",
         "broker": label,
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "params": {k: v for k, v in vars(args).items() if k not in ("out", "bootstrap", "child_load", "child_probe")},
+        "params": params,
         "fill": filled,
         "queries": asked,
-        "load": {
-            "records": load["records"],
-            "load_records_per_s": load["records_per_s"],
-            "raw_read_of_the_same_log": raw,
-            "load_over_raw_read": load["records_per_s"] / raw["records_per_s"],
-            "runs": {"raw_read": raws, "failover_load": loads},
-        },
+        "load": figures["load"],
         "memory": {
-            "loaded_shard_rss_growth_bytes": grown,
-            "bytes_per_committed_offset": grown / offsets,
-            "bytes_per_group": grown / args.groups,
+            **figures["memory"],
             "serve_rss_empty_bytes": serve_rss_empty,
             "serve_rss_with_every_group_bytes": serve_rss_filled,
         },

@@ -121,16 +121,25 @@ def raw_figures(bootstrap: str, records: int, round_trips: int) -> dict[str, Any
     }
 
 
-def read_log_raw(config: dict[str, Any], topic: str, collector: bool = True) -> dict[str, Any]:
+def read_log_raw(config: dict[str, Any], topic: str, collector: bool = True, settle_s: float = 0.0) -> dict[str, Any]:
     """The raw figure for a load: a bare consumer reading the very log the shard loads, with the
     shard reader's settings and read pattern, taking each record's key, value and headers (what
     any reader of the log must) and doing nothing with them. With ``collector=False``, CPython's
     cyclic collector is off while it reads, as the shard's reader holds it off during a load:
-    the figure of the read alone, without the collections a plain reader sets off."""
+    the figure of the read alone, without the collections a plain reader sets off. With
+    ``settle_s``, the consumer first connects (a metadata request) and idles that long before
+    the clock starts, as a standby's reader has been connected and idle when it is given a shard
+    to load (so neither figure holds the connection's set-up). ``cpu_seconds``: the process's CPU
+    time (every thread, librdkafka's included) over the timed read."""
     consumer = Consumer({**config, "group.id": "bench-raw-log", **TAILER_SETTINGS})
+    if settle_s:
+        consumer.list_topics(topic, timeout=30)
+        time.sleep(settle_s)
+        gc.collect()
     consumer.assign([TopicPartition(topic, 0, 0)])
     if not collector:
         gc.disable()
+    cpu = time.process_time()
     start = time.perf_counter()
     seen = 0
     done = False
@@ -146,9 +155,10 @@ def read_log_raw(config: dict[str, Any], topic: str, collector: bool = True) -> 
             else:
                 done = True
     seconds = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     gc.enable()
     consumer.close()
-    return {"records": seen, "seconds": seconds, "records_per_s": seen / seconds}
+    return {"records": seen, "seconds": seconds, "records_per_s": seen / seconds, "cpu_seconds": cpu}
 
 
 async def ours(bootstrap: str, records: int, writes: int, progress: Progress) -> dict[str, Any]:

@@ -125,12 +125,18 @@ def test_assignor_bench(tmp_path: Path) -> None:
 def test_many_groups_bench(tmp_path: Path, bootstrap: str) -> None:
     result = run_bench(
         "many_groups_bench.py", tmp_path / "many.json",
-        "--groups", "50", "--rounds", "1", "--quiet-seconds", "0.3", "--bootstrap", bootstrap,
+        "--groups", "50", "--rounds", "2", "--quiet-seconds", "0.3", "--bootstrap", bootstrap,
     )  # fmt: skip
     assert result["fill"]["direct"]["appended_records"] == 49 * 10
     assert result["queries"]["list_groups_listed"] >= 50 and result["queries"]["describe_groups_described"] == 50
     assert result["queries"]["heartbeat_quiet"]["heartbeats"] > 0
     assert result["load"]["records"] >= 500 and result["load"]["load_over_raw_read"] > 0
+    # Each round's load and bare read, both in fresh processes, the bare read first, then second.
+    rounds = result["load"]["rounds"]
+    assert [r["order"] for r in rounds] == ["raw-load", "load-raw"]
+    for r in rounds:
+        assert r["raw_read"]["records"] >= 500 and r["failover_load"]["records"] >= 500
+        assert r["raw_read"]["cpu_seconds"] > 0 and r["failover_load"]["cpu_seconds"] > 0
     assert set(result["memory"]) >= {"bytes_per_committed_offset", "bytes_per_group"}
 
 

@@ -70,9 +70,9 @@ class WatchedLoad(ShardLoad):
         super().__init__("log", 0, GroupCoordinatorState(), GroupCoordinatorState(), "me", SystemClock())
         self.collector_on: list[bool] = []
 
-    def feed(self, messages: Any) -> None:
+    def feed(self, messages: Any, of_class: type | None = None) -> None:
         self.collector_on.append(gc.isenabled())
-        super().feed(messages)
+        super().feed(messages, of_class)
 
 
 def test_the_collector_is_held_off_while_a_load_is_read_and_back_on_at_its_end(

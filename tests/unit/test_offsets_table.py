@@ -24,6 +24,9 @@ from groupcoord.records.definitions import (
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+    PendingTxnOffset,
+    PendingTxnOffsetsKey,
+    PendingTxnOffsetsValue,
     ShardEpochKey,
     ShardEpochValue,
 )
@@ -36,8 +39,7 @@ Entry = tuple[bytes, bytes | None, list[tuple[str, bytes]]]
 _GROUPS = ["g", "h", "é", "x" * 70]
 _TOPICS = ["t", "y" * 64]
 _PARTITIONS = [0, 1, 63, 64, -1]
-_record = st.tuples(
-    st.sampled_from(["plain", "plain", "plain", "metadata", "tombstone", "other"]),
+_PLACES = (
     st.integers(0, len(_GROUPS) - 1),
     st.integers(0, len(_TOPICS) - 1),
     st.sampled_from(_PARTITIONS),
@@ -45,9 +47,17 @@ _record = st.tuples(
     st.sampled_from([1, 1, 1, 2, 3]),  # writer epoch
     st.sampled_from([1, 1, 2, 3]),  # size of the atomic batch this record starts
 )
+_record = st.tuples(st.sampled_from(["plain", "plain", "plain", "metadata", "tombstone", "other"]), *_PLACES)
 
 
 def make_record(kind: str, group: int, topic: int, partition: int, offset: int) -> CoordinatorRecord:
+    if kind in ("txn", "txn-tombstone"):
+        # A staged transactional offset of the group (of producer ``partition % 2``), or its removal.
+        txn_key = PendingTxnOffsetsKey(_GROUPS[group], abs(partition) % 2, 0)
+        if kind == "txn-tombstone":
+            return CoordinatorRecord(RecordType.PENDING_TXN_OFFSETS, txn_key, None)
+        staged = PendingTxnOffsetsValue("tx", 0, [PendingTxnOffset(_TOPICS[topic], partition, offset)], 0)
+        return CoordinatorRecord(RecordType.PENDING_TXN_OFFSETS, txn_key, staged)
     if kind == "other":
         value = GroupMetadataValue("consumer", offset % 5, "range", None, 0, [])
         return CoordinatorRecord(RecordType.GROUP_METADATA, GroupMetadataKey(_GROUPS[group]), value)
@@ -91,15 +101,16 @@ def build_log(ops: list[tuple[str, int, int, int, int, int, int]], aborts: set[i
 
 
 def load(
-    entries: list[Entry], chunks: Sequence[int], targets: int = 1
+    entries: list[Entry], chunks: Sequence[int], targets: int = 1, of_class: type[Msg] | None = None
 ) -> tuple[list[GroupCoordinatorState], LogReplayer]:
-    """A deferred load, fed as the reader feeds it: in deliveries of the given sizes."""
+    """A deferred load, fed as the reader feeds it: in deliveries of the given sizes (``of_class``:
+    the messages' class, named by the reader as the log tailer names confluent-kafka's)."""
     states = [GroupCoordinatorState() for _ in range(targets)]
     replayer = LogReplayer("log", 0, states, deferred=True)
     messages = [Msg(offset, *entry) for offset, entry in enumerate(entries)]
     at = 0
     for size in [*chunks, len(messages)]:
-        replayer.feed_messages(messages[at : at + size])
+        replayer.feed_messages(messages[at : at + size], of_class)
         at += size
     replayer.finish()
     return states, replayer
@@ -146,6 +157,36 @@ def test_the_table_rebuilds_what_every_plain_path_does(
         (survivors_state,), survivors_replayer = load(entries, deliveries)
     assert outcome(table_state, table_replayer) == outcome(survivors_state, survivors_replayer)
     assert table_state.snapshot() == eager(entries).snapshot()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["plain", "plain", "tombstone", "metadata", "other", "txn", "txn-tombstone"]),
+            *_PLACES,
+        ),
+        max_size=100,
+    ),
+    st.sets(st.integers(0, 99), max_size=3),
+    st.lists(st.integers(1, 40), max_size=4),
+)
+def test_a_load_fed_by_a_reader_that_names_the_class_is_the_load_fed_without(
+    ops: list[tuple[str, int, int, int, int, int, int]], aborts: set[int], deliveries: list[int]
+) -> None:
+    """The tailer names its messages' class, so a load reads them with that class's own methods
+    (no check of each message's class): the same state, counts and restores as a load that
+    checks, and as replaying each record one by one, on logs with overwrites, tombstones,
+    zombies, aborted batches and staged transactional offsets (and their removal)."""
+    # Runs of plain commits first (what is read in bulk), overwritten, removed or staged after.
+    commits = [("plain", i % 3, i % 2, i % 5 - 1 if i % 7 else 64, i, 1, 1 + i % 2) for i in range(64)]
+    entries = build_log(commits + ops, {at + len(commits) for at in aborts})
+    with mock.patch.object(decoding, "TABLE_CHUNK", 8):
+        (named_state,), named = load(entries, deliveries, of_class=Msg)
+        (checked_state,), checked = load(entries, deliveries)
+    assert outcome(named_state, named) == outcome(checked_state, checked)
+    assert named_state.snapshot() == eager(entries).snapshot()
+    assert named.bulk_read == checked.bulk_read
 
 
 @settings(max_examples=100, deadline=None)

@@ -247,10 +247,28 @@ def _array(element: tuple[Reader, Writer], flexible: bool, nullable: bool) -> tu
             write_len(out, -1)
             return
         write_len(out, len(value))
+        if type(value) is EncodedItems:
+            out += value.data
+            return
         for item in value:
             write_item(out, item)
 
     return read, write
+
+
+class EncodedItems:
+    """An array field's items already encoded, one after another, by the writer ``item_writer``
+    gives for the field's struct at the answer's version (``gateway/sliced_encoding``): written
+    as they are, after the item count."""
+
+    __slots__ = ("count", "data")
+
+    def __init__(self, count: int, data: bytes) -> None:
+        self.count = count
+        self.data = data
+
+    def __len__(self) -> int:
+        return self.count
 
 
 def _nullable_struct(inner: tuple[Reader, Writer]) -> tuple[Reader, Writer]:
@@ -287,6 +305,12 @@ def _field_codec(f: Field, version: int, flexible: bool) -> tuple[Reader, Writer
         inner = _struct_codec(f.struct, version, flexible)
         return _nullable_struct(inner) if nullable else inner
     return _primitive(f.kind, flexible, nullable)
+
+
+def item_writer(f: Field, version: int, flexible: bool) -> Writer:
+    """The writer of one item of an array-of-structs field at a version."""
+    assert f.kind == "array" and f.struct is not None
+    return _struct_codec(f.struct, version, flexible)[1]
 
 
 def field_reader(f: Field, version: int, flexible: bool) -> Reader:

@@ -43,6 +43,7 @@ from groupcoord.coordinator.gateway.rewrite import (
     rewrite_find_coordinator,
     rewrite_metadata,
 )
+from groupcoord.coordinator.gateway.sliced_encoding import encode_arrays_ahead
 from groupcoord.coordinator.gateway.upstream import Answer, UpstreamClosed, UpstreamConnection, write_framed
 from groupcoord.coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
 from groupcoord.coordinator.messages.describe_cluster import DescribeClusterResponse
@@ -438,7 +439,18 @@ class ClientConnection:
     async def _call_handler(
         self, previous: asyncio.Task[Any] | None, context: ConnectionContext, body: object
     ) -> bytes:
-        return self._encoded(context, await self._handler_answer(previous, context, body))
+        response = await self._handler_answer(previous, context, body)
+        return self._encoded(context, await self._arrays_ahead(context, response))
+
+    @staticmethod
+    async def _arrays_ahead(context: ConnectionContext, response: Message) -> Message:
+        """The answer with its long arrays encoded in slices (``sliced_encoding``)."""
+        try:
+            flexible = APIS[context.api_key].flexible(context.api_version)
+            return await encode_arrays_ahead(response, context.api_version, flexible)
+        except CodecError as exc:
+            name = APIS[context.api_key].name
+            raise CloseConnection(f"cannot encode the handler's {name} answer: {exc}") from exc
 
     async def _handler_answer(
         self, previous: asyncio.Task[Any] | None, context: ConnectionContext, body: object

@@ -62,10 +62,11 @@ class ShardLoad:
         self._replayer = LogReplayer(topic, partition, [committed, live], deferred=True)
         self._restores: list[CoordinatorRecord] = []
 
-    def feed(self, messages: Sequence[LogMessage]) -> None:
-        """Take records as the reader delivers them, in log order (runs of plain state records in bulk)."""
+    def feed(self, messages: Sequence[LogMessage], of_class: type[LogMessage] | None = None) -> None:
+        """Take records as the reader delivers them, in log order (runs of plain state records in
+        bulk); ``of_class``: the class all of them are of, where the reader knows it."""
         try:
-            self._replayer.feed_messages(messages)
+            self._replayer.feed_messages(messages, of_class)
         except Exception as exc:  # a replay bug must not leave a half-read load to finish
             raise LoadFailed(self._replayer.failure(exc)) from exc
 

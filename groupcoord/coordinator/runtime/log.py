@@ -25,6 +25,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_e
 
 from groupcoord.coordinator.logs import drain
 from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
+from groupcoord.coordinator.runtime.replayer import LogMessage
 
 log = logging.getLogger(__name__)
 
@@ -442,16 +443,19 @@ class LogTailer:
             return False
         if list(map(Message.partition, messages)).count(partition) != len(messages):
             return False
-        self._deliver(partition, generation, messages)
+        # Every one is a Message (the checks above called Message's own methods on each).
+        self._deliver(partition, generation, messages, Message)
         return True
 
-    def _deliver(self, partition: int, generation: int, messages: list[Message]) -> None:
+    def _deliver(
+        self, partition: int, generation: int, messages: list[Message], of_class: type[LogMessage] | None = None
+    ) -> None:
         load = self._loading.get(partition)
         if load is None:
             self._on_records(partition, generation, messages)
             return
         try:
-            load.feed(messages)
+            load.feed(messages, of_class)
         except LoadFailed as exc:
             del self._loading[partition]
             self._on_loaded(partition, generation, exc)

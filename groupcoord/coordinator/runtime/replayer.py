@@ -67,12 +67,11 @@ _ORDERED_WITH_COMMITS = tuple(
 )
 # Runs shorter than this go record by record: below it the checks cost more than they save.
 BULK_MIN_RUN = 16
-_headers_of = operator.methodcaller("headers")
 _offset_of = operator.itemgetter(0)
-_key_of = operator.methodcaller("key")
 _type_of = operator.attrgetter("type")
-_value_of = operator.methodcaller("value")
-_offset_of_message = operator.methodcaller("offset")
+# How a bulk run reads its messages' headers, keys, values and offsets.
+_Access = tuple[Callable[[Any], Any], Callable[[Any], Any], Callable[[Any], Any], Callable[[Any], Any]]
+_BY_NAME: _Access = tuple(operator.methodcaller(name) for name in ("headers", "key", "value", "offset"))  # type: ignore[assignment]
 
 
 def _whole_batches_within(headers: list[Any]) -> tuple[int, int] | None:
@@ -286,7 +285,7 @@ class LogReplayer:
         if index == count - 1:
             self._close_batch(offset + 1)
 
-    def feed_messages(self, messages: Sequence[LogMessage]) -> None:
+    def feed_messages(self, messages: Sequence[LogMessage], of_class: type[LogMessage] | None = None) -> None:
         """Consume records as the reader delivers them, in log order (records before
         ``next_offset`` were read already and are passed over).
 
@@ -295,22 +294,28 @@ class LogReplayer:
         run's headers and keys are checked and its records stored by key with list and dict
         operations that run in C, which is the outcome ``feed`` gives each of them at a fraction
         of the per-record cost. A run that fails the check is halved until the rest is short
-        enough to go record by record."""
+        enough to go record by record. ``of_class``: the class every one of ``messages`` is
+        of, where the reader knows it (checked here otherwise)."""
         if self._latest is None or len(messages) < BULK_MIN_RUN:
             self._feed_each(messages)
             return
-        kind = type(messages[0])
-        headers_of: Callable[[Any], Any] = _headers_of
-        key_of: Callable[[Any], Any] = _key_of
-        if list(map(type, messages)).count(kind) == len(messages):
+        access = _BY_NAME
+        if of_class is None:
+            kind = type(messages[0])
+            if list(map(type, messages)).count(kind) == len(messages):
+                of_class = kind
+        if of_class is not None:
             # One reader's records, all of one class: its own methods, called through map(),
             # cost half of what methodcaller's lookup by name does per record (15 ms of a
-            # load of 100k records, measured with confluent-kafka's messages).
-            headers_of, key_of = kind.headers, kind.key
-        self._feed_range(messages, list(map(headers_of, messages)), list(map(key_of, messages)))
+            # load of 100k records for the headers alone, measured with confluent-kafka's
+            # messages; the class check itself cost 0.16 us a record where the reader knows it).
+            access = (of_class.headers, of_class.key, of_class.value, of_class.offset)
+        self._feed_range(messages, list(map(access[0], messages)), list(map(access[1], messages)), access)
 
-    def _feed_range(self, messages: Sequence[LogMessage], headers: list[Any], keys: list[bytes | None]) -> None:
-        if len(messages) >= BULK_MIN_RUN and not self._buffer and self._take_run(messages, headers, keys):
+    def _feed_range(
+        self, messages: Sequence[LogMessage], headers: list[Any], keys: list[bytes | None], access: _Access
+    ) -> None:
+        if len(messages) >= BULK_MIN_RUN and not self._buffer and self._take_run(messages, headers, keys, access):
             return
         # A delivery of atomic batches rarely starts and ends on a batch's edges: its partial
         # batches at either end go record by record, and the whole ones between in bulk.
@@ -318,17 +323,19 @@ class LogReplayer:
         if aligned is not None and aligned != (0, len(messages)) and aligned[1] - aligned[0] >= BULK_MIN_RUN:
             start, end = aligned
             self._feed_each(messages[:start])
-            self._feed_range(messages[start:end], headers[start:end], keys[start:end])
+            self._feed_range(messages[start:end], headers[start:end], keys[start:end], access)
             self._feed_each(messages[end:])
             return
         if len(messages) < 2 * BULK_MIN_RUN:
             self._feed_each(messages)
             return
         mid = len(messages) // 2
-        self._feed_range(messages[:mid], headers[:mid], keys[:mid])
-        self._feed_range(messages[mid:], headers[mid:], keys[mid:])
+        self._feed_range(messages[:mid], headers[:mid], keys[:mid], access)
+        self._feed_range(messages[mid:], headers[mid:], keys[mid:], access)
 
-    def _take_run(self, messages: Sequence[LogMessage], headers: list[Any], keys: list[bytes | None]) -> bool:
+    def _take_run(
+        self, messages: Sequence[LogMessage], headers: list[Any], keys: list[bytes | None], access: _Access
+    ) -> bool:
         """Store the run by key if every record in it would go straight to ``_latest``."""
         first, last = messages[0].offset(), messages[-1].offset()
         if first is None or last is None or first < self.next_offset or self._latest is None:
@@ -349,8 +356,8 @@ class LogReplayer:
             self._commit_keys.extend(keys)  # type: ignore[arg-type]
             # Their keys, values and offsets, not the messages: those are freed as they are read
             # (freeing a million at the end took a second, their memory long out of cache).
-            self._commit_values.extend(map(_value_of, messages))
-            self._commit_offsets.extend(map(_offset_of_message, messages))
+            self._commit_values.extend(map(access[2], messages))
+            self._commit_offsets.extend(map(access[3], messages))
         elif lowest >= _AFTER_COMMIT_KEYS:  # type: ignore[operator]
             self._latest.update(zip(keys, messages, strict=True))  # type: ignore[arg-type]
         else:
