@@ -4,13 +4,15 @@ group's subscription counts instead of walking every member."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from groupcoord.coordinator.groups.consumer import heartbeat
 from groupcoord.coordinator.groups.consumer.group import ConsumerGroup, ResolvedRegularExpression
-from groupcoord.coordinator.groups.consumer.member import ConsumerGroupMember
+from groupcoord.coordinator.groups.consumer.member import ConsumerGroupMember, MemberState
 from groupcoord.coordinator.groups.consumer.subscriptions import group_topic_names, regexes_in_use, subscribed_names_of
 from groupcoord.coordinator.groups.context import RequestContext
 from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
@@ -96,3 +98,16 @@ def test_members_are_told_intervals_spread_below_the_configured_one() -> None:
     assert len(set(intervals)) > 500 and max(intervals) - min(intervals) > 900
     assert heartbeat.member_heartbeat_interval("member-7", 5000) == intervals[7]
     assert heartbeat.member_heartbeat_interval("m", 4) == 4
+
+
+@given(_members, st.sampled_from([0, 3, 7]), st.sampled_from([{}, {"t": {0: 3}}]))
+def test_evolve_is_dataclasses_replace(member: ConsumerGroupMember, epoch: int, assigned: dict) -> None:  # type: ignore[type-arg]
+    # ConsumerGroupMember.evolve stands in for dataclasses.replace on the join's hot path.
+    changes = {"member_epoch": epoch, "assigned": assigned, "client_id": "z"}
+    assert member.evolve(**changes) == dataclasses.replace(member, **changes)  # type: ignore[arg-type]
+    assert member.with_epoch(epoch, state=MemberState.UNREVOKED_PARTITIONS) == dataclasses.replace(
+        member, previous_member_epoch=member.member_epoch, member_epoch=epoch, state=MemberState.UNREVOKED_PARTITIONS
+    )
+    assert member.evolve() == member
+    with pytest.raises(TypeError):
+        member.evolve(no_such_field=1)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 from confluent_kafka import Producer
 
 from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.runtime.api import Result
 from groupcoord.coordinator.runtime.headers import make_headers
 from groupcoord.coordinator.runtime.shard import ShardStatus
 from groupcoord.records import CoordinatorRecord, RecordType, encode
@@ -57,6 +59,38 @@ def test_response_waits_until_the_record_is_read_back(bootstrap: str, unique_nam
             assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
             assert committed_offset(service, "stalled", "t", 0) == 42
             assert shard.caught_up and shard.replay_matches()
+
+    asyncio.run(main())
+
+
+def test_answers_read_back_are_released_before_the_next_flush_runs(bootstrap: str, unique_name: str) -> None:
+    """A write's records read back while the next flush is already queued on the loop release
+    its answer before that flush's handlers run (``ShardHost.drain_reads``): in a mass join the
+    flush ahead of the read-back was thousands of joins, and every answer of the batch read back
+    waited for it."""
+
+    async def main() -> None:
+        async with running_service(bootstrap, unique_name) as service:
+            shard = service.shard_for("g")
+            tailer = service.runtime.tailer
+            reported = threading.Event()
+            report = tailer._on_records
+
+            def reported_then_signal(*args):  # type: ignore[no-untyped-def]
+                report(*args)
+                reported.set()
+
+            tailer._on_records = reported_then_signal
+            record = CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", 0), OffsetCommitValue(7))
+            first = shard.submit(lambda state, now: Result("first", [record]))
+            shard._flush()  # the first write is appended now, its answer waits for the read-back
+            seen: list[bool] = []
+            second = shard.submit(lambda state, now: (seen.append(first.done()), Result("second"))[1])
+            # The loop's next turn holds the second write's flush; the loop is held until the
+            # reader has read the first write back and reported it, so its report comes after.
+            assert reported.wait(30)
+            assert await asyncio.wait_for(second, 10) == "second"
+            assert seen == [True] and first.result() == "first"
 
     asyncio.run(main())
 

@@ -350,6 +350,9 @@ class SimHost:
         self._readers.pop(partition, None)
         self._loads.pop(partition, None)
 
+    def drain_reads(self) -> None:
+        """Nothing to hand over: the simulated reader runs its callbacks as its events fire."""
+
     def may_reload(self, partition: int, reason: str) -> bool:
         return True  # one simulated process per shard decides for itself
 

@@ -92,6 +92,13 @@ class ShardHost(Protocol):
 
     def unassign(self, partition: int) -> None: ...
 
+    def drain_reads(self) -> None:
+        """Run at once the ``load`` callbacks (records read back, a load's end, errors) of every
+        partition that the reader has reported and the loop has not run yet, in their order. A
+        shard calls it before its flush: answers whose records are read back are released before
+        the flush's handlers run rather than after them."""
+        ...
+
     def may_reload(self, partition: int, reason: str) -> bool:
         """Whether the shard may reload (and so claim a new epoch) on its own; with several
         processes, placement decides who loads a shard."""
@@ -657,6 +664,9 @@ class Shard(Generic[S]):
 
     def _flush(self) -> None:
         self._flush_scheduled = False
+        # What is read back already releases its answers first (it may also reload the shard:
+        # the status is checked below, after it).
+        self.host.drain_reads()
         queued, self._queue = self._queue, []
         if self.status is not ShardStatus.ACTIVE:
             for entry in queued:

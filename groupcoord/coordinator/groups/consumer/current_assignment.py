@@ -13,7 +13,6 @@ The safety of KIP-848 lives here (Kafka's CurrentAssignmentBuilder):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 
 from groupcoord.coordinator.errors import ErrorCode, GroupError
 from groupcoord.coordinator.groups.consumer.member import (
@@ -92,13 +91,13 @@ class CurrentAssignmentBuilder:
             pending.setdefault(t, {}).update(ps)
         # Kafka's updateCurrentAssignment: the epoch stays, and the previous epoch becomes it.
         if self._owns_any(pending):
-            return replace(
-                m.with_epoch(m.member_epoch),
+            return m.with_epoch(
+                m.member_epoch,
                 state=MemberState.UNREVOKED_PARTITIONS,
                 assigned=assigned,
                 pending_revocation=pending,
             )
-        return replace(m.with_epoch(m.member_epoch), assigned=assigned)
+        return m.with_epoch(m.member_epoch, assigned=assigned)
 
     def _compute_next_assignment(self, member_epoch: int) -> ConsumerGroupMember:
         m = self.member
@@ -131,8 +130,8 @@ class CurrentAssignmentBuilder:
                 pending_assignment[t] = to_assign
 
         if new_pending_revocation and self._owns_any(new_pending_revocation):
-            return replace(
-                m.with_epoch(member_epoch),
+            return m.with_epoch(
+                member_epoch,
                 state=MemberState.UNREVOKED_PARTITIONS,
                 assigned=new_assigned,
                 pending_revocation=new_pending_revocation,
@@ -144,8 +143,8 @@ class CurrentAssignmentBuilder:
                 # carries the target epoch (KIP-1251 commit checks compare against it).
                 slot[p] = self.target_epoch
         state = MemberState.UNRELEASED_PARTITIONS if has_unreleased else MemberState.STABLE
-        return replace(
-            m.with_epoch(self.target_epoch),
+        return m.with_epoch(
+            self.target_epoch,
             state=state,
             assigned=new_assigned,
             pending_revocation={},

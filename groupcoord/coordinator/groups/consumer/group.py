@@ -8,7 +8,7 @@ the same replay, so they never disagree with the log.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -112,7 +112,7 @@ class ConsumerGroup:
     def put_member(self, member: ConsumerGroupMember) -> None:
         shared = self._names.get(member.subscribed_topic_names)
         if shared is not None and shared[0] is not member.subscribed_topic_names:
-            member = replace(member, subscribed_topic_names=shared[0])
+            member = member.evolve(subscribed_topic_names=shared[0])
         old = self.members.get(member.member_id)
         if old is not None:
             self._unindex(old)

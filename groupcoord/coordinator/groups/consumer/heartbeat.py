@@ -15,7 +15,6 @@ Nothing here mutates the state: the result's records, replayed by the runtime, d
 from __future__ import annotations
 
 import zlib
-from dataclasses import replace
 
 from groupcoord.coordinator.errors import ErrorCode, GroupError
 from groupcoord.coordinator.groups.consumer import log_records
@@ -100,7 +99,7 @@ def _leave(
         # The static member keeps its assignment for a rejoin within the session timeout; what it
         # was still revoking is released now since it stopped consuming. The session timer keeps
         # running and removes the member if it does not come back.
-        left = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={})
+        left = member.evolve(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={})
         return Result(
             response,
             [log_records.current_assignment_record(group.group_id, left)],
@@ -230,7 +229,7 @@ def _resolve_member(
             )
         if existing is not None and existing.member_id != member_id:
             replaced = existing
-            member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            member = existing.evolve(member_id=member_id, member_epoch=0, previous_member_epoch=0)
             records += replace_static_member(group, existing, member)
             timers += cancel_member_timers(group_id, existing.member_id)
     return member_id, member, replaced, records, timers
@@ -245,8 +244,7 @@ def member_from_heartbeat(
         # than an equal copy; ``replace`` of a frozen dataclass of 17 fields was the largest
         # single cost of a steady heartbeat's group logic.
         return member
-    return replace(
-        member,
+    return member.evolve(
         instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
         rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
         rebalance_timeout_ms=(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from groupcoord.coordinator.groups.consumer.group import ConsumerGroup, ResolvedRegularExpression
@@ -119,8 +118,7 @@ class ConsumerGroupsState:
         g = self._get_or_create(group_id)
         old = g.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
         g.put_member(
-            replace(
-                old,
+            old.evolve(
                 instance_id=value.instance_id,
                 rack_id=value.rack_id,
                 client_id=value.client_id,
@@ -144,8 +142,7 @@ class ConsumerGroupsState:
                 g0.drop_member(member_id)
             else:
                 g0.put_member(
-                    replace(
-                        old,
+                    old.evolve(
                         member_epoch=0,
                         previous_member_epoch=0,
                         state=MemberState.STABLE,
@@ -162,8 +159,7 @@ class ConsumerGroupsState:
         except ValueError:
             state = MemberState.UNKNOWN
         g.put_member(
-            replace(
-                old,
+            old.evolve(
                 member_epoch=value.member_epoch,
                 previous_member_epoch=value.previous_member_epoch,
                 state=state,
