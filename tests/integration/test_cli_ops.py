@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from groupcoord.local_broker import free_port
 from tests.integration.serve_process import ServeProcess
+from tests.processes import popen
 
 pytestmark = pytest.mark.integration
 
@@ -381,7 +382,7 @@ def test_describe_shows_each_members_protocol_while_a_group_migrates(sidecar: Se
         assert all(isinstance(m["epoch"], int) and m["epoch"] > 0 for m in members.values())
 
         # --watch keeps printing until the group is stable, then exits 0.
-        watch = subprocess.Popen(
+        watch = popen(
             [sys.executable, "-m", "groupcoord.cli.main", "groups", "describe", group, "--state", "--watch", "--json"]
             + ["-b", sidecar.bootstrap],
             stdout=subprocess.PIPE,

@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 
 from groupcoord.coordinator import logs
 from groupcoord.local_broker import LocalBroker, free_port
+from tests.processes import popen
 
 GROUPCOORD = str(Path(sys.executable).with_name("groupcoord"))
 
@@ -269,7 +270,7 @@ def test_serve_whose_broker_stops_stays_json_quiet_and_bounded(tmp_path: Path) -
     }
     stderr_path = tmp_path / "serve.err"
     with open(stderr_path, "w") as stderr:
-        serve = subprocess.Popen(
+        serve = popen(
             [GROUPCOORD, "serve", "-b", broker.bootstrap, "--listen", listen, "--partitions", "2"],
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -342,7 +343,7 @@ def test_first_run_on_a_terminal_reads_as_plain_lines() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPCOORD_")}
     env["GROUPCOORD_EMBEDDED_BROKER_LISTEN"] = f"127.0.0.1:{free_port()}"
     env["GROUPCOORD_METRICS_LISTEN"] = "off"
-    serve = subprocess.Popen(
+    serve = popen(
         [GROUPCOORD, "serve", "--listen", f"127.0.0.1:{free_port()}", "--partitions", "2"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
