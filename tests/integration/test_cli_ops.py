@@ -14,8 +14,6 @@ import os
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -45,19 +43,6 @@ def start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str
 def finish(proc: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
     stdout, stderr = proc.communicate(timeout=120)
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-
-
-@pytest.fixture(scope="module")
-def sidecar(bootstrap: str) -> Iterator[ServeProcess]:
-    serve = ServeProcess(bootstrap, free_port(), f"gc-cli-log-{uuid.uuid4().hex[:10]}", partitions=2)
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("GROUPCOORD_GROUP", json.dumps({"group.initial.rebalance.delay.ms": "300"}))
-        env.setenv("GROUPCOORD_METADATA_REFRESH_INTERVAL_MS", "1000")
-        serve.start()
-    try:
-        yield serve
-    finally:
-        serve.stop()
 
 
 def make_topic(bootstrap: str, name: str, partitions: int, records_per_partition: int) -> None:
