@@ -44,12 +44,13 @@ def parse_hostport(value: str, default_port: int) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
-def die_with_parent() -> None:
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
     # (As preexec_fn of a child.) A child left running after its parent is SIGKILLed would hold its
-    # ports and, for a broker, its data: the kernel sends it SIGTERM when the parent dies.
+    # ports and, for a broker, its data: the kernel sends it ``sig`` when the parent dies (when the
+    # parent's thread that forked it ends, to be exact).
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        libc.prctl(_PR_SET_PDEATHSIG, sig)
     except OSError:
         pass
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.integration.serve_process import PLACEMENT_DEFAULTS
+from tests.processes import run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 
 
 def run_bench(script: str, out: Path, *args: str, out_flag: str = "--out") -> dict[str, Any]:
-    done = subprocess.run(
+    done = run(
         [sys.executable, str(ROOT / "bench" / script), *args, out_flag, str(out)],
         cwd=ROOT,
         capture_output=True,

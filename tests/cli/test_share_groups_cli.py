@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,17 +24,12 @@ from groupcoord.local_broker import free_port
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
 from tests.ha.sidecars import Sidecar, wait_for
+from tests.inprocess_cli import cli
 from tests.integration.serve_process import ServeProcess
 
 pytestmark = pytest.mark.integration
 
 SHARE_HEARTBEAT = 76
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "groupcoord.cli.main", *args], capture_output=True, text=True, timeout=60
-    )
 
 
 def as_json(*args: str) -> dict[str, Any]:

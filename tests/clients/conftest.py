@@ -29,9 +29,11 @@ GROUP_SETTINGS = {
 HEARTBEAT_INTERVAL_MS = 1000
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def sidecar(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    """One coordinator process for the whole module; its stderr is kept in the pytest temp dir."""
+    """One coordinator process for every module of tests/clients (each test has its own topics and
+    groups, and what it lists it intersects with its own: a start each module, placement's
+    JoinGroup wait included, was 5-10 s); its stderr is kept in the pytest temp dir."""
     log = tmp_path_factory.mktemp("sidecar") / "serve.log"
     serve = ServeProcess(bootstrap, free_port(), f"gc-clients-log-{uuid.uuid4().hex[:12]}", log=log)
     env = {

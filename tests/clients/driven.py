@@ -31,6 +31,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from tests.clients.support import Ownership, Record, produce, wait_for
+from tests.processes import popen
 
 PARTITIONS = 6
 PER_PARTITION = 10
@@ -60,7 +61,7 @@ class Driver:
         self.log = log
         self._events: queue.Queue[str | None] = queue.Queue()
         self._stderr = open(log, "w")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
+        self.proc = popen(
             list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env
         )
         threading.Thread(target=self._read, daemon=True).start()

@@ -28,6 +28,7 @@ import pytest
 from tests.clients.driven import PARTITIONS, PHASE_TIMEOUT, QUIET, committed_offsets
 from tests.clients.support import Ownership, Record, create_topic, produce, wait_for
 from tests.integration.serve_process import ServeProcess
+from tests.processes import popen
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -108,7 +109,7 @@ class KcatGroup:
     def start(self, name: str) -> None:
         with self.lock:
             self.next_member = name
-        proc = subprocess.Popen(
+        proc = popen(
             [*self.args, "-u", "-X", f"client.id={name}", "-f", "%p %o\\n", self.topic],
             stdout=subprocess.PIPE,
             stderr=self.write_fd,

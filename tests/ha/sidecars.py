@@ -17,6 +17,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from groupcoord.local_broker import free_port
+from tests.processes import popen
 
 _OWNS = re.compile(r"owns shards \[([0-9, ]*)\]")
 
@@ -77,7 +78,7 @@ class Sidecar:
         args += ["--log-topic", self.topic, "--partitions", str(self.partitions)]
         stderr = open(self.log, "a")  # noqa: SIM115 - handed to the child
         self._listening.clear()
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+        self.proc = popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
         stderr.close()
         stdout = self.proc.stdout
         assert stdout is not None

@@ -11,11 +11,13 @@ import time
 
 import pytest
 
+from tests.processes import alive, popen, run
+
 pytestmark = pytest.mark.integration
 
 
 def run_drill(bootstrap: str, *args: str, timeout: float) -> tuple[int, dict[str, object]]:
-    done = subprocess.run(
+    done = run(
         [sys.executable, "-m", "groupcoord.cli.main", "drill", "-b", bootstrap, "--json", *args],
         capture_output=True,
         text=True,
@@ -84,18 +86,10 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_sigterm_stops_every_process_of_the_drill_and_reports_so_far() -> None:
     """SIGTERM to a drill (its own embedded broker, two serve processes) stops them all and prints
     the report so far, marked interrupted, with the exit code of a SIGTERM."""
-    drill = subprocess.Popen(
+    drill = popen(
         [sys.executable, "-m", "groupcoord.cli.main", "drill", "--processes", "2", "--duration", "300", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -122,7 +116,7 @@ def test_sigterm_stops_every_process_of_the_drill_and_reports_so_far() -> None:
     assert report["interrupted"] is True and report["acknowledged_commits_lost"] is None
     assert report["processes"] == 2
     assert "drill interrupted by SIGTERM" in stderr
-    left = [pid for pid in children if _alive(pid)]
+    left = [pid for pid in children if alive(pid)]
     assert not left, left
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +22,7 @@ from groupcoord.coordinator.messages.offset_commit import (
 from groupcoord.coordinator.service.partitioning import partition_for
 from tests.gateway.wire_client import WireClient
 from tests.ha.sidecars import Background, Committer, Sidecar, wait_for
+from tests.inprocess_cli import cli
 from tests.topics import ensure_topic
 
 pytestmark = pytest.mark.integration
@@ -51,12 +50,6 @@ def log_end_offsets(bootstrap: str, topic: str) -> list[int]:
         return [c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTITIONS)]
     finally:
         c.close()
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "groupcoord.cli.main", *args], capture_output=True, text=True, timeout=120
-    )
 
 
 def owner_of(sidecars: list[Sidecar], group: str) -> Sidecar:

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.processes import popen
+
 # The local broker (Tansu) answers a JoinGroup about half a session timeout after it came in, so
 # every serve start waits that long for its shards (placement is a classic group there): serve's
 # default 10 s made each start wait ~5 s; 6 s, which the HA tests already use, ~3 s. A test's own
@@ -48,7 +50,7 @@ class ServeProcess:
         operator would pass them)."""
         stderr = open(self.log, "a") if self.log else subprocess.DEVNULL  # noqa: SIM115
         environment = {**PLACEMENT_DEFAULTS, **os.environ, **(env or {})}
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=environment)
+        self.proc = popen(self.args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=environment)
         assert self.proc.stdout is not None
         stdout = self.proc.stdout
 

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from groupcoord.local_broker import free_port
+from tests.inprocess_cli import cli
 from tests.integration.serve_process import ServeProcess
 from tests.integration.test_cli_ops import make_topic
 
 pytestmark = pytest.mark.integration
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "groupcoord.cli.main", *args], capture_output=True, text=True, timeout=60
-    )
 
 
 def test_inspect_reset_delete_and_dump(bootstrap: str, unique_name: str) -> None:

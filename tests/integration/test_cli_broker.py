@@ -10,13 +10,14 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from groupcoord.local_broker import free_port
+from tests.processes import popen
 
 pytestmark = pytest.mark.integration
 
 
 def test_broker_prints_bootstrap_and_stops_on_sigterm() -> None:
     port = free_port()
-    proc = subprocess.Popen(
+    proc = popen(
         [sys.executable, "-m", "groupcoord.cli.main", "broker", "--listen", f"127.0.0.1:{port}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -24,20 +23,6 @@ pytestmark = pytest.mark.integration
 # The local broker's own group coordinator answers a JoinGroup about half a session timeout after
 # it came in: librdkafka's default 45 s kept a consumer on the cluster waiting 23 s for its assignment.
 CLUSTER_JOIN = {"session.timeout.ms": 6000}
-
-
-@pytest.fixture(scope="module")
-def sidecar(bootstrap: str) -> Iterator[ServeProcess]:
-    """One process for the module: each test has its own topic and group."""
-    serve = ServeProcess(bootstrap, free_port(), f"gc-cli-mig-{uuid.uuid4().hex[:10]}", partitions=2)
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("GROUPCOORD_GROUP", json.dumps({"group.initial.rebalance.delay.ms": "300"}))
-        env.setenv("GROUPCOORD_METADATA_REFRESH_INTERVAL_MS", "1000")
-        serve.start()
-    try:
-        yield serve
-    finally:
-        serve.stop()
 
 
 def consume(bootstrap: str, group: str, topic: str, expect: int, commit: bool) -> list[tuple[int, int]]:

@@ -1,7 +1,10 @@
 """``groupcoord groups|offsets|migrate`` against a real ``groupcoord serve`` and real clients.
 
-Every command is run as a child process, as an operator would run it, and its exit code, stdout
-and stderr are checked: one readable line and a non-zero exit for every refusal.
+Every command's exit code, stdout and stderr are checked: one readable line and a non-zero exit
+for every refusal. The commands run in this process (``tests.inprocess_cli``: the same ``app``,
+its refusals made into lines as in the process), a python start each saved; what only the process
+shows (librdkafka's own lines kept off its stderr, the time it takes to give up on a cluster that is
+not there, ``--watch``) is checked on child processes, started together.
 """
 
 from __future__ import annotations
@@ -11,8 +14,6 @@ import os
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,32 +22,27 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from groupcoord.local_broker import free_port
+from tests.inprocess_cli import cli
 from tests.integration.serve_process import ServeProcess
+from tests.processes import popen
 
 pytestmark = pytest.mark.integration
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+def start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``groupcoord *args`` as a child process, as an operator runs it; see ``finish``."""
+    return popen(
         [sys.executable, "-m", "groupcoord.cli.main", *args],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
         env={**os.environ, **(env or {})},
     )
 
 
-@pytest.fixture(scope="module")
-def sidecar(bootstrap: str) -> Iterator[ServeProcess]:
-    serve = ServeProcess(bootstrap, free_port(), f"gc-cli-log-{uuid.uuid4().hex[:10]}", partitions=2)
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("GROUPCOORD_GROUP", json.dumps({"group.initial.rebalance.delay.ms": "300"}))
-        env.setenv("GROUPCOORD_METADATA_REFRESH_INTERVAL_MS", "1000")
-        serve.start()
-    try:
-        yield serve
-    finally:
-        serve.stop()
+def finish(proc: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    stdout, stderr = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
 def make_topic(bootstrap: str, name: str, partitions: int, records_per_partition: int) -> None:
@@ -74,14 +70,23 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_version_and_errors_are_one_line() -> None:
-    version = cli("--version")
-    assert version.returncode == 0 and version.stdout.startswith("groupcoord ")
+    """Giving up on a cluster that is not there: each a process of its own, all started at once
+    (they wait on the dead address side by side), nothing but the one line on its stderr
+    (librdkafka's own lines included), after --timeout. Refusals of the command line itself."""
     port = free_port()  # nothing listens there
-    for args in (["groups", "list"], ["groups", "describe", "g"], ["offsets", "show", "g"], ["groups", "delete", "g"]):
-        started = time.monotonic()
-        line = one_error_line(cli(*args, "-b", f"127.0.0.1:{port}", "--timeout", "2"))
+    unreachable = (["groups", "list"], ["groups", "describe", "g"], ["offsets", "show", "g"], ["groups", "delete", "g"])
+    started = time.monotonic()
+    dead = [start(*args, "-b", f"127.0.0.1:{port}", "--timeout", "2") for args in unreachable]
+    dump = start("log", "dump", "--group", "g", "-b", f"127.0.0.1:{port}", "--timeout", "2")
+    for proc in dead:
+        line = one_error_line(finish(proc))
         assert f"cannot reach 127.0.0.1:{port} within 2s" in line and "Connection refused" in line
         assert time.monotonic() - started < 30  # bounded by --timeout, not librdkafka's defaults
+    line = one_error_line(finish(dump))
+    assert f"cannot reach 127.0.0.1:{port} within 2s" in line and time.monotonic() - started < 30
+
+    version = cli("--version")
+    assert version.returncode == 0 and version.stdout.startswith("groupcoord ")
     assert "expected one of" in one_error_line(cli("groups", "list", "--state", "sleepy", "-b", "127.0.0.1:1"))
     usage = cli("offsets", "reset", "--group", "g", "--partitions", "0")
     assert usage.returncode == 2 and "No such option: --partitions" in one_error_line(usage)
@@ -90,9 +95,6 @@ def test_version_and_errors_are_one_line() -> None:
     bad_env = cli("serve", "--listen", "127.0.0.1:1", env={"GROUPCOORD_GROUP": "notjson"})
     assert 'field "group"' in one_error_line(bad_env)
     assert "greater than or equal to 1" in one_error_line(cli("serve", "--partitions", "-1"))
-    started = time.monotonic()
-    line = one_error_line(cli("log", "dump", "--group", "g", "-b", f"127.0.0.1:{port}", "--timeout", "2"))
-    assert f"cannot reach 127.0.0.1:{port} within 2s" in line and time.monotonic() - started < 30
     line = one_error_line(cli("groups", "list", "--command-config", "/nonexistent/client.properties"))
     assert "cannot read --command-config" in line
 
@@ -381,7 +383,7 @@ def test_describe_shows_each_members_protocol_while_a_group_migrates(sidecar: Se
         assert all(isinstance(m["epoch"], int) and m["epoch"] > 0 for m in members.values())
 
         # --watch keeps printing until the group is stable, then exits 0.
-        watch = subprocess.Popen(
+        watch = popen(
             [sys.executable, "-m", "groupcoord.cli.main", "groups", "describe", group, "--state", "--watch", "--json"]
             + ["-b", sidecar.bootstrap],
             stdout=subprocess.PIPE,

@@ -1,4 +1,12 @@
-"""10,000 groups x 100 partitions of committed offsets survive a restart intact."""
+"""10,000 groups x 100 partitions of committed offsets survive a restart intact.
+
+Most offsets are committed without metadata, as most clients commit them: a load keeps such
+values encoded (``groupcoord/records/offset_commit_decoding.py``), and every tenth partition's
+metadata interrupts those runs with a record decoded the usual way, both paths and their
+interleaving at scale. (With metadata on every offset, as this test had it, the whole million
+went the decoded way, the way most logs load went untested, and the reload took 2.5 times the
+CPU: 5.2 s instead of 2.0 s for 300k offsets.)
+"""
 
 from __future__ import annotations
 
@@ -20,13 +28,17 @@ def expected(group: int, partition: int) -> int:
     return group * 1000 + partition * 7 + 1
 
 
+def metadata(group: int, partition: int) -> str:
+    return f"m{group % 10}" if (group + partition) % 10 == 0 else ""
+
+
 def request(group: int) -> OffsetCommitRequest:
     return commit_request(
         f"scale-{group}",
         [
             commit_topic(
                 "events",
-                [commit_partition(p, expected(group, p), metadata=f"m{group % 10}") for p in range(PARTITIONS)],
+                [commit_partition(p, expected(group, p), metadata=metadata(group, p)) for p in range(PARTITIONS)],
             )
         ],
     )
@@ -53,7 +65,7 @@ def test_million_offsets_reload_intact(bootstrap: str, unique_name: str) -> None
                     bad += 1
                     continue
                 for p, v in offsets.items():
-                    if v.offset != expected(g, p) or v.metadata != f"m{g % 10}":
+                    if v.offset != expected(g, p) or v.metadata != metadata(g, p):
                         bad += 1
             assert bad == 0
 

@@ -12,6 +12,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from groupcoord.local_broker import free_port
 from tests.integration.serve_process import ServeProcess
+from tests.processes import popen
 from tests.topics import ensure_topic
 
 pytestmark = pytest.mark.integration
@@ -22,7 +23,7 @@ def test_serve_with_embedded_broker_serves_commits_and_stops_cleanly(monkeypatch
     monkeypatch.setenv("GROUPCOORD_EMBEDDED_BROKER_LISTEN", embedded)
     monkeypatch.setenv("GROUPCOORD_LOG_LEVEL", "INFO")  # the shard loads are INFO records
     port = free_port()
-    proc = subprocess.Popen(
+    proc = popen(
         [sys.executable, "-m", "groupcoord.cli.main", "serve", "--listen", f"127.0.0.1:{port}", "--partitions", "2"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -13,6 +13,7 @@ from groupcoord.coordinator.config import ConfigError, load_settings
 from groupcoord.coordinator.observability.http import HealthServer, Readiness, shard_states
 from groupcoord.local_broker import free_port
 from tests.integration.serve_process import ServeProcess
+from tests.processes import popen
 
 
 def _get(url: str) -> tuple[int, dict[str, object]]:
@@ -76,7 +77,7 @@ def test_serve_is_alive_but_not_ready_until_it_can_serve(tmp_path: Path) -> None
     kubelet must see it alive (no restart loop) and not ready (no traffic)."""
     health = f"127.0.0.1:{free_port()}"
     env = {**os.environ, "GROUPCOORD_METRICS_LISTEN": health}
-    serve = subprocess.Popen(
+    serve = popen(
         [str(Path(sys.executable).with_name("groupcoord")), "serve", "-b", f"127.0.0.1:{free_port()}"]
         + ["--listen", f"127.0.0.1:{free_port()}"],
         stdout=subprocess.DEVNULL,

@@ -9,8 +9,9 @@ import subprocess
 import sys
 import time
 
-from tests.ha.test_drill import _alive, _descendants
+from tests.ha.test_drill import _descendants
 from tests.pipeline.conftest import WrittenLog
+from tests.processes import alive, popen, run
 
 
 def _audit(wl: WrittenLog) -> list[str]:
@@ -28,7 +29,7 @@ def _audit(wl: WrittenLog) -> list[str]:
 
 
 def test_a_job_prints_its_own_steps_only(written_log: WrittenLog) -> None:
-    done = subprocess.run(_audit(written_log), capture_output=True, text=True, timeout=600)
+    done = run(_audit(written_log), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("ok: "), done.stdout
     # Piped: one "• step" line each; nothing of Spark's (its log file is named in the first).
@@ -38,7 +39,7 @@ def test_a_job_prints_its_own_steps_only(written_log: WrittenLog) -> None:
 
 
 def test_sigterm_ends_a_job_with_one_line_and_no_process_left(written_log: WrittenLog) -> None:
-    job = subprocess.Popen(_audit(written_log), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    job = popen(_audit(written_log), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert job.stderr is not None
         line = ""
@@ -56,6 +57,6 @@ def test_sigterm_ends_a_job_with_one_line_and_no_process_left(written_log: Writt
     assert job.returncode == 128 + signal.SIGTERM, rest
     assert rest.splitlines() == ["error: interrupted by SIGTERM: the job stopped"], rest
     deadline = time.monotonic() + 60
-    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not [pid for pid in children if _alive(pid)]
+    assert not [pid for pid in children if alive(pid)]

@@ -15,6 +15,7 @@ import pytest
 
 from groupcoord.local_broker import free_port
 from tests.integration.serve_process import PLACEMENT_DEFAULTS
+from tests.processes import popen
 from tests.security.sasl_front import SaslFront, fronted_broker
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret", "gcadmin": "gcadmin-secret"}
@@ -42,7 +43,7 @@ class Sidecar:
         self.log = log
         self.acl_file: Path | None = None
         self.lines: queue.Queue[str] = queue.Queue()
-        self.proc = subprocess.Popen(
+        self.proc = popen(
             [sys.executable, "-m", "groupcoord.cli.main", "serve", "--config", str(config)],
             stdout=subprocess.PIPE,
             stderr=open(log, "ab"),  # noqa: SIM115

@@ -45,6 +45,7 @@ from groupcoord.coordinator.messages.sasl import (
 )
 from groupcoord.coordinator.messages.schema import Field, Struct, Versions
 from groupcoord.local_broker import broker_binary, free_port
+from tests.processes import popen
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE, PRODUCE, DESCRIBE_ACLS = 18, 17, 36, 0, 29
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
@@ -356,7 +357,7 @@ def fronted_broker(log: Path, users: dict[str, str], **options: Any) -> Iterator
     ``SaslFront`` fields (``anonymous``, ``transaction_version``, ...)."""
     broker_port, front_port = free_port(), free_port()
     out = open(log, "ab")  # noqa: SIM115
-    proc = subprocess.Popen(
+    proc = popen(
         [
             broker_binary(),
             "broker",

@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 
 from groupcoord.coordinator import logs
 from groupcoord.local_broker import LocalBroker, free_port
+from tests.processes import popen
 
 GROUPCOORD = str(Path(sys.executable).with_name("groupcoord"))
 
@@ -264,12 +265,14 @@ def test_serve_whose_broker_stops_stays_json_quiet_and_bounded(tmp_path: Path) -
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("GROUPCOORD_")},
         "GROUPCOORD_METRICS_LISTEN": f"127.0.0.1:{free_port()}",
-        "GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": "6000",
+        # 3 s rather than the HA tests' 6 s: the start waits half of it for placement's JoinGroup,
+        # and the loss comes that much later after the broker went.
+        "GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": "3000",
         "GROUPCOORD_PLACEMENT__HEARTBEAT_INTERVAL_MS": "500",
     }
     stderr_path = tmp_path / "serve.err"
     with open(stderr_path, "w") as stderr:
-        serve = subprocess.Popen(
+        serve = popen(
             [GROUPCOORD, "serve", "-b", broker.bootstrap, "--listen", listen, "--partitions", "2"],
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -279,10 +282,10 @@ def test_serve_whose_broker_stops_stays_json_quiet_and_bounded(tmp_path: Path) -
     try:
         assert serve.stdout is not None and serve.stdout.readline() == f"listening on {listen}\n"
         assert stderr_path.read_text() == ""  # quiet by default: a healthy start says nothing
-        broker.stop()
+        broker.stop(graceful=False)  # gone at once (Tansu's own SIGTERM shutdown takes 5 s)
         deadline = time.monotonic() + 60
         while "lost" not in stderr_path.read_text() and time.monotonic() < deadline:
-            time.sleep(0.5)
+            time.sleep(0.1)
     finally:
         broker.stop()
         serve.terminate()
@@ -342,7 +345,7 @@ def test_first_run_on_a_terminal_reads_as_plain_lines() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GROUPCOORD_")}
     env["GROUPCOORD_EMBEDDED_BROKER_LISTEN"] = f"127.0.0.1:{free_port()}"
     env["GROUPCOORD_METRICS_LISTEN"] = "off"
-    serve = subprocess.Popen(
+    serve = popen(
         [GROUPCOORD, "serve", "--listen", f"127.0.0.1:{free_port()}", "--partitions", "2"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
