@@ -1,6 +1,7 @@
 """The floor under a steady heartbeat's serve CPU: a bare asyncio server on this machine, now.
 
     python bench/asyncio_floor.py [--members 5000] [--seconds 20] [--interval-ms 5000]
+                                  [--event-loop auto|uvloop|asyncio]
 
 A server process that does nothing but answer each length-prefixed frame with a fixed frame the
 size of a steady ConsumerGroupHeartbeat answer (an asyncio Protocol: one recv, one send and the
@@ -9,7 +10,9 @@ loop's epoll per request, no Kafka, no group), driven like the large-group bench
 with its own phase). Its CPU seconds per request are what any CPython asyncio server pays for
 the sockets alone on this machine at this moment (loopback TCP sends do the receiver's work
 too, and the machine is shared): the large-group bench reports its serve CPU per heartbeat
-beside this figure from the same run.
+beside this figure from the same run. ``--event-loop`` picks the server's loop as ``serve``'s
+``event_loop`` setting does (``auto``: uvloop when installed); the driving client always runs on
+asyncio's own loop, so only the server's loop differs between two runs.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from groupcoord.coordinator.gateway.event_loop import EVENT_LOOPS, loop_factory
 
 # Sizes of a steady ConsumerGroupHeartbeat v1 request and answer of the large-group bench.
 _REQUEST = (76).to_bytes(4, "big") + b"r" * 76
@@ -37,8 +42,8 @@ def cpu_seconds(pid: int) -> float:
 
 class _Answer(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport, self.buf = transport, b""
+        # uvloop's transports implement asyncio.Transport without deriving from it.
+        self.transport, self.buf = cast(asyncio.Transport, transport), b""
 
     def data_received(self, data: bytes) -> None:
         self.buf += data
@@ -84,9 +89,14 @@ async def _drive(port: int, pid: int, members: int, seconds: float, interval_s: 
     return answered, used
 
 
-def floor(members: int = 5000, seconds: float = 20.0, interval_ms: int = 5000) -> dict[str, Any]:
-    """Serve CPU per request of the bare server (its own process), ``members`` connections."""
-    server = subprocess.Popen([sys.executable, __file__, "--serve"], stdout=subprocess.PIPE, text=True)
+def floor(
+    members: int = 5000, seconds: float = 20.0, interval_ms: int = 5000, event_loop: str = "asyncio"
+) -> dict[str, Any]:
+    """Serve CPU per request of the bare server (its own process, on ``event_loop``), ``members``
+    connections."""
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve", "--event-loop", event_loop], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert server.stdout is not None
         port = int(server.stdout.readline())
@@ -95,6 +105,7 @@ def floor(members: int = 5000, seconds: float = 20.0, interval_ms: int = 5000) -
         server.kill()
         server.wait(30)
     return {
+        "event_loop": "uvloop" if loop_factory(event_loop) else "asyncio",
         "members": members,
         "requests": answered,
         "server_cpu_s": used,
@@ -107,12 +118,14 @@ def main() -> None:
     parser.add_argument("--members", type=int, default=5000)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--interval-ms", type=int, default=5000)
+    parser.add_argument("--event-loop", choices=EVENT_LOOPS, default="asyncio", help="the server's loop")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        asyncio.run(_serve())
+        with asyncio.Runner(loop_factory=loop_factory(args.event_loop)) as runner:
+            runner.run(_serve())
         return
-    print(json.dumps(floor(args.members, args.seconds, args.interval_ms), indent=2))
+    print(json.dumps(floor(args.members, args.seconds, args.interval_ms, args.event_loop), indent=2))
 
 
 if __name__ == "__main__":

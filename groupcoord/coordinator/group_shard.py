@@ -121,8 +121,9 @@ class GroupCoordinatorShard:
         consumer, share_config = self.consumer_config, self.share_config
         if state is not None and group_id is not None:
             overrides = state.group_configs.configs.get(group_id)
-            consumer = group_config.effective(consumer, overrides)
-            share_config = group_config.effective_share(share_config, overrides)
+            if overrides:  # most groups have none: the broker's configs as they are
+                consumer = group_config.effective(consumer, overrides)
+                share_config = group_config.effective_share(share_config, overrides)
         return GroupContext(
             now_ms,
             self.metadata(),

@@ -17,6 +17,7 @@ from groupcoord.coordinator.messages.consumer_group_heartbeat import (
 )
 from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.security.sasl import SaslSession
 from tests.gateway.test_server import _config, connect
 
 CGH = 68
@@ -143,3 +144,30 @@ def test_requests_answered_at_once_keep_the_connection_from_idling_out() -> None
         await client.close()
 
     run(body, connections_max_idle_ms=500)
+
+
+def test_a_repeated_heartbeat_is_refused_once_the_connections_session_has_expired() -> None:
+    """A frame that repeats the one routing took last is not routed again (``RequestMemo.repeated``),
+    but the connection's authentication is checked again for it: once the session expires (KIP-368)
+    the very same heartbeat closes the connection, as any group request then does."""
+
+    async def body(server: GatewayServer, handler: NowHandler) -> None:
+        client = await connect(server)
+        while not any(server.connections.values()):
+            await asyncio.sleep(0.01)
+        (connection,) = (c for c in server.connections.values() if c is not None)
+        # As if the client had logged in (what SASL through the cluster sets), for a while.
+        now = [100.0]
+        connection.session = SaslSession(clock=lambda: now[0])
+        connection.session.authenticate_externally("alice")
+        connection.session.expires_at = 200.0
+        assert await client.call(CGH, 1, heartbeat("queued")) == ConsumerGroupHeartbeatResponse(member_epoch=1)
+        for _ in range(2):  # the second repeats the first byte for byte but for its correlation id
+            assert await client.call(CGH, 1, heartbeat("now")) == ConsumerGroupHeartbeatResponse(member_epoch=1)
+        now[0] = 300.0  # the session is over
+        client.send(CGH, 1, heartbeat("now"))
+        assert await client.closed_by_peer()
+        assert handler.taken_now == ["now", "now"]
+        await client.close()
+
+    run(body, authentication="required")

@@ -112,3 +112,19 @@ def test_an_answer_with_a_nested_struct_is_encoded_each_time() -> None:
     answer.assignment.topic_partitions[0].partitions.append(2)
     assert memo.encode(68, 1, 1, answer) != first
     assert memo.encode(68, 1, 1, answer) == encode_response(68, 1, 1, answer)
+
+
+def test_only_a_routed_request_is_repeated_and_with_its_new_correlation_id() -> None:
+    steady = ConsumerGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=3)
+    memo = RequestMemo()
+    first = memo.decode(payload(68, 1, 1, "c", steady))
+    assert memo.repeated(payload(68, 1, 2, "c", steady)) is None  # decoded, but not taken by routing
+    memo.routed(first)
+    again = memo.repeated(payload(68, 1, 2, "c", steady))
+    assert again is not None and again.body is first.body
+    assert again == decode_request(payload(68, 1, 2, "c", steady))
+    assert memo.repeated(payload(68, 1, 3, "other", steady)) is None  # another client id
+    memo.decode(payload(68, 1, 4, "c", ConsumerGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=4)))
+    assert memo.repeated(payload(68, 1, 5, "c", steady)) is None  # no longer the last one decoded
+    memo.routed(first)  # not the last one decoded: nothing to repeat
+    assert memo.repeated(payload(68, 1, 5, "c", steady)) is None

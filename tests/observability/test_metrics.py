@@ -10,9 +10,14 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway.framing import RequestHeader
 from groupcoord.coordinator.gateway.handler import ConnectionContext
 from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoordinatorState
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatResponse,
+    ConsumerGroupHeartbeatResponseAssignment,
+)
 from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitResponse,
@@ -320,3 +325,37 @@ def test_group_requests_handled_are_timed_by_api() -> None:
     context = ConnectionContext(RequestHeader(12, 4, 1, "c"), "127.0.0.1", 1, 9092, None)
     asyncio.run(MeteredHandler(Inner()).handle(context, HeartbeatRequest()))  # type: ignore[arg-type]
     assert handled() == before + 1
+
+
+def test_an_answer_with_its_one_error_code_at_the_top_is_counted_as_a_nested_one_is() -> None:
+    # A heartbeat's answer (its assignment holds no error code) takes the metered handler's short
+    # way; the count by error name is the same as the walk's.
+    answers = [
+        ConsumerGroupHeartbeatResponse(error_code=25, error_message="unknown member"),
+        ConsumerGroupHeartbeatResponse(
+            member_id="m",
+            member_epoch=2,
+            assignment=ConsumerGroupHeartbeatResponseAssignment(topic_partitions=[]),
+        ),
+    ]
+
+    class Inner:
+        def __init__(self, answer: Any) -> None:
+            self.answer = answer
+
+        def answer_now(self, context: ConnectionContext, request: Any) -> Any:
+            return self.answer
+
+    def count(error: str) -> float:
+        name = "groupcoord_gateway_responses_total"
+        return REGISTRY.get_sample_value(name, {"api": "ConsumerGroupHeartbeat", "error": error}) or 0.0
+
+    context = ConnectionContext(RequestHeader(68, 1, 1, "c"), "127.0.0.1", 1, 9092, None)
+    for answer in answers:
+        walked: dict[int, int] = {}
+        error_counts(answer, walked)
+        (code,) = walked
+        name = ErrorCode(code).name
+        before = count(name)
+        assert MeteredHandler(Inner(answer)).answer_now(context, None) is answer  # type: ignore[arg-type]
+        assert count(name) == before + 1

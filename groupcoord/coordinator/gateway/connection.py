@@ -503,14 +503,22 @@ class ClientConnection:
         previous = self._last_local
         if previous is not None and not previous.done():
             return False
-        try:
-            key, version, _ = peek_request(frame)
-        except FrameError:
-            return False
-        decision = routing.route(key, version, frame, self._facts(self._at_once_memo.decode))
-        if not isinstance(decision, routing.CallHandler):
-            return False
-        request = decision.request
+        memo = self._at_once_memo
+        # A steady heartbeat repeats the frame routing took last time on this connection: the
+        # same decision, as long as the connection may still send it (its authentication; the
+        # rest of what routing checks is the bytes and the gateway's configuration).
+        request = memo.repeated(frame)
+        if request is None or (self.gateway.config.authentication == "required" and not self.session.authenticated):
+            try:
+                key, version, _ = peek_request(frame)
+            except FrameError:
+                return False
+            decision = routing.route(key, version, frame, self._facts(memo.decode))
+            if not isinstance(decision, routing.CallHandler):
+                return False
+            request = decision.request
+            memo.routed(request)
+        key = request.header.api_key
         context = self._context(request.header)
         answer: AnswerNow | asyncio.Future[Message]
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from groupcoord.coordinator.gateway.apis import APIS, ApiSpec
@@ -57,27 +59,47 @@ class RequestMemo:
     body is shared between the requests: only for requests no handler changes (the heartbeats
     ``ClientConnection._answer_at_once`` is offered)."""
 
-    __slots__ = ("_head", "_tail", "_request")
+    __slots__ = ("_head", "_tail", "_request", "_routed")
 
     def __init__(self) -> None:
         self._head = self._tail = b""
         self._request: Request | None = None
+        self._routed = False  # the gateway's routing took ``_request`` (``routed``)
 
     def decode(self, payload: bytes | bytearray) -> Request:
         # The header's fixed part: api key and version (4 bytes), correlation id (4); the rest
         # (client id, tagged fields, body) must match as it is.
         head, tail = bytes(payload[:4]), bytes(payload[8:])
-        last = self._request
-        if last is not None and tail == self._tail and head == self._head:
-            header = last.header
-            correlation_id = int.from_bytes(payload[4:8], "big", signed=True)
-            header = RequestHeader(
-                header.api_key, header.api_version, correlation_id, header.client_id, header.unknown_tagged_fields
-            )
-            return Request(header, last.body)
+        last = self._again(payload, head, tail)
+        if last is not None:
+            return last
         request = decode_request(payload)
-        self._head, self._tail, self._request = head, tail, request
+        self._head, self._tail, self._request, self._routed = head, tail, request, False
         return request
+
+    def routed(self, request: Request) -> None:
+        """Routing decided to hand ``request`` (the last one decoded here) to the handler."""
+        self._routed = self._request is not None and request.body is self._request.body
+
+    def repeated(self, payload: bytes | bytearray) -> Request | None:
+        """The request routing last took (``routed``) again, with the new correlation id, if
+        ``payload`` repeats its frame; else None. The decision routing takes on a request depends
+        on its bytes and on facts of the connection that stay as they are between two requests,
+        but for its authentication, which the caller checks again."""
+        if not self._routed:
+            return None
+        return self._again(payload, bytes(payload[:4]), bytes(payload[8:]))
+
+    def _again(self, payload: bytes | bytearray, head: bytes, tail: bytes) -> Request | None:
+        last = self._request
+        if last is None or tail != self._tail or head != self._head:
+            return None
+        header = last.header
+        correlation_id = int.from_bytes(payload[4:8], "big", signed=True)
+        header = RequestHeader(
+            header.api_key, header.api_version, correlation_id, header.client_id, header.unknown_tagged_fields
+        )
+        return Request(header, last.body)
 
 
 # Field values a memoized answer may hold: immutable, so an equal answer encodes to equal bytes
@@ -112,11 +134,25 @@ class ResponseMemo:
     def _key_of(api_version: int, body: Message) -> tuple[object, ...] | None:
         if body.unknown_tagged_fields:
             return None
-        values = tuple(getattr(body, f.name) for f in body.SCHEMA)
-        for value in values:
-            if type(value) not in _SCALARS:
-                return None
-        return (type(body), api_version, *values)
+        cls = type(body)
+        values = _fields_of(cls)(body)
+        if not _SCALARS.issuperset(map(type, values)):
+            return None
+        return (cls, api_version, *values)
+
+
+# Message class -> a getter of all its schema fields as one tuple (C-level: ``attrgetter``).
+_GETTERS: dict[type, Callable[[Message], tuple[object, ...]]] = {}
+
+
+def _fields_of(cls: type[Message]) -> Callable[[Message], tuple[object, ...]]:
+    getter = _GETTERS.get(cls)
+    if getter is None:
+        names = [f.name for f in cls.SCHEMA]
+        # attrgetter of one name gives the value itself, not a tuple of one.
+        getter = operator.attrgetter(*names) if len(names) > 1 else (lambda m: tuple(getattr(m, n) for n in names))
+        _GETTERS[cls] = getter
+    return getter
 
 
 def encode_request(header: RequestHeader, body: Message) -> bytes:

@@ -156,12 +156,12 @@ BEFORE_AUTHENTICATION: frozenset[Route] = frozenset({Route.API_VERSIONS, Route.S
 
 def route(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
     """The decision for one request whose header reads ``key`` and ``version``."""
-    kind = ROUTES.get(key, Route.FORWARDED)
-    if kind not in BEFORE_AUTHENTICATION and facts.authentication_required and not facts.authenticated:
+    decide, before_authentication = _DECIDE.get(key, _DECIDE_FORWARDED)
+    if not before_authentication and facts.authentication_required and not facts.authenticated:
         # What a Kafka broker does with any other request before (or after an expired)
         # authentication: close the connection.
         return Close(f"API {key} v{version} before authentication")
-    return _DECIDERS[kind](key, version, payload, facts)
+    return decide(key, version, payload, facts)
 
 
 def _api_versions(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
@@ -281,3 +281,8 @@ _DECIDERS: dict[Route, Callable[[int, int, bytes | bytearray, Facts], Decision]]
     Route.CONFIGS: _configs,
     Route.FORWARDED: _forwarded,
 }
+# ``ROUTES`` and ``_DECIDERS`` resolved once per API key: (its decider, whether it is served
+# before authentication). Hashing a ``Route`` (an Enum: its ``__hash__`` is Python code) twice per
+# request was a visible part of routing a steady heartbeat.
+_DECIDE = {key: (_DECIDERS[kind], kind in BEFORE_AUTHENTICATION) for key, kind in ROUTES.items()}
+_DECIDE_FORWARDED = (_DECIDERS[Route.FORWARDED], Route.FORWARDED in BEFORE_AUTHENTICATION)

@@ -391,6 +391,8 @@ class CoordinatorApiHandler:
         return self.service.consumer_group_heartbeat_now(request, _facts(context))
 
     def _needs_refresh(self, names: Iterable[str], regex: bool) -> bool:
+        if not names:  # a steady heartbeat names no topic: no generator for it
+            return regex
         return regex or any(not self.topics.knows(name) for name in names)
 
     async def _learn_new_topics(self, names: Iterable[str], regex: bool) -> None:

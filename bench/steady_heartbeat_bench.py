@@ -1,0 +1,342 @@
+"""A steady ConsumerGroupHeartbeat's Python path, in process, stage by stage (issue #26 item 2).
+
+    python bench/steady_heartbeat_bench.py [--members 5000] [--partitions 10000] [--rounds 5]
+                                           [--profile out.prof]
+
+What ``bench/large_group_bench.py`` measures on the wire, without the sockets and the loop: the
+same group (``members`` KIP-848 members sharing one topic of ``partitions``, joined and
+converged through the real shard on the simulated log of tests/sim), then every member's steady
+heartbeat frame handed to ``ClientConnection._answer_at_once`` as the gateway does when it
+arrives, with ``serve``'s handler chain (metered, secured, handover relay, the coordinator's
+handler, the service, ``Shard.write_now``, the group logic) and its metrics. The answer's write
+is a no-op here. Beside the whole path, each stage alone, on the same frames (thread CPU time,
+best of ``rounds`` passes over all members, in microseconds per heartbeat):
+
+- ``route``: the frame's routing decision (header, checks, the decode memo);
+- ``context``: the connection's context for the handler;
+- ``handler``: the handler chain's ``answer_now`` (``group_logic`` of it: the shard's handler
+  on the live state, no runtime around it);
+- ``encode``: the answer's frame (the answer memo);
+- ``whole``: frame to answer bytes.
+
+Loopback sockets and the loop's turn come on top (``bench/asyncio_floor.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import random
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from groupcoord.coordinator.gateway import GatewayServer, routing  # noqa: E402
+from groupcoord.coordinator.gateway.config import GatewayConfig  # noqa: E402
+from groupcoord.coordinator.gateway.connection import ClientConnection  # noqa: E402
+from groupcoord.coordinator.gateway.framing import RequestHeader, peek_request  # noqa: E402
+from groupcoord.coordinator.gateway.protocol import encode_request  # noqa: E402
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard  # noqa: E402
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig  # noqa: E402
+from groupcoord.coordinator.groups.context import RequestContext  # noqa: E402
+from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage  # noqa: E402
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (  # noqa: E402
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatRequestTopicPartitions,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.messages.schema import topic_id_string  # noqa: E402
+from groupcoord.coordinator.observability.gateway import GatewayMetrics  # noqa: E402
+from groupcoord.coordinator.observability.metrics import ShardMetrics  # noqa: E402
+from groupcoord.coordinator.runtime.shard import Shard, ShardStatus  # noqa: E402
+from groupcoord.coordinator.server import group_handler  # noqa: E402
+from groupcoord.coordinator.service.gateway_handler import CoordinatorApiHandler  # noqa: E402
+from groupcoord.coordinator.service.gateway_handler import _facts as _request_facts  # noqa: E402
+from groupcoord.coordinator.service.handover_relay import HandoverRelay  # noqa: E402
+from groupcoord.coordinator.service.service import GroupCoordinatorService  # noqa: E402
+from tests.sim.kernel import SimHost, SimLog, SimLoop  # noqa: E402
+
+HB_KEY, HB_VERSION = 68, 1
+GROUP, TOPIC = "steady", "large"
+
+
+class _Runtime:
+    partitions = 1
+
+    def __init__(self, shard: Shard[Any]) -> None:
+        self._shard = shard
+
+    def shard(self, partition: int) -> Shard[Any]:
+        return self._shard
+
+
+class _Topics:
+    """The metadata cache: every topic known (no refresh on a heartbeat)."""
+
+    def knows(self, name: str) -> bool:
+        return True
+
+
+class _Stream:
+    """The connection's byte stream: answers counted, not sent."""
+
+    write_paused = False
+
+    def __init__(self) -> None:
+        self.written = 0
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 50000) if name == "peername" else default
+
+    def write(self, data: bytes) -> None:
+        self.written += 1
+
+
+class _Listener:
+    node_id = None
+    port = 9094
+
+
+class World:
+    """One shard on the simulated log, its service and ``serve``'s handler chain."""
+
+    def __init__(self, members: int, partitions: int) -> None:
+        self.loop = SimLoop()
+        self.host = SimHost(SimLog(), self.loop, "o", random.Random(1))
+        self.image = TopicsImage.of([TopicImage(TOPIC, topic_id_string(uuid.UUID(int=1)), partitions)])
+        self.handlers = GroupCoordinatorShard(consumer_config=ConsumerGroupConfig(), metadata=lambda: self.image)
+        self.shard = self.host.shard(0, self.handlers)
+        self.shard.observer = ShardMetrics()
+        self.shard.load()
+        self.run(1000)
+        assert self.shard.status is ShardStatus.ACTIVE
+        self.service = GroupCoordinatorService(_Runtime(self.shard), self.handlers)  # type: ignore[arg-type]
+        api = CoordinatorApiHandler(self.service, _Topics())  # type: ignore[arg-type]
+        relay = HandoverRelay(api, self.service.partition_for)
+        self.handler = group_handler(relay, _Topics(), None, frozenset(), frozenset())  # type: ignore[arg-type]
+        self.gateway = GatewayServer(
+            GatewayConfig(bootstrap_servers=["127.0.0.1:1"], listen_port=0, max_group_request_elements=2 * partitions),
+            self.handler,
+            observer=GatewayMetrics(),
+        )
+        self.members = self._converge(members)
+
+    def run(self, ms: int) -> None:
+        end = self.loop.clock.now_ms() + ms
+        while (at := self.loop.next_at()) is not None and at <= end:
+            self.loop.step()
+
+    def _send(self, requests: list[ConsumerGroupHeartbeatRequest]) -> list[ConsumerGroupHeartbeatResponse]:
+        context = RequestContext(api_version=HB_VERSION, client_id="bench", client_host="/127.0.0.1")
+        futures = [
+            self.shard.submit(lambda s, now, r=r: self.handlers.consumer_group_heartbeat(s, r, now, context))
+            for r in requests
+        ]
+        while not all(f.done() for f in futures):
+            self.run(10)
+        return [f.result() for f in futures]
+
+    def _converge(self, members: int) -> dict[str, int]:
+        """Join ``members`` at once, then heartbeat (acknowledging every assignment) until every
+        member is at the group's epoch with nothing left to acknowledge: member id -> epoch."""
+        ids = [f"member-{i:05d}" for i in range(members)]
+        joins = [
+            ConsumerGroupHeartbeatRequest(
+                group_id=GROUP,
+                member_id=m,
+                member_epoch=0,
+                rebalance_timeout_ms=300_000,
+                subscribed_topic_names=[TOPIC],
+                topic_partitions=[],
+            )
+            for m in ids
+        ]
+        epochs: dict[str, int] = {}
+        owned: dict[str, list[ConsumerGroupHeartbeatRequestTopicPartitions] | None] = {}
+
+        def took(member: str, answer: ConsumerGroupHeartbeatResponse) -> None:
+            assert answer.error_code == 0, answer
+            epochs[member] = answer.member_epoch
+            owned[member] = (
+                [
+                    ConsumerGroupHeartbeatRequestTopicPartitions(topic_id=tp.topic_id, partitions=list(tp.partitions))
+                    for tp in answer.assignment.topic_partitions
+                ]
+                if answer.assignment is not None
+                else None
+            )
+
+        for member, answer in zip(ids, self._send(joins), strict=True):
+            took(member, answer)
+        for _ in range(20):
+            self.loop.clock.advance(1500)  # past the assignment interval
+            self.run(0)
+            # A member still at epoch 0 (no target yet) joins again, as a client does.
+            requests = [
+                join
+                if epochs[m] == 0
+                else ConsumerGroupHeartbeatRequest(
+                    group_id=GROUP, member_id=m, member_epoch=epochs[m], topic_partitions=owned[m]
+                )
+                for m, join in zip(ids, joins, strict=True)
+            ]
+            answers = self._send(requests)
+            for member, answer in zip(ids, answers, strict=True):
+                took(member, answer)
+            if all(a.assignment is None for a in answers) and len(set(epochs.values())) == 1:
+                return epochs
+        raise RuntimeError("the group did not converge")
+
+    def frames(self) -> list[bytes]:
+        """Each member's steady heartbeat frame, as the gateway hands it on (no length prefix)."""
+        return [
+            encode_request(
+                RequestHeader(HB_KEY, HB_VERSION, 7, "bench"),
+                ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id=m, member_epoch=e),
+            )[4:]
+            for m, e in self.members.items()
+        ]
+
+    def connections(self, count: int) -> list[ClientConnection]:
+        return [ClientConnection(self.gateway, _Listener(), _Stream()) for _ in range(count)]  # type: ignore[arg-type]
+
+
+def _best(rounds: int, one_pass: Callable[[], int]) -> float:
+    """Microseconds per item of the best of ``rounds`` passes (thread CPU time)."""
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.thread_time()
+        n = one_pass()
+        best = min(best, (time.thread_time() - start) * 1e6 / n)
+    return best
+
+
+def measure(world: World, rounds: int) -> dict[str, float]:
+    frames = world.frames()
+    conns = world.connections(len(frames))
+    pairs = list(zip(conns, frames, strict=True))
+    for conn, frame in pairs:  # warm each connection's memos, as a steady member's have been
+        assert conn._answer_at_once(frame)
+    out: dict[str, float] = {}
+
+    def whole() -> int:
+        for conn, frame in pairs:
+            conn._answer_at_once(frame)
+        return len(pairs)
+
+    out["whole"] = _best(rounds, whole)
+
+    def route() -> int:
+        for conn, frame in pairs:
+            key, version, _ = peek_request(frame)
+            routing.route(key, version, frame, conn._facts(conn._at_once_memo.decode))
+        return len(pairs)
+
+    out["route"] = _best(rounds, route)
+    decided = []
+    for conn, frame in pairs:
+        key, version, _ = peek_request(frame)
+        decision = routing.route(key, version, frame, conn._facts(conn._at_once_memo.decode))
+        assert isinstance(decision, routing.CallHandler)
+        decided.append((conn, decision.request))
+
+    def context() -> int:
+        for conn, request in decided:
+            conn._context(request.header)
+        return len(decided)
+
+    out["context"] = _best(rounds, context)
+    called = [(conn, conn._context(request.header), request.body) for conn, request in decided]
+    answer_now = world.handler.answer_now
+
+    def handler() -> int:
+        for _, ctx, body in called:
+            answer_now(ctx, body)
+        return len(called)
+
+    out["handler"] = _best(rounds, handler)
+    # The chain layer by layer: each figure includes the layers below it.
+    layer: Any = world.handler.inner
+    for name in ("handler.secured", "handler.relay", "handler.api"):
+        answer_layer = layer.answer_now
+
+        def one_layer(answer_layer: Any = answer_layer) -> int:
+            for _, ctx, body in called:
+                answer_layer(ctx, body)
+            return len(called)
+
+        out[name] = _best(rounds, one_layer)
+        layer = getattr(layer, "inner", None)
+    service = world.service
+    facts = [(body, _request_facts(ctx)) for _, ctx, body in called]
+
+    def service_now() -> int:
+        for body, request_facts in facts:
+            service.consumer_group_heartbeat_now(body, request_facts)
+        return len(facts)
+
+    out["handler.service"] = _best(rounds, service_now)
+    shard = world.shard
+    ops = [service._consumer_heartbeat(body, request_facts)[0] for body, request_facts in facts]
+
+    def shard_now() -> int:
+        for op in ops:
+            shard.write_now(op)
+        return len(ops)
+
+    out["handler.shard"] = _best(rounds, shard_now)
+    request_context = RequestContext(api_version=HB_VERSION, client_id="bench", client_host="/127.0.0.1")
+    live, handlers = world.shard.live, world.handlers
+    now = world.loop.clock.now_ms()
+
+    def group_logic() -> int:
+        for _, _, body in called:
+            handlers.consumer_group_heartbeat(live, body, now, request_context)
+        return len(called)
+
+    out["group_logic"] = _best(rounds, group_logic)
+    answered = [(conn, ctx, answer_now(ctx, body)) for conn, ctx, body in called]
+
+    def encode() -> int:
+        for conn, ctx, answer in answered:
+            conn._encoded(ctx, answer, conn._answer_memo.encode)
+        return len(answered)
+
+    out["encode"] = _best(rounds, encode)
+    return {k: round(v, 2) for k, v in out.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--members", type=int, default=5000)
+    parser.add_argument("--partitions", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--profile", default=None, help="cProfile the whole path into this file")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    world = World(args.members, args.partitions)
+    built_s = time.perf_counter() - start
+    result: dict[str, Any] = {"members": args.members, "partitions": args.partitions, "built_s": round(built_s, 1)}
+    result["us_per_heartbeat"] = measure(world, args.rounds)
+    if args.profile:
+        frames = world.frames()
+        conns = world.connections(len(frames))
+        for conn, frame in zip(conns, frames, strict=True):
+            conn._answer_at_once(frame)
+        with cProfile.Profile() as profile:
+            for _ in range(args.rounds):
+                for conn, frame in zip(conns, frames, strict=True):
+                    conn._answer_at_once(frame)
+        profile.dump_stats(args.profile)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
