@@ -25,6 +25,8 @@ _SMALL = [bytes((i,)) for i in range(128)]
 _PRODUCER_PROBE = OffsetCommitValue(0, producer_id=-7)
 
 
+_TWICE = (2).__mul__  # zigzag of a non-negative number
+
 # The value fields, in order, that ``OffsetCommitEncoder.value`` writes.
 VALUE_FIELDS = ("offset", "leader_epoch", "metadata", "commit_timestamp", "expire_timestamp", "topic_id")
 
@@ -45,6 +47,19 @@ def _varint(z: int) -> bytes:
         z >>= 7
     buf.append(z)
     return bytes(buf)
+
+
+def _shared_tail(commit_timestamp: int, expire_timestamp: int, topic_id: str | None) -> bytes:
+    """A value's bytes after its metadata (commit and expiry timestamps, topic id)."""
+    tail: list[bytes] = []
+    write_long(tail, commit_timestamp)
+    write_long(tail, expire_timestamp)
+    if topic_id is None:
+        tail.append(b"\x00")
+    else:
+        tail.append(b"\x02")
+        write_string(tail, topic_id)
+    return b"".join(tail)
 
 
 class OffsetCommitEncoder:
@@ -68,15 +83,7 @@ class OffsetCommitEncoder:
     @staticmethod
     def _tail(value: OffsetCommitValue) -> bytes:
         """The value's bytes after its metadata: the fields a commit's records share."""
-        tail: list[bytes] = []
-        write_long(tail, value.commit_timestamp)
-        write_long(tail, value.expire_timestamp)
-        if value.topic_id is None:
-            tail.append(b"\x00")
-        else:
-            tail.append(b"\x02")
-            write_string(tail, value.topic_id)
-        return b"".join(tail)
+        return _shared_tail(value.commit_timestamp, value.expire_timestamp, value.topic_id)
 
     def key(self, key: OffsetCommitKey) -> bytes:
         # Read once: another thread encoding meanwhile replaces the entry, never changes it.
@@ -156,3 +163,36 @@ class OffsetCommitEncoder:
             out.append((key_bytes, value_bytes + tail))
             at += 1
         return at
+
+    def encode_columns(
+        self,
+        group: str,
+        topic: str,
+        partitions: Sequence[int],
+        offsets: Sequence[int],
+        leader_epochs: Sequence[int],
+        shared: tuple[int, int, str | None],
+        keys: list[bytes],
+        values: list[bytes],
+    ) -> None:
+        """Append to ``keys`` and ``values`` the bytes of plain OffsetCommit records (empty
+        metadata, no producer id: this version must be the one that writes them) of one group
+        and topic, given as columns; ``shared``: the commit and expiry timestamps and the topic
+        id they all have. What ``key`` and ``value`` give for each such record, without a record
+        object per offset: the keys, when every partition takes one byte (below 64), are joined
+        by C-level maps, and the values by one loop of two varints."""
+        prefix = self._prefix(group, topic)
+        small = _SMALL
+        if partitions and min(partitions) >= 0 and max(partitions) < 64:
+            keys.extend(map(prefix.__add__, map(small.__getitem__, map(_TWICE, partitions))))
+        else:
+            for n in partitions:
+                z = (n << 1) ^ (n >> 63)
+                keys.append(prefix + (small[z] if z < 128 else _varint(z)))
+        # The empty metadata (its length, 0) and the shared fields after it.
+        header, tail = self._value_header, b"\x00" + _shared_tail(*shared)
+        append = values.append
+        for n, e in zip(offsets, leader_epochs, strict=True):
+            z = (n << 1) ^ (n >> 63)
+            y = (e << 1) ^ (e >> 63)
+            append(header + (small[z] if z < 128 else _varint(z)) + (small[y] if y < 128 else _varint(y)) + tail)

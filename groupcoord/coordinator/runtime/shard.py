@@ -25,7 +25,7 @@ import logging
 import operator
 import time
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -37,7 +37,7 @@ from groupcoord.coordinator.runtime.headers import Headers, batch_headers
 from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
 from groupcoord.coordinator.runtime.replayer import LogReplayer
 from groupcoord.records import CoordinatorRecord
-from groupcoord.records.codec import encode_all
+from groupcoord.records.offset_commit_run import encode_columns
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ class ShardObserver:
         """An event left the queue for its handler after waiting ``waited_s``."""
 
     def processed(
-        self, state: Any, records: list[CoordinatorRecord], cause: object, seconds: float, response: object = None
+        self, state: Any, records: Sequence[CoordinatorRecord], cause: object, seconds: float, response: object = None
     ) -> None:
         """A handler returned ``records`` (not yet replayed into ``state``, the live state) and
         ``response``; ``cause`` is the timer event of a timer's handler, None for a request's."""
@@ -234,7 +234,7 @@ class _Pending:
 
 # A whole atomic batch's keys, values and headers, each in the order written: what reading the
 # batch back is compared with, column by column (``Shard._read_own``).
-_Columns = tuple[tuple[bytes, ...], tuple[bytes | None, ...], list[Headers]]
+_Columns = tuple[list[bytes], list[bytes | None], list[Headers]]
 
 # Records as the shard appended them, to know them again when they are read back: (records,
 # their (key, value, headers) as handed to the log, epoch, count of their atomic batch (1: no
@@ -242,7 +242,7 @@ _Columns = tuple[tuple[bytes, ...], tuple[bytes | None, ...], list[Headers]]
 # back, else None). One entry per atomic batch, under the offset of its first record not read
 # back yet; a record outside any batch is an entry of its own. A plain tuple, per batch rather
 # than per record: a 100-partition commit is one entry.
-_Written = tuple[list[CoordinatorRecord], list[LogRecord], int, int, int, _Columns | None]
+_Written = tuple[Sequence[CoordinatorRecord], list[LogRecord], int, int, int, _Columns | None]
 
 
 class _Timer:
@@ -530,8 +530,8 @@ class Shard(Generic[S]):
                 # tests/runtime/test_shard.py).
                 keys, values, headers_of = columns
                 same = (
-                    tuple(map(kind.value, chunk)) == values
-                    and tuple(map(kind.key, chunk)) == keys
+                    list(map(kind.value, chunk)) == values
+                    and list(map(kind.key, chunk)) == keys
                     and kind.headers(chunk[-1]) == headers_of[-1]
                 )
             else:
@@ -674,19 +674,18 @@ class Shard(Generic[S]):
             observer.dequeued(started - queued_at)
             try:
                 result = op(self.live, now)
-                encoded = encode_all(result.records)
+                # The keys and the values apart (a plain commit's are made so: ``OffsetCommitRun``):
+                # summed for the size check, kept to compare the batch read back with.
+                keys, values = encode_columns(result.records)
             except Exception as exc:  # the handler wrote nothing: its caller gets the error
                 fut.set_exception(exc)
                 continue
-            # The keys and the values apart, taken once by C-level zip: summed for the size
-            # check, kept to compare the batch read back with.
-            keys, values = zip(*encoded, strict=True) if encoded else ((), ())
             # A failed append must never leave the live state ahead of the log. The one failure
             # a request can provoke on purpose, a record larger than the log accepts, is caught
             # here, before the records touch the live state or get offsets: only this operation
             # fails and everything queued with it proceeds. Any other failure (refused by the
             # writer anyway, or lost in delivery) reloads the shard, see ``on_delivery``.
-            oversized = self._oversized(encoded, keys, values)
+            oversized = self._oversized(keys, values)
             if oversized:
                 fut.set_exception(AppendFailed(self.partition, oversized))
                 continue
@@ -699,7 +698,7 @@ class Shard(Generic[S]):
                 fut.set_exception(exc)
                 self.reload(f"replay of a new record failed: {exc!r}")
                 return
-            self._stage(result.records, encoded, out, columns=(keys, values))
+            self._stage(result.records, keys, values, out)
             self._apply_timers(result.timers, now)
             if isinstance(result.response, Park):
                 previous = self._parked.pop(result.response.token, None)
@@ -730,53 +729,50 @@ class Shard(Generic[S]):
     ) -> None:
         first_offset = self.next_offset
         out: list[LogRecord] = []
-        self._stage(records, encode_all(records), out, atomic)
+        self._stage(records, *encode_columns(records), out, atomic)
         now = self.host.clock.now_ms()
         self._pending.append(_Pending(self.next_offset - 1, fut, response, None, time.perf_counter(), now))
         self._send(out, first_offset)
 
     def _stage(
         self,
-        records: list[CoordinatorRecord],
-        encoded: list[tuple[bytes, bytes | None]],
+        records: Sequence[CoordinatorRecord],
+        keys: list[bytes],
+        values: list[bytes | None],
         out: list[LogRecord],
         atomic: bool = True,
-        columns: tuple[tuple[bytes, ...], tuple[bytes | None, ...]] | None = None,
     ) -> None:
-        """Give the records their offsets (remembered, so reading them back skips decoding) and
-        their headers: the shard epoch, and the batch position when they must apply together.
-        ``columns``: the keys and the values of ``encoded`` apart, if taken already."""
+        """Give the records (whose keys and values are ``keys`` and ``values``) their offsets
+        (remembered, so reading them back skips decoding) and their headers: the shard epoch,
+        and the batch position when they must apply together."""
         total = len(records)
         if total == 0:
             return
         epoch, inflight, offset = self.epoch, self._inflight, self.next_offset
         if atomic and total > 1:
             headers_of = batch_headers(epoch, total)
-            written = [(key, value, headers) for (key, value), headers in zip(encoded, headers_of, strict=True)]
-            keys, values = columns if columns is not None else zip(*encoded, strict=True)
+            written = list(zip(keys, values, headers_of, strict=True))
             inflight[offset] = (records, written, epoch, total, 0, (keys, values, headers_of))
             out.extend(written)
         else:
             headers = batch_headers(epoch, 1)[0]
-            for i, (record, (key, value)) in enumerate(zip(records, encoded, strict=True)):
+            for i, (record, key, value) in enumerate(zip(records, keys, values, strict=True)):
                 one: LogRecord = (key, value, headers)
                 inflight[offset + i] = ([record], [one], epoch, 1, 0, None)
                 out.append(one)
         self.next_offset = offset + total
 
-    def _oversized(
-        self, encoded: list[tuple[bytes, bytes | None]], keys: tuple[bytes, ...], values: tuple[bytes | None, ...]
-    ) -> str:
-        """Why a record of ``encoded`` (whose keys and values are ``keys`` and ``values``) is
-        larger than the log accepts; empty if none is."""
+    def _oversized(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> str:
+        """Why a record (whose keys and values are ``keys`` and ``values``) is larger than the
+        log accepts; empty if none is."""
         limit = self.host.max_record_bytes
-        if not encoded:
+        if not keys:
             return ""
         # No record is larger than all of them together: that sum, taken by C-level maps, says so
         # for a whole commit at once (the loop below cost 0.3 us a record of a 100-partition one).
         if sum(map(len, keys)) + sum(map(len, filter(None, values))) + _FRAMING_BYTES <= limit:
             return ""
-        for key, value in encoded:
+        for key, value in zip(keys, values, strict=True):
             size = len(key) + len(value or b"") + _FRAMING_BYTES
             if size > limit:
                 return f"a record of {size} bytes is larger than the log accepts ({limit} bytes)"
