@@ -59,8 +59,10 @@ def _expected(run: OffsetCommitRun) -> tuple[list[bytes], list[bytes]]:
 def _runs(draw: st.DrawFn) -> OffsetCommitRun:
     topics = []
     for _ in range(draw(st.integers(0, 3))):
-        partitions = draw(st.lists(st.integers(0, 63) | _INT32, max_size=8))
-        offsets = draw(st.lists(_INT64 | st.integers(0, 10**7), min_size=len(partitions), max_size=len(partitions)))
+        # One-byte and two-byte partitions (those the encoder looks up), others, negative ones.
+        partitions = draw(st.lists(st.integers(0, 63) | st.integers(64, 1100) | _INT32, max_size=8))
+        # Offsets of every varint length the encoder makes in one call, and longer.
+        offsets = draw(st.lists(_INT64 | st.integers(0, 2**36), min_size=len(partitions), max_size=len(partitions)))
         epochs = draw(st.lists(st.just(-1) | _INT32, min_size=len(partitions), max_size=len(partitions)))
         name = draw(st.sampled_from(["t", "topic-ü", "", "x" * 70]))
         topic_id = draw(st.none() | st.sampled_from(["AAAAAAAAAAAAAAAAAAAAAA", "q83vEjRWeJCrze8SNFZ4kA"]))
