@@ -166,7 +166,7 @@ async def measure(service: GroupCoordinatorService, partitions: int, seconds: fl
         "offsets_per_s": done / elapsed,
         "requests_per_s": done / partitions / elapsed,
         "latency_ms": {"p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99)},
-        "serve_cpu_us_per_offset": {"process": cpu / done * 1e6, "loop_thread": loop_cpu / done * 1e6},
+        "serve_cpu_us_per_offset": {"process": cpu / max(done, 1) * 1e6, "loop_thread": loop_cpu / max(done, 1) * 1e6},
     }
 
 

@@ -156,6 +156,7 @@ def _request(topics: list[tuple[str, list[tuple[int, int, str | None]]]], topic_
             False,
         ),
         ([("t", [])], CommitVerdict(), False),  # nothing to write
+        ([("t", [(3, 5, "")])], CommitVerdict(), False),  # one record: made as before
     ],
 )
 def test_the_handler_answers_and_writes_as_without_runs(

@@ -180,7 +180,9 @@ def _plain_run(request: OffsetCommitRequest, now_ms: int, expire: int) -> Result
         ]
     )
     run = OffsetCommitRun(request.group_id, now_ms, expire, topics)
-    return Result(response, run if len(run) else [])
+    if len(run) < 2:  # no record, or one: made as it always was (a run saves nothing there)
+        return Result(response, list(run))
+    return Result(response, run)
 
 
 # Upper bounds of an answered topic's fixed fields (its uuid and framing; the name is counted)
