@@ -128,7 +128,10 @@ def encode_columns(records: Sequence[CoordinatorRecord]) -> tuple[list[bytes], l
         # The caller only reads them: a list of values none of which is a tombstone.
         return keys, cast(list[bytes | None], values)
     encoded = DEFAULT_CODEC.encode_all(records)
-    return [key for key, _ in encoded], [value for _, value in encoded]
+    if not encoded:
+        return [], []
+    key_column, value_column = zip(*encoded, strict=True)
+    return list(key_column), list(value_column)
 
 
 def run_or_none(records: Any) -> OffsetCommitRun | None:

@@ -110,7 +110,8 @@ def commit_offsets(
     # Only -1 means "the broker's default"; any other retention (v2-v4), 0 included, is taken as
     # given, so 0 expires the offsets at commit time (Kafka's expireTimestampMs).
     expire = now_ms + request.retention_time_ms if request.retention_time_ms != -1 else -1
-    if not rejected and RUNS_ENABLED:
+    # A run saves nothing for a single record (made as a record anyway, to be fed alone).
+    if not rejected and RUNS_ENABLED and sum(map(len, map(_PARTITIONS, request.topics))) > 1:
         run = _plain_run(request, now_ms, expire)
         if run is not None:
             return run
@@ -151,6 +152,7 @@ def commit_offsets(
     return Result(response, records)
 
 
+_PARTITIONS = attrgetter("partitions")
 _INDEX = attrgetter("partition_index")
 _OFFSET = attrgetter("committed_offset")
 _EPOCH = attrgetter("committed_leader_epoch")
@@ -179,10 +181,7 @@ def _plain_run(request: OffsetCommitRequest, now_ms: int, expire: int) -> Result
             for t, (_, _, indexes, _, _) in zip(request.topics, topics, strict=True)
         ]
     )
-    run = OffsetCommitRun(request.group_id, now_ms, expire, topics)
-    if len(run) < 2:  # no record, or one: made as it always was (a run saves nothing there)
-        return Result(response, list(run))
-    return Result(response, run)
+    return Result(response, OffsetCommitRun(request.group_id, now_ms, expire, topics))
 
 
 # Upper bounds of an answered topic's fixed fields (its uuid and framing; the name is counted)

@@ -515,7 +515,7 @@ class Shard(Generic[S]):
         size = len(written) - checked
         chunk = messages[start : start + size]
         read = len(chunk)
-        if read and chunk[-1].offset() == offset + read - 1:
+        if (columns is not None or read == size > 1) and read and chunk[-1].offset() == offset + read - 1:
             # Read through the messages' own class by C-level maps where they are all of one
             # (the reader's): a comprehension of three calls a record cost twice as much.
             kind: Any = type(chunk[0])
