@@ -172,7 +172,8 @@ class GroupCoordinatorShard:
         if isinstance(event, ShareSessionTimeout):
             result = routing.on_timer(state, event, self.context(now_ms, None, state, event.group_id))
             if result.records:  # the member was removed: its records go back
-                result.records += share_ops.release_records(state.share_data, event.group_id, event.member_id)
+                released = share_ops.release_records(state.share_data, event.group_id, event.member_id)
+                result.records = [*result.records, *released]
             return result
         return routing.on_timer(state, event, self.context(now_ms, None, state, getattr(event, "group_id", None)))
 
@@ -188,7 +189,9 @@ class GroupCoordinatorShard:
             else simple_group_commit_verdict(state, request, context.api_version)
         )
         result = commit_offsets(state.offsets, request, now_ms, self.offsets_config, verdict)
-        result.records += txn.overtaking_records(state.txn, request.group_id, result.records)
+        overtaking = txn.overtaking_records(state.txn, request.group_id, result.records)
+        if overtaking:  # a plain commit's records may be a run (``OffsetCommitRun``): a list made anew
+            result.records = [*result.records, *overtaking]
         if group is not None and group.type == CLASSIC and verdict.error == ErrorCode.NONE:
             # Kafka refreshes only classic groups' sessions on a commit: a classic member inside a
             # consumer group keeps its session by heartbeats alone.
@@ -390,7 +393,8 @@ class GroupCoordinatorShard:
         if left and isinstance(response, ShareGroupHeartbeatResponse) and response.error_code == ErrorCode.NONE:
             # A member that leaves gives its acquired records back at once (Kafka's
             # ShareGroupListener.onMemberLeave), in the same batch as its leaving.
-            result.records += share_ops.release_records(state.share_data, request.group_id, request.member_id)
+            released = share_ops.release_records(state.share_data, request.group_id, request.member_id)
+            result.records = [*result.records, *released]
         return result
 
     # --- group configs -----------------------------------------------------------------------

@@ -57,6 +57,7 @@ class _Compiled:
         "fast_values",
         "version_checks",
         "run_encoder",
+        "plain_commits",
     )
 
     def __init__(self, definition: RecordDef, compiled_readers: bool = True) -> None:
@@ -101,6 +102,8 @@ class _Compiled:
         # (records, start, out) -> where the run stopped: encodes the records from ``start`` on
         # that go in the oldest version, while they last (``OffsetCommitEncoder.encode_run``).
         self.run_encoder: Callable[[Sequence[Any], int, list[tuple[bytes, bytes | None]]], int] | None = None
+        # The encoder of a plain commit's version (the oldest: it lacks the producer id alone).
+        self.plain_commits: OffsetCommitEncoder | None = None
         for v, declared in definition.value_schemas.items():
             encoder = compile_encoder(declared, _VALUE_HEADER.pack(definition.type, v))
             if encoder is not None:
@@ -113,6 +116,8 @@ class _Compiled:
                     self.run_encoder = functools.partial(
                         commits.encode_run, lacking=oldest_lacking, defaults=oldest_defaults
                     )
+                    if oldest_defaults == (-1,) and oldest_lacking(OffsetCommitValue(0, producer_id=-7)) == (-7,):
+                        self.plain_commits = commits
 
     def version_for(self, value: Any) -> int:
         for version, lacking, defaults in self.version_checks:
@@ -170,6 +175,12 @@ class RecordCodec:
         except KeyError:
             raise RecordDecodeError(f"unknown record type {record_type}") from None
 
+    def plain_commit_encoder(self) -> OffsetCommitEncoder | None:
+        """The encoder of the OffsetCommit version a plain commit (no producer id) is written
+        in, if these definitions have the one ``OffsetCommitEncoder`` writes."""
+        compiled = self._by_type.get(int(RecordType.OFFSET_COMMIT))
+        return None if compiled is None else compiled.plain_commits
+
     def encode_key(self, record_type: RecordType, key: Any) -> bytes:
         c = self._compiled(record_type)
         if c.fast_key is not None:
@@ -189,7 +200,7 @@ class RecordCodec:
     def encode(self, record: CoordinatorRecord) -> tuple[bytes, bytes | None]:
         return self.encode_key(record.type, record.key), self.encode_value(record.type, record.value)
 
-    def encode_all(self, records: list[CoordinatorRecord]) -> list[tuple[bytes, bytes | None]]:
+    def encode_all(self, records: Sequence[CoordinatorRecord]) -> list[tuple[bytes, bytes | None]]:
         """``[encode(r) for r in records]``, with one lookup of the record type's encoders per
         run of records of one type (a 100-partition commit is a run of 100 OffsetCommits)."""
         out: list[tuple[bytes, bytes | None]] = []

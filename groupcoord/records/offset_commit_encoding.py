@@ -31,7 +31,7 @@ VALUE_FIELDS = ("offset", "leader_epoch", "metadata", "commit_timestamp", "expir
 
 def _varint(z: int) -> bytes:
     """A zigzag-encoded long (``z`` >= 128) as Avro's base-128 varint, low groups first. Up to
-    four bytes (offsets below 2**27) are made in one call: the loop cost a third of encoding
+    five bytes (offsets below 2**34) are made in one call: the loop cost a third of encoding
     a commit whose offsets take two or three bytes (profiled)."""
     if z < 0x4000:
         return bytes(((z & 127) | 128, z >> 7))
@@ -39,12 +39,34 @@ def _varint(z: int) -> bytes:
         return bytes(((z & 127) | 128, ((z >> 7) & 127) | 128, z >> 14))
     if z < 0x10000000:
         return bytes(((z & 127) | 128, ((z >> 7) & 127) | 128, ((z >> 14) & 127) | 128, z >> 21))
+    if z < 0x800000000:
+        return bytes(
+            ((z & 127) | 128, ((z >> 7) & 127) | 128, ((z >> 14) & 127) | 128, ((z >> 21) & 127) | 128, z >> 28)
+        )
     buf = bytearray()
     while z > 127:
         buf.append((z & 127) | 128)
         z >>= 7
     buf.append(z)
     return bytes(buf)
+
+
+# The bytes of partitions 0 to 1,023 (a key's last field): the keys of a commit to a topic of up
+# to 1,024 partitions are joined by C-level maps (``OffsetCommitEncoder.encode_columns``).
+_PARTITIONS = [_SMALL[2 * p] if p < 64 else _varint(2 * p) for p in range(1024)]
+
+
+def _shared_tail(commit_timestamp: int, expire_timestamp: int, topic_id: str | None) -> bytes:
+    """A value's bytes after its metadata (commit and expiry timestamps, topic id)."""
+    tail: list[bytes] = []
+    write_long(tail, commit_timestamp)
+    write_long(tail, expire_timestamp)
+    if topic_id is None:
+        tail.append(b"\x00")
+    else:
+        tail.append(b"\x02")
+        write_string(tail, topic_id)
+    return b"".join(tail)
 
 
 class OffsetCommitEncoder:
@@ -68,15 +90,7 @@ class OffsetCommitEncoder:
     @staticmethod
     def _tail(value: OffsetCommitValue) -> bytes:
         """The value's bytes after its metadata: the fields a commit's records share."""
-        tail: list[bytes] = []
-        write_long(tail, value.commit_timestamp)
-        write_long(tail, value.expire_timestamp)
-        if value.topic_id is None:
-            tail.append(b"\x00")
-        else:
-            tail.append(b"\x02")
-            write_string(tail, value.topic_id)
-        return b"".join(tail)
+        return _shared_tail(value.commit_timestamp, value.expire_timestamp, value.topic_id)
 
     def key(self, key: OffsetCommitKey) -> bytes:
         # Read once: another thread encoding meanwhile replaces the entry, never changes it.
@@ -156,3 +170,41 @@ class OffsetCommitEncoder:
             out.append((key_bytes, value_bytes + tail))
             at += 1
         return at
+
+    def encode_columns(
+        self,
+        group: str,
+        topic: str,
+        partitions: Sequence[int],
+        offsets: Sequence[int],
+        leader_epochs: Sequence[int],
+        shared: tuple[int, int, str | None],
+        keys: list[bytes],
+        values: list[bytes],
+    ) -> None:
+        """Append to ``keys`` and ``values`` the bytes of plain OffsetCommit records (empty
+        metadata, no producer id: this version must be the one that writes them) of one group
+        and topic, given as columns; ``shared``: the commit and expiry timestamps and the topic
+        id they all have. What ``key`` and ``value`` give for each such record, without a record
+        object per offset: the keys, when every partition is below 1,024, are joined by C-level
+        maps, and the values by one loop of a varint (the offset) and a lookup (what follows it
+        is the same for every offset of a leader epoch)."""
+        prefix = self._prefix(group, topic)
+        small = _SMALL
+        if partitions and min(partitions) >= 0 and max(partitions) < len(_PARTITIONS):
+            keys.extend(map(prefix.__add__, map(_PARTITIONS.__getitem__, partitions)))
+        else:
+            for n in partitions:
+                z = (n << 1) ^ (n >> 63)
+                keys.append(prefix + (small[z] if z < 128 else _varint(z)))
+        # After the offset: the leader epoch, the empty metadata (its length, 0) and the shared fields.
+        header, tail = self._value_header, b"\x00" + _shared_tail(*shared)
+        after: dict[int, bytes] = {}
+        append = values.append
+        for n, e in zip(offsets, leader_epochs, strict=True):
+            rest = after.get(e)
+            if rest is None:
+                y = (e << 1) ^ (e >> 63)
+                rest = after[e] = (small[y] if y < 128 else _varint(y)) + tail
+            z = (n << 1) ^ (n >> 63)
+            append(header + (small[z] if z < 128 else _varint(z)) + rest)

@@ -66,6 +66,8 @@ def test_offsets_bench(tmp_path: Path, bootstrap: str) -> None:
         assert r["latency_ms"]["p99"] >= r["latency_ms"]["p50"] > 0
     for r in result["groupcoord"]:
         assert r["x_raw"] > 0 and r["event_loop"] in ("uvloop", "asyncio")
+        # The serve-side CPU per acknowledged offset, to compare versions by.
+        assert r["serve_cpu_us_per_offset"]["process"] >= r["serve_cpu_us_per_offset"]["loop_thread"] > 0
 
 
 def test_large_group_bench(tmp_path: Path, bootstrap: str) -> None:

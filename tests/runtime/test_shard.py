@@ -10,6 +10,7 @@ import pytest
 from groupcoord.coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
 from groupcoord.coordinator.runtime.headers import make_headers
 from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult
+from groupcoord.coordinator.runtime.replayer import LogReplayer
 from groupcoord.coordinator.runtime.shard import (
     AppendFailed,
     IllegalTransition,
@@ -270,6 +271,54 @@ def test_a_batch_read_back_in_pieces_is_applied_whole_and_answered_once_read() -
     assert offsets(shard.committed) == {p: 2 if p % 2 == 0 else 1 for p in range(300)}
     assert shard.replay_matches() and shard.caught_up
     assert shard.status is ShardStatus.ACTIVE
+
+
+def _appended(world: World, shard: Shard[Any], records: list[CoordinatorRecord]) -> tuple[Any, int, list[Any]]:
+    """Submit ``records`` as one batch to a shard whose reader is stalled; (its future, the offset
+    of its first record, its (key, value, headers) as handed to the log) once appended."""
+    start = shard.next_offset
+    fut = shard.submit(write(*records))
+    for _ in range(100):  # until the flush has appended the batch
+        if start in shard._inflight:
+            break
+        world.loop.step()
+    return fut, start, shard._inflight[start][1]
+
+
+def test_a_batch_read_back_in_pieces_is_checked_piece_by_piece_and_applied_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each piece is compared column by column; nothing is fed record by record, and the answer
+    # waits for the last piece.
+    world = World()
+    shard = world.loaded()
+    world.hosts[0].stall()  # what the shard reads is handed over below
+    one_by_one: list[int] = []
+    feed_own = LogReplayer.feed_own
+    monkeypatch.setattr(
+        LogReplayer, "feed_own", lambda self, at, *rest: one_by_one.append(at) or feed_own(self, at, *rest)
+    )
+    fut, start, ours = _appended(world, shard, [commit(p, 7) for p in range(5)])
+    pieces = [[0, 1], [2], [3, 4]]
+    for piece in pieces:
+        assert not fut.done()
+        shard.on_records(shard.generation, [SimMessage(Entry(start + i, *ours[i])) for i in piece])  # type: ignore[misc]
+    assert fut.done() and fut.result() == "ok" and one_by_one == []
+    assert offsets(shard.committed) == {p: 7 for p in range(5)} and shard.status is ShardStatus.ACTIVE
+
+
+def test_a_zombie_record_after_a_checked_piece_of_our_batch_is_not_taken_for_ours() -> None:
+    # The first two records of our batch are read back and checked; the next offset holds a
+    # zombie's record with our very bytes (an older epoch): nothing is released, the shard reloads.
+    world = World()
+    shard = world.loaded()
+    world.hosts[0].stall()
+    fut, start, ours = _appended(world, shard, [commit(p, 7) for p in range(3)])
+    shard.on_records(shard.generation, [SimMessage(Entry(start + i, *ours[i])) for i in (0, 1)])  # type: ignore[misc]
+    zombie = Entry(start + 2, ours[2][0], ours[2][1], make_headers(shard.epoch - 1, 2, 3))
+    shard.on_records(shard.generation, [SimMessage(zombie)])  # type: ignore[misc]
+    assert not fut.done() or isinstance(fut.exception(), ShardNotAvailable)
+    assert shard.status is not ShardStatus.ACTIVE  # reloading: another writer's record was found
 
 
 def test_restarts_leave_one_shard_epoch_record_after_compaction() -> None:

@@ -22,6 +22,7 @@ from groupcoord.coordinator.share.shard_ops import SHARE_STATE_RECORD_TYPES, Sha
 from groupcoord.records import CoordinatorRecord, RecordType
 from groupcoord.records.definitions import OffsetCommitKey
 from groupcoord.records.offset_commit_decoding import EncodedOffsets, OffsetsTable, decode_offset_value
+from groupcoord.records.offset_commit_run import OffsetCommitRun
 
 
 class GroupCoordinatorState:
@@ -59,6 +60,9 @@ class GroupCoordinatorState:
         if self.txn.open_by_partition:  # a plain commit may overtake a staged one: one by one
             for record in records:
                 self.replay(record)
+            return
+        if type(records) is OffsetCommitRun:  # a plain commit, as columns
+            self.offsets.replay_run(records)
             return
         at, end = 0, len(records)
         while at < end:

@@ -120,7 +120,7 @@ def _consumer_group_heartbeat_to_classic_group(
         result = cg.consumer_group_heartbeat(state.consumer, request, ctx)
         if _failed(result.response):
             return Result(result.response)
-        result.records[:0] = group.tombstones()
+        result.records = [*group.tombstones(), *result.records]
         return result
     refusal = validate_online_upgrade(group, ctx.consumer)
     if refusal is not None:
@@ -253,7 +253,9 @@ def classic_group_join_to_consumer_group(
     if converted is None:
         return joined
     state.consumer.classic_join_deadlines.pop((group.group_id, response.member_id), None)
-    return Result(response, joined.records + converted.records, joined.timers + converted.timers, converted.completions)
+    return Result(
+        response, [*joined.records, *converted.records], joined.timers + converted.timers, converted.completions
+    )
 
 
 def classic_group_join_to_classic_group(
@@ -266,7 +268,7 @@ def classic_group_join_to_classic_group(
     result = classic.classic_join(state.classic, request, token, ctx)
     if isinstance(group, ConsumerGroup) and not _failed(result.response):
         # An empty consumer group becomes a classic group (maybeDeleteEmptyConsumerGroup).
-        result.records[:0] = group.tombstones()
+        result.records = [*group.tombstones(), *result.records]
     return result
 
 

@@ -51,7 +51,7 @@ import concurrent.futures
 import logging
 import time
 from collections import Counter as Tally
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -66,6 +66,7 @@ from groupcoord.coordinator.observability.registry import REGISTRY
 from groupcoord.coordinator.runtime.shard import Shard, ShardObserver, ShardStatus
 from groupcoord.coordinator.share.shard_ops import ShareLockExpiry
 from groupcoord.records import CoordinatorRecord, RecordType
+from groupcoord.records.offset_commit_run import OffsetCommitRun
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +230,7 @@ class ShardMetrics(ShardObserver):
         BATCH_FLUSH_TIME.observe(seconds)
 
     def processed(
-        self, state: Any, records: list[CoordinatorRecord], cause: object, seconds: float, response: object = None
+        self, state: Any, records: Sequence[CoordinatorRecord], cause: object, seconds: float, response: object = None
     ) -> None:
         EVENT_PROCESSING_TIME.observe(seconds)
         if isinstance(cause, ShareLockExpiry) and isinstance(response, int):
@@ -238,7 +239,7 @@ class ShardMetrics(ShardObserver):
             count_records(state, records, timer=cause is not None)
 
 
-def count_records(state: GroupCoordinatorState, records: list[CoordinatorRecord], timer: bool) -> None:
+def count_records(state: GroupCoordinatorState, records: Sequence[CoordinatorRecord], timer: bool) -> None:
     """Count what ``records`` (returned by one handler, not yet replayed into ``state``) do.
 
     An OffsetCommit value is a commit; an OffsetCommit tombstone is an expiration when a timer
@@ -246,6 +247,9 @@ def count_records(state: GroupCoordinatorState, records: list[CoordinatorRecord]
     A ConsumerGroupMetadata value with a higher epoch than the group's is a rebalance (Kafka
     counts each group epoch bump); a GroupMetadata value with members and a generation newer
     than the group's last record is a completed classic rebalance."""
+    if type(records) is OffsetCommitRun:  # a plain commit's records, as columns
+        COUNTS.offset_commits += len(records)
+        return
     commits = tombstones = 0
     decided = applied = 0
     for record in records:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.messages.offset_commit import (
@@ -30,6 +31,7 @@ from groupcoord.coordinator.runtime.api import Result
 from groupcoord.records import CoordinatorRecord
 from groupcoord.records.definitions import OffsetCommitValue
 from groupcoord.records.offset_commit_records import offset_commit_record
+from groupcoord.records.offset_commit_run import RUNS_ENABLED, OffsetCommitRun, RunTopic, is_plain_topic_id
 
 
 def java_length(text: str) -> int:
@@ -108,6 +110,11 @@ def commit_offsets(
     # Only -1 means "the broker's default"; any other retention (v2-v4), 0 included, is taken as
     # given, so 0 expires the offsets at commit time (Kafka's expireTimestampMs).
     expire = now_ms + request.retention_time_ms if request.retention_time_ms != -1 else -1
+    # A run saves nothing for a single record (made as a record anyway, to be fed alone).
+    if not rejected and RUNS_ENABLED and sum(map(len, map(_PARTITIONS, request.topics))) > 1:
+        run = _plain_run(request, now_ms, expire)
+        if run is not None:
+            return run
     # One pass, the records and the answer together: a 100-partition commit builds 100 of each.
     group_id = request.group_id
     make, accepted = offset_commit_record, ErrorCode.NONE
@@ -143,6 +150,38 @@ def commit_offsets(
         answered.append(OffsetCommitResponseTopic(name=name, topic_id=t.topic_id, partitions=partitions))
     response = OffsetCommitResponse(topics=answered)
     return Result(response, records)
+
+
+_PARTITIONS = attrgetter("partitions")
+_INDEX = attrgetter("partition_index")
+_OFFSET = attrgetter("committed_offset")
+_EPOCH = attrgetter("committed_leader_epoch")
+_METADATA = attrgetter("committed_metadata")
+
+
+def _plain_run(request: OffsetCommitRequest, now_ms: int, expire: int) -> Result[OffsetCommitResponse] | None:
+    """A commit that no verdict refuses in part and that has no metadata, as an
+    ``OffsetCommitRun`` (its records as columns, taken from the request by C-level maps) and its
+    answer; None where a record would not be plain (metadata, an unusual topic id)."""
+    topics: list[RunTopic] = []
+    for t in request.topics:
+        topic_id = known_topic_id(t.topic_id)
+        if any(map(_METADATA, t.partitions)) or not is_plain_topic_id(topic_id):
+            return None
+        parts = t.partitions
+        topics.append((t.name, topic_id, list(map(_INDEX, parts)), list(map(_OFFSET, parts)), list(map(_EPOCH, parts))))
+    accepted = ErrorCode.NONE
+    response = OffsetCommitResponse(
+        topics=[
+            OffsetCommitResponseTopic(
+                name=t.name,
+                topic_id=t.topic_id,
+                partitions=[OffsetCommitResponsePartition(partition_index=i, error_code=accepted) for i in indexes],
+            )
+            for t, (_, _, indexes, _, _) in zip(request.topics, topics, strict=True)
+        ]
+    )
+    return Result(response, OffsetCommitRun(request.group_id, now_ms, expire, topics))
 
 
 # Upper bounds of an answered topic's fixed fields (its uuid and framing; the name is counted)

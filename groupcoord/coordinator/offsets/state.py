@@ -17,6 +17,7 @@ from typing import Any
 from groupcoord.records import CoordinatorRecord, RecordType
 from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue
 from groupcoord.records.offset_commit_decoding import EncodedOffsets, OffsetsTable, decode_offset_value
+from groupcoord.records.offset_commit_run import OffsetCommitRun
 
 _KIND = RecordType.OFFSET_COMMIT
 
@@ -117,6 +118,17 @@ class OffsetsState:
             slots[key.partition] = value
             at += 1
         return at
+
+    def replay_run(self, run: OffsetCommitRun) -> None:
+        """Replay a plain commit's records (``OffsetCommitRun``): what ``replay`` does with each,
+        its values held as a load keeps them (the run's ``kept``, shared with the other states
+        it is replayed into) and placed with one dict update per topic."""
+        kept, at = run.kept(), 0
+        for name, _, partitions, _, _ in run.topics:
+            if partitions:  # a topic named with no partition writes nothing
+                end = at + len(partitions)
+                self._partitions(run.group, name).slots.update(zip(partitions, kept[at:end], strict=True))
+                at = end
 
     def replay_encoded(self, runs: list[EncodedOffsets]) -> None:
         """Replay OffsetCommit records whose values are left encoded: the same as replaying

@@ -51,7 +51,9 @@ class Park:
 @dataclass(slots=True)
 class Result(Generic[T]):
     response: T | Park
-    records: list[CoordinatorRecord] = field(default_factory=list)
+    # A list, or a plain commit's records as columns (``OffsetCommitRun``): a handler adding
+    # records to another's result makes a new list (``[*result.records, *more]``).
+    records: Sequence[CoordinatorRecord] = field(default_factory=list)
     timers: list[TimerOp] = field(default_factory=list)
     # Answers to parked requests, released (like ``response``) once ``records`` are committed.
     completions: list[tuple[Hashable, Any]] = field(default_factory=list)

@@ -45,6 +45,7 @@ from groupcoord.records.codec import DEFAULT_CODEC, record_type_of
 from groupcoord.records.definitions import ShardEpochKey
 from groupcoord.records.offset_commit_decoding import KEY_PREFIX as _COMMIT_PREFIX
 from groupcoord.records.offset_commit_decoding import OffsetCommitRuns, OffsetsTable
+from groupcoord.records.offset_commit_run import OffsetCommitRun
 
 # The runtime's own records drive the log rules, so they are decoded as soon as they are read.
 _RUNTIME_TYPES = frozenset({int(RecordType.SHARD_EPOCH), int(RecordType.BATCH_ABORT), int(RecordType.LOG_SKIP)})
@@ -259,7 +260,8 @@ class LogReplayer:
             or self._buffer
         ):
             return False
-        if not _RUNTIME_TYPES.isdisjoint(map(_type_of, records)):
+        # A run (a plain commit's records as columns) holds OffsetCommit records alone.
+        if type(records) is not OffsetCommitRun and not _RUNTIME_TYPES.isdisjoint(map(_type_of, records)):
             return False
         # What ``_place`` leaves after the batch's last record: nothing buffered, the batch closed.
         self._batch_end = offset + count

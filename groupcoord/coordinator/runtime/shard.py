@@ -25,7 +25,7 @@ import logging
 import operator
 import time
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -37,7 +37,7 @@ from groupcoord.coordinator.runtime.headers import Headers, batch_headers
 from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
 from groupcoord.coordinator.runtime.replayer import LogReplayer
 from groupcoord.records import CoordinatorRecord
-from groupcoord.records.codec import encode_all
+from groupcoord.records.offset_commit_run import encode_columns
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ class ShardObserver:
         """An event left the queue for its handler after waiting ``waited_s``."""
 
     def processed(
-        self, state: Any, records: list[CoordinatorRecord], cause: object, seconds: float, response: object = None
+        self, state: Any, records: Sequence[CoordinatorRecord], cause: object, seconds: float, response: object = None
     ) -> None:
         """A handler returned ``records`` (not yet replayed into ``state``, the live state) and
         ``response``; ``cause`` is the timer event of a timer's handler, None for a request's."""
@@ -241,15 +241,16 @@ class _Pending:
 
 # A whole atomic batch's keys, values and headers, each in the order written: what reading the
 # batch back is compared with, column by column (``Shard._read_own``).
-_Columns = tuple[tuple[bytes, ...], tuple[bytes | None, ...], list[Headers]]
+_Columns = tuple[list[bytes], list[bytes | None], list[Headers]]
 
 # Records as the shard appended them, to know them again when they are read back: (records,
 # their (key, value, headers) as handed to the log, epoch, count of their atomic batch (1: no
-# batch), index of the first of them in that batch, the batch's columns while none of it is read
-# back, else None). One entry per atomic batch, under the offset of its first record not read
-# back yet; a record outside any batch is an entry of its own. A plain tuple, per batch rather
-# than per record: a 100-partition commit is one entry.
-_Written = tuple[list[CoordinatorRecord], list[LogRecord], int, int, int, _Columns | None]
+# batch), index of the first of them in that batch, the whole batch's columns while none of it
+# is fed to the replayer, else None, and how many of them were read back and checked but not fed
+# yet: only with columns). One entry per atomic batch, under the offset of its first record not
+# read back yet; a record outside any batch is an entry of its own. A plain tuple, per batch
+# rather than per record: a 100-partition commit is one entry.
+_Written = tuple[Sequence[CoordinatorRecord], list[LogRecord], int, int, int, _Columns | None, int]
 
 
 class _Timer:
@@ -506,46 +507,61 @@ class Shard(Generic[S]):
 
     def _read_own(self, messages: list[Message], start: int, offset: int, ours: _Written) -> tuple[int, int | None]:
         """Feed the records read from ``messages[start]`` on (at ``offset``) that ``ours`` were
-        written as; (how many were fed, the first offset holding something else or None).
+        written as; (how many were read, the first offset holding something else or None).
 
         Skips decoding only where the record read is the one we wrote: another writer (a zombie,
         or the owner we fenced) may have taken the offset, even with the very same bytes (both
         handled the same heartbeat): the headers (its epoch) tell them apart, and the zombie's
-        is fenced on replay. A whole atomic batch read back unchanged, the common case, is
-        compared as one list and applied at once (``LogReplayer.feed_own_batch``)."""
-        records, written, epoch, count, base, columns = ours
+        is fenced on replay. An atomic batch read back unchanged, the common case, is compared
+        column by column and applied at once (``LogReplayer.feed_own_batch``), also when the
+        reader hands it over in pieces: each piece is checked and the batch applied with its
+        last (replaying a piece only buffers it until the batch ends anyway)."""
+        records, written, epoch, count, base, columns, checked = ours
         replayer = self._replayer
-        size = len(written)
+        first = offset - checked  # where the entry's first record is
+        size = len(written) - checked
         chunk = messages[start : start + size]
-        if len(chunk) == size > 1 and chunk[-1].offset() == offset + size - 1:
+        read = len(chunk)
+        if (columns is not None or read == size > 1) and read and chunk[-1].offset() == offset + read - 1:
             # Read through the messages' own class by C-level maps where they are all of one
             # (the reader's): a comprehension of three calls a record cost twice as much.
             kind: Any = type(chunk[0])
-            if list(map(type, chunk)).count(kind) != size:
+            if list(map(type, chunk)).count(kind) != read:
                 kind = _MESSAGE_PARTS
             if columns is not None:
                 # Column by column, values first (where two batches differ most): no tuple per
-                # record read. The headers of the last record alone: taking every record's
+                # record read. The headers of the piece's last record alone: taking every record's
                 # headers (a list of tuples made per record) was a tenth of a 100-partition
-                # commit's time. They say enough: the records before this batch are ours at
-                # the offsets we counted (each entry is checked in turn, any mismatch reloads),
-                # so this batch's records lie at this offset or later, in the order written (one
-                # idempotent producer). Our epoch and the batch's last index at the batch's last
-                # offset is then our last record (another of ours there would carry another
-                # index), and the records before it fill the offsets before it: none is another
-                # writer's, even one with our very bytes (the zombie tests in
-                # tests/runtime/test_shard.py).
+                # commit's time. They say enough: the records before this piece are ours at
+                # the offsets we counted (each entry and piece is checked in turn, any mismatch
+                # reloads), so this piece's records lie at this offset or later, in the order
+                # written (one idempotent producer). Our epoch and the batch index of the piece's
+                # last record at the piece's last offset is then that record of ours (another of
+                # ours there would carry another index), and the records before it fill the
+                # offsets before it: none is another writer's, even one with our very bytes (the
+                # zombie tests in tests/runtime/test_shard.py).
                 keys, values, headers_of = columns
+                end = checked + read
+                whole = checked == 0 and read == len(written)
                 same = (
-                    tuple(map(kind.value, chunk)) == values
-                    and tuple(map(kind.key, chunk)) == keys
-                    and kind.headers(chunk[-1]) == headers_of[-1]
+                    list(map(kind.value, chunk)) == (values if whole else values[checked:end])
+                    and list(map(kind.key, chunk)) == (keys if whole else keys[checked:end])
+                    and kind.headers(chunk[-1]) == headers_of[end - 1]
                 )
-            else:
-                read = zip(map(kind.key, chunk), map(kind.value, chunk), map(kind.headers, chunk), strict=True)
-                same = list(read) == written
-            if same and replayer.feed_own_batch(offset, records, epoch, count, base):
-                return size, None
+                if same:
+                    if end < len(written):  # the rest is read later, known again by its offset
+                        self._inflight[offset + read] = (records, written, epoch, count, base, columns, end)
+                        return read, None
+                    if not replayer.feed_own_batch(first, records, epoch, count, base):
+                        self._feed_checked(first, ours, end)
+                    return read, None
+            elif read == size > 1:
+                pieces = zip(map(kind.key, chunk), map(kind.value, chunk), map(kind.headers, chunk), strict=True)
+                if list(pieces) == written and replayer.feed_own_batch(offset, records, epoch, count, base):
+                    return size, None
+        if checked:  # record by record from here: the records checked before go first
+            self._feed_checked(first, ours, checked)
+            records, written, base = records[checked:], written[checked:], base + checked
         mismatch: int | None = None
         fed = 0
         for msg in chunk:
@@ -565,8 +581,19 @@ class Shard(Generic[S]):
             replayer.feed(at, key, value, headers, decoded)
             fed += 1
         if fed < size:  # the rest is read later: known again by the offset of its first record
-            self._inflight[offset + fed] = (records[fed:], written[fed:], epoch, count, base + fed, None)
+            self._inflight[offset + fed] = (records[fed:], written[fed:], epoch, count, base + fed, None, 0)
         return fed, mismatch
+
+    def _feed_checked(self, first: int, ours: _Written, checked: int) -> None:
+        """Feed one by one the first ``checked`` records of ``ours`` (at ``first`` on), read back
+        and found to be what we wrote: what the record-by-record path does with such a record."""
+        records, written, epoch, count, base = ours[:5]
+        replayer = self._replayer
+        for i in range(checked):
+            batch = (base + i, count) if count > 1 else None
+            if not replayer.feed_own(first + i, records[i], epoch, batch):
+                key, value, headers = written[i]
+                replayer.feed(first + i, key, value, headers, records[i])
 
     def on_error(self, generation: int, error: KafkaError) -> None:
         if generation != self.generation:
@@ -684,19 +711,18 @@ class Shard(Generic[S]):
             observer.dequeued(started - queued_at)
             try:
                 result = op(self.live, now)
-                encoded = encode_all(result.records)
+                # The keys and the values apart (a plain commit's are made so: ``OffsetCommitRun``):
+                # summed for the size check, kept to compare the batch read back with.
+                keys, values = encode_columns(result.records)
             except Exception as exc:  # the handler wrote nothing: its caller gets the error
                 fut.set_exception(exc)
                 continue
-            # The keys and the values apart, taken once by C-level zip: summed for the size
-            # check, kept to compare the batch read back with.
-            keys, values = zip(*encoded, strict=True) if encoded else ((), ())
             # A failed append must never leave the live state ahead of the log. The one failure
             # a request can provoke on purpose, a record larger than the log accepts, is caught
             # here, before the records touch the live state or get offsets: only this operation
             # fails and everything queued with it proceeds. Any other failure (refused by the
             # writer anyway, or lost in delivery) reloads the shard, see ``on_delivery``.
-            oversized = self._oversized(encoded, keys, values)
+            oversized = self._oversized(keys, values)
             if oversized:
                 fut.set_exception(AppendFailed(self.partition, oversized))
                 continue
@@ -709,7 +735,7 @@ class Shard(Generic[S]):
                 fut.set_exception(exc)
                 self.reload(f"replay of a new record failed: {exc!r}")
                 return
-            self._stage(result.records, encoded, out, columns=(keys, values))
+            self._stage(result.records, keys, values, out)
             self._apply_timers(result.timers, now)
             if isinstance(result.response, Park):
                 previous = self._parked.pop(result.response.token, None)
@@ -740,53 +766,50 @@ class Shard(Generic[S]):
     ) -> None:
         first_offset = self.next_offset
         out: list[LogRecord] = []
-        self._stage(records, encode_all(records), out, atomic)
+        self._stage(records, *encode_columns(records), out, atomic)
         now = self.host.clock.now_ms()
         self._pending.append(_Pending(self.next_offset - 1, fut, response, None, time.perf_counter(), now))
         self._send(out, first_offset)
 
     def _stage(
         self,
-        records: list[CoordinatorRecord],
-        encoded: list[tuple[bytes, bytes | None]],
+        records: Sequence[CoordinatorRecord],
+        keys: list[bytes],
+        values: list[bytes | None],
         out: list[LogRecord],
         atomic: bool = True,
-        columns: tuple[tuple[bytes, ...], tuple[bytes | None, ...]] | None = None,
     ) -> None:
-        """Give the records their offsets (remembered, so reading them back skips decoding) and
-        their headers: the shard epoch, and the batch position when they must apply together.
-        ``columns``: the keys and the values of ``encoded`` apart, if taken already."""
+        """Give the records (whose keys and values are ``keys`` and ``values``) their offsets
+        (remembered, so reading them back skips decoding) and their headers: the shard epoch,
+        and the batch position when they must apply together."""
         total = len(records)
         if total == 0:
             return
         epoch, inflight, offset = self.epoch, self._inflight, self.next_offset
         if atomic and total > 1:
             headers_of = batch_headers(epoch, total)
-            written = [(key, value, headers) for (key, value), headers in zip(encoded, headers_of, strict=True)]
-            keys, values = columns if columns is not None else zip(*encoded, strict=True)
-            inflight[offset] = (records, written, epoch, total, 0, (keys, values, headers_of))
+            written = list(zip(keys, values, headers_of, strict=True))
+            inflight[offset] = (records, written, epoch, total, 0, (keys, values, headers_of), 0)
             out.extend(written)
         else:
             headers = batch_headers(epoch, 1)[0]
-            for i, (record, (key, value)) in enumerate(zip(records, encoded, strict=True)):
+            for i, (record, key, value) in enumerate(zip(records, keys, values, strict=True)):
                 one: LogRecord = (key, value, headers)
-                inflight[offset + i] = ([record], [one], epoch, 1, 0, None)
+                inflight[offset + i] = ([record], [one], epoch, 1, 0, None, 0)
                 out.append(one)
         self.next_offset = offset + total
 
-    def _oversized(
-        self, encoded: list[tuple[bytes, bytes | None]], keys: tuple[bytes, ...], values: tuple[bytes | None, ...]
-    ) -> str:
-        """Why a record of ``encoded`` (whose keys and values are ``keys`` and ``values``) is
-        larger than the log accepts; empty if none is."""
+    def _oversized(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> str:
+        """Why a record (whose keys and values are ``keys`` and ``values``) is larger than the
+        log accepts; empty if none is."""
         limit = self.host.max_record_bytes
-        if not encoded:
+        if not keys:
             return ""
         # No record is larger than all of them together: that sum, taken by C-level maps, says so
         # for a whole commit at once (the loop below cost 0.3 us a record of a 100-partition one).
         if sum(map(len, keys)) + sum(map(len, filter(None, values))) + _FRAMING_BYTES <= limit:
             return ""
-        for key, value in encoded:
+        for key, value in zip(keys, values, strict=True):
             size = len(key) + len(value or b"") + _FRAMING_BYTES
             if size > limit:
                 return f"a record of {size} bytes is larger than the log accepts ({limit} bytes)"

@@ -320,7 +320,7 @@ def release_member(
     return changes.result(None)
 
 
-def release_records(state: ShareDataState, group: str, member: str) -> list[CoordinatorRecord]:
+def release_records(state: ShareDataState, group: str, member: str) -> Sequence[CoordinatorRecord]:
     """``release_member`` for a membership handler that appends the records to its own."""
     return release_member(state, group, member).records
 
