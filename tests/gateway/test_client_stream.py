@@ -54,7 +54,8 @@ def test_waits_that_are_answered_arm_one_timer_for_the_stream_not_one_each() -> 
             armed += 1
             return call_at(when, callback, *args)
 
-        loop.call_at = counting  # type: ignore[method-assign]
+        # mypy checks an instance's method assigned against the unbound signature (with self): assignment.
+        loop.call_at = counting  # type: ignore[method-assign, assignment]
         try:
             for _ in range(100):
                 waiting = asyncio.ensure_future(stream.read_start(loop.time() + 600))

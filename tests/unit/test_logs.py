@@ -108,7 +108,8 @@ class RateLimitLogger:
         self.log.propagate = False
         self.log.addFilter(logs.RateLimit(burst, interval, clock))  # type: ignore[arg-type]
         handler = logging.Handler()
-        handler.emit = self.records.append  # type: ignore[method-assign]
+        # mypy checks an instance's method assigned against the unbound signature (with self): assignment.
+        handler.emit = self.records.append  # type: ignore[method-assign, assignment]
         self.log.addHandler(handler)
 
 
