@@ -108,8 +108,7 @@ class RateLimitLogger:
         self.log.propagate = False
         self.log.addFilter(logs.RateLimit(burst, interval, clock))  # type: ignore[arg-type]
         handler = logging.Handler()
-        # mypy checks an instance's method assigned against the unbound signature (with self): assignment.
-        handler.emit = self.records.append  # type: ignore[method-assign, assignment]
+        handler.emit = self.records.append  # type: ignore[method-assign, assignment]  # [assignment]: checked against the unbound method
         self.log.addHandler(handler)
 
 
