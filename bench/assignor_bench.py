@@ -172,7 +172,7 @@ def bench_target(shape: Shape, rounds: int) -> dict[str, Any]:
         subscribed_topic_names=tuple(list(shape.subscribed_names(shape.members - 2))),
     )
     view = {**group.members, "newMember": newcomer}
-    used: list[bool] = []
+    used: list[int] = []
 
     def join(index: bool) -> Callable[[], Any]:
         def run() -> None:
@@ -278,7 +278,8 @@ def bench_heartbeats(members: int, partitions: int, rounds: int) -> dict[str, An
         if group.state().value == "Stable":
             break
     group = state.group("bench")
-    assert group is not None and group.state().value == "Stable", group.state()
+    assert group is not None
+    assert group.state().value == "Stable", group.state()
     t0 = time.perf_counter()
     count = 0
     for _ in range(rounds):

@@ -243,7 +243,12 @@ class Bench:
     async def sleep(self, member: ClassicMember, seconds: float) -> None:
         loop = asyncio.get_running_loop()
         wake = self._wakes[id(member)] = loop.create_future()
-        timer = loop.call_later(seconds, lambda: wake.done() or wake.set_result(None))
+
+        def wake_up() -> None:
+            if not wake.done():
+                wake.set_result(None)
+
+        timer = loop.call_later(seconds, wake_up)
         try:
             await wake
         finally:

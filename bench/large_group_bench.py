@@ -469,8 +469,8 @@ def main() -> None:
         # state): the broker's own produce -> consume round trip, same broker, same run.
         raw = raw_figures(bootstrap, 1000, 200)
     if args.floor:
-        interval = args.heartbeat_interval_ms or 5000
-        anchor = floor(args.members, args.steady_seconds, interval, args.event_loop)
+        interval_ms = args.heartbeat_interval_ms or 5000
+        anchor = floor(args.members, args.steady_seconds, interval_ms, args.event_loop)
         raw["asyncio_floor"] = anchor
         steady, per_request = result.get("steady"), anchor["server_cpu_ms_per_request"]
         if steady and steady.get("serve_cpu_ms_per_heartbeat") and per_request:

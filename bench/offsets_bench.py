@@ -84,8 +84,8 @@ def raw_commit_equivalent(bootstrap: str, partitions: int, seconds: float) -> di
         waiting.add(marker)
         return marker
 
-    def read_back(until: set[bytes], timeout: float) -> set[bytes]:
-        done: set[bytes] = set()
+    def read_back(until: set[bytes], timeout: float) -> set[bytes | None]:
+        done: set[bytes | None] = set()
         # poll returns as soon as one record is there; consume(..., 0) then takes what else is.
         first = consumer.poll(timeout)
         for msg in [first, *consumer.consume(10_000, 0)] if first is not None else []:

@@ -28,13 +28,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.runtime_bench import COMMIT_CONTEXT, cluster, percentile  # noqa: E402
+from runtime_bench import COMMIT_CONTEXT, cluster, percentile  # noqa: E402
+
 from groupcoord.coordinator.gateway.reader_relay import ReaderRelay  # noqa: E402
 from groupcoord.coordinator.group_shard import GroupCoordinatorShard  # noqa: E402
 from groupcoord.coordinator.messages.offset_commit import (  # noqa: E402
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
+    OffsetCommitResponse,
 )
 from groupcoord.coordinator.runtime.log import LogTopicSpec  # noqa: E402
 from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime  # noqa: E402
@@ -71,15 +73,19 @@ async def one_round(bootstrap: str, reader_config: dict[str, Any], writes: int, 
     try:
         for i in range(50):  # warm up: connections, metadata
             await service.commit_offsets(request(i), COMMIT_CONTEXT)
+
+        def commit(i: int) -> Callable[[], Awaitable[OffsetCommitResponse]]:
+            return lambda: service.commit_offsets(request(i), COMMIT_CONTEXT)
+
         one: list[float] = []
         for i in range(writes):
-            await timed(one, lambda i=i: service.commit_offsets(request(i), COMMIT_CONTEXT))
+            await timed(one, commit(i))
         many: list[float] = []
         queue = iter(range(flood))
 
         async def worker() -> None:
             for i in queue:
-                await timed(many, lambda i=i: service.commit_offsets(request(i), COMMIT_CONTEXT))
+                await timed(many, commit(i))
 
         t0 = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))

@@ -46,7 +46,8 @@ from prometheus_client.parser import text_string_to_metric_families
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.runtime_bench import cluster, percentile, write_results  # noqa: E402
+from runtime_bench import cluster, percentile, write_results  # noqa: E402
+
 from groupcoord.local_broker import free_port  # noqa: E402
 from tests.clients.support import create_topic  # noqa: E402
 from tests.integration.serve_process import ServeProcess  # noqa: E402
@@ -127,7 +128,7 @@ def share_drain(
     if record_locks is not None:
         set_group_config(sidecar, group, "share.partition.max.record.locks", str(record_locks))
     lock = threading.Lock()
-    offsets: set[int] = set()
+    offsets: set[int | None] = set()
     received = 0
     per_consumer = [0] * consumers
     first: list[float] = []  # when the first records came, and how many

@@ -84,6 +84,12 @@ def begin_with(producer: Producer, sink: str, value: bytes) -> None:
     producer.produce(sink, value=value)
 
 
+def open_transaction(producer: Producer, sink: str, value: bytes) -> None:
+    """``begin_with``, flushed: the transaction is open on the broker when it returns."""
+    begin_with(producer, sink, value)
+    producer.flush(10)
+
+
 def raw_transactions(bootstrap: str, sink: str, count: int) -> dict[str, Any]:
     producer = transactional(bootstrap, f"bench-raw-{uuid.uuid4().hex[:6]}")
     latencies = []
@@ -119,9 +125,7 @@ async def txn_commits(
 ) -> dict[str, Any]:
     txn_id = f"bench-sidecar-{uuid.uuid4().hex[:6]}"
     producer = await asyncio.to_thread(transactional, bootstrap, txn_id)
-    await asyncio.to_thread(
-        lambda: (producer.begin_transaction(), producer.produce(sink, value=b"x"), producer.flush(10))
-    )
+    await asyncio.to_thread(open_transaction, producer, sink, b"x")
     pid, epoch = await asyncio.to_thread(producer_identity, bootstrap, sink)
     await asyncio.to_thread(producer.abort_transaction, 30)
     offset_ms, whole_ms, visible_ms = [], [], []
@@ -169,9 +173,7 @@ async def open_transaction_effect(
     rounds = 4
     for r in range(rounds):
         without += await plain_commits(service, plain_group, commits // rounds, r * commits)
-        await asyncio.to_thread(
-            lambda: (producer.begin_transaction(), producer.produce(sink, value=b"o"), producer.flush(10))
-        )
+        await asyncio.to_thread(open_transaction, producer, sink, b"o")
         pid, epoch = await asyncio.to_thread(producer_identity, bootstrap, sink)
         answer = await bridge.commit(txn_offset_commit(txn_id, txn_group, pid, epoch, "in", r + 1), {"in": None})
         assert all(p.error_code == 0 for t in answer.topics for p in t.partitions), answer

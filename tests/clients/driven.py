@@ -61,8 +61,9 @@ class Driver:
         self.log = log
         self._events: queue.Queue[str | None] = queue.Queue()
         self._stderr = open(log, "w")  # noqa: SIM115 - closed in stop()
+        self.argv = list(argv)
         self.proc = popen(
-            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env
+            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env
         )
         threading.Thread(target=self._read, daemon=True).start()
         wait_for(lambda: self._ready, 60, "the client driver to start", self.pump)

@@ -17,6 +17,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.client_records import offset_of, partition_of
+
 Record = tuple[int, int]  # (partition, offset)
 
 
@@ -55,7 +57,9 @@ def produce(bootstrap: str, topic: str, per_partition: int, partitions: int, tag
     return delivered
 
 
-def wait_for(condition: Callable[[], bool], timeout: float, what: str, step: Callable[[], None] | None = None) -> None:
+def wait_for(
+    condition: Callable[[], bool], timeout: float, what: str, step: Callable[[], object] | None = None
+) -> None:
     """Poll ``condition`` (running ``step`` between checks) until it holds or ``timeout`` passes."""
     deadline = time.monotonic() + timeout
     while not condition():
@@ -202,7 +206,7 @@ class Member:
         for message in self.consumer.consume(200, timeout):
             if message.error():
                 raise KafkaException(message.error())
-            p, o = message.partition(), message.offset()
+            p, o = partition_of(message), offset_of(message)
             if p in self.starting:
                 self.starting.discard(p)
                 start = self.ownership.committed.get(p, 0)

@@ -88,7 +88,7 @@ def java_driver(
 def test_java_consumer_group(java_driver: Driver, bootstrap: str, sidecar: ServeProcess, unique_name: str) -> None:
     """All partitions covered, none owned twice (checked in the rebalance callbacks), a join and a leave
     absorbed (incrementally for KIP-848 and cooperative), commits succeed, committed offsets complete."""
-    mode = java_driver.proc.args[-4]
+    mode = java_driver.argv[-4]
     incremental, tolerated = MODES[mode]
     create_topic(bootstrap, unique_name, PARTITIONS)
     run_group_scenario(java_driver, sidecar.bootstrap, f"{unique_name}-group", unique_name, incremental, tolerated)

@@ -111,7 +111,7 @@ def test_answers_keep_request_order_behind_one_answered_later() -> None:
         handler.gate.set()
         got = [await waiting, await client.read(CGH, 1), await client.read(CGH, 1)]
         assert [cid for cid, _ in got] == sent
-        assert [r.member_epoch for _, r in got] == [0, 1, 2]  # type: ignore[attr-defined]
+        assert [r.member_epoch for _, r in got] == [0, 1, 2]
         await client.close()
 
     run(body)

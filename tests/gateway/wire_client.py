@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
+from typing import TypeVar
 
 from groupcoord.coordinator.gateway.framing import RequestHeader
 from groupcoord.coordinator.gateway.protocol import decode_response, encode_request
 from groupcoord.coordinator.messages.schema import Message
+
+M = TypeVar("M", bound=Message)
 
 
 class WireClient:
@@ -43,6 +46,18 @@ class WireClient:
         cid = self.send(api_key, version, body)
         got, response = await self.read(api_key, version)
         assert got == cid
+        return response
+
+    async def read_as(self, answer: type[M], api_key: int, version: int, timeout: float = 10) -> tuple[int, M]:
+        """``read``, where the caller knows the response class: checked here, and typed for the caller."""
+        cid, response = await self.read(api_key, version, timeout)
+        assert isinstance(response, answer), response
+        return cid, response
+
+    async def call_as(self, answer: type[M], api_key: int, version: int, body: Message) -> M:
+        """``call``, where the caller knows the response class: checked here, and typed for the caller."""
+        response = await self.call(api_key, version, body)
+        assert isinstance(response, answer), response
         return response
 
     async def closed_by_peer(self, timeout: float = 5) -> bool:

@@ -22,6 +22,7 @@ from groupcoord.coordinator.messages.consumer_group_heartbeat import (
 )
 from groupcoord.coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
 from groupcoord.records import CoordinatorRecord, decode, encode
+from tests.answers import answered
 from tests.messages import cg_request, owned_topic, tid
 
 GROUP = "grp"
@@ -72,7 +73,7 @@ class Coordinator:
             return ConsumerGroupHeartbeatResponse(error_code=int(exc.error), error_message=exc.message)
         result = consumer_group_heartbeat(self.state, request, ctx)
         self.apply(result)
-        return result.response
+        return answered(result.response)  # a KIP-848 heartbeat is never parked
 
     def join(self, member_id: str, topics: list[str], **kw: Any) -> ConsumerGroupHeartbeatResponse:
         return self.heartbeat(

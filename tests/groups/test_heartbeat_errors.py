@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from groupcoord.coordinator.errors import ErrorCode
@@ -16,7 +18,7 @@ from tests.messages import cg_request, tid
 FOO = tid("foo")
 
 
-def coordinator(**config: int) -> Coordinator:
+def coordinator(**config: Any) -> Coordinator:
     return Coordinator(image(topic("foo", 4)), ConsumerGroupConfig(assignment_interval_ms=0, **config))
 
 
@@ -212,6 +214,7 @@ def test_member_in_unknown_state_must_start_over() -> None:
     c.beat("A", 1, tps(FOO, 0, 1, 2, 3))
     # A record written by a newer coordinator with a state this one does not know.
     rec = current_assignment_record("grp", c.group().members["A"])
+    assert rec.value is not None
     c.state.replay(dc_replace(rec, value=dc_replace(rec.value, state=99)))
     assert c.group().members["A"].state == MemberState.UNKNOWN
     c.join("B", ["foo"])

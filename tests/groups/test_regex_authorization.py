@@ -16,6 +16,7 @@ from groupcoord.coordinator.groups.consumer import consumer_group_heartbeat
 from groupcoord.coordinator.groups.consumer.regex import resolve_regex
 from groupcoord.coordinator.groups.context import GroupContext, RequestContext
 from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
+from tests.answers import answered
 from tests.groups.harness import GROUP, Coordinator, image, topic
 from tests.messages import cg_request, join_protocol, join_request, tid
 
@@ -46,7 +47,7 @@ def beat(
     )
     result = consumer_group_heartbeat(c.state, request, ctx)
     c.apply(result)
-    return result.response
+    return answered(result.response)
 
 
 def test_resolve_regex_keeps_only_describable_topics() -> None:

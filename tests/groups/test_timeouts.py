@@ -43,7 +43,9 @@ def test_session_timeout_tombstones_member_and_bumps_epoch() -> None:
         (RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, True),
         (RecordType.CONSUMER_GROUP_MEMBER_METADATA, True),
     ]
-    assert written[3].type == RecordType.CONSUMER_GROUP_METADATA and written[3].value.epoch == 3
+    metadata = written[3]
+    assert metadata.type == RecordType.CONSUMER_GROUP_METADATA and metadata.value is not None
+    assert metadata.value.epoch == 3
     assert "B" not in c.group().members
     assert c.beat("B", 2, tps(FOO)).error_code == ErrorCode.UNKNOWN_MEMBER_ID
 

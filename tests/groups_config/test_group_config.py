@@ -17,6 +17,7 @@ from groupcoord.coordinator.groups.topics import TopicImage, TopicsImage
 from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.runtime.api import Result, ScheduleTimer
 from groupcoord.records import RecordType, decode, encode
+from tests.answers import answered
 from tests.messages import cg_request, tid
 
 BROKER = ConsumerGroupConfig(
@@ -155,7 +156,7 @@ def test_validate_only_and_refusals_write_nothing() -> None:
     result = HANDLERS.alter_group_config(state, "g", [change(gc.SESSION_TIMEOUT, "20000")], None, True)
     assert result.response == (ErrorCode.NONE, None) and result.records == []
     result = HANDLERS.alter_group_config(state, "g", [change(gc.SESSION_TIMEOUT, "1")], None, False)
-    assert result.response[0] == ErrorCode.INVALID_CONFIG and result.records == []
+    assert answered(result.response)[0] == ErrorCode.INVALID_CONFIG and result.records == []
 
 
 def test_removing_the_last_override_writes_a_tombstone() -> None:
@@ -251,11 +252,11 @@ def session_deadline(result: Result[Any], group: str, member: str) -> int:
 
 def test_heartbeat_answers_carry_the_groups_heartbeat_interval() -> None:
     state = GroupCoordinatorState()
-    assert join(state, "g", "m1").response.heartbeat_interval_ms == 5000
+    assert answered(join(state, "g", "m1").response).heartbeat_interval_ms == 5000
     alter(state, "g", change(gc.HEARTBEAT_INTERVAL, "2000"))
-    assert join(state, "g", "m2").response.heartbeat_interval_ms == 2000
+    assert answered(join(state, "g", "m2").response).heartbeat_interval_ms == 2000
     # Other groups keep the broker's value.
-    assert join(state, "h", "m1").response.heartbeat_interval_ms == 5000
+    assert answered(join(state, "h", "m1").response).heartbeat_interval_ms == 5000
 
 
 def test_session_expiry_uses_the_groups_session_timeout() -> None:

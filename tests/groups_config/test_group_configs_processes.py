@@ -42,7 +42,9 @@ def test_a_group_config_sent_to_a_process_not_owning_the_group_is_relayed_to_its
 ) -> None:
     first, second = two_sidecars
     wait_for(
-        lambda: first.owned() and second.owned() and sorted(first.owned() | second.owned()) == list(range(PARTITIONS)),
+        lambda: (
+            bool(first.owned() and second.owned()) and sorted(first.owned() | second.owned()) == list(range(PARTITIONS))
+        ),
         90,
         "both processes owning shards",
     )

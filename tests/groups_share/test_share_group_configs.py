@@ -8,6 +8,7 @@ import pytest
 from groupcoord.coordinator.errors import ErrorCode, GroupError
 from groupcoord.coordinator.groups import group_config as gc
 from groupcoord.coordinator.groups.config import ConsumerGroupConfig, ShareGroupConfig
+from groupcoord.coordinator.runtime.api import ScheduleTimer
 from tests.groups_share.harness import GROUP, Coordinator, image, topic
 
 CONSUMER = ConsumerGroupConfig()
@@ -133,5 +134,9 @@ def test_the_groups_session_timeout_and_heartbeat_interval_are_applied() -> None
     # Another group runs with the broker's values.
     assert c.join("m-a", ["t"], group="other").heartbeat_interval_ms == broker.heartbeat_interval_ms
     loaded = c.shard.on_loaded(c.replayed(), 10_000)
-    deadlines = {op.key: op.deadline_ms for op in loaded.timers if op.key.startswith("share-session")}
+    deadlines = {
+        op.key: op.deadline_ms
+        for op in loaded.timers
+        if isinstance(op, ScheduleTimer) and op.key.startswith("share-session")
+    }
     assert deadlines[f"share-session\x00{GROUP}\x00m-a"] == 13_000

@@ -137,7 +137,7 @@ class Consuming:
             if msg is None or msg.error() is not None:
                 continue
             try:
-                self.consumer.commit(msg, asynchronous=False)
+                self.consumer.commit(message=msg, asynchronous=False)
             except KafkaException:
                 continue
             if int(msg.value() or b"0") >= self.sent:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from groupcoord.coordinator.runtime.handover import Handover, Successor, choose_successors, decode, encode
@@ -51,7 +52,7 @@ class _Recorded(Placement):
         self._producer = self  # type: ignore[assignment]
         self._consumer = _Member()  # type: ignore[assignment]
 
-    def _refresh_owners(self) -> None:
+    def _refresh_owners(self, stop: threading.Event | None = None) -> None:
         self.events.append("owners read")
 
     def _read_directory(self, timeout: float = 0) -> int:

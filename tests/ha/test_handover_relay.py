@@ -27,6 +27,7 @@ from groupcoord.coordinator.messages.schema import Message
 from groupcoord.coordinator.server import group_handler
 from groupcoord.coordinator.service.handover_relay import HandoverRelay, error_codes
 from groupcoord.local_broker import free_port
+from tests.security.test_secured_handler import NoTopics
 
 SHARD = {"moved": 3, "stays": 5}
 
@@ -213,7 +214,7 @@ def test_the_serve_handler_chain_passes_answer_now_through_until_the_stop() -> N
         relay = HandoverRelay(inner, SHARD.__getitem__, call=relayed)
         relay.enabled = True
         relay.successor_of = lambda shard: ("127.0.0.1", 1)
-        chain = answer_now_of(group_handler(relay, _NoTopics(), None, frozenset(), frozenset()))
+        chain = answer_now_of(group_handler(relay, NoTopics(), None, frozenset(), frozenset()))
         assert chain is not None
         now = HeartbeatRequest(group_id="moved", generation_id=1, member_id="now")
         assert chain(_context(12, 4), now) == HeartbeatResponse(error_code=ErrorCode.NONE)
@@ -228,17 +229,3 @@ def test_the_serve_handler_chain_passes_answer_now_through_until_the_stop() -> N
         assert chain(_context(12, 4), now) is None
 
     asyncio.run(main())
-
-
-class _NoTopics:
-    async def lookup(self, name: str, topic_id: Any) -> None:
-        return None
-
-    def refresh_soon(self) -> asyncio.Task[None]:
-        raise AssertionError("not asked")
-
-    def knows(self, name: str) -> bool:
-        return True
-
-    async def name_of(self, topic_id: Any) -> None:
-        return None

@@ -217,7 +217,11 @@ def test_scale_1_to_3_to_1_under_load(sidecars: list[Sidecar]) -> None:
             wait_for(lambda: every_shard_owned_once(sidecars) and all(s.owned() for s in sidecars), 90, "3 owners")
             # Every process lists every group exactly once, and describes groups it does not own.
             for s in sidecars:
-                wait_for(lambda s=s: listed_groups(s) == groups, 60, f"every group listed through {s.address}")
+
+                def lists_every_group(s: Sidecar = s) -> bool:
+                    return listed_groups(s) == groups
+
+                wait_for(lists_every_group, 60, f"every group listed through {s.address}")
             far = next(s for s in sidecars if s is not owner_of(sidecars, "scale-2"))
             described = cli("groups", "describe", "scale-2", "-b", far.address)
             assert described.returncode == 0, described.stderr
@@ -250,12 +254,12 @@ def test_rolling_restart_under_load(sidecars: list[Sidecar]) -> None:
                 before = [len(c.acked) for c in committers]
                 assert s.stop() == 0
                 s.start()
+
                 # Every group is served again before the next process goes.
-                wait_for(
-                    lambda before=before: all(len(c.acked) > n for c, n in zip(committers, before, strict=True)),
-                    90,
-                    f"commits acknowledged after restarting {s.address}",
-                )
+                def every_group_served(before: list[int] = before) -> bool:
+                    return all(len(c.acked) > n for c, n in zip(committers, before, strict=True))
+
+                wait_for(every_group_served, 90, f"commits acknowledged after restarting {s.address}")
         for c in committers:
             committed = c.committed()
             assert committed >= c.acked[-1] and committed in c.sent

@@ -15,9 +15,20 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from groupcoord.coordinator.gateway.framing import RequestHeader
 from groupcoord.coordinator.gateway.protocol import encode_request
-from groupcoord.coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from groupcoord.coordinator.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup
+from groupcoord.coordinator.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.messages.offset_commit import OffsetCommitResponse
+from groupcoord.coordinator.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchResponse,
+)
 from groupcoord.local_broker import free_port
 from tests.gateway.wire_client import WireClient
 from tests.integration.serve_process import ServeProcess
@@ -51,7 +62,7 @@ def serve(bootstrap: str, unique_name: str, tmp_path: Path, monkeypatch: pytest.
 async def _until_served(client: WireClient, group: str, topic: str) -> None:
     deadline = time.monotonic() + 60
     while True:
-        answer = await client.call(8, 8, commit_request(group, topic, 1))
+        answer = await client.call_as(OffsetCommitResponse, 8, 8, commit_request(group, topic, 1))
         if answer.topics[0].partitions[0].error_code == 0:
             return
         assert time.monotonic() < deadline, "the sidecar never served"
@@ -64,14 +75,16 @@ def test_describe_naming_a_large_group_100_times_is_bounded(
     topic = f"{unique_name}-t"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
-    assert serve.proc is not None
+    proc = serve.proc
+    assert proc is not None
 
     async def scenario() -> None:
         attacker = await WireClient.connect("127.0.0.1", serve.port)
         await _until_served(attacker, "bystander", topic)
         for i in range(MEMBERS):
             tag = f"{i:04d}{uuid.uuid4().hex}"
-            joined = await attacker.call(
+            joined = await attacker.call_as(
+                ConsumerGroupHeartbeatResponse,
                 68,
                 1,
                 ConsumerGroupHeartbeatRequest(
@@ -86,21 +99,28 @@ def test_describe_naming_a_large_group_100_times_is_bounded(
                 ),
             )
             assert joined.error_code == 0, joined.error_message
-        before = rss_bytes(serve.proc.pid)
+        before = rss_bytes(proc.pid)
         frame = encode_request(RequestHeader(69, 0, 777, "s3"), ConsumerGroupDescribeRequest(group_ids=["big"] * 100))
         assert len(frame) < 1300
         attacker.send_raw(frame)
         # Another client is answered while the big answer is built and sent.
         bystander = await WireClient.connect("127.0.0.1", serve.port)
-        fetched = await bystander.call(
-            9, 8, OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id="bystander", topics=None)])
+        fetched = await bystander.call_as(
+            OffsetFetchResponse,
+            9,
+            8,
+            OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id="bystander", topics=None)]),
         )
         assert fetched.groups[0].error_code == 0
         answer = await attacker.read_frame(timeout=60)
         assert len(answer) <= CAP
-        after = rss_bytes(serve.proc.pid)
+        after = rss_bytes(proc.pid)
         # Named once, the group fits and is described in full.
-        (once,) = (await attacker.call(69, 0, ConsumerGroupDescribeRequest(group_ids=["big"]))).groups
+        (once,) = (
+            await attacker.call_as(
+                ConsumerGroupDescribeResponse, 69, 0, ConsumerGroupDescribeRequest(group_ids=["big"])
+            )
+        ).groups
         assert once.error_code == 0 and len(once.members) == MEMBERS
         # Without the bound: 100 copies of about 4 MB each, encoded and held at once.
         assert after - before < 150 * 1024 * 1024, (before, after)

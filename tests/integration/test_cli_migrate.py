@@ -11,9 +11,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from groupcoord.coordinator.runtime.headers import make_headers
 from groupcoord.coordinator.service.partitioning import partition_for
 from groupcoord.local_broker import free_port
+from tests.client_records import log_headers, offset_of, partition_of
 from tests.integration.serve_process import ServeProcess
 from tests.integration.test_cli_ops import cli, one_error_line
 from tests.topics import ensure_topic
@@ -44,14 +44,14 @@ def consume(bootstrap: str, group: str, topic: str, expect: int, commit: bool) -
             msg = c.poll(0.5)
             if msg is None or msg.error() is not None:
                 continue
-            seen.append((msg.partition(), msg.offset()))
+            seen.append((partition_of(msg), offset_of(msg)))
         if commit and seen:
             last = seen[-1]
             c.commit(offsets=[TopicPartition(topic, last[0], last[1] + 1)], asynchronous=False)
         # Nothing more arrives beyond what was asked for (a reprocessed record would show here).
         extra = c.poll(2.0)
         if extra is not None and extra.error() is None:
-            seen.append((extra.partition(), extra.offset()))
+            seen.append((partition_of(extra), offset_of(extra)))
     finally:
         c.close()
     return seen
@@ -170,8 +170,8 @@ def test_log_skip_lets_a_shard_with_an_unreadable_record_load(bootstrap: str, un
         b"\x00\x01\x00\x01junk",
         b"\x00\x01junk",
         partition=shard,
-        headers=make_headers(99, 0, 1),
-        on_delivery=lambda e, m: delivered.append(m.offset()),
+        headers=log_headers(99, 0, 1),
+        on_delivery=lambda e, m: delivered.append(offset_of(m)),
     )
     assert producer.flush(15) == 0
     (bad_offset,) = delivered

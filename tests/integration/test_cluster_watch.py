@@ -17,7 +17,7 @@ from groupcoord.local_broker import LocalBroker, free_port
 def test_a_deleted_log_topic_is_created_again_and_reported(
     bootstrap: str, unique_name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    config = {"bootstrap.servers": bootstrap}
+    config: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
     spec = LogTopicSpec(unique_name, 2, 1)
     directory = f"{unique_name}-directory"
     ensure_log_topic(config, spec)

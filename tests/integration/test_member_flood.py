@@ -17,9 +17,16 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from groupcoord.coordinator.errors import ErrorCode
-from groupcoord.coordinator.messages.consumer_group_describe import ConsumerGroupDescribeRequest
-from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from groupcoord.coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from groupcoord.coordinator.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+from groupcoord.coordinator.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse
+from groupcoord.coordinator.messages.offset_commit import OffsetCommitResponse
 from groupcoord.coordinator.service.partitioning import partition_for
 from groupcoord.local_broker import free_port
 from tests.gateway.wire_client import WireClient
@@ -71,7 +78,9 @@ def _join(group: str, topic: str) -> ConsumerGroupHeartbeatRequest:
 
 async def _until_served(client: WireClient, group: str, topic: str) -> None:
     deadline = time.monotonic() + 60
-    while (await client.call(8, 8, commit_request(group, topic, 1))).topics[0].partitions[0].error_code != 0:
+    while (await client.call_as(OffsetCommitResponse, 8, 8, commit_request(group, topic, 1))).topics[0].partitions[
+        0
+    ].error_code != 0:
         assert time.monotonic() < deadline, "the sidecar never served"
         await asyncio.sleep(0.2)
 
@@ -96,26 +105,34 @@ def test_an_abandoned_member_flood_neither_wedges_its_shard_nor_outlives_its_ses
             for _ in range(50):
                 flooder.send(68, 1, _join(victim, topic))
             for _ in range(50):
-                _, answer = await flooder.read(68, 1, timeout=30)
+                _, answer = await flooder.read_as(ConsumerGroupHeartbeatResponse, 68, 1, timeout=30)
                 errors[answer.error_code] = errors.get(answer.error_code, 0) + 1
         assert errors == {0: MAX_MEMBERS}
         # One more is beyond group.consumer.max.size.
-        refused = await flooder.call(68, 1, _join(victim, topic))
+        refused = await flooder.call_as(ConsumerGroupHeartbeatResponse, 68, 1, _join(victim, topic))
         assert refused.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED
         # The shard keeps answering its other groups while the flood is abandoned.
         other = await WireClient.connect("127.0.0.1", serve.port)
-        answer = await asyncio.wait_for(other.call(8, 8, commit_request(neighbour, topic, 2)), 5)
-        assert answer.topics[0].partitions[0].error_code == 0
+        committed = await asyncio.wait_for(
+            other.call_as(OffsetCommitResponse, 8, 8, commit_request(neighbour, topic, 2)), 5
+        )
+        assert committed.topics[0].partitions[0].error_code == 0
         # Every abandoned member expires within its session timeout (plus a margin).
         deadline = time.monotonic() + SESSION_MS / 1000 + 30
         while True:
-            (described,) = (await other.call(69, 0, ConsumerGroupDescribeRequest(group_ids=[victim]))).groups
+            (described,) = (
+                await other.call_as(
+                    ConsumerGroupDescribeResponse, 69, 0, ConsumerGroupDescribeRequest(group_ids=[victim])
+                )
+            ).groups
             if described.error_code == 0 and not described.members:
                 break
             assert time.monotonic() < deadline, f"{len(described.members)} members never expired"
             await asyncio.sleep(0.5)
-        answer = await asyncio.wait_for(other.call(8, 8, commit_request(neighbour, topic, 3)), 5)
-        assert answer.topics[0].partitions[0].error_code == 0
+        committed = await asyncio.wait_for(
+            other.call_as(OffsetCommitResponse, 8, 8, commit_request(neighbour, topic, 3)), 5
+        )
+        assert committed.topics[0].partitions[0].error_code == 0
         await flooder.close()
         await other.close()
 
@@ -144,16 +161,16 @@ def test_a_classic_join_beyond_group_max_size_is_refused(serve: ServeProcess, bo
         # JoinGroup v3: no member id round trip; each join waits for the rebalance on its own connection.
         a, b, c = members
         a.send(11, 3, _classic_join("classic-full"))
-        _, first = await a.read(11, 3, timeout=30)
+        _, first = await a.read_as(JoinGroupResponse, 11, 3, timeout=30)
         assert first.error_code == 0
         b.send(11, 3, _classic_join("classic-full"))  # a rebalance: waits for the first member to rejoin
         await asyncio.sleep(0.5)
         a.send(11, 3, _classic_join("classic-full", first.member_id))
-        answers = [(await m.read(11, 3, timeout=30))[1] for m in (a, b)]
+        answers = [(await m.read_as(JoinGroupResponse, 11, 3, timeout=30))[1] for m in (a, b)]
         assert [x.error_code for x in answers] == [0, 0]
         # The group holds group.max.size members: a third one is turned away at once.
         c.send(11, 3, _classic_join("classic-full"))
-        _, third = await c.read(11, 3, timeout=30)
+        _, third = await c.read_as(JoinGroupResponse, 11, 3, timeout=30)
         assert third.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED
         for m in members:
             await m.close()

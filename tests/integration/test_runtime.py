@@ -12,6 +12,7 @@ from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.runtime.api import Result
 from groupcoord.coordinator.runtime.headers import make_headers
 from groupcoord.coordinator.runtime.shard import ShardStatus
+from groupcoord.coordinator.service.service import GroupCoordinatorService
 from groupcoord.records import CoordinatorRecord, RecordType, encode
 from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue
 from tests.integration.runtime_helpers import commit_request, fetch_request, running_service
@@ -20,7 +21,7 @@ from tests.messages import COMMIT_CONTEXT
 pytestmark = pytest.mark.integration
 
 
-def committed_offset(service, group: str, topic: str, partition: int) -> int:  # type: ignore[no-untyped-def]
+def committed_offset(service: GroupCoordinatorService, group: str, topic: str, partition: int) -> int:
     shard = service.shard_for(group)
     value = shard.read(lambda s: s.offsets.get(group, topic, partition))
     return -1 if value is None else value.offset

@@ -8,6 +8,7 @@ import random
 import urllib.request
 from typing import Any
 
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 
 from groupcoord.coordinator.errors import ErrorCode
@@ -43,7 +44,7 @@ from groupcoord.records.definitions import (
     ShareGroupMetadataKey,
     ShareGroupMetadataValue,
 )
-from tests.sim.kernel import SimHost, SimLog, SimLoop
+from tests.sim.kernel import SimHost, SimLog, sim_loop
 
 
 def samples(families: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -56,7 +57,7 @@ def counter(name: str) -> float:
 
 class World:
     def __init__(self) -> None:
-        self.loop = SimLoop()
+        self.loop = sim_loop()
         self.host = SimHost(SimLog(), self.loop, "o", random.Random(1))
 
     def run(self, ms: int = 1000) -> None:
@@ -233,6 +234,7 @@ def test_prometheus_conventions(monkeypatch: Any) -> None:
         s.labels["state"] for s in by_name["groupcoord_consumer_group_count"].samples
     }
     lag = by_name["groupcoord_consumergroup_lag"]
+    assert isinstance(lag, GaugeMetricFamily)
     lag.add_metric(["g", "t", "0"], 1)  # the labels it is built with
     assert set(lag.samples[0].labels) == {"consumergroup", "topic", "partition"}
     (build,) = by_name["groupcoord_build"].samples
@@ -323,7 +325,7 @@ def test_group_requests_handled_are_timed_by_api() -> None:
 
     before = handled()
     context = ConnectionContext(RequestHeader(12, 4, 1, "c"), "127.0.0.1", 1, 9092, None)
-    asyncio.run(MeteredHandler(Inner()).handle(context, HeartbeatRequest()))  # type: ignore[arg-type]
+    asyncio.run(MeteredHandler(Inner()).handle(context, HeartbeatRequest()))
     assert handled() == before + 1
 
 

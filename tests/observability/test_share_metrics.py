@@ -16,6 +16,7 @@ from groupcoord.coordinator.share import shard_ops
 from groupcoord.coordinator.share.partition_types import OffsetRange, SharePartitionConfig
 from groupcoord.coordinator.share.state import SharePartitionKey
 from groupcoord.local_broker import free_port
+from tests.client_records import value_of
 from tests.clients.support import create_topic
 from tests.integration.serve_process import ServeProcess
 from tests.observability.test_metrics import World, counter, samples
@@ -83,7 +84,7 @@ def test_share_fetches_and_acknowledgements_by_type_are_counted(
         while len(done) < 6 and time.monotonic() < deadline:
             messages = [m for m in consumer.poll(0.5) if m.error() is None]
             for m in messages:
-                v = m.value()
+                v = value_of(m)
                 kind = types.get(v, AcknowledgeType.ACCEPT)
                 if v == b"v2" and v not in released:
                     kind = AcknowledgeType.RELEASE

@@ -103,7 +103,7 @@ def written_log(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         create_topic(bootstrap, wl.data_topic, DATA_PARTITIONS)
         produce(bootstrap, wl.data_topic, PER_PARTITION, DATA_PARTITIONS)
         classic = {"group.protocol": "classic", "session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
-        consumer = {"group.protocol": "consumer"}
+        consumer: dict[str, object] = {"group.protocol": "consumer"}
         _, own = _run_group(serve.bootstrap, wl.gone_group, wl.data_topic, consumer, ["gone-a"], close=True)
         wl.committed[wl.gone_group] = dict(own.committed)
         _, own = _run_group(serve.bootstrap, wl.classic_group, wl.data_topic, classic, ["classic-a"], close=True)

@@ -14,7 +14,6 @@ from pyspark.sql import DataFrame, SparkSession
 from typer.testing import CliRunner
 
 from groupcoord.cli.main import app
-from groupcoord.coordinator.runtime.headers import make_headers
 from groupcoord.pipeline.cluster import read_range, topic_names, watermarks
 from groupcoord.pipeline.jobs import audit, history, lag, load_log, snapshot_tables, with_status, write_tables
 from groupcoord.records import RecordType, encode_key, encode_value
@@ -25,6 +24,7 @@ from groupcoord.records.definitions import (
     ConsumerGroupTargetAssignmentMemberValue,
     TopicPartitions,
 )
+from tests.client_records import log_headers
 from tests.clients.support import create_topic, wait_for
 from tests.pipeline.conftest import DATA_PARTITIONS, LOG_PARTITIONS, PER_PARTITION, WrittenLog
 
@@ -190,7 +190,7 @@ def _forge(wl: WrittenLog) -> tuple[str, int, int]:
             RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, ConsumerGroupMemberKey(wl.live_group, "forged-member")
         ),
         value=encode_value(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, stolen),
-        headers=make_headers(shard_epoch, 0, 1),
+        headers=log_headers(shard_epoch, 0, 1),
         partition=0,
         on_delivery=delivered,
     )
@@ -200,7 +200,7 @@ def _forge(wl: WrittenLog) -> tuple[str, int, int]:
         topic,
         key=encode_key(RecordType.CONSUMER_GROUP_METADATA, ConsumerGroupMetadataKey(wl.live_group)),
         value=encode_value(RecordType.CONSUMER_GROUP_METADATA, ConsumerGroupMetadataValue(group_epoch - 1)),
-        headers=make_headers(shard_epoch, 0, 1),
+        headers=log_headers(shard_epoch, 0, 1),
         partition=0,
         on_delivery=delivered,
     )

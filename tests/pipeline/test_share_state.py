@@ -10,6 +10,7 @@ import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -20,7 +21,6 @@ from groupcoord.cli.main import app
 from groupcoord.cli.share import ShareAdmin
 from groupcoord.coordinator.messages import share_fetch as sf
 from groupcoord.coordinator.messages import share_group_heartbeat as sgh
-from groupcoord.coordinator.runtime.headers import make_headers
 from groupcoord.coordinator.service.partitioning import partition_for
 from groupcoord.coordinator.share.partition_types import AcknowledgeType, RecordState
 from groupcoord.pipeline.jobs import audit, history, snapshot_tables
@@ -40,6 +40,7 @@ from groupcoord.records.definitions import (
     ShareUpdateKey,
     ShareUpdateValue,
 )
+from tests.client_records import log_headers
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
 from tests.pipeline.conftest import LOG_PARTITIONS, WrittenLog
@@ -132,7 +133,7 @@ def share_run(written_log: WrittenLog) -> Iterator[ShareRun]:
     yield run
 
 
-def _rows(df: DataFrame, group: str) -> list[dict[str, object]]:
+def _rows(df: DataFrame, group: str) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in df.where(df.group_id == group).collect()]
 
 
@@ -222,7 +223,7 @@ def _forged_log(written_log: WrittenLog) -> tuple[str, dict[str, int]]:
             topic,
             key=encode_key(t, key),
             value=encode_value(t, value),
-            headers=make_headers(1, 0, 1),
+            headers=log_headers(1, 0, 1),
             partition=0,
             on_delivery=delivered,
         )

@@ -11,10 +11,10 @@ from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from groupcoord.coordinator.runtime.headers import make_headers
 from groupcoord.pipeline.cluster import read_range, watermarks
 from groupcoord.records import RecordType, encode_key, encode_value
 from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue
+from tests.client_records import log_headers
 from tests.clients.support import create_topic
 from tests.pipeline.conftest import LOG_PARTITIONS, WrittenLog
 
@@ -90,7 +90,7 @@ def test_unreadable_records_become_flagged_rows(spark: SparkSession, bootstrap: 
     producer = Producer({"bootstrap.servers": bootstrap})
     good_key = encode_key(RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", 0))
     good_value = encode_value(RecordType.OFFSET_COMMIT, OffsetCommitValue(offset=7))
-    producer.produce(topic, key=good_key, value=good_value, headers=make_headers(1, 0, 1), partition=0)
+    producer.produce(topic, key=good_key, value=good_value, headers=log_headers(1, 0, 1), partition=0)
     producer.produce(topic, key=b"\x00\x01garbage", value=b"\x00\x01\x00\x01zz", partition=0)
     producer.produce(topic, key=b"\x7f\x7f", value=None, partition=0)
     producer.produce(topic, key=good_key, value=good_value, headers=[("gc.b", b"\x00\x00\x00\x05\x00\x00\x00\x02")])

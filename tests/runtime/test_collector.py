@@ -65,22 +65,26 @@ def test_commits_in_flight_set_off_no_young_collection() -> None:
     answered: the youngest generation's threshold leaves them to it. With 20,000 it walked them
     again and again (49 young collections in a 10 s run of bench/offsets_bench.py)."""
     import random
+    from collections.abc import Callable
 
     from groupcoord.coordinator.group_shard import GroupCoordinatorShard
     from groupcoord.coordinator.groups.context import RequestContext
+    from groupcoord.coordinator.groups.coordinator_state import GroupCoordinatorState
     from groupcoord.coordinator.messages.offset_commit import (
         OffsetCommitRequest,
         OffsetCommitRequestPartition,
         OffsetCommitRequestTopic,
+        OffsetCommitResponse,
     )
-    from tests.sim.kernel import SimHost, SimLog, SimLoop
+    from groupcoord.coordinator.runtime.api import Result
+    from tests.sim.kernel import SimHost, SimLog, sim_loop
 
-    loop = SimLoop()
+    loop = sim_loop()
     host = SimHost(SimLog(), loop, "o0", random.Random(1))
     handlers = GroupCoordinatorShard()
     shard = host.shard(0, handlers)
     shard.load()
-    while loop.next_at() is not None and loop.next_at() <= 1000:  # type: ignore[operator]
+    while (at := loop.next_at()) is not None and at <= 1000:
         loop.step()
     requests = [
         OffsetCommitRequest(
@@ -97,6 +101,10 @@ def test_commits_in_flight_set_off_no_young_collection() -> None:
         for i in range(64)
     ]
     context = RequestContext(api_version=9)
+
+    def commit(r: OffsetCommitRequest) -> Callable[[GroupCoordinatorState, int], Result[OffsetCommitResponse]]:
+        return lambda state, now: handlers.commit_offsets(state, r, now, context)
+
     young: list[int] = []
 
     def count(phase: str, info: dict[str, int]) -> None:
@@ -109,9 +117,7 @@ def test_commits_in_flight_set_off_no_young_collection() -> None:
     gc.collect()
     gc.callbacks.append(count)
     try:
-        answers = [
-            shard.submit(lambda state, now, r=r: handlers.commit_offsets(state, r, now, context)) for r in requests
-        ]
+        answers = [shard.submit(commit(r)) for r in requests]
         loop.step()  # the flush: all 64 handled, encoded and appended, none read back
         assert shard.backlog == (0, 64)
     finally:

@@ -13,12 +13,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from groupcoord.coordinator.group_shard import GroupCoordinatorState
 from groupcoord.coordinator.runtime.clock import SystemClock
-from groupcoord.coordinator.runtime.headers import make_headers
 from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
 from groupcoord.coordinator.runtime.log import CollectorPause, LogTailer
 from groupcoord.local_broker import free_port
 from groupcoord.records import CoordinatorRecord, RecordType, encode
 from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue
+from tests.client_records import log_headers
 
 
 class Unreadable:
@@ -85,7 +85,7 @@ def test_the_collector_is_held_off_while_a_load_is_read_and_back_on_at_its_end(
         key, value = encode(
             CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", i % 50), OffsetCommitValue(i))
         )
-        producer.produce(unique_name, key=key, value=value, headers=make_headers(0, 0, 1), partition=0)
+        producer.produce(unique_name, key=key, value=value, headers=log_headers(0, 0, 1), partition=0)
         producer.poll(0)
     producer.flush(10)
     ended = threading.Event()

@@ -291,7 +291,7 @@ def test_confluent_kafka_with_sasl_through_the_sidecar(sasl_cluster: SaslCluster
     consumer = Consumer({**config, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False})
     try:
         consumer.subscribe([topic])
-        got: list[bytes] = []
+        got: list[bytes | None] = []
         for _ in range(120):
             message = consumer.poll(0.5)
             if message is None or message.error():

@@ -7,6 +7,8 @@ import asyncio
 import struct
 import time
 import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +146,7 @@ def test_log_topic_is_out_of_reach_through_the_sidecar(sasl_cluster: SaslCluster
         consumer.subscribe([log_topic])
         polled = [m for m in (consumer.poll(0.5) for _ in range(20)) if m is not None]
         assert [m for m in polled if not m.error()] == []
-        assert denied in {m.error().code() for m in polled if m.error()}
+        assert denied in {error.code() for m in polled if (error := m.error())}
         consumer.unsubscribe()
         consumer.assign([TopicPartition(log_topic, 0, 0)])
         assert [m for m in (consumer.poll(0.5) for _ in range(6)) if m is not None and not m.error()] == []
@@ -152,7 +154,7 @@ def test_log_topic_is_out_of_reach_through_the_sidecar(sasl_cluster: SaslCluster
         consumer.close()
 
     admin = AdminClient({**config, "socket.timeout.ms": 5000})
-    attempts = {
+    attempts: dict[str, Callable[[], Mapping[Any, Future[Any]]]] = {
         "list offsets": lambda: admin.list_offsets(
             {TopicPartition(log_topic, 0): OffsetSpec.latest()}, request_timeout=5
         ),

@@ -33,6 +33,7 @@ from groupcoord.coordinator.security.authorizer import (
     Permission,
     ResourceType,
 )
+from groupcoord.coordinator.service.metadata_cache import TopicInfo
 from groupcoord.coordinator.service.secured_handler import CHUNK, SecuredHandler
 
 
@@ -54,6 +55,17 @@ class CountingInner:
 
 
 class NoTopics:
+    """A cluster without topics, as ``TopicNames``."""
+
+    async def lookup(self, name: str, topic_id: uuid.UUID | None) -> TopicInfo | None:
+        return None
+
+    def refresh_soon(self) -> asyncio.Task[None]:
+        raise AssertionError("not asked")
+
+    def knows(self, name: str) -> bool:
+        return False
+
     async def name_of(self, topic_id: uuid.UUID) -> str | None:
         return None
 

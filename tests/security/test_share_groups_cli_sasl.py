@@ -18,6 +18,7 @@ from confluent_kafka import Producer, ShareConsumer
 from groupcoord.coordinator.messages import share_group_heartbeat as sgh
 from groupcoord.coordinator.service.share_fetcher import CLIENT_ID as SHARE_CLIENT_ID
 from tests.cli.test_share_groups_cli import cli
+from tests.client_records import value_of
 from tests.security.conftest import SaslCluster, Sidecar, start_acl_sidecar
 from tests.security.test_authentication import SASL_CLIENT, authenticated, create_topic
 from tests.security.test_txn_bridge_sasl import GCADMIN, bridge_logs_in_as
@@ -113,14 +114,14 @@ def test_share_groups_cli_logs_in_and_sees_what_it_may_describe(
     assert listed.returncode == 0, listed.stderr
     assert {"group": group, "state": "stable"} in json.loads(listed.stdout)["items"]
 
-    refused = tmp_path / "refused.properties"
-    refused.write_text(oauth.read_text().replace("principal=alice", "principal=mallory"))
+    mallory = tmp_path / "refused.properties"
+    mallory.write_text(oauth.read_text().replace("principal=alice", "principal=mallory"))
     sasl_cluster.front.refused_subjects.add("mallory")
     try:
         wrongs = [
             properties(tmp_path / f"wrong-{m}.properties", m, "alice", "not-it") for m in ("PLAIN", "SCRAM-SHA-256")
         ]
-        for wrong in [*wrongs, refused]:
+        for wrong in [*wrongs, mallory]:
             failed = cli("share-groups", "list", "-b", b, "--command-config", str(wrong))
             assert failed.returncode == 1, failed.stdout
             (line,) = failed.stderr.strip().splitlines()
@@ -147,7 +148,7 @@ def _share_records(sidecar: Sidecar, cluster: SaslCluster, want: int, timeout: f
         assert producer.flush(15) == 0
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and len(got) < want:
-            got += [m.value() for m in consumer.poll(0.5) if m.error() is None]
+            got += [value_of(m) for m in consumer.poll(0.5) if m.error() is None]
     finally:
         consumer.close()
     return got

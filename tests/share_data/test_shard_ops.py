@@ -4,9 +4,11 @@ lock-expiry timer, release on leave, and a reload from the records."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.groups.coordinator_state import GroupCoordinatorState
-from groupcoord.coordinator.runtime.api import CancelTimer, Result, ScheduleTimer
+from groupcoord.coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer
 from groupcoord.coordinator.share import shard_ops as ops
 from groupcoord.coordinator.share.partition_types import (
     AcknowledgementBatch,
@@ -26,6 +28,7 @@ KEY = SharePartitionKey("g", "t", 0)
 CONFIG = SharePartitionConfig(record_lock_duration_ms=1000, delivery_count_limit=3)
 ACCEPT, RELEASE, REJECT = 1, 2, 3
 METADATA = RecordType.SHARE_GROUP_STATE_PARTITION_METADATA
+T = TypeVar("T")
 
 
 class Shard:
@@ -35,7 +38,7 @@ class Shard:
         self.state = GroupCoordinatorState()
         self.log: list[CoordinatorRecord] = []
 
-    def run(self, result: Result[object]) -> object:
+    def run(self, result: Result[T]) -> T | Park:
         for r in result.records:
             self.state.replay(r)
         self.log += result.records

@@ -23,6 +23,7 @@ from groupcoord.coordinator.service.partitioning import partition_for
 from groupcoord.local_broker import free_port
 from groupcoord.records import RecordType, decode
 from groupcoord.records.codec import record_type_of
+from tests.client_records import delivery_count_of, offset_of, value_of
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
 from tests.integration.serve_process import ServeProcess
@@ -84,7 +85,7 @@ def test_share_consumer_receives_every_record(shared_serve: ServeProcess, bootst
     while time.monotonic() < deadline and len(got) < len(values):
         for m in consumer.poll(1):
             if m.error() is None:
-                got.append(m.value())
+                got.append(value_of(m))
     assert not [m for m in consumer.poll(1) if m.error() is None]
     consumer.close()
     assert sorted(got) == sorted(values) and not old & set(got)
@@ -92,16 +93,16 @@ def test_share_consumer_receives_every_record(shared_serve: ServeProcess, bootst
 
 def _drain(
     consumers: list[ShareConsumer], want: int, timeout: float = 30, ack: bool = False
-) -> list[tuple[int, bytes, int | None]]:
+) -> list[tuple[int, bytes, int]]:
     """Poll the consumers in turn until ``want`` records came (each: consumer index, value,
     delivery count); with ``ack`` (explicit mode) each record is ACCEPTed and committed."""
-    got: list[tuple[int, bytes, int | None]] = []
+    got: list[tuple[int, bytes, int]] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and len(got) < want:
         for i, c in enumerate(consumers):
             messages = [m for m in c.poll(0.3) if m.error() is None]
             for m in messages:
-                got.append((i, m.value(), m.delivery_count()))
+                got.append((i, value_of(m), delivery_count_of(m)))
                 if ack:
                     c.acknowledge(m, AcknowledgeType.ACCEPT)
             if ack and messages:
@@ -160,9 +161,10 @@ def test_release_redelivers_with_delivery_count_two_and_reject_archives(
     while time.monotonic() < deadline and sum(len(v) for v in seen.values()) < 2 * len(values) - 1:
         messages = [m for m in consumer.poll(0.5) if m.error() is None]
         for m in messages:
-            first = m.value() not in seen
-            seen.setdefault(m.value(), []).append(m.delivery_count())
-            if m.value() == rejected:
+            value = value_of(m)
+            first = value not in seen
+            seen.setdefault(value, []).append(m.delivery_count())
+            if value == rejected:
                 consumer.acknowledge(m, AcknowledgeType.REJECT)
             else:
                 consumer.acknowledge(m, AcknowledgeType.RELEASE if first else AcknowledgeType.ACCEPT)
@@ -593,7 +595,7 @@ def _share_records_since(bootstrap: str, log_topic: str, group: str, since: list
         count, seen = 0, since[partition]
         while seen < end:
             for m in consumer.consume(end - seen, 5):  # returns once it has them all
-                seen = m.offset() + 1
+                seen = offset_of(m) + 1
                 if m.error() is None and record_type_of(m.key()) in SHARE_TYPES:
                     count += decode(m.key(), m.value()).key.group == group
         return count

@@ -16,6 +16,7 @@ from groupcoord.coordinator.messages import share_acknowledge as sa
 from groupcoord.coordinator.messages import share_fetch as sf
 from groupcoord.coordinator.messages import share_group_heartbeat as sgh
 from groupcoord.coordinator.service.partitioning import partition_for
+from tests.client_records import value_of
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
 from tests.ha.sidecars import Sidecar, wait_for
@@ -52,7 +53,8 @@ def _group_of_the_second(pair: list[Sidecar], prefix: str) -> str:
     first, second = pair
     wait_for(
         lambda: (
-            first.owned() and second.owned() and sorted([*first.owned(), *second.owned()]) == list(range(PARTITIONS))
+            bool(first.owned() and second.owned())
+            and sorted([*first.owned(), *second.owned()]) == list(range(PARTITIONS))
         ),
         60,
         "both processes owning shards",
@@ -81,7 +83,7 @@ def test_a_consumer_at_the_process_that_does_not_own_the_group_gets_every_record
     while time.monotonic() < deadline and len(got) < len(values):
         messages = [m for m in consumer.poll(0.5) if m.error() is None]
         for m in messages:
-            got.append(m.value())
+            got.append(value_of(m))
             consumer.acknowledge(m, AcknowledgeType.ACCEPT)
         if messages:
             consumer.commit_sync(15)

@@ -46,7 +46,7 @@ def records(draw: st.DrawFn) -> tuple[bytes, bytes | None]:
     compiled = sorted(FAST._by_type[int(definition.type)].value_readers)
     version = draw(st.sampled_from(compiled)) if compiled else definition.latest_version
     value = None
-    if compiled and draw(st.booleans()):
+    if len(compiled) > 0 and draw(st.booleans()):
         value = from_avro(definition.value_cls, draw(_values(definition.value_schemas[version])))
     return (
         FASTAVRO.encode_key(definition.type, key),

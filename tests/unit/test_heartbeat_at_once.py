@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.group_shard import GroupCoordinatorShard
@@ -30,9 +30,10 @@ from tests.messages import (
     owned_topic,
     sync_request,
 )
-from tests.sim.kernel import SimHost, SimLog, SimLoop
+from tests.sim.kernel import SimHost, SimLog, sim_loop
 
 GROUP = "g"
+R = TypeVar("R")
 IMAGE = image(topic("t", 6))
 
 
@@ -51,7 +52,7 @@ class Side:
 
     def __init__(self, at_once: bool, classic: ClassicGroupConfig | None = None) -> None:
         self.at_once = at_once
-        self.loop = SimLoop()
+        self.loop = sim_loop()
         self.host = SimHost(SimLog(), self.loop, "o", random.Random(1))
         # Targets computed at once (no assignment interval): each heartbeat's answer is final.
         handlers = GroupCoordinatorShard(
@@ -81,7 +82,7 @@ class Side:
             return answer
         return self._settle(answer, stalled=True)
 
-    def _settle(self, answer: Awaitable[ConsumerGroupHeartbeatResponse], stalled: bool) -> Any:
+    def _settle(self, answer: Awaitable[R], stalled: bool) -> R:
         """Drive the answer's coroutine on the simulated loop; with ``stalled`` the log first
         delivers nothing, and the answer must not come meanwhile."""
         assert isinstance(answer, Coroutine)
@@ -155,7 +156,7 @@ class ClassicSide(Side):
         super().__init__(at_once, ClassicGroupConfig(initial_rebalance_delay_ms=0))
         self.parked: list[Coroutine[Any, Any, Any]] = []
 
-    def call(self, answer: Awaitable[Any]) -> Any:
+    def call(self, answer: Awaitable[R]) -> R:
         return self._settle(answer, stalled=False)
 
     def start(self, answer: Coroutine[Any, Any, Any]) -> None:
@@ -166,12 +167,12 @@ class ClassicSide(Side):
 
     def classic_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
         if not self.at_once:
-            return self.call(self.service.heartbeat(request, client(4)))  # type: ignore[no-any-return]
+            return self.call(self.service.heartbeat(request, client(4)))
         answer = self.service.heartbeat_now(request, client(4))
         self.immediate.append(isinstance(answer, HeartbeatResponse))
         if isinstance(answer, HeartbeatResponse):
             return answer
-        return self._settle(answer, stalled=True)  # type: ignore[no-any-return]
+        return self._settle(answer, stalled=True)
 
 
 def test_classic_heartbeats_answered_at_once_get_the_queued_paths_answers() -> None:
@@ -185,13 +186,13 @@ def test_classic_heartbeats_answered_at_once_get_the_queued_paths_answers() -> N
 
     def join(member: str) -> JoinGroupResponse:
         request = join_request(GROUP, 10_000, member, "consumer", protocols, rebalance_timeout_ms=30_000)
-        return same([side.call(side.service.join_group(request, client(3))) for side in sides])  # type: ignore[no-any-return]
+        return same([side.call(side.service.join_group(request, client(3))) for side in sides])
 
     def heartbeat(generation: int, member: str) -> HeartbeatResponse:
         now = max(side.loop.clock.now_ms() for side in sides) + 10
         for side in sides:
             side.loop.clock.advance(now - side.loop.clock.now_ms())
-        return same([side.classic_heartbeat(heartbeat_request(GROUP, generation, member)) for side in sides])  # type: ignore[no-any-return]
+        return same([side.classic_heartbeat(heartbeat_request(GROUP, generation, member)) for side in sides])
 
     joined = join("")
     assert joined.error_code == ErrorCode.NONE and joined.generation_id == 1

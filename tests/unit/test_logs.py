@@ -109,7 +109,7 @@ class RateLimitLogger:
         self.log.propagate = False
         self.log.addFilter(logs.RateLimit(burst, interval, clock))  # type: ignore[arg-type]
         handler = logging.Handler()
-        handler.emit = self.records.append  # type: ignore[method-assign]
+        handler.emit = self.records.append  # type: ignore[method-assign, assignment]  # [assignment]: checked against the unbound method
         self.log.addHandler(handler)
 
 

@@ -45,6 +45,7 @@ def test_made_by_slot_equals_the_constructors(row: tuple[Any, ...]) -> None:
     fast, plain = offset_commit_record(*row), plain_offset_commit_record(*row)
     assert fast == plain and hash(fast) == hash(plain) and repr(fast) == repr(plain)
     assert type(fast.key) is OffsetCommitKey and type(fast.value) is OffsetCommitValue
+    assert type(plain.value) is OffsetCommitValue
     assert fast.value.producer_id == -1
     assert pickle.loads(pickle.dumps(fast)) == plain
     assert replace(fast.value, offset=7) == replace(plain.value, offset=7)
@@ -54,7 +55,10 @@ def _record(row: tuple[Any, ...], producer_id: int, tombstone: bool) -> Coordina
     record = offset_commit_record(*row)
     if tombstone:
         return CoordinatorRecord(RecordType.OFFSET_COMMIT, record.key, None)
-    return replace(record, value=replace(record.value, producer_id=producer_id)) if producer_id >= 0 else record
+    if producer_id < 0:
+        return record
+    assert record.value is not None
+    return replace(record, value=replace(record.value, producer_id=producer_id))
 
 
 # Staged transactional offsets of partitions the runs commit: replayed among them, they make

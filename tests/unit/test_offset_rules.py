@@ -11,6 +11,7 @@ from groupcoord.coordinator.groups.consumer import validate_offset_fetch
 from groupcoord.coordinator.groups.group import GroupSummary
 from groupcoord.coordinator.service.service import list_groups_answer
 from groupcoord.records.definitions import ClassicMemberInConsumerGroup
+from tests.answers import answered
 from tests.groups.harness import Coordinator, image, topic
 from tests.messages import client, delete_request, delete_topic, join_protocol, join_request
 from tests.unit.test_group_shard import HANDLERS, GroupCoordinatorState, apply, commit, commit_at
@@ -59,15 +60,17 @@ def test_offset_delete_on_a_consumer_protocol_classic_group_with_unknown_subscri
     )
     first = HANDLERS.join_group(state, join, "tok", 0, client(9))
     apply(state, first)
-    if first.response.error_code == ErrorCode.MEMBER_ID_REQUIRED:
-        rejoin = replace(join, member_id=first.response.member_id)
+    joined = answered(first.response)
+    if joined.error_code == ErrorCode.MEMBER_ID_REQUIRED:
+        rejoin = replace(join, member_id=joined.member_id)
         apply(state, HANDLERS.join_group(state, rejoin, "tok2", 0, client(9)))
     # First rebalance still running: no protocol chosen, so the subscription is not known.
     assert state.group_type("g") == "classic" and state.classic.subscribed_topics("g") is None
     request = delete_request("g", [delete_topic("t", [0])])
     answer = HANDLERS.delete_offsets(state, request, 0)
-    assert answer.response.error_code == ErrorCode.NONE
-    assert [p.error_code for t in answer.response.topics for p in t.partitions] == [ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC]
+    deleted = answered(answer.response)
+    assert deleted.error_code == ErrorCode.NONE
+    assert [p.error_code for t in deleted.topics for p in t.partitions] == [ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC]
     assert answer.records == []
     assert state.offsets.get("g", "t", 0) is not None
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from groupcoord.coordinator.errors import ErrorCode
-from groupcoord.coordinator.messages.offset_commit import OffsetCommitRequest
+from groupcoord.coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from groupcoord.coordinator.offsets.config import OffsetsConfig
 from groupcoord.coordinator.offsets.handlers import CommitVerdict, commit_offsets, fetch_offsets
 from groupcoord.coordinator.offsets.retention import (
@@ -15,7 +17,8 @@ from groupcoord.coordinator.offsets.retention import (
     offsets_of_deleted_topic,
 )
 from groupcoord.coordinator.offsets.state import OffsetsState
-from groupcoord.coordinator.runtime.api import Result
+from groupcoord.coordinator.runtime.api import Park, Result
+from tests.answers import answered
 from tests.messages import (
     commit_partition,
     commit_request,
@@ -28,10 +31,11 @@ from tests.messages import (
 )
 
 CONFIG = OffsetsConfig()
+T = TypeVar("T")
 DAY = 24 * 3600 * 1000
 
 
-def apply(state: OffsetsState, result: Result[object]) -> object:
+def apply(state: OffsetsState, result: Result[T]) -> T | Park:
     for r in result.records:
         state.replay(r)
     return result.response
@@ -52,15 +56,16 @@ def commit(
     )
 
 
-def codes(response: object) -> list[int]:
-    return [p.error_code for t in response.topics for p in t.partitions]  # type: ignore[attr-defined]
+def codes(response: OffsetCommitResponse | Park) -> list[int]:
+    return [p.error_code for t in answered(response).topics for p in t.partitions]
 
 
 def test_commit_writes_one_record_per_partition_and_fetch_reads_them() -> None:
     state = OffsetsState()
     result = commit_offsets(state, commit("g", "t", {0: 10, 1: 20}, "m", tid("t")), 1000, CONFIG)
     assert len(result.records) == 2 and state.offsets == {}  # the handler does not mutate
-    assert codes(apply(state, result)) == [0, 0]
+    response = apply(state, result)
+    assert codes(response) == [0, 0]
     v = state.get("g", "t", 0)
     assert v is not None and (v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.topic_id) == (
         10,
@@ -130,15 +135,16 @@ def test_offset_delete() -> None:
     apply(state, commit_offsets(state, commit("g", "a", {0: 1, 1: 1}), 0, CONFIG))
     apply(state, commit_offsets(state, commit("g", "b", {0: 1}), 0, CONFIG))
     missing = delete_offsets(state, delete_request("nope", [delete_topic("a", [0])]), None)
-    assert missing.response.error_code == ErrorCode.GROUP_ID_NOT_FOUND and missing.records == []
+    assert answered(missing.response).error_code == ErrorCode.GROUP_ID_NOT_FOUND and missing.records == []
     view = GroupRetentionView(subscribed_topics=frozenset({"b"}), is_empty=False, managed=True)
     r = delete_offsets(
         state,
         delete_request("g", [delete_topic("a", [0, 7]), delete_topic("b", [0])]),
         view,
     )
-    assert r.response.error_code == 0
-    assert [[(p.partition_index, p.error_code) for p in t.partitions] for t in r.response.topics] == [
+    deleted = answered(r.response)
+    assert deleted.error_code == 0
+    assert [[(p.partition_index, p.error_code) for p in t.partitions] for t in deleted.topics] == [
         [(0, 0), (7, 0)],
         [(0, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)],
     ]

@@ -132,6 +132,12 @@ def test_version_n_is_read_after_version_n_plus_1_adds_a_field() -> None:
     assert written_by_old[0] == written_by_new[0]
 
 
+_COMMIT_VALUE = encode(CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", 0), OffsetCommitValue(1)))[
+    1
+]
+assert _COMMIT_VALUE is not None
+
+
 @pytest.mark.parametrize(
     "key,value",
     [
@@ -145,11 +151,7 @@ def test_version_n_is_read_after_version_n_plus_1_adds_a_field() -> None:
         ),  # unknown version
         (encode_key(RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", 0)), b"\x00\x02\x00\x01\x02"),  # type mismatch
         (encode_key(RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", 0)), b"\x00\x01\x00\x01\xff\xff"),
-        (
-            encode_key(RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", 0)),
-            encode(CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", 0), OffsetCommitValue(1)))[1]
-            + b"junk",  # type: ignore[operator]
-        ),
+        (encode_key(RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", 0)), _COMMIT_VALUE + b"junk"),
     ],
 )
 def test_unreadable_bytes_raise_decode_error(key: bytes | None, value: bytes | None) -> None:

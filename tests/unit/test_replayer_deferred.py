@@ -92,9 +92,9 @@ def test_deferred_load_drops_fenced_and_aborted_records_like_a_full_replay() -> 
     log.add(commit("g", 2, 9), 3, 1, 2)  # a complete batch applies
     state, _ = replay(log.entries, deferred=True)
     assert_same_state(log.entries)
-    assert state.offsets.get("g", "t", 0) is not None and state.offsets.get("g", "t", 0).offset == 5
+    assert (committed := state.offsets.get("g", "t", 0)) is not None and committed.offset == 5
     assert state.offsets.get("g", "t", 1) is None
-    assert state.offsets.get("g", "t", 2) is not None and state.offsets.get("g", "t", 2).offset == 9
+    assert (committed := state.offsets.get("g", "t", 2)) is not None and committed.offset == 9
 
 
 def test_a_batch_still_open_at_the_end_of_a_deferred_load_is_reported_and_never_applied() -> None:
@@ -127,7 +127,7 @@ def test_records_fed_after_finish_apply_at_once() -> None:
     state, replayer = replay(log.entries, deferred=True)
     key, value = encode(commit("g", 0, 2))
     replayer.feed(1, key, value, make_headers(1, 0, 1))
-    assert state.offsets.get("g", "t", 0) is not None and state.offsets.get("g", "t", 0).offset == 2
+    assert (committed := state.offsets.get("g", "t", 0)) is not None and committed.offset == 2
 
 
 def test_classic_group_records_survive_a_deferred_load() -> None:
@@ -277,7 +277,7 @@ def test_bulk_loading_leaves_runtime_records_batches_and_zombies_to_the_record_r
     bulk = replay_in_bulk(messages, [37, 150, 3])
     assert outcome(*bulk) == outcome(*eager)
     assert bulk[1].bulk_read > 0
-    assert bulk[0].offsets.get("g", "t", 0) is not None and bulk[0].offsets.get("g", "t", 0).offset == 95
+    assert (committed := bulk[0].offsets.get("g", "t", 0)) is not None and committed.offset == 95
     assert bulk[1].open_batch() == (302, 302)
 
 

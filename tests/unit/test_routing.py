@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.group_shard import GroupCoordinatorState
 from groupcoord.coordinator.groups.context import RequestContext
@@ -45,7 +47,7 @@ def test_a_failed_consumer_group_heartbeat_writes_nothing() -> None:
     """The tombstones of an empty classic group are only written with a successful answer."""
     state = GroupCoordinatorState()
     _empty_classic_group(state, "g")
-    full = {"rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"], "topic_partitions": []}
+    full: dict[str, Any] = {"rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"], "topic_partitions": []}
     not_consumer = "Group g is not a consumer group."
     assert beat(state, cg_request("g", "m1", 5, topic_partitions=[])) == (69, not_consumer, 0)
     assert beat(state, cg_request("g", "m1", -1)) == (69, not_consumer, 0)

@@ -18,6 +18,7 @@ from groupcoord.coordinator.offsets.handlers import fetch_offsets
 from groupcoord.coordinator.offsets.transactions import Sequence
 from groupcoord.coordinator.runtime.api import Result
 from groupcoord.records import CoordinatorRecord, decode, encode
+from tests.answers import answered
 from tests.unit.test_group_shard import HANDLERS, IMAGE, apply, commit, commit_at, join_consumer
 
 IDS = {"t": IMAGE.topic_id("t"), "u": IMAGE.topic_id("u")}
@@ -203,7 +204,9 @@ def test_a_refused_staging_writes_nothing() -> None:
     join_consumer(state, "cg")
     result = HANDLERS.stage_txn_offsets(state, txn("cg", {0: 1}, generation=99, member="m1"), 5, Sequence(0, 0), IDS, 0)
     assert result.records == []
-    assert [p.error_code for t in result.response.topics for p in t.partitions] == [ErrorCode.ILLEGAL_GENERATION]
+    assert [p.error_code for t in answered(result.response).topics for p in t.partitions] == [
+        ErrorCode.ILLEGAL_GENERATION
+    ]
 
 
 def test_an_offset_with_a_staged_transaction_over_it_does_not_expire() -> None:

@@ -66,8 +66,13 @@ class ShardHost(Protocol):
     """What a shard needs from its owner: a loop and a clock, and the log partition it writes
     and reads. ``CoordinatorRuntime`` implements it over Kafka; ``tests/sim`` over a simulated log."""
 
-    loop: asyncio.AbstractEventLoop
-    clock: Clock
+    # Read-only: a shard never replaces its host's loop or clock, so a host may hold narrower ones (tests/sim).
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
     owner_id: str  # written into ShardEpoch records: who owns the shard since that epoch
     topic: str
     # The largest record (key + value + headers) the log accepts; larger ones are refused

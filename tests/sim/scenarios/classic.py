@@ -32,7 +32,7 @@ from groupcoord.coordinator.runtime.api import Park
 from groupcoord.coordinator.runtime.shard import ShardStatus
 from tests.sim import invariants, shard_api
 from tests.sim.clients import ClassicClient
-from tests.sim.kernel import InvariantViolation, SimHost, SimLog, SimLoop
+from tests.sim.kernel import InvariantViolation, SimHost, SimLog, sim_loop
 
 GROUP = "sim-group"
 INT_MAX = 2**31 - 1
@@ -85,7 +85,7 @@ class Simulation:
         self.rng = random.Random(sc.seed * 7919 + 1)
         config = ClassicGroupConfig(initial_rebalance_delay_ms=sc.initial_delay_ms, max_size=sc.max_size)
         self.handlers = shard_api.handlers(TopicsImage.empty, ConsumerGroupConfig(), config)
-        self.loop = SimLoop()
+        self.loop = sim_loop()
         self.log = SimLog()
         self.host = SimHost(self.log, self.loop, "sim", random.Random(sc.seed))
         self.shard = self.host.shard(0, self.handlers)

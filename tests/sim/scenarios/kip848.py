@@ -28,7 +28,7 @@ from tests.messages import tid
 from tests.sim import invariants, shard_api
 from tests.sim.clients import TP, ConsumerClient, commit_request
 from tests.sim.drivers import ConsumerDriver
-from tests.sim.kernel import InvariantViolation, Network, SimHost, SimLog, SimLoop
+from tests.sim.kernel import InvariantViolation, Network, SimHost, SimLog, sim_loop
 
 GROUP = "sim-group"
 RESTART_AFTER_FATAL_MS = 300  # the process supervisor restarts a consumer that stopped
@@ -87,7 +87,7 @@ class Simulation(ConsumerDriver):
     def __init__(self, sc: Scenario) -> None:
         self.sc = sc
         self.rng = random.Random(sc.seed * 7919 + 1)
-        self.loop = SimLoop()
+        self.loop = sim_loop()
         self.net = Network(self.loop, self.rng, sc.fault_rate)
         self.topic_version = 1
         self.topic_gen: dict[str, int] = {}

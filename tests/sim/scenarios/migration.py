@@ -40,7 +40,7 @@ from groupcoord.coordinator.runtime.shard import ShardStatus
 from tests.messages import tid
 from tests.sim import invariants, shard_api
 from tests.sim.clients import TP, ClassicClient, ConsumerClient
-from tests.sim.kernel import InvariantViolation, SimHost, SimLog, SimLoop
+from tests.sim.kernel import InvariantViolation, SimHost, SimLog, sim_loop
 
 GROUP = "mig"
 STEP_MS = 250
@@ -109,7 +109,7 @@ class Simulation:
                 migration_policy="bidirectional",  # production's default path
             ),
         )
-        self.loop = SimLoop()
+        self.loop = sim_loop()
         self.log = SimLog()
         self.host = SimHost(self.log, self.loop, "sim", random.Random(sc.seed))
         self.shard = self.host.shard(0, self.handlers)

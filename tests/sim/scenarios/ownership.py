@@ -26,7 +26,7 @@ from tests.messages import tid
 from tests.sim import invariants, shard_api
 from tests.sim.clients import TP, ConsumerClient, commit_request
 from tests.sim.drivers import ConsumerDriver
-from tests.sim.kernel import InvariantViolation, LogFaults, Network, SimHost, SimLog, SimLoop
+from tests.sim.kernel import InvariantViolation, LogFaults, Network, SimHost, SimLog, sim_loop
 
 GROUP = "sim-group"
 T0_ID = tid("t0")
@@ -79,7 +79,7 @@ class Simulation(ConsumerDriver):
     def __init__(self, sc: Scenario) -> None:
         self.sc = sc
         self.rng = random.Random(sc.seed * 7919 + 3)
-        self.loop = SimLoop()
+        self.loop = sim_loop()
         self.net = Network(self.loop, self.rng, sc.fault_rate)
         self.log = SimLog(clock=self.loop.clock)
         self.faults = LogFaults(sc.append_fail_rate, sc.ambiguous_rate)

@@ -205,7 +205,9 @@ class Simulation:
 
     def commit(self) -> None:
         for seq, key, value in self.log.commit():
-            start = decode(key, value).value.start_offset
+            snapshot = decode(key, value).value
+            assert snapshot is not None  # write() appends snapshots and updates, never a tombstone
+            start = snapshot.start_offset
             if start < self.committed_start:
                 self.fail(f"committed SPSO went back from {self.committed_start} to {start}")
             self.committed_start = start

@@ -41,12 +41,13 @@ from groupcoord.records import CoordinatorRecord, RecordType
 from tests.messages import tid
 from tests.sim import invariants, shard_api
 from tests.sim.clients import commit_request
-from tests.sim.kernel import LOG_TOPIC, InvariantViolation, SimHost, SimLog, SimLoop
+from tests.sim.kernel import LOG_TOPIC, InvariantViolation, SimHost, SimLog, sim_loop
 
 GROUP = "txn-group"
 TOPIC = "t0"
 PARTITION = 0
-IDS = {TOPIC: tid(TOPIC)}
+TOPIC_ID = tid(TOPIC)
+IDS: dict[str, str | None] = {TOPIC: TOPIC_ID}
 
 
 @dataclass(frozen=True)
@@ -90,10 +91,10 @@ class Simulation:
     def __init__(self, sc: Scenario) -> None:
         self.sc = sc
         self.rng = random.Random(sc.seed * 31 + 11)
-        self.loop = SimLoop()
+        self.loop = sim_loop()
         self.log = SimLog(clock=self.loop.clock)
         self.hosts = [SimHost(self.log, self.loop, f"owner-{i}", self.rng) for i in range(2)]
-        image = TopicsImage.of([TopicImage(TOPIC, IDS[TOPIC], sc.partitions)], 1)
+        image = TopicsImage.of([TopicImage(TOPIC, TOPIC_ID, sc.partitions)], 1)
         self.handlers = shard_api.handlers(lambda: image, ConsumerGroupConfig(assignment_interval_ms=0))
         self.owner = 0
         self.txn_topic: list[TxnEntry] = []
