@@ -52,7 +52,7 @@ from groupcoord.coordinator.messages.consumer_group_heartbeat import (  # noqa: 
     ConsumerGroupHeartbeatRequestTopicPartitions,
     ConsumerGroupHeartbeatResponse,
 )
-from groupcoord.coordinator.messages.schema import topic_id_string  # noqa: E402
+from groupcoord.coordinator.messages.schema import Message, topic_id_string  # noqa: E402
 from groupcoord.coordinator.observability.gateway import GatewayMetrics  # noqa: E402
 from groupcoord.coordinator.observability.metrics import ShardMetrics  # noqa: E402
 from groupcoord.coordinator.runtime.shard import Shard, ShardStatus  # noqa: E402
@@ -61,7 +61,7 @@ from groupcoord.coordinator.service.gateway_handler import CoordinatorApiHandler
 from groupcoord.coordinator.service.gateway_handler import _facts as _request_facts  # noqa: E402
 from groupcoord.coordinator.service.handover_relay import HandoverRelay  # noqa: E402
 from groupcoord.coordinator.service.service import GroupCoordinatorService  # noqa: E402
-from tests.sim.kernel import SimHost, SimLog, SimLoop  # noqa: E402
+from tests.sim.kernel import SimHost, SimLog, sim_loop  # noqa: E402
 
 HB_KEY, HB_VERSION = 68, 1
 GROUP, TOPIC = "steady", "large"
@@ -108,7 +108,7 @@ class World:
     """One shard on the simulated log, its service and ``serve``'s handler chain."""
 
     def __init__(self, members: int, partitions: int) -> None:
-        self.loop = SimLoop()
+        self.loop = sim_loop()
         self.host = SimHost(SimLog(), self.loop, "o", random.Random(1))
         self.image = TopicsImage.of([TopicImage(TOPIC, topic_id_string(uuid.UUID(int=1)), partitions)])
         self.handlers = GroupCoordinatorShard(consumer_config=ConsumerGroupConfig(), metadata=lambda: self.image)
@@ -135,10 +135,12 @@ class World:
 
     def _send(self, requests: list[ConsumerGroupHeartbeatRequest]) -> list[ConsumerGroupHeartbeatResponse]:
         context = RequestContext(api_version=HB_VERSION, client_id="bench", client_host="/127.0.0.1")
-        futures = [
-            self.shard.submit(lambda s, now, r=r: self.handlers.consumer_group_heartbeat(s, r, now, context))
-            for r in requests
-        ]
+        handlers = self.handlers
+
+        def heartbeat(r: ConsumerGroupHeartbeatRequest) -> Callable[[Any, int], Any]:
+            return lambda s, now: handlers.consumer_group_heartbeat(s, r, now, context)
+
+        futures = [self.shard.submit(heartbeat(r)) for r in requests]
         while not all(f.done() for f in futures):
             self.run(10)
         return [f.result() for f in futures]
@@ -253,7 +255,11 @@ def measure(world: World, rounds: int) -> dict[str, float]:
         return len(decided)
 
     out["context"] = _best(rounds, context)
-    called = [(conn, conn._context(request.header), request.body) for conn, request in decided]
+    called = [
+        (conn, conn._context(request.header), request.body)
+        for conn, request in decided
+        if isinstance(request.body, ConsumerGroupHeartbeatRequest)
+    ]
     answer_now = world.handler.answer_now
 
     def handler() -> int:
@@ -302,7 +308,7 @@ def measure(world: World, rounds: int) -> dict[str, float]:
         return len(called)
 
     out["group_logic"] = _best(rounds, group_logic)
-    answered = [(conn, ctx, answer_now(ctx, body)) for conn, ctx, body in called]
+    answered = [(conn, ctx, a) for conn, ctx, body in called if isinstance(a := answer_now(ctx, body), Message)]
 
     def encode() -> int:
         for conn, ctx, answer in answered:

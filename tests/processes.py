@@ -34,7 +34,7 @@ def popen(args: list[str], **kwargs: Any) -> subprocess.Popen[Any]:
     kwargs.setdefault("preexec_fn", DIE_WITH_PARENT)
     if threading.current_thread() is threading.main_thread():
         return subprocess.Popen(args, **kwargs)
-    return _spawner.submit(subprocess.Popen, args, **kwargs).result()
+    return _spawner.submit(lambda: subprocess.Popen(args, **kwargs)).result()
 
 
 def run(args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[Any]:

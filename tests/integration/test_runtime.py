@@ -86,7 +86,12 @@ def test_answers_read_back_are_released_before_the_next_flush_runs(bootstrap: st
             first = shard.submit(lambda state, now: Result("first", [record]))
             shard._flush()  # the first write is appended now, its answer waits for the read-back
             seen: list[bool] = []
-            second = shard.submit(lambda state, now: (seen.append(first.done()), Result("second"))[1])
+
+            def note_first(state: object, now: int) -> Result[str]:
+                seen.append(first.done())
+                return Result("second")
+
+            second = shard.submit(note_first)
             # The loop's next turn holds the second write's flush; the loop is held until the
             # reader has read the first write back and reported it, so its report comes after.
             assert reported.wait(30)

@@ -33,7 +33,7 @@ def test_a_recreated_shard_loads_whatever_its_predecessor_reader_reported(bootst
             fresh = runtime.load_shard(0)
             # The reader's last report of the end of the partition for the old shard (its load's
             # result), queued on the loop before it saw the unassignment.
-            runtime._shard_call(0, "on_loaded", stale, LoadResult(end, old.epoch + 1, [], [], 0, 0.0))
+            runtime._from_reader("on_loaded")(0, stale, LoadResult(end, old.epoch + 1, [], [], 0, 0.0))
             await asyncio.wait_for(fresh.wait_loaded(), 20)
             (answer,) = await service.fetch_offsets(fetch_request("g49", "t", [0]))
             assert answer.error_code == 0 and answer.topics[0].partitions[0].committed_offset == 49

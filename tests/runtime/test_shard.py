@@ -295,9 +295,12 @@ def test_a_batch_read_back_in_pieces_is_checked_piece_by_piece_and_applied_at_on
     world.hosts[0].stall()  # what the shard reads is handed over below
     one_by_one: list[int] = []
     feed_own = LogReplayer.feed_own
-    monkeypatch.setattr(
-        LogReplayer, "feed_own", lambda self, at, *rest: one_by_one.append(at) or feed_own(self, at, *rest)
-    )
+
+    def counted(self: LogReplayer, at: int, *rest: Any) -> Any:
+        one_by_one.append(at)
+        return feed_own(self, at, *rest)
+
+    monkeypatch.setattr(LogReplayer, "feed_own", counted)
     fut, start, ours = _appended(world, shard, [commit(p, 7) for p in range(5)])
     pieces = [[0, 1], [2], [3, 4]]
     for piece in pieces:
@@ -316,7 +319,7 @@ def test_a_zombie_record_after_a_checked_piece_of_our_batch_is_not_taken_for_our
     fut, start, ours = _appended(world, shard, [commit(p, 7) for p in range(3)])
     shard.on_records(shard.generation, [SimMessage(Entry(start + i, *ours[i])) for i in (0, 1)])  # type: ignore[misc]
     zombie = Entry(start + 2, ours[2][0], ours[2][1], make_headers(shard.epoch - 1, 2, 3))
-    shard.on_records(shard.generation, [SimMessage(zombie)])  # type: ignore[misc]
+    shard.on_records(shard.generation, [SimMessage(zombie)])  # type: ignore[list-item]
     assert not fut.done() or isinstance(fut.exception(), ShardNotAvailable)
     assert shard.status is not ShardStatus.ACTIVE  # reloading: another writer's record was found
 
