@@ -10,6 +10,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,17 @@ _MOVING = {
 
 # Short enough that a failover in a test takes seconds, long enough for a loaded 2-core machine.
 SESSION_TIMEOUT_MS = 6000
+
+
+def readiness(address: str) -> tuple[int, dict[str, object]]:
+    """serve's ``/readyz`` at ``address`` (its metrics_listen): the status (0: no answer) and the body."""
+    try:
+        with urllib.request.urlopen(f"http://{address}/readyz", timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+    except OSError:
+        return 0, {}
 
 
 class Sidecar:

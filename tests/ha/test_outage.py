@@ -12,28 +12,15 @@ died with SIGSEGV in librdkafka a fraction of a second after the deletion.
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
 from groupcoord.local_broker import LocalBroker, free_port
-from tests.ha.sidecars import Committer, Sidecar, wait_for
+from tests.ha.sidecars import Committer, Sidecar, readiness, wait_for
 from tests.topics import ensure_topic
-
-
-def _ready(address: str) -> tuple[int, dict[str, object]]:
-    try:
-        with urllib.request.urlopen(f"http://{address}/readyz", timeout=5) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-    except OSError:
-        return 0, {}
 
 
 def _assert_alive(sidecars: list[Sidecar]) -> None:
@@ -42,7 +29,7 @@ def _assert_alive(sidecars: list[Sidecar]) -> None:
 
 
 def _ready_or_dead(sidecars: list[Sidecar], health: list[str]) -> bool:
-    return not all(s.alive for s in sidecars) or all(_ready(h)[0] == 200 for h in health)
+    return not all(s.alive for s in sidecars) or all(readiness(h)[0] == 200 for h in health)
 
 
 def _ride_out_a_restart(tmp_path: Path, processes: int) -> None:
@@ -63,7 +50,7 @@ def _ride_out_a_restart(tmp_path: Path, processes: int) -> None:
             sidecar.wait_listening()
         committer = Committer(sidecars[0].address, "outage-group")
         committer.commit_until_acked(30)
-        wait_for(lambda: all(_ready(h)[0] == 200 for h in health), 30, "every sidecar ready")
+        wait_for(lambda: all(readiness(h)[0] == 200 for h in health), 30, "every sidecar ready")
 
         assert broker.process is not None
         broker.process.kill()
@@ -73,7 +60,7 @@ def _ride_out_a_restart(tmp_path: Path, processes: int) -> None:
         time.sleep(8)
         _assert_alive(sidecars)
         for address in health:
-            status, body = _ready(address)
+            status, body = readiness(address)
             assert status == 503 and "cluster" in body, body
 
         broker = LocalBroker(port=broker_port, log_file=tmp_path / "broker.log").start()
@@ -113,13 +100,13 @@ def test_serve_rides_out_its_log_topic_deleted_on_the_cluster(bootstrap: str, un
         sidecar.start()
         committer = Committer(sidecar.address, f"{unique_name}-group", topic)
         before = committer.commit_until_acked(30)
-        wait_for(lambda: _ready(health)[0] == 200, 30, "the sidecar ready")
+        wait_for(lambda: readiness(health)[0] == 200, 30, "the sidecar ready")
 
         admin.delete_topics([unique_name])[unique_name].result(10)
         # Not ready while the log is gone and until the next look at the cluster finds it back.
-        wait_for(lambda: not sidecar.alive or _ready(health)[0] == 503, 30, "the sidecar not ready")
+        wait_for(lambda: not sidecar.alive or readiness(health)[0] == 503, 30, "the sidecar not ready")
         _assert_alive([sidecar])
-        wait_for(lambda: not sidecar.alive or _ready(health)[0] == 200, 60, "the sidecar ready again")
+        wait_for(lambda: not sidecar.alive or readiness(health)[0] == 200, 60, "the sidecar ready again")
         _assert_alive([sidecar])
         metadata = admin.list_topics(unique_name, timeout=10).topics[unique_name]
         assert metadata.error is None and len(metadata.partitions) == 2
