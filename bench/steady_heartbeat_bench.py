@@ -55,26 +55,16 @@ from groupcoord.coordinator.messages.consumer_group_heartbeat import (  # noqa: 
 from groupcoord.coordinator.messages.schema import Message, topic_id_string  # noqa: E402
 from groupcoord.coordinator.observability.gateway import GatewayMetrics  # noqa: E402
 from groupcoord.coordinator.observability.metrics import ShardMetrics  # noqa: E402
-from groupcoord.coordinator.runtime.shard import Shard, ShardStatus  # noqa: E402
+from groupcoord.coordinator.runtime.shard import ShardStatus  # noqa: E402
 from groupcoord.coordinator.server import group_handler  # noqa: E402
 from groupcoord.coordinator.service.gateway_handler import CoordinatorApiHandler  # noqa: E402
 from groupcoord.coordinator.service.gateway_handler import _facts as _request_facts  # noqa: E402
 from groupcoord.coordinator.service.handover_relay import HandoverRelay  # noqa: E402
 from groupcoord.coordinator.service.service import GroupCoordinatorService  # noqa: E402
-from tests.sim.kernel import SimHost, SimLog, sim_loop  # noqa: E402
+from tests.sim.kernel import OneShardRuntime, SimHost, SimLog, sim_loop  # noqa: E402
 
 HB_KEY, HB_VERSION = 68, 1
 GROUP, TOPIC = "steady", "large"
-
-
-class _Runtime:
-    partitions = 1
-
-    def __init__(self, shard: Shard[Any]) -> None:
-        self._shard = shard
-
-    def shard(self, partition: int) -> Shard[Any]:
-        return self._shard
 
 
 class _Topics:
@@ -117,7 +107,7 @@ class World:
         self.shard.load()
         self.run(1000)
         assert self.shard.status is ShardStatus.ACTIVE
-        self.service = GroupCoordinatorService(_Runtime(self.shard), self.handlers)  # type: ignore[arg-type]
+        self.service = GroupCoordinatorService(OneShardRuntime(self.shard), self.handlers)  # type: ignore[arg-type]
         api = CoordinatorApiHandler(self.service, _Topics())  # type: ignore[arg-type]
         relay = HandoverRelay(api, self.service.partition_for)
         self.handler = group_handler(relay, _Topics(), None, frozenset(), frozenset())  # type: ignore[arg-type]

@@ -416,3 +416,15 @@ class SimHost:
         elif load is not None:
             del self._loads[partition]
             shard.on_loaded(generation, load.end(self.log.end.get(partition, 0)))
+
+
+class OneShardRuntime:
+    """The part of ``CoordinatorRuntime`` a ``GroupCoordinatorService`` uses, over one simulated shard."""
+
+    partitions = 1
+
+    def __init__(self, shard: Shard[Any]) -> None:
+        self._shard = shard
+
+    def shard(self, partition: int) -> Shard[Any]:
+        return self._shard

@@ -18,7 +18,7 @@ from groupcoord.coordinator.messages.consumer_group_heartbeat import (
 )
 from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from groupcoord.coordinator.messages.join_group import JoinGroupResponse
-from groupcoord.coordinator.runtime.shard import Shard, ShardStatus
+from groupcoord.coordinator.runtime.shard import ShardStatus
 from groupcoord.coordinator.service.service import GroupCoordinatorService
 from tests.groups.harness import image, topic
 from tests.messages import (
@@ -30,21 +30,11 @@ from tests.messages import (
     owned_topic,
     sync_request,
 )
-from tests.sim.kernel import SimHost, SimLog, sim_loop
+from tests.sim.kernel import OneShardRuntime, SimHost, SimLog, sim_loop
 
 GROUP = "g"
 R = TypeVar("R")
 IMAGE = image(topic("t", 6))
-
-
-class _Runtime:
-    partitions = 1
-
-    def __init__(self, shard: Shard[Any]) -> None:
-        self._shard = shard
-
-    def shard(self, partition: int) -> Shard[Any]:
-        return self._shard
 
 
 class Side:
@@ -64,7 +54,7 @@ class Side:
         self.shard.load()
         self.run()
         assert self.shard.status is ShardStatus.ACTIVE
-        self.service = GroupCoordinatorService(_Runtime(self.shard), handlers)  # type: ignore[arg-type]
+        self.service = GroupCoordinatorService(OneShardRuntime(self.shard), handlers)  # type: ignore[arg-type]
         # Per heartbeat: whether it was answered at once.
         self.immediate: list[bool] = []
 
