@@ -241,6 +241,16 @@ def test_all_groups_leaves_out_the_sidecars_own_groups(tmp_path: object) -> None
         c.close()
         serve = ServeProcess(broker.bootstrap, free_port(), f"gc-cli-all-{uuid.uuid4().hex[:8]}", partitions=1).start()
         try:
+            # serve listens before its placement consumer has joined: the placement group is on the
+            # cluster (to be left out) only once it has.
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            deadline = time.monotonic() + 60
+            while not any(
+                g.group_id.startswith("groupcoord-placement-")
+                for g in admin.list_consumer_groups(request_timeout=10).result().valid
+            ):
+                assert time.monotonic() < deadline, "serve's placement group never reached the cluster"
+                time.sleep(0.2)
             plan = cli(
                 "migrate", "import", "--cluster", broker.bootstrap, "-b", serve.bootstrap, "--all-groups", "--json"
             )

@@ -173,7 +173,7 @@ def test_describe_list_and_refusals_with_a_live_member(sidecar: ServeProcess, un
         assert [f[:6] for f in fields] == [[group, topic, "0", "4", "10", "6"], [group, topic, "1", "-", "10", "-"]]
         assert all(len(f) == 9 and f[8] == "reader-" + "x" * 90 for f in fields)
         listed = cli("groups", "list", "--state", "Stable", "-b", sidecar.bootstrap, "--format", "text")
-        assert [group, "classic", "stable", "False"] in [line.split() for line in listed.stdout.splitlines()[1:]]
+        assert [group, "classic", "stable", "false"] in [line.split() for line in listed.stdout.splitlines()[1:]]
         as_yaml = yaml.safe_load(
             cli("groups", "describe", group, "--state", "-b", sidecar.bootstrap, "--format", "yaml").stdout
         )
