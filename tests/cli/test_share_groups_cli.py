@@ -252,9 +252,12 @@ def test_groups_of_every_process_are_listed_and_described_at_their_coordinator(
 
         def routed() -> bool:
             where.update({g: coordinator_port(pair[0].port, g) for g in groups})
-            return set(where.values()) == ports  # every group routed, groups on both processes
+            # Every group routed, groups on both processes, and the second process routes them
+            # alike: list asks the nodes of the Metadata of the process it is pointed at, and a
+            # process learns the other's shards from placement a moment after that one does.
+            return set(where.values()) == ports and all(coordinator_port(pair[1].port, g) == where[g] for g in groups)
 
-        wait_for(routed, 60, "the first process to route groups to both")
+        wait_for(routed, 60, "both processes to route groups to both")
         for group, port in where.items():
             assert port is not None
             beat(port, group, str(uuid.uuid4()), 0, [topic])
