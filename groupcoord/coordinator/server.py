@@ -43,7 +43,7 @@ from groupcoord.coordinator.observability.registry import REGISTRY
 from groupcoord.coordinator.observability.serve import ServeMetrics
 from groupcoord.coordinator.runtime.cluster_watch import ClusterWatch
 from groupcoord.coordinator.runtime.log import LogTopicSpec, ensure_log_topic
-from groupcoord.coordinator.runtime.peers import PeerWatch, await_takeover, refuses
+from groupcoord.coordinator.runtime.peers import PeerWatch, await_takeover
 from groupcoord.coordinator.runtime.placement import (
     Incarnation,
     Node,
@@ -129,24 +129,34 @@ def run(settings: Settings, console: Console) -> int:
         return runner.run(_serve(settings, say))
 
 
+# How long Metadata still lists a process after it stopped owning shards (Kafka drops a broker
+# from Metadata when it is fenced, which is when its leaderships move). librdkafka decommissions a
+# broker that a Metadata answer leaves out, and a decommissioned broker stays in its coordinator
+# cache: a coordinator request (send_offsets_to_transaction's TxnOffsetCommit) that finds it there
+# waits for a state change that never comes, past its own timeout (librdkafka #5511, #5456). A
+# request that waits for a coordinator that is down asks FindCoordinator again on the broker's next
+# state change, at most once a second (``rd_kafka_coord_req_fsm``); the decommission is one such
+# change, so listing the process for longer than that second after FindCoordinator named its
+# successor lets that last query find the successor. Not 1 s flat: answers and loops lag on a busy host.
+DEPARTED_LISTED_S = 3.0
+
+
 class PlacementLocator:
     """FindCoordinator from any process: the owner of the group's shard, as placement last saw it."""
 
-    def __init__(self, runtime: CoordinatorRuntime[GroupCoordinatorState], placement: Placement | None = None) -> None:
+    def __init__(
+        self,
+        runtime: CoordinatorRuntime[GroupCoordinatorState],
+        placement: Placement | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.runtime = runtime
         self.placement = placement
-        # Peers' listeners that refused the peer watch's last probe (killed): Metadata leaves them
-        # out from then on, not only once the survivors announce their shards, until they accept again.
-        self.refusing: set[tuple[str, int]] = set()
-
-    def probe(self, host: str, port: int) -> bool:
-        """The peer watch's probe (``peers.refuses``), remembering which listeners refuse."""
-        refused = refuses(host, port)
-        if refused:
-            self.refusing.add((host, port))
-        else:
-            self.refusing.discard((host, port))
-        return refused
+        self._clock = clock
+        # The processes the last Metadata answer listed as owners, and those that stopped owning
+        # shards since (node id -> (node, when first seen without shards)): listed a while longer.
+        self._owners: dict[int, Node] = {}
+        self._departed: dict[int, tuple[Node, float]] = {}
 
     def locate(self, group_id: str) -> CoordinatorAddress:
         placement = self.placement
@@ -164,14 +174,25 @@ class PlacementLocator:
         return CoordinatorAddress(owner.node_id, owner.host, owner.port)
 
     def peers(self) -> list[CoordinatorAddress]:
+        """Every process that owns a shard, even one found dead (killed: its listener refuses), as
+        Kafka lists a dead broker until its leaderships move, and for ``DEPARTED_LISTED_S`` those
+        that stopped owning shards (see there): a client waiting on one as its coordinator keeps
+        its broker, whose failed connects make it ask FindCoordinator again."""
         if self.placement is None:
             return []
-        refusing = self.refusing
-        return [
-            CoordinatorAddress(n.node_id, n.host, n.port)
-            for n in self.placement.live_nodes()
-            if (n.host, n.port) not in refusing
-        ]
+        now = self._clock()
+        owners = {n.node_id: n for n in self.placement.live_nodes()}
+        for node_id, node in self._owners.items():
+            if node_id not in owners and node_id not in self._departed:
+                self._departed[node_id] = (node, now)
+        self._departed = {
+            node_id: (node, since)
+            for node_id, (node, since) in self._departed.items()
+            if node_id not in owners and now - since < DEPARTED_LISTED_S
+        }
+        self._owners = owners
+        listed = [*owners.values(), *(node for node, _ in self._departed.values())]
+        return [CoordinatorAddress(n.node_id, n.host, n.port) for n in listed]
 
 
 _NOT_AVAILABLE = CoordinatorAddress(-1, "", -1, int(ErrorCode.COORDINATOR_NOT_AVAILABLE), "shard owner not known yet")
@@ -640,7 +661,7 @@ async def _serving_with(
         await _protect_ids(gateway, metadata, own_topics)
         runtime.reload_guard = moves.reload_guard(placement)
         if remover is not None and fast:
-            peers = PeerWatch(placement, removal(remover, placement.config.group_id, loop), probe=locator.probe)
+            peers = PeerWatch(placement, removal(remover, placement.config.group_id, loop))
             peers.start()
         # Rides out outages: reports them (not ready) and creates the topics again if the cluster lost them.
         watch = ClusterWatch(

@@ -1,12 +1,14 @@
-"""Which processes Metadata offers clients: the peers that own shards, less those found dead."""
+"""Which processes Metadata offers clients: those that own shards, dead or not, and for a while
+those that stopped owning any (``server.DEPARTED_LISTED_S``: librdkafka #5511)."""
 
 from __future__ import annotations
 
-import socket
 from typing import Any, cast
 
 from groupcoord.coordinator.runtime.placement import Node
-from groupcoord.coordinator.server import PlacementLocator
+from groupcoord.coordinator.server import DEPARTED_LISTED_S, PlacementLocator
+
+ME, PEER = Node(1_000_001, "127.0.0.1", 1), Node(1_000_002, "127.0.0.1", 2)
 
 
 class Owners:
@@ -19,21 +21,44 @@ class Owners:
         return self.nodes
 
 
-def test_a_peer_whose_listener_refuses_is_left_out_until_it_listens_again() -> None:
-    with socket.socket() as listening:
-        listening.bind(("127.0.0.1", 0))
-        listening.listen()
-        port = listening.getsockname()[1]
-        me, peer = Node(1_000_001, "127.0.0.1", 1), Node(1_000_002, "127.0.0.1", port)
-        locator = PlacementLocator(cast(Any, None), cast(Any, Owners(me, peer)))
-        assert not locator.probe(peer.host, peer.port)
-        assert [p.node_id for p in locator.peers()] == [me.node_id, peer.node_id]
-    # Nobody listens on the port any more (the process was killed): refused at the next probe.
-    assert locator.probe(peer.host, peer.port)
-    assert [p.node_id for p in locator.peers()] == [me.node_id]
-    with socket.socket() as again:
-        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        again.bind(("127.0.0.1", port))
-        again.listen()
-        assert not locator.probe(peer.host, peer.port)
-        assert [p.node_id for p in locator.peers()] == [me.node_id, peer.node_id]
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def listed(locator: PlacementLocator) -> list[int]:
+    return [p.node_id for p in locator.peers()]
+
+
+def test_a_process_that_stops_owning_shards_is_listed_a_while_longer_then_left_out() -> None:
+    """Leaving a killed process out of Metadata at once made librdkafka decommission its broker
+    while it was still the cached group coordinator of a transactional producer, whose next
+    send_offsets_to_transaction then waited forever (tests/txn/test_eos_failover.py in CI)."""
+    owners, clock = Owners(ME, PEER), Clock()
+    locator = PlacementLocator(cast(Any, None), cast(Any, owners), clock=clock)
+    assert listed(locator) == [ME.node_id, PEER.node_id]
+    owners.nodes = [ME]  # the survivors took the peer's shards over
+    assert listed(locator) == [ME.node_id, PEER.node_id]
+    clock.now += DEPARTED_LISTED_S - 0.1
+    assert listed(locator) == [ME.node_id, PEER.node_id]
+    clock.now += 0.2
+    assert listed(locator) == [ME.node_id]
+    assert listed(locator) == [ME.node_id]
+
+
+def test_a_process_that_owns_shards_again_is_listed_for_as_long_as_it_owns_them() -> None:
+    owners, clock = Owners(ME, PEER), Clock()
+    locator = PlacementLocator(cast(Any, None), cast(Any, owners), clock=clock)
+    listed(locator)
+    owners.nodes = [ME]
+    listed(locator)
+    owners.nodes = [ME, PEER]  # back before its grace ran out: no grace left pending
+    clock.now += 2 * DEPARTED_LISTED_S
+    assert listed(locator) == [ME.node_id, PEER.node_id]
+    owners.nodes = [ME]  # a second departure gets a grace of its own
+    assert listed(locator) == [ME.node_id, PEER.node_id]
+    clock.now += DEPARTED_LISTED_S
+    assert listed(locator) == [ME.node_id]
