@@ -85,6 +85,10 @@ class ShardLoad:
             replayer.end_read()
         except Exception as exc:
             raise LoadFailed(replayer.failure(exc, finishing=True)) from exc
+        # The offsets table has placed the groups (on the reader's thread, the collector
+        # held off): frozen now, before a young collection walks them while the claim is
+        # appended (see ``collector``; the survivors are frozen in ``tailing``).
+        SHARED.freeze_now()
         next_offset = max(replayer.next_offset, end_offset)
         replayer.next_offset = next_offset
         epoch = replayer.max_epoch + 1
