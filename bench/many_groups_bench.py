@@ -470,7 +470,7 @@ def load_figures(rounds: list[dict[str, Any]], groups: int, offsets: int) -> dic
     }
 
 
-def pause_figures(pauses: list[tuple[float, float, int, int]], start: float, end: float) -> dict[str, Any]:
+def pause_figures(pauses: list[tuple[float, float, int, int, int]], start: float, end: float) -> dict[str, Any]:
     """The collector's pauses that began in [start, end), by generation."""
     inside = [p for p in pauses if start <= p[0] < end]
     out: dict[str, Any] = {"collections": len(inside), "max_ms": max((p[1] for p in inside), default=0.0)}
@@ -481,7 +481,8 @@ def pause_figures(pauses: list[tuple[float, float, int, int]], start: float, end
             if ms
             else {"count": 0}
         )
-    out["over_10ms"] = [[round(p[0] - start, 2), p[1], p[2]] for p in inside if p[1] >= 10]
+    # [seconds after ``start``, ms, generation, objects freed, the youngest generation's count]
+    out["over_10ms"] = [[round(p[0] - start, 2), p[1], p[2], p[3], p[4]] for p in inside if p[1] >= 10]
     return out
 
 
