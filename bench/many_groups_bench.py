@@ -44,12 +44,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from gc_pauses import read_pauses
 from large_group_bench import HB_KEY, HB_VERSION, Connection, cpu_seconds
 from rich.progress import Progress
 from runtime_bench import ROOT, cluster, median_by, percentile, read_log_raw
@@ -187,12 +189,30 @@ def fill_direct(bootstrap: str, log_topic: str, groups: int, per_group: int) -> 
     return {"appended_records": written, "seconds": seconds, "records_per_s": written / seconds}
 
 
-def start_serve(bootstrap: str, log_topic: str, port: int, connections: int, log: Any) -> subprocess.Popen[str]:
-    env = {**os.environ, "GROUPCOORD_GATEWAY__MAX_CONNECTIONS": str(connections + 100)}
+def start_serve(
+    bootstrap: str,
+    log_topic: str,
+    port: int,
+    connections: int,
+    log: Any,
+    tree: Path = ROOT,
+    gc_log: Path | None = None,
+    metrics_port: int | None = None,
+) -> subprocess.Popen[str]:
+    """``groupcoord serve`` of the code in ``tree`` (a checkout's root; this one by default),
+    every collector pause logged to ``gc_log`` (``bench/gc_pauses.py``) when given."""
+    env = {
+        **os.environ,
+        "GROUPCOORD_GATEWAY__MAX_CONNECTIONS": str(connections + 100),
+        "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]),
+    }
+    if metrics_port is not None:
+        env["GROUPCOORD_METRICS_LISTEN"] = f"127.0.0.1:{metrics_port}"
+    runner = ["-m"] if gc_log is None else [str(ROOT / "bench" / "gc_pauses.py"), str(gc_log)]
     serve = subprocess.Popen(
-        [sys.executable, "-m", "groupcoord.cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
+        [sys.executable, *runner, "groupcoord.cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
          "--log-topic", log_topic, "--partitions", "1"],
-        stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT, env=env,
+        stdout=subprocess.PIPE, stderr=log, text=True, cwd=tree, env=env,
     )  # fmt: skip
     assert serve.stdout is not None and serve.stdout.readline().startswith("listening on")
     return serve
@@ -273,7 +293,22 @@ def latency_figures(samples: list[tuple[float, float]], start: float, end: float
     }
 
 
-async def queries(address: tuple[str, int], topic: str, groups: int, quiet_seconds: float) -> dict[str, Any]:
+def scrape(port: int) -> tuple[float, float, float]:
+    """One GET of ``/metrics``: (wall-clock start, seconds, the shard gauges' own collect seconds)."""
+    start, clock = time.time(), time.perf_counter()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as answer:
+        text = answer.read().decode()
+    seconds = time.perf_counter() - clock
+    collect = [
+        line.split()[-1] for line in text.splitlines() if line.startswith("groupcoord_shard_metrics_collect_seconds ")
+    ]
+    assert collect, "the scrape has no shard gauges"
+    return start, seconds, float(collect[0])
+
+
+async def queries(
+    address: tuple[str, int], topic: str, groups: int, quiet_seconds: float, metrics_port: int | None, scrapes: int
+) -> dict[str, Any]:
     probe = subprocess.Popen(
         [sys.executable, __file__, "--child-probe", address[0], str(address[1]), topic],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
@@ -301,7 +336,13 @@ async def queries(address: tuple[str, int], topic: str, groups: int, quiet_secon
         assert isinstance(response, DescribeGroupsResponse)
         described += sum(1 for g in response.groups if g.error_code == 0)
     admin.close()
+    # /metrics scraped while the heartbeats go on (a Prometheus scrape every few seconds).
+    scraped: list[tuple[float, float, float]] = []
+    for _ in range(scrapes if metrics_port is not None else 0):
+        await asyncio.sleep(0.3)
+        scraped.append(await asyncio.to_thread(scrape, metrics_port or 0))
     await asyncio.sleep(0.5)
+    end = time.time()
     probe.stdin.close()
     samples = [tuple(s) for s in json.loads(probe.stdout.read())]
     probe.wait(30)
@@ -315,6 +356,13 @@ async def queries(address: tuple[str, int], topic: str, groups: int, quiet_secon
         "heartbeat_quiet": latency_figures(samples, quiet_start, list_start),
         "heartbeat_during_list": latency_figures(samples, list_start, list_end),
         "heartbeat_during_describe": latency_figures(during_describe, 0, float("inf")),
+        "scrapes": [{"seconds": seconds, "shard_gauges_seconds": collect} for _, seconds, collect in scraped],
+        "heartbeat_during_scrapes": latency_figures(
+            [s for s in samples if any(a <= s[0] < a + d or s[0] < a < s[0] + s[1] / 1000 for a, d, _ in scraped)],
+            0,
+            float("inf"),
+        ),
+        "window": [quiet_start, end],
     }
 
 
@@ -357,6 +405,17 @@ def run_child(kind: str, bootstrap: str, log_topic: str) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, __file__, f"--child-{kind}", bootstrap, log_topic],
         capture_output=True, text=True, check=True, cwd=ROOT, timeout=1800,
+    )  # fmt: skip
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def reload_memory(bootstrap: str, log_topic: str, tree: Path) -> dict[str, Any]:
+    """``bench/reload_memory.py`` in a fresh process running the code of ``tree``."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "reload_memory.py"), bootstrap, log_topic],
+        capture_output=True, text=True, check=True, cwd=tree, timeout=1800, env=env,
     )  # fmt: skip
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -411,6 +470,84 @@ def load_figures(rounds: list[dict[str, Any]], groups: int, offsets: int) -> dic
     }
 
 
+def pause_figures(pauses: list[tuple[float, float, int, int, int]], start: float, end: float) -> dict[str, Any]:
+    """The collector's pauses that began in [start, end), by generation."""
+    inside = [p for p in pauses if start <= p[0] < end]
+    out: dict[str, Any] = {"collections": len(inside), "max_ms": max((p[1] for p in inside), default=0.0)}
+    for generation in (0, 1, 2):
+        ms = [p[1] for p in inside if p[2] == generation]
+        out[f"gen{generation}"] = (
+            {"count": len(ms), "p50_ms": percentile(ms, 0.5), "max_ms": max(ms), "total_ms": sum(ms)}
+            if ms
+            else {"count": 0}
+        )
+    # [seconds after ``start``, ms, generation, objects freed, the youngest generation's count]
+    out["over_10ms"] = [[round(p[0] - start, 2), p[1], p[2], p[3], p[4]] for p in inside if p[1] >= 10]
+    return out
+
+
+def tree_round(
+    bootstrap: str, log_topic: str, topic: str, tree: Path, args: argparse.Namespace, rss_empty: int
+) -> dict[str, Any]:
+    """A fresh ``serve`` of ``tree`` loads the log; the query phase with its collector pauses
+    logged, its RSS loaded and after the queries."""
+    port, metrics_port = free_port(), free_port()
+    address = ("127.0.0.1", port)
+    fd, name = tempfile.mkstemp(suffix=".gc")
+    os.close(fd)
+    gc_log = Path(name)
+    started = time.time()
+    with tempfile.TemporaryFile() as log:
+        serve = start_serve(bootstrap, log_topic, port, args.connections, log, tree, gc_log, metrics_port)
+        try:
+            served_after = asyncio.run(wait_served(address, 1800))
+            time.sleep(1.0)  # what the load's end leaves (a first young collection) happens before the queries
+            rss_loaded = rss_bytes(serve.pid)
+            asked = asyncio.run(queries(address, topic, args.groups, args.quiet_seconds, metrics_port, args.scrapes))
+            rss_after = rss_bytes(serve.pid)
+        except BaseException:
+            log.seek(0)
+            print("serve's log (tail):", *log.read().decode(errors="replace").splitlines()[-20:], sep="\n")
+            raise
+        finally:
+            serve.terminate()
+            serve.wait(60)
+    pauses = read_pauses(gc_log)
+    gc_log.unlink()
+    window_start, window_end = asked.pop("window")
+    offsets = args.groups * args.offsets_per_group
+    return {
+        "served_after_seconds": served_after,
+        **asked,
+        "rss_loaded_bytes": rss_loaded,
+        "rss_after_queries_bytes": rss_after,
+        "rss_bytes_per_committed_offset": (rss_loaded - rss_empty) / offsets,
+        "rss_bytes_per_group": (rss_loaded - rss_empty) / args.groups,
+        "gc_during_queries": pause_figures(pauses, window_start, window_end),
+        "gc_from_start": pause_figures(pauses, started, window_end),
+    }
+
+
+def tree_rounds(
+    bootstrap: str, log_topic: str, topic: str, args: argparse.Namespace, rss_empty: int
+) -> dict[str, list[dict[str, Any]]]:
+    """``--query-rounds`` rounds of ``tree_round`` for each of ``--trees``, the order of the
+    trees reversed from one round to the next."""
+    trees = [(name, Path(path)) for name, path in (t.split("=", 1) for t in args.trees)]
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in trees}
+    for i in range(args.query_rounds):
+        for name, tree in trees if i % 2 == 0 else trees[::-1]:
+            out[name].append(tree_round(bootstrap, log_topic, topic, tree, args, rss_empty))
+            done = out[name][-1]
+            print(
+                f"round {i} {name}: hb p99 list {done['heartbeat_during_list'].get('p99_ms')}"
+                f" scrapes {done['heartbeat_during_scrapes'].get('p99_ms')}"
+                f" gc max {done['gc_during_queries']['max_ms']:.1f} ms",
+                flush=True,
+            )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--groups", type=int, default=100_000)
@@ -420,6 +557,16 @@ def main() -> None:
     parser.add_argument("--quiet-seconds", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--bootstrap", default=None)
+    parser.add_argument(
+        "--trees",
+        nargs="+",
+        default=[f"this={ROOT}"],
+        metavar="NAME=PATH",
+        help="checkouts whose serve runs the query phase, alternating (e.g. main=/tmp/main this=.)",
+    )
+    parser.add_argument("--query-rounds", type=int, default=1, help="query phases per tree")
+    parser.add_argument("--scrapes", type=int, default=5, help="/metrics scrapes in each query phase")
+    parser.add_argument("--reload-check", action="store_true", help="RSS across 3 reloads and an unload, per tree")
     parser.add_argument("--only-load", metavar="LOG_TOPIC", default=None, help="only the load rounds, on this log")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "many_groups.json"))
     parser.add_argument("--child-load", nargs=2, metavar=("BOOTSTRAP", "LOG_TOPIC"), help=argparse.SUPPRESS)
@@ -438,7 +585,9 @@ def main() -> None:
         return
     offsets = args.groups * args.offsets_per_group
     params = {
-        k: v for k, v in vars(args).items() if k not in ("out", "bootstrap", "child_load", "child_raw", "child_probe")
+        k: v
+        for k, v in vars(args).items()
+        if k not in ("out", "bootstrap", "child_load", "child_raw", "child_probe", "trees")
     }
     if args.only_load:
         if args.bootstrap is None:
@@ -470,14 +619,10 @@ def main() -> None:
                 )
             )
             filled["serve_cpu_seconds_per_offset"] = (cpu_seconds(serve.pid) - cpu0) / filled["offsets"]
+            serve.terminate()
+            serve.wait(60)
             if args.fill == "direct":
-                serve.terminate()
-                serve.wait(60)
                 filled["direct"] = fill_direct(bootstrap, log_topic, args.groups, args.offsets_per_group)
-                serve = start_serve(bootstrap, log_topic, port, args.connections, serve_log)
-                filled["new_process_served_after_seconds"] = asyncio.run(wait_served(address, 1800))
-            serve_rss_filled = rss_bytes(serve.pid)
-            asked = asyncio.run(queries(address, topic, args.groups, args.quiet_seconds))
         except BaseException:
             serve_log.seek(0)
             print("serve's log (tail):", *serve_log.read().decode(errors="replace").splitlines()[-20:], sep="\n")
@@ -486,20 +631,33 @@ def main() -> None:
             serve.terminate()
             serve.wait(60)
             serve_log.close()
+        by_tree = tree_rounds(bootstrap, log_topic, topic, args, serve_rss_empty)
+        reloads = (
+            {
+                name: reload_memory(bootstrap, log_topic, Path(path))
+                for name, path in (t.split("=", 1) for t in args.trees)
+            }
+            if args.reload_check
+            else None
+        )
         rounds = load_rounds(bootstrap, log_topic, args.rounds)
-    figures = load_figures(rounds, args.groups, offsets)
+    figures = load_figures(rounds, args.groups, offsets) if rounds else {"load": None, "memory": {}}
     out = {
         "benchmark": "many_groups",
         "broker": label,
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "params": params,
         "fill": filled,
-        "queries": asked,
+        # Each tree's query phases (a fresh serve loading the log each), in round order.
+        "queries_by_tree": by_tree,
+        "memory_across_reloads_by_tree": reloads,
         "load": figures["load"],
         "memory": {
             **figures["memory"],
             "serve_rss_empty_bytes": serve_rss_empty,
-            "serve_rss_with_every_group_bytes": serve_rss_filled,
+            "serve_rss_with_every_group_bytes": {
+                name: [r["rss_loaded_bytes"] for r in runs] for name, runs in by_tree.items()
+            },
         },
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

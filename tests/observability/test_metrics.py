@@ -361,3 +361,83 @@ def test_an_answer_with_its_one_error_code_at_the_top_is_counted_as_a_nested_one
         before = count(name)
         assert MeteredHandler(Inner(answer)).answer_now(context, None) is answer  # type: ignore[arg-type]
         assert count(name) == before + 1
+
+
+def walked_counts(shard: Shard[GroupCoordinatorState]) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The group and offset gauges as a walk over every group and offset finds them (what a
+    scrape computed before the counts were kept as the state changes)."""
+    live = shard.live
+    states: dict[str, dict[str, int]] = {"classic": {}, "consumer": {}, "share": {}}
+
+    def add(protocol: str, state: str) -> None:
+        states[protocol][state] = states[protocol].get(state, 0) + 1
+
+    for cg in live.consumer.groups.values():
+        add("consumer", cg.state().value.lower())
+    for group in live.classic.groups.values():
+        add("classic", group.state.value.lower())
+    for sg in live.share.groups.values():
+        add("share", sg.state().value.lower())
+    for gid in live.offsets.offsets:
+        if gid not in live.consumer.groups and gid not in live.classic.groups:
+            add("classic", "empty")
+    out: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {
+        ("groupcoord_offset_count", ()): float(
+            sum(len(parts) for topics in shard.committed.offsets.offsets.values() for parts in topics.values())
+        )
+    }
+    for protocol, counts in states.items():
+        out[("groupcoord_group_count", (("protocol", protocol),))] = float(sum(counts.values()))
+        for state, count in counts.items():
+            out[(f"groupcoord_{protocol}_group_count", (("state", state),))] = float(count)
+    return out
+
+
+def test_group_and_offset_counts_stay_right_as_groups_change() -> None:
+    """The offset count is kept as replays change the offsets, and the offset-only groups are
+    counted without a walk over them: after every random change (commits, deletions, consumer
+    and share groups made, emptied, deleted; a reload from the log), the gauges equal a walk's,
+    and the scrape's sliced pass on the loop gives what the one at once gives."""
+    world = World()
+    shard = world.loaded(0)
+    rng = random.Random(7)
+    loop = asyncio.new_event_loop()
+    try:
+        for step in range(300):
+            group = f"g{rng.randrange(12)}"
+            roll = rng.random()
+            if roll < 0.55:
+                records = [
+                    commit(group, f"t{rng.randrange(3)}", rng.randrange(4), None if rng.random() < 0.3 else step)
+                    for _ in range(rng.randrange(1, 5))
+                ]
+            elif roll < 0.8:
+                metadata = None if rng.random() < 0.3 else ConsumerGroupMetadataValue(step)
+                records = [
+                    CoordinatorRecord(RecordType.CONSUMER_GROUP_METADATA, ConsumerGroupMetadataKey(group), metadata)
+                ]
+            else:
+                share_group = f"s{rng.randrange(4)}"
+                records = [
+                    CoordinatorRecord(
+                        RecordType.SHARE_GROUP_METADATA,
+                        ShareGroupMetadataKey(share_group),
+                        ShareGroupMetadataValue(step),
+                    )
+                ]
+            shard.submit(write(*records))
+            world.run()
+            if step % 100 == 99:
+                shard.reload("test")
+                world.run()
+                assert shard.status is ShardStatus.ACTIVE
+            got = samples(shard_families([shard]))
+            for key, value in walked_counts(shard).items():
+                assert got[key] == value, (step, key)
+            assert shard.committed.offsets.count == got[("groupcoord_offset_count", ())]
+            assert shard.live.offsets.count == shard.committed.offsets.count
+            if step % 50 == 0:
+                sliced = loop.run_until_complete(metrics.shard_families_in_slices([shard]))
+                assert samples(sliced) == got
+    finally:
+        loop.close()

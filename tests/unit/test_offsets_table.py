@@ -157,6 +157,7 @@ def test_the_table_rebuilds_what_every_plain_path_does(
         (survivors_state,), survivors_replayer = load(entries, deliveries)
     assert outcome(table_state, table_replayer) == outcome(survivors_state, survivors_replayer)
     assert table_state.snapshot() == eager(entries).snapshot()
+    assert_counted(table_state, survivors_state, eager(entries))
 
 
 @settings(max_examples=150, deadline=None)
@@ -187,6 +188,14 @@ def test_a_load_fed_by_a_reader_that_names_the_class_is_the_load_fed_without(
     assert outcome(named_state, named) == outcome(checked_state, checked)
     assert named_state.snapshot() == eager(entries).snapshot()
     assert named.bulk_read == checked.bulk_read
+
+
+def assert_counted(*states: GroupCoordinatorState) -> None:
+    """Each state's kept offset count (``OffsetsState.count``, what /metrics reads) is the
+    number of offsets it holds, whichever replay paths placed and removed them."""
+    for state in states:
+        held = sum(len(parts) for topics in state.offsets.offsets.values() for parts in topics.values())
+        assert state.offsets.count == held
 
 
 @settings(max_examples=100, deadline=None)
@@ -222,6 +231,7 @@ def test_states_sharing_a_loaded_group_change_it_apart(
     live.replay_all(records[half:])
     assert live.snapshot() == expected.snapshot()
     assert committed.snapshot() == loaded.snapshot()
+    assert_counted(live, committed)
 
 
 def test_a_log_of_many_groups_is_placed_in_chunks_without_a_record_left_to_decode() -> None:

@@ -11,7 +11,7 @@ whichever way it was replayed.
 from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping, Sequence
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any
 
 from groupcoord.records import CoordinatorRecord, RecordType
@@ -72,9 +72,18 @@ def shared_view(table: OffsetsTable) -> dict[str, SharedTopics]:
     return view
 
 
+def table_size(table: OffsetsTable) -> int:
+    """How many offsets ``table`` holds (its partitions' dicts counted in C)."""
+    return sum(map(len, chain.from_iterable(map(dict.values, table.groups.values()))))
+
+
 class OffsetsState:
     def __init__(self) -> None:
         self.offsets: dict[str, dict[str, PartitionOffsets]] = {}
+        # How many (group, topic, partition) offsets ``offsets`` holds, kept as each replay
+        # changes it: /metrics reads it (offset-count) without a walk over every group, which
+        # took a scrape 173 ms of the event loop with 100,000 groups.
+        self.count = 0
 
     def replay(self, record: CoordinatorRecord) -> None:
         if record.type != RecordType.OFFSET_COMMIT:
@@ -89,15 +98,18 @@ class OffsetsState:
                     return
                 topics = self._own(key.group, topics)
             partitions = topics.get(key.topic)
-            if partitions is None:
+            if partitions is None or key.partition not in partitions.slots:
                 return
-            partitions.slots.pop(key.partition, None)
+            del partitions.slots[key.partition]
+            self.count -= 1
             if not partitions:
                 del topics[key.topic]
             if not topics:
                 del self.offsets[key.group]
             return
-        self._partitions(key.group, key.topic).slots[key.partition] = record.value
+        slots = self._partitions(key.group, key.topic).slots
+        self.count += key.partition not in slots
+        slots[key.partition] = record.value
 
     def replay_values(self, records: Sequence[CoordinatorRecord], start: int) -> int:
         """Replay the OffsetCommit values (no tombstones) of ``records`` from ``start`` on, while
@@ -106,6 +118,7 @@ class OffsetsState:
         at, end = start, len(records)
         group = topic = None
         slots: dict[int, OffsetCommitValue | bytes] = {}
+        had = 0  # the size of ``slots`` when it was looked up
         while at < end:
             record = records[at]
             value = record.value
@@ -113,10 +126,13 @@ class OffsetsState:
                 break
             key = record.key
             if key.group != group or key.topic != topic:
+                self.count += len(slots) - had
                 group, topic = key.group, key.topic
                 slots = self._partitions(key.group, key.topic).slots
+                had = len(slots)
             slots[key.partition] = value
             at += 1
+        self.count += len(slots) - had
         return at
 
     def replay_run(self, run: OffsetCommitRun) -> None:
@@ -127,25 +143,35 @@ class OffsetsState:
         for name, _, partitions, _, _ in run.topics:
             if partitions:  # a topic named with no partition writes nothing
                 end = at + len(partitions)
-                self._partitions(run.group, name).slots.update(zip(partitions, kept[at:end], strict=True))
+                slots = self._partitions(run.group, name).slots
+                had = len(slots)
+                slots.update(zip(partitions, kept[at:end], strict=True))
+                self.count += len(slots) - had
                 at = end
 
     def replay_encoded(self, runs: list[EncodedOffsets]) -> None:
         """Replay OffsetCommit records whose values are left encoded: the same as replaying
         each, decoded, in order (none is a tombstone)."""
         offsets = self.offsets
+        added = 0
         for group, topic, encoded in runs:
             topics = offsets.get(group)
             if topics is None:
-                offsets[group] = {topic: PartitionOffsets(dict(encoded))}
+                placed = PartitionOffsets(dict(encoded))
+                offsets[group] = {topic: placed}
+                added += len(placed.slots)
                 continue
             if type(topics) is SharedTopics:
                 topics = self._own(group, topics)
             partitions = topics.get(topic)
             if partitions is None:
-                topics[topic] = PartitionOffsets(dict(encoded))
+                placed = topics[topic] = PartitionOffsets(dict(encoded))
+                added += len(placed.slots)
             else:
+                had = len(partitions.slots)
                 partitions.slots.update(encoded)
+                added += len(partitions.slots) - had
+        self.count += added
 
     def replay_table(self, table: OffsetsTable) -> None:
         """Replay a load's ``OffsetsTable``: each of its values as replaying its record does (it
@@ -155,11 +181,13 @@ class OffsetsState:
         offsets = self.offsets
         if not offsets:
             offsets.update(view)
+            self.count += table_size(table)
             return
         for group, topics in view.items():
             mine = offsets.get(group)
             if mine is None:
                 offsets[group] = topics
+                self.count += sum(map(len, topics.values()))
                 continue
             if type(mine) is SharedTopics:
                 mine = self._own(group, mine)
@@ -167,8 +195,11 @@ class OffsetsState:
                 have = mine.get(topic)
                 if have is None:
                     mine[topic] = PartitionOffsets(dict(partitions.slots))
+                    self.count += len(partitions.slots)
                 else:
+                    had = len(have.slots)
                     have.slots.update(partitions.slots)
+                    self.count += len(have.slots) - had
 
     def _own(self, group: str, topics: SharedTopics) -> dict[str, PartitionOffsets]:
         """This state's own copy of a group a load shared, to change."""

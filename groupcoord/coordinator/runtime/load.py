@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from groupcoord.coordinator.runtime.api import ShardState
 from groupcoord.coordinator.runtime.clock import Clock
-from groupcoord.coordinator.runtime.collector import collector_paused, release_freed_heap
+from groupcoord.coordinator.runtime.collector import SHARED, collector_paused, release_freed_heap
 from groupcoord.coordinator.runtime.replayer import LogMessage, LogReplayer
 from groupcoord.records import CoordinatorRecord, RecordType
 from groupcoord.records.definitions import BatchAbortKey, BatchAbortValue, ShardEpochKey, ShardEpochValue
@@ -85,6 +85,10 @@ class ShardLoad:
             replayer.end_read()
         except Exception as exc:
             raise LoadFailed(replayer.failure(exc, finishing=True)) from exc
+        # The offsets table has placed the groups (on the reader's thread, the collector
+        # held off): frozen now, before a young collection walks them while the claim is
+        # appended (see ``collector``; the survivors are frozen in ``tailing``).
+        SHARED.freeze_now()
         next_offset = max(replayer.next_offset, end_offset)
         replayer.next_offset = next_offset
         epoch = replayer.max_epoch + 1
@@ -129,6 +133,9 @@ class ShardLoad:
             with collector_paused():
                 replayer.replay_survivors()
             release_freed_heap()
+            # What the load built is long-lived, and all of it is in the youngest generation
+            # now: frozen at once, no collection walks it (see ``collector``).
+            SHARED.freeze_now()
         except Exception as exc:
             raise LoadFailed(replayer.failure(exc, finishing=True)) from exc
         replayer.targets = [self._committed]

@@ -227,6 +227,9 @@ class CoordinatorRuntime(Generic[S]):
         shard = self.shards.pop(partition, None)
         if shard is not None:
             shard.close()
+            # Its state let go: whatever of it is in a cycle is freed by the next full
+            # collection, not kept frozen (see ``collector``).
+            collector.SHARED.thaw()
 
     def shard(self, partition: int) -> Shard[S]:
         shard = self.shards.get(partition)

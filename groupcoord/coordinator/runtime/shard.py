@@ -273,6 +273,9 @@ class _Timer:
     def cancel(self) -> None:
         if self.handle is not None:
             self.handle.cancel()
+            # The handle holds this timer among its arguments: a cycle, which reference counting
+            # cannot free and a frozen collector (``runtime/collector.py``) would keep.
+            self.handle = None
 
 
 @dataclass(slots=True)
@@ -878,6 +881,7 @@ class Shard(Generic[S]):
         return timer
 
     def _fire(self, generation: int, key: str, timer: _Timer) -> None:
+        timer.handle = None  # fired: nothing to cancel, and no cycle through the handle's arguments
         if generation != self.generation or self.status is not ShardStatus.ACTIVE or self._timers.get(key) is not timer:
             return
         if timer.deadline_ms > timer.armed_ms:

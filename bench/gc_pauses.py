@@ -1,0 +1,55 @@
+"""Runs a module (``groupcoord.cli.main serve ...``) with every pause of CPython's cyclic
+collector logged, for benches that want to see what holds a server's event loop.
+
+    python bench/gc_pauses.py LOG_FILE MODULE [ARGS...]
+
+Each collection appends one line to LOG_FILE as it ends: its wall-clock start (seconds since the
+epoch), its duration in milliseconds, its generation, the objects it freed and the youngest
+generation's count as it began (allocations less deallocations since the last collection or
+freeze: in the millions after a load that froze nothing). A line is written
+at once (a collection is rare next to a request), so the log is whole whatever stops the process.
+``read_pauses`` reads it back.
+"""
+
+from __future__ import annotations
+
+import gc
+import runpy
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def install(path: str) -> None:
+    out = open(path, "a", buffering=1)  # noqa: SIM115 (open for the life of the process)
+    started = [0.0, 0.0]
+    young = [0]
+
+    def on_collection(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started[0], started[1] = time.time(), time.perf_counter()
+            young[0] = gc.get_count()[0]
+            return
+        ms = (time.perf_counter() - started[1]) * 1000
+        out.write(f"{started[0]:.6f} {ms:.3f} {info['generation']} {info['collected']} {young[0]}\n")
+
+    gc.callbacks.append(on_collection)
+
+
+def read_pauses(path: Path) -> list[tuple[float, float, int, int, int]]:
+    """(start, ms, generation, collected, young count) of each collection logged in ``path``."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        start, ms, generation, collected, young = line.split()
+        out.append((float(start), float(ms), int(generation), int(collected), int(young)))
+    return out
+
+
+if __name__ == "__main__":
+    log_file, module, *args = sys.argv[1:]
+    install(log_file)
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
