@@ -109,6 +109,12 @@ class ConsumerGroup:
 
     # --- mutation, replay only ---------------------------------------------------------------
 
+    def shared_names(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        """The object members with these subscribed names share, else ``names`` itself: a replay
+        that builds its member with it is kept as built by ``put_member`` (not copied again)."""
+        shared = self._names.get(names)
+        return names if shared is None else shared[0]
+
     def put_member(self, member: ConsumerGroupMember) -> None:
         shared = self._names.get(member.subscribed_topic_names)
         if shared is not None and shared[0] is not member.subscribed_topic_names:

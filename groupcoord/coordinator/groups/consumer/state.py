@@ -124,7 +124,7 @@ class ConsumerGroupsState:
                 client_id=value.client_id,
                 client_host=value.client_host,
                 rebalance_timeout_ms=value.rebalance_timeout_ms,
-                subscribed_topic_names=tuple(value.subscribed_topic_names),
+                subscribed_topic_names=g.shared_names(tuple(value.subscribed_topic_names)),
                 subscribed_topic_regex=value.subscribed_topic_regex,
                 server_assignor=value.server_assignor,
                 classic_member_metadata=value.classic_member_metadata,
