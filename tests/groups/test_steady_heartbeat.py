@@ -10,12 +10,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from groupcoord.coordinator.groups.consumer import heartbeat
+from groupcoord.coordinator.groups.config import ConsumerGroupConfig
+from groupcoord.coordinator.groups.consumer import ConsumerGroupsState, heartbeat, log_records
 from groupcoord.coordinator.groups.consumer.group import ConsumerGroup, ResolvedRegularExpression
 from groupcoord.coordinator.groups.consumer.member import ConsumerGroupMember, MemberState
 from groupcoord.coordinator.groups.consumer.subscriptions import group_topic_names, regexes_in_use, subscribed_names_of
 from groupcoord.coordinator.groups.context import RequestContext
 from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.messages.schema import topic_id_string, topic_id_uuid
+from groupcoord.records import CoordinatorRecord, decode, encode
+from tests.groups.harness import Coordinator, image, topic
+from tests.messages import tid
 
 _names = st.sampled_from(["a", "b"])
 _members = st.builds(
@@ -111,3 +116,52 @@ def test_evolve_is_dataclasses_replace(member: ConsumerGroupMember, epoch: int, 
     assert member.evolve() == member
     with pytest.raises(TypeError):
         member.evolve(no_such_field=1)
+
+
+def test_members_awaiting_their_first_assignment_come_back_spread_over_most_of_the_interval() -> None:
+    # A mass join's members come back for their first assignment (each a write) over four
+    # fifths of the interval rather than one; once at the group's epoch, the narrow spread again.
+    c = Coordinator(image(topic("t", 400)), ConsumerGroupConfig(assignment_interval_ms=60_000), now=100_000)
+    joined = [c.join(f"m{i}", ["t"]) for i in range(heartbeat.SPREAD_HEARTBEATS_FROM + 100)]
+    told = [a.heartbeat_interval_ms for a in joined[heartbeat.SPREAD_HEARTBEATS_FROM :]]
+    assert all(1000 <= i <= 5000 for i in told)
+    assert min(told) < 2500 and max(told) > 4500
+    assert joined[-1].member_epoch < c.epochs()[0]  # behind: the target lags the joins
+    c.now += 60_000  # the next target assignment is due: it runs on the next heartbeat
+    member = f"m{heartbeat.SPREAD_HEARTBEATS_FROM + 10}"
+    answer = c.beat(member, joined[heartbeat.SPREAD_HEARTBEATS_FROM + 10].member_epoch, [])
+    assert answer.member_epoch == c.epochs()[0]
+    assert answer.heartbeat_interval_ms == heartbeat.member_heartbeat_interval(member, 5000) >= 4000
+
+
+def test_an_epoch_move_keeps_the_members_assignment_maps_and_the_groups_indexes() -> None:
+    # Every member moves epochs after each target assignment: its replay keeps the equal maps
+    # it had (so the group's indexes are left as they are), and the state stays what a replay
+    # of the same records into a fresh state gives.
+    member = ConsumerGroupMember(
+        "m", subscribed_topic_names=("t",), member_epoch=1, assigned={"T": {0: 1, 1: 1}}, has_metadata=True
+    )
+    records = [log_records.member_metadata_record("g", member), log_records.current_assignment_record("g", member)]
+    state = ConsumerGroupsState()
+    replay(state, records)
+    before = state.groups["g"].members["m"]
+    moved = log_records.current_assignment_record("g", member.with_epoch(2))
+    replay(state, [moved])
+    after = state.groups["g"].members["m"]
+    assert after.member_epoch == 2 and after.assigned is before.assigned
+    assert state.groups["g"].partition_owner == {("T", 0): "m", ("T", 1): "m"}
+    fresh = ConsumerGroupsState()
+    replay(fresh, [*records, moved])
+    assert state.snapshot() == fresh.snapshot()
+
+
+def replay(state: ConsumerGroupsState, records: list[CoordinatorRecord]) -> None:
+    for record in records:
+        state.replay(decode(*encode(record)))  # as the log holds it
+
+
+def test_answers_share_one_uuid_per_topic_id() -> None:
+    # An answer names the same topic ids again and again: one UUID object each, not one per answer.
+    value = tid("t")
+    assert topic_id_uuid(value) is topic_id_uuid(value)
+    assert topic_id_string(topic_id_uuid(value)) == value

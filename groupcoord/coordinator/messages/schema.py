@@ -8,6 +8,7 @@ Kafka message schemas; ``codec`` turns a schema plus a version into an encoder a
 from __future__ import annotations
 
 import base64
+import functools
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -22,6 +23,11 @@ def topic_id_string(value: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
 
 
+# Memoized: an answer names the same few topic ids again and again, and a UUID costs ~2 us to
+# make (describing a 5,000-member group of 10,000 partitions made 20,000 of them, a loop stall
+# of ~50 ms; UUIDs are immutable, so one object serves every answer). Bounded, so ids from
+# clients cannot grow it without limit.
+@functools.lru_cache(maxsize=16384)
 def topic_id_uuid(value: str) -> uuid.UUID:
     """The inverse of ``topic_id_string``."""
     return uuid.UUID(bytes=base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))

@@ -48,6 +48,20 @@ class ResolvedRegularExpression:
     timestamp: int
 
 
+def _same_indexed(old: ConsumerGroupMember, new: ConsumerGroupMember) -> bool:
+    """Whether ``ConsumerGroup``'s indexes (static members, partition owners, subscription and
+    assignor counts) are the same for ``new`` as for ``old``: the assignment maps the very same
+    objects (a replay keeps the old ones when they are equal), the rest equal."""
+    return (
+        old.assigned is new.assigned
+        and old.pending_revocation is new.pending_revocation
+        and old.subscribed_topic_names is new.subscribed_topic_names
+        and old.subscribed_topic_regex == new.subscribed_topic_regex
+        and old.server_assignor == new.server_assignor
+        and old.instance_id == new.instance_id
+    )
+
+
 def _bump(counts: dict[str, int], key: str | None, delta: int) -> None:
     if key is None:
         return
@@ -109,12 +123,23 @@ class ConsumerGroup:
 
     # --- mutation, replay only ---------------------------------------------------------------
 
+    def shared_names(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        """The object members with these subscribed names share, else ``names`` itself: a replay
+        that builds its member with it is kept as built by ``put_member`` (not copied again)."""
+        shared = self._names.get(names)
+        return names if shared is None else shared[0]
+
     def put_member(self, member: ConsumerGroupMember) -> None:
         shared = self._names.get(member.subscribed_topic_names)
         if shared is not None and shared[0] is not member.subscribed_topic_names:
             member = member.evolve(subscribed_topic_names=shared[0])
         old = self.members.get(member.member_id)
         if old is not None:
+            if _same_indexed(old, member):
+                # An epoch move (every member's, after each target assignment): nothing the
+                # indexes hold changed, so they are not walked out and in again.
+                self.members[member.member_id] = member
+                return
             self._unindex(old)
         self.members[member.member_id] = member
         self._index(member)

@@ -158,7 +158,9 @@ def _heartbeat(
         member_id=member_id,
         member_epoch=reconciled.member_epoch,
         heartbeat_interval_ms=(
-            member_heartbeat_interval(member_id, config.heartbeat_interval_ms)
+            member_heartbeat_interval(
+                member_id, config.heartbeat_interval_ms, first=_awaits_first_assignment(reconciled, step.group_epoch)
+            )
             if len(group.members) >= SPREAD_HEARTBEATS_FROM
             else config.heartbeat_interval_ms
         ),
@@ -178,9 +180,11 @@ def _heartbeat(
 SPREAD_HEARTBEATS_FROM = 100
 
 
-def member_heartbeat_interval(member_id: str, interval_ms: int) -> int:
+def member_heartbeat_interval(member_id: str, interval_ms: int, first: bool = False) -> int:
     """The interval a member of a big group is told to heartbeat at: up to a fifth shorter than
-    the configured one, by a fraction fixed per member (from its id; deterministic).
+    the configured one, by a fraction fixed per member (from its id; deterministic); ``first``
+    (a member waiting for its first assignment, ``_awaits_first_assignment``): anywhere from a
+    fifth of it to all of it, by that fraction.
 
     Kafka tells every member the configured interval. Members that joined together (a rollout, a
     mass join) then heartbeat together for as long as they live, in bursts of the whole group
@@ -188,9 +192,24 @@ def member_heartbeat_interval(member_id: str, interval_ms: int) -> int:
     (measured: p99 of several seconds at 0.2 ms of serve CPU each). A period that differs per
     member spreads them over the interval within a few heartbeats. It is never longer than
     configured, so no session comes closer to its timeout; the cost is up to a fifth more
-    heartbeats (about a tenth on average)."""
-    spread = interval_ms // 5
+    heartbeats (about a tenth on average).
+
+    Spread over a fifth, 5,000 members that joined together still came back within one second
+    for their assignments, each a write (the epoch move): measured, that second burst of a mass
+    join was its worst (client p99 4.4 s against 2.6 s for the joins themselves). The first
+    interval after a join sets each member's phase for good, so only that one is spread over
+    four fifths: the burst comes back over four seconds, and a member waits no longer than it
+    would have for its assignment. Later intervals (the member holds or awaits no partitions
+    at the group's epoch) are the narrow ones again, so steady heartbeats cost no more."""
+    spread = interval_ms * 4 // 5 if first else interval_ms // 5
     return interval_ms - zlib.crc32(member_id.encode()) % (spread + 1) if spread else interval_ms
+
+
+def _awaits_first_assignment(member: ConsumerGroupMember, group_epoch: int) -> bool:
+    """A member that holds no partition, is revoking none, and is behind the group's epoch: it
+    joined since the last target assignment (or in a storm of joins), and will heartbeat again
+    for what the next one gives it."""
+    return member.member_epoch < group_epoch and not member.assigned and not member.pending_revocation
 
 
 def _resolve_member(

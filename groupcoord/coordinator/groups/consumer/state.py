@@ -124,7 +124,7 @@ class ConsumerGroupsState:
                 client_id=value.client_id,
                 client_host=value.client_host,
                 rebalance_timeout_ms=value.rebalance_timeout_ms,
-                subscribed_topic_names=tuple(value.subscribed_topic_names),
+                subscribed_topic_names=g.shared_names(tuple(value.subscribed_topic_names)),
                 subscribed_topic_regex=value.subscribed_topic_regex,
                 server_assignor=value.server_assignor,
                 classic_member_metadata=value.classic_member_metadata,
@@ -158,13 +158,17 @@ class ConsumerGroupsState:
             state = MemberState(value.state)
         except ValueError:
             state = MemberState.UNKNOWN
+        assigned = _epochs(value.assigned_partitions, value.member_epoch)
+        pending = _epochs(value.partitions_pending_revocation, value.member_epoch)
+        # Maps equal to the member's own are kept as they are: an epoch move then leaves the
+        # group's indexes alone (``ConsumerGroup.put_member``) and answers compare by identity.
         g.put_member(
             old.evolve(
                 member_epoch=value.member_epoch,
                 previous_member_epoch=value.previous_member_epoch,
                 state=state,
-                assigned=_epochs(value.assigned_partitions, value.member_epoch),
-                pending_revocation=_epochs(value.partitions_pending_revocation, value.member_epoch),
+                assigned=old.assigned if assigned == old.assigned else assigned,
+                pending_revocation=old.pending_revocation if pending == old.pending_revocation else pending,
                 has_assignment=True,
             )
         )
