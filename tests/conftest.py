@@ -48,8 +48,13 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield external
         return
     log = Path(tmp_path_factory.mktemp("broker")) / "broker.log"
-    with LocalBroker(port=free_port(), log_file=log) as broker:
+    broker = LocalBroker(port=free_port(), log_file=log).start()
+    try:
         yield broker.bootstrap
+    finally:
+        # Killed: Tansu lingers 5 s on SIGTERM while any client is connected, and its memory
+        # store has nothing to keep.
+        broker.stop(graceful=False)
 
 
 @pytest.fixture

@@ -450,7 +450,8 @@ def run_drill(
         for child in children:
             child.wait_stopped()
         if embedded is not None:
-            embedded.stop()
+            # Killed: its memory store has nothing to keep, and Tansu lingers 5 s on SIGTERM.
+            embedded.stop(graceful=False)
 
 
 def _result(

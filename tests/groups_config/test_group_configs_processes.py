@@ -15,7 +15,7 @@ from groupcoord.coordinator.messages import describe_configs as dc
 from groupcoord.coordinator.messages import incremental_alter_configs as iac
 from groupcoord.coordinator.service.partitioning import partition_for
 from tests.gateway.wire_client import WireClient
-from tests.ha.sidecars import Sidecar, wait_for
+from tests.ha.sidecars import Sidecar, stop_all, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -33,8 +33,7 @@ def two_sidecars(bootstrap: str, unique_name: str, tmp_path: Path) -> Iterator[l
             s.start()
         yield made
     finally:
-        for s in made:
-            s.stop()
+        stop_all(made)
 
 
 def test_a_group_config_sent_to_a_process_not_owning_the_group_is_relayed_to_its_owner(

@@ -12,7 +12,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +161,17 @@ class Sidecar:
                 self.proc.kill()
                 return self.proc.wait(10)
         return self.proc.returncode
+
+
+def stop_all(sidecars: Sequence[Sidecar]) -> None:
+    """A teardown's stop: ``kill -9``, nothing is asserted on it. A graceful stop hands the shards
+    over to the next process and sits out a placement rebalance first (half the rebalance
+    timeout on the local broker: 3-10 s a process). Every test has its own log topic, so nothing
+    a killed process leaves behind reaches another test; the tests of what a stop does call
+    ``stop`` themselves and check it."""
+    for s in sidecars:
+        if s.alive:
+            s.kill9()
 
 
 def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ha.sidecars import Committer, Sidecar, wait_for
+from tests.ha.sidecars import Committer, Sidecar, stop_all, wait_for
 from tests.topics import ensure_topic
 
 pytestmark = pytest.mark.integration
@@ -79,5 +79,4 @@ def test_auto_placement_is_cooperative_and_static_on_a_modern_coordinator(
     finally:
         if committer is not None:
             committer.close()
-        second.stop()
-        first.stop()
+        stop_all([second, first])

@@ -43,7 +43,7 @@ def check(code: int, report: dict[str, object], faults: int) -> None:
 def test_short_kill_drill(bootstrap: str) -> None:
     # Two faults, then the load stays on until both were recovered from (the drill waits for that).
     code, report = run_drill(
-        bootstrap, "--processes", "3", "--faults", "2", "--kill-every", "8", "--seed", "1", timeout=240
+        bootstrap, "--processes", "3", "--faults", "2", "--kill-every", "5", "--seed", "1", timeout=240
     )
     check(code, report, faults=2)
 

@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient
 from groupcoord.coordinator.config import PLACEMENT_GROUP_PREFIX
 from groupcoord.coordinator.runtime.placement import NODE_ID_BASE
 from groupcoord.coordinator.service.partitioning import partition_for
-from tests.ha.sidecars import Background, Committer, Sidecar, wait_for
+from tests.ha.sidecars import Background, Committer, Sidecar, stop_all, wait_for
 from tests.topics import ensure_topic
 
 pytestmark = pytest.mark.integration
@@ -49,8 +49,7 @@ def pair(bootstrap: str, unique_name: str, tmp_path: Path) -> Iterator[list[Side
         wait_for(lambda: all(s.owned() for s in made) and shards_owned(made) == list(range(PARTITIONS)), 90, "2 owners")
         yield made
     finally:
-        for s in made:
-            s.stop()
+        stop_all(made)
 
 
 def shards_owned(sidecars: list[Sidecar]) -> list[int]:
@@ -159,9 +158,7 @@ def test_sigterm_of_a_static_member_hands_its_shards_over(bootstrap: str, unique
         assert leaving.stop() == 0
         wait_for(lambda: staying.owned() == set(range(PARTITIONS)), MOVE_BOUND_S, "the shards handed over")
     finally:
-        for s in made:
-            s.stop()
-        front.stop()
+        stop_all([*made, front])
 
 
 def _member_in_directory(directory: Consumer, port: int) -> bool:
@@ -210,9 +207,7 @@ def test_a_process_killed_after_joining_and_before_announcing_any_shard_is_remov
         wait_for(lambda: shards_owned(made) == list(range(PARTITIONS)), 30, "every shard owned by the two again")
     finally:
         directory.close()
-        joiner.stop()
-        for s in made:
-            s.stop()
+        stop_all([joiner, *made])
 
 
 def _announced_owners(bootstrap: str, topic: str) -> set[int]:
@@ -271,6 +266,4 @@ def test_no_process_joins_while_a_dead_process_still_announces_shards(
         assert out and out[0] < str(joined()), (out, joined())
         assert any("refuses connections, is out of the group" in str(r["msg"]) for r in joiner.records())
     finally:
-        joiner.stop()
-        for s in made:
-            s.stop()
+        stop_all([joiner, *made])

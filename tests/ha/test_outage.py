@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from groupcoord.local_broker import LocalBroker, free_port
-from tests.ha.sidecars import Committer, Sidecar, readiness, wait_for
+from tests.ha.sidecars import Committer, Sidecar, readiness, stop_all, wait_for
 from tests.topics import ensure_topic
 
 
@@ -74,9 +74,8 @@ def _ride_out_a_restart(tmp_path: Path, processes: int) -> None:
     finally:
         if committer is not None:
             committer.close()
-        for sidecar in sidecars:
-            sidecar.stop()
-        broker.stop()
+        stop_all(sidecars)
+        broker.stop(graceful=False)
 
 
 def test_serve_rides_out_a_broker_restart(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from groupcoord.coordinator.messages.offset_commit import (
 )
 from groupcoord.coordinator.service.partitioning import partition_for
 from tests.gateway.wire_client import WireClient
-from tests.ha.sidecars import Background, Committer, Sidecar, wait_for
+from tests.ha.sidecars import Background, Committer, Sidecar, stop_all, wait_for
 from tests.inprocess_cli import cli
 from tests.topics import ensure_topic
 
@@ -40,8 +40,7 @@ def sidecars(bootstrap: str, unique_name: str, tmp_path: Path) -> Iterator[list[
     try:
         yield made
     finally:
-        for s in made:
-            s.stop()
+        stop_all(made)
 
 
 def log_end_offsets(bootstrap: str, topic: str) -> list[int]:

@@ -256,6 +256,7 @@ def test_all_groups_leaves_out_the_sidecars_own_groups(tmp_path: object) -> None
             )
         finally:
             serve.stop()
+            broker.stop(graceful=False)  # not the 5 s Tansu lingers on SIGTERM with a client connected
     assert plan.returncode == 0, plan.stderr
     document = json.loads(plan.stdout)
     assert {r["group"] for r in document["items"]} == {group}

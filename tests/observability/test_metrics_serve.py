@@ -18,7 +18,7 @@ from groupcoord.coordinator.observability.lag import LagMonitor
 from groupcoord.coordinator.service.partitioning import partition_for
 from groupcoord.local_broker import free_port
 from tests.clients.support import create_topic, produce
-from tests.ha.sidecars import Sidecar, wait_for
+from tests.ha.sidecars import Sidecar, stop_all, wait_for
 from tests.integration.serve_process import ServeProcess
 from tests.topics import ensure_topic
 
@@ -238,5 +238,4 @@ def test_each_process_exports_only_the_shards_it_owns(
         assert after[owner] == before[owner] + 1
         assert after[1 - owner] == before[1 - owner]
     finally:
-        for sidecar in sidecars:
-            sidecar.stop()
+        stop_all(sidecars)

@@ -19,7 +19,7 @@ from groupcoord.coordinator.service.partitioning import partition_for
 from tests.client_records import value_of
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
-from tests.ha.sidecars import Sidecar, wait_for
+from tests.ha.sidecars import Sidecar, stop_all, wait_for
 from tests.share_data.test_share_consumer import (
     _produce,
     _set_group_config,
@@ -44,8 +44,7 @@ def pair(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[l
             s.start()
         yield made
     finally:
-        for s in made:
-            s.stop()
+        stop_all(made)
 
 
 def _group_of_the_second(pair: list[Sidecar], prefix: str) -> str:

@@ -8,7 +8,9 @@ import pytest
 
 from tests.sim.scenarios.ownership import run_seed
 
-SEEDS = 200
+# The CI slice: these 100 seeds reach every path asserted below. Seeds 100-199 run with
+# --run-slow, with 10,000 more.
+SEEDS = 100
 
 
 def _run(seeds: range, **kwargs: int) -> Counter[str]:
@@ -20,8 +22,8 @@ def _run(seeds: range, **kwargs: int) -> Counter[str]:
 
 def test_ownership_moves_zombies_and_faults_keep_the_invariants() -> None:
     stats = _run(range(SEEDS))
-    # The runs reach what they claim to exercise.
-    assert stats["move"] >= 100 and stats["zombie"] >= 30 and stats["reload"] >= 50, stats
+    # The runs reach what they claim to exercise (seeds 0-99: 97 moves, 25 zombies, 51 reloads).
+    assert stats["move"] >= 50 and stats["zombie"] >= 15 and stats["reload"] >= 25, stats
     assert stats["zombie-steps"] > 0 and stats["zombie-fenced"] > 0, stats  # two owners served at once
     assert stats["skipped-zombie-records"] > 0, stats  # zombie writes reached the log, and were ignored
     assert stats["commit:UNKNOWN_SERVER_ERROR"] > 0, stats  # oversized records refused alone
@@ -36,4 +38,5 @@ def test_ownership_moves_zombies_and_faults_keep_the_invariants() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_many_more_ownership_scenarios() -> None:
+    _run(range(SEEDS, 2 * SEEDS))
     _run(range(100_000, 110_000))
