@@ -825,7 +825,8 @@ async def _leave_placement(
     elif handover_relay is not None:
         handover_relay.give_up()
     instance_id = placement.config.instance_id
-    left = instance_id is None  # (closing the consumer sent a dynamic member's LeaveGroup)
+    # (Closing the consumer sent a dynamic member's LeaveGroup, unless the close never returned.)
+    left = instance_id is None and placement.closed
     if instance_id is not None and member_id is not None and remover is not None:
         # librdkafka sends no LeaveGroup for a static member: without one its shards would wait
         # for the session timeout. (A restart then gets shards by a rebalance, not back as they were.)

@@ -208,6 +208,8 @@ class Placement:
         self._rejoin = threading.Event()
         self._committing: frozenset[int] | None = None  # an ownership commit in flight
         self._committed_at = 0.0
+        # False once ``close`` gave up on librdkafka's close (a dynamic member may not have left).
+        self.closed = True
         self._consumer: Consumer | None = None
         self._directory: Consumer | None = None
         self._owners_query: GroupOffsetsQuery | None = None
@@ -301,7 +303,8 @@ class Placement:
             stop_once()
         # (Out of contact, a close waits on nothing that can come: librdkafka's, for a member of a
         # group whose coordinator does not answer, did not return at all.)
-        _close_bounded([c for c in (self._consumer, self._directory) if c is not None], self._wait_s(CLOSE_TIMEOUT_S))
+        clients = [c for c in (self._consumer, self._directory) if c is not None]
+        self.closed = _close_bounded(clients, self._wait_s(CLOSE_TIMEOUT_S))
         if self._producer is not None:
             self._producer.flush(1)
         return handed
@@ -826,9 +829,10 @@ class Placement:
 CLOSE_TIMEOUT_S = 5.0
 
 
-def _close_bounded(clients: list[Consumer], timeout_s: float) -> None:
+def _close_bounded(clients: list[Consumer], timeout_s: float) -> bool:
     """Close ``clients`` on threads of their own, waiting at most ``timeout_s`` in all: librdkafka's
-    close waits on the cluster (a consumer leaving its group), and a stop must end in any case."""
+    close waits on the cluster (a consumer leaving its group), and a stop must end in any case.
+    Whether every close returned."""
 
     def close(client: Consumer) -> None:
         try:
@@ -844,6 +848,8 @@ def _close_bounded(clients: list[Consumer], timeout_s: float) -> None:
         thread.join(max(0.0, deadline - time.monotonic()))
     if any(thread.is_alive() for thread in closing):
         log.warning("placement client close did not return within %.0fs; stopping without it", timeout_s)
+        return False
+    return True
 
 
 def _incarnation(entry: dict[str, Any], written_s: float = 0.0) -> Incarnation | None:
