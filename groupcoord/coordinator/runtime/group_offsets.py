@@ -87,11 +87,11 @@ class GroupOffsetsQuery:
             if sent_at >= asked:
                 return pending.result()
 
-    def answer(self, since: float) -> tuple[float, ConsumerGroupTopicPartitions] | None:
+    def answer(self, since: float) -> tuple[float, Future[ConsumerGroupTopicPartitions]] | None:
         """Never waits: keeps a request sent at or after ``since`` (``time.monotonic()``) in
-        flight, and returns the newest answer, with the time its request was sent, once, the first
-        time it is asked for after it came (None meanwhile). For a loop that must not stop for an
-        unreachable cluster; raises ``KafkaException`` (once) when the cluster answered with an error."""
+        flight, and returns the newest request that was answered, with the time it was sent, once,
+        the first time it is asked for after its answer came (None meanwhile). For a loop that must
+        not stop for an unreachable cluster."""
         with self._lock:
             pending = self._pending
             came = pending is not None and pending.done() and pending is not self._answered
@@ -101,7 +101,7 @@ class GroupOffsetsQuery:
             self._in_flight(since)
         if not came or pending is None:
             return None
-        return sent_at, pending.result()
+        return sent_at, pending
 
     def _in_flight(self, since: float) -> Future[ConsumerGroupTopicPartitions]:
         """The request in flight, sent now when there is none, or the last one is done and was

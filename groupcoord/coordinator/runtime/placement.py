@@ -580,14 +580,20 @@ class Placement:
         """Take the owners from an answer that came (never waits); whether it answers a request
         sent at or after ``since`` (or failed: the next refresh asks again)."""
         assert self._owners_query is not None
-        try:
-            got = self._owners_query.answer(since)
-        except KafkaException as exc:
-            log.info("placement owners refresh failed: %r", exc)
-            return True
+        got = self._owners_query.answer(since)
         if got is None:
             return False
-        sent_at, result = got
+        sent_at, answer = got
+        try:
+            result = answer.result()
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if isinstance(error, KafkaError) and error.code() > 0:
+                # The cluster answered, if with an error: it can be reached (librdkafka's own
+                # errors, below 0, say nothing of that).
+                self._contact = max(self._contact, sent_at)
+            log.info("placement owners refresh failed: %r", exc)
+            return True
         self._contact = max(self._contact, sent_at)
         self._take_owners(result)
         self._release_taken()
