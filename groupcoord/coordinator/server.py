@@ -416,7 +416,7 @@ def _exit_after(grace_s: float, say: Say) -> None:
     away, would otherwise keep it up past Kubernetes' grace period, serving nothing)."""
 
     def exit_now() -> None:
-        say.error(f"the graceful stop did not end within {grace_s:.0f}s ({_where_threads()}); exiting now")
+        say.error(f"the graceful stop did not end within {grace_s:g}s ({_where_threads()}); exiting now")
         for handler in logging.getLogger().handlers:
             with contextlib.suppress(Exception):
                 handler.flush()
