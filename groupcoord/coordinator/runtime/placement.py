@@ -427,8 +427,12 @@ class Placement:
         return partition in self.assigned and self.owners.get(partition, self.me.node_id) == self.me.node_id
 
     def live_nodes(self) -> list[Node]:
-        """Processes that own at least one shard, this one first."""
-        ids = {n for n in self.owners.values() if n != self.me.node_id}
+        """Processes that own at least one shard, this one first. A shard this process holds is
+        its own, as in ``owner``, whoever the owners last read name: until its announcement is read
+        back they name the previous owner, which a restart after a graceful stop would otherwise
+        offer clients in Metadata (and an admin client that asks every node waits on the dead one)."""
+        held = self.assigned.union(self.taken)
+        ids = {n for p, n in self.owners.items() if n != self.me.node_id and p not in held}
         return [self.me, *(self.nodes[i] for i in sorted(ids) if i in self.nodes)]
 
     def members_to_watch(self, fresh_s: float) -> list[Node]:
