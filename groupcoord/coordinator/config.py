@@ -197,6 +197,15 @@ class Settings(BaseSettings):
         ge=0,
         description="How long serve retries an unreachable cluster at startup before it exits with its error.",
     )
+    stop_grace_ms: int = Field(
+        25_000,
+        ge=1000,
+        description=(
+            "How long a graceful stop (SIGTERM, SIGINT) may take before serve exits anyway, saying so: "
+            "below Kubernetes' terminationGracePeriodSeconds (30 s), so that a call to an unreachable "
+            "cluster that never returns cannot keep the process up."
+        ),
+    )
     stuck_shard_warning_ms: int = Field(
         10_000, ge=100, description="A write not read back from the log within this marks its shard stuck (WARNING)."
     )

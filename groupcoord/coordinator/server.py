@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any, TypeVar
 
 from confluent_kafka import KafkaException
@@ -177,18 +180,22 @@ class PlacementLocator:
         """Every process that owns a shard, even one found dead (killed: its listener refuses), as
         Kafka lists a dead broker until its leaderships move, and for ``DEPARTED_LISTED_S`` those
         that stopped owning shards (see there): a client waiting on one as its coordinator keeps
-        its broker, whose failed connects make it ask FindCoordinator again."""
+        its broker, whose failed connects make it ask FindCoordinator again. A process that
+        withdrew (a graceful stop: it handed its shards over and told its clients to move on) is
+        left out at once, as Kafka drops a broker after its controlled shutdown: an admin client
+        that asks every node listed (ListGroups) would wait its whole timeout on it."""
         if self.placement is None:
             return []
         now = self._clock()
-        owners = {n.node_id: n for n in self.placement.live_nodes()}
+        withdrawn = {i for i, inc in self.placement.incarnations.items() if inc.withdrawn}
+        owners = {n.node_id: n for n in self.placement.live_nodes() if n.node_id not in withdrawn}
         for node_id, node in self._owners.items():
-            if node_id not in owners and node_id not in self._departed:
+            if node_id not in owners and node_id not in self._departed and node_id not in withdrawn:
                 self._departed[node_id] = (node, now)
         self._departed = {
             node_id: (node, since)
             for node_id, (node, since) in self._departed.items()
-            if node_id not in owners and now - since < DEPARTED_LISTED_S
+            if node_id not in owners and node_id not in withdrawn and now - since < DEPARTED_LISTED_S
         }
         self._owners = owners
         listed = [*owners.values(), *(node for node, _ in self._departed.values())]
@@ -400,13 +407,50 @@ async def _serve(settings: Settings, say: Say) -> int:
     loop = asyncio.get_running_loop()
     loop.set_default_executor(_NoWaitExecutor())
     stop = asyncio.Event()
+
+    def stopping() -> None:
+        if not stop.is_set():
+            stop.set()
+            _exit_after(settings.stop_grace_ms / 1000, say)
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, stopping)
     try:
         return await _serving(settings, say, stop)
     except _Stopped:
         say.info("stopped while starting")
         return 0
+
+
+def _where_threads() -> str:
+    """Each thread's innermost frame in this package, for a line about a stop that did not end."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    where = []
+    for ident, frame in sys._current_frames().items():
+        at: FrameType | None = frame
+        while at is not None and "groupcoord" not in at.f_code.co_filename:
+            at = at.f_back
+        if at is not None and ident != threading.get_ident():
+            where.append(f"{names.get(ident, ident)}: {at.f_code.co_name} ({at.f_code.co_filename}:{at.f_lineno})")
+    return "; ".join(sorted(where))
+
+
+def _exit_after(grace_s: float, say: Say) -> None:
+    """Exit the process ``grace_s`` after a stop signal if the graceful stop has not ended by then
+    (its steps are bounded, but a librdkafka call that never returns, against a cluster that went
+    away, would otherwise keep it up past Kubernetes' grace period, serving nothing)."""
+
+    def exit_now() -> None:
+        say.error(f"the graceful stop did not end within {grace_s:g}s ({_where_threads()}); exiting now")
+        for handler in logging.getLogger().handlers:
+            with contextlib.suppress(Exception):
+                handler.flush()
+        os._exit(1)
+
+    timer = threading.Timer(grace_s, exit_now)
+    timer.name = "stop-grace"
+    timer.daemon = True
+    timer.start()
 
 
 async def _protect_ids(gateway: GatewayServer, metadata: MetadataCache, topics: frozenset[str]) -> None:
@@ -695,7 +739,8 @@ async def _serving_with(
         if peers is not None:
             await asyncio.to_thread(peers.close)
         if placement is not None:
-            if remover is not None:
+            # (Out of contact with the cluster, there is no rebalance to wait for that could end.)
+            if remover is not None and placement.in_contact():
                 await _rebalance_ended(placement, remover, settings.placement.session_timeout_ms / 1000, say)
             # Hand the shards over first, while the listener still answers (FindCoordinator sends
             # clients on as soon as the next owners announce): shards stop serving, then the
@@ -805,7 +850,8 @@ async def _leave_placement(
     elif handover_relay is not None:
         handover_relay.give_up()
     instance_id = placement.config.instance_id
-    left = instance_id is None  # (closing the consumer sent a dynamic member's LeaveGroup)
+    # (Closing the consumer sent a dynamic member's LeaveGroup, unless the close never returned.)
+    left = instance_id is None and placement.closed
     if instance_id is not None and member_id is not None and remover is not None:
         # librdkafka sends no LeaveGroup for a static member: without one its shards would wait
         # for the session timeout. (A restart then gets shards by a rebalance, not back as they were.)

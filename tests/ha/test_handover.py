@@ -52,7 +52,7 @@ class _Recorded(Placement):
         self._producer = self  # type: ignore[assignment]
         self._consumer = _Member()  # type: ignore[assignment]
 
-    def _refresh_owners(self, stop: threading.Event | None = None) -> None:
+    def _refresh_owners(self, stop: threading.Event | None = None, timeout: float = 10) -> None:
         self.events.append("owners read")
 
     def _read_directory(self, timeout: float = 0) -> int:

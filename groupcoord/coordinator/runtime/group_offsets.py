@@ -66,6 +66,7 @@ class GroupOffsetsQuery:
         self._admin = AdminClient(self._config)
         self._lock = threading.Lock()
         self._pending: Future[ConsumerGroupTopicPartitions] | None = None
+        self._answered: Future[ConsumerGroupTopicPartitions] | None = None  # the last one ``answer`` returned
         self._sent_at = 0.0
 
     def ask(self, timeout: float, stop: threading.Event | None = None) -> ConsumerGroupTopicPartitions:
@@ -77,16 +78,7 @@ class GroupOffsetsQuery:
         deadline = asked + timeout
         while True:
             with self._lock:
-                pending = self._pending
-                if pending is not None and not pending.done() and asked - self._sent_at > self._renew_after:
-                    # Dropping the last reference destroys the old client here, once, on this thread.
-                    self._admin = AdminClient(self._config)
-                    pending = None
-                if pending is None or pending.done():
-                    request = ConsumerGroupTopicPartitions(self.group_id)
-                    futures = self._admin.list_consumer_group_offsets([request], request_timeout=REQUEST_TIMEOUT_S)
-                    pending = self._pending = futures[self.group_id]
-                    self._sent_at = time.monotonic()
+                pending = self._in_flight(asked)
                 sent_at = self._sent_at
             # (A request from before this call may be in flight: its answer may predate what the
             # caller asks about; wait for it, then send ours.)
@@ -94,6 +86,37 @@ class GroupOffsetsQuery:
                 raise TimeoutError
             if sent_at >= asked:
                 return pending.result()
+
+    def answer(self, since: float) -> tuple[float, Future[ConsumerGroupTopicPartitions]] | None:
+        """Never waits: keeps a request sent at or after ``since`` (``time.monotonic()``) in
+        flight, and returns the newest request that was answered, with the time it was sent, once,
+        the first time it is asked for after its answer came (None meanwhile). For a loop that must
+        not stop for an unreachable cluster."""
+        with self._lock:
+            pending = self._pending
+            came = pending is not None and pending.done() and pending is not self._answered
+            if came:
+                self._answered = pending
+            sent_at = self._sent_at
+            self._in_flight(since)
+        if not came or pending is None:
+            return None
+        return sent_at, pending
+
+    def _in_flight(self, since: float) -> Future[ConsumerGroupTopicPartitions]:
+        """The request in flight, sent now when there is none, or the last one is done and was
+        sent before ``since``, or has waited ``renew_after``. (Holds ``_lock``.)"""
+        pending = self._pending
+        if pending is not None and not pending.done() and since - self._sent_at > self._renew_after:
+            # Dropping the last reference destroys the old client here, once, on this thread.
+            self._admin = AdminClient(self._config)
+            pending = None
+        if pending is None or (pending.done() and self._sent_at < since):
+            request = ConsumerGroupTopicPartitions(self.group_id)
+            futures = self._admin.list_consumer_group_offsets([request], request_timeout=REQUEST_TIMEOUT_S)
+            pending = self._pending = futures[self.group_id]
+            self._sent_at = time.monotonic()
+        return pending
 
     def drain(self) -> None:
         """Hand over the admin client's queued log lines (it is polled nowhere else)."""

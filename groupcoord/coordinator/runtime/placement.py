@@ -17,8 +17,13 @@ Routing needs two more facts, both kept in the backing cluster as well:
 (Offset metadata would be the natural place for the address, but the local broker drops it, and
 its DescribeGroups lists no members; offsets and a directory topic work on every broker.)
 
-Everything here runs on one background thread; the callbacks it calls are the caller's to make
-thread-safe.
+Everything here runs on one background thread, which never waits long for the cluster: it polls
+the consumer every 0.1 s, so that librdkafka can tell it the session was lost, commits
+asynchronously and reads the owners without waiting for the answer. A second thread keeps this
+process's own clock of the session (``_watch_session``): a process that has heard nothing from the
+placement group's coordinator for longer than the session stops serving, whether or not
+librdkafka says so (it says so only at a poll, and a poll stuck behind a call that never returns
+never comes). The callbacks it calls are the caller's to make thread-safe.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import json
 import logging
 import os
 import re
+import sys
 import threading
 import time
 import uuid
@@ -40,6 +46,7 @@ from confluent_kafka import (
     OFFSET_BEGINNING,
     TIMESTAMP_NOT_AVAILABLE,
     Consumer,
+    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     Producer,
@@ -189,6 +196,20 @@ class Placement:
         self._reannounce = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._watchdog: threading.Thread | None = None
+        # The shards held (assigned, taken) change, with the callbacks that load or drop them, under
+        # this lock: on the placement thread, or on the watchdog's when that thread is stuck.
+        self._moves = threading.RLock()
+        # When the placement group's coordinator last answered (time.monotonic(); the send time of
+        # the request it answered): this process's own clock of its session.
+        self._contact = time.monotonic()
+        self._polled = time.monotonic()  # the placement thread's last poll of the consumer
+        # Set once this process stopped serving on its own clock: the group must assign afresh.
+        self._rejoin = threading.Event()
+        self._committing: frozenset[int] | None = None  # an ownership commit in flight
+        self._committed_at = 0.0
+        # False once ``close`` gave up on librdkafka's close (a dynamic member may not have left).
+        self.closed = True
         self._consumer: Consumer | None = None
         self._directory: Consumer | None = None
         self._owners_query: GroupOffsetsQuery | None = None
@@ -235,15 +256,21 @@ class Placement:
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "auto.offset.reset": "latest",
+            # Ownership commits are asynchronous (the loop must keep polling); their outcome comes here.
+            "on_commit": self._committed,
         }
         if self.config.instance_id:
             consumer_config["group.instance.id"] = self.config.instance_id
         self._consumer = Consumer(consumer_config)
-        self._consumer.subscribe(
-            [self.config.log_topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._lost
-        )
+        self._subscribe(self._consumer)
+        self._contact = self._polled = time.monotonic()
         self._thread = threading.Thread(target=self._loop, name="placement", daemon=True)
         self._thread.start()
+        self._watchdog = threading.Thread(target=self._watch_session, name="placement-session", daemon=True)
+        self._watchdog.start()
+
+    def _subscribe(self, consumer: Consumer) -> None:
+        consumer.subscribe([self.config.log_topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._lost)
 
     def close(
         self, hand_over: list[int] | None = None, stop_serving: Callable[[], None] | None = None
@@ -262,6 +289,10 @@ class Placement:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
+            if self._thread.is_alive():
+                log.warning("placement thread still busy after 10s (%s); stopping without it", self._where())
+        if self._watchdog is not None:
+            self._watchdog.join(1)
         handed: dict[int, Handover] = {}
         try:
             if hand_over and self._consumer is not None:  # (None: it never joined, so it owns nothing)
@@ -270,15 +301,21 @@ class Placement:
             log.warning("placement handover failed (%s); the shards move at the rebalance", exc)
         finally:
             stop_once()
-        for client in (self._consumer, self._directory):
-            if client is not None:
-                try:
-                    client.close()
-                except (KafkaException, RuntimeError) as exc:
-                    log.warning("placement client close failed: %s", exc)
+        # (Out of contact, a close waits on nothing that can come: librdkafka's, for a member of a
+        # group whose coordinator does not answer, did not return at all.)
+        clients = [c for c in (self._consumer, self._directory) if c is not None]
+        self.closed = _close_bounded(clients, self._wait_s(CLOSE_TIMEOUT_S))
         if self._producer is not None:
             self._producer.flush(1)
         return handed
+
+    def in_contact(self) -> bool:
+        """Whether the placement group's coordinator answered within the last session."""
+        return time.monotonic() - self._contact <= self.config.session_timeout_ms / 1000
+
+    def _wait_s(self, timeout_s: float) -> float:
+        """How long a stop waits on the cluster: ``timeout_s``, or a second once out of contact."""
+        return timeout_s if self.in_contact() else min(timeout_s, 1.0)
 
     def refresh_soon(self) -> None:
         self._refresh_now.set()
@@ -300,7 +337,7 @@ class Placement:
         placement thread has stopped."""
         assert self._producer is not None
         # Who else owns shards, as of now (a peer that joined a moment ago is not in the last refresh).
-        self._refresh_owners()
+        self._refresh_owners(timeout=timeout_s)
         self._read_directory()
         candidates = []
         for node in self.live_nodes()[1:]:
@@ -333,7 +370,7 @@ class Placement:
             return
         try:
             self._register(self._handed_over, withdrawn=True)
-            if self._producer.flush(timeout_s) > 0:
+            if self._producer.flush(self._wait_s(timeout_s)) > 0:
                 log.warning("placement withdrawal not acknowledged; a restart waits for the rebalance")
         except (KafkaException, BufferError) as exc:
             log.warning("placement withdrawal failed (%s); a restart waits for the rebalance", exc)
@@ -390,8 +427,12 @@ class Placement:
         return partition in self.assigned and self.owners.get(partition, self.me.node_id) == self.me.node_id
 
     def live_nodes(self) -> list[Node]:
-        """Processes that own at least one shard, this one first."""
-        ids = {n for n in self.owners.values() if n != self.me.node_id}
+        """Processes that own at least one shard, this one first. A shard this process holds is
+        its own, as in ``owner``, whoever the owners last read name: until its announcement is read
+        back they name the previous owner, which a restart after a graceful stop would otherwise
+        offer clients in Metadata (and an admin client that asks every node waits on the dead one)."""
+        held = self.assigned.union(self.taken)
+        ids = {n for p, n in self.owners.items() if n != self.me.node_id and p not in held}
         return [self.me, *(self.nodes[i] for i in sorted(ids) if i in self.nodes)]
 
     def members_to_watch(self, fresh_s: float) -> list[Node]:
@@ -409,7 +450,13 @@ class Placement:
     # --- consumer callbacks (placement thread) -------------------------------------------------
 
     def _assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        with self._moves:
+            self._assign_held(consumer, partitions)
+
+    def _assign_held(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.rebalances += 1
+        # The group's coordinator just answered (SyncGroup).
+        self._contact = max(self._contact, time.monotonic())
         mine = sorted(tp.partition for tp in partitions)
         # A rebalance completed: the owners it announces are the truth again (``handover.py``).
         self.handovers = {}
@@ -456,10 +503,16 @@ class Placement:
         self._drop(consumer, partitions, lost=True)
 
     def _drop(self, consumer: Consumer, partitions: list[TopicPartition], lost: bool) -> None:
+        with self._moves:
+            self._drop_held(consumer, partitions, lost)
+
+    def _drop_held(self, consumer: Consumer, partitions: list[TopicPartition], lost: bool) -> None:
         self.rebalances += 1
         gone = sorted(tp.partition for tp in partitions)
         # The moment this process learns of a rebalance (the drill's breakdown reads this line).
         log.info("placement rebalance: %s %s", "lost" if lost else "revoked", gone)
+        # (Shards this process stopped serving on its own clock are not dropped twice.)
+        gone = [p for p in gone if p in self.assigned or p in self.taken]
         eager = self.config.assignment_strategy != "cooperative-sticky"
         if eager and not lost and not self._stop.is_set():
             # An eager rebalance revokes everything, though most shards come straight back. They
@@ -488,14 +541,22 @@ class Placement:
     # --- the loop ------------------------------------------------------------------------------
 
     def _loop(self) -> None:
-        assert self._consumer is not None and self._directory is not None
+        assert self._consumer is not None and self._directory is not None and self._owners_query is not None
+        # Owners are re-read this often, and the coordinator asked at least four times a session
+        # (the answers are this process's own clock of its session: ``_watch_session``).
+        period = min(self.config.refresh_interval_ms, self.config.session_timeout_ms / 4) / 1000
         next_refresh = 0.0
+        refresh_since: float | None = None  # an owners refresh is wanted from a request sent since then
         while not self._stop.is_set():
             try:
                 msg = self._consumer.poll(0.1)
+                self._polled = time.monotonic()
                 if msg is not None and msg.error() is not None:
                     log.warning("placement consumer: %s", msg.error())
                 self._note_member_id(self._consumer)
+                if self._rejoin.is_set():
+                    self._rejoin.clear()
+                    self._subscribe_again(self._consumer)
                 self._read_directory()
                 if self._reannounce.is_set():
                     self._reannounce.clear()
@@ -507,12 +568,93 @@ class Placement:
                 now = time.monotonic()
                 if self._refresh_now.is_set() or now >= next_refresh:
                     self._refresh_now.clear()
-                    self._refresh_owners(self._stop)
-                    self._release_taken()
-                    next_refresh = now + self.config.refresh_interval_ms / 1000
+                    refresh_since = now
+                    next_refresh = now + period
+                    # The admin client and the producer are polled nowhere else: hand over their log lines.
+                    self._owners_query.drain()
+                    if self._producer is not None:
+                        drain(self._producer)
+                if refresh_since is not None and self._owners_answered(refresh_since):
+                    refresh_since = None
             except Exception as exc:  # the thread must outlive any one failed call
                 log.warning("placement loop: %r", exc)
                 time.sleep(0.2)
+
+    def _owners_answered(self, since: float) -> bool:
+        """Take the owners from an answer that came (never waits); whether it answers a request
+        sent at or after ``since`` (or failed: the next refresh asks again)."""
+        assert self._owners_query is not None
+        got = self._owners_query.answer(since)
+        if got is None:
+            return False
+        sent_at, answer = got
+        try:
+            result = answer.result()
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if isinstance(error, KafkaError) and error.code() > 0:
+                # The cluster answered, if with an error: it can be reached (librdkafka's own
+                # errors, below 0, say nothing of that).
+                self._contact = max(self._contact, sent_at)
+            log.info("placement owners refresh failed: %r", exc)
+            return True
+        self._contact = max(self._contact, sent_at)
+        self._take_owners(result)
+        self._release_taken()
+        return sent_at >= since
+
+    def _watch_session(self) -> None:
+        """This process's own clock of its session (its own thread): once the placement group's
+        coordinator has not answered for longer than the session, another process may own this
+        one's shards by now (the cluster expired its member), so they stop serving here, whether or
+        not librdkafka has said so (it says so only at a poll of the placement thread, which a call
+        that never returns keeps from coming). The group then assigns afresh (``_subscribe_again``)."""
+        session_s = self.config.session_timeout_ms / 1000
+        while not self._stop.wait(min(0.25, session_s / 8)):
+            silent = time.monotonic() - self._contact
+            if silent <= session_s or not (self.assigned or self.taken):
+                continue
+            with self._moves:
+                held = sorted(self.assigned | set(self.taken))
+                if not held or self._stop.is_set():
+                    continue
+                log.warning(
+                    "placement: no answer from the placement group's coordinator for %.1fs, longer than "
+                    "the session (%.1fs); shards %s stop here, another process may own them by now (%s)",
+                    silent,
+                    session_s,
+                    held,
+                    self._where(),
+                )
+                self.assigned = frozenset()
+                self.taken = {}
+                self._announce -= set(held)
+                self._rejoin.set()
+                self._on_revoked(held, True)
+
+    def _where(self) -> str:
+        """Where the placement thread is, for a log line about it."""
+        polled = time.monotonic() - self._polled
+        thread = self._thread
+        if thread is None or not thread.is_alive() or polled < 1:
+            return "the placement thread polls"
+        frame = sys._current_frames().get(thread.ident or 0)
+        at = "" if frame is None else f" in {frame.f_code.co_name} ({frame.f_code.co_filename}:{frame.f_lineno})"
+        return f"the placement thread last polled {polled:.1f}s ago{at}"
+
+    def _subscribe_again(self, consumer: Consumer) -> None:
+        """After this process stopped serving on its own clock: if librdkafka still holds an
+        assignment (it never said the session was lost; the cluster may not have expired it
+        either), leave it and join again, so the group's next assignment decides who serves."""
+        try:
+            if not consumer.assignment():
+                return  # librdkafka said so too, and joins again by itself
+            log.info("placement: joining the group again")
+            consumer.unsubscribe()
+            self._subscribe(consumer)
+        except KafkaException as exc:
+            log.warning("placement could not join again (%s); retrying", exc)
+            self._rejoin.set()
 
     def catch_up_directory(self, timeout_s: float) -> None:
         """Read the directory until it has nothing more (it holds this process's own entry at
@@ -600,8 +742,9 @@ class Placement:
         if not offered or self._stop.is_set() or self._owners_query is None:
             return
         # Only while the owners still name the stopping process: once the rebalance has given a
-        # shard to someone, that process announced it (read again now, not as last refreshed).
-        self._refresh_owners()
+        # shard to someone, that process announced it (read again now, not as last refreshed;
+        # within half a session, so that the consumer is polled in time).
+        self._refresh_owners(self._stop, timeout=self.config.session_timeout_ms / 2000)
         take = sorted(p for p, h in offered.items() if self.owners.get(p) == h.leaver)
         if not take:
             return
@@ -610,18 +753,22 @@ class Placement:
             take,
             offered[take[0]].leaver,
         )
-        self.taken = {**self.taken, **{p: offered[p].leaver for p in take}}
-        self._on_assigned(take)
+        with self._moves:
+            self.taken = {**self.taken, **{p: offered[p].leaver for p in take}}
+            self._on_assigned(take)
 
     def _release_taken(self) -> None:
         """Drop shards taken over from a stopping process once another process announces them."""
         if not self.taken:
             return
         owners = self.owners
-        gone = sorted(p for p, leaver in self.taken.items() if owners.get(p, leaver) not in (leaver, self.me.node_id))
-        if gone:
-            self.taken = {p: n for p, n in self.taken.items() if p not in gone}
-            self._on_revoked(gone, False)
+        with self._moves:
+            gone = sorted(
+                p for p, leaver in self.taken.items() if owners.get(p, leaver) not in (leaver, self.me.node_id)
+            )
+            if gone:
+                self.taken = {p: n for p, n in self.taken.items() if p not in gone}
+                self._on_revoked(gone, False)
 
     def _vouched(self, node: Node) -> bool:
         """Whether a directory entry may be used for routing.
@@ -636,39 +783,83 @@ class Placement:
         return not self.config.derived_node_ids or derived_node_id(node.host, node.port) == node.node_id
 
     def _commit_ownership(self) -> None:
+        """Commit this process's node id for the shards it announces, asynchronously: a synchronous
+        commit waits on librdkafka for as long as the coordinator does not answer, and the loop
+        must go on polling. One commit is in flight at a time; its outcome comes to ``_committed``."""
         assert self._consumer is not None
+        if self._committing is not None:
+            if time.monotonic() - self._committed_at < self.config.session_timeout_ms / 1000:
+                return
+            # Unanswered for a session: whatever becomes of it, the announcement is made again.
+            self._committing = None
         wanted = sorted(self._announce & self.assigned)
         if not wanted:
             self._announce.clear()
             return
         offsets = [TopicPartition(self.config.log_topic, p, self.me.node_id) for p in wanted]
         try:
-            self._consumer.commit(offsets=offsets, asynchronous=False)
+            self._consumer.commit(offsets=offsets, asynchronous=True)
         except KafkaException as exc:
-            # A rebalance in progress refuses commits; the next assignment announces again.
             log.info("placement ownership commit refused (%s); retrying", exc)
             return
-        self._announce -= set(wanted)
+        self._committing = frozenset(wanted)
+        self._committed_at = time.monotonic()
+
+    def _committed(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        """The outcome of an ownership commit (at a poll of the consumer)."""
+        self._committing = None
+        if error is not None:
+            # A rebalance in progress refuses commits; the next assignment announces again.
+            log.info("placement ownership commit refused (%s); retrying", error)
+            return
+        done = {tp.partition for tp in partitions if tp.topic == self.config.log_topic and tp.error is None}
+        self._announce -= done
         self._refresh_now.set()
 
-    def _refresh_owners(self, stop: threading.Event | None = None) -> None:
-        """Re-read the shard owners. ``stop`` (the loop's refresh passes the stop event) gives the
-        wait up once set; the graceful stop's own re-read before a handover must not give up."""
+    def _refresh_owners(self, stop: threading.Event | None = None, timeout: float = 10) -> None:
+        """Re-read the shard owners, waiting up to ``timeout``. ``stop`` gives the wait up once
+        set; a graceful stop's own re-read before a handover must not give up."""
         assert self._owners_query is not None
-        # The admin client and the producer are polled nowhere else: hand over their log lines.
-        self._owners_query.drain()
-        if self._producer is not None:
-            drain(self._producer)
         try:
-            result = self._owners_query.ask(timeout=10, stop=stop)
+            result = self._owners_query.ask(timeout=timeout, stop=stop)
         except (KafkaException, TimeoutError) as exc:
             log.info("placement owners refresh failed: %r", exc)
             return
+        self._take_owners(result)
+
+    def _take_owners(self, result: ConsumerGroupTopicPartitions) -> None:
         owners: dict[int, int] = {}
         for tp in result.topic_partitions or []:
             if tp.topic == self.config.log_topic and tp.error is None and tp.offset >= NODE_ID_BASE:
                 owners[tp.partition] = tp.offset
         self.owners = owners
+
+
+# How long closing a placement client may take before the stop goes on without it.
+CLOSE_TIMEOUT_S = 5.0
+
+
+def _close_bounded(clients: list[Consumer], timeout_s: float) -> bool:
+    """Close ``clients`` on threads of their own, waiting at most ``timeout_s`` in all: librdkafka's
+    close waits on the cluster (a consumer leaving its group), and a stop must end in any case.
+    Whether every close returned."""
+
+    def close(client: Consumer) -> None:
+        try:
+            client.close()
+        except (KafkaException, RuntimeError) as exc:
+            log.warning("placement client close failed: %s", exc)
+
+    closing = [threading.Thread(target=close, args=(c,), name="placement-close", daemon=True) for c in clients]
+    for thread in closing:
+        thread.start()
+    deadline = time.monotonic() + timeout_s
+    for thread in closing:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if any(thread.is_alive() for thread in closing):
+        log.warning("placement client close did not return within %.0fs; stopping without it", timeout_s)
+        return False
+    return True
 
 
 def _incarnation(entry: dict[str, Any], written_s: float = 0.0) -> Incarnation | None:
