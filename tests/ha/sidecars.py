@@ -278,3 +278,28 @@ class Background:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(30)
+
+
+def serve_alone(
+    bootstrap: str, stderr_path: Path, settings: dict[str, str], ready_within: float
+) -> tuple[subprocess.Popen[str], str]:
+    """One ``serve`` of two shards on ``bootstrap`` whose environment holds no GROUPCOORD_ setting
+    but ``settings``, its stderr in ``stderr_path``; returned, with its health address, once it has
+    said it listens and ``/readyz`` says its shards are owned and loaded."""
+    listen, health = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("GROUPCOORD_")},
+        "GROUPCOORD_METRICS_LISTEN": health,
+        **settings,
+    }
+    command = [sys.executable, "-m", "groupcoord.cli.main", "serve", "-b", bootstrap, "--listen", listen]
+    with open(stderr_path, "w") as stderr:
+        serve = popen([*command, "--partitions", "2"], stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+    try:
+        assert serve.stdout is not None and serve.stdout.readline() == f"listening on {listen}\n"
+        wait_for(lambda: readiness(health)[0] == 200, ready_within, "serve to own and load its shards")
+    except BaseException:
+        serve.kill()
+        serve.wait(10)
+        raise
+    return serve, health

@@ -7,18 +7,15 @@ placement thread never noticed its session expire and the graceful stop joined i
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from groupcoord.local_broker import LocalBroker, free_port
-from tests.ha.sidecars import readiness, wait_for
-from tests.processes import popen
+from tests.ha.sidecars import readiness, serve_alone, wait_for
 
 SESSION_TIMEOUT_MS = 3000
 
@@ -32,37 +29,18 @@ SESSION_TIMEOUT_MS = 3000
 def test_serve_whose_broker_is_gone_drops_its_shards_and_stops_on_sigterm(tmp_path: Path, fate: int) -> None:
     """Killed, the broker refuses connections; paused, it accepts them and never answers."""
     broker = LocalBroker(port=free_port(), log_file=tmp_path / "broker.log").start()
-    listen, health = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("GROUPCOORD_")},
-        "GROUPCOORD_METRICS_LISTEN": health,
+    stderr_path = tmp_path / "serve.err"
+    settings = {
         "GROUPCOORD_LOG_LEVEL": "INFO",
         "GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS),
         "GROUPCOORD_PLACEMENT__HEARTBEAT_INTERVAL_MS": "300",
     }
-    stderr_path = tmp_path / "serve.err"
-    with open(stderr_path, "w") as stderr:
-        serve = popen(
-            [
-                sys.executable,
-                "-m",
-                "groupcoord.cli.main",
-                "serve",
-                "-b",
-                broker.bootstrap,
-                "--listen",
-                listen,
-                "--partitions",
-                "2",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-            env=env,
-        )
     try:
-        assert serve.stdout is not None and serve.stdout.readline() == f"listening on {listen}\n"
-        wait_for(lambda: readiness(health)[0] == 200, 30, "serve to own and load its shards")
+        serve, health = serve_alone(broker.bootstrap, stderr_path, settings, 30)
+    except BaseException:
+        broker.stop()
+        raise
+    try:
         assert broker.process is not None
         broker.process.send_signal(fate)
 

@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient
 
 from groupcoord.coordinator import logs
 from groupcoord.local_broker import LocalBroker, free_port
-from tests.ha.sidecars import readiness, wait_for
+from tests.ha.sidecars import serve_alone
 from tests.processes import popen
 
 GROUPCOORD = str(Path(sys.executable).with_name("groupcoord"))
@@ -262,27 +262,16 @@ def test_cli_pipeline_import_keeps_librdkafka_off_the_terminal(tmp_path: Path, d
 def test_serve_whose_broker_stops_stays_json_quiet_and_bounded(tmp_path: Path) -> None:
     """A broker of serve's own stops under it: what an operator's log collector then receives."""
     broker = LocalBroker(port=free_port()).start()
-    listen, health = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("GROUPCOORD_")},
-        "GROUPCOORD_METRICS_LISTEN": health,
-        "GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": "6000",
-        "GROUPCOORD_PLACEMENT__HEARTBEAT_INTERVAL_MS": "500",
-    }
     stderr_path = tmp_path / "serve.err"
-    with open(stderr_path, "w") as stderr:
-        serve = popen(
-            [GROUPCOORD, "serve", "-b", broker.bootstrap, "--listen", listen, "--partitions", "2"],
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-            env=env,
-        )
+    settings = {"GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": "6000", "GROUPCOORD_PLACEMENT__HEARTBEAT_INTERVAL_MS": "500"}
+    # Returned once placement has given this process its shards: a broker killed while the
+    # placement consumer still joins never times its session out, and "lost" never comes.
     try:
-        assert serve.stdout is not None and serve.stdout.readline() == f"listening on {listen}\n"
-        # The broker goes once placement has given this process its shards: killed while the
-        # placement consumer still joins, librdkafka never times its session out and "lost" never comes.
-        wait_for(lambda: readiness(health)[0] == 200, 60, "serve to own and load its shards")
+        serve, _ = serve_alone(broker.bootstrap, stderr_path, settings, 60)
+    except BaseException:
+        broker.stop()
+        raise
+    try:
         assert stderr_path.read_text() == ""  # quiet by default: a healthy start says nothing
         broker.stop()
         deadline = time.monotonic() + 60
