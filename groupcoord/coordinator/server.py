@@ -253,7 +253,9 @@ class ShardMoves:
     async def _revoke(self, partitions: list[int], lost: bool) -> None:
         for p in partitions:
             self.runtime.unload_shard(p)
-        how = "lost (this process was replaced)" if lost else "revoked"
+        # "lost" comes from librdkafka's on_lost or from placement's own session clock; either way
+        # this process was out of contact past the session, so another may already hold them.
+        how = "lost (out of contact with the placement group past its session)" if lost else "revoked"
         self.say(f"shards {partitions} {how}; owns shards {sorted(self.runtime.shards)}", warn=lost)
 
     def reload_guard(self, placement: Placement) -> Callable[[int, str], bool]:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from groupcoord.pipeline.cluster import kafka_client_config
@@ -34,6 +34,28 @@ def _admin(config: Mapping[str, Any]) -> AdminClient:
     return AdminClient({**kafka_client_config(config), "socket.timeout.ms": 10000})
 
 
+def _no_answer(config: Mapping[str, Any], timeout: float, group: str) -> str:
+    where = config.get("bootstrap.servers", "the sidecar")
+    return f"{where} did not answer within {timeout:g}s (describing {group})"
+
+
+def describe_failure(error: KafkaError, config: Mapping[str, Any], timeout: float, group: str) -> str | None:
+    """Why an import cannot go on after describing ``group`` failed, or None for a group the
+    sidecar does not know (a new group: nothing to refuse)."""
+    if error.code() == KafkaError._TIMED_OUT:
+        # librdkafka's own request timeout can fire just before the future's wait ends: the same
+        # silence, not an answer (it was once taken for a new group, and the dry run "would commit").
+        return _no_answer(config, timeout, group)
+    if error.code() < 0 or error.code() in (
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    ):
+        # A local error (no broker reachable, transport) or a coordinator not serving yet: nothing
+        # is known of the group's members.
+        return f"sidecar cannot describe {group}: {error.str()}"
+    return None
+
+
 def import_plan(
     config: Mapping[str, Any], offsets: Mapping[str, Sequence[tuple[str, int, int, str]]], timeout: float = 30.0
 ) -> list[GroupImport]:
@@ -47,13 +69,12 @@ def import_plan(
         try:
             described = futures[entry.group].result(timeout=timeout)
         except KafkaException as exc:
-            error = exc.args[0]
-            if error.code() in (15, 14):  # COORDINATOR_NOT_AVAILABLE / LOAD_IN_PROGRESS
-                raise ImportError_(f"sidecar cannot describe {entry.group}: {error.str()}") from None
+            refused = describe_failure(exc.args[0], config, timeout, entry.group)
+            if refused is not None:
+                raise ImportError_(refused) from None
             continue  # GROUP_ID_NOT_FOUND and the like: a new group, nothing to refuse
         except TimeoutError:
-            where = config.get("bootstrap.servers", "the sidecar")
-            raise ImportError_(f"{where} did not answer within {timeout:g}s (describing {entry.group})") from None
+            raise ImportError_(_no_answer(config, timeout, entry.group)) from None
         except Exception as exc:
             raise ImportError_(f"sidecar did not answer for {entry.group}: {exc!r}") from None
         if described.members:

@@ -38,7 +38,9 @@ def test_a_cell_is_one_field_line() -> None:
 
 def test_a_boolean_cell_reads_as_kafkas_tools_print_it() -> None:
     # groups list's SIMPLE column printed Python's "False" (operators review #17).
-    assert plain(["group", "simple"], [{"group": "g", "simple": False}, {"group": "h", "simple": True}]).splitlines() == [
+    assert plain(
+        ["group", "simple"], [{"group": "g", "simple": False}, {"group": "h", "simple": True}]
+    ).splitlines() == [
         "GROUP  SIMPLE",
         "g      false",
         "h      true",

@@ -263,7 +263,10 @@ def test_serve_whose_broker_stops_stays_json_quiet_and_bounded(tmp_path: Path) -
     """A broker of serve's own stops under it: what an operator's log collector then receives."""
     broker = LocalBroker(port=free_port()).start()
     stderr_path = tmp_path / "serve.err"
-    settings = {"GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": "6000", "GROUPCOORD_PLACEMENT__HEARTBEAT_INTERVAL_MS": "500"}
+    settings = {
+        "GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": "6000",
+        "GROUPCOORD_PLACEMENT__HEARTBEAT_INTERVAL_MS": "500",
+    }
     # Returned once placement has given this process its shards: a broker killed while the
     # placement consumer still joins never times its session out, and "lost" never comes.
     try:
