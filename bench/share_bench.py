@@ -57,8 +57,11 @@ SHARE_GROUPS = {"GROUPCOORD_SHARE_GROUPS_ENABLED": "true"}
 QUIET = {"log_level": 3}
 
 
-def produce(bootstrap: str, topic: str, records: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **QUIET})
+def produce(bootstrap: str, topic: str, records: int, batch_records: int | None = None) -> None:
+    """``records`` records as fast as the producer takes them (batches of ~1,000-5,000 records);
+    ``batch_records`` caps a batch's records."""
+    extra = {"batch.num.messages": batch_records} if batch_records else {}
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **extra, **QUIET})
     for i in range(records):
         while True:
             try:
@@ -184,8 +187,14 @@ def share_drain(
     }
 
 
-def ack_latency(sidecar: str, topic: str, acks: int, timeout: float) -> dict[str, Any]:
-    """Explicit acknowledgement: commit_sync after ACCEPTing each polled batch, timed."""
+def ack_latency(bootstrap: str, sidecar: str, acks: int, timeout: float) -> dict[str, Any]:
+    """Explicit acknowledgement: commit_sync after ACCEPTing each polled batch, timed. Its own
+    topic of 10-record batches: a ShareFetch v1 is batch-optimized (a record batch begun is
+    acquired whole, past ``max.poll.records``), so the drained topic's batches of thousands
+    would make every commit a few thousand records."""
+    topic = f"bench-share-ack-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    produce(bootstrap, topic, acks * 10, batch_records=10)
     group = f"bench-share-ack-{uuid.uuid4().hex[:8]}"
     set_group_config(sidecar, group, "share.auto.offset.reset", "earliest")
     c = ShareConsumer(
@@ -286,7 +295,7 @@ def main() -> None:
                 share.append(entry)
                 if spy is not None:
                     spy.wait(args.py_spy_seconds + 30)
-            latency = ack_latency(serve.bootstrap, topic, args.acks, args.timeout)
+            latency = ack_latency(bootstrap, serve.bootstrap, args.acks, args.timeout)
             # The anchor again at the end: the machine is shared, so report the mean of both.
             direct.append(plain_consume(bootstrap, topic, args.records, args.timeout))
         finally:

@@ -82,8 +82,11 @@ class Harness:
         now: int,
         archive: Sequence[OffsetRange] = (),
         fetch_offset: int | None = None,
+        batch_optimized: bool = False,
     ) -> tuple[AcquiredRecords, ...]:
-        got = self.sp.acquire(member, fetched, max_records, now, archive=archive, fetch_offset=fetch_offset)
+        got = self.sp.acquire(
+            member, fetched, max_records, now, archive=archive, fetch_offset=fetch_offset, batch_optimized=batch_optimized
+        )
         self.write(got.change)
         return got.records
 
