@@ -22,14 +22,20 @@ before anything reads):
 
 The issue's goal is ``share[10] >= 0.5 x raw.direct`` (``goal_met``). The serve process is a
 child (``groupcoord serve`` with share groups enabled); ``--py-spy PATH`` records it with py-spy
-(from PyPI) during the largest share group's drain. JSON to bench/results/share.json.
+(from PyPI) during the largest share group's drain. The clients' side: ``client_cpu_us_per_record``
+is this process's CPU (librdkafka's threads and the consumers' Python threads) over a drain per
+record, and ``--perf-client PATH`` records this process with ``perf record -e cpu-clock`` (Linux
+perf; librdkafka's symbols are in the confluent-kafka wheel) during the largest drain.
+JSON to bench/results/share.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -57,8 +63,11 @@ SHARE_GROUPS = {"GROUPCOORD_SHARE_GROUPS_ENABLED": "true"}
 QUIET = {"log_level": 3}
 
 
-def produce(bootstrap: str, topic: str, records: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **QUIET})
+def produce(bootstrap: str, topic: str, records: int, batch_records: int | None = None) -> None:
+    """``records`` records as fast as the producer takes them (batches of ~1,000-5,000 records);
+    ``batch_records`` caps a batch's records."""
+    extra = {"batch.num.messages": batch_records} if batch_records else {}
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **extra, **QUIET})
     for i in range(records):
         while True:
             try:
@@ -184,8 +193,14 @@ def share_drain(
     }
 
 
-def ack_latency(sidecar: str, topic: str, acks: int, timeout: float) -> dict[str, Any]:
-    """Explicit acknowledgement: commit_sync after ACCEPTing each polled batch, timed."""
+def ack_latency(bootstrap: str, sidecar: str, acks: int, timeout: float) -> dict[str, Any]:
+    """Explicit acknowledgement: commit_sync after ACCEPTing each polled batch, timed. Its own
+    topic of 10-record batches: a ShareFetch v1 is batch-optimized (a record batch begun is
+    acquired whole, past ``max.poll.records``), so the drained topic's batches of thousands
+    would make every commit a few thousand records."""
+    topic = f"bench-share-ack-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    produce(bootstrap, topic, acks * 10, batch_records=10)
     group = f"bench-share-ack-{uuid.uuid4().hex[:8]}"
     set_group_config(sidecar, group, "share.auto.offset.reset", "earliest")
     c = ShareConsumer(
@@ -220,6 +235,24 @@ def ack_latency(sidecar: str, topic: str, acks: int, timeout: float) -> dict[str
     }
 
 
+def own_cpu_seconds() -> float:
+    """This process's user + system CPU seconds so far, all threads (librdkafka's included)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def perf_recording(out: str) -> subprocess.Popen[bytes] | None:
+    """``perf record`` of this process (software clock: no hardware counters needed), or None."""
+    perf = shutil.which("perf")
+    if perf is None:
+        print("perf not found (Debian: linux-perf)", file=sys.stderr)
+        return None
+    cmd = [perf, "record", "-e", "cpu-clock", "-F", "2000", "-p", str(os.getpid()), "-o", out]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)  # attached before the drain starts
+    return proc
+
+
 def profiled(pid: int, out: str, seconds: int) -> subprocess.Popen[bytes] | None:
     """py-spy recording the serve process (None when py-spy is not installed)."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
@@ -243,6 +276,7 @@ def main() -> None:
     parser.add_argument("--bootstrap", default=None)
     parser.add_argument("--py-spy", default=None, help="record the serve process during the largest group's drain")
     parser.add_argument("--py-spy-seconds", type=int, default=10)
+    parser.add_argument("--perf-client", default=None, help="perf record this process during the largest drain")
     parser.add_argument("--max-poll-records", type=int, default=None, help="each ShareConsumer's (default 500)")
     parser.add_argument(
         "--record-locks",
@@ -271,10 +305,16 @@ def main() -> None:
             share = []
             for n in sizes:
                 spy = profiled(pid, args.py_spy, args.py_spy_seconds) if args.py_spy and n == max(sizes) else None
+                perf = perf_recording(args.perf_client) if args.perf_client and n == max(sizes) else None
                 cpu, wall, counted = cpu_seconds(pid), time.perf_counter(), share_counters(metrics)
+                client_cpu = own_cpu_seconds()
                 entry = share_drain(
                     serve.bootstrap, topic, args.records, n, args.timeout, args.record_locks, args.max_poll_records
                 )
+                entry["client_cpu_us_per_record"] = 1e6 * (own_cpu_seconds() - client_cpu) / max(1, entry["records"])
+                if perf is not None:
+                    perf.send_signal(signal.SIGINT)
+                    perf.wait(60)
                 # The serve process's CPU over the whole phase (joining included) per wall second:
                 # near 1 (one event loop) means it is CPU-bound, well below means it waits.
                 entry["serve_cpu_per_wall_s"] = (cpu_seconds(pid) - cpu) / (time.perf_counter() - wall)
@@ -286,7 +326,7 @@ def main() -> None:
                 share.append(entry)
                 if spy is not None:
                     spy.wait(args.py_spy_seconds + 30)
-            latency = ack_latency(serve.bootstrap, topic, args.acks, args.timeout)
+            latency = ack_latency(bootstrap, serve.bootstrap, args.acks, args.timeout)
             # The anchor again at the end: the machine is shared, so report the mean of both.
             direct.append(plain_consume(bootstrap, topic, args.records, args.timeout))
         finally:

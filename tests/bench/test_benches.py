@@ -190,6 +190,7 @@ def test_share_bench(tmp_path: Path, bootstrap: str) -> None:
     for entry in ours["share"]:
         # (No rate is asserted: a run whose records all come in one poll has none.)
         assert entry["complete"] and entry["records"] == 2000 and entry["over_direct"] >= 0
+        assert entry["client_cpu_us_per_record"] > 0
         assert (
             entry["serve_cpu_per_wall_s"] >= 0 and entry["serve_counted"]["groupcoord_share_fetch_requests_total"] > 0
         )

@@ -82,8 +82,17 @@ class Harness:
         now: int,
         archive: Sequence[OffsetRange] = (),
         fetch_offset: int | None = None,
+        batch_optimized: bool = False,
     ) -> tuple[AcquiredRecords, ...]:
-        got = self.sp.acquire(member, fetched, max_records, now, archive=archive, fetch_offset=fetch_offset)
+        got = self.sp.acquire(
+            member,
+            fetched,
+            max_records,
+            now,
+            archive=archive,
+            fetch_offset=fetch_offset,
+            batch_optimized=batch_optimized,
+        )
         self.write(got.change)
         return got.records
 
@@ -100,11 +109,12 @@ class Harness:
         max_records: int,
         now: int,
         archive: Sequence[OffsetRange] = (),
+        batch_optimized: bool = False,
     ) -> tuple[Acknowledged, tuple[AcquiredRecords, ...]]:
         """A ShareFetch's acknowledgements and acquisition, written as ONE record (their changes
         combined), as the data path writes them."""
         res = self.sp.acknowledge(member, batches, now)
-        got = self.sp.acquire(member, fetched, max_records, now, archive=archive)
+        got = self.sp.acquire(member, fetched, max_records, now, archive=archive, batch_optimized=batch_optimized)
         assert len(self.write(combine_changes(res.change, got.change))) <= 1
         return res, got.records
 

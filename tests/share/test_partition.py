@@ -56,6 +56,56 @@ def test_max_records_is_a_hard_limit() -> None:
     assert h.acquire("m1", [OffsetRange(0, 9)], 0, now=0) == ()
 
 
+def test_batch_optimized_acquires_a_begun_batch_to_its_end() -> None:
+    """ShareFetch v1 / ShareAcquireMode 0: MaxRecords is soft, as Kafka's acquisition ends at the
+    end of the fetched batch holding its last record; record-limit (the default here) is hard."""
+    batches = [OffsetRange(0, 4), OffsetRange(5, 9), OffsetRange(10, 14)]
+    soft = Harness()
+    assert soft.acquire("m1", batches, 7, now=0, batch_optimized=True) == (AcquiredRecords(0, 9, 1),)
+    assert soft.sp.end_offset == 10
+    # The limit reached at a batch's end: the next batch is not begun.
+    assert soft.acquire("m2", batches, 5, now=0, batch_optimized=True) == (AcquiredRecords(10, 14, 1),)
+    hard = Harness()
+    assert hard.acquire("m1", batches, 7, now=0) == (AcquiredRecords(0, 6, 1),)
+    assert hard.sp.end_offset == 7
+
+
+def test_batch_optimized_finishes_a_batch_past_records_others_hold() -> None:
+    h = Harness()
+    h.acquire("m1", [OffsetRange(0, 9)], 10, now=0)
+    h.ack("m1", [ack(2, 3, RELEASE), ack(6, 6, RELEASE)], now=1)
+    # 2 and 3 fill the limit; the batch goes on to its end, skipping what m1 still holds.
+    got = h.acquire("m2", [OffsetRange(0, 9), OffsetRange(10, 12)], 2, now=1, batch_optimized=True)
+    assert got == (AcquiredRecords(2, 3, 2), AcquiredRecords(6, 6, 2))
+    assert h.sp.end_offset == 10
+
+
+def test_batch_optimized_window_is_soft_by_one_batch() -> None:
+    """Kafka's window (SPEO - SPSO below max.record.locks) bounds where an acquisition may start;
+    a batch begun below it is acquired whole, and nothing new starts while it is over."""
+    h = Harness(SharePartitionConfig(max_in_flight_records=5))
+    batches = [OffsetRange(0, 3), OffsetRange(4, 9), OffsetRange(10, 12)]
+    assert h.acquire("m1", batches, 100, now=0, batch_optimized=True) == (AcquiredRecords(0, 9, 1),)
+    assert h.sp.in_flight() == 10 and not h.sp.can_acquire()
+    assert h.acquire("m2", [OffsetRange(10, 12)], 100, now=0, batch_optimized=True) == ()
+    # Room again once the start moves: again up to the end of the batch begun.
+    assert h.ack("m1", [ack(0, 9, ACCEPT)], now=1).error == ErrorCode.NONE
+    got = h.acquire("m2", [OffsetRange(10, 12), OffsetRange(13, 20)], 4, now=1, batch_optimized=True)
+    assert got == (AcquiredRecords(10, 20, 1),)
+    hard = Harness(SharePartitionConfig(max_in_flight_records=5))
+    assert hard.acquire("m1", batches, 100, now=0) == (AcquiredRecords(0, 4, 1),)
+
+
+def test_batch_optimized_keeps_throttled_lots_hard() -> None:
+    h = Harness(SharePartitionConfig(delivery_count_limit=5))  # throttled from count 3
+    for n in range(3):
+        h.acquire("m1", [OffsetRange(0, 15)], 16, now=n * LOCK)
+        h.expire((n + 1) * LOCK)
+    # Near the limit the lot is half of max records, even inside one fetched batch.
+    got = h.acquire("m1", [OffsetRange(0, 15)], 16, now=3 * LOCK, batch_optimized=True)
+    assert got == (AcquiredRecords(0, 7, 4),)
+
+
 def test_in_flight_window_bounds_new_records_not_redeliveries() -> None:
     h = Harness(SharePartitionConfig(max_in_flight_records=5))
     assert h.acquire("m1", [OffsetRange(0, 9)], 100, now=0) == (AcquiredRecords(0, 4, 1),)

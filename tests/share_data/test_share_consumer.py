@@ -55,8 +55,13 @@ def shared_serve(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> It
     serve.stop()
 
 
-def _produce(bootstrap: str, topic: str, count: int, partitions: int, prefix: str = "") -> set[bytes]:
-    producer = Producer({"bootstrap.servers": bootstrap})
+def _produce(
+    bootstrap: str, topic: str, count: int, partitions: int, prefix: str = "", batch_records: int | None = None
+) -> set[bytes]:
+    """``count`` records; ``batch_records`` caps a record batch's records (a ShareFetch v1 is
+    batch-optimized: it acquires a batch it began to its end, past MaxRecords)."""
+    extra = {"batch.num.messages": batch_records} if batch_records else {}
+    producer = Producer({"bootstrap.servers": bootstrap, **extra})
     values = set()
     for i in range(count):
         value = f"{prefix}v{i}".encode()
@@ -137,7 +142,7 @@ def test_more_consumers_than_partitions_all_receive_and_each_record_is_accepted_
     create_topic(bootstrap, topic, 1)
     serve = shared_serve
     consumers = _joined(serve, group, topic, 3, **{"share.acknowledgement.mode": "explicit", "max.poll.records": "5"})
-    values = _produce(bootstrap, topic, 120, 1)
+    values = _produce(bootstrap, topic, 120, 1, batch_records=5)
     got = _drain(consumers, len(values), ack=True)
     for c in consumers:
         c.close()
@@ -666,7 +671,7 @@ def test_a_share_fetch_writes_its_acknowledgements_and_never_its_acquisition(
         client, member = await _wire_member(shared_serve.port, group, topic)
         ids = (group, member, topic_id)
         assert await _wire_fetch(client, ids, 0) == []  # creates the share-partition at the end
-        _produce(bootstrap, topic, 6, 1)
+        _produce(bootstrap, topic, 6, 1, batch_records=3)
         ends = _log_ends(bootstrap, log_topic)
         assert await _wire_fetch(client, ids, 1) == [(0, 2, 1)]
         assert _share_records_since(bootstrap, log_topic, group, ends) == 0
@@ -737,7 +742,7 @@ def test_room_an_acknowledging_fetch_frees_goes_to_the_member_already_waiting(
         holder, first = await _wire_member(shared_serve.port, group, topic)
         waiter, second = await _wire_member(shared_serve.port, group, topic)
         assert await _wire_fetch(holder, (group, first, topic_id), 0) == []
-        _produce(bootstrap, topic, 200, 1)
+        _produce(bootstrap, topic, 200, 1, batch_records=100)
         assert await _wire_fetch(holder, (group, first, topic_id), 1, max_records=100) == [(0, 99, 1)]
         assert await _wire_fetch(waiter, (group, second, topic_id), 0) == []
         # The window is full: the waiter waits for room.

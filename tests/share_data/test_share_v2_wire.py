@@ -15,6 +15,7 @@ import pytest
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.messages import share_acknowledge as sa
 from groupcoord.coordinator.messages import share_fetch as sf
+from groupcoord.coordinator.service.share_fetcher import record_batches
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
 from tests.integration.serve_process import ServeProcess
@@ -25,6 +26,7 @@ from tests.share_data.test_share_consumer import (
     _produce,
     _set_group_config,
     _topic_id,
+    _wire_fetch,
     _wire_member,
     acquired_ranges,
     shared_serve,  # noqa: F401  (the module's serve: group record locks down to 1 s)
@@ -154,5 +156,48 @@ def test_share_fetch_and_acknowledge_v2_on_the_wire(
         assert _ack_error(await theirs.ack(4, 9, ACCEPT)) == 0
         await mine.client.close()
         await theirs.client.close()
+
+    asyncio.run(run())
+
+
+def _batches(answer: sf.ShareFetchResponse) -> list[tuple[int, int]]:
+    """The record batches the answer carries (first, last offset)."""
+    return [(b.first, b.last) for t in answer.responses for p in t.partitions for b in record_batches(p.records)]
+
+
+def test_batch_optimized_acquires_a_batch_it_began_to_its_end(
+    shared_serve: ServeProcess,  # noqa: F811
+    bootstrap: str,
+    unique_name: str,
+) -> None:
+    """ShareFetch v1 and v2's ShareAcquireMode 0 are batch-optimized, as in Kafka: MaxRecords is
+    soft and a record batch begun is acquired to its end, so the batches an answer carries hold
+    acquired records only (librdkafka's share consumer parses every record of an answer and
+    drops those outside AcquiredRecords). Record-limit (1) keeps to MaxRecords, in whole
+    batches as Kafka sends them."""
+    serve = shared_serve
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    topic_id = _topic_id(bootstrap, topic)
+
+    async def run() -> None:
+        async def member() -> Member:
+            client, member_id = await _wire_member(serve.port, group, topic)
+            return Member(client, group, member_id, topic_id)
+
+        soft, hard = await member(), await member()
+        v1_client, v1_member = await _wire_member(serve.port, group, topic)
+        assert acquired_ranges(await soft.fetch(max_wait_ms=200, max_records=4)) == []  # starts at the end
+        for n in range(3):
+            _produce(bootstrap, topic, 10, 1, prefix=f"b{n}-")  # one batch each: 0-9, 10-19, 20-29
+        got = await soft.fetch(max_wait_ms=5000, max_records=4)
+        assert (acquired_ranges(got), _batches(got)) == ([(0, 9, 1)], [(0, 9)])
+        got = await hard.fetch(max_wait_ms=5000, max_records=4, share_acquire_mode=1)
+        assert (acquired_ranges(got), _batches(got)) == ([(10, 13, 1)], [(10, 19)])
+        # v1 (batch-optimized is its only mode), from inside a batch: to that batch's end.
+        ids = (group, v1_member, topic_id)
+        assert await _wire_fetch(v1_client, ids, 0, max_wait_ms=5000, max_records=4) == [(14, 19, 1)]
+        for client in (soft.client, hard.client, v1_client):
+            await client.close()
 
     asyncio.run(run())

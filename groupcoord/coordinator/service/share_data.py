@@ -103,10 +103,13 @@ OwnerOf = Callable[[str], tuple[str, int] | None]
 # When a ShareFetch v1 gives no MaxRecords (0), Kafka's default max.poll.records.
 DEFAULT_MAX_RECORDS = 500
 # ShareFetch v2's ShareAcquireMode (KIP-1206): batch-optimized (0, v1's only mode) and record-limit
-# (1). Kafka may hand out more than MaxRecords in batch-optimized mode (up to a batch boundary);
-# this sidecar acquires per offset and never does, in either mode: record-limit's promise holds
-# for both, and batch-optimized's MaxRecords is a soft limit that may be kept.
-ACQUIRE_MODES = frozenset({0, 1})
+# (1). Batch-optimized, as in Kafka, acquires a fetched batch it began to its end, past MaxRecords
+# and the in-flight window: the answer carries whole batches, and a client given 500 records of a
+# 3,000-record batch reads all 3,000 to deliver its 500 (librdkafka's share consumer parses every
+# record of the answer, then drops those outside AcquiredRecords). Record-limit never exceeds
+# MaxRecords.
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1
+ACQUIRE_MODES = frozenset({BATCH_OPTIMIZED, RECORD_LIMIT})
 # The most a fetch from one partition's leader returns; the whole answer to one ShareFetch is
 # bounded by the request's MaxBytes and this.
 PARTITION_MAX_BYTES = 1 << 20
@@ -486,7 +489,15 @@ class ShareDataPath:
                 max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
                 max_bytes = min(MAX_FETCH_BYTES, request.max_bytes if request.max_bytes > 0 else MAX_FETCH_BYTES)
                 ack_errors, acquired, fetch_errors, lock_ms = await self._fetch(
-                    shard, group, member, session_parts, acks, max_records, max_bytes, wait_ms
+                    shard,
+                    group,
+                    member,
+                    session_parts,
+                    acks,
+                    max_records,
+                    max_bytes,
+                    wait_ms,
+                    request.share_acquire_mode == BATCH_OPTIMIZED,
                 )
         except ShardNotAvailable as exc:
             return wire_sf.ShareFetchResponse(error_code=_unavailable(exc))
@@ -506,6 +517,7 @@ class ShareDataPath:
         max_records: int,
         max_bytes: int,
         wait_ms: int,
+        batch_optimized: bool = False,
     ) -> tuple[
         dict[tuple[uuid.UUID, int], int],
         dict[tuple[str, int], tuple[bytes, tuple[AcquiredRecords, ...]]],
@@ -566,7 +578,7 @@ class ShareDataPath:
                     # be read back (``Shard.write_now``, transient).
                     acquiring = shard.write_now(
                         lambda s, now, fetched=fetched: shard_ops.acquire(
-                            s.share_data, member, fetched, max_records, now
+                            s.share_data, member, fetched, max_records, now, batch_optimized
                         ),  # type: ignore[misc]
                         transient=True,
                     )

@@ -213,6 +213,7 @@ class SharePartition:
         *,
         archive: Sequence[OffsetRange] = (),
         fetch_offset: int | None = None,
+        batch_optimized: bool = False,
     ) -> Acquired:
         """Acquire for ``member`` the records of ``fetched`` (the batches a fetch from ``fetch_offset``,
         by default the first batch's offset, returned, in offset order) that are available or new,
@@ -220,6 +221,13 @@ class SharePartition:
         ``max_in_flight_records``. Offsets in ``archive`` are never handed out: records of aborted
         transactions under ``share.isolation.level=read_committed`` and control records; they are
         archived. An available record the fetch skipped over (compacted away) is archived too.
+
+        ``batch_optimized`` (ShareFetch v1, v2's ShareAcquireMode 0): both limits are soft, as in
+        Kafka, whose acquisition ends at the end of the fetched batch holding its last record
+        (``lastOffsetFromBatchWithRequestOffset``): a batch begun is acquired to its end. The
+        answer carries whole batches anyway, so a client would otherwise read, and throw away,
+        the rest of a batch it got only a part of. Records near the delivery-count limit keep
+        their hard lots.
 
         The data path reads from ``next_fetch_offset()`` (after ``update_log_start_offset`` when
         the log's start has passed it): offsets the fetch returned nothing for are taken to hold
@@ -236,8 +244,10 @@ class SharePartition:
         skip = _RangeSet(archive)
         has_skip = bool(skip)
         lock_until = now + cfg.record_lock_duration_ms
-        # (Also bounded by what replay accepts as one batch, whatever the configuration says.)
-        room = min(cfg.max_in_flight_records, MAX_BATCH_SPAN) - self.in_flight()
+        room = cfg.max_in_flight_records - self.in_flight()
+        # What replay accepts as one batch bounds the window whatever the configuration or the
+        # batch-optimized rounding says.
+        span_room = MAX_BATCH_SPAN - self.in_flight()
         limit = max_records
         throttled = False  # this fetch hands out records near the delivery-count limit
         throttle_from, count_limit = cfg.throttle_delivery_count, cfg.delivery_count_limit
@@ -247,16 +257,19 @@ class SharePartition:
         self._archive_missing(max(lo, self.start_offset), batches, touched)
 
         for batch in batches:
+            # Batch-optimized: once this batch gave a record, the limits no longer stop it.
+            begun = False
             for offset in range(max(batch.first, self.start_offset), batch.last + 1):
-                if acquired >= limit:
+                if acquired >= limit and not (begun and batch_optimized and not throttled):
                     break
                 rec = self.records.get(offset)
                 if rec is None:
                     if offset < self.end_offset:
                         continue  # a gap that held no record when first fetched
-                    if room <= 0 or throttled:
+                    if throttled or span_room <= 0 or (room <= 0 and not (begun and batch_optimized)):
                         break
                     room -= 1
+                    span_room -= 1
                     rec = InFlightRecord(RecordState.AVAILABLE, 0)
                     self.records[offset] = rec
                     self.end_offset = offset + 1
@@ -282,6 +295,7 @@ class SharePartition:
                 rec.deadline = lock_until
                 count = rec.delivery_count
                 acquired += 1
+                begun = True
                 # Consecutive offsets with the same delivery count: one AcquiredRecords.
                 if runs and last_acquired + 1 == offset and runs[-1].delivery_count == count:
                     runs[-1] = AcquiredRecords(runs[-1].first_offset, offset, count)

@@ -243,17 +243,29 @@ class Fetched:
 
 
 def acquire(
-    state: ShareDataState, member: str, fetched: Sequence[Fetched], max_records: int, now: int
+    state: ShareDataState,
+    member: str,
+    fetched: Sequence[Fetched],
+    max_records: int,
+    now: int,
+    batch_optimized: bool = False,
 ) -> Result[dict[SharePartitionKey, tuple[AcquiredRecords, ...]]]:
-    """Acquire for ``member`` what the fetches returned, at most ``max_records`` over all. Writes
-    only the archivals it did (aborted, gone from the log, at the limit) and a start offset moved
-    over them: an acquisition itself is not written (``partition`` module docstring)."""
+    """Acquire for ``member`` what the fetches returned, at most ``max_records`` over all (a soft
+    limit when ``batch_optimized``: a fetched batch begun is acquired to its end,
+    ``SharePartition.acquire``). Writes only the archivals it did (aborted, gone from the log, at
+    the limit) and a start offset moved over them: an acquisition itself is not written
+    (``partition`` module docstring)."""
     changes = _Changes(state)
-    return changes.result(_acquire(changes, member, fetched, max_records, now))
+    return changes.result(_acquire(changes, member, fetched, max_records, now, batch_optimized))
 
 
 def _acquire(
-    changes: _Changes, member: str, fetched: Sequence[Fetched], max_records: int, now: int
+    changes: _Changes,
+    member: str,
+    fetched: Sequence[Fetched],
+    max_records: int,
+    now: int,
+    batch_optimized: bool = False,
 ) -> dict[SharePartitionKey, tuple[AcquiredRecords, ...]]:
     got: dict[SharePartitionKey, tuple[AcquiredRecords, ...]] = {}
     remaining = max_records
@@ -269,7 +281,15 @@ def _acquire(
             continue
         if remaining <= 0:
             continue
-        result = sp.acquire(member, f.batches, remaining, now, archive=f.archive, fetch_offset=f.fetch_offset)
+        result = sp.acquire(
+            member,
+            f.batches,
+            remaining,
+            now,
+            archive=f.archive,
+            fetch_offset=f.fetch_offset,
+            batch_optimized=batch_optimized,
+        )
         changes.add(f.key, sp, result.change)
         if result.records:
             got[f.key] = result.records
