@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import operator
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import Protocol, TypeVar
@@ -62,6 +63,7 @@ from groupcoord.coordinator.service.answer_budget import (
     DEFAULT_MAX_ANSWER_BYTES,
     answer_each,
     first_occurrences,
+    sorted_in_slices,
     take_in_slices,
 )
 from groupcoord.coordinator.service.partitioning import partition_for
@@ -78,6 +80,8 @@ class TxnCommitter(Protocol):
     ) -> TxnOffsetCommitResponse: ...
 
 
+_GROUP_ID = operator.attrgetter("group_id")
+
 _STATUS_ERRORS = {
     ShardStatus.LOADING: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     ShardStatus.FAILED: ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -87,11 +91,12 @@ _STATUS_ERRORS = {
 }
 
 
-def list_groups_answer(answers: list[ErrorCode | list[GroupSummary]]) -> tuple[int, list[GroupSummary]]:
+async def list_groups_answer(answers: list[ErrorCode | list[GroupSummary]]) -> tuple[int, list[GroupSummary]]:
     """ListGroups over the shards' answers, as Kafka's GroupCoordinatorService folds them: a shard
     that is not (or no longer) ours is left out silently, since its new owner lists it; any other
     failure (a shard still loading) answers that error with an empty list, so a client retries
-    rather than taking a partial list for the whole."""
+    rather than taking a partial list for the whole. Sorted by group id in slices (a sort of
+    100,000 ids in one go held the event loop 20-100 ms)."""
     groups: list[GroupSummary] = []
     for answer in answers:
         if isinstance(answer, ErrorCode):
@@ -99,7 +104,7 @@ def list_groups_answer(answers: list[ErrorCode | list[GroupSummary]]) -> tuple[i
                 return int(answer), []
             continue
         groups += answer
-    return int(ErrorCode.NONE), sorted(groups, key=lambda g: g.group_id)
+    return int(ErrorCode.NONE), await sorted_in_slices(groups, _GROUP_ID)
 
 
 def error_for(exc: ShardNotAvailable) -> ErrorCode:
@@ -266,7 +271,7 @@ class GroupCoordinatorService:
                 answers.append(error_for(exc))
                 continue
             answers.append(await take_in_slices(listing))
-        return list_groups_answer(answers)
+        return await list_groups_answer(answers)
 
     async def describe_groups(
         self, group_ids: list[str], api_version: int
