@@ -4,6 +4,7 @@ meanwhile (#26 item 3), and answered the same as a listing taken at once."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import operator
 import random
 from collections.abc import Awaitable, Callable
@@ -12,8 +13,9 @@ from typing import Any
 import pytest
 
 from groupcoord.coordinator.errors import ErrorCode
-from groupcoord.coordinator.group_shard import group_listing
+from groupcoord.coordinator.group_shard import GroupCoordinatorShard, group_listing
 from groupcoord.coordinator.groups.group import GroupSummary
+from groupcoord.coordinator.runtime import collector
 from groupcoord.coordinator.service import answer_budget
 from groupcoord.coordinator.service.answer_budget import (
     SORTED_AT_ONCE,
@@ -21,7 +23,7 @@ from groupcoord.coordinator.service.answer_budget import (
     sorted_in_slices,
     take_in_slices,
 )
-from groupcoord.coordinator.service.service import list_groups_answer
+from groupcoord.coordinator.service.service import GroupCoordinatorService, list_groups_answer
 from tests.unit.test_group_shard import GroupCoordinatorState, apply, commit, commit_at, join_consumer
 
 GROUPS = 3000
@@ -137,3 +139,47 @@ def test_a_filter_in_slices_keeps_what_it_keeps_and_lets_the_loop_run(monkeypatc
     # Every item looked at counts, not only those kept.
     assert during >= 3000 // 256 - 1
 
+
+class _Shard:
+    def __init__(self, state: GroupCoordinatorState) -> None:
+        self.state = state
+
+    def read_live(self, fn: Callable[[GroupCoordinatorState], Any]) -> Any:
+        return fn(self.state)
+
+
+class _Runtime:
+    def __init__(self, state: GroupCoordinatorState) -> None:
+        self.shards = {0: _Shard(state)}
+
+
+def test_the_rows_of_a_listing_are_frozen_and_never_walked_by_a_young_collection(state: GroupCoordinatorState) -> None:
+    service = GroupCoordinatorService(_Runtime(state), GroupCoordinatorShard())  # type: ignore[arg-type]
+    collections: list[int] = []
+
+    def seen(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    collector.SHARED.install()
+    thresholds = gc.get_threshold()
+    frozen = gc.get_freeze_count()
+    # Young collections every 100 new objects: the listing's 3,000 rows would set off dozens.
+    gc.set_threshold(100, *thresholds[1:])
+    gc.callbacks.append(seen)
+    try:
+
+        async def listed() -> tuple[int, list[GroupSummary], list[int]]:
+            collections.clear()
+            code, rows = await service.list_groups()
+            return code, rows, list(collections)
+
+        code, rows, during = asyncio.run(listed())
+        assert code == 0 and len(rows) == GROUPS
+        assert during == []
+        # Frozen as made: the collections after the listing do not walk them either.
+        assert gc.get_freeze_count() >= frozen + GROUPS
+    finally:
+        gc.callbacks.remove(seen)
+        gc.set_threshold(*thresholds)
+        collector.SHARED.uninstall()

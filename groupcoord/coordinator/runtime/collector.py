@@ -96,6 +96,14 @@ class SurvivorFreezer:
             self.freezes += 1
             gc.freeze()
 
+    def freeze_answer(self) -> None:
+        """Freeze everything now, once a large answer's objects are made (ListGroups' 100,000
+        rows), before a young collection walks them while the answer is encoded and sent: they
+        are freed by reference counting as it goes. What else was young then is frozen with
+        them; it is freed the same way, or, if it was a cycle, at the next thaw (see the
+        module's text). Not while a thaw waits for its full collection."""
+        self.freeze_now()
+
     def thaw(self) -> None:
         """Everything frozen back to the collector, for its next full collection to free what
         became cyclic garbage while frozen (a shard dropped)."""
