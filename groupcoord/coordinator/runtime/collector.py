@@ -20,6 +20,8 @@ more for a shard of 100,000 groups with 10 offsets each, are still in the younge
 then: the first young collection after the load walked them all (138-204 ms on the event loop,
 measured with a gc callback in ``serve``), and the next collection of generation 1 again (40-176
 ms), before they were frozen as survivors. Raising the thresholds only delays those walks.
+A ListGroups answer's rows (100,000 for as many groups, alive until it is sent) are made with
+the collector held off and frozen once made for the same reason (``freeze_answer``).
 
 Frozen objects are freed by reference counting as usual; only a cycle that becomes garbage
 while frozen stays, until it is thawed (``gc.unfreeze``: everything back in the oldest
