@@ -1,14 +1,15 @@
 """Runs a module (``groupcoord.cli.main serve ...``) with every pause of CPython's cyclic
 collector logged, for benches that want to see what holds a server's event loop.
 
-    python bench/gc_pauses.py LOG_FILE MODULE [ARGS...]
+    python bench/gc_pauses.py LOG_FILE [--stalls STALL_FILE] MODULE [ARGS...]
 
 Each collection appends one line to LOG_FILE as it ends: its wall-clock start (seconds since the
 epoch), its duration in milliseconds, its generation, the objects it freed and the youngest
 generation's count as it began (allocations less deallocations since the last collection or
 freeze: in the millions after a load that froze nothing). A line is written
 at once (a collection is rare next to a request), so the log is whole whatever stops the process.
-``read_pauses`` reads it back.
+``read_pauses`` reads it back. With ``--stalls``, every turn of the event loop of 10 ms or more
+is logged to STALL_FILE too, with the loop thread's stacks sampled during it (``loop_stalls.py``).
 """
 
 from __future__ import annotations
@@ -51,5 +52,10 @@ def read_pauses(path: Path) -> list[tuple[float, float, int, int, int]]:
 if __name__ == "__main__":
     log_file, module, *args = sys.argv[1:]
     install(log_file)
+    if module == "--stalls":
+        import loop_stalls
+
+        stall_file, module, *args = args
+        loop_stalls.install(stall_file)
     sys.argv = [module, *args]
     runpy.run_module(module, run_name="__main__", alter_sys=True)

@@ -53,6 +53,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from gc_pauses import read_pauses
 from large_group_bench import HB_KEY, HB_VERSION, Connection, cpu_seconds
+from loop_stalls import read_stalls
 from rich.progress import Progress
 from runtime_bench import ROOT, cluster, median_by, percentile, read_log_raw
 
@@ -198,9 +199,11 @@ def start_serve(
     tree: Path = ROOT,
     gc_log: Path | None = None,
     metrics_port: int | None = None,
+    stall_log: Path | None = None,
 ) -> subprocess.Popen[str]:
     """``groupcoord serve`` of the code in ``tree`` (a checkout's root; this one by default),
-    every collector pause logged to ``gc_log`` (``bench/gc_pauses.py``) when given."""
+    every collector pause logged to ``gc_log`` (``bench/gc_pauses.py``) when given, and every
+    event-loop turn of 10 ms or more to ``stall_log`` (``bench/loop_stalls.py``) if given too."""
     env = {
         **os.environ,
         "GROUPCOORD_GATEWAY__MAX_CONNECTIONS": str(connections + 100),
@@ -209,6 +212,8 @@ def start_serve(
     if metrics_port is not None:
         env["GROUPCOORD_METRICS_LISTEN"] = f"127.0.0.1:{metrics_port}"
     runner = ["-m"] if gc_log is None else [str(ROOT / "bench" / "gc_pauses.py"), str(gc_log)]
+    if gc_log is not None and stall_log is not None:
+        runner += ["--stalls", str(stall_log)]
     serve = subprocess.Popen(
         [sys.executable, *runner, "groupcoord.cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
          "--log-topic", log_topic, "--partitions", "1"],
@@ -341,6 +346,7 @@ async def queries(
     for _ in range(scrapes if metrics_port is not None else 0):
         await asyncio.sleep(0.3)
         scraped.append(await asyncio.to_thread(scrape, metrics_port or 0))
+    scraping = [(a, a + d) for a, d, _ in scraped]
     await asyncio.sleep(0.5)
     end = time.time()
     probe.stdin.close()
@@ -363,6 +369,12 @@ async def queries(
             float("inf"),
         ),
         "window": [quiet_start, end],
+        "phases": {
+            "quiet": [(quiet_start, list_start)],
+            "list": [(list_start, list_end)],
+            "describe": describing,
+            "scrapes": scraping,
+        },
     }
 
 
@@ -486,6 +498,47 @@ def pause_figures(pauses: list[tuple[float, float, int, int, int]], start: float
     return out
 
 
+def stall_sites(stall: dict[str, Any]) -> list[str]:
+    """The distinct places a stall's samples found the loop thread in, each as its innermost
+    frames (the innermost last), most frequent first."""
+    counts: dict[str, int] = {}
+    for stack in stall["stacks"]:
+        site = " > ".join(stack[-6:])
+        counts[site] = counts.get(site, 0) + 1
+    return [f"{n}x {site}" for site, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+
+
+def stall_figures(stalls: list[dict[str, Any]], windows: list[tuple[float, float]]) -> dict[str, Any]:
+    """The event-loop turns of 10 ms or more that overlap any of ``windows``."""
+    inside = [s for s in stalls if any(s["start"] < b and a < s["start"] + s["ms"] / 1000 for a, b in windows)]
+    return {
+        "stalls": len(inside),
+        "max_ms": max((s["ms"] for s in inside), default=0.0),
+        # The loop thread's own CPU time in its longest turns (a turn long in wall time but short
+        # in CPU time is the machine's, not the code's).
+        "max_cpu_ms": max((s["cpu_ms"] for s in inside), default=0.0),
+        "total_ms": sum(s["ms"] for s in inside),
+        # The loop thread's CPU time in all its turns of 10 ms or more.
+        "cpu_total_ms": sum(s["cpu_ms"] for s in inside),
+        # Turns in which the loop thread itself ran 10 ms or more.
+        "turns_over_10ms_cpu": sum(1 for s in inside if s["cpu_ms"] >= 10),
+        # Turns of 15 ms or more, or of 10 ms or more of the loop thread's CPU: [seconds after
+        # the phase began, ms, the loop thread's CPU ms, the process's CPU ms,
+        # where the samples found the loop]
+        "over_15ms": [
+            [
+                round(s["start"] - windows[0][0], 3),
+                s["ms"],
+                s["cpu_ms"],
+                s.get("process_cpu_ms"),
+                stall_sites(s)[:3],
+            ]
+            for s in inside
+            if s["ms"] >= 15 or s["cpu_ms"] >= 10
+        ],
+    }
+
+
 def tree_round(
     bootstrap: str, log_topic: str, topic: str, tree: Path, args: argparse.Namespace, rss_empty: int
 ) -> dict[str, Any]:
@@ -496,9 +549,12 @@ def tree_round(
     fd, name = tempfile.mkstemp(suffix=".gc")
     os.close(fd)
     gc_log = Path(name)
+    fd, name = tempfile.mkstemp(suffix=".stalls")
+    os.close(fd)
+    stall_log = Path(name)
     started = time.time()
     with tempfile.TemporaryFile() as log:
-        serve = start_serve(bootstrap, log_topic, port, args.connections, log, tree, gc_log, metrics_port)
+        serve = start_serve(bootstrap, log_topic, port, args.connections, log, tree, gc_log, metrics_port, stall_log)
         try:
             served_after = asyncio.run(wait_served(address, 1800))
             time.sleep(1.0)  # what the load's end leaves (a first young collection) happens before the queries
@@ -514,7 +570,10 @@ def tree_round(
             serve.wait(60)
     pauses = read_pauses(gc_log)
     gc_log.unlink()
+    stalls = read_stalls(stall_log)
+    stall_log.unlink()
     window_start, window_end = asked.pop("window")
+    phases = asked.pop("phases")
     offsets = args.groups * args.offsets_per_group
     return {
         "served_after_seconds": served_after,
@@ -525,6 +584,8 @@ def tree_round(
         "rss_bytes_per_group": (rss_loaded - rss_empty) / args.groups,
         "gc_during_queries": pause_figures(pauses, window_start, window_end),
         "gc_from_start": pause_figures(pauses, started, window_end),
+        # The serve process's event loop: its turns of 10 ms or more in each phase.
+        "loop_stalls": {phase: stall_figures(stalls, windows) for phase, windows in phases.items() if windows},
     }
 
 
@@ -541,7 +602,12 @@ def tree_rounds(
             done = out[name][-1]
             print(
                 f"round {i} {name}: hb p99 list {done['heartbeat_during_list'].get('p99_ms')}"
+                f" describe {done['heartbeat_during_describe'].get('p99_ms')}"
                 f" scrapes {done['heartbeat_during_scrapes'].get('p99_ms')}"
+                f" stall max list {done['loop_stalls']['list']['max_ms']:.1f}"
+                f" (cpu {done['loop_stalls']['list']['max_cpu_ms']:.1f})"
+                f" describe {done['loop_stalls']['describe']['max_ms']:.1f}"
+                f" (cpu {done['loop_stalls']['describe']['max_cpu_ms']:.1f}) ms"
                 f" gc max {done['gc_during_queries']['max_ms']:.1f} ms",
                 flush=True,
             )

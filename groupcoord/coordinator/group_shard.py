@@ -472,11 +472,13 @@ def offset_fetch_error(state: GroupCoordinatorState, request: OffsetFetchRequest
 
 def group_listing(
     live: GroupCoordinatorState, states_filter: Iterable[str], types_filter: Iterable[str]
-) -> Iterator[GroupSummary]:
+) -> Iterator[GroupSummary | None]:
     """The groups ListGroups lists, unsorted and lazily, over the group tables as they are now (a
     copy of their entries is taken before the first one is listed): a caller may take it in slices
     and let other work run between them. A group created meanwhile is then left out and one
-    deleted meanwhile still listed, as in any listing of many shards."""
+    deleted meanwhile still listed, as in any listing of many shards. A group the filters leave
+    out is a None, so that a caller counts every group looked at (``take_in_slices``): a filter
+    matching few of 100,000 groups would otherwise look at all of them in one slice."""
     states = {s.lower() for s in states_filter}
     types = {t.lower() for t in types_filter}
     groups: list[Group] = [
@@ -487,16 +489,15 @@ def group_listing(
     # Groups that only ever committed offsets are listed as empty classic groups, like Kafka.
     simple = list(live.offsets.offsets) if (not types or CLASSIC in types) and (not states or "empty" in states) else []
 
-    def listing() -> Iterator[GroupSummary]:
+    def listing() -> Iterator[GroupSummary | None]:
         for g in groups:
             if types and g.type not in types:
+                yield None
                 continue
             listed = g.listed()
-            if not states or listed.group_state.lower() in states:
-                yield listed
+            yield listed if not states or listed.group_state.lower() in states else None
         for gid in simple:
-            if live.group_type(gid) is None:
-                yield GroupSummary(gid, "", "Empty", CLASSIC)
+            yield GroupSummary(gid, "", "Empty", CLASSIC) if live.group_type(gid) is None else None
 
     return listing()
 

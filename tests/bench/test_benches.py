@@ -135,6 +135,10 @@ def test_many_groups_bench(tmp_path: Path, bootstrap: str) -> None:
     assert queries["list_groups_listed"] >= 50 and queries["describe_groups_described"] == 50
     assert queries["heartbeat_quiet"]["heartbeats"] > 0
     assert queries["rss_bytes_per_group"] > 0 and queries["gc_during_queries"]["max_ms"] >= 0
+    # The serve process's event-loop turns of 10 ms or more, per phase (bench/loop_stalls.py).
+    stalls = queries["loop_stalls"]
+    assert set(stalls) == {"quiet", "list", "describe", "scrapes"}
+    assert all(s["max_ms"] >= 0 and s["max_cpu_ms"] >= 0 and s["stalls"] >= 0 for s in stalls.values())
     assert result["load"]["records"] >= 500 and result["load"]["load_over_raw_read"] > 0
     # Each round's load and bare read, both in fresh processes, the bare read first, then second.
     rounds = result["load"]["rounds"]

@@ -11,6 +11,7 @@ from groupcoord.coordinator.gateway.apis import APIS
 from groupcoord.coordinator.gateway.codec import CodecError
 from groupcoord.coordinator.gateway.protocol import encode_response
 from groupcoord.coordinator.gateway.sliced_encoding import SLICED_FROM, encode_arrays_ahead
+from groupcoord.coordinator.groups.group import GroupSummary
 from groupcoord.coordinator.messages.describe_groups import (
     DescribeGroupsResponse,
     DescribeGroupsResponseDescribedGroup,
@@ -58,6 +59,18 @@ def sliced_frame(key: int, version: int, response: Message) -> bytes:
 def test_a_sliced_listing_is_the_frame_encoded_whole(version: int, count: int) -> None:
     response = listing(count)
     assert sliced_frame(LIST, version, response) == encode_response(LIST, version, 7, response)
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4, 5])
+def test_the_listing_rows_are_encoded_as_the_wire_entries_they_stand_for(version: int) -> None:
+    # The service's rows go into the answer as they are (no wire copy of each): same frame.
+    wire = listing(SLICED_FROM + 3)
+    rows = ListGroupsResponse(
+        error_code=0,
+        groups=[GroupSummary(g.group_id, g.protocol_type, g.group_state, g.group_type) for g in wire.groups],
+    )
+    assert sliced_frame(LIST, version, rows) == encode_response(LIST, version, 7, wire)
+    assert encode_response(LIST, version, 7, rows) == encode_response(LIST, version, 7, wire)
 
 
 @pytest.mark.parametrize("version", [0, 4, 5, 6])

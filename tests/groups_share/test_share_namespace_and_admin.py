@@ -5,15 +5,20 @@ group's state rebuilt from its records alone."""
 from __future__ import annotations
 
 from groupcoord.coordinator.errors import ErrorCode
-from groupcoord.coordinator.group_shard import describe_classic_groups
-from groupcoord.coordinator.group_shard import group_listing as list_groups
+from groupcoord.coordinator.group_shard import GroupCoordinatorState, describe_classic_groups, group_listing
 from groupcoord.coordinator.groups.context import RequestContext
+from groupcoord.coordinator.groups.group import GroupSummary
 from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from groupcoord.coordinator.messages.join_group import JoinGroupResponse
 from groupcoord.coordinator.messages.offset_commit import OffsetCommitResponse
 from groupcoord.coordinator.messages.schema import topic_id_uuid
 from tests.groups_share.harness import CONTEXT, GROUP, Coordinator, image, topic
 from tests.messages import cg_request, commit_partition, commit_request, commit_topic, join_protocol, join_request, tid
+
+
+def list_groups(state: GroupCoordinatorState, states: list[str], types: list[str]) -> list[GroupSummary]:
+    """The groups listed (``group_listing`` gives a None for each group its filters leave out)."""
+    return [g for g in group_listing(state, states, types) if g is not None]
 
 
 def _shared() -> Coordinator:

@@ -6,6 +6,8 @@ import asyncio
 import struct
 import uuid
 
+import pytest
+
 from groupcoord.coordinator.gateway import ConnectionContext
 from groupcoord.coordinator.gateway.codec import write_uvarint
 from groupcoord.coordinator.gateway.framing import RequestHeader, encode_request_header
@@ -24,6 +26,11 @@ from groupcoord.coordinator.messages.describe_groups import (
     DescribeGroupsResponse,
     DescribeGroupsResponseDescribedGroup,
 )
+from groupcoord.coordinator.messages.list_groups import (
+    ListGroupsRequest,
+    ListGroupsResponse,
+    ListGroupsResponseListedGroup,
+)
 from groupcoord.coordinator.messages.schema import Message
 from groupcoord.coordinator.security.authorizer import (
     Acl,
@@ -33,6 +40,7 @@ from groupcoord.coordinator.security.authorizer import (
     Permission,
     ResourceType,
 )
+from groupcoord.coordinator.service import answer_budget
 from groupcoord.coordinator.service.metadata_cache import TopicInfo
 from groupcoord.coordinator.service.secured_handler import CHUNK, SecuredHandler
 
@@ -114,6 +122,50 @@ def test_a_large_describe_goes_on_whole_so_that_its_answer_is_bounded_as_one() -
     assert isinstance(answer, DescribeGroupsResponse)
     assert [g.group_id for g in answer.groups] == groups
     assert inner.chunks == [len(groups)]
+
+
+class ManyGroups:
+    """A handler listing thousands of groups."""
+
+    def __init__(self, count: int) -> None:
+        self.ids = [f"team-{'ab'[i % 2]}-{i:05d}" for i in range(count)]
+
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
+        assert isinstance(request, ListGroupsRequest)
+        return ListGroupsResponse(
+            groups=[ListGroupsResponseListedGroup(group_id=g, protocol_type="", group_state="Empty") for g in self.ids]
+        )
+
+
+def test_a_listing_filtered_by_acls_lets_other_clients_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    # With no time allowance, the filter yields every 256 groups it looks at.
+    monkeypatch.setattr(answer_budget, "YIELD_EVERY_SECONDS", 0.0)
+    inner = ManyGroups(3000)
+    only_a = Acl(
+        ResourceType.GROUP, "team-a-", PatternType.PREFIXED, "User:alice", "*", Operation.DESCRIBE, Permission.ALLOW
+    )
+    handler = SecuredHandler(inner, NoTopics(), AclAuthorizer([only_a]))
+    context = ConnectionContext(RequestHeader(16, 4, 1, "c"), "127.0.0.1", 1, 2, principal="alice")
+    turns = 0
+
+    async def other_client() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    async def main() -> Message:
+        bystander = asyncio.create_task(other_client())
+        await asyncio.sleep(0)
+        try:
+            return await handler.handle(context, ListGroupsRequest())
+        finally:
+            bystander.cancel()
+
+    answer = asyncio.run(main())
+    assert isinstance(answer, ListGroupsResponse)
+    assert [g.group_id for g in answer.groups] == [g for g in inner.ids if g.startswith("team-a-")]
+    assert turns >= 3000 // 256
 
 
 def _produce(version: int, topics: list[str]) -> bytes:

@@ -296,7 +296,8 @@ def test_retention_sweep_expires_and_deletes_empty_groups() -> None:
 
 
 def list_groups(state: GroupCoordinatorState, states: tuple[str, ...], types: tuple[str, ...]) -> list[GroupSummary]:
-    return sorted(group_listing(state, states, types), key=lambda g: g.group_id)
+    listed = [g for g in group_listing(state, states, types) if g is not None]
+    return sorted(listed, key=lambda g: g.group_id)
 
 
 def test_list_and_describe() -> None:

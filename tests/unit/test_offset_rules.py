@@ -4,6 +4,7 @@ group whose subscription is not known yet, ListGroups over shards that cannot al
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 from groupcoord.coordinator.errors import ErrorCode
@@ -80,11 +81,11 @@ B = GroupSummary("b", "consumer", "Empty", "classic")
 
 
 def test_list_groups_leaves_out_shards_that_are_no_longer_ours() -> None:
-    assert list_groups_answer([[B], ErrorCode.NOT_COORDINATOR, [A]]) == (ErrorCode.NONE, [A, B])
+    assert asyncio.run(list_groups_answer([[B], ErrorCode.NOT_COORDINATOR, [A]])) == (ErrorCode.NONE, [A, B])
 
 
 def test_list_groups_answers_another_shard_failure_with_an_empty_list() -> None:
-    assert list_groups_answer([[A], ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, [B]]) == (
+    assert asyncio.run(list_groups_answer([[A], ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, [B]])) == (
         ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
         [],
     )

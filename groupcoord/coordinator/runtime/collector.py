@@ -20,6 +20,8 @@ more for a shard of 100,000 groups with 10 offsets each, are still in the younge
 then: the first young collection after the load walked them all (138-204 ms on the event loop,
 measured with a gc callback in ``serve``), and the next collection of generation 1 again (40-176
 ms), before they were frozen as survivors. Raising the thresholds only delays those walks.
+A ListGroups answer's rows (100,000 for as many groups, alive until it is sent) are made with
+the collector held off and frozen once made for the same reason (``freeze_answer``).
 
 Frozen objects are freed by reference counting as usual; only a cycle that becomes garbage
 while frozen stays, until it is thawed (``gc.unfreeze``: everything back in the oldest
@@ -95,6 +97,14 @@ class SurvivorFreezer:
         if self._users > 0 and not self._walk_due:
             self.freezes += 1
             gc.freeze()
+
+    def freeze_answer(self) -> None:
+        """Freeze everything now, once a large answer's objects are made (ListGroups' 100,000
+        rows), before a young collection walks them while the answer is encoded and sent: they
+        are freed by reference counting as it goes. What else was young then is frozen with
+        them; it is freed the same way, or, if it was a cycle, at the next thaw (see the
+        module's text). Not while a thaw waits for its full collection."""
+        self.freeze_now()
 
     def thaw(self) -> None:
         """Everything frozen back to the collector, for its next full collection to free what

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator
-from typing import TypeVar
+from functools import partial
+from typing import Any, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 E = TypeVar("E")
@@ -69,13 +71,65 @@ class AnswerBudget:
             self._yielded_at = time.perf_counter()
 
 
-async def take_in_slices(items: Iterator[A]) -> list[A]:
-    """Every item of a lazy listing, letting the event loop run every ``YIELD_EVERY_SECONDS``."""
+# Items taken between two looks at the clock.
+_CHECK_EVERY = 256
+# Lists up to this long are sorted in one go (a few milliseconds at most).
+SORTED_AT_ONCE = 4096
+
+
+async def take_in_slices(items: Iterator[A | None]) -> list[A]:
+    """Every item of a lazy listing, letting the event loop run every ``YIELD_EVERY_SECONDS``.
+    A None is an item the listing looked at and left out (a filter's miss): not taken, but
+    counted, so that a filter that keeps few items still lets the loop run while it looks."""
     out: list[A] = []
+    append = out.append
     yielded_at = time.perf_counter()
     for count, item in enumerate(items, 1):
-        out.append(item)
-        if count % 256 == 0 and time.perf_counter() - yielded_at >= YIELD_EVERY_SECONDS:
+        if item is not None:
+            append(item)
+        if count % _CHECK_EVERY == 0 and time.perf_counter() - yielded_at >= YIELD_EVERY_SECONDS:
+            await asyncio.sleep(0)
+            yielded_at = time.perf_counter()
+    return out
+
+
+async def kept_in_slices(items: Iterable[A], keep: Callable[[A], bool]) -> list[A]:
+    """``[i for i in items if keep(i)]``, letting the event loop run every ``YIELD_EVERY_SECONDS``
+    (an ACL check of each of 100,000 listed groups is far longer than that)."""
+    return await take_in_slices(item if keep(item) else None for item in items)
+
+
+async def sorted_in_slices(items: list[A], key: Callable[[A], Any]) -> list[A]:
+    """``sorted(items, key=key)``, the same list, letting the event loop run every
+    ``YIELD_EVERY_SECONDS``: one sort of 100,000 group ids held the loop 20-100 ms (more the less
+    ordered they are). A sample sort: the keys are dealt into buckets bounded by keys sampled
+    evenly from them, each bucket sorted on its own, the buckets taken in order. Equal keys land
+    in one bucket in their order in ``items`` and each bucket's sort is stable, so the result is
+    the stable sort's. Keys spread unevenly only make some buckets larger (one bucket at worst:
+    the sort in one go)."""
+    if len(items) <= SORTED_AT_ONCE:
+        return sorted(items, key=key)
+    keys: list[Any] = []
+    yielded_at = time.perf_counter()
+    for at in range(0, len(items), SORTED_AT_ONCE):
+        keys.extend(map(key, items[at : at + SORTED_AT_ONCE]))
+        if time.perf_counter() - yielded_at >= YIELD_EVERY_SECONDS:
+            await asyncio.sleep(0)
+            yielded_at = time.perf_counter()
+    splitters = sorted(set(keys[:: SORTED_AT_ONCE // 4]))
+    buckets: list[list[int]] = [[] for _ in range(len(splitters) + 1)]
+    deal = [bucket.append for bucket in buckets]
+    for index, at in enumerate(map(partial(bisect_right, splitters), keys)):
+        deal[at](index)
+        if index % _CHECK_EVERY == 0 and time.perf_counter() - yielded_at >= YIELD_EVERY_SECONDS:
+            await asyncio.sleep(0)
+            yielded_at = time.perf_counter()
+    out: list[A] = []
+    by_index = keys.__getitem__
+    for bucket in buckets:
+        bucket.sort(key=by_index)
+        out.extend(map(items.__getitem__, bucket))
+        if time.perf_counter() - yielded_at >= YIELD_EVERY_SECONDS:
             await asyncio.sleep(0)
             yielded_at = time.perf_counter()
     return out

@@ -47,7 +47,6 @@ from groupcoord.coordinator.messages import sync_group as wire_sync
 from groupcoord.coordinator.messages import txn_offset_commit as wire_txn
 from groupcoord.coordinator.messages.schema import ZERO_UUID, Message
 from groupcoord.coordinator.service import offset_delete_answers
-from groupcoord.coordinator.service.answer_budget import take_in_slices
 from groupcoord.coordinator.service.metadata_cache import TopicInfo, TopicNames
 from groupcoord.coordinator.service.service import GroupCoordinatorService
 from groupcoord.coordinator.service.share_data import ShareDataPath
@@ -346,13 +345,8 @@ class CoordinatorApiHandler:
 
     async def list_groups(self, context: ConnectionContext, request: wire_list.ListGroupsRequest) -> Message:
         error, groups = await self.service.list_groups(request.states_filter, request.types_filter)
-        # Thousands of groups take a while to convert: other connections are served meanwhile.
-        listed = await take_in_slices(
-            wire_list.ListGroupsResponseListedGroup(
-                group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.group_state, group_type=g.group_type
-            )
-            for g in groups
-        )
+        # The rows are the answer's entries already (``GroupSummary``): nothing to convert.
+        listed: list[wire_list.ListGroupsResponseListedGroup] = list(groups)
         return wire_list.ListGroupsResponse(error_code=error, groups=listed)
 
     async def describe_groups(
