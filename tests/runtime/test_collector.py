@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 
 from groupcoord.coordinator.runtime.collector import SurvivorFreezer, collector_paused, release_freed_heap
+from groupcoord.coordinator.runtime.log import CollectorPause
 
 
 def test_survivors_are_frozen_and_thawed() -> None:
@@ -172,3 +173,21 @@ def test_fired_and_cancelled_shard_timers_leave_no_cycle() -> None:
         gc.enable()
     assert timers == 0
     del simulation
+
+
+def test_pauses_count_so_one_ending_never_turns_the_collector_on_under_another() -> None:
+    # A ListGroups listing's pause (loop thread) that began before a load's read (the reader's
+    # thread) and ends during it must leave the collector off until the load's read ends too.
+    listing, reader = collector_paused(), CollectorPause()
+    listing.__enter__()
+    reader.pause()
+    listing.__exit__(None, None, None)
+    assert not gc.isenabled()
+    reader.resume()
+    assert gc.isenabled()
+    # The other order as well.
+    reader.pause()
+    with collector_paused():
+        reader.resume()
+        assert not gc.isenabled()
+    assert gc.isenabled()

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -133,20 +134,51 @@ class SurvivorFreezer:
 SHARED = SurvivorFreezer()
 
 
+class PauseHolds:
+    """Counted holds on the collector, shared by everyone in the process who holds it off: the
+    log reader's thread while a load is read (``log.CollectorPause``), a load's replay and a
+    ListGroups listing on the loop (``collector_paused``). The collector is process-wide, so a
+    pause ending must not turn it back on under another still running (a listing that began
+    before a load and ended during it did, and the load's young collections walked its state
+    again). It comes back on when the last hold goes, and only if the first hold turned it off:
+    a collector someone else turned off stays off."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._turned_off = False
+
+    def hold(self) -> None:
+        with self._lock:
+            if self._count == 0:
+                self._turned_off = gc.isenabled()
+                if self._turned_off:
+                    gc.disable()
+            self._count += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._count -= 1
+            if self._count == 0 and self._turned_off:
+                self._turned_off = False
+                gc.enable()
+
+
+# The one every pause of this process counts on.
+HOLDS = PauseHolds()
+
+
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """The cyclic collector held off meanwhile, if it was on: for a burst that makes only
     long-lived state (a load's survivors replayed into the fresh states, hundreds of thousands
     of containers for a shard of many groups), which young collections would walk again and
     again for nothing (measured: 0.3-0.4 us a record instead of 1 us)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
+    HOLDS.hold()
     try:
         yield
     finally:
-        gc.enable()
+        HOLDS.release()
 
 
 def _malloc_trim() -> Callable[[int], int] | None:

@@ -8,7 +8,6 @@ about shard state.
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import queue
 import threading
@@ -24,6 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from groupcoord.coordinator.logs import drain
+from groupcoord.coordinator.runtime.collector import HOLDS
 from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
 from groupcoord.coordinator.runtime.replayer import LogMessage
 
@@ -250,21 +250,22 @@ class CollectorPause:
     collections per 100k records, 16-35 ms each with this bench's small heap, a fifth of the
     load; a coordinator holding many groups walks more. Cycles made meanwhile by the rest of
     the process are collected once the collector is back on. Only the reader's thread pauses
-    and resumes; it never turns on a collector that was off before it paused it.
+    and resumes; its pause is one of the process's counted holds (``collector.HOLDS``), so it
+    never turns on a collector that was off before, nor one another pause still holds off.
     """
 
     def __init__(self) -> None:
         self._paused = False
 
     def pause(self) -> None:
-        if not self._paused and gc.isenabled():
-            gc.disable()
+        if not self._paused:
+            HOLDS.hold()
             self._paused = True
 
     def resume(self) -> None:
         if self._paused:
             self._paused = False
-            gc.enable()
+            HOLDS.release()
 
 
 # How long the reader blocks waiting for a record: also how long a command (a shard to load)
