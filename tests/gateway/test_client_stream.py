@@ -37,9 +37,13 @@ def _stream(loop: asyncio.AbstractEventLoop) -> ClientStream:
 
 
 def _receive(stream: ClientStream, data: bytes) -> None:
-    buf = stream.get_buffer(len(data))
-    buf[: len(data)] = data
-    stream.buffer_updated(len(data))
+    # As the transport does: as much as the offered buffer holds per receive.
+    while data:
+        buf = stream.get_buffer(len(data))
+        n = min(len(buf), len(data))
+        buf[:n] = data[:n]
+        stream.buffer_updated(n)
+        data = data[n:]
 
 
 def test_waits_that_are_answered_arm_one_timer_for_the_stream_not_one_each() -> None:
@@ -104,6 +108,61 @@ def test_a_timer_armed_for_an_earlier_wait_does_not_expire_a_later_one_early() -
         assert not later.done()
         _receive(stream, b"y")
         assert await later
+        stream.connection_lost(None)
+
+    asyncio.run(run())
+
+
+class CountingTransport(Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pauses = 0
+
+    def pause_reading(self) -> None:
+        self.pauses += 1
+
+
+def test_a_connection_starts_with_a_small_buffer_and_grows_it_only_when_a_client_sends_more() -> None:
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        stream = ClientStream(loop, _nothing, tls=False)
+        transport = CountingTransport()
+        stream.connection_made(transport)
+        start = len(stream._buf)
+        # Heartbeat-sized requests, one at a time, as a group member sends them: never grown.
+        for i in range(50):
+            _receive(stream, bytes([i]) * 300)
+            assert await stream.readexactly(300) == bytes([i]) * 300
+        assert len(stream._buf) == start <= 4096
+        # A 20 KiB request (read through the read-ahead buffer, below the own-buffer size) arrives
+        # in pieces: it grows the buffer and arrives whole.
+        frame = bytes(range(256)) * 80
+        reading = asyncio.ensure_future(stream.readexactly(len(frame)))
+        await asyncio.sleep(0)
+        for piece in range(0, len(frame), 3000):
+            _receive(stream, frame[piece : piece + 3000])
+        assert await reading == frame
+        assert len(stream._buf) > start
+        # Pipelined requests up to the full read-ahead size are taken in without pausing reading.
+        for _ in range(10):
+            _receive(stream, b"z" * 3000)
+        assert transport.pauses == 0 and stream.buffered == 30_000
+        stream.connection_lost(None)
+
+    asyncio.run(run())
+
+
+def test_a_client_pipelining_past_the_starting_buffer_gets_the_grown_one_not_a_pause() -> None:
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        stream = ClientStream(loop, _nothing, tls=False)
+        transport = CountingTransport()
+        stream.connection_made(transport)
+        sent = b"".join(bytes([i]) * 1000 for i in range(12))  # 12 KB before anything is read
+        for piece in range(0, len(sent), 1000):
+            _receive(stream, sent[piece : piece + 1000])
+        assert transport.pauses == 0
+        assert b"".join([await stream.readexactly(1000) for _ in range(12)]) == sent
         stream.connection_lost(None)
 
     asyncio.run(run())
