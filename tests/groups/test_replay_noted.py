@@ -106,7 +106,7 @@ def _record() -> st.SearchStrategy[CoordinatorRecord]:
 # notes); foreign: another writer's, read back by the committed state only (a zombie's, or a
 # fenced owner's before the fence); lost: ours, never read back (an append that failed, a batch
 # cut short); read: the reader catches up with everything written so far.
-_step = st.one_of(
+_step: st.SearchStrategy[tuple[str, list[CoordinatorRecord]]] = st.one_of(
     st.tuples(st.sampled_from(("ours", "foreign", "lost")), st.lists(_record(), min_size=1, max_size=4)),
     st.tuples(st.just("read"), st.just([])),
 )
