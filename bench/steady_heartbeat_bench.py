@@ -1,7 +1,7 @@
 """A steady ConsumerGroupHeartbeat's Python path, in process, stage by stage (issue #26 item 2).
 
     python bench/steady_heartbeat_bench.py [--members 5000] [--partitions 10000] [--rounds 5]
-                                           [--profile out.prof]
+                                           [--profile out.prof] [--joins]
 
 What ``bench/large_group_bench.py`` measures on the wire, without the sockets and the loop: the
 same group (``members`` KIP-848 members sharing one topic of ``partitions``, joined and
@@ -20,6 +20,10 @@ best of ``rounds`` passes over all members, in microseconds per heartbeat):
 - ``whole``: frame to answer bytes.
 
 Loopback sockets and the loop's turn come on top (``bench/asyncio_floor.py``).
+
+``--joins``: a mass join's group logic instead, stage by stage (``measure_joins``): ``members``
+first heartbeats on a fresh shard, each through the handler, its records' encoding, their replay
+into the live state and their replay into the committed state as the read-back does it.
 """
 
 from __future__ import annotations
