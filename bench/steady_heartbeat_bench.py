@@ -1,7 +1,7 @@
 """A steady ConsumerGroupHeartbeat's Python path, in process, stage by stage (issue #26 item 2).
 
     python bench/steady_heartbeat_bench.py [--members 5000] [--partitions 10000] [--rounds 5]
-                                           [--profile out.prof]
+                                           [--profile out.prof] [--joins]
 
 What ``bench/large_group_bench.py`` measures on the wire, without the sockets and the loop: the
 same group (``members`` KIP-848 members sharing one topic of ``partitions``, joined and
@@ -20,6 +20,10 @@ best of ``rounds`` passes over all members, in microseconds per heartbeat):
 - ``whole``: frame to answer bytes.
 
 Loopback sockets and the loop's turn come on top (``bench/asyncio_floor.py``).
+
+``--joins``: a mass join's group logic instead, stage by stage (``measure_joins``): ``members``
+first heartbeats on a fresh shard, each through the handler, its records' encoding, their replay
+into the live state and their replay into the committed state as the read-back does it.
 """
 
 from __future__ import annotations
@@ -55,12 +59,14 @@ from groupcoord.coordinator.messages.consumer_group_heartbeat import (  # noqa: 
 from groupcoord.coordinator.messages.schema import Message, topic_id_string  # noqa: E402
 from groupcoord.coordinator.observability.gateway import GatewayMetrics  # noqa: E402
 from groupcoord.coordinator.observability.metrics import ShardMetrics  # noqa: E402
+from groupcoord.coordinator.runtime.api import replay_noted, replay_noting  # noqa: E402
 from groupcoord.coordinator.runtime.shard import ShardStatus  # noqa: E402
 from groupcoord.coordinator.server import group_handler  # noqa: E402
 from groupcoord.coordinator.service.gateway_handler import CoordinatorApiHandler  # noqa: E402
 from groupcoord.coordinator.service.gateway_handler import _facts as _request_facts  # noqa: E402
 from groupcoord.coordinator.service.handover_relay import HandoverRelay  # noqa: E402
 from groupcoord.coordinator.service.service import GroupCoordinatorService  # noqa: E402
+from groupcoord.records.offset_commit_run import encode_columns  # noqa: E402
 from tests.sim.kernel import OneShardRuntime, SimHost, SimLog, sim_loop  # noqa: E402
 
 HB_KEY, HB_VERSION = 68, 1
@@ -97,7 +103,7 @@ class _Listener:
 class World:
     """One shard on the simulated log, its service and ``serve``'s handler chain."""
 
-    def __init__(self, members: int, partitions: int) -> None:
+    def __init__(self, members: int, partitions: int, converge: bool = True) -> None:
         self.loop = sim_loop()
         self.host = SimHost(SimLog(), self.loop, "o", random.Random(1))
         self.image = TopicsImage.of([TopicImage(TOPIC, topic_id_string(uuid.UUID(int=1)), partitions)])
@@ -116,7 +122,7 @@ class World:
             self.handler,
             observer=GatewayMetrics(),
         )
-        self.members = self._converge(members)
+        self.members = self._converge(members) if converge else {}
 
     def run(self, ms: int) -> None:
         end = self.loop.clock.now_ms() + ms
@@ -135,21 +141,26 @@ class World:
             self.run(10)
         return [f.result() for f in futures]
 
-    def _converge(self, members: int) -> dict[str, int]:
-        """Join ``members`` at once, then heartbeat (acknowledging every assignment) until every
-        member is at the group's epoch with nothing left to acknowledge: member id -> epoch."""
-        ids = [f"member-{i:05d}" for i in range(members)]
-        joins = [
+    @staticmethod
+    def joins(members: int) -> list[ConsumerGroupHeartbeatRequest]:
+        """``members`` first heartbeats (epoch 0), one per member, as a mass join sends them."""
+        return [
             ConsumerGroupHeartbeatRequest(
                 group_id=GROUP,
-                member_id=m,
+                member_id=f"member-{i:05d}",
                 member_epoch=0,
                 rebalance_timeout_ms=300_000,
                 subscribed_topic_names=[TOPIC],
                 topic_partitions=[],
             )
-            for m in ids
+            for i in range(members)
         ]
+
+    def _converge(self, members: int) -> dict[str, int]:
+        """Join ``members`` at once, then heartbeat (acknowledging every assignment) until every
+        member is at the group's epoch with nothing left to acknowledge: member id -> epoch."""
+        joins = self.joins(members)
+        ids = [join.member_id for join in joins]
         epochs: dict[str, int] = {}
         owned: dict[str, list[ConsumerGroupHeartbeatRequestTopicPartitions] | None] = {}
 
@@ -309,13 +320,63 @@ def measure(world: World, rounds: int) -> dict[str, float]:
     return {k: round(v, 2) for k, v in out.items()}
 
 
+def measure_joins(members: int, partitions: int, rounds: int) -> dict[str, Any]:
+    """A mass join's group logic, stage by stage (``--joins``): ``members`` first heartbeats,
+    one after another on a fresh shard, each through the stages a flush and its read-back run
+    (the handler on the live state, its records' encoding, their replay into the live state,
+    their replay into the committed state as the read-back does it: ``api.replay_noted``), with
+    the thread's CPU time around each; then the same joins through the shard on the simulated log
+    (queue, flush, append, read-back, release; thread CPU time). Best of ``rounds`` fresh
+    shards, in microseconds per join."""
+    context = RequestContext(api_version=HB_VERSION, client_id="bench", client_host="/127.0.0.1")
+    requests = World.joins(members)
+    stages = ("handler", "encode", "replay_live", "replay_read_back")
+    best: dict[str, float] = dict.fromkeys((*stages, "stages", "shard"), float("inf"))
+    clock = time.thread_time  # CPU time: other processes' load does not count
+    for _ in range(rounds):
+        world = World(members, partitions, converge=False)
+        handlers, shard, now = world.handlers, world.shard, world.loop.clock.now_ms()
+        live, committed = handlers.create_state(), handlers.create_state()
+        spent = dict.fromkeys(stages, 0.0)
+        for request in requests:
+            t0 = clock()
+            result = handlers.consumer_group_heartbeat(live, request, now, context)
+            t1 = clock()
+            encode_columns(result.records)
+            t2 = clock()
+            notes = replay_noting(live, result.records)
+            t3 = clock()
+            replay_noted(committed, result.records, notes)
+            t4 = clock()
+            spent["handler"] += t1 - t0
+            spent["encode"] += t2 - t1
+            spent["replay_live"] += t3 - t2
+            spent["replay_read_back"] += t4 - t3
+        assert live.snapshot() == committed.snapshot()
+        for stage in stages:
+            best[stage] = min(best[stage], spent[stage] * 1e6 / members)
+        best["stages"] = min(best["stages"], sum(spent.values()) * 1e6 / members)
+        start = time.thread_time()
+        world._send(requests)
+        best["shard"] = min(best["shard"], (time.thread_time() - start) * 1e6 / members)
+        world.run(1000)
+        assert shard.replay_matches()
+    return {k: round(v, 2) for k, v in best.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--members", type=int, default=5000)
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", default=None, help="cProfile the whole path into this file")
+    parser.add_argument("--joins", action="store_true", help="measure a mass join's stages instead (see measure_joins)")
     args = parser.parse_args()
+    if args.joins:
+        joins = {"members": args.members, "partitions": args.partitions}
+        joins["us_per_join"] = measure_joins(args.members, args.partitions, args.rounds)  # type: ignore[assignment]
+        print(json.dumps(joins, indent=2))
+        return
     start = time.perf_counter()
     world = World(args.members, args.partitions)
     built_s = time.perf_counter() - start

@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import io
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -24,7 +24,15 @@ from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from groupcoord.records.avro import from_avro, to_avro
 from groupcoord.records.avro_reader import RecordReader, compile_reader
 from groupcoord.records.avro_writer import compile_encoder
-from groupcoord.records.definitions import DEFINITIONS, OffsetCommitKey, OffsetCommitValue, RecordDef, RecordType
+from groupcoord.records.definitions import (
+    DEFINITIONS,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    RecordDef,
+    RecordType,
+)
 from groupcoord.records.offset_commit_encoding import VALUE_FIELDS, OffsetCommitEncoder
 
 _KEY_HEADER = struct.Struct(">h")
@@ -58,6 +66,8 @@ class _Compiled:
         "version_checks",
         "run_encoder",
         "plain_commits",
+        "memo_key",
+        "memo",
     )
 
     def __init__(self, definition: RecordDef, compiled_readers: bool = True) -> None:
@@ -104,6 +114,10 @@ class _Compiled:
         self.run_encoder: Callable[[Sequence[Any], int, list[tuple[bytes, bytes | None]]], int] | None = None
         # The encoder of a plain commit's version (the oldest: it lacks the producer id alone).
         self.plain_commits: OffsetCommitEncoder | None = None
+        # Values written again and again with the same fields (``VALUE_MEMO_KEYS``): their bytes by
+        # those fields, bounded.
+        self.memo_key = VALUE_MEMO_KEYS.get(self.record_type)
+        self.memo: dict[Hashable, bytes] = {}
         for v, declared in definition.value_schemas.items():
             encoder = compile_encoder(declared, _VALUE_HEADER.pack(definition.type, v))
             if encoder is not None:
@@ -124,6 +138,43 @@ class _Compiled:
             if lacking(value) == defaults:
                 return version
         return self.latest_version
+
+
+# A memo holds at most this many values of one record type (then starts again, empty).
+VALUE_MEMO_SIZE = 256
+
+
+def _member_metadata_key(value: ConsumerGroupMemberMetadataValue) -> Hashable | None:
+    """Every field of the value, the list as a tuple; None (not memoized) with classic metadata."""
+    if value.classic_member_metadata is not None:
+        return None
+    return (
+        value.client_id,
+        value.client_host,
+        value.rebalance_timeout_ms,
+        value.instance_id,
+        value.rack_id,
+        tuple(value.subscribed_topic_names),
+        value.subscribed_topic_regex,
+        value.server_assignor,
+    )
+
+
+def _current_assignment_key(value: ConsumerGroupCurrentMemberAssignmentValue) -> Hashable | None:
+    """Every field of a value without partitions (a joining member's); None for any other."""
+    if value.assigned_partitions or value.partitions_pending_revocation:
+        return None
+    return (value.member_epoch, value.previous_member_epoch, value.state)
+
+
+# Record types whose values repeat from record to record (every member of a mass join writes the
+# same metadata and the same empty assignment at the same epoch): how to key a value by all of
+# its fields (None: that value is not memoized). Each function names every field of its class
+# (tests/unit/test_records.py checks it), so equal keys are equal values and equal bytes.
+VALUE_MEMO_KEYS: dict[RecordType, Callable[[Any], Hashable | None]] = {
+    RecordType.CONSUMER_GROUP_MEMBER_METADATA: _member_metadata_key,
+    RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: _current_assignment_key,
+}
 
 
 def _getter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
@@ -205,6 +256,8 @@ class RecordCodec:
         run of records of one type (a 100-partition commit is a run of 100 OffsetCommits)."""
         out: list[tuple[bytes, bytes | None]] = []
         kind: Any = None
+        memo_key: Callable[[Any], Hashable | None] | None = None
+        memo: dict[Hashable, bytes] = {}
         key_of: Callable[[Any], bytes] | None = None
         run: Callable[[Sequence[Any], int, list[tuple[bytes, bytes | None]]], int] | None = None
         at, end = 0, len(records)
@@ -213,12 +266,14 @@ class RecordCodec:
             if record.type is not kind or key_of is None:
                 kind = record.type
                 compiled = self._compiled(kind)
-                key_of, versions, fast, latest, run = (
+                key_of, versions, fast, latest, run, memo_key, memo = (
                     compiled.fast_key,
                     compiled.version_checks,
                     compiled.fast_values,
                     compiled.latest_version,
                     compiled.run_encoder,
+                    compiled.memo_key,
+                    compiled.memo,
                 )
                 if key_of is None:
                     out.append(self.encode(record))
@@ -234,13 +289,24 @@ class RecordCodec:
             if value is None:
                 out.append((key_of(record.key), None))
                 continue
+            memo_at = None if memo_key is None else memo_key(value)
+            if memo_at is not None:
+                known = memo.get(memo_at)
+                if known is not None:
+                    out.append((key_of(record.key), known))
+                    continue
             version = latest
             for candidate, lacking, defaults in versions:
                 if lacking(value) == defaults:
                     version = candidate
                     break
             writer = fast.get(version)
-            out.append((key_of(record.key), writer(value) if writer is not None else self.encode_value(kind, value)))
+            encoded = writer(value) if writer is not None else self.encode_value(kind, value)
+            if memo_at is not None:
+                if len(memo) >= VALUE_MEMO_SIZE:
+                    memo.clear()
+                memo[memo_at] = encoded  # type: ignore[assignment]
+            out.append((key_of(record.key), encoded))
         return out
 
     def decode(self, key: bytes | None, value: bytes | None) -> CoordinatorRecord:

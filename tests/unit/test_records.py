@@ -11,11 +11,14 @@ from hypothesis import strategies as st
 
 from groupcoord.records import CoordinatorRecord, RecordCodec, RecordDecodeError, RecordType, decode, encode, encode_key
 from groupcoord.records.avro import record
+from groupcoord.records.codec import VALUE_MEMO_KEYS
 from groupcoord.records.definitions import (
     DEFINITIONS,
+    ClassicMemberInConsumerGroup,
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberKey,
+    ConsumerGroupMemberMetadataValue,
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetCommitKey,
@@ -172,3 +175,51 @@ def test_a_value_is_written_in_the_oldest_version_that_holds_it() -> None:
         raw_key, raw_value = encode(record)
         assert raw_value is not None and int.from_bytes(raw_value[2:4], "big") == version
         assert decode(raw_key, raw_value) == record
+
+
+# Per memoized value class: each field's value in a base value and another one (a field added to
+# the class and not here fails the test: its memo key must take the new field too).
+_MEMO_FIELDS: dict[type, dict[str, tuple[object, object]]] = {
+    ConsumerGroupMemberMetadataValue: {
+        "client_id": ("c", "d"),
+        "client_host": ("/h", "/i"),
+        "rebalance_timeout_ms": (1000, 2000),
+        "instance_id": (None, "i"),
+        "rack_id": (None, "r"),
+        "subscribed_topic_names": (["a"], ["a", "b"]),
+        "subscribed_topic_regex": (None, "a.*"),
+        "server_assignor": (None, "range"),
+        "classic_member_metadata": (None, None),  # a value with it is never memoized
+    },
+    ConsumerGroupCurrentMemberAssignmentValue: {
+        "member_epoch": (3, 4),
+        "previous_member_epoch": (2, 3),
+        "state": (0, 1),
+        "assigned_partitions": ([], []),  # a value with partitions is never memoized
+        "partitions_pending_revocation": ([], []),
+    },
+}
+
+
+@pytest.mark.parametrize("record_type", sorted(VALUE_MEMO_KEYS))
+def test_a_memoized_value_is_keyed_by_every_field_and_written_as_without_the_memo(record_type: RecordType) -> None:
+    cls = next(d.value_cls for d in DEFINITIONS if d.type == record_type)
+    alternatives = _MEMO_FIELDS[cls]
+    assert set(alternatives) == {f.name for f in dataclasses.fields(cls)}
+    memo_key = VALUE_MEMO_KEYS[record_type]
+    codec = RecordCodec()
+    base = cls(**{name: pair[0] for name, pair in alternatives.items()})
+    key = ConsumerGroupMemberKey("g", "m")
+    for name, (_, other) in alternatives.items():
+        changed = dataclasses.replace(base, **{name: other})
+        assert (memo_key(changed) == memo_key(base)) == (changed == base), name
+        for value in (base, changed, base, changed):  # the second time from the memo
+            assert codec.encode_all([CoordinatorRecord(record_type, key, value)]) == [
+                (encode_key(record_type, key), RecordCodec().encode_value(record_type, value))
+            ]
+    for value in (
+        dataclasses.replace(base, classic_member_metadata=ClassicMemberInConsumerGroup(45000))
+        if cls is ConsumerGroupMemberMetadataValue
+        else dataclasses.replace(base, assigned_partitions=[TopicPartitionsWithEpochs("t", [0], [3])]),
+    ):
+        assert memo_key(value) is None

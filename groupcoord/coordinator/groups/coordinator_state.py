@@ -7,11 +7,12 @@ Kafka keeps this in GroupMetadataManager and OffsetMetadataManager; the handlers
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
 from groupcoord.coordinator.groups.classic.state import ClassicGroupsState
-from groupcoord.coordinator.groups.consumer.state import ConsumerGroupsState
+from groupcoord.coordinator.groups.consumer.state import MEMBER_RECORD_TYPES, ConsumerGroupsState, MemberNote
 from groupcoord.coordinator.groups.group import Group
 from groupcoord.coordinator.groups.group_config import GroupConfigsState
 from groupcoord.coordinator.groups.share.state import SHARE_GROUP_RECORD_TYPES, ShareGroupsState
@@ -23,6 +24,8 @@ from groupcoord.records import CoordinatorRecord, RecordType
 from groupcoord.records.definitions import OffsetCommitKey
 from groupcoord.records.offset_commit_decoding import EncodedOffsets, OffsetsTable, decode_offset_value
 from groupcoord.records.offset_commit_run import OffsetCommitRun
+
+_type_of = operator.attrgetter("type")
 
 
 class GroupCoordinatorState:
@@ -74,6 +77,31 @@ class GroupCoordinatorState:
                     for record in records[at:]:
                         self.replay(record)
                     return
+
+    def replay_noting(self, records: Sequence[CoordinatorRecord]) -> list[MemberNote | None] | None:
+        """``replay_all``, noting what each consumer member's record did (see
+        ``ConsumerGroupsState.replay_noting``; None where no record is one)."""
+        if type(records) is OffsetCommitRun or MEMBER_RECORD_TYPES.isdisjoint(map(_type_of, records)):
+            self.replay_all(records)
+            return None
+        notes: list[MemberNote | None] = []
+        consumer = self.consumer
+        for record in records:  # what ``replay_all`` does: records of a join are no commit
+            if record.type in MEMBER_RECORD_TYPES:
+                notes.append(consumer.replay_noting(record))
+            else:
+                self.replay(record)
+                notes.append(None)
+        return notes
+
+    def replay_noted(self, records: Sequence[CoordinatorRecord], notes: list[MemberNote | None]) -> None:
+        """``replay_all`` of ``records``, which another state replayed noting ``notes``."""
+        consumer = self.consumer
+        for record, note in zip(records, notes, strict=True):
+            if note is None:
+                self.replay(record)
+            else:
+                consumer.replay_noted(record, note)
 
     def replay_encoded_offsets(self, runs: list[EncodedOffsets]) -> None:
         """Replay OffsetCommit records a load left encoded (``OffsetCommitRuns``), in order: what

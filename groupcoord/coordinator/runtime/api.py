@@ -79,3 +79,25 @@ def replay_all(state: ShardState, records: Sequence[CoordinatorRecord]) -> None:
         return
     for record in records:
         state.replay(record)
+
+
+def replay_noting(state: ShardState, records: Sequence[CoordinatorRecord]) -> Any:
+    """``replay_all``, and what the state noted of it (its ``replay_noting``; None where it has
+    none): handed with the same records to ``replay_noted`` of another state that stood where
+    this one stood, it spares that state the work (the read-back of the shard's own writes)."""
+    noting = getattr(state, "replay_noting", None)
+    if noting is not None:
+        return noting(records)
+    replay_all(state, records)
+    return None
+
+
+def replay_noted(state: ShardState, records: Sequence[CoordinatorRecord], notes: Any) -> None:
+    """``replay_all`` of ``records`` into ``state``, given the ``notes`` that replaying them
+    into another state gave (``replay_noting``); what comes out must be what ``replay_all``
+    gives whatever the notes say (the state uses a note only where it can tell it applies)."""
+    noted = getattr(state, "replay_noted", None) if notes is not None else None
+    if noted is not None:
+        noted(records, notes)
+        return
+    replay_all(state, records)

@@ -38,7 +38,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from groupcoord.coordinator.runtime.api import ShardState, replay_all
+from groupcoord.coordinator.runtime.api import ShardState, replay_noted
 from groupcoord.coordinator.runtime.headers import batch_headers, make_headers, parse_headers
 from groupcoord.records import CoordinatorRecord, RecordCodec, RecordDecodeError, RecordType
 from groupcoord.records.codec import DEFAULT_CODEC, record_type_of
@@ -228,29 +228,45 @@ class LogReplayer:
             item = decoded if decoded is not None else self._decode(raw)
         self._place(offset, item, batch)
 
-    def feed_own(self, offset: int, record: CoordinatorRecord, epoch: int, batch: tuple[int, int] | None) -> bool:
+    def feed_own(
+        self, offset: int, record: CoordinatorRecord, epoch: int, batch: tuple[int, int] | None, note: Any = None
+    ) -> bool:
         """Consume, while tailing, a record the shard wrote itself and read back unchanged, whose
         headers it made (``epoch``, ``batch``): what ``feed`` does with it, without reading its
         headers and type again (a 100-partition commit reads back 100 of them). False, and
         nothing done, where ``feed`` has more to decide (a load, the runtime's own records, an
-        epoch other than the newest): the caller feeds the record as read."""
+        epoch other than the newest): the caller feeds the record as read. ``note``: what its
+        replay into the live state noted (``api.replay_noting``), used outside a batch."""
         if self._latest is not None or epoch != self.max_epoch or offset < self.next_offset:
             return False
         if record.type in _RUNTIME_TYPES:
             return False
         self.next_offset = offset + 1
         self.read += 1
+        if note is not None and batch is None:
+            self._close_batch(offset)
+            for target in self.targets:
+                replay_noted(target, (record,), (note,))
+            self.applied += 1
+            return True
         self._place(offset, record, batch)
         return True
 
     def feed_own_batch(
-        self, offset: int, records: Sequence[CoordinatorRecord], epoch: int, count: int, first_index: int
+        self,
+        offset: int,
+        records: Sequence[CoordinatorRecord],
+        epoch: int,
+        count: int,
+        first_index: int,
+        notes: Any = None,
     ) -> bool:
         """Consume, while tailing, a whole atomic batch the shard wrote itself (``count`` records
         from index 0, at consecutive offsets from ``offset``) and read back unchanged: what
         ``feed_own`` does with each of them, applied at once since nothing is open before it
-        and the batch ends with its last record. False, and nothing done, where ``feed_own``
-        must decide record by record."""
+        and the batch ends with its last record (with the ``notes`` of their replay into the
+        live state, ``api.replay_noted``). False, and nothing done, where ``feed_own`` must
+        decide record by record."""
         if (
             self._latest is not None
             or epoch != self.max_epoch
@@ -269,7 +285,7 @@ class LogReplayer:
         self.read += count
         # Each target in turn: they are separate states, so this is each record into every target.
         for target in self.targets:
-            replay_all(target, records)
+            replay_noted(target, records, notes)
         self.applied += count
         return True
 

@@ -31,7 +31,15 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from confluent_kafka import KafkaError, Message
 
-from groupcoord.coordinator.runtime.api import CancelTimer, Park, Result, ScheduleTimer, ShardState, TimerOp, replay_all
+from groupcoord.coordinator.runtime.api import (
+    CancelTimer,
+    Park,
+    Result,
+    ScheduleTimer,
+    ShardState,
+    TimerOp,
+    replay_noting,
+)
 from groupcoord.coordinator.runtime.clock import Clock
 from groupcoord.coordinator.runtime.headers import Headers, batch_headers
 from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
@@ -251,11 +259,13 @@ _Columns = tuple[list[bytes], list[bytes | None], list[Headers]]
 # Records as the shard appended them, to know them again when they are read back: (records,
 # their (key, value, headers) as handed to the log, epoch, count of their atomic batch (1: no
 # batch), index of the first of them in that batch, the whole batch's columns while none of it
-# is fed to the replayer, else None, and how many of them were read back and checked but not fed
-# yet: only with columns). One entry per atomic batch, under the offset of its first record not
-# read back yet; a record outside any batch is an entry of its own. A plain tuple, per batch
-# rather than per record: a 100-partition commit is one entry.
-_Written = tuple[Sequence[CoordinatorRecord], list[LogRecord], int, int, int, _Columns | None, int]
+# is fed to the replayer, else None, how many of them were read back and checked but not fed
+# yet: only with columns, and what their replay into the live state noted, one note a record,
+# for their replay into the committed state: ``api.replay_noting``, or None). One entry per
+# atomic batch, under the offset of its first record not read back yet; a record outside any
+# batch is an entry of its own. A plain tuple, per batch rather than per record: a 100-partition
+# commit is one entry.
+_Written = tuple[Sequence[CoordinatorRecord], list[LogRecord], int, int, int, _Columns | None, int, Any]
 
 
 class _Timer:
@@ -524,7 +534,7 @@ class Shard(Generic[S]):
         column by column and applied at once (``LogReplayer.feed_own_batch``), also when the
         reader hands it over in pieces: each piece is checked and the batch applied with its
         last (replaying a piece only buffers it until the batch ends anyway)."""
-        records, written, epoch, count, base, columns, checked = ours
+        records, written, epoch, count, base, columns, checked, notes = ours
         replayer = self._replayer
         first = offset - checked  # where the entry's first record is
         size = len(written) - checked
@@ -558,18 +568,19 @@ class Shard(Generic[S]):
                 )
                 if same:
                     if end < len(written):  # the rest is read later, known again by its offset
-                        self._inflight[offset + read] = (records, written, epoch, count, base, columns, end)
+                        self._inflight[offset + read] = (records, written, epoch, count, base, columns, end, notes)
                         return read, None
-                    if not replayer.feed_own_batch(first, records, epoch, count, base):
+                    if not replayer.feed_own_batch(first, records, epoch, count, base, notes):
                         self._feed_checked(first, ours, end)
                     return read, None
             elif read == size > 1:
                 pieces = zip(map(kind.key, chunk), map(kind.value, chunk), map(kind.headers, chunk), strict=True)
-                if list(pieces) == written and replayer.feed_own_batch(offset, records, epoch, count, base):
+                if list(pieces) == written and replayer.feed_own_batch(offset, records, epoch, count, base, notes):
                     return size, None
         if checked:  # record by record from here: the records checked before go first
             self._feed_checked(first, ours, checked)
             records, written, base = records[checked:], written[checked:], base + checked
+            notes = notes[checked:] if notes is not None else None
         mismatch: int | None = None
         fed = 0
         for msg in chunk:
@@ -581,7 +592,7 @@ class Shard(Generic[S]):
             if (key, value, headers) == written[fed]:
                 decoded = records[fed]
                 batch = (base + fed, count) if count > 1 else None
-                if replayer.feed_own(at, decoded, epoch, batch):
+                if replayer.feed_own(at, decoded, epoch, batch, notes[fed] if notes is not None else None):
                     fed += 1
                     continue
             elif mismatch is None:
@@ -589,17 +600,19 @@ class Shard(Generic[S]):
             replayer.feed(at, key, value, headers, decoded)
             fed += 1
         if fed < size:  # the rest is read later: known again by the offset of its first record
-            self._inflight[offset + fed] = (records[fed:], written[fed:], epoch, count, base + fed, None, 0)
+            rest = notes[fed:] if notes is not None else None
+            self._inflight[offset + fed] = (records[fed:], written[fed:], epoch, count, base + fed, None, 0, rest)
         return fed, mismatch
 
     def _feed_checked(self, first: int, ours: _Written, checked: int) -> None:
         """Feed one by one the first ``checked`` records of ``ours`` (at ``first`` on), read back
         and found to be what we wrote: what the record-by-record path does with such a record."""
         records, written, epoch, count, base = ours[:5]
+        notes = ours[7]
         replayer = self._replayer
         for i in range(checked):
             batch = (base + i, count) if count > 1 else None
-            if not replayer.feed_own(first + i, records[i], epoch, batch):
+            if not replayer.feed_own(first + i, records[i], epoch, batch, notes[i] if notes is not None else None):
                 key, value, headers = written[i]
                 replayer.feed(first + i, key, value, headers, records[i])
 
@@ -738,12 +751,13 @@ class Shard(Generic[S]):
             if result.records:
                 self._live_changes += 1
             try:
-                replay_all(self.live, result.records)
+                # What it notes spares the read-back building the same members again.
+                notes = replay_noting(self.live, result.records)
             except Exception as exc:
                 fut.set_exception(exc)
                 self.reload(f"replay of a new record failed: {exc!r}")
                 return
-            self._stage(result.records, keys, values, out)
+            self._stage(result.records, keys, values, out, notes=notes)
             self._apply_timers(result.timers, now)
             if isinstance(result.response, Park):
                 previous = self._parked.pop(result.response.token, None)
@@ -786,10 +800,12 @@ class Shard(Generic[S]):
         values: list[bytes | None],
         out: list[LogRecord],
         atomic: bool = True,
+        notes: Any = None,
     ) -> None:
         """Give the records (whose keys and values are ``keys`` and ``values``) their offsets
-        (remembered, so reading them back skips decoding) and their headers: the shard epoch,
-        and the batch position when they must apply together."""
+        (remembered, so reading them back skips decoding, with the ``notes`` their replay into
+        the live state made) and their headers: the shard epoch, and the batch position when
+        they must apply together."""
         total = len(records)
         if total == 0:
             return
@@ -797,13 +813,13 @@ class Shard(Generic[S]):
         if atomic and total > 1:
             headers_of = batch_headers(epoch, total)
             written = list(zip(keys, values, headers_of, strict=True))
-            inflight[offset] = (records, written, epoch, total, 0, (keys, values, headers_of), 0)
+            inflight[offset] = (records, written, epoch, total, 0, (keys, values, headers_of), 0, notes)
             out.extend(written)
         else:
             headers = batch_headers(epoch, 1)[0]
             for i, (record, key, value) in enumerate(zip(records, keys, values, strict=True)):
                 one: LogRecord = (key, value, headers)
-                inflight[offset + i] = ([record], [one], epoch, 1, 0, None, 0)
+                inflight[offset + i] = ([record], [one], epoch, 1, 0, None, 0, None if notes is None else [notes[i]])
                 out.append(one)
         self.next_offset = offset + total
 

@@ -129,8 +129,11 @@ class ConsumerGroup:
         shared = self._names.get(names)
         return names if shared is None else shared[0]
 
-    def put_member(self, member: ConsumerGroupMember) -> None:
-        shared = self._names.get(member.subscribed_topic_names)
+    def put_member(self, member: ConsumerGroupMember, share_names: bool = True) -> None:
+        """Hold ``member``; with ``share_names``, with this group's shared tuple of its subscribed
+        names (a copy if it holds an equal other one), else as it is (a member another state holds:
+        ``ConsumerGroupsState.replay_noted``)."""
+        shared = self._names.get(member.subscribed_topic_names) if share_names else None
         if shared is not None and shared[0] is not member.subscribed_topic_names:
             member = member.evolve(subscribed_topic_names=shared[0])
         old = self.members.get(member.member_id)

@@ -21,6 +21,16 @@ CONSUMER_GROUP_RECORD_TYPES = frozenset(
 )
 
 
+# The records whose replay builds a member (``replay_noting``): a join writes one of each.
+MEMBER_RECORD_TYPES = frozenset(
+    {RecordType.CONSUMER_GROUP_MEMBER_METADATA, RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT}
+)
+
+# What replaying a member's record did (``replay_noting``): the member before (None: there was
+# none) and the member kept after, the one object the group holds.
+MemberNote = tuple[ConsumerGroupMember | None, ConsumerGroupMember]
+
+
 def _epochs(tps: list[TopicPartitionsWithEpochs], default_epoch: int) -> dict[str, dict[int, int]]:
     out: dict[str, dict[int, int]] = {}
     for tp in tps:
@@ -103,6 +113,37 @@ class ConsumerGroupsState:
                 return
             g = self._get_or_create(key.group)
             g.put_regex(key.regex, ResolvedRegularExpression(frozenset(value.topics), value.version, value.timestamp))
+
+    def replay_noting(self, record: CoordinatorRecord) -> MemberNote | None:
+        """``replay`` of a record of ``MEMBER_RECORD_TYPES``, and what it did to the member (None
+        for a tombstone): for ``replay_noted`` of the same record into another state."""
+        if record.value is None:
+            self.replay(record)
+            return None
+        group_id, member_id = record.key.group, record.key.member_id
+        g = self.groups.get(group_id)
+        old = None if g is None else g.members.get(member_id)
+        self.replay(record)
+        return old, self.groups[group_id].members[member_id]
+
+    def replay_noted(self, record: CoordinatorRecord, note: MemberNote) -> None:
+        """``replay`` of a record that ``replay_noting`` replayed into another state, noting
+        ``note``: where this state's member is the one that state had before (the very object,
+        or an equal one), replaying the record here builds a member equal to the one built
+        there, so that one is kept as it is (an immutable value, shared by both states) and
+        only this group's indexes are updated; anywhere else the record is replayed. The read
+        back of the shard's own writes builds each member once instead of twice."""
+        before, after = note
+        group_id, member_id = record.key.group, record.key.member_id
+        g = self.groups.get(group_id)
+        current = None if g is None else g.members.get(member_id)
+        if current is not before and (current is None or before is None or current != before):
+            self.replay(record)
+            return
+        if g is None:
+            g = self._get_or_create(group_id)
+        # As built there: its subscribed names are that state's shared tuple, equal to this one's.
+        g.put_member(after, share_names=False)
 
     def _replay_member_metadata(self, group_id: str, member_id: str, value: Any) -> None:
         if value is None:
