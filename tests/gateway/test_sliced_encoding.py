@@ -19,6 +19,7 @@ from groupcoord.coordinator.messages.describe_groups import (
 )
 from groupcoord.coordinator.messages.list_groups import ListGroupsResponse, ListGroupsResponseListedGroup
 from groupcoord.coordinator.messages.schema import Message
+from tests.loop_turns import turns_while
 
 LIST, DESCRIBE = 16, 15
 
@@ -94,25 +95,6 @@ def test_an_item_that_cannot_be_encoded_is_a_codec_error() -> None:
 
 
 def test_the_loop_runs_while_a_long_answer_is_encoded() -> None:
-    async def run() -> tuple[int, int]:
-        turns = 0
-        done = False
-
-        async def other_client() -> None:
-            nonlocal turns
-            while not done:
-                turns += 1
-                await asyncio.sleep(0)
-
-        other = asyncio.create_task(other_client())
-        await asyncio.sleep(0)
-        before = turns
-        # 50,000 groups: tens of milliseconds of encoding on any machine, the loop let run every 2.
-        await encode_arrays_ahead(listing(50_000), 5, True)
-        during = turns - before
-        done = True
-        await other
-        return before, during
-
-    _, during = asyncio.run(run())
+    # 50,000 groups: tens of milliseconds of encoding on any machine, the loop let run every 2.
+    _, during = turns_while(lambda: encode_arrays_ahead(listing(50_000), 5, True))
     assert during > 0

@@ -43,6 +43,7 @@ from groupcoord.coordinator.security.authorizer import (
 from groupcoord.coordinator.service import answer_budget
 from groupcoord.coordinator.service.metadata_cache import TopicInfo
 from groupcoord.coordinator.service.secured_handler import CHUNK, SecuredHandler
+from tests.loop_turns import turns_while
 
 
 class CountingInner:
@@ -146,23 +147,7 @@ def test_a_listing_filtered_by_acls_lets_other_clients_run(monkeypatch: pytest.M
     )
     handler = SecuredHandler(inner, NoTopics(), AclAuthorizer([only_a]))
     context = ConnectionContext(RequestHeader(16, 4, 1, "c"), "127.0.0.1", 1, 2, principal="alice")
-    turns = 0
-
-    async def other_client() -> None:
-        nonlocal turns
-        while True:
-            turns += 1
-            await asyncio.sleep(0)
-
-    async def main() -> Message:
-        bystander = asyncio.create_task(other_client())
-        await asyncio.sleep(0)
-        try:
-            return await handler.handle(context, ListGroupsRequest())
-        finally:
-            bystander.cancel()
-
-    answer = asyncio.run(main())
+    answer, turns = turns_while(lambda: handler.handle(context, ListGroupsRequest()))
     assert isinstance(answer, ListGroupsResponse)
     assert [g.group_id for g in answer.groups] == [g for g in inner.ids if g.startswith("team-a-")]
     assert turns >= 3000 // 256

@@ -7,7 +7,7 @@ import asyncio
 import gc
 import operator
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,6 +24,7 @@ from groupcoord.coordinator.service.answer_budget import (
     take_in_slices,
 )
 from groupcoord.coordinator.service.service import GroupCoordinatorService, list_groups_answer
+from tests.loop_turns import turns_while
 from tests.unit.test_group_shard import GroupCoordinatorState, apply, commit, commit_at, join_consumer
 
 GROUPS = 3000
@@ -42,23 +43,8 @@ def test_a_listing_lets_the_event_loop_run_while_it_is_taken(
 ) -> None:
     # With no time allowance, the listing yields after every 256 groups: count the other task's turns.
     monkeypatch.setattr(answer_budget, "YIELD_EVERY_SECONDS", 0.0)
-    turns = 0
-
-    async def other_client() -> None:
-        nonlocal turns
-        while True:
-            turns += 1
-            await asyncio.sleep(0)
-
-    async def run() -> list[str]:
-        ticking = asyncio.create_task(other_client())
-        await asyncio.sleep(0)
-        listed = await take_in_slices(group_listing(state, (), ()))
-        ticking.cancel()
-        return [g.group_id for g in listed]
-
-    ids = asyncio.run(run())
-    assert sorted(ids) == [f"g{i:05d}" for i in range(GROUPS)]
+    listed, turns = turns_while(lambda: take_in_slices(group_listing(state, (), ())))
+    assert sorted(g.group_id for g in listed) == [f"g{i:05d}" for i in range(GROUPS)]
     assert turns >= GROUPS // 256
 
 
@@ -71,31 +57,6 @@ def test_a_group_created_while_the_listing_is_taken_does_not_break_it(state: Gro
     rest = [g for g in listing if g is not None]
     assert first.group_id not in {g.group_id for g in rest}
     assert len(rest) == GROUPS - 1
-
-
-def turns_while(work: Callable[[], Awaitable[Any]]) -> tuple[Any, int]:
-    """``work``'s result, and how many turns another task had while it ran."""
-    turns = 0
-    done = False
-
-    async def other_client() -> None:
-        nonlocal turns
-        while not done:
-            turns += 1
-            await asyncio.sleep(0)
-
-    async def run() -> tuple[Any, int]:
-        nonlocal done
-        ticking = asyncio.create_task(other_client())
-        await asyncio.sleep(0)
-        before = turns
-        result = await work()
-        during = turns - before
-        done = True
-        await ticking
-        return result, during
-
-    return asyncio.run(run())
 
 
 def test_a_filter_that_lists_nothing_still_lets_the_loop_run(monkeypatch: pytest.MonkeyPatch) -> None:
