@@ -688,6 +688,12 @@ async def _serving_with(
             moves.revoked,
             reader_config=reader_config,
         )
+        # The listener answers clients from here on, and a process restarted after a kill waits
+        # before it joins (``_takeover_first``: up to the session timeout) having read the owners
+        # and the directory: its Metadata and FindCoordinator answers use them meanwhile. Until
+        # the start returned they listed no other process, and a client bootstrapped here dropped
+        # its live coordinator on a survivor (seen in the failover drill: a 10 s recovery).
+        locator.placement = placement
         remover = member_remover(settings, gateway)
         fast = remover is not None and settings.placement.fast_failover
         before_join: Callable[[], None] | None = None
@@ -700,7 +706,6 @@ async def _serving_with(
         except KafkaException as exc:
             say.error(f"cannot join the placement group: {exc}")
             return 1
-        locator.placement = placement
         handover_relay.successor_of = placement.successor_address
         # The directory topic may have just been created: its id is protected too.
         await metadata.refresh()

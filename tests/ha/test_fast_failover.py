@@ -12,10 +12,11 @@ import json
 import signal
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from groupcoord.coordinator.config import PLACEMENT_GROUP_PREFIX
@@ -253,6 +254,13 @@ def test_no_process_joins_while_a_dead_process_still_announces_shards(
         def joined() -> str | None:
             return next((str(r["ts"]) for r in joiner.records() if str(r["msg"]).startswith("placement member ")), None)
 
+        # Waiting to join, the joiner already answers clients: its Metadata lists the survivor,
+        # which owns shards, or a client bootstrapped there drops a live coordinator (its answers
+        # listed no other process until its wait ended; a 10 s recovery in the failover drill).
+        wait_for(
+            lambda: survivor.address in _metadata_nodes(joiner.address), 60, "the survivor in the joiner's Metadata"
+        )
+        listed = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]  # as serve's "ts", ms
         wait_for(lambda: joined() is not None, 60, "the joiner in the group")
         # The victim is out of the group once the broker ended its session: the survivor's first
         # rebalance after the kill. The joiner's JoinGroup comes after that, not while the dead
@@ -265,5 +273,17 @@ def test_no_process_joins_while_a_dead_process_still_announces_shards(
         ]
         assert out and out[0] < str(joined()), (out, joined())
         assert any("refuses connections, is out of the group" in str(r["msg"]) for r in joiner.records())
+        wait_ended = [str(r["ts"]) for r in joiner.records() if str(r["msg"]).startswith("placement: joining now")]
+        assert wait_ended and listed < wait_ended[0], (listed, wait_ended)
     finally:
         stop_all([joiner, *made])
+
+
+def _metadata_nodes(address: str) -> set[str]:
+    """The nodes (HOST:PORT) a Metadata answer of the process at ``address`` lists; none while it
+    does not answer."""
+    admin = AdminClient({"bootstrap.servers": address, "socket.timeout.ms": 2000})
+    try:
+        return {f"{b.host}:{b.port}" for b in admin.list_topics(timeout=2).brokers.values()}
+    except KafkaException:
+        return set()
