@@ -46,7 +46,7 @@ from typing import Any
 
 from asyncio_floor import floor
 from confluent_kafka.admin import AdminClient, NewTopic
-from runtime_bench import ROOT, cluster, percentile, raw_figures
+from runtime_bench import ROOT, cluster, percentile, print_serve_tail, raw_figures
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway.event_loop import loop_factory
@@ -427,8 +427,7 @@ def serve_process(bootstrap: str, members: int, env: dict[str, str]) -> Iterator
         _METRICS[serve.pid] = f"http://127.0.0.1:{metrics_port}/metrics"
         yield ("127.0.0.1", port), serve.pid
     except BaseException:
-        serve_log.seek(0)
-        print("serve's log (tail):", *serve_log.read().decode(errors="replace").splitlines()[-20:], sep="\n")
+        print_serve_tail(serve_log)
         raise
     finally:
         serve.terminate()

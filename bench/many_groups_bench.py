@@ -55,7 +55,7 @@ from gc_pauses import read_pauses
 from large_group_bench import HB_KEY, HB_VERSION, Connection, cpu_seconds
 from loop_stalls import read_stalls
 from rich.progress import Progress
-from runtime_bench import ROOT, cluster, median_by, percentile, read_log_raw
+from runtime_bench import ROOT, cluster, median_by, percentile, print_serve_tail, read_log_raw
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.group_shard import GroupCoordinatorShard
@@ -562,8 +562,7 @@ def tree_round(
             asked = asyncio.run(queries(address, topic, args.groups, args.quiet_seconds, metrics_port, args.scrapes))
             rss_after = rss_bytes(serve.pid)
         except BaseException:
-            log.seek(0)
-            print("serve's log (tail):", *log.read().decode(errors="replace").splitlines()[-20:], sep="\n")
+            print_serve_tail(log)
             raise
         finally:
             serve.terminate()
@@ -690,8 +689,7 @@ def main() -> None:
             if args.fill == "direct":
                 filled["direct"] = fill_direct(bootstrap, log_topic, args.groups, args.offsets_per_group)
         except BaseException:
-            serve_log.seek(0)
-            print("serve's log (tail):", *serve_log.read().decode(errors="replace").splitlines()[-20:], sep="\n")
+            print_serve_tail(serve_log)
             raise
         finally:
             serve.terminate()

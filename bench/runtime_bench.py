@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -59,6 +59,12 @@ from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue  #
 
 # OffsetCommit v9, as a current client sends it.
 COMMIT_CONTEXT = RequestContext(api_version=9)
+
+
+def print_serve_tail(log: IO[bytes], lines: int = 20) -> None:
+    """The last ``lines`` of a serve process's log file: what a bench prints when a run fails."""
+    log.seek(0)
+    print("serve's log (tail):", *log.read().decode(errors="replace").splitlines()[-lines:], sep="\n")
 
 
 def percentile(values: list[float], q: float) -> float:

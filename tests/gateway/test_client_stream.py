@@ -122,12 +122,16 @@ class CountingTransport(Transport):
         self.pauses += 1
 
 
+def _counted_stream(loop: asyncio.AbstractEventLoop) -> tuple[ClientStream, CountingTransport]:
+    stream = ClientStream(loop, _nothing, tls=False)
+    transport = CountingTransport()
+    stream.connection_made(transport)
+    return stream, transport
+
+
 def test_a_connection_starts_with_a_small_buffer_and_grows_it_only_when_a_client_sends_more() -> None:
     async def run() -> None:
-        loop = asyncio.get_running_loop()
-        stream = ClientStream(loop, _nothing, tls=False)
-        transport = CountingTransport()
-        stream.connection_made(transport)
+        stream, transport = _counted_stream(asyncio.get_running_loop())
         start = len(stream._buf)
         # Heartbeat-sized requests, one at a time, as a group member sends them: never grown.
         for i in range(50):
@@ -154,10 +158,7 @@ def test_a_connection_starts_with_a_small_buffer_and_grows_it_only_when_a_client
 
 def test_a_client_pipelining_past_the_starting_buffer_gets_the_grown_one_not_a_pause() -> None:
     async def run() -> None:
-        loop = asyncio.get_running_loop()
-        stream = ClientStream(loop, _nothing, tls=False)
-        transport = CountingTransport()
-        stream.connection_made(transport)
+        stream, transport = _counted_stream(asyncio.get_running_loop())
         sent = b"".join(bytes([i]) * 1000 for i in range(12))  # 12 KB before anything is read
         for piece in range(0, len(sent), 1000):
             _receive(stream, sent[piece : piece + 1000])
