@@ -40,7 +40,7 @@ from groupcoord.cli.common import (
 )
 from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.cli.reset import instant, offsets_for_time, parse_datetime, zone_note
-from groupcoord.cli.wire import CLIENT_ID, WireClient
+from groupcoord.cli.wire import CLIENT_ID, CLIENT_SOFTWARE_VERSION, WireClient
 from groupcoord.cli.wire_security import AuthenticationError
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.kafka_words import describe_error
@@ -112,7 +112,11 @@ class ShareAdmin:
         self.first = bootstrap.split(",")[0].strip()
         self.bootstrap = bootstrap
         self.versions = {**_VERSIONS, **_OFFSETS_VERSIONS}
-        versions = self.call(self.first, ApiKey.API_VERSIONS, ApiVersionsRequest(client_software_name=CLIENT_ID))
+        versions = self.call(
+            self.first,
+            ApiKey.API_VERSIONS,
+            ApiVersionsRequest(client_software_name=CLIENT_ID, client_software_version=CLIENT_SOFTWARE_VERSION),
+        )
         assert isinstance(versions, ApiVersionsResponse)
         offered = self.offered = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
         # Metadata (forwarded to the cluster): any version from 1 lists the brokers without topics.

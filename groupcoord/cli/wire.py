@@ -13,11 +13,13 @@ them as unknown).
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
 from dataclasses import dataclass, field
 from types import TracebackType
 
+from groupcoord import __version__
 from groupcoord.cli.wire_security import protocol_of, sasl_login, tls_context
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.gateway.framing import RequestHeader
@@ -30,6 +32,9 @@ from groupcoord.coordinator.messages.schema import Message
 
 _MEMBER_TYPES = {0: "classic", 1: "consumer"}
 CLIENT_ID = "groupcoord-cli"
+# ApiVersions v3+ names the client's software; Kafka refuses a version outside letters, digits,
+# '-' and '.' (INVALID_REQUEST), and a package version may hold '+' ("0+unknown", local builds).
+CLIENT_SOFTWARE_VERSION = re.sub(r"[^a-zA-Z0-9.-]+", "-", __version__).strip(".-") or "0"
 
 
 @dataclass

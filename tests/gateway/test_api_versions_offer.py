@@ -79,10 +79,17 @@ def test_unoffered_apis_close_the_connection_as_a_broker_does(bootstrap: str) ->
 
     async def run(port: int) -> None:
         client = await WireClient.connect("127.0.0.1", port)
-        response = await client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t"))
+        response = await client.call(
+            ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        )
         assert isinstance(response, ApiVersionsResponse)
         assert (GROUP_VERSION_FEATURE, 1) in {(f.name, f.max_version_level) for f in response.finalized_features}
         assert (ApiKey.TXN_OFFSET_COMMIT, 4) in {(k.api_key, k.max_version) for k in response.api_keys}
+        # A software name Kafka would refuse: INVALID_REQUEST and no versions, as Kafka answers.
+        bad = await client.call(
+            ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t t", client_software_version="1")
+        )
+        assert isinstance(bad, ApiVersionsResponse) and (bad.error_code, bad.api_keys) == (42, [])
         found = await client.call(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="g", key_type=0))
         assert isinstance(found, FindCoordinatorResponse)
         assert (found.error_code, found.port) == (0, port)

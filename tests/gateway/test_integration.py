@@ -96,7 +96,9 @@ def test_api_versions_merge_cluster_and_group_apis(bootstrap: str, gateway: Gate
     theirs = {k.api_key: (k.min_version, k.max_version) for k in cluster.api_keys}
 
     async def ask(client: WireClient) -> ApiVersionsResponse:
-        response = await client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t"))
+        response = await client.call(
+            ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        )
         assert isinstance(response, ApiVersionsResponse)
         return response
 
@@ -189,7 +191,17 @@ def test_pipelined_forwarded_and_local_requests_stay_in_order(gateway: GatewayTh
             elif i % 3 == 1:
                 plan.append((ApiKey.HEARTBEAT, 4, client.send(ApiKey.HEARTBEAT, 4, HeartbeatRequest(group_id="g"))))
             else:
-                plan.append((ApiKey.API_VERSIONS, 3, client.send(ApiKey.API_VERSIONS, 3, ApiVersionsRequest())))
+                plan.append(
+                    (
+                        ApiKey.API_VERSIONS,
+                        3,
+                        client.send(
+                            ApiKey.API_VERSIONS,
+                            3,
+                            ApiVersionsRequest(client_software_name="t", client_software_version="1"),
+                        ),
+                    )
+                )
         got = []
         for key, version, _ in plan:
             cid, body = await client.read(key, version)
@@ -204,14 +216,18 @@ def test_pipelined_forwarded_and_local_requests_stay_in_order(gateway: GatewayTh
 
 def test_unknown_api_and_unsupported_forwarded_version_close_the_connection(gateway: GatewayThread) -> None:
     async def probe(client: WireClient) -> None:
-        await client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest())
+        await client.call(
+            ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        )
         client.send_raw(struct.pack(">i", 10) + struct.pack(">hhih", 999, 0, 5, -1))
         assert await client.closed_by_peer()
 
     wire(gateway, probe)
 
     async def probe_version(client: WireClient) -> None:
-        await client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest())
+        await client.call(
+            ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        )
         client.send_raw(struct.pack(">i", 10) + struct.pack(">hhih", ApiKey.FETCH, 200, 5, -1))
         assert await client.closed_by_peer()
 

@@ -88,7 +88,9 @@ async def _through(relay: ReaderRelay, topic: str) -> tuple[ApiVersionsResponse,
     host, port = relay.bootstrap.split(",")[0].rsplit(":", 1)
     client = await WireClient.connect(host, int(port))
     try:
-        versions = await client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t"))
+        versions = await client.call(
+            ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        )
         metadata = await client.call(ApiKey.METADATA, 12, MetadataRequest(topics=[MetadataRequestTopic(name=topic)]))
         assert isinstance(versions, ApiVersionsResponse) and isinstance(metadata, MetadataResponse)
         return versions, metadata
@@ -247,7 +249,9 @@ def test_the_relay_sends_every_answer_at_once(bootstrap: str, unique_name: str) 
     async def relay_side() -> int:
         client = await WireClient.connect(host, int(port))
         try:
-            await client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t"))
+            await client.call(
+                ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1")
+            )
             mine = client.writer.get_extra_info("sockname")
             sock = _socket_with((host, int(port)), mine)
             assert sock is not None, "the relay's end of the connection not found"

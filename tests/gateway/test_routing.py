@@ -6,6 +6,7 @@ from __future__ import annotations
 from groupcoord.coordinator.gateway import routing
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.gateway.protect import ProtectedTopics
+from groupcoord.coordinator.messages.api_versions import ApiVersionsRequest
 from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest
@@ -52,13 +53,31 @@ def test_group_requests_go_to_the_handler_decoded() -> None:
     assert decision.request.body == heartbeat()
 
 
+def api_versions(name: str = "librdkafka", version: str = "2.16.1") -> ApiVersionsRequest:
+    return ApiVersionsRequest(client_software_name=name, client_software_version=version)
+
+
+def test_api_versions_v3_names_are_checked_as_kafka_checks_them() -> None:
+    """Kafka's ``ApiVersionsRequest.isValid``: from v3 the client's software name and version
+    start and end with an ASCII letter or digit, with '-' and '.' between; else INVALID_REQUEST."""
+    assert decide(ApiKey.API_VERSIONS, 3, api_versions("apache-kafka-java", "3.9.1")) == routing.AnswerApiVersions()
+    assert decide(ApiKey.API_VERSIONS, 4, api_versions("a", "1")) == routing.AnswerApiVersions()
+    for name, version in [("", "1"), ("lib rdkafka", "1"), ("-lib", "1"), ("lib", "2.16."), ("lïb", "1"), ("l", "1_0")]:
+        assert decide(ApiKey.API_VERSIONS, 3, api_versions(name, version)) == routing.AnswerApiVersions(invalid=True)
+    # Below v3 the body is empty and not read; above what is known, answered from v0 (KIP-511).
+    assert routing.route(ApiKey.API_VERSIONS, 2, b"", FACTS) == routing.AnswerApiVersions()
+    assert routing.route(ApiKey.API_VERSIONS, 99, b"\xff", FACTS) == routing.AnswerApiVersions()
+    truncated = routing.route(ApiKey.API_VERSIONS, 3, payload(18, 3, api_versions())[:-4], FACTS)
+    assert isinstance(truncated, routing.Close) and truncated.reason.startswith("malformed ApiVersions v3")
+
+
 def test_only_the_authentication_apis_come_before_authentication() -> None:
     required = {"authentication_required": True, "authenticated": False}
     assert decide(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, heartbeat(), **required) == routing.Close(
         f"API {ApiKey.CONSUMER_GROUP_HEARTBEAT} v0 before authentication"
     )
     assert isinstance(decide(ApiKey.METADATA, 12, MetadataRequest(), **required), routing.Close)
-    assert routing.route(ApiKey.API_VERSIONS, 3, b"", facts_with(**required)) == (routing.AnswerApiVersions())
+    assert decide(ApiKey.API_VERSIONS, 3, api_versions(), **required) == routing.AnswerApiVersions()
     assert routing.route(ApiKey.SASL_HANDSHAKE, 1, b"", facts_with(**required)) == routing.Sasl(True)
     authenticated = decide(
         ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, heartbeat(), authentication_required=True, authenticated=True

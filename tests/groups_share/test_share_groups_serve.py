@@ -75,7 +75,9 @@ def test_share_group_membership_through_serve(
     serves.append(serve)
     port = serve.port
 
-    versions = asyncio.run(_call(port, API_VERSIONS, 3, av.ApiVersionsRequest(client_software_name="t")))
+    versions = asyncio.run(
+        _call(port, API_VERSIONS, 3, av.ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+    )
     assert isinstance(versions, av.ApiVersionsResponse)
     offered = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
     assert offered[SHARE_HEARTBEAT] == (1, 1) and offered[SHARE_DESCRIBE] == (1, 1)

@@ -108,7 +108,9 @@ def topic_exists(bootstrap: str, topic: str) -> bool:
 
 def assert_alive(s: Sidecar) -> None:
     assert s.alive
-    versions = asyncio.run(call(s.port, ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t")))
+    versions = asyncio.run(
+        call(s.port, ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+    )
     assert versions.error_code == 0
 
 

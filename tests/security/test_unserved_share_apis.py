@@ -84,7 +84,7 @@ def test_share_apis_are_neither_offered_nor_forwarded_when_share_groups_are_off(
     topic, group = unique_name, f"{unique_name}-g"
     create_topic(bootstrap, topic, 1)
     port = sidecar.port
-    versions = asyncio.run(call(port, 18, 3, ApiVersionsRequest(client_software_name="t")))
+    versions = asyncio.run(call(port, 18, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1")))
     assert isinstance(versions, ApiVersionsResponse) and versions.error_code == 0
     assert set(SHARE_KEYS).isdisjoint(k.api_key for k in versions.api_keys)
 

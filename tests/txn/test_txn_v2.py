@@ -54,7 +54,9 @@ def _api_versions(sidecar: str) -> ApiVersionsResponse:
         host, port = sidecar.rsplit(":", 1)
         client = await WireClient.connect(host, int(port))
         try:
-            answer = await client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t"))
+            answer = await client.call(
+                ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1")
+            )
         finally:
             await client.close()
         assert isinstance(answer, ApiVersionsResponse)

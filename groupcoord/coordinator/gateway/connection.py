@@ -11,6 +11,7 @@ import struct
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway import group_configs, routing, topic_split
 from groupcoord.coordinator.gateway.answers import CloseConnection, IdleConnection, Slot, ready, spawn
 from groupcoord.coordinator.gateway.apis import APIS, ApiKey
@@ -307,6 +308,10 @@ class ClientConnection:
                 return True, ready(encode_response(key, version, correlation_id, body))
             case routing.LocateGroups(request=lookup):
                 return True, ready(self._find_group_coordinator(lookup, version, correlation_id))
+            case routing.AnswerApiVersions(invalid=True):
+                # As Kafka answers it: the error alone, no versions.
+                refusal = ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=[])
+                return True, ready(encode_response(key, version, correlation_id, refusal))
             case routing.AnswerApiVersions():
                 return True, ready(await self._api_versions(version, correlation_id))
             case routing.Sasl(handshake=True):

@@ -23,6 +23,7 @@ The first step is a table (``ROUTES``: API key -> route); each route then has on
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -31,12 +32,13 @@ from typing import NamedTuple
 from groupcoord.coordinator.gateway.apis import APIS, GROUP_API_KEYS, SHARE_GROUP_API_KEYS, ApiKey
 from groupcoord.coordinator.gateway.codec import CodecError
 from groupcoord.coordinator.gateway.configs import CONFIG_API_KEYS
-from groupcoord.coordinator.gateway.framing import produce_acks
+from groupcoord.coordinator.gateway.framing import FrameError, produce_acks
 from groupcoord.coordinator.gateway.limits import count_elements
 from groupcoord.coordinator.gateway.protect import NotForwardable, ProtectedTopics
 from groupcoord.coordinator.gateway.protocol import Request, decode_request
 from groupcoord.coordinator.gateway.rewrite import SERVED_LOCALLY, forwarded_range, served_versions
 from groupcoord.coordinator.gateway.topic_split import DESCRIBE_TOPIC_PARTITIONS
+from groupcoord.coordinator.messages.api_versions import ApiVersionsRequest
 from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest
 from groupcoord.coordinator.messages.list_groups import ListGroupsResponse
 from groupcoord.coordinator.messages.schema import Message
@@ -78,7 +80,8 @@ class Facts(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class AnswerApiVersions:
-    pass
+    # INVALID_REQUEST: a v3+ request whose client software name or version Kafka would refuse.
+    invalid: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +167,24 @@ def route(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> D
     return decide(key, version, payload, facts)
 
 
+# Kafka's rule for ApiVersions v3+'s ClientSoftwareName and ClientSoftwareVersion
+# (``ApiVersionsRequest.isValid``): ASCII letters and digits at both ends, '-' and '.' between.
+_SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?")
+
+
 def _api_versions(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
-    return AnswerApiVersions()
+    if version < 3 or not APIS[key].supports(version):
+        # Nothing to check below v3; a version not known here is answered from a v0 body
+        # (KIP-511) whatever it carries, so the client can retry with one that is.
+        return AnswerApiVersions()
+    try:
+        body = decode_request(payload).body
+    except (CodecError, FrameError) as exc:
+        # As a broker does with a request it cannot parse.
+        return Close(f"malformed ApiVersions v{version}: {exc}")
+    assert isinstance(body, ApiVersionsRequest)
+    valid = _SOFTWARE_NAME_OR_VERSION.fullmatch
+    return AnswerApiVersions(invalid=not (valid(body.client_software_name) and valid(body.client_software_version)))
 
 
 def _sasl_handshake(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
