@@ -223,17 +223,25 @@ def start_serve(
     return serve
 
 
-async def wait_served(address: tuple[str, int], timeout: float) -> float:
-    """Seconds until ListGroups answers without error (every shard loaded)."""
+async def wait_served(address: tuple[str, int], timeout: float, known_group: str | None = None) -> float:
+    """Seconds until the process serves: ListGroups answers without error and, when the log holds
+    groups, ``known_group`` is described as loaded. A process that owns no shard yet lists nothing
+    without an error, so a listing alone returned before the load had even begun."""
     start = time.perf_counter()
     while time.perf_counter() - start < timeout:
         conn = await Connection.open(address)
         try:
             listed = await conn.call(LIST_KEY, LIST_VERSION, ListGroupsRequest(states_filter=["Dead"]))
+            assert isinstance(listed, ListGroupsResponse)
+            served = listed.error_code == 0
+            if served and known_group is not None:
+                described = await conn.call(DESCRIBE_KEY, DESCRIBE_VERSION, DescribeGroupsRequest(groups=[known_group]))
+                assert isinstance(described, DescribeGroupsResponse)
+                (group,) = described.groups
+                served = group.error_code == 0 and group.group_state != "Dead"
         finally:
             conn.close()
-        assert isinstance(listed, ListGroupsResponse)
-        if listed.error_code == 0:
+        if served:
             return time.perf_counter() - start
         await asyncio.sleep(0.1)
     raise TimeoutError("the shard did not load")
@@ -556,7 +564,7 @@ def tree_round(
     with tempfile.TemporaryFile() as log:
         serve = start_serve(bootstrap, log_topic, port, args.connections, log, tree, gc_log, metrics_port, stall_log)
         try:
-            served_after = asyncio.run(wait_served(address, 1800))
+            served_after = asyncio.run(wait_served(address, 1800, group_name(0)))
             time.sleep(1.0)  # what the load's end leaves (a first young collection) happens before the queries
             rss_loaded = rss_bytes(serve.pid)
             asked = asyncio.run(queries(address, topic, args.groups, args.quiet_seconds, metrics_port, args.scrapes))
