@@ -171,7 +171,8 @@ def test_classic_group_bench(tmp_path: Path, bootstrap: str) -> None:
 def test_scale_bench(tmp_path: Path, bootstrap: str) -> None:
     result = run_bench(
         "scale_bench.py", tmp_path / "scale.json",
-        "--processes", "2", "--groups", "2", "--shards", "2", "--seconds", "0.5", "--bootstrap", bootstrap,
+        "--processes", "2", "--groups", "2", "--shards", "2", "--seconds", "0.5", "--lone-commits", "5",
+        "--bootstrap", bootstrap,
     )  # fmt: skip
     assert [r["processes"] for r in result["groupcoord"]] == [2]
     assert len(result["raw"]) == 1 and result["raw"][0]["records_per_s"] > 0
@@ -179,6 +180,11 @@ def test_scale_bench(tmp_path: Path, bootstrap: str) -> None:
         assert step["offsets_per_s"] > 0 and step["vs_raw"] > 0
         assert len(step["serve_cpu_s"]) == step["processes"] and step["serve_cpu_us_per_offset"] > 0
         assert sum(step["groups_per_process"]) == 2
+        assert step["in_flight"] == 2 * 3  # --in-flight 3 per group
+        assert step["latency_one_at_a_time_ms"]["p99"] >= step["latency_one_at_a_time_ms"]["p50"] > 0
+        threads = step["serve_thread_cpu_s"]
+        assert len(threads) == step["processes"] and all("main" in t for t in threads)
+        assert len(step["load_average"]) == 2 and step["client_cpu_us_per_offset"] > 0
 
 
 def test_share_bench(tmp_path: Path, bootstrap: str) -> None:
