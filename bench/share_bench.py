@@ -317,7 +317,10 @@ def main() -> None:
                     perf.wait(60)
                 # The serve process's CPU over the whole phase (joining included) per wall second:
                 # near 1 (one event loop) means it is CPU-bound, well below means it waits.
-                entry["serve_cpu_per_wall_s"] = (cpu_seconds(pid) - cpu) / (time.perf_counter() - wall)
+                serve_cpu = cpu_seconds(pid) - cpu
+                entry["serve_cpu_per_wall_s"] = serve_cpu / (time.perf_counter() - wall)
+                # The same CPU per record drained: what the share-partition's bookkeeping costs.
+                entry["serve_cpu_us_per_record"] = 1e6 * serve_cpu / max(1, entry["records"])
                 # What the serve process counted over the phase (its /metrics): where redeliveries
                 # come from (releases, lock expirations), and how many ShareFetches it took.
                 entry["serve_counted"] = {
@@ -336,17 +339,25 @@ def main() -> None:
         entry["over_direct"] = entry["records_per_s"] / anchor if anchor else 0.0
     sidecar["over_direct"] = sidecar["records_per_s"] / anchor if anchor else 0.0
     largest = max(share, key=lambda e: e["consumers"])
-    # Little's law: at most min(record locks, consumers x max.poll.records) records are in flight
-    # (each consumer holds one poll's worth until its next fetch acknowledges them), so the
-    # time from a record's acquisition to its acknowledgement -- a ShareFetch cycle: its one
-    # write (acknowledgements and acquisition), answered once read back from the coordinator
-    # log, the read from the broker (or the partition's last read), the client's turn -- is
-    # about window / rate.
+    # Little's law: the records in flight are what the consumers hold between two ShareFetches
+    # (each ShareFetch acknowledges the previous one's records and acquires the next), about
+    # consumers x records per ShareFetch, so the time from a record's acquisition to its
+    # acknowledgement -- a ShareFetch cycle: its one write (acknowledgements and acquisition),
+    # answered once read back from the coordinator log, the read from the broker (or the
+    # partition's last read), the client's turn -- is about that window / rate. Since
+    # acquisition is batch-optimized a ShareFetch takes whole fetched batches (thousands of
+    # records here, not max.poll.records), so the records per ShareFetch come from what the
+    # serve process counted over the phase (its fetches include the joins' empty ones, so the
+    # figure is a floor and the cycle a lower bound).
     locks, per_poll = args.record_locks or 2000, args.max_poll_records or 500
     for entry in share:
-        rate, window = entry["records_per_s"], min(locks, entry["consumers"] * per_poll)
+        rate = entry["records_per_s"]
+        fetches = entry["serve_counted"].get("groupcoord_share_fetch_requests_total", 0.0)
+        per_fetch = entry["records"] / fetches if fetches else None
+        window = entry["consumers"] * per_fetch if per_fetch is not None else None
+        entry["records_per_share_fetch"] = per_fetch
         entry["in_flight_window"] = window
-        entry["implied_cycle_ms"] = 1000 * window / rate if rate else None
+        entry["implied_cycle_ms"] = 1000 * window / rate if rate and window is not None else None
     params = {"record_locks": locks, "max_poll_records": per_poll}
     raw = {"records": args.records, "record_bytes": len(PAYLOAD), "direct": direct, "direct_records_per_s": anchor}
     ours = {
