@@ -8,7 +8,8 @@ same: AcquiredRecords, error codes, durable changes, and the state read back aft
 the durable picture). The histories aim at the splits: fetched batches with holes between them
 and parts compacted away, acknowledgements of part of a run or with one type per offset, RENEW of
 a sub-range then expiry of the rest, members leaving while others hold neighbouring runs, the log
-start moving into a run, failovers.
+start moving into a run, failovers. The written state (``DurableShareState``, kept in ranges as
+well) is checked against one kept per offset the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from groupcoord.coordinator.service.share_offsets import lag
 from groupcoord.coordinator.share.partition import SharePartition
 from groupcoord.coordinator.share.partition_types import (
     AcknowledgementBatch,
@@ -23,6 +25,8 @@ from groupcoord.coordinator.share.partition_types import (
     RecordState,
     SharePartitionConfig,
 )
+from groupcoord.coordinator.share.state import DurableShareState, merge_batches
+from groupcoord.records.definitions import ShareStateBatch
 from tests.share import per_offset_reference as ref
 from tests.share.harness import KEY, Harness, compact, replay
 
@@ -324,3 +328,46 @@ def test_a_whole_batch_is_one_run_acquired_and_accepted() -> None:
     h.write(res.change)
     h.write(h.sp.expire_locks(3 + h.config.record_lock_duration_ms))
     assert h.sp.run_count() == 2 and h.sp.next_fetch_offset() == size
+
+
+class _PerOffsetDurable:
+    """``DurableShareState`` as it was kept before its ranges: one entry per offset."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+        self.offsets: dict[int, tuple[int, int]] = {}
+
+    def apply(self, start: int, batches: list[ShareStateBatch]) -> None:
+        if start > self.start:
+            self.offsets = {o: s for o, s in self.offsets.items() if o >= start}
+            self.start = start
+        for b in batches:
+            for o in range(max(b.first_offset, self.start), b.last_offset + 1):
+                self.offsets[o] = (b.delivery_state, b.delivery_count)
+
+
+batch = st.tuples(st.integers(0, 40), st.integers(0, 12), st.sampled_from((0, 2, 4)), st.integers(0, 3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=st.lists(st.tuples(st.integers(0, 6), st.lists(batch, max_size=4)), max_size=25))
+def test_durable_ranges_replay_as_per_offset_state(steps: list[tuple[int, list[tuple[int, int, int, int]]]]) -> None:
+    """Replayed updates overwrite parts of written ranges, and the start cuts into them: the
+    picture, the snapshot's batches, the end and the counts read back are as per offset."""
+    durable, model = DurableShareState(0), _PerOffsetDurable(0)
+    for step, raw in steps:
+        batches = [ShareStateBatch(f, f + w, s, c) for f, w, s, c in raw]
+        durable.apply(durable.start_offset + step, batches)
+        model.apply(model.start + step, batches)
+        items = sorted(model.offsets.items())
+        assert durable.picture() == (0, model.start, tuple((o, s, c) for o, (s, c) in items))
+        assert durable.offsets == model.offsets
+        assert durable.batches() == list(merge_batches(items))
+        assert durable.end_offset == max(model.start, max(model.offsets, default=-1) + 1)
+        for first, width, _, _ in raw:
+            counts = [model.offsets.get(o, (0, 0))[1] for o in range(first, first + width + 1)]
+            assert durable.max_count(first, first + width) == max(counts)
+        assert all(a[1] < b[0] for a, b in zip(durable.runs, durable.runs[1:], strict=False))
+        for end in (model.start, model.start + 7, durable.end_offset, durable.end_offset + 3):
+            done = sum(1 for o, (s, _) in model.offsets.items() if s in (2, 4) and o < end)
+            assert lag(durable, end) == max(0, end - model.start - done)
