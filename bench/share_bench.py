@@ -16,6 +16,11 @@ before anything reads):
   counts records received more than once until the last one came (a lock that expired, a
   consumer's released records); ``serve_counted`` is what the serve process's /metrics counted
   over the phase (share fetches, acknowledgements by type, lock expirations);
+  ``serve_cpu_per_wall_s`` and ``serve_cpu_us_per_record`` the serve process's CPU over the
+  phase per wall second and per record; ``records_per_share_fetch`` the records over the
+  ShareFetches counted, and ``implied_cycle_ms`` (Little's law) an upper bound of the time a
+  record is held from its acquisition to its acknowledgement: at most min(consumers x records
+  per ShareFetch, record locks + records per ShareFetch) in flight, over the rate;
 - ``groupcoord.ack_latency_ms``: one ShareConsumer in explicit mode, ``max.poll.records=10``,
   ACCEPTing each record and timing ``commit_sync`` (a ShareAcknowledge answered once its
   records are written to and read back from the coordinator log), p50/p99.
@@ -317,7 +322,10 @@ def main() -> None:
                     perf.wait(60)
                 # The serve process's CPU over the whole phase (joining included) per wall second:
                 # near 1 (one event loop) means it is CPU-bound, well below means it waits.
-                entry["serve_cpu_per_wall_s"] = (cpu_seconds(pid) - cpu) / (time.perf_counter() - wall)
+                serve_cpu = cpu_seconds(pid) - cpu
+                entry["serve_cpu_per_wall_s"] = serve_cpu / (time.perf_counter() - wall)
+                # The same CPU per record drained: what the share-partition's bookkeeping costs.
+                entry["serve_cpu_us_per_record"] = 1e6 * serve_cpu / max(1, entry["records"])
                 # What the serve process counted over the phase (its /metrics): where redeliveries
                 # come from (releases, lock expirations), and how many ShareFetches it took.
                 entry["serve_counted"] = {
@@ -336,17 +344,24 @@ def main() -> None:
         entry["over_direct"] = entry["records_per_s"] / anchor if anchor else 0.0
     sidecar["over_direct"] = sidecar["records_per_s"] / anchor if anchor else 0.0
     largest = max(share, key=lambda e: e["consumers"])
-    # Little's law: at most min(record locks, consumers x max.poll.records) records are in flight
-    # (each consumer holds one poll's worth until its next fetch acknowledges them), so the
-    # time from a record's acquisition to its acknowledgement -- a ShareFetch cycle: its one
-    # write (acknowledgements and acquisition), answered once read back from the coordinator
-    # log, the read from the broker (or the partition's last read), the client's turn -- is
-    # about window / rate.
+    # Little's law: records/s = records in flight / how long a record is held, from its
+    # acquisition to its acknowledgement (a ShareFetch cycle: the write of the acknowledging
+    # ShareFetch read back from the coordinator log, the read from the broker or the partition's
+    # last read, the client's turn). Since acquisition is batch-optimized a ShareFetch takes whole
+    # fetched batches (thousands of records here, not max.poll.records), so the records per
+    # ShareFetch are taken from what the serve process counted over the phase (the joins' empty
+    # fetches included: a floor). In flight are at most what the consumers hold, one ShareFetch's
+    # worth each, and at most the record locks plus the batch that may run past them: the
+    # window and the cycle below are upper bounds.
     locks, per_poll = args.record_locks or 2000, args.max_poll_records or 500
     for entry in share:
-        rate, window = entry["records_per_s"], min(locks, entry["consumers"] * per_poll)
+        rate = entry["records_per_s"]
+        fetches = entry["serve_counted"].get("groupcoord_share_fetch_requests_total", 0.0)
+        per_fetch = entry["records"] / fetches if fetches else None
+        window = min(entry["consumers"] * per_fetch, locks + per_fetch) if per_fetch is not None else None
+        entry["records_per_share_fetch"] = per_fetch
         entry["in_flight_window"] = window
-        entry["implied_cycle_ms"] = 1000 * window / rate if rate else None
+        entry["implied_cycle_ms"] = 1000 * window / rate if rate and window is not None else None
     params = {"record_locks": locks, "max_poll_records": per_poll}
     raw = {"records": args.records, "record_bytes": len(PAYLOAD), "direct": direct, "direct_records_per_s": anchor}
     ours = {

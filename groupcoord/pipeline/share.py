@@ -397,9 +397,7 @@ class _ShareAudit:
             if b.delivery_state == int(RecordState.ARCHIVED) or b.delivery_count <= limit:
                 continue
             # Only a new delivery counts: a limit lowered since leaves earlier counts above it.
-            earlier = max(
-                (before.offsets.get(o, (0, 0))[1] for o in range(b.first_offset, b.last_offset + 1)), default=0
-            )
+            earlier = before.max_count(b.first_offset, b.last_offset)
             if b.delivery_count > earlier:
                 self.violation(
                     "share-delivery-count-over-limit",

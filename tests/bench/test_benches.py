@@ -204,5 +204,7 @@ def test_share_bench(tmp_path: Path, bootstrap: str) -> None:
         assert (
             entry["serve_cpu_per_wall_s"] >= 0 and entry["serve_counted"]["groupcoord_share_fetch_requests_total"] > 0
         )
+        assert entry["serve_cpu_us_per_record"] >= 0 and entry["records_per_share_fetch"] > 0
+        assert 0 < entry["in_flight_window"] <= entry["consumers"] * entry["records_per_share_fetch"]
     assert ours["ack_latency_ms"]["p99"] >= ours["ack_latency_ms"]["p50"] > 0
     assert isinstance(ours["goal_met"], bool)

@@ -61,7 +61,7 @@ class Harness:
         assert durable is not None
         assert durable.picture() == self.sp.durable_picture(), (durable.picture(), self.sp.durable_picture())
         # Acquisitions are not written: the written end may lag the live one, never pass it.
-        assert durable.end_offset <= self.sp.end_offset or not self.sp.records
+        assert durable.end_offset <= self.sp.end_offset or not self.sp.run_count()
 
     def reload(self) -> None:
         """A failover: the partition as the (compacted) log has it."""

@@ -207,4 +207,4 @@ def test_delete_tombstones_the_snapshot_and_every_slot() -> None:
 
 def test_durable_state_end_offset() -> None:
     assert DurableShareState(5).end_offset == 5
-    assert DurableShareState(5, offsets={7: (0, 1)}).end_offset == 8
+    assert DurableShareState(5, runs=[(7, 7, 0, 1)]).end_offset == 8

@@ -82,7 +82,9 @@ def wrong_type(state: GroupCoordinatorState, group: str, error: int) -> str | No
 
 def lag(durable: DurableShareState, end_offset: int) -> int:
     """Records from the start offset to the partition's end not yet delivered to completion."""
-    done = sum(1 for o, (s, _) in durable.offsets.items() if s in _DONE and o < end_offset)
+    done = sum(
+        min(last, end_offset - 1) - first + 1 for first, last, s, _ in durable.runs if s in _DONE and first < end_offset
+    )
     return max(0, end_offset - durable.start_offset - done)
 
 

@@ -335,7 +335,7 @@ def release_member(
     changes = _Changes(state)
     chosen = state.partitions_of(group) if keys is None else [(k, state.live[k]) for k in keys if k in state.live]
     for key, sp in chosen:
-        if sp.acquired_by(member):
+        if sp.holds(member):
             changes.add(key, sp, sp.release_member(member))
     return changes.result(None)
 

@@ -31,8 +31,10 @@ whose restores re-append some keys' valid values at the end (after a zombie) agr
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from groupcoord.coordinator.share.partition_types import RecordState
 from groupcoord.records import CoordinatorRecord, RecordType
@@ -82,36 +84,82 @@ class DurableShareState:
     # The slot of the next update (one past the last update applied on the snapshot).
     updates: int = 0
     topic_id: str | None = None
-    # offset -> (durable state id, delivery count), offsets >= start_offset only.
-    offsets: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # (first, last, durable state id, delivery count) in offset order, not overlapping, all at or
+    # above start_offset: ranges as written, so that replaying an update costs in its batches,
+    # not in the offsets they span (an acknowledged fetch is thousands of offsets in one batch).
+    runs: list[tuple[int, int, int, int]] = field(default_factory=list)
+
+    @property
+    def offsets(self) -> dict[int, tuple[int, int]]:
+        """offset -> (durable state id, delivery count), one entry per offset (a copy: for tests,
+        tools and checks that read offsets one by one; costs the window's size)."""
+        return {o: (state, count) for first, last, state, count in self.runs for o in range(first, last + 1)}
 
     @property
     def end_offset(self) -> int:
         """One past the last offset with a state (SPEO, exclusive); the start offset if none."""
-        return max(self.start_offset, max(self.offsets, default=-1) + 1)
+        return max(self.start_offset, self.runs[-1][1] + 1) if self.runs else self.start_offset
 
     def apply(self, start_offset: int, batches: Iterable[ShareStateBatch]) -> None:
+        runs = self.runs
         if start_offset > self.start_offset:
-            offsets = self.offsets
-            if start_offset - self.start_offset < len(offsets):
-                # The usual step (acknowledged records done): drop the offsets passed, not a
-                # rebuild of the whole in-flight window for each update replayed.
-                for offset in range(self.start_offset, start_offset):
-                    offsets.pop(offset, None)
-            else:
-                self.offsets = {o: s for o, s in offsets.items() if o >= start_offset}
+            # Drop what the start passed, cut the range it lands in.
+            del runs[: bisect_left(runs, start_offset, key=_last_of)]
+            if runs and runs[0][0] < start_offset:
+                runs[0] = (start_offset, *runs[0][1:])
             self.start_offset = start_offset
         for b in batches:
-            for offset in range(max(b.first_offset, self.start_offset), b.last_offset + 1):
-                self.offsets[offset] = (b.delivery_state, b.delivery_count)
+            first = max(b.first_offset, self.start_offset)
+            if first > b.last_offset:
+                continue
+            last = b.last_offset
+            i = bisect_left(runs, first, key=_last_of)  # the first range reaching first
+            j = bisect_right(runs, last, key=_first_of)  # past the last range starting by last
+            put = [(first, last, b.delivery_state, b.delivery_count)]
+            if i < j and runs[i][0] < first:
+                put.insert(0, (runs[i][0], first - 1, runs[i][2], runs[i][3]))
+            if i < j and runs[j - 1][1] > last:
+                put.append((last + 1, runs[j - 1][1], runs[j - 1][2], runs[j - 1][3]))
+            runs[i:j] = put
+
+    def max_count(self, first: int, last: int) -> int:
+        """The highest delivery count written for an offset of ``first..last`` (0 if none)."""
+        runs = self.runs
+        i = bisect_left(runs, first, key=_last_of)
+        j = bisect_right(runs, last, key=_first_of)
+        return max((r[3] for r in runs[i:j]), default=0)
 
     def batches(self) -> list[ShareStateBatch]:
-        return list(merge_batches(sorted(self.offsets.items())))
+        """The runs of consecutive offsets with the same state and count, as a snapshot holds them."""
+        merged: list[ShareStateBatch] = []
+        for first, last, state, count in self.runs:
+            prev = merged[-1] if merged else None
+            if (
+                prev is not None
+                and prev.last_offset + 1 == first
+                and (prev.delivery_state, prev.delivery_count)
+                == (
+                    state,
+                    count,
+                )
+            ):
+                merged[-1] = ShareStateBatch(prev.first_offset, last, state, count)
+            else:
+                merged.append(ShareStateBatch(first, last, state, count))
+        return merged
 
     def picture(self) -> tuple[int, int, tuple[tuple[int, int, int], ...]]:
         """Comparable: state epoch, start offset and every offset's state (not the record bookkeeping,
         which differs between a compacted and a full log)."""
-        return (self.state_epoch, self.start_offset, tuple((o, s, c) for o, (s, c) in sorted(self.offsets.items())))
+        return (
+            self.state_epoch,
+            self.start_offset,
+            tuple((o, s, c) for first, last, s, c in self.runs for o in range(first, last + 1)),
+        )
+
+
+_first_of = itemgetter(0)
+_last_of = itemgetter(1)
 
 
 def merge_batches(offsets: Iterable[tuple[int, tuple[int, int]]]) -> Iterator[ShareStateBatch]:
@@ -192,7 +240,7 @@ class ShareStateStore:
             if current is None or change.reset:
                 merged = DurableShareState(change.start_offset, change.state_epoch)
             else:
-                merged = DurableShareState(current.start_offset, current.state_epoch, offsets=dict(current.offsets))
+                merged = DurableShareState(current.start_offset, current.state_epoch, runs=list(current.runs))
             merged.apply(change.start_offset, change.batches)
             value = ShareSnapshotValue(
                 snapshot_epoch=0 if current is None else current.snapshot_epoch + 1,

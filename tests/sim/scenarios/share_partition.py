@@ -414,10 +414,11 @@ class Simulation:
         if durable is None or durable.picture() != sp.durable_picture():
             self.fail("records do not replay to the partition's durable state")
         # Every record of the topic-partition below SPEO is done (below SPSO) or has a state.
+        records = sp.records  # a copy per offset: taken once
         for o in range(max(sp.start_offset, self.log_start), sp.end_offset):
-            if o not in sp.records:
+            if o not in records:
                 self.fail(f"offset {o} below SPEO {sp.end_offset} has no state")
-        for o, r in sp.records.items():
+        for o, r in records.items():
             if o < sp.start_offset or o >= sp.end_offset:
                 self.fail(f"offset {o} in flight outside [{sp.start_offset}, {sp.end_offset})")
             if r.delivery_count > self.config.delivery_count_limit:
