@@ -137,11 +137,8 @@ class DurableShareState:
             if (
                 prev is not None
                 and prev.last_offset + 1 == first
-                and (prev.delivery_state, prev.delivery_count)
-                == (
-                    state,
-                    count,
-                )
+                and prev.delivery_state == state
+                and prev.delivery_count == count
             ):
                 merged[-1] = ShareStateBatch(prev.first_offset, last, state, count)
             else:
