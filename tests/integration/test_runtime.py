@@ -9,6 +9,7 @@ import pytest
 from confluent_kafka import Producer
 
 from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.runtime import log as log_module
 from groupcoord.coordinator.runtime.api import Result
 from groupcoord.coordinator.runtime.headers import make_headers
 from groupcoord.coordinator.runtime.shard import ShardStatus
@@ -295,3 +296,26 @@ def test_the_log_topic_is_created_compacted_with_a_compaction_lag(bootstrap: str
     configs = future.result(10)
     assert configs["cleanup.policy"].value == "compact"
     assert configs["min.compaction.lag.ms"].value == "3600000"
+
+
+def test_a_commit_to_a_shard_paused_as_idle_is_answered(
+    bootstrap: str, unique_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader pauses an idle shard's partition; the shard's own append resumes it (peeks
+    are put off here, so nothing else would read the record back)."""
+    monkeypatch.setattr(log_module, "TAILER_PEEK_EVERY_S", 3600.0)
+
+    async def main() -> None:
+        async with running_service(bootstrap, unique_name, partitions=1) as service:
+            tailer = service.runtime.tailer
+            deadline = asyncio.get_running_loop().time() + 10
+            while tailer.paused != {0}:
+                assert asyncio.get_running_loop().time() < deadline, "the idle partition was never paused"
+                await asyncio.sleep(0.05)
+            response = await asyncio.wait_for(
+                service.commit_offsets(commit_request("idle", "t", {0: 9}), COMMIT_CONTEXT), 10
+            )
+            assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
+            assert committed_offset(service, "idle", "t", 0) == 9
+
+    asyncio.run(main())

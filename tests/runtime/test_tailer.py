@@ -1,11 +1,13 @@
-"""LogTailer feeding a shard's load on its own thread: what happens when the replay raises, and the
-cyclic collector held off while the load is read."""
+"""LogTailer feeding a shard's load on its own thread: what happens when the replay raises, the
+cyclic collector held off while the load is read, and idle partitions paused between peeks."""
 
 from __future__ import annotations
 
 import gc
+import json
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Producer
@@ -35,6 +37,9 @@ class Unreadable:
 
     def headers(self) -> Any:
         raise RuntimeError("boom")
+
+    def leader_epoch(self) -> int | None:
+        return None
 
 
 def new_load() -> ShardLoad:
@@ -134,3 +139,121 @@ def test_the_reader_never_turns_on_a_collector_someone_else_turned_off() -> None
     pause.pause()
     pause.resume()
     assert gc.isenabled()
+
+
+class FetchCount:
+    """Fetch requests the tailer's consumer has sent, from librdkafka's statistics."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.reports = threading.Event()
+
+    def stats(self, report: str) -> None:
+        brokers = json.loads(report)["brokers"].values()
+        self.sent = sum(broker["req"].get("Fetch", 0) for broker in brokers)
+        self.reports.set()
+
+    def over(self, seconds: float) -> int:
+        """Fetches sent over ``seconds``, between two fresh reports."""
+        self.reports.clear()
+        self.reports.wait(5)
+        first = self.sent
+        time.sleep(seconds)
+        self.reports.clear()
+        self.reports.wait(5)
+        return self.sent - first
+
+
+def produce_one(producer: Producer, topic: str) -> None:
+    key, value = encode(CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", 0), OffsetCommitValue(1)))
+    producer.produce(topic, key=key, value=value, headers=log_headers(0, 0, 1), partition=0)
+    producer.flush(10)
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_an_idle_partition_is_paused_peeked_and_resumed_by_an_append(bootstrap: str, unique_name: str) -> None:
+    """An idle log partition is paused (a handful of Fetch requests a second, not one every fetch
+    wait), a record another producer writes meanwhile is still read (a peek), and this process's
+    own append resumes it at once."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(unique_name, 1, 1)])[unique_name].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    # One record loaded, as a shard's ShardEpoch is: the reader then has a position to go on from.
+    produce_one(producer, unique_name)
+    loaded = threading.Event()
+    read: list[int] = []
+    fetches = FetchCount()
+    tailer = LogTailer(
+        {"bootstrap.servers": bootstrap, "statistics.interval.ms": 100, "stats_cb": fetches.stats},
+        unique_name,
+        on_records=lambda p, g, msgs: read.extend(m.offset() or 0 for m in msgs),
+        on_loaded=lambda p, g, outcome: loaded.set(),
+        on_error=lambda p, g, err: None,
+    )
+    try:
+        tailer.load(0, 1, new_load())
+        assert loaded.wait(30)
+        # Read continuously while this process writes: its appends keep the partition going.
+        busy = threading.Event()
+
+        def appending() -> None:
+            while not busy.wait(0.05):
+                tailer.expect(0)
+
+        writer = threading.Thread(target=appending)
+        writer.start()
+        try:
+            hot = fetches.over(1.0)
+            assert tailer.paused == frozenset()
+        finally:
+            busy.set()
+            writer.join()
+        assert wait_for(lambda: tailer.paused == {0})
+        idle = fetches.over(1.0)
+        # Counts, not times: paused between peeks, the reader sends a fraction of what it sends
+        # while reading continuously (about 200 a second with the 5 ms fetch wait, unloaded).
+        assert idle * 3 < hot, (idle, hot)
+
+        # Another writer's record is read while idle.
+        producer.produce(unique_name, b"foreign", partition=0)
+        producer.flush(10)
+        assert wait_for(lambda: read == [1])
+
+        # An own append resumes the partition as soon as it is reported, peeks or not.
+        assert wait_for(lambda: tailer.paused == {0})
+        tailer.expect(0)
+        assert tailer.paused == frozenset()
+    finally:
+        tailer.close()
+
+
+def test_a_partition_unassigned_while_paused_loads_again(bootstrap: str, unique_name: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(unique_name, 1, 1)])[unique_name].result(30)
+    produce_one(Producer({"bootstrap.servers": bootstrap}), unique_name)
+    results: list[tuple[int, LoadResult | LoadFailed]] = []
+    tailer = LogTailer(
+        {"bootstrap.servers": bootstrap},
+        unique_name,
+        on_records=lambda p, g, msgs: None,
+        on_loaded=lambda p, g, outcome: results.append((g, outcome)),
+        on_error=lambda p, g, err: None,
+    )
+    try:
+        tailer.load(0, 1, new_load())
+        assert wait_for(lambda: tailer.paused == {0})
+        tailer.unassign(0)
+        tailer.load(0, 2, new_load())
+        assert wait_for(lambda: len(results) == 2)
+        assert [generation for generation, _ in results] == [1, 2]
+        assert all(isinstance(outcome, LoadResult) and outcome.next_offset == 1 for _, outcome in results)
+    finally:
+        tailer.close()

@@ -230,7 +230,9 @@ TAILER_SETTINGS: dict[str, Any] = {
     "enable.partition.eof": True,
     "isolation.level": "read_uncommitted",
     "auto.offset.reset": "earliest",
-    # Responses wait on this reader: a long broker-side fetch wait is added latency.
+    # Responses wait on this reader: a long broker-side fetch wait is added latency (Tansu does not
+    # answer a waiting fetch when records arrive, only at the end of the wait). What a short wait
+    # costs an idle process is kept down by pausing idle partitions (see ``_Pacing``).
     "fetch.wait.max.ms": 5,
     "fetch.error.backoff.ms": 20,
     # Once more than queued.min.messages wait in librdkafka's queue, it stops fetching for this
@@ -273,6 +275,19 @@ class CollectorPause:
 # rather than 50 costs an idle process with 16 shards 2.5% of a core instead of 2.1% (measured).
 _IDLE_POLL_S = 0.01
 
+# An idle partition's pacing (``_Pacing``). A partition is read continuously while this process
+# writes to it or records come from it, and for ``TAILER_HOT_S`` after; then it is paused, and
+# resumed for ``TAILER_PEEK_S`` every ``TAILER_PEEK_EVERY_S`` (a peek). With the 5 ms fetch wait,
+# an idle process sent ~100-200 empty Fetch requests a second through the reader relay to the
+# broker: 40% of its idle CPU and most of the broker's (docs/benchmarks.md, "Idle CPU"). A peek
+# spans several fetch waits, so a record another process wrote (a new owner's shard epoch, a
+# ``groupcoord log`` write, a partition error) is read within about a peek's period and length
+# (0.25 s) of an idle time; one of this process's own appends resumes its partition as soon as
+# the append is delivered (``expect``), before any answer waits on its read-back.
+TAILER_HOT_S = 1.0
+TAILER_PEEK_EVERY_S = 0.2
+TAILER_PEEK_S = 0.025
+
 
 class LogTailer:
     """One consumer that reads every owned partition of the log from offset 0 and then tails it.
@@ -309,6 +324,7 @@ class LogTailer:
         self._collector = CollectorPause()
         self._stalled = threading.Event()
         self._stop = threading.Event()
+        self._pacing = _Pacing(self._consumer, topic, self._wake)
         self._thread = threading.Thread(target=self._loop, name="log-tailer", daemon=True)
         self._thread.start()
 
@@ -329,6 +345,16 @@ class LogTailer:
         self._commands.put(("unassign", partition, -1, None))
         self._wake.set()
 
+    def expect(self, partition: int) -> None:
+        """This process has appended to ``partition`` (called from any thread, once the append
+        is delivered): read it continuously from now, resuming it at once if it was paused."""
+        self._pacing.expect(partition)
+
+    @property
+    def paused(self) -> frozenset[int]:
+        """The partitions paused as idle (between peeks)."""
+        return self._pacing.paused
+
     def stall(self, timeout: float = 5.0) -> None:
         """Stop reading; returns once the reader thread has stopped (nothing more is delivered)."""
         self._stalled.clear()
@@ -346,6 +372,9 @@ class LogTailer:
                 return
             self._loading.pop(partition, None)
             if partition in self._assigned:
+                # Resumed first: a pause outlives the assignment in librdkafka, and a later
+                # load of the partition must not start paused.
+                self._pacing.forget(partition)
                 self._consumer.incremental_unassign([TopicPartition(self.topic, partition)])
                 del self._assigned[partition]
             if op == "assign":
@@ -356,6 +385,7 @@ class LogTailer:
                 # reader to its earliest record.
                 self._consumer.incremental_assign([TopicPartition(self.topic, partition, 0)])
                 self._assigned[partition] = generation
+                self._pacing.touch(partition)
                 if load is not None:
                     self._loading[partition] = load
 
@@ -385,6 +415,15 @@ class LogTailer:
             self._wake.wait(0.05)
             self._wake.clear()  # the commands are in the queue, applied first thing
             return False
+        idle_for = self._pacing.idle_for(self._assigned, self._loading)
+        if idle_for > 0:
+            # Every partition paused: nothing to poll for until the next peek, a command or an
+            # append's resume (each sets the event). Polling every 10 ms meanwhile had become
+            # most of an idle process's reader CPU (9-11 ms/s of 20, measured).
+            self._wake.wait(idle_for)
+            self._wake.clear()
+            self._pacing.step(self._assigned, self._loading)
+            return False
         try:
             # consume() with a timeout waits for a full batch; take what is there and
             # block only on the first record, so a lone record is delivered at once.
@@ -399,6 +438,7 @@ class LogTailer:
             return False
         if not self._deliver_plain(messages):
             self._deliver_mixed(messages)
+        self._pacing.step(self._assigned, self._loading)
         return bool(messages) and bool(self._loading)
 
     def _deliver_mixed(self, messages: list[Message]) -> None:
@@ -456,8 +496,10 @@ class LogTailer:
     def _deliver(
         self, partition: int, generation: int, messages: list[Message], of_class: type[LogMessage] | None = None
     ) -> None:
+        self._pacing.consumed(partition, messages[-1])
         load = self._loading.get(partition)
         if load is None:
+            self._pacing.touch(partition)  # records keep coming: it stays read continuously
             self._on_records(partition, generation, messages)
             return
         try:
@@ -471,4 +513,122 @@ class LogTailer:
         self._running.set()
         self._wake.set()
         self._thread.join(5)
+        self._pacing.close()  # no resume from another thread after this
         self._consumer.close()
+
+
+class _Pacing:
+    """Which of the tailer's partitions are paused as idle, and their peeks (``TAILER_HOT_S``).
+
+    ``step``, ``touch`` and ``forget`` run on the tailer's thread; ``expect`` on whichever
+    thread reports an append. The lock makes an append's resume and an idle pause of the same
+    partition exclusive, so a partition an append was just reported for is never left paused."""
+
+    def __init__(self, consumer: Consumer, topic: str, wake: threading.Event) -> None:
+        self._consumer = consumer
+        self._topic = topic
+        self._wake = wake  # the tailer's, which waits on it while every partition is paused
+        self._lock = threading.Lock()
+        self._last_active: dict[int, float] = {}  # partition -> when last written or read (monotonic)
+        self._paused: set[int] = set()
+        # partition -> (offset after the last record delivered, that record's leader epoch)
+        self._positions: dict[int, tuple[int, int]] = {}
+        self._next_step = 0.0
+        self._next_peek = 0.0
+        self._peek_ends = 0.0
+        self._closed = False
+
+    @property
+    def paused(self) -> frozenset[int]:
+        with self._lock:
+            return frozenset(self._paused)
+
+    def expect(self, partition: int) -> None:
+        with self._lock:
+            self._last_active[partition] = time.monotonic()
+            if partition in self._paused and not self._closed:
+                self._paused.discard(partition)
+                self._resume([partition])
+                self._wake.set()
+
+    def touch(self, partition: int) -> None:
+        # A plain store: ``step`` reads it under the lock on this same thread.
+        self._last_active[partition] = time.monotonic()
+
+    def forget(self, partition: int) -> None:
+        with self._lock:
+            self._last_active.pop(partition, None)
+            self._positions.pop(partition, None)
+            if partition in self._paused:
+                self._paused.discard(partition)
+                self._consumer.resume([TopicPartition(self._topic, partition)])
+
+    def idle_for(self, assigned: dict[int, int], loading: dict[int, ShardLoad]) -> float:
+        """How long the tailer may wait without polling: until the next peek when every
+        assigned partition is paused (only assigned ones are), else 0."""
+        if loading or len(self._paused) < len(assigned):
+            return 0.0
+        return max(0.0, self._next_peek - time.monotonic())
+
+    def step(self, assigned: dict[int, int], loading: dict[int, ShardLoad]) -> None:
+        """Pause what went idle, and run the peeks; acts at most once per poll wait."""
+        now = time.monotonic()
+        if now < self._next_step:
+            return
+        self._next_step = now + _IDLE_POLL_S
+        with self._lock:
+            if self._paused and now >= self._next_peek:
+                self._resume(sorted(self._paused))
+                self._paused.clear()
+                self._peek_ends = now + TAILER_PEEK_S
+            if now < self._peek_ends:
+                return
+            cold = now - TAILER_HOT_S
+            # Only a partition with a known position and leader epoch is paused: its resume can
+            # wake librdkafka at once (``_resume``). Without one (a cluster whose record batches
+            # carry no leader epoch) a resume would wait out librdkafka's own wait, longer than a
+            # peek, so such a partition is read continuously, as before pacing.
+            idle = [
+                p
+                for p in assigned
+                if p not in self._paused
+                and p not in loading
+                and p in self._positions
+                and self._last_active.get(p, now) <= cold
+            ]
+            if idle:
+                self._consumer.pause([TopicPartition(self._topic, p) for p in idle])
+                self._paused.update(idle)
+            if self._paused and now >= self._next_peek:
+                self._next_peek = now + TAILER_PEEK_EVERY_S
+
+    def _resume(self, partitions: list[int]) -> None:
+        """Resume, and seek one of them to where it was, to wake librdkafka's broker thread.
+
+        Resume alone does not wake it: it looked at the partitions again only after its own
+        wait (0.65-0.73 s measured, local broker). A seek to an offset with its leader epoch
+        has librdkafka check the position with the leader (an OffsetForLeaderEpoch request),
+        which wakes the thread; the first record came 0.6-1.0 ms after the resume (measured),
+        and the thread then fetches every resumed partition at once, so one seek is enough.
+        Paused, nothing of a partition is delivered, so where it was (the record after the last
+        one delivered, ``consumed``) is where reading goes on. A partition with no record read
+        since it was assigned has no epoch to seek with and is left to the thread's own wait;
+        every shard's partition has its ShardEpoch record read once loaded."""
+        self._consumer.resume([TopicPartition(self._topic, p) for p in partitions])
+        for p in partitions:
+            position = self._positions.get(p)
+            if position is not None:
+                offset, epoch = position
+                self._consumer.seek(TopicPartition(self._topic, p, offset, leader_epoch=epoch))
+                return
+
+    def consumed(self, partition: int, last: Message) -> None:
+        """The last record delivered of ``partition`` (on the tailer's thread)."""
+        epoch = last.leader_epoch()
+        offset = last.offset()
+        if epoch is not None and epoch >= 0 and offset is not None:
+            self._positions[partition] = (offset + 1, epoch)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
