@@ -15,7 +15,8 @@ before anything reads):
   window the group can only get records as fast as it acknowledges them. ``redelivered``
   counts records received more than once until the last one came (a lock that expired, a
   consumer's released records); ``serve_counted`` is what the serve process's /metrics counted
-  over the phase (share fetches, acknowledgements by type, lock expirations);
+  over the phase (share fetches, acknowledgements by type, lock expirations, reads of the
+  partition from the cluster, requests by API: the joins' ApiVersions, Metadata, heartbeats);
   ``serve_cpu_per_wall_s`` and ``serve_cpu_us_per_record`` the serve process's CPU over the
   phase per wall second and per record; ``records_per_share_fetch`` the records over the
   ShareFetches counted, and ``implied_cycle_ms`` (Little's law) an upper bound of the time a
@@ -107,13 +108,14 @@ def cpu_seconds(pid: int) -> float:
 
 
 def share_counters(address: str) -> dict[str, float]:
-    """The serve process's share counters from its /metrics, by name (and ack type)."""
+    """The serve process's share counters and requests by API from its /metrics, by name (and
+    label)."""
     with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
         text = response.read().decode()
     return {
         s.name + "".join(f"{{{v}}}" for v in s.labels.values()): s.value
         for family in text_string_to_metric_families(text)
-        if family.name.startswith("groupcoord_share_")
+        if family.name.startswith(("groupcoord_share_", "groupcoord_gateway_requests"))
         for s in family.samples
         if s.name.endswith("_total")
     }

@@ -1,9 +1,11 @@
 """The share data path's metrics: lock expirations and in-flight records over a real shard on the
 simulated log; fetches and acknowledgements by type through a real ``groupcoord serve`` with
-confluent-kafka's ``ShareConsumer``, scraped from /metrics."""
+confluent-kafka's ``ShareConsumer``, and reads of the cluster by raw ShareFetches, scraped from
+/metrics."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,6 +23,7 @@ from tests.clients.support import create_topic
 from tests.integration.serve_process import ServeProcess
 from tests.observability.test_metrics import World, counter, samples
 from tests.observability.test_metrics_serve import Samples, eventually, scrape, value
+from tests.share_data.test_share_consumer import _produce, _set_group_config, _topic_id, _wire_fetch, _wire_member
 
 KEY = SharePartitionKey("g", "t", 0)
 CONFIG = SharePartitionConfig(record_lock_duration_ms=1000, delivery_count_limit=5)
@@ -115,3 +118,43 @@ def test_share_fetches_and_acknowledgements_by_type_are_counted(
         value(after, "groupcoord_share_fetch_requests_total")
         >= value(before, "groupcoord_share_fetch_requests_total") + 2
     )
+
+
+@pytest.mark.integration
+def test_fetches_woken_together_read_the_cluster_once(serve: tuple[ServeProcess, str], bootstrap: str) -> None:
+    """Five ShareFetches waiting for room in the in-flight window are woken at once by the
+    acknowledgement that frees it, and the records they need are past the partition's last read:
+    one of them reads the cluster, the others wait for that read and acquire from what it kept
+    (they find the window full again), rather than reading the same records five times more."""
+    sidecar, address = serve
+    topic, group = f"share-reads-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    topic_id = _topic_id(bootstrap, topic)
+    _set_group_config(sidecar.bootstrap, group, "share.partition.max.record.locks", "100")  # the least
+
+    async def run() -> tuple[list[list[tuple[int, int, int]]], float]:
+        holder, first = await _wire_member(sidecar.port, group, topic)
+        waiters = [await _wire_member(sidecar.port, group, topic) for _ in range(5)]
+        assert await _wire_fetch(holder, (group, first, topic_id), 0) == []  # the share-partition, at the end
+        _produce(bootstrap, topic, 100, 1, batch_records=100)
+        assert await _wire_fetch(holder, (group, first, topic_id), 1, max_records=100) == [(0, 99, 1)]
+        for client, member in waiters:
+            assert await _wire_fetch(client, (group, member, topic_id), 0) == []  # the window is full
+        _produce(bootstrap, topic, 100, 1, batch_records=100)  # past the last read
+        waiting = [
+            asyncio.ensure_future(_wire_fetch(c, (group, m, topic_id), 1, max_wait_ms=3000, max_records=100))
+            for c, m in waiters
+        ]
+        await asyncio.sleep(0.5)  # (lets them arrive and wait for room)
+        before = value(scrape(address), "groupcoord_share_log_reads_total")
+        acked = await _wire_fetch(holder, (group, first, topic_id), 2, acks=[(0, 99, 1)], max_records=100)
+        got = [acked, *await asyncio.gather(*waiting)]
+        reads = value(scrape(address), "groupcoord_share_log_reads_total") - before
+        for client in [holder, *(c for c, _ in waiters)]:
+            await client.close()
+        return got, reads
+
+    got, reads = asyncio.run(run())
+    # One fetch got the next batch (which one is a race); none read the cluster but one.
+    assert sorted(got) == [[]] * 5 + [[(100, 199, 1)]]
+    assert reads == 1

@@ -123,6 +123,11 @@ class Counts:
             "ShareFetch and ShareAcknowledge requests carrying acknowledgements (Kafka share-acknowledgement-count).",
         ),
         (
+            "share_log_reads",
+            "groupcoord_share_log_reads",
+            "Reads of a partition from the cluster by ShareFetches (those not answered by the partition's last read).",
+        ),
+        (
             "share_lock_expirations",
             "groupcoord_share_record_lock_expirations",
             "Acquired records whose acquisition lock ran out (Kafka AcquisitionLockTimeoutPerSec, KIP-1103).",
@@ -143,6 +148,7 @@ class Counts:
         self.share_fetches = 0
         self.share_acknowledgements = 0
         self.share_lock_expirations = 0
+        self.share_log_reads = 0
         self.share_record_acks: Tally[str] = Tally()
 
     def share_acknowledged(self, types_per_offset: Iterable[tuple[int, int]]) -> None:

@@ -50,7 +50,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway.codec import CodecError
@@ -76,7 +76,7 @@ from groupcoord.coordinator.service.share_fetcher import (
     PartitionFetch,
     ShareRecordFetcher,
 )
-from groupcoord.coordinator.service.share_read_cache import ShareReadCache
+from groupcoord.coordinator.service.share_read_cache import CacheKey, ShareReadCache
 from groupcoord.coordinator.service.share_waiters import ShareWaiters
 from groupcoord.coordinator.share import shard_ops
 from groupcoord.coordinator.share.auto_offset_reset import reset_timestamp
@@ -214,6 +214,9 @@ class ShareDataPath:
         # relayed ShareFetches hold at other processes, and the caller they were relayed for.
         self._relayed_sessions: dict[str, dict[tuple[tuple[str, int], str, str], RelayedFor]] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        # Reads of the cluster under way, per partition (``CacheKey``): the fetch offset each began
+        # at and its future; other fetches from at or above that offset wait for it (``_follow``).
+        self._reading: dict[CacheKey, tuple[int, asyncio.Future[Any]]] = {}
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -557,11 +560,25 @@ class ShareDataPath:
                 # From the partitions' last reads when they hold the offsets: no broker round trip
                 # and no task, so room freed in the window is acquired again within a loop turn.
                 read = self._read_kept(group, read_committed, offsets, max_bytes, errors)
+                if (
+                    read is None
+                    and time.monotonic() < deadline
+                    and (under_way := self._read_under_way(read_committed, offsets)) is not None
+                ):
+                    # Another fetch is reading these partitions from at or below where this one
+                    # would: its answer, kept, serves this one too. Ten fetches woken at once by
+                    # room freed past the last read would otherwise read the same MiB ten times.
+                    # (Past its MaxWaitMs, or with none, a fetch makes its one read itself.)
+                    woken = await self._follow(shard, under_way, keys, woken, deadline)
+                    if time.monotonic() >= deadline:
+                        break
+                    continue
                 if read is None:
                     remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
                     reading = asyncio.ensure_future(
                         self._read_log(group, read_committed, offsets, max_bytes, remaining_ms, errors, shard)
                     )
+                    self._reading_now(read_committed, offsets, reading)
                     try:
                         woken = await self._read_or_released(shard, reading, keys, woken)
                     finally:
@@ -598,6 +615,69 @@ class ShareDataPath:
                 self.waiters.unregister(keys.values(), woken)
         out = {(k.topic, k.partition): (_overlapping(data[k], records), records) for k, records in got.items()}
         return ack_errors, out, errors, lock_ms
+
+    def _read_under_way(
+        self, read_committed: bool, offsets: dict[SharePartitionKey, tuple[int, bool]]
+    ) -> asyncio.Future[Any] | None:
+        """A read of the cluster under way that will answer every partition of ``offsets`` the
+        kept reads do not hold (begun at or below its fetch offset); None when one must be read."""
+        now = time.monotonic()
+        found: asyncio.Future[Any] | None = None
+        for key, (offset, _) in offsets.items():
+            cache_key = (key.topic, key.partition, read_committed)
+            if self.read_cache.get(cache_key, offset, 1, now) is not None:
+                continue
+            under_way = self._reading.get(cache_key)
+            if under_way is None or under_way[0] > offset:
+                return None
+            found = under_way[1]
+        return found
+
+    def _reading_now(
+        self, read_committed: bool, offsets: dict[SharePartitionKey, tuple[int, bool]], reading: asyncio.Future[T]
+    ) -> None:
+        """Note ``reading`` as the read under way of the partitions of ``offsets`` the kept reads
+        do not hold, until it is done (``_read_under_way``)."""
+        now = time.monotonic()
+        mine = [
+            ((key.topic, key.partition, read_committed), offset)
+            for key, (offset, _) in offsets.items()
+            if self.read_cache.get((key.topic, key.partition, read_committed), offset, 1, now) is None
+        ]
+        for cache_key, offset in mine:
+            self._reading[cache_key] = (offset, reading)
+
+        def done(_: asyncio.Future[T]) -> None:
+            for cache_key, _offset in mine:
+                under_way = self._reading.get(cache_key)
+                if under_way is not None and under_way[1] is reading:
+                    del self._reading[cache_key]
+
+        reading.add_done_callback(done)
+
+    async def _follow(
+        self,
+        shard: Shard[GroupCoordinatorState],
+        reading: asyncio.Future[Any],
+        keys: dict[tuple[str, int], SharePartitionKey],
+        woken: asyncio.Future[None],
+        deadline: float,
+    ) -> asyncio.Future[None]:
+        """Wait for another fetch's ``reading`` (never cancelled from here), at most until
+        ``deadline``, or until records below a share-partition's end become available (released,
+        a lock expired: they need no read). Answers the wake-up future now registered."""
+        while not reading.done():
+            timeout = deadline - time.monotonic()
+            if timeout <= 0:
+                break
+            await asyncio.wait((reading, woken), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if reading.done() or not woken.done():
+                break
+            if shard.read_live(lambda s: shard_ops.has_available(s.share_data, keys.values())):
+                break
+            self.waiters.unregister(keys.values(), woken)
+            woken = self.waiters.register(keys.values())
+        return woken
 
     async def _read_or_released(
         self,
@@ -708,6 +788,7 @@ class ShareDataPath:
         # The broker waits for new records only when every partition is read at its end (nothing
         # available again below); otherwise records are there and it answers at once.
         at_end = not answered and all(end for _, end in offsets.values())
+        COUNTS.share_log_reads += sum(len(wanted) for wanted in by_leader.values())
         answers = await asyncio.gather(
             *(
                 self.fetcher.fetch(
