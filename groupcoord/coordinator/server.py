@@ -246,7 +246,8 @@ class ShardMoves:
         elapsed = time.perf_counter() - started
         if shard.status is ShardStatus.ACTIVE and shard.load_report is not None:
             r = shard.load_report
-            self.say(f"shard {partition} loaded in {elapsed:.3f}s ({r.records} records, epoch {r.epoch})")
+            # The steps count from the shard's load start, which is ``started`` give or take a call.
+            self.say(f"shard {partition} loaded in {elapsed:.3f}s ({r.records} records, epoch {r.epoch}; {r.steps()})")
         else:
             self.say(f"shard {partition} did not load: {shard.status.value} {shard.error or ''}".rstrip(), warn=True)
 

@@ -123,7 +123,7 @@ def test_sigterm_stops_every_process_of_the_drill_and_reports_so_far() -> None:
 
 def test_the_breakdown_of_a_recovery_is_read_from_the_serve_lines() -> None:
     """Each step's first line after the fault, for the shards of the drill's groups the victim owned."""
-    from groupcoord.cli.drill import breakdown
+    from groupcoord.cli.drill import _LOADED, breakdown
 
     lines = {
         "victim": [(99.0, "owns shards [0, 3] (assigned [0, 3])"), (100.5, "placement evicted node 1 (member m)")],
@@ -132,7 +132,11 @@ def test_the_breakdown_of_a_recovery_is_read_from_the_serve_lines() -> None:
             (101.0, "placement rebalance: revoked [1, 2]"),
             (104.0, "owns shards [0, 1, 2, 3] (assigned [0, 1, 2, 3])"),
             (104.2, "shard 3 loaded in 0.1s (5 records, epoch 2)"),
-            (104.5, "shard 0 loaded in 0.4s (9 records, epoch 2)"),
+            (
+                104.5,
+                "shard 0 loaded in 0.400s (9 records, epoch 2; first record 0.010s, end of log 0.011s,"
+                " taken over 0.012s, decoded 0.013s, epoch written 0.390s, read back 0.400s)",
+            ),
         ],
     }
     got = breakdown({"wall": 100.0, "process": "victim"}, lines, {0, 5})
@@ -145,6 +149,8 @@ def test_the_breakdown_of_a_recovery_is_read_from_the_serve_lines() -> None:
     }
     # A fault of a process that held none of the groups' shards costs nothing to recover.
     assert breakdown({"wall": 100.0, "process": "survivor"}, lines, {0}) == {"group_shards_lost": []}
+    # The load's time is read from both forms of the line, with or without its steps.
+    assert [m.group(1) for _, line in lines["survivor"] if (m := _LOADED.search(line))] == ["0.1", "0.400"]
 
 
 def test_the_longest_gap_counts_a_move_after_the_first_acknowledgement() -> None:

@@ -341,6 +341,42 @@ def test_restarts_leave_one_shard_epoch_record_after_compaction() -> None:
     assert offsets(last.committed) == {0: 3, 1: 4, 2: 2} and last.epoch == 6 and last.replay_matches()
 
 
+def test_a_load_report_names_each_step_in_order_and_a_claim_waiting_to_be_read_back_shows_as_such() -> None:
+    """The load line says where a slow load's time went: each step's time since the load began,
+    in the order the steps happen; a claim written but not read back yet (the reader stalled) is
+    told apart from one whose append took the time."""
+    world = World()
+    first = world.loaded()
+    for i in range(40):
+        first.submit(write(commit(i % 4, i)))
+    world.run()
+    first.close()
+    shard = world.shard()
+    shard.load()
+    while shard.phase is not ShardPhase.CLAIMING:
+        assert world.loop.step()
+    world.hosts[0].stall()
+    world.run()
+    assert shard.phase is ShardPhase.CLAIMING  # written, not read back
+    world.hosts[0].resume()
+    world.run()
+    report = shard.load_report
+    assert shard.status is ShardStatus.ACTIVE and report is not None and report.records > 40
+    steps = [
+        report.first_record_seconds,
+        report.read_seconds,
+        report.handed_seconds,
+        report.decoded_seconds,
+        report.written_seconds,
+        report.seconds,
+    ]
+    assert steps == sorted(steps) and steps[0] > 0 and report.written_seconds < report.seconds
+    assert report.steps().split(", ")[-2:] == [
+        f"epoch written {report.written_seconds:.3f}s",
+        f"read back {report.seconds:.3f}s",
+    ]
+
+
 def test_a_load_the_reader_could_not_replay_fails_the_shard_and_a_stale_report_is_ignored() -> None:
     world = World()
     shard = world.shard()

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from groupcoord.coordinator.group_shard import GroupCoordinatorState
 from groupcoord.coordinator.runtime.clock import SystemClock
 from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
-from groupcoord.coordinator.runtime.log import CollectorPause, LogTailer
+from groupcoord.coordinator.runtime.log import TAILER_SETTINGS, CollectorPause, LogTailer
 from groupcoord.local_broker import free_port
 from groupcoord.records import CoordinatorRecord, RecordType, encode
 from groupcoord.records.definitions import OffsetCommitKey, OffsetCommitValue
@@ -255,5 +255,45 @@ def test_a_partition_unassigned_while_paused_loads_again(bootstrap: str, unique_
         assert wait_for(lambda: len(results) == 2)
         assert [generation for generation, _ in results] == [1, 2]
         assert all(isinstance(outcome, LoadResult) and outcome.next_offset == 1 for _, outcome in results)
+    finally:
+        tailer.close()
+
+
+def test_a_load_ends_at_the_high_watermark_of_the_fetch_that_read_it_without_the_end_event(
+    bootstrap: str, unique_name: str, monkeypatch: Any
+) -> None:
+    """A load is read once its records reach the partition's high watermark, which the fetch that
+    brought them told: it does not wait for librdkafka's end-of-partition event, which comes one
+    fetch later (here: never, the event is turned off). An empty partition still ends at the event
+    (the other tests)."""
+    monkeypatch.setitem(TAILER_SETTINGS, "enable.partition.eof", False)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(unique_name, 1, 1)])[unique_name].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(30):
+        key, value = encode(
+            CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", i % 5), OffsetCommitValue(i))
+        )
+        producer.produce(unique_name, key=key, value=value, headers=log_headers(0, 0, 1), partition=0)
+    producer.flush(10)
+    ended = threading.Event()
+    results: list[LoadResult | LoadFailed] = []
+
+    def loaded(partition: int, generation: int, outcome: LoadResult | LoadFailed) -> None:
+        results.append(outcome)
+        ended.set()
+
+    tailer = LogTailer(
+        {"bootstrap.servers": bootstrap},
+        unique_name,
+        on_records=lambda p, g, m: None,
+        on_loaded=loaded,
+        on_error=lambda p, g, e: None,
+    )
+    try:
+        tailer.load(0, 1, new_load())
+        assert ended.wait(30), "the load waited for an end-of-partition event"
+        (result,) = results
+        assert isinstance(result, LoadResult) and result.records_read == 30 and result.next_offset == 30
     finally:
         tailer.close()

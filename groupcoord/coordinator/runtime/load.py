@@ -47,6 +47,9 @@ class LoadResult:
     restores: list[CoordinatorRecord]  # of ``claim``: the valid values re-stated
     records_read: int
     read_seconds: float  # from the start of the load until the end of the partition was read
+    # From the start of the load until its first record was read (``read_seconds`` when the
+    # partition had none): the broker's answer to the first fetch, apart from reading the rest.
+    first_record_seconds: float = 0.0
 
 
 class ShardLoad:
@@ -57,6 +60,7 @@ class ShardLoad:
         self.owner_id = owner_id
         self.clock = clock
         self.started = time.perf_counter()
+        self.first_record_at = 0.0  # perf_counter() when the first records were fed; 0: none yet
         self._committed = committed
         self._live = live
         self._replayer = LogReplayer(topic, partition, [committed, live], deferred=True)
@@ -65,6 +69,8 @@ class ShardLoad:
     def feed(self, messages: Sequence[LogMessage], of_class: type[LogMessage] | None = None) -> None:
         """Take records as the reader delivers them, in log order (runs of plain state records in
         bulk); ``of_class``: the class all of them are of, where the reader knows it."""
+        if not self.first_record_at:
+            self.first_record_at = time.perf_counter()
         try:
             self._replayer.feed_messages(messages, of_class)
         except Exception as exc:  # a replay bug must not leave a half-read load to finish
@@ -121,7 +127,8 @@ class ShardLoad:
             if old < epoch
         )
         self._restores = restores
-        return LoadResult(next_offset, epoch, claim, restores, replayer.read, read_seconds)
+        first_record = self.first_record_at - self.started if self.first_record_at else read_seconds
+        return LoadResult(next_offset, epoch, claim, restores, replayer.read, read_seconds, first_record)
 
     def tailing(self) -> LogReplayer:
         """After ``end`` (and the claim appended): decode the survivors into both states, then

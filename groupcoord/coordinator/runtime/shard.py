@@ -290,11 +290,27 @@ class _Timer:
 
 @dataclass(slots=True)
 class LoadReport:
+    """A load's count and where its time went: each step's time since the load started (so a
+    slow load names the step that took the seconds: the broker's first answer, reading the rest,
+    the loop taking the result over, the epoch's append, its read-back)."""
+
     partition: int
     records: int
     seconds: float  # until the shard serves: the log read and replayed, and our ShardEpoch read back
     epoch: int
-    read_seconds: float = 0.0  # until the end of the log was read and replayed
+    read_seconds: float = 0.0  # until the end of the log was read and replayed (on the reader's thread)
+    first_record_seconds: float = 0.0  # until the first record was read (``read_seconds`` if none)
+    handed_seconds: float = 0.0  # until the loop took the load's result and appended the claim
+    decoded_seconds: float = 0.0  # until the survivors were decoded into the states (on the loop)
+    written_seconds: float = 0.0  # until the claim's append was reported written (on the loop)
+
+    def steps(self) -> str:
+        """The steps' times, for the load line (``server.ShardMoves``)."""
+        return (
+            f"first record {self.first_record_seconds:.3f}s, end of log {self.read_seconds:.3f}s,"
+            f" taken over {self.handed_seconds:.3f}s, decoded {self.decoded_seconds:.3f}s,"
+            f" epoch written {self.written_seconds:.3f}s, read back {self.seconds:.3f}s"
+        )
 
 
 class _Precomputed(Generic[S, T]):
@@ -331,7 +347,8 @@ class Shard(Generic[S]):
         self.load_report: LoadReport | None = None
         self._load: ShardLoad | None = None  # while LOADING
         self._load_started = 0.0
-        self._read_seconds = 0.0
+        # The current load's steps, each when it happened (``LoadReport``).
+        self._load_steps: dict[str, float] = {}
         # The tailing replayer, handed over by the load once it has claimed the shard.
         self._replayer = LogReplayer(host.topic, partition, [])
         self.observer: ShardObserver = _NO_OBSERVER
@@ -394,6 +411,7 @@ class Shard(Generic[S]):
         self._inflight.clear()
         self._loaded.clear()
         self._load_started = time.perf_counter()
+        self._load_steps = {}
         host = self.host
         self._load = ShardLoad(host.topic, self.partition, self.committed, self.live, host.owner_id, host.clock)
         # The host runs the load on a thread of its own: it is not touched here before ``on_loaded``.
@@ -448,7 +466,11 @@ class Shard(Generic[S]):
         if isinstance(outcome, LoadFailed):
             self._fail(str(outcome))
             return
-        self._read_seconds = outcome.read_seconds
+        self._load_steps = {
+            "read": outcome.read_seconds,
+            "first": outcome.first_record_seconds,
+            "handed": time.perf_counter() - self._load_started,
+        }
         self.next_offset = self.committed_offset = outcome.next_offset
         self.epoch = outcome.epoch
         self._transition_to(ShardPhase.CLAIMING)
@@ -463,18 +485,27 @@ class Shard(Generic[S]):
             self._replayer = load.tailing()
         except LoadFailed as exc:
             self._fail(str(exc))
+            return
+        self._load_steps["decoded"] = time.perf_counter() - self._load_started
 
     def _claimed(self, generation: int, fut: asyncio.Future[Any]) -> None:
         # Done callbacks run later: a reload may have started a new load meanwhile.
         if generation != self.generation or fut.cancelled() or fut.exception() is not None:
             return
         self._transition_to(ShardPhase.ACTIVE)
+        steps = self._load_steps
+        seconds = time.perf_counter() - self._load_started
         self.load_report = LoadReport(
             self.partition,
             self._replayer.read,
-            time.perf_counter() - self._load_started,
+            seconds,
             self.epoch,
-            self._read_seconds,
+            steps.get("read", 0.0),
+            steps.get("first", 0.0),
+            steps.get("handed", 0.0),
+            steps.get("decoded", 0.0),
+            # Read back before its report was handled (both wait on this loop): no later than now.
+            steps.get("written", seconds),
         )
         self.observer.loaded(self.partition, self.load_report.seconds)
         self.submit(lambda state, now: self.handlers.on_loaded(state, now))
@@ -634,6 +665,8 @@ class Shard(Generic[S]):
             elif offset != expected:
                 # Someone else appended to our partition: our state no longer matches the log.
                 self.reload(f"append landed at offset {offset}, expected {expected}")
+            elif self.phase is ShardPhase.CLAIMING:  # the claim is the one append while claiming
+                self._load_steps.setdefault("written", time.perf_counter() - self._load_started)
         if self.phase is ShardPhase.DRAINING and self._unreported == 0:
             self._transition_to(ShardPhase.LOADING, self.error or "")
 
