@@ -80,19 +80,22 @@ class WatchedLoad(ShardLoad):
         super().feed(messages, of_class)
 
 
-def test_the_collector_is_held_off_while_a_load_is_read_and_back_on_at_its_end(
-    bootstrap: str, unique_name: str
-) -> None:
+def commits_log(bootstrap: str, topic: str, records: int, keys: int) -> None:
+    """A one-partition log topic holding ``records`` commits over ``keys`` partitions of one group."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(unique_name, 1, 1)])[unique_name].result(30)
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for i in range(6000):  # more than one delivery of the reader (at most 2,000 records each)
+    for i in range(records):
         key, value = encode(
-            CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", i % 50), OffsetCommitValue(i))
+            CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", i % keys), OffsetCommitValue(i))
         )
-        producer.produce(unique_name, key=key, value=value, headers=log_headers(0, 0, 1), partition=0)
+        producer.produce(topic, key=key, value=value, headers=log_headers(0, 0, 1), partition=0)
         producer.poll(0)
     producer.flush(10)
+
+
+def loading_tailer(bootstrap: str, topic: str) -> tuple[LogTailer, threading.Event, list[LoadResult | LoadFailed]]:
+    """A tailer whose loads' outcomes are kept, and an event set at the first."""
     ended = threading.Event()
     results: list[LoadResult | LoadFailed] = []
 
@@ -102,11 +105,19 @@ def test_the_collector_is_held_off_while_a_load_is_read_and_back_on_at_its_end(
 
     tailer = LogTailer(
         {"bootstrap.servers": bootstrap},
-        unique_name,
+        topic,
         on_records=lambda p, g, msgs: None,
         on_loaded=loaded,
         on_error=lambda p, g, err: None,
     )
+    return tailer, ended, results
+
+
+def test_the_collector_is_held_off_while_a_load_is_read_and_back_on_at_its_end(
+    bootstrap: str, unique_name: str
+) -> None:
+    commits_log(bootstrap, unique_name, 6000, 50)  # more than one delivery of the reader (at most 2,000 records each)
+    tailer, ended, results = loading_tailer(bootstrap, unique_name)
     load = WatchedLoad()
     assert gc.isenabled()
     try:
@@ -267,29 +278,8 @@ def test_a_load_ends_at_the_high_watermark_of_the_fetch_that_read_it_without_the
     fetch later (here: never, the event is turned off). An empty partition still ends at the event
     (the other tests)."""
     monkeypatch.setitem(TAILER_SETTINGS, "enable.partition.eof", False)
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(unique_name, 1, 1)])[unique_name].result(30)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for i in range(30):
-        key, value = encode(
-            CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", i % 5), OffsetCommitValue(i))
-        )
-        producer.produce(unique_name, key=key, value=value, headers=log_headers(0, 0, 1), partition=0)
-    producer.flush(10)
-    ended = threading.Event()
-    results: list[LoadResult | LoadFailed] = []
-
-    def loaded(partition: int, generation: int, outcome: LoadResult | LoadFailed) -> None:
-        results.append(outcome)
-        ended.set()
-
-    tailer = LogTailer(
-        {"bootstrap.servers": bootstrap},
-        unique_name,
-        on_records=lambda p, g, m: None,
-        on_loaded=loaded,
-        on_error=lambda p, g, e: None,
-    )
+    commits_log(bootstrap, unique_name, 30, 5)
+    tailer, ended, results = loading_tailer(bootstrap, unique_name)
     try:
         tailer.load(0, 1, new_load())
         assert ended.wait(30), "the load waited for an end-of-partition event"

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from groupcoord.coordinator.errors import ErrorCode
+
+# The answers' types and the acknowledgement targets are the production module's: what is
+# compared is how the two keep and change their state.
+from groupcoord.coordinator.share.partition import _ACK_TARGET, _TERMINAL, Acknowledged, Acquired
 from groupcoord.coordinator.share.partition_types import (
     ACK_TYPE_IDS,
     AcknowledgementBatch,
@@ -20,16 +23,6 @@ from groupcoord.coordinator.share.partition_types import (
     SharePartitionConfig,
 )
 from groupcoord.coordinator.share.state import MAX_BATCH_SPAN, DurableShareState, ShareStateChange, merge_batches
-
-_ACK_TARGET = {
-    int(AcknowledgeType.GAP): RecordState.ARCHIVED,
-    int(AcknowledgeType.ACCEPT): RecordState.ACKNOWLEDGED,
-    int(AcknowledgeType.RELEASE): RecordState.AVAILABLE,
-    int(AcknowledgeType.REJECT): RecordState.ARCHIVED,
-}
-
-
-_TERMINAL = frozenset(s for s in RecordState if s.terminal)
 
 # offset -> its durable (state, delivery count) before the operation ((0, 0) for a new record).
 _Touched = dict[int, tuple[int, int]]
@@ -53,28 +46,6 @@ class InFlightRecord:
 
     def __repr__(self) -> str:
         return f"InFlightRecord({self.state.name}, {self.delivery_count}, {self.member}, {self.deadline})"
-
-
-@dataclass(frozen=True, slots=True)
-class Acquired:
-    """What ``acquire`` handed out (ShareFetch's ``AcquiredRecords``) and what must be written first:
-    nothing for the acquisition itself, only the archivals it did (aborted, skipped, at the limit)."""
-
-    records: tuple[AcquiredRecords, ...]
-    change: ShareStateChange | None
-
-    @property
-    def count(self) -> int:
-        return sum(r.last_offset - r.first_offset + 1 for r in self.records)
-
-
-@dataclass(frozen=True, slots=True)
-class Acknowledged:
-    """The partition's error code in a ShareAcknowledge (or ShareFetch) response; on an error nothing
-    changed and ``change`` is None."""
-
-    error: ErrorCode
-    change: ShareStateChange | None = None
 
 
 class SharePartition:
