@@ -6,15 +6,20 @@ codes, durable changes, pictures)."""
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from groupcoord.coordinator.errors import ErrorCode
 
 # The answers' types and the acknowledgement targets are the production module's: what is
 # compared is how the two keep and change their state.
-from groupcoord.coordinator.share.partition import _ACK_TARGET, _TERMINAL, Acknowledged, Acquired
+from groupcoord.coordinator.share.partition import (
+    _ACK_TARGET,
+    _TERMINAL,
+    Acknowledged,
+    Acquired,
+    validate_acknowledgements,
+)
 from groupcoord.coordinator.share.partition_types import (
-    ACK_TYPE_IDS,
     AcknowledgementBatch,
     AcknowledgeType,
     AcquiredRecords,
@@ -22,10 +27,26 @@ from groupcoord.coordinator.share.partition_types import (
     RecordState,
     SharePartitionConfig,
 )
-from groupcoord.coordinator.share.state import MAX_BATCH_SPAN, DurableShareState, ShareStateChange, merge_batches
+from groupcoord.coordinator.share.state import MAX_BATCH_SPAN, DurableShareState, ShareStateChange
+from groupcoord.records.definitions import ShareStateBatch
 
 # offset -> its durable (state, delivery count) before the operation ((0, 0) for a new record).
 _Touched = dict[int, tuple[int, int]]
+
+
+def merge_batches(offsets: Iterable[tuple[int, tuple[int, int]]]) -> Iterator[ShareStateBatch]:
+    """Runs of consecutive offsets (given in ascending order) with the same state and count: the
+    per-offset form of ``state.merge_ranges``, kept here as the oracle's own."""
+    run: list[int] | None = None  # [first, last, state, count]
+    for offset, (state, count) in offsets:
+        if run is not None and offset == run[1] + 1 and run[2] == state and run[3] == count:
+            run[1] = offset
+            continue
+        if run is not None:
+            yield ShareStateBatch(run[0], run[1], run[2], run[3])
+        run = [offset, offset, state, count]
+    if run is not None:
+        yield ShareStateBatch(run[0], run[1], run[2], run[3])
 
 
 class InFlightRecord:
@@ -66,19 +87,14 @@ class SharePartition:
     def create(
         cls, config: SharePartitionConfig, start_offset: int, state_epoch: int = 0
     ) -> tuple[SharePartition, ShareStateChange]:
-        """A share-partition with no state yet, starting at ``start_offset`` (from
-        ``share.auto.offset.reset``, see ``initial_start_offset``). The change must be written
-        before the first fetch is answered, so that a later load does not resolve the reset again."""
+        """As ``partition.SharePartition.create`` answers it, offset by offset."""
         return cls(config, start_offset, state_epoch), ShareStateChange(start_offset, (), state_epoch, reset=True)
 
     @classmethod
     def load(
         cls, config: SharePartitionConfig, durable: DurableShareState
     ) -> tuple[SharePartition, ShareStateChange | None]:
-        """The share-partition as its records left it, every lock expired: a record that was
-        acquired (written as available) is available again with its delivery count, or archived if
-        that count reached the limit, as an expiring lock would have left it. The change (those
-        archivals, and the start offset moving over them) is to be written like any other."""
+        """As ``partition.SharePartition.load`` answers it, offset by offset."""
         sp = cls(config, durable.start_offset, durable.state_epoch)
         touched: _Touched = {}
         for offset, (state, count) in sorted(durable.offsets.items()):
@@ -162,23 +178,7 @@ class SharePartition:
         fetch_offset: int | None = None,
         batch_optimized: bool = False,
     ) -> Acquired:
-        """Acquire for ``member`` the records of ``fetched`` (the batches a fetch from ``fetch_offset``,
-        by default the first batch's offset, returned, in offset order) that are available or new,
-        at most ``max_records``; new records only while the window is below
-        ``max_in_flight_records``. Offsets in ``archive`` are never handed out: records of aborted
-        transactions under ``share.isolation.level=read_committed`` and control records; they are
-        archived. An available record the fetch skipped over (compacted away) is archived too.
-
-        ``batch_optimized`` (ShareFetch v1, v2's ShareAcquireMode 0): both limits are soft, as in
-        Kafka, whose acquisition ends at the end of the fetched batch holding its last record
-        (``lastOffsetFromBatchWithRequestOffset``): a batch begun is acquired to its end. The
-        answer carries whole batches anyway, so a client would otherwise read, and throw away,
-        the rest of a batch it got only a part of. Records near the delivery-count limit keep
-        their hard lots.
-
-        The data path reads from ``next_fetch_offset()`` (after ``update_log_start_offset`` when
-        the log's start has passed it): offsets the fetch returned nothing for are taken to hold
-        no record, as Kafka does."""
+        """As ``partition.SharePartition.acquire`` answers it, offset by offset."""
         batches = sorted((b for b in fetched if b.last >= b.first), key=lambda b: b.first)
         if max_records <= 0 or not batches:
             return Acquired((), None)
@@ -280,11 +280,8 @@ class SharePartition:
 
     # --- acknowledging -------------------------------------------------------------------------
     def acknowledge(self, member: str, batches: Sequence[AcknowledgementBatch], now: int) -> Acknowledged:
-        """Apply a member's acknowledgements, all or nothing: INVALID_REQUEST for a malformed batch
-        list, INVALID_RECORD_STATE when an offset is not acquired by ``member`` (never acquired,
-        acquired by another member, its lock expired, already acknowledged). Offsets below SPSO
-        are skipped (they are done already), as Kafka does."""
-        error = self._validate(batches)
+        """As ``partition.SharePartition.acknowledge`` answers it, offset by offset."""
+        error = validate_acknowledgements(batches, self.config.renew_enabled)
         if error is not ErrorCode.NONE:
             return Acknowledged(error)
         plan: list[tuple[InFlightRecord, int, int]] = []  # record, offset, acknowledge type
@@ -312,23 +309,6 @@ class SharePartition:
         self._advance_start()
         return Acknowledged(ErrorCode.NONE, self._change(touched, before))
 
-    def _validate(self, batches: Sequence[AcknowledgementBatch]) -> ErrorCode:
-        previous_last = -1
-        renew = False
-        for b in batches:
-            span = b.last_offset - b.first_offset + 1
-            if b.first_offset < 0 or span <= 0 or b.first_offset <= previous_last:
-                return ErrorCode.INVALID_REQUEST
-            if len(b.types) != 1 and len(b.types) != span:
-                return ErrorCode.INVALID_REQUEST
-            if any(t not in ACK_TYPE_IDS for t in b.types):
-                return ErrorCode.INVALID_REQUEST
-            renew = renew or AcknowledgeType.RENEW in b.types
-            previous_last = b.last_offset
-        if renew and not self.config.renew_enabled:
-            return ErrorCode.INVALID_RECORD_STATE
-        return ErrorCode.NONE
-
     # --- releasing -----------------------------------------------------------------------------
     def expire_locks(self, now: int) -> ShareStateChange | None:
         """Locks that ran out by ``now`` give their records back: available again with the same
@@ -346,9 +326,7 @@ class SharePartition:
         return self._change(touched, before)
 
     def release_member(self, member: str) -> ShareStateChange | None:
-        """The member left (or its share session closed): its records go back as a lock expiry
-        would leave them. Kafka 4.2 keeps the delivery count (KAFKA-19972): a consumer that crashes
-        on a record cannot get it redelivered forever."""
+        """As ``partition.SharePartition.release_member`` answers it, offset by offset."""
         before = self.start_offset
         touched: _Touched = {}
         for offset in self.acquired_by(member):

@@ -25,7 +25,7 @@ from groupcoord.coordinator.share.partition_types import (
     RecordState,
     SharePartitionConfig,
 )
-from groupcoord.coordinator.share.state import DurableShareState, merge_batches
+from groupcoord.coordinator.share.state import DurableShareState
 from groupcoord.records.definitions import ShareStateBatch
 from tests.share import per_offset_reference as ref
 from tests.share.harness import KEY, Harness, compact, replay
@@ -362,7 +362,7 @@ def test_durable_ranges_replay_as_per_offset_state(steps: list[tuple[int, list[t
         items = sorted(model.offsets.items())
         assert durable.picture() == (0, model.start, tuple((o, s, c) for o, (s, c) in items))
         assert durable.offsets == model.offsets
-        assert durable.batches() == list(merge_batches(items))
+        assert durable.batches() == list(ref.merge_batches(items))
         assert durable.end_offset == max(model.start, max(model.offsets, default=-1) + 1)
         for first, width, _, _ in raw:
             counts = [model.offsets.get(o, (0, 0))[1] for o in range(first, first + width + 1)]

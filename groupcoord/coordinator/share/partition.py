@@ -54,8 +54,7 @@ from groupcoord.coordinator.share.partition_types import (
     RecordState,
     SharePartitionConfig,
 )
-from groupcoord.coordinator.share.state import MAX_BATCH_SPAN, DurableShareState, ShareStateChange
-from groupcoord.records.definitions import ShareStateBatch
+from groupcoord.coordinator.share.state import MAX_BATCH_SPAN, DurableShareState, ShareStateChange, merge_ranges
 
 _ACK_TARGET = {
     int(AcknowledgeType.GAP): RecordState.ARCHIVED,
@@ -153,6 +152,27 @@ class Acknowledged:
 
     error: ErrorCode
     change: ShareStateChange | None = None
+
+
+def validate_acknowledgements(batches: Sequence[AcknowledgementBatch], renew_enabled: bool) -> ErrorCode:
+    """INVALID_REQUEST for a malformed acknowledgement list (ranges out of order or overlapping,
+    types not one or one per offset, an unknown type); INVALID_RECORD_STATE for RENEW where
+    renewals are off; else NONE."""
+    previous_last = -1
+    renew = False
+    for b in batches:
+        span = b.last_offset - b.first_offset + 1
+        if b.first_offset < 0 or span <= 0 or b.first_offset <= previous_last:
+            return ErrorCode.INVALID_REQUEST
+        if len(b.types) != 1 and len(b.types) != span:
+            return ErrorCode.INVALID_REQUEST
+        if any(t not in ACK_TYPE_IDS for t in b.types):
+            return ErrorCode.INVALID_REQUEST
+        renew = renew or AcknowledgeType.RENEW in b.types
+        previous_last = b.last_offset
+    if renew and not renew_enabled:
+        return ErrorCode.INVALID_RECORD_STATE
+    return ErrorCode.NONE
 
 
 class SharePartition:
@@ -493,7 +513,7 @@ class SharePartition:
         list, INVALID_RECORD_STATE when an offset is not acquired by ``member`` (never acquired,
         acquired by another member, its lock expired, already acknowledged). Offsets below SPSO
         are skipped (they are done already), as Kafka does."""
-        error = self._validate(batches)
+        error = validate_acknowledgements(batches, self.config.renew_enabled)
         if error is not ErrorCode.NONE:
             return Acknowledged(error)
         runs = self._runs
@@ -536,23 +556,6 @@ class SharePartition:
             self._merge(j - 1, k + 1)
         self._advance_start()
         return Acknowledged(ErrorCode.NONE, self._change(changed, before))
-
-    def _validate(self, batches: Sequence[AcknowledgementBatch]) -> ErrorCode:
-        previous_last = -1
-        renew = False
-        for b in batches:
-            span = b.last_offset - b.first_offset + 1
-            if b.first_offset < 0 or span <= 0 or b.first_offset <= previous_last:
-                return ErrorCode.INVALID_REQUEST
-            if len(b.types) != 1 and len(b.types) != span:
-                return ErrorCode.INVALID_REQUEST
-            if any(t not in ACK_TYPE_IDS for t in b.types):
-                return ErrorCode.INVALID_REQUEST
-            renew = renew or AcknowledgeType.RENEW in b.types
-            previous_last = b.last_offset
-        if renew and not self.config.renew_enabled:
-            return ErrorCode.INVALID_RECORD_STATE
-        return ErrorCode.NONE
 
     # --- releasing -----------------------------------------------------------------------------
     def expire_locks(self, now: int) -> ShareStateChange | None:
@@ -687,13 +690,7 @@ class SharePartition:
         if not changed and start == start_before:
             return None
         kept = sorted((max(a, start), b, s, c) for a, b, s, c in changed if b >= start)
-        merged: list[ShareStateBatch] = []
-        for a, b, s, c in kept:
-            prev = merged[-1] if merged else None
-            if prev is not None and prev.last_offset + 1 == a and (prev.delivery_state, prev.delivery_count) == (s, c):
-                merged[-1] = ShareStateBatch(prev.first_offset, b, s, c)
-            else:
-                merged.append(ShareStateBatch(a, b, s, c))
+        merged = merge_ranges(kept)
         if not merged and start == start_before:
             return None
         return ShareStateChange(start, tuple(merged), self.state_epoch)

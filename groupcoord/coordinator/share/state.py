@@ -131,19 +131,7 @@ class DurableShareState:
 
     def batches(self) -> list[ShareStateBatch]:
         """The runs of consecutive offsets with the same state and count, as a snapshot holds them."""
-        merged: list[ShareStateBatch] = []
-        for first, last, state, count in self.runs:
-            prev = merged[-1] if merged else None
-            if (
-                prev is not None
-                and prev.last_offset + 1 == first
-                and prev.delivery_state == state
-                and prev.delivery_count == count
-            ):
-                merged[-1] = ShareStateBatch(prev.first_offset, last, state, count)
-            else:
-                merged.append(ShareStateBatch(first, last, state, count))
-        return merged
+        return merge_ranges(self.runs)
 
     def picture(self) -> tuple[int, int, tuple[tuple[int, int, int], ...]]:
         """Comparable: state epoch, start offset and every offset's state (not the record bookkeeping,
@@ -159,18 +147,22 @@ _first_of = itemgetter(0)
 _last_of = itemgetter(1)
 
 
-def merge_batches(offsets: Iterable[tuple[int, tuple[int, int]]]) -> Iterator[ShareStateBatch]:
-    """Runs of consecutive offsets (given in ascending order) with the same state and count."""
-    run: list[int] | None = None  # [first, last, state, count]
-    for offset, (state, count) in offsets:
-        if run is not None and offset == run[1] + 1 and run[2] == state and run[3] == count:
-            run[1] = offset
-            continue
-        if run is not None:
-            yield ShareStateBatch(run[0], run[1], run[2], run[3])
-        run = [offset, offset, state, count]
-    if run is not None:
-        yield ShareStateBatch(run[0], run[1], run[2], run[3])
+def merge_ranges(ranges: Iterable[tuple[int, int, int, int]]) -> list[ShareStateBatch]:
+    """The batches of (first, last, state, count) ranges given in offset order and not overlapping:
+    neighbours with the same state and count become one batch."""
+    merged: list[ShareStateBatch] = []
+    for first, last, state, count in ranges:
+        prev = merged[-1] if merged else None
+        if (
+            prev is not None
+            and prev.last_offset + 1 == first
+            and prev.delivery_state == state
+            and prev.delivery_count == count
+        ):
+            merged[-1] = ShareStateBatch(prev.first_offset, last, state, count)
+        else:
+            merged.append(ShareStateBatch(first, last, state, count))
+    return merged
 
 
 def combine_changes(first: ShareStateChange | None, then: ShareStateChange | None) -> ShareStateChange | None:
