@@ -69,10 +69,15 @@ SHARE_GROUPS = {"GROUPCOORD_SHARE_GROUPS_ENABLED": "true"}
 QUIET = {"log_level": 3}
 
 
-def produce(bootstrap: str, topic: str, records: int, batch_records: int | None = None) -> None:
-    """``records`` records as fast as the producer takes them (batches of ~1,000-5,000 records);
-    ``batch_records`` caps a batch's records."""
-    extra = {"batch.num.messages": batch_records} if batch_records else {}
+def produce(
+    bootstrap: str, topic: str, records: int, batch_records: int | None = None, batch_bytes: int | None = None
+) -> None:
+    """``records`` records as fast as the producer takes them (batches of ~1,000-5,000 records with
+    librdkafka's defaults); ``batch_records`` caps a batch's records, ``batch_bytes`` its size
+    (``batch.size``)."""
+    extra: dict[str, int] = {"batch.num.messages": batch_records} if batch_records else {}
+    if batch_bytes:
+        extra["batch.size"] = batch_bytes
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **extra, **QUIET})
     for i in range(records):
         while True:
@@ -291,13 +296,19 @@ def main() -> None:
         default=None,
         help="share.partition.max.record.locks of each share group (default: the broker's, 2000)",
     )
+    parser.add_argument(
+        "--producer-batch-bytes",
+        type=int,
+        default=None,
+        help="batch.size of the producer writing the topic (default librdkafka's, 1000000; Kafka's Java producer: 16384)",
+    )
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "share.json"))
     args = parser.parse_args()
     sizes = [int(n) for n in args.consumers.split(",")]
     with cluster(args.bootstrap) as (bootstrap, label):
         topic = f"bench-share-{uuid.uuid4().hex[:8]}"
         create_topic(bootstrap, topic, 1)
-        produce(bootstrap, topic, args.records)
+        produce(bootstrap, topic, args.records, batch_bytes=args.producer_batch_bytes)
         metrics = f"127.0.0.1:{free_port()}"
         env = {**SHARE_GROUPS, "GROUPCOORD_METRICS_LISTEN": metrics, "GROUPCOORD_METRICS_LAG_INTERVAL_MS": "0"}
         serve = ServeProcess(bootstrap, free_port(), f"bench-share-log-{uuid.uuid4().hex[:8]}").start(env=env)
@@ -364,7 +375,7 @@ def main() -> None:
         entry["records_per_share_fetch"] = per_fetch
         entry["in_flight_window"] = window
         entry["implied_cycle_ms"] = 1000 * window / rate if rate and window is not None else None
-    params = {"record_locks": locks, "max_poll_records": per_poll}
+    params = {"record_locks": locks, "max_poll_records": per_poll, "producer_batch_bytes": args.producer_batch_bytes}
     raw = {"records": args.records, "record_bytes": len(PAYLOAD), "direct": direct, "direct_records_per_s": anchor}
     ours = {
         "params": params,
