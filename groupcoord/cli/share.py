@@ -39,6 +39,13 @@ from groupcoord.cli.common import (
     topic_partitions,
     watermarks,
 )
+from groupcoord.cli.group_results import (
+    check_describe_options,
+    exit_on_group_failures,
+    group_errors,
+    print_deletions,
+    say_group_failures,
+)
 from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.cli.reset import instant, offsets_for_time, parse_datetime, zone_note
 from groupcoord.cli.wire import CLIENT_ID, CLIENT_SOFTWARE_VERSION, WireClient
@@ -403,10 +410,7 @@ def describe_share_groups(
 ) -> None:
     """Describe share groups like kafka-share-groups.sh --describe (--state, --members, --offsets)."""
     o = Output.of(fmt, as_json)
-    if sum([offsets, members, state]) > 1:
-        fail("give at most one of --offsets, --members, --state")
-    if bool(groups) == all_groups:
-        fail("name one or more groups, or give --all-groups")
+    check_describe_options(groups, all_groups, offsets, members, state)
     if verbose and not (members or offsets):
         fail("--verbose goes with --members or --offsets")
     admin = ShareAdmin(bootstrap, command_config, timeout)
@@ -417,7 +421,7 @@ def describe_share_groups(
     described = admin.describe(names) if names else {}
     failures = {g: d for g, d in described.items() if isinstance(d, str)}
     found = [d for d in described.values() if not isinstance(d, str)]
-    errors = [{"group": g, "error": why} for g, why in failures.items()]
+    errors = group_errors(failures)
     if members:
         columns = ["group", "consumer-id", "host", "client-id", "rack", "member-epoch", "#partitions"]
         detail = ["assignment", "subscriptions"]
@@ -430,10 +434,7 @@ def describe_share_groups(
     else:
         columns = ["group", "coordinator", "state", "assignor", "group-epoch", "assignment-epoch", "#members"]
         o.result(columns, [_state_row(d) for d in found], errors=errors)
-    for g, why in failures.items():
-        error_line(f"group {g!r}: {why}")
-    if failures:
-        raise typer.Exit(1)
+    exit_on_group_failures(failures)
 
 
 # --- share-groups delete --------------------------------------------------------------------
@@ -458,17 +459,7 @@ def delete_share_groups(
     shares = [g for g in names if why[g] is None]
     for g, answer in (admin.delete(shares) if shares else {}).items():
         why[g] = answer if isinstance(answer, str) else words(answer) if answer else None
-    results = [{"group": g, "deleted": why[g] is None, "error": why[g]} for g in names]
-    errors = [{"group": r["group"], "error": r["error"]} for r in results if not r["deleted"]]
-    if o.is_structured:
-        o.result(["group", "deleted", "error"], results, errors=errors)
-    for r in results:
-        if r["deleted"]:
-            o.note(f"deleted share group {r['group']!r}")
-    for e in errors:
-        error_line(f"cannot delete share group {e['group']!r}: {e['error']}")
-    if errors:
-        raise typer.Exit(1)
+    print_deletions(o, why, "share group")
 
 
 # --- offsets ----------------------------------------------------------------------------------
@@ -502,14 +493,13 @@ def _describe_offsets(o: Output, admin: ShareAdmin, names: list[str], verbose: b
     o.result(
         columns + detail if verbose else columns,
         rows,
-        errors=[{"group": g, "error": why} for g, why in failures.items()],
+        errors=group_errors(failures),
         wide_columns=[] if verbose else detail,
     )
     for d in found.values():
         if not isinstance(d, str) and not d.topics:
             o.note(f"share group {d.group_id!r} has no share-partition state yet")
-    for g, why in failures.items():
-        error_line(f"group {g!r}: {why}")
+    say_group_failures(failures)
     for r in rows:
         if r["error"]:
             error_line(f"group {r['group']!r}, {r['topic']}-{r['partition']}: {r['error']}")
