@@ -47,7 +47,7 @@ from groupcoord.cli.group_results import (
     say_group_failures,
 )
 from groupcoord.cli.output import AsJson, FormatOption, Output
-from groupcoord.cli.reset import instant, offsets_for_time, parse_datetime, zone_note
+from groupcoord.cli.reset import datetime_ms, instant, offsets_for_time
 from groupcoord.cli.wire import CLIENT_ID, CLIENT_SOFTWARE_VERSION, WireClient
 from groupcoord.cli.wire_security import AuthenticationError
 from groupcoord.coordinator.gateway.apis import ApiKey
@@ -546,12 +546,7 @@ def reset_share_offsets(
     o = Output.of(fmt, as_json)
     if sum([to_earliest, to_latest, to_offset is not None, to_datetime is not None]) != 1:
         fail("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime")
-    when_ms = None
-    if to_datetime is not None:
-        when, zoned = parse_datetime(to_datetime)
-        when_ms = int(when.timestamp() * 1000)
-        if not zoned:
-            o.note(zone_note(to_datetime, when))
+    when_ms = datetime_ms(to_datetime, o.note) if to_datetime is not None else None
     if bool(topic) == all_topics:
         fail("give --topic (one or more) or --all-topics")
     admin = ShareAdmin(bootstrap, command_config, timeout)
