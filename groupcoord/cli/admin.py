@@ -31,10 +31,15 @@ from groupcoord.cli.common import (
     Conn,
     Timeout,
     describe_error,
-    error_line,
     fail,
     parse_topic_spec,
     watermarks,
+)
+from groupcoord.cli.group_results import (
+    check_describe_options,
+    exit_on_group_failures,
+    group_errors,
+    print_deletions,
 )
 from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.cli.wire import ConsumerGroupInfo, describe_consumer_groups
@@ -390,10 +395,7 @@ def describe_groups(
 ) -> None:
     """Describe groups like kafka-consumer-groups.sh --describe (--offsets, --members, --state)."""
     o = Output.of(fmt, as_json)
-    if sum([offsets, members, state]) > 1:
-        fail("give at most one of --offsets, --members, --state")
-    if bool(groups) == all_groups:
-        fail("name one or more groups, or give --all-groups")
+    check_describe_options(groups, all_groups, offsets, members, state)
     if verbose and not members:
         fail("--verbose goes with --members")
     view = "members" if members else "state" if state or watch else "offsets"
@@ -424,14 +426,11 @@ def describe_groups(
             # Not in Kafka's table: shown with --format wide, and always in JSON and YAML.
             wide = ["pending-transaction"]
         settled = all(r["state"] in ("stable", "empty") for r in rows) if view == "state" else True
-        o.result(columns, rows, errors=[{"group": g, "error": why} for g, why in failures.items()], wide_columns=wide)
-        for g, why in failures.items():
-            error_line(f"group {g!r}: {why}")
-        if not watch or settled or failures or time.monotonic() > deadline:
+        o.result(columns, rows, errors=group_errors(failures), wide_columns=wide)
+        exit_on_group_failures(failures)
+        if not watch or settled or time.monotonic() > deadline:
             break
         time.sleep(1.0)
-    if failures:
-        raise typer.Exit(1)
 
 
 # --- groups delete --------------------------------------------------------------------------
@@ -451,27 +450,16 @@ def delete_groups(
     c, admin = _connect(bootstrap, command_config, timeout)
     names = list(dict.fromkeys(groups))
     futures = admin.delete_consumer_groups(names, request_timeout=c.timeout)
-    results: list[dict[str, Any]] = []
+    why_not: dict[str, str | None] = {}
     for group in names:
         try:
             futures[group].result(timeout=c.timeout)
-            results.append({"group": group, "deleted": True, "error": None})
+            why_not[group] = None
         except TimeoutError:
-            results.append({"group": group, "deleted": False, "error": f"no answer within {c.timeout:g}s"})
+            why_not[group] = f"no answer within {c.timeout:g}s"
         except Exception as exc:
-            results.append(
-                {"group": group, "deleted": False, "error": describe_error(exc.args[0] if exc.args else exc)}
-            )
-    deleted = [r for r in results if r["deleted"]]
-    errors = [{"group": r["group"], "error": r["error"]} for r in results if not r["deleted"]]
-    if o.is_structured:
-        o.result(["group", "deleted", "error"], results, errors=errors)
-    for r in deleted:
-        o.note(f"deleted group {r['group']!r}")
-    for e in errors:
-        error_line(f"cannot delete group {e['group']!r}: {e['error']}")
-    if any(not r["deleted"] for r in results):
-        raise typer.Exit(1)
+            why_not[group] = describe_error(exc.args[0] if exc.args else exc)
+    print_deletions(o, why_not, "group")
 
 
 # --- offsets show / delete ------------------------------------------------------------------

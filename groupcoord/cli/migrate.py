@@ -14,6 +14,7 @@ sidecar runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -124,41 +125,34 @@ def _move(
         o.note("plan only: nothing changed (add --execute to copy these offsets)")
 
 
-@migrate_app.command("import")
-def migrate_import(
-    cluster: Cluster,
-    sidecar: Sidecar = SIDECAR,
-    group: Groups = None,
-    all_groups: AllGroups = False,
-    execute: Execute = False,
-    force: Force = False,
-    command_config: CommandConfig = None,
-    cluster_config: ClusterConfig = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    fmt: FormatOption = None,
-    as_json: AsJson = False,
-) -> None:
-    """Copy groups' committed offsets from the cluster's own coordinator into the sidecar."""
-    source = _connect(cluster, cluster_config or command_config, timeout)
-    dest = _connect(sidecar, command_config, timeout)
-    _move(source, dest, ("cluster", "sidecar"), group, all_groups, execute, force, Output.of(fmt, as_json))
+def _copy_command(source: str, dest: str) -> Callable[..., None]:
+    """``import`` (cluster to sidecar) and ``export`` (sidecar to cluster): one set of options,
+    the source connected first."""
+
+    def copy_offsets(
+        cluster: Cluster,
+        sidecar: Sidecar = SIDECAR,
+        group: Groups = None,
+        all_groups: AllGroups = False,
+        execute: Execute = False,
+        force: Force = False,
+        command_config: CommandConfig = None,
+        cluster_config: ClusterConfig = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        fmt: FormatOption = None,
+        as_json: AsJson = False,
+    ) -> None:
+        sides = {"cluster": (cluster, cluster_config or command_config), "sidecar": (sidecar, command_config)}
+        from_side = _connect(*sides[source], timeout)
+        to_side = _connect(*sides[dest], timeout)
+        _move(from_side, to_side, (source, dest), group, all_groups, execute, force, Output.of(fmt, as_json))
+
+    return copy_offsets
 
 
-@migrate_app.command("export")
-def migrate_export(
-    cluster: Cluster,
-    sidecar: Sidecar = SIDECAR,
-    group: Groups = None,
-    all_groups: AllGroups = False,
-    execute: Execute = False,
-    force: Force = False,
-    command_config: CommandConfig = None,
-    cluster_config: ClusterConfig = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    fmt: FormatOption = None,
-    as_json: AsJson = False,
-) -> None:
-    """Copy groups' committed offsets from the sidecar back to the cluster's own coordinator."""
-    source = _connect(sidecar, command_config, timeout)
-    dest = _connect(cluster, cluster_config or command_config, timeout)
-    _move(source, dest, ("sidecar", "cluster"), group, all_groups, execute, force, Output.of(fmt, as_json))
+migrate_import = migrate_app.command(
+    "import", help="Copy groups' committed offsets from the cluster's own coordinator into the sidecar."
+)(_copy_command("cluster", "sidecar"))
+migrate_export = migrate_app.command(
+    "export", help="Copy groups' committed offsets from the sidecar back to the cluster's own coordinator."
+)(_copy_command("sidecar", "cluster"))

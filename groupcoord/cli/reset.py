@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -62,6 +63,16 @@ def parse_datetime(text: str) -> tuple[datetime, bool]:
 
 def parse_datetime_ms(text: str) -> int:
     return int(parse_datetime(text)[0].timestamp() * 1000)
+
+
+def datetime_ms(text: str, say: Callable[[str], None]) -> int:
+    """``--to-datetime`` as epoch milliseconds; a time without a zone is read as local time, and
+    ``say`` tells the person so (the same text names another instant on a machine in another
+    zone)."""
+    when, zoned = parse_datetime(text)
+    if not zoned:
+        say(zone_note(text, when))
+    return int(when.timestamp() * 1000)
 
 
 def instant(ms: int) -> str:
@@ -221,12 +232,7 @@ def reset_offsets(
         fail("give --topic TOPIC[:P,...] (repeatable) or --all-topics")
     if to_offset is not None and to_offset < 0:
         fail(f"--to-offset must be >= 0, got {to_offset}")
-    when_ms = None
-    if to_datetime:
-        when, zoned = parse_datetime(to_datetime)
-        when_ms = int(when.timestamp() * 1000)
-        if not zoned:
-            note(zone_note(to_datetime, when))
+    when_ms = datetime_ms(to_datetime, note) if to_datetime else None
     if by_duration is not None:
         when_ms = int(time.time() * 1000) - parse_duration_ms(by_duration)
 

@@ -18,9 +18,10 @@ the group's coordinator. ``describe`` shows the ``--state`` view by default (Kaf
 from __future__ import annotations
 
 import ssl
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from confluent_kafka import KafkaError
@@ -38,8 +39,15 @@ from groupcoord.cli.common import (
     topic_partitions,
     watermarks,
 )
+from groupcoord.cli.group_results import (
+    check_describe_options,
+    exit_on_group_failures,
+    group_errors,
+    print_deletions,
+    say_group_failures,
+)
 from groupcoord.cli.output import AsJson, FormatOption, Output
-from groupcoord.cli.reset import instant, offsets_for_time, parse_datetime, zone_note
+from groupcoord.cli.reset import datetime_ms, instant, offsets_for_time
 from groupcoord.cli.wire import CLIENT_ID, CLIENT_SOFTWARE_VERSION, WireClient
 from groupcoord.cli.wire_security import AuthenticationError
 from groupcoord.coordinator.gateway.apis import ApiKey
@@ -98,6 +106,7 @@ _OFFSETS_VERSIONS = {
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: 0,
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: 0,
 }
+_A = TypeVar("_A")  # a coordinator's answer for one group (``ShareAdmin._ask_coordinators``)
 
 
 class ShareAdmin:
@@ -186,46 +195,44 @@ class ShareAdmin:
                 result[g] = words(c.error_code) if c.error_code else (f"{c.host}:{c.port}", c.node_id)
         return result
 
-    def _by_coordinator(self, groups: list[str]) -> tuple[dict[tuple[str, int], list[str]], dict[str, str]]:
+    def _ask_coordinators(
+        self, groups: list[str], ask: Callable[[str, int, list[str]], Mapping[str, _A]]
+    ) -> dict[str, _A | str]:
+        """``ask(node, node_id, names)`` of each coordinator about its groups (the answers by group
+        id): describe, delete and offsets fan out alike, as Kafka's admin client does. A group
+        without a coordinator, or left out of its coordinator's answer, gets why (in words).
+        In the order of ``groups``."""
         by_node: dict[tuple[str, int], list[str]] = {}
-        failed: dict[str, str] = {}
+        result: dict[str, _A | str] = {}
         for g, where in self.coordinators(groups).items():
             if isinstance(where, str):
-                failed[g] = where
+                result[g] = where
             else:
                 by_node.setdefault(where, []).append(g)
-        return by_node, failed
+        for (node, node_id), names in by_node.items():
+            answered = ask(node, node_id, names)
+            result.update({g: answered.get(g, "no answer for this group") for g in names})
+        return {g: result[g] for g in groups}
 
     def describe(self, groups: list[str]) -> dict[str, Described | str]:
         """Each group's description with its coordinator, or why it could not be described (in words)."""
-        by_node, failed = self._by_coordinator(groups)
-        result: dict[str, Described | str] = dict(failed)
-        for (node, node_id), names in by_node.items():
+
+        def ask(node: str, node_id: int, names: list[str]) -> dict[str, Described | str]:
             response = self.call(node, ApiKey.SHARE_GROUP_DESCRIBE, ShareGroupDescribeRequest(group_ids=names))
             assert isinstance(response, ShareGroupDescribeResponse)
-            answered = {g.group_id: g for g in response.groups}
-            for group in names:
-                d = answered.get(group)
-                if d is None:
-                    result[group] = "no answer for this group"
-                elif d.error_code:
-                    result[group] = described_error(d)
-                elif d.group_state == "Dead":
-                    result[group] = NOT_FOUND
-                else:
-                    result[group] = Described(d, f"{node} ({node_id})")
-        return {g: result[g] for g in groups}
+            return {d.group_id: _described(d, f"{node} ({node_id})") for d in response.groups}
+
+        return self._ask_coordinators(groups, ask)
 
     def delete(self, groups: list[str]) -> dict[str, int | str]:
         """Each group's DeleteGroups error code, or why it was not asked (in words)."""
-        by_node, failed = self._by_coordinator(groups)
-        result: dict[str, int | str] = dict(failed)
-        for (node, _), names in by_node.items():
+
+        def ask(node: str, _: int, names: list[str]) -> dict[str, int]:
             response = self.call(node, ApiKey.DELETE_GROUPS, DeleteGroupsRequest(groups_names=names))
             assert isinstance(response, DeleteGroupsResponse)
-            answered = {r.group_id: r.error_code for r in response.results}
-            result.update({g: answered.get(g, "no answer for this group") for g in names})
-        return result
+            return {r.group_id: r.error_code for r in response.results}
+
+        return self._ask_coordinators(groups, ask)
 
     # --- offsets (APIs 90-92), each sent to the group's coordinator ------------------------------
 
@@ -242,24 +249,18 @@ class ShareAdmin:
     def offsets(self, groups: list[str]) -> dict[str, DescribeShareGroupOffsetsResponseGroup | str]:
         """Each group's share-partition start offsets and lag, or why not (in words)."""
         self._offsets_api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
-        by_node, failed = self._by_coordinator(groups)
-        result: dict[str, DescribeShareGroupOffsetsResponseGroup | str] = dict(failed)
-        for (node, _), names in by_node.items():
+
+        def ask(node: str, _: int, names: list[str]) -> dict[str, DescribeShareGroupOffsetsResponseGroup | str]:
             request = DescribeShareGroupOffsetsRequest(
                 groups=[DescribeShareGroupOffsetsRequestGroup(group_id=g, topics=None) for g in names]
             )
             response = self.call(node, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, request)
             assert isinstance(response, DescribeShareGroupOffsetsResponse)
-            answered = {g.group_id: g for g in response.groups}
-            for g in names:
-                d = answered.get(g)
-                if d is None:
-                    result[g] = "no answer for this group"
-                elif d.error_code:
-                    result[g] = group_words(d.error_code, d.error_message)
-                else:
-                    result[g] = d
-        return {g: result[g] for g in groups}
+            return {
+                d.group_id: group_words(d.error_code, d.error_message) if d.error_code else d for d in response.groups
+            }
+
+        return self._ask_coordinators(groups, ask)
 
     def alter(self, group: str, starts: dict[str, dict[int, int]]) -> AlterShareGroupOffsetsResponse:
         self._offsets_api(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
@@ -294,6 +295,12 @@ class ShareAdmin:
 class Described:
     group: ShareGroupDescribeResponseDescribedGroup
     coordinator: str  # host:port (node id), as kafka-share-groups.sh shows it
+
+
+def _described(d: ShareGroupDescribeResponseDescribedGroup, coordinator: str) -> Described | str:
+    if d.error_code:
+        return described_error(d)
+    return NOT_FOUND if d.group_state == "Dead" else Described(d, coordinator)
 
 
 def _offers(offered: dict[int, tuple[int, int]], key: int, version: int) -> bool:
@@ -403,10 +410,7 @@ def describe_share_groups(
 ) -> None:
     """Describe share groups like kafka-share-groups.sh --describe (--state, --members, --offsets)."""
     o = Output.of(fmt, as_json)
-    if sum([offsets, members, state]) > 1:
-        fail("give at most one of --offsets, --members, --state")
-    if bool(groups) == all_groups:
-        fail("name one or more groups, or give --all-groups")
+    check_describe_options(groups, all_groups, offsets, members, state)
     if verbose and not (members or offsets):
         fail("--verbose goes with --members or --offsets")
     admin = ShareAdmin(bootstrap, command_config, timeout)
@@ -417,7 +421,7 @@ def describe_share_groups(
     described = admin.describe(names) if names else {}
     failures = {g: d for g, d in described.items() if isinstance(d, str)}
     found = [d for d in described.values() if not isinstance(d, str)]
-    errors = [{"group": g, "error": why} for g, why in failures.items()]
+    errors = group_errors(failures)
     if members:
         columns = ["group", "consumer-id", "host", "client-id", "rack", "member-epoch", "#partitions"]
         detail = ["assignment", "subscriptions"]
@@ -430,10 +434,7 @@ def describe_share_groups(
     else:
         columns = ["group", "coordinator", "state", "assignor", "group-epoch", "assignment-epoch", "#members"]
         o.result(columns, [_state_row(d) for d in found], errors=errors)
-    for g, why in failures.items():
-        error_line(f"group {g!r}: {why}")
-    if failures:
-        raise typer.Exit(1)
+    exit_on_group_failures(failures)
 
 
 # --- share-groups delete --------------------------------------------------------------------
@@ -458,17 +459,7 @@ def delete_share_groups(
     shares = [g for g in names if why[g] is None]
     for g, answer in (admin.delete(shares) if shares else {}).items():
         why[g] = answer if isinstance(answer, str) else words(answer) if answer else None
-    results = [{"group": g, "deleted": why[g] is None, "error": why[g]} for g in names]
-    errors = [{"group": r["group"], "error": r["error"]} for r in results if not r["deleted"]]
-    if o.is_structured:
-        o.result(["group", "deleted", "error"], results, errors=errors)
-    for r in results:
-        if r["deleted"]:
-            o.note(f"deleted share group {r['group']!r}")
-    for e in errors:
-        error_line(f"cannot delete share group {e['group']!r}: {e['error']}")
-    if errors:
-        raise typer.Exit(1)
+    print_deletions(o, why, "share group")
 
 
 # --- offsets ----------------------------------------------------------------------------------
@@ -502,14 +493,13 @@ def _describe_offsets(o: Output, admin: ShareAdmin, names: list[str], verbose: b
     o.result(
         columns + detail if verbose else columns,
         rows,
-        errors=[{"group": g, "error": why} for g, why in failures.items()],
+        errors=group_errors(failures),
         wide_columns=[] if verbose else detail,
     )
     for d in found.values():
         if not isinstance(d, str) and not d.topics:
             o.note(f"share group {d.group_id!r} has no share-partition state yet")
-    for g, why in failures.items():
-        error_line(f"group {g!r}: {why}")
+    say_group_failures(failures)
     for r in rows:
         if r["error"]:
             error_line(f"group {r['group']!r}, {r['topic']}-{r['partition']}: {r['error']}")
@@ -556,12 +546,7 @@ def reset_share_offsets(
     o = Output.of(fmt, as_json)
     if sum([to_earliest, to_latest, to_offset is not None, to_datetime is not None]) != 1:
         fail("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime")
-    when_ms = None
-    if to_datetime is not None:
-        when, zoned = parse_datetime(to_datetime)
-        when_ms = int(when.timestamp() * 1000)
-        if not zoned:
-            o.note(zone_note(to_datetime, when))
+    when_ms = datetime_ms(to_datetime, o.note) if to_datetime is not None else None
     if bool(topic) == all_topics:
         fail("give --topic (one or more) or --all-topics")
     admin = ShareAdmin(bootstrap, command_config, timeout)

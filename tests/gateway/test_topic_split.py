@@ -14,7 +14,15 @@ from groupcoord.coordinator.gateway.framing import (
     encode_request_header,
     encode_response_header,
 )
-from groupcoord.coordinator.messages import delete_topics, describe_topic_partitions, fetch, list_offsets, produce
+from groupcoord.coordinator.messages import (
+    delete_records,
+    delete_topics,
+    describe_topic_partitions,
+    fetch,
+    list_offsets,
+    offset_for_leader_epoch,
+    produce,
+)
 from groupcoord.coordinator.messages.schema import ZERO_UUID, Message
 
 LOG, LOG_ID = "__gc_log", uuid.uuid4()
@@ -194,3 +202,79 @@ def test_describe_topic_partitions_answers_never_show_the_log_topic() -> None:
     merged = answer(dtp.DescribeTopicPartitionsResponse, 0, topic_split.merge(s, response_payload(0, cluster)))
     assert isinstance(merged, dtp.DescribeTopicPartitionsResponse)
     assert [(t.name, t.error_code) for t in merged.topics] == [(LOG, 29), ("a", 0)]
+
+
+def test_each_partition_of_the_log_topic_is_refused_under_the_request_s_own_names() -> None:
+    """ListOffsets, OffsetForLeaderEpoch and DeleteRecords: one answer per requested partition,
+    29 (DeleteRecords: low watermark -1), nothing forwarded when only the log topic is named."""
+    epoch = offset_for_leader_epoch
+    cases: list[tuple[int, int, Message, Message]] = [
+        (
+            2,
+            7,
+            list_offsets.ListOffsetsRequest(topics=[offsets_topic(LOG)]),
+            list_offsets.ListOffsetsResponse(
+                topics=[
+                    list_offsets.ListOffsetsTopicResponse(
+                        name=LOG,
+                        partitions=[
+                            list_offsets.ListOffsetsPartitionResponse(partition_index=p, error_code=29) for p in (0, 1)
+                        ],
+                    )
+                ]
+            ),
+        ),
+        (
+            23,
+            4,
+            epoch.OffsetForLeaderEpochRequest(
+                topics=[
+                    epoch.OffsetForLeaderEpochRequestOffsetForLeaderTopic(
+                        topic=LOG,
+                        partitions=[
+                            epoch.OffsetForLeaderEpochRequestOffsetForLeaderPartition(partition=p) for p in (3, 5)
+                        ],
+                    )
+                ]
+            ),
+            epoch.OffsetForLeaderEpochResponse(
+                topics=[
+                    epoch.OffsetForLeaderEpochResponseOffsetForLeaderTopicResult(
+                        topic=LOG,
+                        partitions=[
+                            epoch.OffsetForLeaderEpochResponseEpochEndOffset(partition=p, error_code=29) for p in (3, 5)
+                        ],
+                    )
+                ]
+            ),
+        ),
+        (
+            21,
+            2,
+            delete_records.DeleteRecordsRequest(
+                topics=[
+                    delete_records.DeleteRecordsTopic(
+                        name=LOG,
+                        partitions=[delete_records.DeleteRecordsPartition(partition_index=p, offset=9) for p in (0, 2)],
+                    )
+                ]
+            ),
+            delete_records.DeleteRecordsResponse(
+                topics=[
+                    delete_records.DeleteRecordsTopicResult(
+                        name=LOG,
+                        partitions=[
+                            delete_records.DeleteRecordsPartitionResult(
+                                partition_index=p, low_watermark=-1, error_code=29
+                            )
+                            for p in (0, 2)
+                        ],
+                    )
+                ]
+            ),
+        ),
+    ]
+    for key, version, body, expected in cases:
+        s = topic_split.split(request_payload(key, version, body), protected)
+        assert s is not None and s.rest is None
+        assert answer(type(expected), version, topic_split.merge(s, None)) == expected

@@ -20,17 +20,21 @@ from typing import Any
 
 import pytest
 
+from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway.framing import RequestHeader
 from groupcoord.coordinator.gateway.handler import ConnectionContext as WireContext
 from groupcoord.coordinator.gateway.protocol import decode_request, encode_request
 from groupcoord.coordinator.groups.context import RequestContext
 from groupcoord.coordinator.groups.group import GroupSummary
+from groupcoord.coordinator.groups.group_config import ConfigChange
 from groupcoord.coordinator.messages import (
+    alter_configs,
     consumer_group_describe,
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
     heartbeat,
+    incremental_alter_configs,
     join_group,
     leave_group,
     list_groups,
@@ -299,3 +303,54 @@ def test_a_join_group_before_v7_never_answers_a_null_protocol_name() -> None:
     assert isinstance(response, join_group.JoinGroupResponse) and response.protocol_name == ""
     _, response = _run(service, filled(join_group.JoinGroupRequest, 7), 7)
     assert isinstance(response, join_group.JoinGroupResponse) and response.protocol_name is None
+
+
+def test_both_config_alter_apis_refuse_a_malformed_group_alike_and_pass_the_rest_on() -> None:
+    """IncrementalAlterConfigs hands its operations on, the legacy AlterConfigs its whole set;
+    both refuse an empty group name and a key named twice before the logic sees anything."""
+    service = RecordingService()
+    service.answers["alter_group_config"] = lambda name, changes, replacement, validate_only: (42, f"for {name}")
+    groups: list[tuple[str, list[tuple[str, int, str | None]]]] = [
+        ("", [("a", 0, "1")]),
+        ("twice", [("a", 0, "1"), ("a", 1, None)]),
+        ("g", [("a", 0, "1"), ("b", 1, None)]),
+    ]
+    iac = incremental_alter_configs
+    incremental = iac.IncrementalAlterConfigsRequest(
+        resources=[
+            iac.IncrementalAlterConfigsRequestAlterConfigsResource(
+                resource_type=32,
+                resource_name=name,
+                configs=[
+                    iac.IncrementalAlterConfigsRequestAlterableConfig(name=k, config_operation=op, value=v)
+                    for k, op, v in keys
+                ],
+            )
+            for name, keys in groups
+        ],
+        validate_only=True,
+    )
+    legacy = alter_configs.AlterConfigsRequest(
+        resources=[
+            alter_configs.AlterConfigsResource(
+                resource_type=32,
+                resource_name=name,
+                configs=[alter_configs.AlterConfigsRequestAlterableConfig(name=k, value=v) for k, _, v in keys],
+            )
+            for name, keys in groups
+        ],
+    )
+    answers = [
+        (ErrorCode.INVALID_REQUEST, "Group name must not be empty.", 32, ""),
+        (ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys", 32, "twice"),
+        (42, "for g", 32, "g"),
+    ]
+    for body, version in ((incremental, 1), (legacy, 2)):
+        _, response = _run(service, body, version)
+        assert [
+            (r.error_code, r.error_message, r.resource_type, r.resource_name) for r in response.responses
+        ] == answers
+    assert service.calls == [
+        ("alter_group_config", ("g", [ConfigChange("a", 0, "1"), ConfigChange("b", 1, None)], None, True)),
+        ("alter_group_config", ("g", None, [("a", "1"), ("b", None)], False)),
+    ]

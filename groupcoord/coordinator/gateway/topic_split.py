@@ -114,40 +114,41 @@ def _fetch_refusal(t: fetch.FetchTopic) -> Any:
     )
 
 
-def _list_offsets_refusal(t: list_offsets.ListOffsetsTopic) -> Any:
-    return list_offsets.ListOffsetsTopicResponse(
-        name=t.name,
-        partitions=[
-            list_offsets.ListOffsetsPartitionResponse(
-                partition_index=p.partition_index, error_code=TOPIC_AUTHORIZATION_FAILED
-            )
-            for p in t.partitions
-        ],
-    )
+def _each_partition_refused(
+    topic: Callable[..., Any], partition: Callable[..., Any], name_field: str, index_field: str, **refused: Any
+) -> Callable[[Any], Any]:
+    """The refusal of ListOffsets, OffsetForLeaderEpoch and DeleteRecords: the answer names the
+    topic and each partition by the request's own fields (``name_field``, ``index_field``), each
+    partition 29 and ``refused`` (the API's other answer fields for a partition it did not serve)."""
+
+    def refuse(t: Any) -> Any:
+        return topic(
+            **{name_field: getattr(t, name_field)},
+            partitions=[
+                partition(**{index_field: getattr(p, index_field)}, error_code=TOPIC_AUTHORIZATION_FAILED, **refused)
+                for p in t.partitions
+            ],
+        )
+
+    return refuse
 
 
-def _epoch_refusal(t: offset_for_leader_epoch.OffsetForLeaderEpochRequestOffsetForLeaderTopic) -> Any:
-    return offset_for_leader_epoch.OffsetForLeaderEpochResponseOffsetForLeaderTopicResult(
-        topic=t.topic,
-        partitions=[
-            offset_for_leader_epoch.OffsetForLeaderEpochResponseEpochEndOffset(
-                partition=p.partition, error_code=TOPIC_AUTHORIZATION_FAILED
-            )
-            for p in t.partitions
-        ],
-    )
-
-
-def _delete_records_refusal(t: delete_records.DeleteRecordsTopic) -> Any:
-    return delete_records.DeleteRecordsTopicResult(
-        name=t.name,
-        partitions=[
-            delete_records.DeleteRecordsPartitionResult(
-                partition_index=p.partition_index, low_watermark=-1, error_code=TOPIC_AUTHORIZATION_FAILED
-            )
-            for p in t.partitions
-        ],
-    )
+_list_offsets_refusal = _each_partition_refused(
+    list_offsets.ListOffsetsTopicResponse, list_offsets.ListOffsetsPartitionResponse, "name", "partition_index"
+)
+_epoch_refusal = _each_partition_refused(
+    offset_for_leader_epoch.OffsetForLeaderEpochResponseOffsetForLeaderTopicResult,
+    offset_for_leader_epoch.OffsetForLeaderEpochResponseEpochEndOffset,
+    "topic",
+    "partition",
+)
+_delete_records_refusal = _each_partition_refused(
+    delete_records.DeleteRecordsTopicResult,
+    delete_records.DeleteRecordsPartitionResult,
+    "name",
+    "partition_index",
+    low_watermark=-1,
+)
 
 
 def _create_topics_refusal(t: create_topics.CreateTopicsRequestCreatableTopic) -> Any:

@@ -494,14 +494,8 @@ class CoordinatorApiHandler:
     ) -> Message:
         out = []
         for r in request.resources:
-            refusal = _malformed_config_resource(r.resource_name, [c.name for c in r.configs])
-            if refusal is not None:
-                code, message = refusal
-            else:
-                changes = [group_config.ConfigChange(c.name, c.config_operation, c.value) for c in r.configs]
-                code, message = await self.service.alter_group_config(
-                    r.resource_name, changes, None, request.validate_only
-                )
+            changes = [group_config.ConfigChange(c.name, c.config_operation, c.value) for c in r.configs]
+            code, message = await self._alter_group_config(r, changes, None, request.validate_only)
             out.append(
                 wire_iac.IncrementalAlterConfigsResponseAlterConfigsResourceResponse(
                     error_code=code, error_message=message, resource_type=r.resource_type, resource_name=r.resource_name
@@ -515,20 +509,29 @@ class CoordinatorApiHandler:
         """The legacy AlterConfigs: the group's overrides become exactly the given set."""
         out = []
         for r in request.resources:
-            refusal = _malformed_config_resource(r.resource_name, [c.name for c in r.configs])
-            if refusal is not None:
-                code, message = refusal
-            else:
-                replacement = [(c.name, c.value) for c in r.configs]
-                code, message = await self.service.alter_group_config(
-                    r.resource_name, None, replacement, request.validate_only
-                )
+            replacement = [(c.name, c.value) for c in r.configs]
+            code, message = await self._alter_group_config(r, None, replacement, request.validate_only)
             out.append(
                 wire_alter_configs.AlterConfigsResourceResponse(
                     error_code=code, error_message=message, resource_type=r.resource_type, resource_name=r.resource_name
                 )
             )
         return wire_alter_configs.AlterConfigsResponse(responses=out)
+
+    async def _alter_group_config(
+        self,
+        resource: wire_iac.IncrementalAlterConfigsRequestAlterConfigsResource | wire_alter_configs.AlterConfigsResource,
+        changes: list[group_config.ConfigChange] | None,
+        replacement: list[tuple[str, str | None]] | None,
+        validate_only: bool,
+    ) -> tuple[int, str | None]:
+        """One GROUP resource of IncrementalAlterConfigs (``changes``) or of the legacy
+        AlterConfigs (``replacement``): both refuse a malformed resource the same way before the
+        group's shard sees it (``_malformed_config_resource``)."""
+        refusal = _malformed_config_resource(resource.resource_name, [c.name for c in resource.configs])
+        if refusal is not None:
+            return refusal
+        return await self.service.alter_group_config(resource.resource_name, changes, replacement, validate_only)
 
 
 def _has_partition(info: TopicInfo | None, index: int) -> bool:

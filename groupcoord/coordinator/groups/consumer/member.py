@@ -27,6 +27,15 @@ class MemberState(IntEnum):
     UNKNOWN = 127
 
 
+def member_state(code: int) -> MemberState:
+    """A member's state as its record holds it: a code this version does not know reads as
+    UNKNOWN, so that no record can stop a shard from loading."""
+    try:
+        return MemberState(code)
+    except ValueError:
+        return MemberState.UNKNOWN
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     member_id: str

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.coordinator.groups.consumer.group import ConsumerGroup, ResolvedRegularExpression
-from groupcoord.coordinator.groups.consumer.member import ConsumerGroupMember, MemberState
+from groupcoord.coordinator.groups.consumer.member import ConsumerGroupMember, MemberState, member_state
+from groupcoord.coordinator.groups.shard_groups import ShardGroups
 from groupcoord.records import CoordinatorRecord, RecordType
 from groupcoord.records.definitions import TopicPartitionsWithEpochs
 
@@ -46,11 +47,11 @@ def _epochs(tps: list[TopicPartitionsWithEpochs], default_epoch: int) -> dict[st
     return out
 
 
-class ConsumerGroupsState:
+class ConsumerGroupsState(ShardGroups[ConsumerGroup]):
     """All consumer groups of one shard. Implements ``groupcoord.coordinator.runtime.api.ShardState``."""
 
     def __init__(self) -> None:
-        self.groups: dict[str, ConsumerGroup] = {}
+        super().__init__(ConsumerGroup, CONSUMER_GROUP_RECORD_TYPES)
         # Soft state (never persisted, not in ``snapshot``): the join deadline armed for a classic
         # member told to rejoin (REBALANCE_IN_PROGRESS), so repeated heartbeats do not push it.
         self.classic_join_deadlines: dict[tuple[str, str], int] = {}
@@ -58,29 +59,12 @@ class ConsumerGroupsState:
         # clients alike in every request field still get different ids.
         self.classic_member_seq = 0
 
-    def group(self, group_id: str) -> ConsumerGroup | None:
-        return self.groups.get(group_id)
-
-    def _get_or_create(self, group_id: str) -> ConsumerGroup:
-        g = self.groups.get(group_id)
-        if g is None:
-            g = self.groups[group_id] = ConsumerGroup(group_id)
-        return g
-
-    def handles(self, record: CoordinatorRecord) -> bool:
-        return record.type in CONSUMER_GROUP_RECORD_TYPES
-
     def replay(self, record: CoordinatorRecord) -> None:
         t = record.type
         key = record.key
         value = record.value
         if t == RecordType.CONSUMER_GROUP_METADATA:
-            if value is None:
-                self.groups.pop(key.group, None)
-                return
-            g = self._get_or_create(key.group)
-            g.group_epoch = value.epoch
-            g.metadata_hash = value.metadata_hash
+            self._replay_group_metadata(key.group, value)
         elif t == RecordType.CONSUMER_GROUP_MEMBER_METADATA:
             self._replay_member_metadata(key.group, key.member_id, value)
         elif t == RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
@@ -195,10 +179,7 @@ class ConsumerGroupsState:
             return
         g = self._get_or_create(group_id)
         old = g.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
-        try:
-            state = MemberState(value.state)
-        except ValueError:
-            state = MemberState.UNKNOWN
+        state = member_state(value.state)
         assigned = _epochs(value.assigned_partitions, value.member_epoch)
         pending = _epochs(value.partitions_pending_revocation, value.member_epoch)
         # Maps equal to the member's own are kept as they are: an epoch move then leaves the
@@ -213,9 +194,6 @@ class ConsumerGroupsState:
                 has_assignment=True,
             )
         )
-
-    def snapshot(self) -> dict[str, Any]:
-        return {gid: self.groups[gid].snapshot() for gid in sorted(self.groups)}
 
 
 def _assignment_fields(m: ConsumerGroupMember) -> dict[str, Any]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from groupcoord.coordinator.groups.consumer.member import MemberState
+from groupcoord.coordinator.groups.consumer.member import MemberState, member_state
+from groupcoord.coordinator.groups.shard_groups import ShardGroups
 from groupcoord.coordinator.groups.share.group import ShareGroup
 from groupcoord.coordinator.groups.share.member import ShareGroupMember
 from groupcoord.records import CoordinatorRecord, RecordType
@@ -26,33 +27,16 @@ def _partitions(tps: list[TopicPartitions]) -> dict[str, frozenset[int]]:
     return {tp.topic_id: frozenset(tp.partitions) for tp in tps if tp.partitions}
 
 
-class ShareGroupsState:
+class ShareGroupsState(ShardGroups[ShareGroup]):
     """All share groups of one shard. Implements ``groupcoord.coordinator.runtime.api.ShardState``."""
 
     def __init__(self) -> None:
-        self.groups: dict[str, ShareGroup] = {}
-
-    def group(self, group_id: str) -> ShareGroup | None:
-        return self.groups.get(group_id)
-
-    def _get_or_create(self, group_id: str) -> ShareGroup:
-        g = self.groups.get(group_id)
-        if g is None:
-            g = self.groups[group_id] = ShareGroup(group_id)
-        return g
-
-    def handles(self, record: CoordinatorRecord) -> bool:
-        return record.type in SHARE_GROUP_RECORD_TYPES
+        super().__init__(ShareGroup, SHARE_GROUP_RECORD_TYPES)
 
     def replay(self, record: CoordinatorRecord) -> None:
         t, key, value = record.type, record.key, record.value
         if t == RecordType.SHARE_GROUP_METADATA:
-            if value is None:
-                self.groups.pop(key.group, None)
-                return
-            g = self._get_or_create(key.group)
-            g.group_epoch = value.epoch
-            g.metadata_hash = value.metadata_hash
+            self._replay_group_metadata(key.group, value)
         elif t == RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA:
             if value is None:
                 g0 = self.groups.get(key.group)
@@ -109,22 +93,15 @@ class ShareGroupsState:
                 has_metadata=True,
             )
         else:
-            try:
-                state = MemberState(value.state)
-            except ValueError:
-                state = MemberState.UNKNOWN
             updated = replace(
                 old,
                 member_epoch=value.member_epoch,
                 previous_member_epoch=value.previous_member_epoch,
-                state=state,
+                state=member_state(value.state),
                 assigned=_partitions(value.assigned_partitions),
                 has_assignment=True,
             )
         g.put_member(updated)
-
-    def snapshot(self) -> dict[str, Any]:
-        return {gid: self.groups[gid].snapshot() for gid in sorted(self.groups)}
 
 
 def _assignment_fields(m: ShareGroupMember) -> dict[str, Any]:
