@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -101,3 +103,19 @@ def test_topic_specs() -> None:
     for bad in ("orders:x", "orders:-1", ":1", "orders:"):
         with pytest.raises(CliError):
             topic_spec(bad)
+
+
+@pytest.mark.parametrize("command", [("offsets", "reset"), ("share-groups", "reset-offsets")])
+def test_an_empty_datetime_is_refused_before_connecting(command: tuple[str, ...]) -> None:
+    """``--to-datetime ""`` picks the datetime strategy, so it must be parsed (and refused) like any
+    other text, not skipped as false and reached later as a missing instant."""
+    result = subprocess.run(
+        [sys.executable, "-m", "groupcoord.cli.main", *command, "--group", "g", "--topic", "t", "--to-datetime", ""]
+        + ["-b", "127.0.0.1:1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "--to-datetime '': expected YYYY-MM-DDTHH:mm:SS" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
