@@ -156,6 +156,16 @@ class Connection:
         assert correlation_id == self.next_id
         return response
 
+    async def call_raw(self, frame: bytes) -> bytes:
+        """``frame`` (encoded before; its correlation id is set here) sent; the answer's payload
+        (correlation id first) as it came, for a caller that checks it without decoding it."""
+        self.next_id += 1
+        self.writer.write(b"".join((frame[:8], self.next_id.to_bytes(4, "big"), frame[12:])))
+        size = int.from_bytes(await self.reader.readexactly(4), "big")
+        payload = await self.reader.readexactly(size)
+        assert int.from_bytes(payload[:4], "big") == self.next_id
+        return payload
+
     def close(self) -> None:
         self.writer.close()
 

@@ -16,9 +16,11 @@ from groupcoord.coordinator.groups.consumer import (
     validate_offset_commit,
     validate_offset_fetch,
 )
+from groupcoord.coordinator.messages.offset_commit import OffsetCommitRequest
+from groupcoord.coordinator.messages.offset_commit_columns import CommitColumns, OffsetCommitColumnsTopic
 from groupcoord.coordinator.messages.schema import topic_id_string
 from tests.groups.harness import Coordinator, image, topic, tps
-from tests.messages import tid
+from tests.messages import tid, wire_id
 
 FOO = tid("foo")
 
@@ -157,3 +159,25 @@ def test_assignor_choice_follows_members() -> None:
     assert consumer_group_describe(c.state, ["grp"], c.metadata, c.config).groups[0].assignor_name == "uniform"
     c.join("D", ["foo"], server_assignor="range")
     assert consumer_group_describe(c.state, ["grp"], c.metadata, c.config).groups[0].assignor_name == "range"
+
+
+def test_a_commit_held_as_columns_is_validated_on_its_partitions_without_making_them() -> None:
+    """The gateway hands commits over with their partitions as columns
+    (``messages/offset_commit_columns``): the member's partitions are checked all the same."""
+    c = Coordinator(image(topic("foo", 4)))
+    c.join("A", ["foo"])
+    c.join("B", ["foo"])
+    c.beat("A", 1, tps(FOO, 0, 1, 2, 3))
+    c.beat("A", 1, tps(FOO, 0, 1))  # A at epoch 2 keeps 0 and 1
+    c.beat("B", 2, tps(FOO))  # B gets 2 and 3 at epoch 2
+    group = c.state.group("grp")
+    assert group is not None
+
+    def commit(indexes: list[int]) -> tuple[ErrorCode, bool]:
+        columns = CommitColumns(indexes, [7] * len(indexes), [-1] * len(indexes), [""] * len(indexes))
+        topic = OffsetCommitColumnsTopic(name="foo", topic_id=wire_id(FOO), columns=columns)
+        request = OffsetCommitRequest(group_id="grp", generation_id_or_member_epoch=1, member_id="A", topics=[topic])
+        return group.validate_offset_commit(request, 10).error, topic.columns is not None
+
+    assert commit([0, 1]) == (ErrorCode.NONE, True)
+    assert commit([0, 2]) == (ErrorCode.STALE_MEMBER_EPOCH, True)

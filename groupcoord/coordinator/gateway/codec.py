@@ -318,6 +318,11 @@ def field_reader(f: Field, version: int, flexible: bool) -> Reader:
     return _field_codec(f, version, flexible)[0]
 
 
+def field_writer(f: Field, version: int, flexible: bool) -> Writer:
+    """The writer of one field at a version (for writers of selected fields: ``gateway/commit_columns``)."""
+    return _field_codec(f, version, flexible)[1]
+
+
 def _is_default(f: Field, value: Any) -> bool:
     if f.kind == "array":
         return not value

@@ -12,6 +12,8 @@ from collections import deque
 from dataclasses import fields, is_dataclass
 from typing import Any
 
+from groupcoord.coordinator.messages.offset_commit_columns import COLUMNAR_STRUCTS
+
 # Error messages are truncated to this many characters before they are sent back: a refusal
 # should never echo a megabyte regex or group id to the client.
 MAX_ERROR_MESSAGE_CHARS = 512
@@ -152,6 +154,12 @@ def count_elements(value: Any, limit: int) -> int:
             if total > limit:
                 return total
             stack.extend(x for x in item if isinstance(x, list) or is_dataclass(x))
+        elif type(item) in COLUMNAR_STRUCTS and item.columns is not None:
+            # An array held as columns (``messages/offset_commit_columns``): its length, without
+            # making the objects; the struct holds no other array.
+            total += len(item.columns[0])
+            if total > limit:
+                return total
         else:
             for name in _nested_fields(type(item)):
                 child = getattr(item, name)

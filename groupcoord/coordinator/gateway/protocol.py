@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from groupcoord.coordinator.gateway.apis import APIS, ApiSpec
 from groupcoord.coordinator.gateway.codec import CodecError, decode_struct, encode_struct
+from groupcoord.coordinator.gateway.commit_columns import decode_offset_commit, encode_offset_commit_answer
 from groupcoord.coordinator.gateway.framing import (
     RequestHeader,
     decode_request_header,
@@ -47,8 +48,17 @@ def decode_request(payload: bytes | bytearray | memoryview) -> Request:
     key, version, _ = peek_request(payload)
     spec = spec_for(key, version)
     header, pos = decode_request_header(payload, spec.request_header_version(version))
-    body = decode_struct(spec.request, memoryview(payload)[pos:], version, spec.flexible(version))
+    data = memoryview(payload)[pos:]
+    if key == _OFFSET_COMMIT:
+        # Its partitions as columns (``commit_columns``); anything unusual is the codec's.
+        commit = decode_offset_commit(data, version)
+        if commit is not None:
+            return Request(header, commit)
+    body = decode_struct(spec.request, data, version, spec.flexible(version))
     return Request(header, body)
+
+
+_OFFSET_COMMIT = 8
 
 
 class RequestMemo:
@@ -174,7 +184,8 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: M
         raise CodecError(f"{type(body).__name__} is not a {spec.response.__name__}")
     out = bytearray(4)
     encode_response_header(correlation_id, spec.response_header_version(api_version), out)
-    encode_struct(body, api_version, spec.flexible(api_version), out)
+    if api_key != _OFFSET_COMMIT or not encode_offset_commit_answer(body, api_version, out):
+        encode_struct(body, api_version, spec.flexible(api_version), out)
     out[0:4] = (len(out) - 4).to_bytes(4, "big")
     return bytes(out)
 

@@ -36,6 +36,7 @@ from prometheus_client.registry import Collector
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway.handler import AnswerNow, answer_now_of
 from groupcoord.coordinator.gateway.observer import GatewayObserver
+from groupcoord.coordinator.messages.offset_commit_columns import COLUMNAR_STRUCTS
 from groupcoord.coordinator.messages.schema import Message
 from groupcoord.coordinator.observability.histogram import UPSTREAM_BUCKETS, Histogram
 from groupcoord.coordinator.observability.registry import REGISTRY
@@ -260,6 +261,12 @@ def connections(count: Callable[[], int]) -> None:
 
 def error_counts(message: Any, into: dict[int, int]) -> None:
     """Every ``error_code`` in ``message`` and its nested structs and arrays (Kafka's errorCounts)."""
+    if type(message) in COLUMNAR_STRUCTS and message.columns is not None:
+        # Partitions held as columns (``messages/offset_commit_columns``): counted there.
+        codes = message.columns.codes
+        for code in set(codes):
+            into[code] = into.get(code, 0) + codes.count(code)
+        return
     for name, kind in _code_paths(type(message)):
         value = getattr(message, name, None)
         if kind == "code":

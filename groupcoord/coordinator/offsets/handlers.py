@@ -18,6 +18,11 @@ from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
 )
+from groupcoord.coordinator.messages.offset_commit_columns import (
+    AnswerColumns,
+    OffsetCommitColumnsAnswerTopic,
+    request_columns,
+)
 from groupcoord.coordinator.messages.offset_fetch import (
     OffsetFetchRequestGroup,
     OffsetFetchResponseGroup,
@@ -41,6 +46,11 @@ def java_length(text: str) -> int:
 
 def _answer(topic: OffsetCommitRequestTopic, codes: list[int]) -> OffsetCommitResponseTopic:
     """The answer to one request topic, named as the request named it (name and id)."""
+    columns = request_columns(topic)
+    if columns is not None:
+        return OffsetCommitColumnsAnswerTopic(
+            name=topic.name, topic_id=topic.topic_id, columns=AnswerColumns(columns.indexes, codes)
+        )
     return OffsetCommitResponseTopic(
         name=topic.name,
         topic_id=topic.topic_id,
@@ -53,7 +63,12 @@ def _answer(topic: OffsetCommitRequestTopic, codes: list[int]) -> OffsetCommitRe
 
 def commit_response(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
     """The same answer for every partition of ``request``."""
-    return OffsetCommitResponse(topics=[_answer(t, [code] * len(t.partitions)) for t in request.topics])
+    return OffsetCommitResponse(topics=[_answer(t, [code] * _partition_count(t)) for t in request.topics])
+
+
+def _partition_count(topic: OffsetCommitRequestTopic) -> int:
+    columns = request_columns(topic)
+    return len(columns.indexes) if columns is not None else len(topic.partitions)
 
 
 def _oversized_answer(request: OffsetCommitRequest, max_metadata: int) -> OffsetCommitResponse:
@@ -111,7 +126,7 @@ def commit_offsets(
     # given, so 0 expires the offsets at commit time (Kafka's expireTimestampMs).
     expire = now_ms + request.retention_time_ms if request.retention_time_ms != -1 else -1
     # A run saves nothing for a single record (made as a record anyway, to be fed alone).
-    if not rejected and RUNS_ENABLED and sum(map(len, map(_PARTITIONS, request.topics))) > 1:
+    if not rejected and RUNS_ENABLED and sum(map(_partition_count, request.topics)) > 1:
         run = _plain_run(request, now_ms, expire)
         if run is not None:
             return run
@@ -152,7 +167,6 @@ def commit_offsets(
     return Result(response, records)
 
 
-_PARTITIONS = attrgetter("partitions")
 _INDEX = attrgetter("partition_index")
 _OFFSET = attrgetter("committed_offset")
 _EPOCH = attrgetter("committed_leader_epoch")
@@ -166,17 +180,25 @@ def _plain_run(request: OffsetCommitRequest, now_ms: int, expire: int) -> Result
     topics: list[RunTopic] = []
     for t in request.topics:
         topic_id = known_topic_id(t.topic_id)
-        if any(map(_METADATA, t.partitions)) or not is_plain_topic_id(topic_id):
+        if not is_plain_topic_id(topic_id):
             return None
+        columns = request_columns(t)
+        if columns is not None:
+            # Decoded as columns (``messages/offset_commit_columns``): taken as they are (the
+            # run and the answer only read them).
+            if any(columns.metadata):
+                return None
+            topics.append((t.name, topic_id, columns.indexes, columns.offsets, columns.epochs))
+            continue
         parts = t.partitions
+        if any(map(_METADATA, parts)):
+            return None
         topics.append((t.name, topic_id, list(map(_INDEX, parts)), list(map(_OFFSET, parts)), list(map(_EPOCH, parts))))
-    accepted = ErrorCode.NONE
+    accepted = int(ErrorCode.NONE)
     response = OffsetCommitResponse(
         topics=[
-            OffsetCommitResponseTopic(
-                name=t.name,
-                topic_id=t.topic_id,
-                partitions=[OffsetCommitResponsePartition(partition_index=i, error_code=accepted) for i in indexes],
+            OffsetCommitColumnsAnswerTopic(
+                name=t.name, topic_id=t.topic_id, columns=AnswerColumns(indexes, [accepted] * len(indexes))
             )
             for t, (_, _, indexes, _, _) in zip(request.topics, topics, strict=True)
         ]

@@ -45,6 +45,12 @@ from groupcoord.coordinator.messages import share_group_describe as wire_sgd
 from groupcoord.coordinator.messages import share_group_heartbeat as wire_sgh
 from groupcoord.coordinator.messages import sync_group as wire_sync
 from groupcoord.coordinator.messages import txn_offset_commit as wire_txn
+from groupcoord.coordinator.messages.offset_commit_columns import (
+    OffsetCommitColumnsAnswerTopic,
+    OffsetCommitColumnsTopic,
+    answer_columns,
+    request_columns,
+)
 from groupcoord.coordinator.messages.schema import ZERO_UUID, Message
 from groupcoord.coordinator.service import offset_delete_answers
 from groupcoord.coordinator.service.metadata_cache import TopicInfo, TopicNames
@@ -156,14 +162,23 @@ class CoordinatorApiHandler:
         by_id = context.api_version >= COMMIT_BY_TOPIC_ID_VERSION
         answers: list[list[tuple[int, int] | None]] = []  # per request topic, per partition: (index, error) or None
         topics: list[wire_commit.OffsetCommitRequestTopic] = []
+        whole = True  # every partition of every request topic goes on to the coordinator
         for t in request.topics:
             info = await self._topic(t.name, t.topic_id, context.api_version, COMMIT_BY_TOPIC_ID_VERSION)
+            columns = request_columns(t)
+            if info is not None and columns is not None and _all_known(info, columns.indexes):
+                # Every partition goes on (the usual commit): as columns, unlike the rest.
+                answers.append([None] * len(columns.indexes))
+                topics.append(OffsetCommitColumnsTopic(name=info.name, topic_id=info.topic_id, columns=columns))
+                continue
             if info is None:
                 missing = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 answers.append([(p.partition_index, missing) for p in t.partitions])
+                whole = False
                 continue
             local, valid = _known_partitions(info, t.partitions)
             answers.append(local)
+            whole = whole and len(valid) == len(local) and bool(valid)
             if valid:
                 topics.append(
                     wire_commit.OffsetCommitRequestTopic(name=info.name, topic_id=info.topic_id, partitions=valid)
@@ -171,6 +186,12 @@ class CoordinatorApiHandler:
         coordinator_answers: Iterator[tuple[int, int]] = iter(())
         if topics:
             answer = await self.service.commit_offsets(replace(request, topics=topics), _facts(context))
+            if whole and len(answer.topics) == len(topics):
+                # Each request topic went on whole (and is answered, in order, by one topic):
+                # its answer as the coordinator gave it, named as the request named it.
+                return wire_commit.OffsetCommitResponse(
+                    topics=[_renamed(a, t) for t, a in zip(request.topics, answer.topics, strict=True)]
+                )
             # The service answers the topics it was given, in order: one answer per valid partition.
             coordinator_answers = iter([(p.partition_index, p.error_code) for t in answer.topics for p in t.partitions])
         out = []
@@ -532,6 +553,21 @@ class CoordinatorApiHandler:
         if refusal is not None:
             return refusal
         return await self.service.alter_group_config(resource.resource_name, changes, replacement, validate_only)
+
+
+def _all_known(info: TopicInfo, indexes: list[int]) -> bool:
+    """Whether ``indexes`` names partitions, all of which the cluster has (``_has_partition``)."""
+    return bool(indexes) and min(indexes) >= 0 and max(indexes) < info.partitions
+
+
+def _renamed(
+    answer: wire_commit.OffsetCommitResponseTopic, topic: wire_commit.OffsetCommitRequestTopic
+) -> wire_commit.OffsetCommitResponseTopic:
+    """The coordinator's answer to a whole request topic, with the request's own name and id."""
+    columns = answer_columns(answer)
+    if columns is not None:
+        return OffsetCommitColumnsAnswerTopic(name=topic.name, topic_id=topic.topic_id, columns=columns)
+    return wire_commit.OffsetCommitResponseTopic(name=topic.name, topic_id=topic.topic_id, partitions=answer.partitions)
 
 
 def _has_partition(info: TopicInfo | None, index: int) -> bool:

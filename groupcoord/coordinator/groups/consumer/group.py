@@ -18,7 +18,8 @@ from groupcoord.coordinator.groups.consumer import log_records
 from groupcoord.coordinator.groups.consumer.member import ConsumerGroupMember, MemberState, TopicPartitionSet
 from groupcoord.coordinator.groups.group import CONSUMER, GroupSummary
 from groupcoord.coordinator.groups.topics import TopicsImage
-from groupcoord.coordinator.messages.offset_commit import OffsetCommitRequest
+from groupcoord.coordinator.messages.offset_commit import OffsetCommitRequest, OffsetCommitRequestTopic
+from groupcoord.coordinator.messages.offset_commit_columns import request_columns
 from groupcoord.coordinator.messages.schema import known_topic_id
 from groupcoord.coordinator.offsets.handlers import CommitVerdict
 from groupcoord.coordinator.offsets.retention import GroupRetentionView
@@ -324,9 +325,10 @@ class ConsumerGroup:
     def validate_offset_commit(self, request: OffsetCommitRequest, api_version: int) -> CommitVerdict:
         """Partitions are checked by topic id: each request topic carries its name and id,
         resolved once at the edge. A refusal is always the whole request's."""
-        partitions = [
-            (known_topic_id(t.topic_id) or "", p.partition_index) for t in request.topics for p in t.partitions
-        ]
+        partitions: list[tuple[str, int]] = []
+        for t in request.topics:
+            topic_id = known_topic_id(t.topic_id) or ""
+            partitions += [(topic_id, index) for index in _indexes(t)]
         return CommitVerdict(
             self.offset_commit_error(request.member_id, request.generation_id_or_member_epoch, partitions, api_version)
         )
@@ -453,3 +455,10 @@ __all__ = [
     "partitions_snapshot",
     "topic_ids_for",
 ]
+
+
+def _indexes(topic: OffsetCommitRequestTopic) -> list[int]:
+    """A commit topic's partition indexes, from its columns where it holds them (not made into
+    partition objects only to be read here)."""
+    columns = request_columns(topic)
+    return columns.indexes if columns is not None else [p.partition_index for p in topic.partitions]
