@@ -158,3 +158,37 @@ def test_fetches_woken_together_read_the_cluster_once(serve: tuple[ServeProcess,
     # One fetch got the next batch (which one is a race); none read the cluster but one.
     assert sorted(got) == [[]] * 5 + [[(100, 199, 1)]]
     assert reads == 1
+
+
+@pytest.mark.integration
+def test_the_next_read_begins_when_an_acquisition_takes_the_last_read_to_its_end(
+    serve: tuple[ServeProcess, str], bootstrap: str
+) -> None:
+    """A ShareFetch that acquires the last records of the partition's kept read, while the log
+    holds more, begins the next read at once: the fetch that needs those records next takes them
+    from it and reads nothing itself (its acquisition no longer waits for a read of the cluster)."""
+    sidecar, address = serve
+    topic, group = f"share-ahead-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    topic_id = _topic_id(bootstrap, topic)
+
+    async def run() -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]], float, float]:
+        client, member = await _wire_member(sidecar.port, group, topic)
+        request_of = (group, member, topic_id)
+        assert await _wire_fetch(client, request_of, 0) == []  # the share-partition, at the end
+        _produce(bootstrap, topic, 200, 1, batch_records=100)  # two batches
+        before = value(scrape(address), "groupcoord_share_log_reads_total")
+        # MaxBytes 1: the read returns the first batch alone (at least one batch), and this
+        # fetch acquires all of it.
+        first = await _wire_fetch(client, request_of, 1, max_records=100, max_bytes=1)
+        # The next read is begun by that acquisition, before anyone asks for offset 100.
+        eventually(address, lambda s: value(s, "groupcoord_share_log_reads_total") - before == 2, "the read ahead")
+        second = await _wire_fetch(client, request_of, 2, acks=[(0, 99, 1)], max_records=100, max_bytes=1)
+        reads = value(scrape(address), "groupcoord_share_log_reads_total") - before
+        await client.close()
+        return first, second, reads, before
+
+    first, second, reads, _ = asyncio.run(run())
+    assert first == [(0, 99, 1)]
+    assert second == [(100, 199, 1)]
+    assert reads == 2  # the second fetch took its records from the read begun ahead

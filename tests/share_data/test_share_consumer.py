@@ -629,6 +629,7 @@ async def _wire_fetch(
     acks: list[tuple[int, int, int]] = (),  # type: ignore[assignment]
     max_wait_ms: int = 200,
     max_records: int = 3,
+    max_bytes: int = 2**31 - 1,
 ) -> list[tuple[int, int, int]]:
     """A ShareFetch of partition 0 (acknowledging ``acks``: first, last, type); the acquired
     ranges (first, last, delivery count)."""
@@ -644,6 +645,7 @@ async def _wire_fetch(
         share_session_epoch=epoch,
         max_wait_ms=max_wait_ms,
         max_records=max_records,
+        max_bytes=max_bytes,
         topics=[sf.ShareFetchRequestFetchTopic(topic_id=topic_id, partitions=[partition])],
     )
     answer = await client.call(SHARE_FETCH, 1, request)

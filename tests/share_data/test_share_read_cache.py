@@ -52,3 +52,31 @@ def test_at_most_max_entries_partitions_are_kept() -> None:
         cache.put(("t", partition, False), _read(), now=0.0)
     assert cache.get(("t", 0, False), 0, 1 << 20, now=0.0) is None
     assert cache.get(("t", 2, False), 0, 1 << 20, now=0.0) is not None
+
+
+def test_the_next_read_begins_once_the_last_batch_of_the_kept_one_is_reached() -> None:
+    cache = ShareReadCache(ttl_s=1.0)
+    assert cache.read_ahead_from(KEY, 20, now=0.0) is None  # nothing kept: nothing to read ahead of
+    # Batches 0-9 and 10-19 kept, read while the log held up to 30 (high watermark 31).
+    cache.put(KEY, PartitionFetch(0, [_batch(0, 9), _batch(10, 19)], [], 0, 31), now=0.0)
+    assert cache.read_ahead_from(KEY, 5, now=0.5) is None  # a batch and more still to take
+    assert cache.read_ahead_from(KEY, 10, now=0.5) == 20  # into the last batch: from its end on
+    assert cache.read_ahead_from(KEY, 20, now=0.5) == 20
+    assert cache.read_ahead_from(KEY, 31, now=0.5) is None  # the log's end: no records to read yet
+    assert cache.read_ahead_from(KEY, 20, now=1.5) is None  # too old to go by
+
+
+def test_a_read_kept_ahead_answers_past_the_kept_read_and_then_replaces_it() -> None:
+    cache = ShareReadCache(ttl_s=1.0)
+    cache.put(KEY, PartitionFetch(0, [_batch(0, 9), _batch(10, 19)], [], 0, 31), now=0.0)
+    cache.put_ahead(KEY, PartitionFetch(0, [_batch(20, 30)], [], 0, 31), now=0.2)
+    assert cache.read_ahead_from(KEY, 15, now=0.3) is None  # already read
+    got = cache.get(KEY, 12, 1 << 20, now=0.3)  # the kept read still answers its own offsets
+    assert got is not None and [(b.first, b.last) for b in got.batches] == [(10, 19)]
+    got = cache.get(KEY, 25, 1 << 20, now=0.3)
+    assert got is not None and [(b.first, b.last) for b in got.batches] == [(20, 30)]
+    assert cache.get(KEY, 12, 1 << 20, now=0.3) is None  # replaced by the one read ahead
+    # A read of its own of a partition drops a read kept ahead that no longer follows it.
+    cache.put_ahead(KEY, PartitionFetch(0, [_batch(31, 40)], [], 0, 41), now=0.4)
+    cache.put(KEY, PartitionFetch(0, [_batch(25, 35)], [], 0, 41), now=0.4)
+    assert cache.get(KEY, 38, 1 << 20, now=0.5) is None

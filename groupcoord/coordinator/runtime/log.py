@@ -46,8 +46,11 @@ LOG_TOPIC_CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": str(3
 # 2-core machine that made produce() cost 5.2 us a record instead of 1.8 (measured against the
 # local broker), and sent a shard's batch of records as many small requests. Half a millisecond
 # lets a whole batch (a 100-partition commit, or everything queued in one loop iteration) go out
-# in one request, for at most 0.5 ms more on a lone record (an acknowledged commit takes ~4 ms).
-# Measured with bench/offsets_bench.py's 100-partition commits, same run: 0.18x -> 0.25x raw.
+# in one request. A lone record waits ~1.1 ms for it, not 0.5: librdkafka's broker thread waits
+# in whole milliseconds (a remaining wait is rounded up), as its int_latency statistic shows
+# (docs/benchmarks.md, branch sharep). Measured with bench/offsets_bench.py's 100-partition
+# commits, same run: 0.18x -> 0.25x raw; linger 0 was tried again there (sharep) and still cost
+# 100-partition commits 15-30% of their rate and 1-partition ones half again as much CPU.
 WRITER_LINGER_MS = 0.5
 
 

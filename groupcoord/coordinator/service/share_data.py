@@ -11,7 +11,8 @@ Kafka's SharePartitionManager, over this project's runtime. For one request:
    looked up with ListOffsets, or loaded from its records), then its records are fetched from the
    partition's leader (``share_fetcher.py``) from ``next_fetch_offset``, or taken from the last
    read of that partition when it holds that offset (``share_read_cache.py``: the group's
-   consumers read one partition one after another, each a little further on).
+   consumers read one partition one after another, each a little further on). An acquisition
+   that reaches the last batch of that read begins the next one (``_read_ahead``).
 4. The request's acknowledgements are one write to the group's shard (one record per
    share-partition), applied at once to the live state (the room they free in the in-flight
    window goes to whichever fetch asks first: a waiting one is woken) and read back before the
@@ -217,6 +218,8 @@ class ShareDataPath:
         # Reads of the cluster under way, per partition (``CacheKey``): the fetch offset each began
         # at and its future; other fetches from at or above that offset wait for it (``_follow``).
         self._reading: dict[CacheKey, tuple[int, asyncio.Future[Any]]] = {}
+        # Reads begun ahead of the fetch that will need them (``_read_ahead``), held until done.
+        self._reading_ahead: set[asyncio.Future[Any]] = set()
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -600,6 +603,8 @@ class ShareDataPath:
                         transient=True,
                     )
                     got = await acquiring if isinstance(acquiring, asyncio.Future) else acquiring
+                    if got:
+                        self._read_ahead(group, read_committed, got, max_bytes, shard)
                 # Answered at once with records, or with a partition's error (as Kafka completes a
                 # share fetch with an erroneous partition); an empty session has nothing to wait for.
                 if got or errors or not keys or time.monotonic() >= deadline:
@@ -615,6 +620,47 @@ class ShareDataPath:
                 self.waiters.unregister(keys.values(), woken)
         out = {(k.topic, k.partition): (_overlapping(data[k], records), records) for k, records in got.items()}
         return ack_errors, out, errors, lock_ms
+
+    def _read_ahead(
+        self,
+        group: str,
+        read_committed: bool,
+        got: dict[SharePartitionKey, tuple[AcquiredRecords, ...]],
+        max_bytes: int,
+        shard: Shard[GroupCoordinatorState],
+    ) -> None:
+        """Begin the next read of each partition whose kept read this acquisition took into its
+        last batch (or to its end) while the log holds more: the records right after the kept
+        read, kept beside it (``ShareReadCache.put_ahead``). The fetch that needs them next
+        (woken by the room an acknowledgement frees, or the acquirer's own next one) then takes
+        them from there, or waits for this read already under way (``_read_under_way``), rather
+        than starting it only then, a round trip to the cluster later. It reads nothing a later
+        fetch would not read (one read per kept read, never at or past the high watermark the
+        kept read saw) and acquires nothing."""
+        now = time.monotonic()
+        offsets: dict[SharePartitionKey, tuple[int, bool]] = {}
+        for key, ranges in got.items():
+            cache_key = (key.topic, key.partition, read_committed)
+            if cache_key in self._reading:
+                continue
+            start = self.read_cache.read_ahead_from(cache_key, max(a.last_offset for a in ranges) + 1, now)
+            if start is not None:
+                offsets[key] = (start, False)
+        if not offsets:
+            return
+        # Not at the log's end (records are there): the broker answers at once.
+        ahead = asyncio.ensure_future(
+            self._read_log(group, read_committed, offsets, max_bytes, 0, {}, shard, ahead=True)
+        )
+        self._reading_now(read_committed, offsets, ahead)
+        self._reading_ahead.add(ahead)
+        ahead.add_done_callback(self._read_ahead_done)
+
+    def _read_ahead_done(self, ahead: asyncio.Future[Any]) -> None:
+        self._reading_ahead.discard(ahead)
+        if not ahead.cancelled() and ahead.exception() is not None:
+            # The fetch that needs the records reads them itself.
+            log.warning("share read ahead from the cluster failed: %r", ahead.exception())
 
     def _read_under_way(
         self, read_committed: bool, offsets: dict[SharePartitionKey, tuple[int, bool]]
@@ -765,9 +811,11 @@ class ShareDataPath:
         wait_ms: int,
         errors: dict[tuple[str, int], int],
         shard: Shard[GroupCoordinatorState],
+        ahead: bool = False,
     ) -> tuple[list[shard_ops.Fetched], dict[SharePartitionKey, list[Batch]]]:
         """Fetch each share-partition from its leader, at its fetch offset (or from the records
-        read last from it, when they hold that offset: ``share_read_cache.py``)."""
+        read last from it, when they hold that offset: ``share_read_cache.py``). ``ahead``: a
+        read begun before a fetch needs it, kept beside the partition's last read (``_read_ahead``)."""
         by_leader: dict[Leader, list[tuple[str, int, int]]] = defaultdict(list)
         answered: list[tuple[str, int, int, PartitionFetch]] = []
         now = time.monotonic()
@@ -812,7 +860,8 @@ class ShareDataPath:
             for topic, partition, offset in wanted:
                 got: PartitionFetch | None = answer.get((topic, partition))
                 if got is not None:
-                    self.read_cache.put((topic, partition, read_committed), got, now)
+                    keep = self.read_cache.put_ahead if ahead else self.read_cache.put
+                    keep((topic, partition, read_committed), got, now)
                     answered.append((topic, partition, offset, got))
         return _fetched_from(group, answered, errors)
 
