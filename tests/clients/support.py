@@ -2,13 +2,15 @@
 
 ``Ownership`` is the invariant checker: every member's rebalance callbacks report to one shared
 map of partition -> owner, and an assignment of a partition another member still owns is a
-violation (DESIGN.md invariant 1, as the clients observe it). All members are driven from one
-thread, so callbacks run one at a time; a client only acknowledges a revocation to the
-coordinator after its revoke callback has returned, so the order seen here is causal.
+violation (DESIGN.md invariant 1, as the clients observe it). Each member is driven from its own
+thread, as applications run consumers; every callback's bookkeeping is done whole under the
+ownership lock, and a client only acknowledges a revocation to the coordinator after its revoke
+callback has returned, so the order seen here is causal.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -87,26 +89,30 @@ class Ownership:
     # The group's committed offsets as far as the members know: updated on every successful commit.
     committed: dict[int, int] = field(default_factory=dict)
     last_change: float = field(default_factory=time.monotonic)
+    # Held for every change above and while ``drive`` checks its condition: members run in threads.
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     def _note(self, member: str, kind: str, partitions: Sequence[int]) -> None:
         self.last_change = time.monotonic()
         self.history.append(Event(self.last_change, member, kind, tuple(sorted(partitions))))
 
     def assign(self, member: str, partitions: Sequence[int]) -> None:
-        self._note(member, "assign", partitions)
-        for p in partitions:
-            holder = self.owner.get(p)
-            if holder is not None:
-                self.violations.append(f"{member} was assigned partition {p} while {holder} still owned it")
-            self.owner[p] = member
+        with self.lock:
+            self._note(member, "assign", partitions)
+            for p in partitions:
+                holder = self.owner.get(p)
+                if holder is not None:
+                    self.violations.append(f"{member} was assigned partition {p} while {holder} still owned it")
+                self.owner[p] = member
 
     def give_up(self, member: str, partitions: Sequence[int], kind: str) -> None:
-        self._note(member, kind, partitions)
-        for p in partitions:
-            if self.owner.get(p) != member:
-                self.violations.append(f"{member} had partition {p} {kind}d but the owner was {self.owner.get(p)}")
-            else:
-                del self.owner[p]
+        with self.lock:
+            self._note(member, kind, partitions)
+            for p in partitions:
+                if self.owner.get(p) != member:
+                    self.violations.append(f"{member} had partition {p} {kind}d but the owner was {self.owner.get(p)}")
+                else:
+                    del self.owner[p]
 
     def of(self, member: str) -> set[int]:
         return {p for p, m in self.owner.items() if m == member}
@@ -116,8 +122,14 @@ class Ownership:
         return {p for e in self.history[mark:] if e.member == member and e.kind == kind for p in e.partitions}
 
     def describe(self) -> str:
-        tail = "\n".join(f"  {e.at:.2f} {e.member} {e.kind} {list(e.partitions)}" for e in self.history[-30:])
-        return f"owner={dict(sorted(self.owner.items()))}\nviolations={self.violations}\nhistory:\n{tail}"
+        with self.lock:
+            tail = "\n".join(f"  {e.at:.2f} {e.member} {e.kind} {list(e.partitions)}" for e in self.history[-30:])
+            return f"owner={dict(sorted(self.owner.items()))}\nviolations={self.violations}\nhistory:\n{tail}"
+
+
+# How long a stopped member's thread may take to finish its step: one consume call and one commit,
+# which may have to wait for a rebalance the other members are still completing.
+STEP_GRACE = 30.0
 
 
 class Member:
@@ -149,6 +161,11 @@ class Member:
         self.starting: set[int] = set()  # assigned partitions with no record consumed yet
         self.commit_errors: list[str] = []
         self.closed = False
+        self.thread: threading.Thread | None = None  # the thread ``drive`` steps this member from
+        # The client's own view of its assignment at the end of its last step, read there: while a
+        # thread is in a call on a client, another thread's call on it waits (confluent-kafka
+        # serializes the calls on one client, holding the GIL while it waits), so nobody else asks.
+        self.view: set[int] = set()
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -163,19 +180,22 @@ class Member:
 
     def _on_assign(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         assigned = [tp.partition for tp in partitions]
-        self.ownership.assign(self.name, assigned)
-        self.starting.update(assigned)
+        with self.ownership.lock:
+            self.ownership.assign(self.name, assigned)
+            self.starting.update(assigned)
 
     def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         revoked = [tp.partition for tp in partitions]
         self._commit([p for p in revoked if p in self.pending])
-        self._forget(revoked)
-        self.ownership.give_up(self.name, revoked, "revoke")
+        with self.ownership.lock:
+            self._forget(revoked)
+            self.ownership.give_up(self.name, revoked, "revoke")
 
     def _on_lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         lost = [tp.partition for tp in partitions]
-        self._forget(lost)
-        self.ownership.give_up(self.name, lost, "lost")
+        with self.ownership.lock:
+            self._forget(lost)
+            self.ownership.give_up(self.name, lost, "lost")
 
     def _forget(self, partitions: Iterable[int]) -> None:
         for p in partitions:
@@ -196,27 +216,34 @@ class Member:
                 raise
             self.commit_errors.append(f"{self.name}: commit {offsets}: {error.name()}")
             return
-        self.ownership.committed.update(offsets)
-        for p, o in offsets.items():
-            if self.pending.get(p) == o:
-                del self.pending[p]
+        with self.ownership.lock:
+            self.ownership.committed.update(offsets)
+            for p, o in offsets.items():
+                if self.pending.get(p) == o:
+                    del self.pending[p]
 
     def step(self, timeout: float = 0.05) -> None:
         """One consume call (rebalance callbacks run inside it), then a synchronous commit of what is pending."""
-        for message in self.consumer.consume(200, timeout):
-            if message.error():
-                raise KafkaException(message.error())
-            p, o = partition_of(message), offset_of(message)
-            if p in self.starting:
-                self.starting.discard(p)
-                start = self.ownership.committed.get(p, 0)
-                if o != start:
-                    self.ownership.violations.append(
-                        f"{self.name} started partition {p} at offset {o}; the committed offset was {start}"
-                    )
-            self.records.append((p, o))
-            self.pending[p] = o + 1
-        self._commit(sorted(self.pending))
+        messages = self.consumer.consume(200, timeout)
+        with self.ownership.lock:
+            for message in messages:
+                if message.error():
+                    raise KafkaException(message.error())
+                p, o = partition_of(message), offset_of(message)
+                if p in self.starting:
+                    self.starting.discard(p)
+                    start = self.ownership.committed.get(p, 0)
+                    if o != start:
+                        self.ownership.violations.append(
+                            f"{self.name} started partition {p} at offset {o}; the committed offset was {start}"
+                        )
+                self.records.append((p, o))
+                self.pending[p] = o + 1
+            committing = sorted(self.pending)
+        self._commit(committing)
+        view = self.assignment()
+        with self.ownership.lock:
+            self.view = view
 
     def assignment(self) -> set[int]:
         return {tp.partition for tp in self.consumer.assignment()}
@@ -224,24 +251,112 @@ class Member:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
+            if self.thread is not None:
+                # Only after a failed ``drive``: a step still in a client call must end before the close.
+                self.thread.join(STEP_GRACE)
+                if self.thread.is_alive():
+                    return  # closing under a running call could crash the process; the test failed anyway
             self.consumer.close()
+
+
+class _Stepping:
+    """One thread per member, each stepping its member until told to stop.
+
+    A member stops only once every member has been told to, so none stops polling while another is
+    mid-step: a synchronous commit the client queued behind its own JoinGroup needs the others to
+    rejoin, which they may only do from their poll (a rebalance callback to serve first).
+    """
+
+    def __init__(self, members: Sequence[Member]) -> None:
+        self.members = members
+        self.stop = threading.Event()
+        self.failures: list[BaseException] = []
+        self._told = 0
+        self._told_lock = threading.Lock()
+        self._abandoned = threading.Event()  # a member never finished its step: the others stop anyway
+        for m in members:
+            m.thread = threading.Thread(target=self._run, args=(m,), name=f"drive-{m.name}", daemon=True)
+        for m in members:
+            assert m.thread is not None
+            m.thread.start()
+
+    def _run(self, member: Member) -> None:
+        told = False
+        try:
+            while True:
+                if self.stop.is_set() and not told:
+                    told = True
+                    self._tell()
+                if told and (self._told == len(self.members) or self._abandoned.is_set()):
+                    return
+                member.step()
+        except BaseException as exc:  # handed to the driving thread, which raises it
+            self.failures.append(exc)
+            self.stop.set()
+            if not told:
+                self._tell()
+
+    def _tell(self) -> None:
+        with self._told_lock:
+            self._told += 1
+
+    def join(self, report: bool = True) -> None:
+        """Stop every member and wait for its thread; with ``report``, raise what a member's step raised
+        or that one did not stop."""
+        self.stop.set()
+        deadline = time.monotonic() + STEP_GRACE
+        for m in self.members:
+            assert m.thread is not None
+            m.thread.join(max(0.0, deadline - time.monotonic()))
+        stuck = [m.name for m in self.members if m.thread is not None and m.thread.is_alive()]
+        if stuck:
+            self._abandoned.set()
+            for m in self.members:
+                assert m.thread is not None
+                m.thread.join(STEP_GRACE)
+            stuck = [m.name for m in self.members if m.thread is not None and m.thread.is_alive()]
+        for m in self.members:
+            if m.thread is not None and not m.thread.is_alive():
+                m.thread = None
+        if not report:
+            return
+        if self.failures:
+            raise self.failures[0]
+        if stuck:
+            raise AssertionError(f"members {stuck} did not finish their step after being told to stop")
 
 
 def drive(
     members: Iterable[Member], until: Callable[[], bool], timeout: float, what: str, ownership: Ownership
 ) -> None:
-    """Step every open member round-robin until ``until()`` holds."""
+    """Step every open member, each from its own thread, until ``until()`` holds.
+
+    ``until`` is checked under the ownership lock while the members run, then again once they have
+    all stopped (the members are driven on until it holds then), so what the caller asserts next is
+    what ``until`` saw, with no member running.
+    """
     live = [m for m in members if not m.closed]
-
-    def step() -> None:
-        for m in live:
-            m.step()
-
-    try:
-        wait_for(until, timeout, what, step)
-    except AssertionError as exc:
-        views = {m.name: sorted(m.assignment()) for m in live}
-        raise AssertionError(f"{exc}\nclient assignments={views}\n{ownership.describe()}") from None
+    deadline = time.monotonic() + timeout
+    while True:
+        stepping = _Stepping(live)
+        try:
+            while not stepping.failures:
+                with ownership.lock:
+                    if until():
+                        break
+                    if time.monotonic() > deadline:
+                        views = {m.name: sorted(m.view) for m in live}
+                        raise AssertionError(
+                            f"timed out after {timeout}s waiting for {what}\n"
+                            f"client assignments={views}\n{ownership.describe()}"
+                        )
+                time.sleep(0.05)
+        except BaseException:
+            stepping.join(report=False)  # the error on its way out says more than a member that did not stop
+            raise
+        stepping.join()
+        if until():
+            return
 
 
 def settled(members: Sequence[Member], ownership: Ownership, partitions: int, quiet: float) -> bool:
@@ -256,6 +371,6 @@ def settled(members: Sequence[Member], ownership: Ownership, partitions: int, qu
     counts = [len(ownership.of(m.name)) for m in live]
     if max(counts) - min(counts) > 1:
         return False
-    if any(m.assignment() != ownership.of(m.name) for m in live):
+    if any(m.view != ownership.of(m.name) for m in live):
         return False
     return time.monotonic() - ownership.last_change >= quiet
