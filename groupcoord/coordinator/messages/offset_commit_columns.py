@@ -14,7 +14,8 @@ partitions do).
 from __future__ import annotations
 
 import uuid
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from groupcoord.coordinator.messages.offset_commit import (
     OffsetCommitRequestPartition,
@@ -57,113 +58,99 @@ def _answer_partition(index: int, code: int) -> OffsetCommitResponsePartition:
 _REQUEST_SLOT: Any = OffsetCommitRequestTopic.__dict__["partitions"]
 _ANSWER_SLOT: Any = OffsetCommitResponseTopic.__dict__["partitions"]
 
+P = TypeVar("P")
+C = TypeVar("C", bound=tuple[Any, ...])
 
-class OffsetCommitColumnsTopic(OffsetCommitRequestTopic):
-    """An ``OffsetCommitRequestTopic`` whose partitions are ``columns`` until read."""
 
-    __slots__ = ("_columns",)
+class _PartitionsAsColumns(Generic[P, C]):
+    """What a request topic and an answer topic holding columns share: a topic of the generated
+    class (the second base) whose ``partitions`` are ``columns`` until read or set. Each subclass
+    names the generated class's slot, the partition maker and that class (``_SLOT``, ``_MAKE``,
+    ``_BASE``)."""
+
+    if not TYPE_CHECKING:
+        # No slot of its own (the generated class's slots and one of its own would conflict):
+        # each subclass holds ``_columns``. Hidden from mypy, which would refuse the attribute.
+        __slots__ = ()
+    _SLOT: ClassVar[Any]
+    _MAKE: ClassVar[Callable[..., Any]]
+    _BASE: ClassVar[type]
+    name: str
+    topic_id: uuid.UUID
+    unknown_tagged_fields: dict[int, bytes]
+    _columns: C | None
 
     def __init__(
         self,
         *,
         name: str = "",
         topic_id: uuid.UUID = ZERO_UUID,
-        partitions: list[OffsetCommitRequestPartition] | None = None,
+        partitions: list[P] | None = None,
         unknown_tagged_fields: dict[int, bytes] | None = None,
-        columns: CommitColumns | None = None,
+        columns: C | None = None,
     ) -> None:
         self.name = name
         self.topic_id = topic_id
         self.unknown_tagged_fields = {} if unknown_tagged_fields is None else unknown_tagged_fields
         self._columns = columns
         if columns is None:
-            _REQUEST_SLOT.__set__(self, [] if partitions is None else partitions)
+            type(self)._SLOT.__set__(self, [] if partitions is None else partitions)
 
     @property
-    def columns(self) -> CommitColumns | None:
+    def columns(self) -> C | None:
         """The partitions as columns; None once ``partitions`` was read or set."""
         return self._columns
 
-    @property  # type: ignore[override]  # a field of the base class, made on first access here
-    def partitions(self) -> list[OffsetCommitRequestPartition]:
+    @property
+    def partitions(self) -> list[P]:
         columns = self._columns
         if columns is not None:
-            _REQUEST_SLOT.__set__(self, list(map(_request_partition, *columns)))
+            type(self)._SLOT.__set__(self, list(map(self._MAKE, *columns)))
             self._columns = None
-        value: list[OffsetCommitRequestPartition] = _REQUEST_SLOT.__get__(self, type(self))
+        value: list[P] = type(self)._SLOT.__get__(self, type(self))
         return value
 
     @partitions.setter
-    def partitions(self, value: list[OffsetCommitRequestPartition]) -> None:
+    def partitions(self, value: list[P]) -> None:
         self._columns = None
-        _REQUEST_SLOT.__set__(self, value)
+        type(self)._SLOT.__set__(self, value)
 
     def __eq__(self, other: object) -> bool:
         # Equal to the generic codec's topic of the same fields (the dataclass's own comparison
         # would require the very same class).
-        if not isinstance(other, OffsetCommitRequestTopic):
+        if not isinstance(other, self._BASE):
             return NotImplemented
+        theirs: Any = other
         return (self.name, self.topic_id, self.partitions, self.unknown_tagged_fields) == (
-            other.name,
-            other.topic_id,
-            other.partitions,
-            other.unknown_tagged_fields,
+            theirs.name,
+            theirs.topic_id,
+            theirs.partitions,
+            theirs.unknown_tagged_fields,
         )
 
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the base class
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the generated classes
 
 
-class OffsetCommitColumnsAnswerTopic(OffsetCommitResponseTopic):
+class OffsetCommitColumnsTopic(  # type: ignore[misc]  # ``partitions``: a field there, made on first access here
+    _PartitionsAsColumns[OffsetCommitRequestPartition, CommitColumns], OffsetCommitRequestTopic
+):
+    """An ``OffsetCommitRequestTopic`` whose partitions are ``columns`` until read."""
+
+    __slots__ = ("_columns",)
+    _SLOT = _REQUEST_SLOT
+    _MAKE = staticmethod(_request_partition)
+    _BASE = OffsetCommitRequestTopic
+
+
+class OffsetCommitColumnsAnswerTopic(  # type: ignore[misc]
+    _PartitionsAsColumns[OffsetCommitResponsePartition, AnswerColumns], OffsetCommitResponseTopic
+):
     """An ``OffsetCommitResponseTopic`` whose partitions are ``columns`` until read."""
 
     __slots__ = ("_columns",)
-
-    def __init__(
-        self,
-        *,
-        name: str = "",
-        topic_id: uuid.UUID = ZERO_UUID,
-        partitions: list[OffsetCommitResponsePartition] | None = None,
-        unknown_tagged_fields: dict[int, bytes] | None = None,
-        columns: AnswerColumns | None = None,
-    ) -> None:
-        self.name = name
-        self.topic_id = topic_id
-        self.unknown_tagged_fields = {} if unknown_tagged_fields is None else unknown_tagged_fields
-        self._columns = columns
-        if columns is None:
-            _ANSWER_SLOT.__set__(self, [] if partitions is None else partitions)
-
-    @property
-    def columns(self) -> AnswerColumns | None:
-        """The partitions as columns; None once ``partitions`` was read or set."""
-        return self._columns
-
-    @property  # type: ignore[override]
-    def partitions(self) -> list[OffsetCommitResponsePartition]:
-        columns = self._columns
-        if columns is not None:
-            _ANSWER_SLOT.__set__(self, list(map(_answer_partition, *columns)))
-            self._columns = None
-        value: list[OffsetCommitResponsePartition] = _ANSWER_SLOT.__get__(self, type(self))
-        return value
-
-    @partitions.setter
-    def partitions(self, value: list[OffsetCommitResponsePartition]) -> None:
-        self._columns = None
-        _ANSWER_SLOT.__set__(self, value)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, OffsetCommitResponseTopic):
-            return NotImplemented
-        return (self.name, self.topic_id, self.partitions, self.unknown_tagged_fields) == (
-            other.name,
-            other.topic_id,
-            other.partitions,
-            other.unknown_tagged_fields,
-        )
-
-    __hash__ = None  # type: ignore[assignment]
+    _SLOT = _ANSWER_SLOT
+    _MAKE = staticmethod(_answer_partition)
+    _BASE = OffsetCommitResponseTopic
 
 
 def request_columns(topic: OffsetCommitRequestTopic) -> CommitColumns | None:
