@@ -1,16 +1,21 @@
 """Share groups (KIP-932) through the sidecar: records/s drained from ONE partition, beside plain consumers.
 
-    python bench/share_bench.py [--records 100000] [--consumers 1,3,10] [--acks 300] [--bootstrap HOST:PORT]
+    python bench/share_bench.py [--records 100000] [--consumers 1,3,10] [--repeats 3] [--acks 300] [--bootstrap HOST:PORT]
 
 Same run, same broker, same topic (one partition, ``--records`` records of 100 bytes, produced
 before anything reads):
-- ``raw.direct``: a plain librdkafka consumer reading the partition from the broker (the anchor);
+- ``raw.direct``: a plain librdkafka consumer reading the partition from the broker, read once
+  before the share groups and again after each of their drains; the anchor
+  (``direct_records_per_s``) is the median of those reads, each timed as a drain is (from its
+  first records to its last);
 - ``raw.through_sidecar``: the same consumer with the sidecar as its bootstrap (its fetches go
   through the gateway to the broker);
 - ``groupcoord.share[N]``: a share group of N confluent-kafka ``ShareConsumer``s (implicit
   acknowledgement: each poll acknowledges the records of the previous one), one thread each,
-  draining the same records (``share.auto.offset.reset=earliest``). The rate is distinct records
-  received per second, from the first poll that returned records to the last; a record is acquired only while
+  draining the same records (``share.auto.offset.reset=earliest``), ``--repeats`` times with a
+  new group each time (the median run is reported, every run's rate in ``records_per_s_runs``).
+  The rate is distinct records received per second, from the first poll that returned records
+  to the last; a record is acquired only while
   fewer than ``group.share.partition.max.record.locks`` are in flight, so after the first
   window the group can only get records as fast as it acknowledges them. ``redelivered``
   counts records received more than once until the last one came (a lock that expired, a
@@ -90,20 +95,43 @@ def produce(
 
 
 def plain_consume(bootstrap: str, topic: str, records: int, timeout: float) -> dict[str, Any]:
-    """A plain consumer reading the partition from offset 0 (no group: assign), records/s from
-    the assign to the last record (its first fetch included: it fetches ahead in the background,
-    so from its first record on it mostly reads its own buffer)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-plain-{uuid.uuid4().hex[:8]}", **QUIET})
+    """A plain consumer reading the partition from offset 0 (no group: assign). ``records_per_s``
+    is measured as a share drain's is, from its first records to its last (the records after
+    the first ``consume()``'s over the time since it): a new client's connections, metadata and
+    first fetch are left out of both sides. ``records_per_s_from_assign`` counts them in (the
+    anchor of this bench's runs before 2026-11-27, which a 100,000-record read, ~0.1-0.2 s, let
+    them weigh on)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-plain-{uuid.uuid4().hex[:8]}",
+            # With librdkafka's default (1 s) a read of more than queued.min.messages (100,000)
+            # records stops fetching for a second whenever its queue is full: 250 k records/s
+            # over 300,000 records here against 1.4 M over 100,000. The anchor is the faster
+            # reader (as the coordinator's own log reader is set).
+            "fetch.queue.backoff.ms": 10,
+            **QUIET,
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     seen = 0
     started = time.perf_counter()
     deadline = started + timeout
+    first: tuple[float, int] | None = None
     while seen < records and time.perf_counter() < deadline:
         # Never ask for more than is left: consume() would wait out its timeout for a full batch.
-        seen += sum(1 for msg in consumer.consume(min(1000, records - seen), 1.0) if msg.error() is None)
-    elapsed = time.perf_counter() - started
+        got = sum(1 for msg in consumer.consume(min(1000, records - seen), 1.0) if msg.error() is None)
+        seen += got
+        if first is None and got:
+            first = (time.perf_counter(), got)
+    ended = time.perf_counter()
     consumer.close()
-    return {"records": seen, "records_per_s": seen / elapsed if elapsed > 0 else 0.0}
+    since_first = ended - first[0] if first is not None else 0.0
+    return {
+        "records": seen,
+        "records_per_s": (seen - first[1]) / since_first if first is not None and since_first > 0 else 0.0,
+        "records_per_s_from_assign": seen / (ended - started) if ended > started else 0.0,
+    }
 
 
 def cpu_seconds(pid: int) -> float:
@@ -278,11 +306,53 @@ def profiled(pid: int, out: str, seconds: int) -> subprocess.Popen[bytes] | None
     )
 
 
+def share_phase(
+    args: argparse.Namespace, serve: ServeProcess, pid: int, metrics: str, topic: str, n: int, profile: bool
+) -> dict[str, Any]:
+    """One drain of the topic by a new share group of ``n`` consumers, with what the serve
+    process spent and counted over it (``--py-spy``/``--perf-client`` record the one ``profile``
+    names)."""
+    spy = profiled(pid, args.py_spy, args.py_spy_seconds) if args.py_spy and profile else None
+    perf = perf_recording(args.perf_client) if args.perf_client and profile else None
+    cpu, wall, counted = cpu_seconds(pid), time.perf_counter(), share_counters(metrics)
+    client_cpu = own_cpu_seconds()
+    entry = share_drain(serve.bootstrap, topic, args.records, n, args.timeout, args.record_locks, args.max_poll_records)
+    entry["client_cpu_us_per_record"] = 1e6 * (own_cpu_seconds() - client_cpu) / max(1, entry["records"])
+    if perf is not None:
+        perf.send_signal(signal.SIGINT)
+        perf.wait(60)
+    # The serve process's CPU over the whole phase (joining included) per wall second: near 1
+    # (one event loop) means it is CPU-bound, well below means it waits.
+    serve_cpu = cpu_seconds(pid) - cpu
+    entry["serve_cpu_per_wall_s"] = serve_cpu / (time.perf_counter() - wall)
+    # The same CPU per record drained: what the share-partition's bookkeeping costs.
+    entry["serve_cpu_us_per_record"] = 1e6 * serve_cpu / max(1, entry["records"])
+    # What the serve process counted over the phase (its /metrics): where redeliveries come from
+    # (releases, lock expirations), and how many ShareFetches it took.
+    entry["serve_counted"] = {
+        k: v - counted.get(k, 0.0) for k, v in share_counters(metrics).items() if v != counted.get(k, 0.0)
+    }
+    if spy is not None:
+        spy.wait(args.py_spy_seconds + 30)
+    return entry
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median rate (the lower middle one of an even count), with every run's rate."""
+    ranked = sorted(runs, key=lambda r: r["records_per_s"])
+    entry = dict(ranked[(len(ranked) - 1) // 2])
+    entry["records_per_s_runs"] = [r["records_per_s"] for r in runs]
+    return entry
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     # 20,000 records were 40 ShareFetches for one consumer: too few for a rate that holds still.
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--consumers", default="1,3,10")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="drains of each share group size (its median run is reported)"
+    )
     parser.add_argument("--acks", type=int, default=300)
     parser.add_argument("--timeout", type=float, default=180.0)
     parser.add_argument("--bootstrap", default=None)
@@ -322,37 +392,18 @@ def main() -> None:
             sidecar = plain_consume(serve.bootstrap, topic, args.records, args.timeout)
             share = []
             for n in sizes:
-                spy = profiled(pid, args.py_spy, args.py_spy_seconds) if args.py_spy and n == max(sizes) else None
-                perf = perf_recording(args.perf_client) if args.perf_client and n == max(sizes) else None
-                cpu, wall, counted = cpu_seconds(pid), time.perf_counter(), share_counters(metrics)
-                client_cpu = own_cpu_seconds()
-                entry = share_drain(
-                    serve.bootstrap, topic, args.records, n, args.timeout, args.record_locks, args.max_poll_records
-                )
-                entry["client_cpu_us_per_record"] = 1e6 * (own_cpu_seconds() - client_cpu) / max(1, entry["records"])
-                if perf is not None:
-                    perf.send_signal(signal.SIGINT)
-                    perf.wait(60)
-                # The serve process's CPU over the whole phase (joining included) per wall second:
-                # near 1 (one event loop) means it is CPU-bound, well below means it waits.
-                serve_cpu = cpu_seconds(pid) - cpu
-                entry["serve_cpu_per_wall_s"] = serve_cpu / (time.perf_counter() - wall)
-                # The same CPU per record drained: what the share-partition's bookkeeping costs.
-                entry["serve_cpu_us_per_record"] = 1e6 * serve_cpu / max(1, entry["records"])
-                # What the serve process counted over the phase (its /metrics): where redeliveries
-                # come from (releases, lock expirations), and how many ShareFetches it took.
-                entry["serve_counted"] = {
-                    k: v - counted.get(k, 0.0) for k, v in share_counters(metrics).items() if v != counted.get(k, 0.0)
-                }
-                share.append(entry)
-                if spy is not None:
-                    spy.wait(args.py_spy_seconds + 30)
+                runs: list[dict[str, Any]] = []
+                for _ in range(args.repeats):
+                    runs.append(share_phase(args, serve, pid, metrics, topic, n, n == max(sizes) and not runs))
+                    # The anchor read between the drains too: the machine is shared, and a
+                    # 100,000-record direct read lasts a tenth of a second, so one read moves
+                    # by 2x from one to the next (bench/results of 2026-11-26).
+                    direct.append(plain_consume(bootstrap, topic, args.records, args.timeout))
+                share.append(median_run(runs))
             latency = ack_latency(bootstrap, serve.bootstrap, args.acks, args.timeout)
-            # The anchor again at the end: the machine is shared, so report the mean of both.
-            direct.append(plain_consume(bootstrap, topic, args.records, args.timeout))
         finally:
             serve.stop()
-    anchor = sum(d["records_per_s"] for d in direct) / len(direct)
+    anchor = percentile([d["records_per_s"] for d in direct], 0.5)
     for entry in share:
         entry["over_direct"] = entry["records_per_s"] / anchor if anchor else 0.0
     sidecar["over_direct"] = sidecar["records_per_s"] / anchor if anchor else 0.0

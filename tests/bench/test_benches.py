@@ -191,15 +191,18 @@ def test_share_bench(tmp_path: Path, bootstrap: str) -> None:
     result = run_bench(
         "share_bench.py",
         tmp_path / "share.json",
-        *("--records", "2000", "--consumers", "1,2", "--acks", "5", "--timeout", "60", "--bootstrap", bootstrap),
+        *("--records", "2000", "--consumers", "1,2", "--repeats", "2", "--acks", "5", "--timeout", "60"),
+        *("--bootstrap", bootstrap),
     )
-    assert result["raw"]["direct_records_per_s"] > 0 and len(result["raw"]["direct"]) == 2
+    # One anchor read before the drains and one after each of them.
+    assert result["raw"]["direct_records_per_s"] > 0 and len(result["raw"]["direct"]) == 5
     ours = result["groupcoord"]
     assert ours["through_sidecar"]["records"] == 2000 and ours["through_sidecar"]["over_direct"] > 0
     assert [s["consumers"] for s in ours["share"]] == [1, 2]
     for entry in ours["share"]:
         # (No rate is asserted: a run whose records all come in one poll has none.)
         assert entry["complete"] and entry["records"] == 2000 and entry["over_direct"] >= 0
+        assert len(entry["records_per_s_runs"]) == 2 and entry["records_per_s"] == min(entry["records_per_s_runs"])
         assert entry["client_cpu_us_per_record"] > 0
         assert (
             entry["serve_cpu_per_wall_s"] >= 0 and entry["serve_counted"]["groupcoord_share_fetch_requests_total"] > 0
