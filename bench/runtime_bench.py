@@ -27,7 +27,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -207,18 +207,18 @@ async def ours(bootstrap: str, records: int, writes: int, progress: Progress) ->
     await runtime.close()
 
     # Three of each, interleaved: the raw read and the loads share the broker and the machine.
-    # serve's log reader goes through the reader relay (Fetch capped at v12): loads with and
-    # without it, beside the same raw read.
+    # serve's log reader goes through the reader relay (Fetch capped at v12), its fetches waiting
+    # there for the writer's reports: loads with and without it, beside the same raw read.
     relay = ReaderRelay(bootstrap).start()
-    relayed = relay.reader_config(config)
+    relayed = relay.reader_config(config, tails=True)
     raw_reads, raw_reads_no_collector, failovers, direct_failovers, colds = [], [], [], [], []
     load_task = progress.add_task("loading", total=3)
     for _ in range(3):
         raw_reads.append(read_log_raw(config, topic))
         raw_reads_no_collector.append(read_log_raw(config, topic, collector=False))
-        failovers.append(await failover_load(config, spec, handlers, relayed))
+        failovers.append(await failover_load(config, spec, handlers, relayed, relay.kick))
         direct_failovers.append(await failover_load(config, spec, handlers, config))
-        colds.append(await cold_start_load(config, spec, handlers, relayed))
+        colds.append(await cold_start_load(config, spec, handlers, relayed, relay.kick))
         progress.update(load_task, advance=1)
     relay.close()
     raw_read = median_by(raw_reads, "records_per_s")
@@ -275,10 +275,16 @@ def load_figures(report: LoadReport, seconds: float) -> dict[str, Any]:
 
 
 async def failover_load(
-    config: dict[str, Any], spec: LogTopicSpec, handlers: GroupCoordinatorShard, reader_config: dict[str, Any]
+    config: dict[str, Any],
+    spec: LogTopicSpec,
+    handlers: GroupCoordinatorShard,
+    reader_config: dict[str, Any],
+    on_written: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """A standby process, running for a second, is given the shard and loads it."""
-    standby = CoordinatorRuntime(config, spec, handlers, owner_id="bench-standby", reader_config=reader_config)
+    standby = CoordinatorRuntime(
+        config, spec, handlers, owner_id="bench-standby", reader_config=reader_config, on_written=on_written
+    )
     await standby.start(partitions=[])
     await asyncio.sleep(1.0)
     t0 = time.perf_counter()
@@ -290,10 +296,16 @@ async def failover_load(
 
 
 async def cold_start_load(
-    config: dict[str, Any], spec: LogTopicSpec, handlers: GroupCoordinatorShard, reader_config: dict[str, Any]
+    config: dict[str, Any],
+    spec: LogTopicSpec,
+    handlers: GroupCoordinatorShard,
+    reader_config: dict[str, Any],
+    on_written: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """A process that starts and loads the shard at once."""
-    reader = CoordinatorRuntime(config, spec, handlers, owner_id="bench-loader", reader_config=reader_config)
+    reader = CoordinatorRuntime(
+        config, spec, handlers, owner_id="bench-loader", reader_config=reader_config, on_written=on_written
+    )
     t0 = time.perf_counter()
     await reader.start()
     (report,) = await reader.wait_loaded(600)

@@ -474,14 +474,19 @@ async def _serving(settings: Settings, say: Say, stop: asyncio.Event) -> int:
     )
     reader_config = relay.start().reader_config(client_config) if relay is not None else client_config
     try:
-        return await _serving_with(settings, say, stop, client_config, reader_config)
+        return await _serving_with(settings, say, stop, client_config, reader_config, relay)
     finally:
         if relay is not None:
             relay.close()
 
 
 async def _serving_with(
-    settings: Settings, say: Say, stop: asyncio.Event, client_config: dict[str, Any], reader_config: dict[str, Any]
+    settings: Settings,
+    say: Say,
+    stop: asyncio.Event,
+    client_config: dict[str, Any],
+    reader_config: dict[str, Any],
+    relay: ReaderRelay | None = None,
 ) -> int:
     loop = asyncio.get_running_loop()
     placement_settings = settings.placement
@@ -509,7 +514,9 @@ async def _serving_with(
         ),
         handlers,
         owner_id=settings.owner_id,
-        reader_config=reader_config,
+        # The log reader's fetches wait in the relay for the writes to land (reader_relay.py).
+        reader_config=relay.reader_config(client_config, tails=True) if relay is not None else reader_config,
+        on_written=relay.kick if relay is not None else None,
     )
     runtime.stuck_warning_ms = settings.stuck_shard_warning_ms
     runtime.stuck_reload_ms = settings.stuck_shard_reload_ms

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import struct
 import uuid
 
 import pytest
@@ -263,4 +264,127 @@ def test_the_relay_sends_every_answer_at_once(bootstrap: str, unique_name: str) 
     try:
         assert asyncio.run(relay_side()) != 0
     finally:
+        relay.close()
+
+
+# The log reader's fetches wait in the relay (``tail_bootstrap``) for ``kick``. Its consumer here
+# waits a minute at the broker: a record reaching it within the tests' poll timeout (20 s) came
+# because the relay let the fetch go when told of the write, not because any wait ended.
+_LONG_WAIT = {
+    "fetch.wait.max.ms": 60_000,
+    "enable.partition.eof": True,
+    "enable.auto.commit": False,
+    # Its telemetry requests (every 5 s) would let a held fetch go too.
+    "enable.metrics.push": False,
+}
+
+
+def _tail_consumer(relay: ReaderRelay, bootstrap: str, topic: str) -> Consumer:
+    """A log reader that read the partition's one record (its first fetch, at once: the record is
+    there) and its end: its next fetch asks again for the same partition, and waits."""
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(topic, value=b"first", partition=0)
+    assert producer.flush(10) == 0
+    consumer = Consumer(
+        relay.reader_config(
+            {"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}", **_LONG_WAIT}, tails=True
+        )
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    msg = consumer.poll(20)
+    assert msg is not None and msg.error() is None and msg.value() == b"first"
+    # librdkafka tells the end from an answer without records: let the fetch asking for them go.
+    relay.kick()
+    msg = consumer.poll(20)
+    assert msg is not None and msg.error() is not None, "the end of the partition was not reached"
+    return consumer
+
+
+def test_the_log_readers_fetch_goes_on_when_a_write_lands(bootstrap: str, unique_name: str) -> None:
+    ensure_topic(bootstrap, unique_name)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    relay = ReaderRelay(bootstrap).start()
+    consumer = _tail_consumer(relay, bootstrap, unique_name)
+    try:
+        for i in range(3):
+            producer.produce(unique_name, value=b"written-%d" % i, partition=0)
+            assert producer.flush(10) == 0
+            relay.kick()  # what serve's log writer does once the write is acknowledged
+            msg = consumer.poll(20)
+            assert msg is not None and msg.error() is None and msg.value() == b"written-%d" % i
+    finally:
+        consumer.close()  # (with a fetch held in the relay: librdkafka waits for its answer)
+        relay.close()
+
+
+def _fetch_v12(correlation_id: int, topic: str, wait_ms: int) -> bytes:
+    """Fetch v12 of partition 0 from offset 0, as librdkafka writes one (no fetch session)."""
+    name = topic.encode()
+    body = struct.pack(">iiiibii", -1, wait_ms, 1, 1 << 20, 0, 0, -1)
+    body += b"\x02" + bytes([len(name) + 1]) + name  # one topic
+    body += b"\x02" + struct.pack(">iiqiqi", 0, -1, 0, -1, -1, 1 << 20) + b"\x00"  # one partition
+    body += b"\x00" + b"\x01" + b"\x01" + b"\x00"  # topic tags, no forgotten topics, rack "", tags
+    header = struct.pack(">hhih", ApiKey.FETCH, 12, correlation_id, 4) + b"test" + b"\x00"
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def test_another_request_is_not_kept_behind_a_held_fetch(bootstrap: str, unique_name: str) -> None:
+    """Answers come in the order of the requests, as from a broker: a request that follows a held
+    fetch lets it go first."""
+    ensure_topic(bootstrap, unique_name)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(unique_name, value=b"first", partition=0)
+    assert producer.flush(10) == 0
+    relay = ReaderRelay(bootstrap).start()
+    host, port = relay.tail_bootstrap.split(",")[0].rsplit(":", 1)
+
+    async def answered_in_order() -> list[int]:
+        client = await WireClient.connect(host, int(port))
+        try:
+            # The record is there: answered at once, and small. The same fetch again waits (a
+            # minute) in the relay, until the next request comes.
+            client.send_raw(_fetch_v12(1, unique_name, 60_000))
+            first = await client.read_frame(20)
+            client.send_raw(_fetch_v12(2, unique_name, 60_000))
+            client.send(
+                ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3
+            )
+            later = [await client.read_frame(20), await client.read_frame(20)]
+            return [struct.unpack_from(">i", frame)[0] for frame in [first, *later]]
+        finally:
+            await client.close()
+
+    try:
+        assert asyncio.run(answered_in_order()) == [1, 2, 3]
+    finally:
+        relay.close()
+
+
+def test_a_log_read_whole_through_the_readers_listeners(bootstrap: str, unique_name: str) -> None:
+    """A load's answers (MBs) let the next fetch through at once; all of it arrives, in order."""
+    ensure_topic(bootstrap, unique_name)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    values = [b"%06d" % i * 50 for i in range(20_000)]
+    for value in values:
+        producer.produce(unique_name, value=value, partition=0)
+    assert producer.flush(30) == 0
+    relay = ReaderRelay(bootstrap).start()
+    consumer = Consumer(
+        relay.reader_config(
+            {"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}", "enable.partition.eof": True},
+            tails=True,
+        )
+    )
+    try:
+        consumer.assign([TopicPartition(unique_name, 0, 0)])
+        read: list[bytes] = []
+        while True:
+            msg = consumer.poll(20)
+            assert msg is not None, f"read {len(read)} of {len(values)}"
+            if msg.error() is not None:
+                break
+            read.append(msg.value() or b"")
+        assert read == values
+    finally:
+        consumer.close()
         relay.close()

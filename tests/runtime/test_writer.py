@@ -32,7 +32,8 @@ def test_appended_records_land_as_handed_over_in_order_and_stamped_now(bootstrap
     topic = f"writer-{unique_name}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
-    writer = LogWriter({"bootstrap.servers": bootstrap}, topic)
+    written: list[int] = []  # the reports made before each ``on_written`` (the reader relay's kick)
+    writer = LogWriter({"bootstrap.servers": bootstrap}, topic, on_written=lambda: written.append(len(reports)))
     headers = batch_headers(7, 3)
     records = [(b"k0", b"v0", headers[0]), (b"k1", None, headers[1]), (b"k2", b"v2", headers[2])]
     done = threading.Event()
@@ -48,6 +49,7 @@ def test_appended_records_land_as_handed_over_in_order_and_stamped_now(bootstrap
     finally:
         writer.close()
     assert reports == [(None, 2)]  # one report for the append: its last record's offset
+    assert written == [0]  # told once the append is written, before its report
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name, "enable.partition.eof": True})
     consumer.assign([TopicPartition(topic, 1, 0)])
     read: list[Any] = []

@@ -108,8 +108,11 @@ def ensure_log_topic_on(admin: AdminClient, spec: LogTopicSpec) -> int:
 class LogWriter:
     """The idempotent producer every shard appends through."""
 
-    def __init__(self, client_config: dict[str, Any], topic: str) -> None:
+    def __init__(self, client_config: dict[str, Any], topic: str, on_written: Callable[[], None] | None = None) -> None:
         self.topic = topic
+        # Told on the poll thread whenever an append's records are written (the reader relay
+        # then lets the log reader's fetch, waiting for them, go to the broker).
+        self.on_written = on_written
         self.settings: dict[str, Any] = {
             **client_config,
             "enable.idempotence": True,
@@ -163,8 +166,12 @@ class LogWriter:
             on_delivery(None, -1)
             return
 
+        on_written = self.on_written
+
         def last_report(err: KafkaError | None, msg: Message) -> None:
             offset = msg.offset() if err is None else None
+            if on_written is not None and offset is not None:
+                on_written()
             on_delivery(err, -1 if offset is None else offset)
 
         produce, topic, last = self._producer.produce, self.topic, total - 1

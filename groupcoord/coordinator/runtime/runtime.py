@@ -68,8 +68,11 @@ class CoordinatorRuntime(Generic[S]):
         clock: Clock | None = None,
         owner_id: str | None = None,
         reader_config: dict[str, Any] | None = None,
+        on_written: Callable[[], None] | None = None,
     ) -> None:
         self.client_config = dict(client_config)
+        # Told (on the writer's thread) whenever records are written: the reader relay's ``kick``.
+        self.on_written = on_written
         # The log reader's (a consumer's) config: serve points it at a relay that keeps
         # librdkafka off the Fetch versions it crashes on (groupcoord/coordinator/gateway/reader_relay.py).
         self.reader_config = dict(reader_config if reader_config is not None else client_config)
@@ -107,7 +110,7 @@ class CoordinatorRuntime(Generic[S]):
         # The shards' state is long-lived: kept out of the cyclic collector's full walks.
         collector.SHARED.install()
         self._collector_installed = True
-        self.writer = LogWriter(self.client_config, self.topic)
+        self.writer = LogWriter(self.client_config, self.topic, self.on_written)
         self.tailer = LogTailer(
             self.reader_config,
             self.topic,
@@ -196,7 +199,7 @@ class CoordinatorRuntime(Generic[S]):
         """Append through a new producer from now on (a new producer id). The old one is closed
         on another thread; what it still held is reported failed to its shards."""
         old = self.writer
-        self.writer = LogWriter(self.client_config, self.topic)
+        self.writer = LogWriter(self.client_config, self.topic, self.on_written)
         self.loop.run_in_executor(None, old.close, 0.0)
 
     def log_recreated(self) -> None:
