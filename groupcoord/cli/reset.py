@@ -33,7 +33,7 @@ from groupcoord.cli.common import (
     topic_partitions,
     watermarks,
 )
-from groupcoord.cli.output import AsJson, FormatOption, Output, note
+from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.coordinator.share.auto_offset_reset import parse_duration_ms as duration_ms
 
 
@@ -232,7 +232,7 @@ def reset_offsets(
         fail("give --topic TOPIC[:P,...] (repeatable) or --all-topics")
     if to_offset is not None and to_offset < 0:
         fail(f"--to-offset must be >= 0, got {to_offset}")
-    when_ms = datetime_ms(to_datetime, note) if to_datetime is not None else None
+    when_ms = datetime_ms(to_datetime, o.note) if to_datetime is not None else None
     if by_duration is not None:
         when_ms = int(time.time() * 1000) - parse_duration_ms(by_duration)
 

@@ -119,3 +119,20 @@ def test_an_empty_datetime_is_refused_before_connecting(command: tuple[str, ...]
     assert result.returncode != 0
     assert "--to-datetime '': expected YYYY-MM-DDTHH:mm:SS" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("structured", [False, True])
+def test_the_zone_note_is_for_people_only(structured: bool) -> None:
+    """A zone-less ``--to-datetime`` is explained to a person (on stderr when piped), and left out
+    of JSON output: what a script reads is the result alone."""
+    result = subprocess.run(
+        [sys.executable, "-m", "groupcoord.cli.main", "offsets", "reset", "--group", "g", "--topic", "t"]
+        + ["--to-datetime", "2023-01-01T00:00:00", "-b", "127.0.0.1:1", "--timeout", "1"]
+        + (["--json"] if structured else []),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0  # nothing listens there
+    said = result.stdout + result.stderr
+    assert ("has no zone: read as local time" in said) is not structured, said
