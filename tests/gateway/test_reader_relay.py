@@ -99,6 +99,18 @@ async def _through(relay: ReaderRelay, topic: str) -> tuple[ApiVersionsResponse,
         await client.close()
 
 
+def _read_from_the_start(consumer: Consumer, topic: str, expected: int) -> list[bytes]:
+    """The values of partition 0 of ``topic``, read from offset 0 to its end."""
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    read: list[bytes] = []
+    while True:
+        msg = consumer.poll(20)
+        assert msg is not None, f"read {len(read)} of {expected}"
+        if msg.error() is not None:
+            return read
+        read.append(msg.value() or b"")
+
+
 def test_the_cluster_is_seen_through_the_relay(bootstrap: str, unique_name: str) -> None:
     ensure_topic(bootstrap, unique_name, 2)
     relay = ReaderRelay(bootstrap).start()
@@ -149,15 +161,7 @@ def test_a_consumer_reads_and_commits_through_the_relay(bootstrap: str, unique_n
         )
     )
     try:
-        consumer.assign([TopicPartition(unique_name, 0, 0)])
-        values: list[bytes] = []
-        while True:
-            msg = consumer.poll(10)
-            assert msg is not None, f"read {len(values)} of 500"
-            if msg.error() is not None:
-                break
-            values.append(msg.value() or b"")
-        assert values == [f"{i}".encode() * 100 for i in range(500)]
+        assert _read_from_the_start(consumer, unique_name, 500) == [f"{i}".encode() * 100 for i in range(500)]
         consumer.commit(offsets=[TopicPartition(unique_name, 0, 500)], asynchronous=False)
         assert consumer.committed([TopicPartition(unique_name, 0)], timeout=10)[0].offset == 500
     finally:
@@ -186,15 +190,7 @@ def test_answers_of_many_reads_arrive_whole(bootstrap: str, unique_name: str) ->
         )
     )
     try:
-        consumer.assign([TopicPartition(unique_name, 0, 0)])
-        read: list[bytes] = []
-        while True:
-            msg = consumer.poll(10)
-            assert msg is not None, f"read {len(read)} of {len(values)}"
-            if msg.error() is not None:
-                break
-            read.append(msg.value() or b"")
-        assert read == values
+        assert _read_from_the_start(consumer, unique_name, len(values)) == values
     finally:
         consumer.close()
         relay.close()
@@ -376,15 +372,7 @@ def test_a_log_read_whole_through_the_readers_listeners(bootstrap: str, unique_n
         )
     )
     try:
-        consumer.assign([TopicPartition(unique_name, 0, 0)])
-        read: list[bytes] = []
-        while True:
-            msg = consumer.poll(20)
-            assert msg is not None, f"read {len(read)} of {len(values)}"
-            if msg.error() is not None:
-                break
-            read.append(msg.value() or b"")
-        assert read == values
+        assert _read_from_the_start(consumer, unique_name, len(values)) == values
     finally:
         consumer.close()
         relay.close()
