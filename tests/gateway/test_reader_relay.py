@@ -99,6 +99,15 @@ async def _through(relay: ReaderRelay, topic: str) -> tuple[ApiVersionsResponse,
         await client.close()
 
 
+def _produced(bootstrap: str, topic: str, values: list[bytes], linger_ms: int) -> list[bytes]:
+    """``values`` written to partition 0 of ``topic``, in order."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": linger_ms})
+    for value in values:
+        producer.produce(topic, value=value, partition=0)
+    assert producer.flush(30) == 0
+    return values
+
+
 def _read_from_the_start(consumer: Consumer, topic: str, expected: int) -> list[bytes]:
     """The values of partition 0 of ``topic``, read from offset 0 to its end."""
     consumer.assign([TopicPartition(topic, 0, 0)])
@@ -172,11 +181,7 @@ def test_a_consumer_reads_and_commits_through_the_relay(bootstrap: str, unique_n
 def test_answers_of_many_reads_arrive_whole(bootstrap: str, unique_name: str) -> None:
     """Fetch answers of several MB pass through the relay in many reads (of at most 256 KiB each)."""
     ensure_topic(bootstrap, unique_name)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
-    values = [bytes([i]) * 300_000 for i in range(40)]
-    for value in values:
-        producer.produce(unique_name, value=value, partition=0)
-    assert producer.flush(30) == 0
+    values = _produced(bootstrap, unique_name, [bytes([i]) * 300_000 for i in range(40)], linger_ms=50)
     relay = ReaderRelay(bootstrap).start()
     consumer = Consumer(
         relay.reader_config(
@@ -359,11 +364,7 @@ def test_another_request_is_not_kept_behind_a_held_fetch(bootstrap: str, unique_
 def test_a_log_read_whole_through_the_readers_listeners(bootstrap: str, unique_name: str) -> None:
     """A load's answers (MBs) let the next fetch through at once; all of it arrives, in order."""
     ensure_topic(bootstrap, unique_name)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    values = [b"%06d" % i * 50 for i in range(20_000)]
-    for value in values:
-        producer.produce(unique_name, value=value, partition=0)
-    assert producer.flush(30) == 0
+    values = _produced(bootstrap, unique_name, [b"%06d" % i * 50 for i in range(20_000)], linger_ms=20)
     relay = ReaderRelay(bootstrap).start()
     consumer = Consumer(
         relay.reader_config(
