@@ -135,6 +135,41 @@ def test_restores_make_the_valid_values_the_latest_again() -> None:
     assert offsets(state) == {0: 1}
 
 
+def test_a_valid_record_applied_after_a_zombies_later_record_of_its_key_is_restored() -> None:
+    """A paused old owner's records can land inside the new owner's batch (two producers on one
+    partition). The batch's first record (offset 1) is then applied only when the batch closes,
+    after the zombie's record of the same key (offset 2) was read and ignored; compaction keeps
+    offset 2, so the load must still re-state offset 1's value (seed 105422 of the ownership
+    simulation lost a member's subscription this way)."""
+    replayer, state = replay(
+        [
+            (0, epoch_record(2), 2, 0, 1),
+            (1, commit(0, 1), 2, 0, 2),  # the new owner's batch of two begins
+            (2, commit(0, 50), 1, 0, 1),  # the zombie, inside the batch's offsets
+            (3, commit(1, 1), 2, 1, 2),  # the batch's last record, after the zombie's
+        ],
+        deferred=True,
+    )
+    assert offsets(state) == {0: 1, 1: 1}
+    restores = {r.key.partition: (None if r.value is None else r.value.offset) for r in replayer.restores()}
+    assert restores == {0: 1}
+
+
+@pytest.mark.parametrize("deferred", [False, True])
+def test_a_zombies_records_among_a_batchs_do_not_split_it(deferred: bool) -> None:
+    """The batch's range reaches past a fenced owner's records written among its own: the batch
+    is applied whole at its last record, or discarded whole when a new owner's epoch comes
+    before it ends; never its first records alone as if its rest had been compacted away."""
+    head: Log = [(0, epoch_record(2), 2, 0, 1), (1, commit(0, 1), 2, 0, 3), (2, commit(0, 50), 1, 0, 1)]
+    _, state = replay([*head, (3, commit(1, 1), 2, 1, 3), (4, commit(2, 1), 2, 2, 3)], deferred)
+    assert offsets(state) == {0: 1, 1: 1, 2: 1}
+    # The new owner's writer failed after the zombie's record: the next owner's load comes.
+    _, state = replay([*head, (3, commit(1, 1), 2, 1, 3), (4, epoch_record(3), 3, 0, 1)], deferred)
+    assert offsets(state) == {}
+    _, state = replay([*head, (3, epoch_record(3), 3, 0, 1), (4, commit(5, 5), 3, 0, 1)], deferred)
+    assert offsets(state) == {5: 5}
+
+
 def test_restores_skip_keys_rewritten_validly_later() -> None:
     replayer, _ = replay(
         [(0, epoch_record(2), 2, 0, 1), (1, commit(0, 50), 1, 0, 1), (2, commit(0, 3), 2, 0, 1)], deferred=True

@@ -4,7 +4,9 @@ Besides decoding, it enforces the runtime's log rules (see ``headers``):
 - records of an atomic batch are applied together when the batch's last record is read, or when
   a later record shows that the rest was compacted away. A batch's records get consecutive
   offsets (one writer per shard), so a later record at an offset inside the batch's range means
-  the batch was cut short (its writer failed or crashed): it is discarded, never half-applied;
+  the batch was cut short (its writer failed or crashed): it is discarded, never half-applied.
+  The one other writer, a fenced owner still writing, can put records among a batch's: those
+  are not counted, the batch's range reaches past them;
 - a ``BatchAbort`` record, written by a new owner that found a batch cut short at the end of the
   log, discards the buffered records at or after the offset it names;
 - records written under a shard epoch older than one already seen come from a fenced owner
@@ -159,7 +161,11 @@ class LogReplayer:
         self.bulk_read = 0  # of ``read``, records taken in bulk by ``feed_messages``
         # Kept from a deferred load until ``stop_tracking``, for ``restores``.
         self._values: dict[bytes, _Raw] = {}
-        self._shadowed: set[bytes] = set()  # keys whose latest record was not applied
+        # Keys whose latest record was not applied, with that record's offset. A valid record
+        # read earlier in the log can be applied after it (its batch closes later, around a
+        # fenced owner's records written into the batch's offsets): it leaves the key shadowed,
+        # as compaction keeps the later record.
+        self._shadowed: dict[bytes, int] = {}
         self._survivors: list[_Raw] = []  # between ``end_read`` and ``replay_survivors``
         self._commits: tuple[list[bytes], list[bytes | None], list[int]] = ([], [], [])  # likewise
 
@@ -214,6 +220,13 @@ class LogReplayer:
         if epoch < self.max_epoch:
             # A fenced owner's record: ignored whatever its bytes, so it is not even decoded.
             self._discard([(offset, raw)])
+            if self._buffer and offset < self._batch_end:
+                # Written among the open batch's records (a paused owner's producer and the new
+                # owner's on one partition): it takes none of the batch's offsets, so the batch
+                # ends one offset later. Otherwise a record of the batch read after it would
+                # look like a new batch, and the batch's own first records like a batch whose
+                # rest was compacted away: applied alone, if the rest never came.
+                self._batch_end += 1
             return
         self.max_epoch = epoch
         if record_type == RecordType.BATCH_ABORT:
@@ -382,7 +395,8 @@ class LogReplayer:
             for key, message in zip(keys, messages, strict=True):
                 self._keep(key, message)  # type: ignore[arg-type]
         if self._shadowed:
-            self._shadowed.difference_update(keys)
+            for key in keys:  # read in log order: later than anything shadowed so far
+                self._shadowed.pop(key, None)  # type: ignore[arg-type]
         self.read += len(messages)
         self.bulk_read += len(messages)
         self.next_offset = last + 1
@@ -453,7 +467,7 @@ class LogReplayer:
         survivors.sort(key=_offset_of)
         self._survivors = survivors
         # What ``restores`` may ask for: the keys whose latest record was not applied.
-        wanted = self._shadowed.union(item[1] for _, item in self._buffer if isinstance(item, tuple))
+        wanted = self._shadowed.keys() | {item[1] for _, item in self._buffer if isinstance(item, tuple)}
         if any(key.startswith(_COMMIT_PREFIX) for key in wanted):  # rare: a zombie's or an aborted commit
             latest = {**latest, **{raw[1]: raw for raw in zip(commit_offsets, commit_keys, commit_values, strict=True)}}
         self._values = {key: _as_raw(key, latest[key]) for key in wanted if key in latest}
@@ -540,7 +554,7 @@ class LogReplayer:
 
     def stop_tracking(self) -> None:
         self._values = {}
-        self._shadowed = set()
+        self._shadowed = {}
 
     def _decode(self, raw: _Raw) -> CoordinatorRecord:
         offset, key, value = raw
@@ -562,7 +576,10 @@ class LogReplayer:
     def _discard(self, entries: list[tuple[int, CoordinatorRecord | _Raw]]) -> None:
         self.skipped += len(entries)
         if self._latest is not None:  # loading: remember what compaction could let shadow
-            self._shadowed.update(item[1] for _, item in entries if isinstance(item, tuple))
+            shadowed = self._shadowed
+            for offset, item in entries:
+                if isinstance(item, tuple) and shadowed.get(item[1], -1) < offset:
+                    shadowed[item[1]] = offset
 
     def _keep(self, key: bytes, item: _Raw | LogMessage) -> None:
         """A deferred load's applied record: the latest of its key (``finish`` orders the survivors
@@ -577,7 +594,9 @@ class LogReplayer:
                 self._commit_offsets.append(item.offset() or 0)
         else:
             self._latest[key] = item  # type: ignore[index]
-        self._shadowed.discard(key)
+        shadow = self._shadowed.get(key) if self._shadowed else None
+        if shadow is not None and shadow < (item[0] if isinstance(item, tuple) else (item.offset() or 0)):
+            del self._shadowed[key]
 
     def _apply(self, item: CoordinatorRecord | _Raw) -> None:
         if isinstance(item, tuple):
