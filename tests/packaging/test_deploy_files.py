@@ -128,6 +128,18 @@ def test_systemd_units_are_sandboxed(source: str, tmp_path: Path) -> None:
     assert sandbox and sandbox <= set((DEPLOY / source).read_text().splitlines())
 
 
+def test_systemd_units_name_only_shipped_or_system_units() -> None:
+    """A PartOf= or WantedBy= of one of ours names a unit deploy/ ships (or systemd's own): the
+    template was PartOf a groupcoord.target nobody shipped, so restarting the group did nothing."""
+    system = {"multi-user.target", "network-online.target"}
+    for source in (*UNITS, "groupcoord.target"):
+        for line in (DEPLOY / source).read_text().splitlines():
+            if line.startswith(("PartOf=", "WantedBy=", "After=", "Wants=")):
+                for unit in line.split("=", 1)[1].split():
+                    assert unit in system or (DEPLOY / unit).is_file(), f"{source}: {line}"
+    assert "PartOf=groupcoord.target" in (DEPLOY / "groupcoord@.service").read_text().splitlines()
+
+
 def test_systemd_units_verify(tmp_path: Path) -> None:
     """``systemd-analyze verify`` on the units, with ExecStart's path pointed at this install."""
     analyze = shutil.which("systemd-analyze")
@@ -139,6 +151,7 @@ def test_systemd_units_verify(tmp_path: Path) -> None:
     for source, name in (
         ("groupcoord.service", "groupcoord.service"),
         ("groupcoord@.service", "groupcoord@9094.service"),
+        ("groupcoord.target", "groupcoord.target"),
     ):
         text = (DEPLOY / source).read_text().replace("/opt/groupcoord/.venv/bin/groupcoord", str(groupcoord))
         (tmp_path / name).write_text(text)
