@@ -43,9 +43,23 @@ DEFAULT_TIMEOUT = 10.0
 class CliError(Exception):
     """A failure to report as one line (exit code 1)."""
 
+    exit_code = 1
+
+
+class CliUsageError(CliError):
+    """A command line that cannot mean anything (exit code 2)."""
+
+    exit_code = 2
+
 
 def fail(message: str) -> NoReturn:
     raise CliError(message)
+
+
+def usage(message: str) -> NoReturn:
+    """Options that cannot go together, or a required choice missing: a bad command line, exit code
+    2 as click's own usage errors (an unknown option, a bad value) have; checked before connecting."""
+    raise CliUsageError(message)
 
 
 def error_line(message: str) -> None:
@@ -55,7 +69,7 @@ def error_line(message: str) -> None:
 
 def report(exc: CliError) -> NoReturn:
     error_line(str(exc))
-    raise typer.Exit(1)
+    raise typer.Exit(exc.exit_code)
 
 
 _rdkafka_log = logging.getLogger("groupcoord.cli.librdkafka")

@@ -22,6 +22,7 @@ from groupcoord.cli.common import (
     describe_error,
     fail,
     topic_partitions,
+    usage,
     watermarks,
 )
 from groupcoord.cli.output import AsJson, FormatOption, Output, out
@@ -133,7 +134,7 @@ def dump(
     """Decode the records of one shard: offset, epoch, type, key and value (tombstones shown)."""
     o = Output.of(fmt, as_json)
     if (partition is None) == (group is None):
-        fail("give --partition P or --group G")
+        usage("give --partition P or --group G")
     c, count = _open(bootstrap, command_config, timeout, topic)
     if group is not None:
         partition = partition_for(group, count)
