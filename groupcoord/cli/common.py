@@ -171,8 +171,8 @@ def parse_topic_spec(spec: str) -> tuple[str, list[int] | None]:
     return topic, partitions
 
 
-def topic_partitions(admin: AdminClient, c: Conn, topics: list[str]) -> dict[str, int]:
-    """Partition count of each topic; a missing topic is an error."""
+def topic_partitions(admin: AdminClient, c: Conn, topics: list[str], missing: str = "") -> dict[str, int]:
+    """Partition count of each topic; a missing topic is an error (``missing`` added to its line)."""
     try:
         md = admin.list_topics(timeout=c.timeout)
     except KafkaException as exc:
@@ -181,7 +181,7 @@ def topic_partitions(admin: AdminClient, c: Conn, topics: list[str]) -> dict[str
     for topic in topics:
         t = md.topics.get(topic)
         if t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
-            fail(f"topic {topic!r} does not exist")
+            fail(f"topic {topic!r} does not exist{missing}")
         counts[topic] = len(t.partitions)
     return counts
 

@@ -60,7 +60,10 @@ def _open(bootstrap: str, command_config: Path | None, timeout: float, topic: st
     c = Conn(bootstrap, command_config, timeout)
     admin = c.admin()
     c.check_reachable(admin)
-    return c, topic_partitions(admin, c, [topic])[topic]
+    # Through a sidecar the log topic is hidden (it is the sidecar's alone), so the likely mistake
+    # is -b naming the sidecar, as every other command's -b does.
+    hidden = f" on {bootstrap}: `log` reads it from the cluster itself (-b is the cluster's address, not a sidecar's)"
+    return c, topic_partitions(admin, c, [topic], missing=hidden)[topic]
 
 
 def read_partition(c: Conn, topic: str, partition: int, start: int = 0, stop: int | None = None) -> list[Any]:
