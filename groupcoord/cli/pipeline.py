@@ -252,8 +252,9 @@ def audit(
     ] = 5,
     as_json: AsJson = False,
 ) -> None:
-    """Check DESIGN.md's invariants across the whole log (share-partition state included); exit
-    code 1 if any is violated."""
+    """Check the coordinator's invariants across the whole log (every record decodes, epochs never
+    go back, no partition given to two members, share-partition state included; the list is in
+    the docs, Operations > Reading the log with Spark); exit code 1 if any is violated."""
     config = _config(bootstrap, command_config)
     from groupcoord.pipeline.jobs import audit as run_audit
     from groupcoord.pipeline.jobs import load_log, with_status
