@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from groupcoord.coordinator.kafka_words import LastLine, describe_error
+from groupcoord.properties import PropertiesError, parse_properties
 
 err = Console(stderr=True, soft_wrap=True)
 
@@ -81,21 +82,15 @@ quiet_rdkafka_logger = _rdkafka_log  # for commands that build their own clients
 
 
 def read_properties(path: Path) -> dict[str, str]:
-    """Java-style properties: ``key=value`` (or ``key: value``) lines, ``#``/``!`` comments."""
+    """A properties file as Kafka's tools read it (``groupcoord.properties``)."""
     try:
         text = path.read_text()
     except OSError as exc:
         fail(f"cannot read --command-config {path}: {exc.strerror or exc}")
-    props: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        sep = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
-        if sep < 0:
-            fail(f"{path}:{number}: expected key=value, got {line!r}")
-        props[line[:sep].strip()] = line[sep + 1 :].strip()
-    return props
+    try:
+        return parse_properties(text)
+    except PropertiesError as exc:
+        fail(f"{path}:{exc}")
 
 
 @dataclass
