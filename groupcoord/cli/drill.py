@@ -656,6 +656,10 @@ def report_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
         value = result[name]
         if isinstance(value, dict):  # the median breakdown: the same words as each fault's line
             value = _steps(value) or "-"
+        elif name == "records_delivered" and value is not None:
+            # About twice records_produced, which reads as double delivery unless said.
+            groups = sorted(result.get("commits_by_group", {}))
+            value = f"{value} (summed over {len(groups)} groups that each read every record: {', '.join(groups)})"
         rows.append({"measure": name, "value": "not checked" if value is None else str(value)})
     for n, kill in enumerate(result["kills"], 1):
         steps = _steps(kill)

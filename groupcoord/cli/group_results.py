@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import typer
 
-from groupcoord.cli.common import error_line, fail
+from groupcoord.cli.common import error_line, usage
 from groupcoord.cli.output import Output
 
 
@@ -20,9 +20,9 @@ def check_describe_options(
     groups: list[str] | None, all_groups: bool, offsets: bool, members: bool, state: bool
 ) -> None:
     if sum([offsets, members, state]) > 1:
-        fail("give at most one of --offsets, --members, --state")
+        usage("give at most one of --offsets, --members, --state")
     if bool(groups) == all_groups:
-        fail("name one or more groups, or give --all-groups")
+        usage("name one or more groups, or give --all-groups")
 
 
 def group_errors(failures: Mapping[str, str]) -> list[dict[str, str]]:

@@ -22,6 +22,7 @@ from groupcoord.cli.common import (
     describe_error,
     fail,
     topic_partitions,
+    usage,
     watermarks,
 )
 from groupcoord.cli.output import AsJson, FormatOption, Output, out
@@ -59,7 +60,10 @@ def _open(bootstrap: str, command_config: Path | None, timeout: float, topic: st
     c = Conn(bootstrap, command_config, timeout)
     admin = c.admin()
     c.check_reachable(admin)
-    return c, topic_partitions(admin, c, [topic])[topic]
+    # Through a sidecar the log topic is hidden (it is the sidecar's alone), so the likely mistake
+    # is -b naming the sidecar, as every other command's -b does.
+    hidden = f" on {bootstrap}: `log` reads it from the cluster itself (-b is the cluster's address, not a sidecar's)"
+    return c, topic_partitions(admin, c, [topic], missing=hidden)[topic]
 
 
 def read_partition(c: Conn, topic: str, partition: int, start: int = 0, stop: int | None = None) -> list[Any]:
@@ -133,7 +137,7 @@ def dump(
     """Decode the records of one shard: offset, epoch, type, key and value (tombstones shown)."""
     o = Output.of(fmt, as_json)
     if (partition is None) == (group is None):
-        fail("give --partition P or --group G")
+        usage("give --partition P or --group G")
     c, count = _open(bootstrap, command_config, timeout, topic)
     if group is not None:
         partition = partition_for(group, count)

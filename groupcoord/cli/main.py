@@ -23,7 +23,7 @@ from groupcoord.cli.migrate import migrate_app
 from groupcoord.cli.pipeline import pipeline_app
 from groupcoord.cli.share import share_groups_app
 from groupcoord.coordinator.config import ConfigError, load_settings
-from groupcoord.local_broker import BrokerStartError, LocalBroker, parse_hostport
+from groupcoord.local_broker import AddressInUse, BrokerStartError, LocalBroker, parse_hostport
 
 
 class _App(typer.Typer):
@@ -179,6 +179,12 @@ def serve(
         embedded = LocalBroker(host, port)
         try:
             embedded.start()
+        except AddressInUse as exc:
+            # A first run on a machine where a Kafka (or another serve) already has 9092.
+            fail(
+                f"embedded broker: {exc}; give it another address with GROUPCOORD_EMBEDDED_BROKER_LISTEN=HOST:PORT"
+                " (embedded_broker_listen in --config), or name a cluster with -b"
+            )
         except BrokerStartError as exc:
             fail(f"embedded broker: {exc}")
         said = f"embedded broker (in memory, for development): bootstrap.servers={embedded.bootstrap}"

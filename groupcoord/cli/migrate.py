@@ -23,7 +23,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from groupcoord.cli.admin import SIDECAR, _connect, activity, committed, list_group_ids
-from groupcoord.cli.common import DEFAULT_TIMEOUT, CommandConfig, Conn, Timeout, fail
+from groupcoord.cli.common import DEFAULT_TIMEOUT, CommandConfig, Conn, Timeout, fail, usage
 from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.coordinator.config import is_internal_group
 
@@ -61,8 +61,6 @@ def _move(
 ) -> None:
     (sc, sadmin), (dc, dadmin) = source, dest
     src_name, dst_name = names
-    if bool(groups) == all_groups:
-        fail("give --group GROUP (repeatable) or --all-groups")
     skipped: list[str] = []
     if all_groups:
         listed = [g["group"] for g in list_group_ids(sc, sadmin)]
@@ -142,6 +140,8 @@ def _copy_command(source: str, dest: str) -> Callable[..., None]:
         fmt: FormatOption = None,
         as_json: AsJson = False,
     ) -> None:
+        if bool(group) == all_groups:
+            usage("give --group GROUP (repeatable) or --all-groups")
         sides = {"cluster": (cluster, cluster_config or command_config), "sidecar": (sidecar, command_config)}
         from_side = _connect(*sides[source], timeout)
         to_side = _connect(*sides[dest], timeout)

@@ -252,8 +252,9 @@ def audit(
     ] = 5,
     as_json: AsJson = False,
 ) -> None:
-    """Check DESIGN.md's invariants across the whole log (share-partition state included); exit
-    code 1 if any is violated."""
+    """Check the coordinator's invariants across the whole log (every record decodes, epochs never
+    go back, no partition given to two members, share-partition state included; the list is in
+    the docs, Operations > Reading the log with Spark); exit code 1 if any is violated."""
     config = _config(bootstrap, command_config)
     from groupcoord.pipeline.jobs import audit as run_audit
     from groupcoord.pipeline.jobs import load_log, with_status
@@ -321,12 +322,14 @@ def history(
 ) -> None:
     """Timeline of one group: epochs, members joining and leaving, assignments, commits per minute."""
     config = _config(bootstrap, command_config)
+    from groupcoord.pipeline.cluster import topic_names
     from groupcoord.pipeline.jobs import history as run_history
     from groupcoord.pipeline.jobs import load_log, with_status
 
     with _spark(master, as_json) as spark:
         _step(as_json, f"reading {topic} from {bootstrap}")
-        events, commits = run_history(with_status(load_log(spark, config, topic)), group)
+        names = topic_names(config)
+        events, commits = run_history(with_status(load_log(spark, config, topic)), group, names)
     if as_json:
         print_document(events, group=group, commits_per_minute=commits)
         return

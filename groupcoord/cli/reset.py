@@ -31,6 +31,7 @@ from groupcoord.cli.common import (
     fail,
     parse_topic_spec,
     topic_partitions,
+    usage,
     watermarks,
 )
 from groupcoord.cli.output import AsJson, FormatOption, Output
@@ -224,12 +225,12 @@ def reset_offsets(
     }
     chosen = [name for name, on in strategies.items() if on]
     if len(chosen) != 1:
-        fail(f"give exactly one strategy: {', '.join(strategies)}")
+        usage(f"give exactly one strategy: {', '.join(strategies)}")
     strategy = chosen[0]
     if bool(group) == all_groups:
-        fail("give --group GROUP (repeatable) or --all-groups")
+        usage("give --group GROUP (repeatable) or --all-groups")
     if from_file is None and bool(topic) == all_topics:
-        fail("give --topic TOPIC[:P,...] (repeatable) or --all-topics")
+        usage("give --topic TOPIC[:P,...] (repeatable) or --all-topics")
     if to_offset is not None and to_offset < 0:
         fail(f"--to-offset must be >= 0, got {to_offset}")
     when_ms = datetime_ms(to_datetime, o.note) if to_datetime is not None else None

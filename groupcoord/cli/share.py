@@ -37,6 +37,7 @@ from groupcoord.cli.common import (
     fail,
     parse_topic_spec,
     topic_partitions,
+    usage,
     watermarks,
 )
 from groupcoord.cli.group_results import (
@@ -545,10 +546,10 @@ def reset_share_offsets(
     --reset-offsets: a dry run unless --execute; the group must have no active members."""
     o = Output.of(fmt, as_json)
     if sum([to_earliest, to_latest, to_offset is not None, to_datetime is not None]) != 1:
-        fail("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime")
+        usage("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime")
     when_ms = datetime_ms(to_datetime, o.note) if to_datetime is not None else None
     if bool(topic) == all_topics:
-        fail("give --topic (one or more) or --all-topics")
+        usage("give --topic (one or more) or --all-topics")
     admin = ShareAdmin(bootstrap, command_config, timeout)
     current = admin.offsets([group])[group]
     if isinstance(current, str):

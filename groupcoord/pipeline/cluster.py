@@ -19,6 +19,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from groupcoord.coordinator import logs
+from groupcoord.properties import PropertiesError, parse_properties
 
 DEFAULT_LOG_TOPIC = "__group_coordinator_log"
 
@@ -28,21 +29,15 @@ class ClusterError(RuntimeError):
 
 
 def read_properties(path: str | Path) -> dict[str, str]:
-    """librdkafka settings from a Java-style properties file (``key=value``; ``#`` comments)."""
-    settings: dict[str, str] = {}
+    """librdkafka settings from a properties file, read as the CLI reads ``--command-config``."""
     try:
         text = Path(path).read_text()
     except OSError as exc:
         raise ClusterError(f"cannot read client properties {path}: {exc.strerror}") from None
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith(("#", "!")):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise ClusterError(f"{path}:{number}: expected key=value, got {line!r}")
-        settings[key.strip()] = value.strip()
-    return settings
+    try:
+        return parse_properties(text)
+    except PropertiesError as exc:
+        raise ClusterError(f"{path}:{exc}") from None
 
 
 def client_config(bootstrap: str, extra: Mapping[str, str] | None = None) -> dict[str, Any]:

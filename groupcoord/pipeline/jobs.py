@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -429,18 +430,40 @@ def lag(spark: SparkSession, offsets: DataFrame, config: Mapping[str, str]) -> L
     return LagResult([r.asDict() for r in joined.collect()], [r.asDict() for r in totals.collect()])
 
 
-def history(status_log: DataFrame, group: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(events, commits per minute) of one group, from the records a coordinator applies."""
+def utc_text(ms: int | None) -> str | None:
+    """Epoch milliseconds as UTC ISO-8601 with a Z. Taken as milliseconds from Spark, since a
+    collected TimestampType is a naive datetime in this process's local zone."""
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def partition_names(topic_partitions: Any, names: Mapping[str, str]) -> list[str]:
+    """``orders-0`` (Kafka's way of naming a partition) for each partition of an assignment; a
+    topic id no topic of the cluster has (deleted) as its first 8 characters, ``AaIUJCwU:0``."""
+    return sorted(
+        f"{names[tp.topic_id]}-{p}" if tp.topic_id in names else f"{tp.topic_id[:8]}:{p}"
+        for tp in topic_partitions
+        for p in tp.partitions
+    )
+
+
+def history(
+    status_log: DataFrame, group: str, names: Mapping[str, str] | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(events, commits per minute) of one group, from the records a coordinator applies; ``names``
+    (topic id -> name, ``cluster.topic_names``) names the assigned partitions."""
+    names = names or {}
     rows = status_log.where((F.col("group_id") == group) & (F.col("status") == "applied"))
-    rows = rows.persist()
+    rows = rows.withColumn("_ms", F.unix_millis("timestamp")).persist()
     per_minute = (
         rows.where(of_type(RecordType.OFFSET_COMMIT) & ~F.col("tombstone"))
-        .groupBy(F.window("timestamp", "1 minute").start.alias("minute"))
+        .groupBy(F.unix_millis(F.window("timestamp", "1 minute").start).alias("minute"))
         .agg(F.count("*").alias("commits"), F.countDistinct("topic", "topic_partition").alias("partitions"))
         .orderBy("minute")
     )
     commits = [
-        {"minute": r.minute.isoformat(), "commits": r.commits, "partitions": r.partitions} for r in per_minute.collect()
+        {"minute": utc_text(r.minute), "commits": r.commits, "partitions": r.partitions} for r in per_minute.collect()
     ]
     # On a COMMIT marker the shard writes the producer's offsets (OffsetCommit records carrying its
     # id) in the same atomic batch as the tombstones of what the marker decided; on ABORT only the
@@ -461,7 +484,7 @@ def history(status_log: DataFrame, group: str) -> tuple[list[dict[str, Any]], li
     share = ShareHistory()
     ordered = rows.where(~of_type(RecordType.OFFSET_COMMIT)).orderBy("offset").collect()
     for r in ordered:
-        when = r.timestamp.isoformat() if r.timestamp is not None else None
+        when = utc_text(r["_ms"])
 
         def note(kind: str, detail: str, member: str | None = None, r: Any = r, when: Any = when) -> None:
             events.append(
@@ -514,13 +537,7 @@ def history(status_log: DataFrame, group: str) -> tuple[list[dict[str, Any]], li
                 note("member-joined", f"{which}client {v.client_id} at {v.client_host}", r.member_id)
                 members.add(r.member_id)
         elif t in _TARGET_MEMBER:
-            parts = (
-                []
-                if r.tombstone
-                else sorted(
-                    f"{tp.topic_id[:8]}:{p}" for tp in r.value[value_field(t)].topic_partitions for p in tp.partitions
-                )
-            )
+            parts = [] if r.tombstone else partition_names(r.value[value_field(t)].topic_partitions, names)
             if targets.get(r.member_id) != parts:
                 note("target-assignment", ", ".join(parts) or "(none)", r.member_id)
                 targets[r.member_id] = parts

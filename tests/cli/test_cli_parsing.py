@@ -136,3 +136,30 @@ def test_the_zone_note_is_for_people_only(structured: bool) -> None:
     assert result.returncode != 0  # nothing listens there
     said = result.stdout + result.stderr
     assert ("has no zone: read as local time" in said) is not structured, said
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["offsets", "reset", "--group", "g", "--all-topics"],
+        ["offsets", "reset", "--group", "g", "--all-topics", "--to-earliest", "--to-latest"],
+        ["offsets", "reset", "--all-topics", "--to-earliest"],
+        ["offsets", "reset", "--group", "g", "--to-earliest"],
+        ["groups", "describe"],
+        ["groups", "describe", "g", "--offsets", "--members"],
+        ["log", "dump"],
+        ["migrate", "import", "--cluster", "127.0.0.1:1"],
+        ["share-groups", "reset-offsets", "--group", "g", "--all-topics"],
+    ],
+    ids=" ".join,
+)
+def test_options_that_do_not_go_together_are_a_bad_command_line(args: list[str]) -> None:
+    """Exit code 2, as an unknown option or a bad value, not 1 (a refusal of the cluster or the
+    sidecar): the docs promise it for every bad command line, and scripts tell the two apart. The
+    address is dead, so the line is refused before anything connects (else it would say so)."""
+    from tests.inprocess_cli import cli
+
+    result = cli(*args, "-b", "127.0.0.1:1", "--timeout", "1")
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: give ") or line.startswith("error: name one or more groups"), line

@@ -28,3 +28,23 @@ def test_an_ungraceful_stop_kills_the_broker_at_once() -> None:
     assert proc is not None
     broker.stop(graceful=False)
     assert proc.returncode == -signal.SIGKILL and broker.process is None
+
+
+def test_serve_names_the_setting_when_the_embedded_broker_port_is_taken() -> None:
+    # The first README command on a machine that already runs a Kafka on 9092: the error has to
+    # say how to move the embedded broker, not only that the port is taken.
+    from tests.inprocess_cli import cli
+
+    port = free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        result = cli(
+            "serve",
+            "--listen",
+            f"127.0.0.1:{free_port()}",
+            env={"GROUPCOORD_EMBEDDED_BROKER_LISTEN": f"127.0.0.1:{port}"},
+        )
+    assert result.returncode != 0
+    (line,) = result.stderr.strip().splitlines()
+    assert f"127.0.0.1:{port} is already in use" in line and "GROUPCOORD_EMBEDDED_BROKER_LISTEN=HOST:PORT" in line, line

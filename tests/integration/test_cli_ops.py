@@ -109,6 +109,12 @@ def test_log_dump_names_a_missing_topic_or_partition(bootstrap: str, sidecar: Se
     )
     dumped = cli("log", "dump", "--partition", "0", "-b", bootstrap, "--topic", log_topic, "--json")
     assert json.loads(dumped.stdout)["items"][0]["type"] == "SHARD_EPOCH"
+    # Through the sidecar the log topic is hidden: the line says that -b is the cluster's address.
+    through_sidecar = one_error_line(
+        cli("log", "dump", "--partition", "0", "-b", sidecar.bootstrap, "--topic", log_topic)
+    )
+    assert f"topic '{log_topic}' does not exist on {sidecar.bootstrap}" in through_sidecar
+    assert "-b is the cluster's address" in through_sidecar
 
 
 def test_command_config_properties_reach_the_client(sidecar: ServeProcess, tmp_path: object) -> None:

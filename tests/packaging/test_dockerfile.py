@@ -87,6 +87,23 @@ def test_image_shape() -> None:
     assert extras == {"spark"} and "pyspark" in " ".join(defined["spark"]), (extras, defined.get("spark"))
 
 
+def test_image_annotations_match_the_package() -> None:
+    """The OCI labels a registry and a scanner read say what pyproject.toml says (the review found
+    none): a version bump or a licence change that forgets the Dockerfile fails here."""
+    labels: dict[str, str] = {}
+    for args in only("LABEL"):
+        for item in shlex.split(args):
+            key, _, value = item.partition("=")
+            labels[key] = value
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    oci = "org.opencontainers.image."
+    assert labels[oci + "title"] == project["name"]
+    assert labels[oci + "description"] == project["description"]
+    assert labels[oci + "version"] == project["version"]
+    assert labels[oci + "licenses"] == project["license"]
+    assert labels[oci + "source"] == project["urls"]["Source"]
+
+
 def dockerignore() -> list[str]:
     lines = (ROOT / ".dockerignore").read_text().splitlines()
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]

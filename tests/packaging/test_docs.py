@@ -58,3 +58,14 @@ def test_every_setting_is_in_the_configuration_reference() -> None:
             assert not rows[var].rstrip().endswith("|  |"), f"{var} has no description"
 
     walk(Settings, ENV_PREFIX)
+
+
+def test_cli_help_points_only_at_what_is_shipped() -> None:
+    """No command's help sends the reader to DESIGN.md, which is not in the repository or the
+    package (pipeline audit's did: the operators' review, #10)."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    from gen_reference import cli_reference
+
+    assert not (ROOT / "DESIGN.md").exists()
+    page = cli_reference()
+    assert "groupcoord pipeline audit" in page and "DESIGN.md" not in page

@@ -261,9 +261,13 @@ def test_lag_matches_offset_fetch_and_high_watermarks(
 def test_history_of_a_group(written_log: WrittenLog, real_log: DataFrame) -> None:
     wl = written_log
     status_log = real_log
-    events, commits = history(status_log, wl.gone_group)
+    events, commits = history(status_log, wl.gone_group, topic_names({"bootstrap.servers": wl.bootstrap}))
     kinds = [e["event"] for e in events]
     assert "epoch" in kinds and "target-assignment" in kinds
+    # Partitions by topic name as Kafka writes them (orders-0), not a cut topic id; times in UTC.
+    assigned = next(e["detail"] for e in events if e["event"] == "target-assignment")
+    assert assigned.startswith(f"{wl.data_topic}-"), assigned
+    assert all(e["time"].endswith("Z") for e in events) and all(c["minute"].endswith("Z") for c in commits)
     joined = [e for e in events if e["event"] == "member-joined"]
     left = [e for e in events if e["event"] == "member-left"]
     assert len(joined) == 1 and "gone-a" in joined[0]["detail"]
