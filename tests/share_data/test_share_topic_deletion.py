@@ -1,13 +1,12 @@
 """Share groups and topic deletion through a real ``groupcoord serve`` in front of the local broker,
-with confluent-kafka's ``ShareConsumer``: what librdkafka's 0184 (topic re-created under a share
-consumer) asserts, as Kafka 4.2 behaves."""
+with confluent-kafka's ``ShareConsumer``: what librdkafka's 0181 (acknowledgements of a deleted
+topic) and 0184 (a topic re-created under a share consumer) assert, as Kafka 4.2 behaves."""
 
 from __future__ import annotations
 
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import AcknowledgeType, KafkaError, Message, ShareConsumer
@@ -22,16 +21,17 @@ from tests.share_data.test_share_consumer import _drain, _produce, _set_group_co
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def serve(bootstrap: str, tmp_path: Path) -> Iterator[ServeProcess]:
+@pytest.fixture(scope="module")
+def serve(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """One serve for the module's tests (each uses its own topic and group)."""
     # The sidecar reads the cluster's topics every second (Kafka's coordinator sees a deletion at
     # once, through its metadata image); the default, 10 s, would make the test wait for it.
     env = {
         "GROUPCOORD_SHARE_GROUPS_ENABLED": "true",
         "GROUPCOORD_METADATA_REFRESH_INTERVAL_MS": "1000",
-        "GROUPCOORD_LOG_LEVEL": "INFO",
     }
-    process = ServeProcess(bootstrap, free_port(), f"gc-sf-log-{uuid.uuid4().hex[:10]}", log=tmp_path / "serve.log")
+    log = tmp_path_factory.mktemp("share-deletion") / "serve.log"
+    process = ServeProcess(bootstrap, free_port(), f"gc-sf-log-{uuid.uuid4().hex[:10]}", log=log)
     process.start(env=env)
     yield process
     process.stop()
