@@ -237,10 +237,15 @@ class GroupCoordinatorShard:
         return Result(None, records, [self._retention_timer(now_ms)])
 
     def topics_deleted(self, state: GroupCoordinatorState, topics: Iterable[tuple[str, str]]) -> Result[None]:
+        deleted = list(topics)
         records: list[CoordinatorRecord] = []
-        for name, topic_id in topics:
+        for name, topic_id in deleted:
             records += offsets_of_deleted_topic(state.offsets, name, topic_id)
-        return Result(None, records)
+        # Share groups' state of the deleted incarnations goes too (Kafka 4.2 deletes it): a topic
+        # re-created under the same name starts its share-partitions afresh, from
+        # share.auto.offset.reset, not from the old incarnation's offsets.
+        share = share_ops.deleted_topics_state(state.share_data, deleted)
+        return Result(None, [*records, *share.records], share.timers)
 
     # --- transactional offsets (TxnOffsetCommit) ---------------------------------------------
 

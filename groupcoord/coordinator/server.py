@@ -564,6 +564,7 @@ async def _serving_with(
         GatewayMetrics(),
     )
     gateway.peers = locator.peers
+    gateway.deletion_listeners.append(metadata.deleted_by_request)
     # Other processes may front the same cluster: a client must see a coordinator the cluster
     # answers change node when a survivor answers for it (gateway/rewrite.py, coordinator_alias).
     gateway.alias_coordinators = True

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.share.sessions import FINAL_EPOCH, ShareSessionCache, next_epoch
 
@@ -73,3 +75,18 @@ def test_a_closed_connection_takes_only_the_sessions_it_opened() -> None:
     assert cache.drop_connection("conn-2") == []
     assert [s.member for s in cache.drop_connection("conn-3")] == ["b"]
     assert cache.sessions == {} and cache._by_connection == {}
+
+
+def test_a_session_keeps_the_topic_id_each_partition_was_added_by() -> None:
+    """Kafka keys a session's partitions by topic id: the id a partition was added with is kept
+    (a re-created topic's new id replaces it when the client adds the partition again), and a
+    forgotten partition of a topic no longer known by name is dropped by that id."""
+    old, new, other = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    cache = ShareSessionCache()
+    opened = cache.fetch("g", "m", 0, False, [("t", 0), ("t", 1), ("u", 0)], [], topic_ids={"t": old, "u": other})
+    assert opened.session is not None
+    assert opened.session.partitions == {("t", 0): old, ("t", 1): old, ("u", 0): other}
+    cache.fetch("g", "m", 1, False, [("t", 0)], [], topic_ids={"t": new})
+    cache.fetch("g", "m", 2, False, [], [], forgotten_ids=[(old, 1), (other, 1)])
+    session = cache.get("g", "m")
+    assert session is not None and session.partitions == {("t", 0): new, ("u", 0): other}

@@ -254,6 +254,28 @@ def test_delete_topics_state_removes_only_the_named_topics_of_the_group() -> Non
     assert METADATA not in [r.type for r in ops.delete_topics_state(data, "g", ["t"]).records]
 
 
+def test_a_deleted_topic_incarnation_takes_its_share_state_with_it_in_every_group() -> None:
+    """Topic deletion (the metadata refresh's listener): every group's share-partitions of the
+    deleted incarnation (its id, or no id) go, with their lock timers and from record 15; a
+    share-partition of the same name already holding the re-created topic's id stays."""
+    shard = Shard()
+    data = shard.state.share_data
+    old_g, old_h, other = KEY, SharePartitionKey("h", "t", 1), SharePartitionKey("g", "u", 0)
+    shard.run(ops.ensure(data, [(old_g, CONFIG, "old", 5), (other, CONFIG, "uid", 0)]))
+    shard.run(ops.ensure(data, [(old_h, CONFIG, None, 0)]))
+    shard.run(ops.acquire(data, "m1", [_fetched(5, 9)], 10, now=0))
+    result = ops.deleted_topics_state(data, [("t", "old")])
+    assert CancelTimer(ops.lock_timer_key(old_g)) in result.timers
+    shard.run(result)
+    for state in (data, shard.reloaded().share_data):
+        assert [k for k in (old_g, old_h, other) if state.store.get(k) is not None] == [other]
+        assert state.initialized == {"g": {"u": ("uid", frozenset({0}))}, "h": {}}
+    assert old_g not in data.live and other in data.live
+    # The re-created topic's share-partition (new id) survives a late notice of the old deletion.
+    shard.run(ops.ensure(data, [(old_g, CONFIG, "new", 0)]))
+    assert ops.deleted_topics_state(data, [("t", "old")]).records == []
+
+
 def test_record_15_lists_the_share_partitions_with_state() -> None:
     """ShareGroupStatePartitionMetadata (Kafka's record 15) is written in the same operation as the
     first state of a share-partition, with its topic id, and not again for a loaded one."""

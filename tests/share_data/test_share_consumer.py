@@ -684,6 +684,56 @@ def test_a_share_fetch_writes_its_acknowledgements_and_never_its_acquisition(
     asyncio.run(run())
 
 
+def test_a_share_fetch_with_max_bytes_zero_acquires_nothing_and_applies_its_acknowledgements(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """MaxBytes 0 reads nothing, as in Kafka 4.2 (librdkafka's fetch.max.bytes=0 expects no
+    records): answered at once without records, though records wait, its acknowledgements
+    applied, and the records left for the next fetch at delivery count 1."""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    topic_id = _topic_id(bootstrap, topic)
+
+    async def run() -> None:
+        client, member = await _wire_member(shared_serve.port, group, topic)
+        ids = (group, member, topic_id)
+        assert await _wire_fetch(client, ids, 0) == []  # creates the share-partition at the end
+        _produce(bootstrap, topic, 6, 1, batch_records=3)
+        assert await _wire_fetch(client, ids, 1, max_wait_ms=5000) == [(0, 2, 1)]
+        for epoch in (2, 3):  # the second one carries no acknowledgement
+            acks = [(0, 2, 1)] if epoch == 2 else []
+            assert await _wire_fetch(client, ids, epoch, acks=acks, max_wait_ms=5000, max_bytes=0) == []
+        assert await _wire_fetch(client, ids, 4, max_wait_ms=5000) == [(3, 5, 1)]
+        # The ACCEPT of 0-2 carried by the MaxBytes 0 fetch was applied: they are not redelivered.
+        assert await _wire_fetch(client, ids, 5, acks=[(3, 5, 2)], max_wait_ms=200) == [(3, 5, 2)]
+        await client.close()
+
+    asyncio.run(run())
+
+
+def test_a_share_fetch_gets_no_more_record_batches_than_its_max_bytes_holds(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """MaxBytes is soft only for the first batch, as a Kafka broker reads the log: 1,000-byte
+    records, one batch each, and MaxBytes 1,500 give one batch per fetch (librdkafka's 0171
+    with fetch.max.bytes=1500), though the local broker answers the sidecar's own read with
+    more (it ignores a partition's MaxBytes)."""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    topic_id = _topic_id(bootstrap, topic)
+
+    async def run() -> None:
+        client, member = await _wire_member(shared_serve.port, group, topic)
+        ids = (group, member, topic_id)
+        assert await _wire_fetch(client, ids, 0) == []  # creates the share-partition at the end
+        _produce(bootstrap, topic, 3, 1, prefix="x" * 1000, batch_records=1)
+        got = [await _wire_fetch(client, ids, epoch, max_wait_ms=5000, max_bytes=1500) for epoch in (1, 2, 3)]
+        assert got == [[(0, 0, 1)], [(1, 1, 1)], [(2, 2, 1)]]
+        await client.close()
+
+    asyncio.run(run())
+
+
 def test_a_waiting_share_fetch_is_woken_when_records_are_released(
     shared_serve: ServeProcess, bootstrap: str, unique_name: str
 ) -> None:

@@ -47,6 +47,7 @@ from groupcoord.coordinator.gateway.rewrite import (
 from groupcoord.coordinator.gateway.sliced_encoding import encode_arrays_ahead
 from groupcoord.coordinator.gateway.upstream import Answer, UpstreamClosed, UpstreamConnection, write_framed
 from groupcoord.coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
+from groupcoord.coordinator.messages.delete_topics import DeleteTopicsResponse
 from groupcoord.coordinator.messages.describe_cluster import DescribeClusterResponse
 from groupcoord.coordinator.messages.find_coordinator import (
     FindCoordinatorRequest,
@@ -60,7 +61,7 @@ from groupcoord.coordinator.messages.sasl import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
-from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.messages.schema import ZERO_UUID, Message
 from groupcoord.coordinator.security.sasl import SaslRefused, SaslSession
 
 log = logging.getLogger(__name__)
@@ -298,6 +299,8 @@ class ClientConnection:
                 pending = await self._forward(
                     payload, key, version, correlation_id, rewrite=rewrite, expect=expect, named=named
                 )
+                if key == ApiKey.DELETE_TOPICS and expect:
+                    pending = spawn(self._topics_deleted(pending, version))
                 return (rewrite, pending) if expect else None
             case routing.ForwardSplit():
                 # Rare (requests naming the log topic): a copy of a large frame costs nothing here.
@@ -656,6 +659,26 @@ class ClientConnection:
         except SaslRefused as exc:
             if self.gateway.config.authentication == "required":
                 raise CloseConnection(str(exc)) from exc
+        return payload
+
+    async def _topics_deleted(self, fut: Awaitable[bytes], version: int) -> bytes:
+        """The cluster's DeleteTopics answer, released once the coordinator has dropped the topics
+        it deleted (their offsets, share state, assignments), as Kafka's coordinator has once the
+        deletion is in its metadata image; an answer it cannot read is released as it is."""
+        payload = await fut
+        if version not in DeleteTopicsResponse.VALID:
+            return payload
+        flexible = version in DeleteTopicsResponse.FLEXIBLE
+        try:
+            _, pos = decode_response_header(payload, 1 if flexible else 0)
+            body = decode_struct(DeleteTopicsResponse, memoryview(payload)[pos:], version, flexible)
+        except CodecError:
+            return payload
+        deleted = [r for r in body.responses if r.error_code == ErrorCode.NONE]
+        names = [r.name for r in deleted if r.name]
+        ids = [r.topic_id for r in deleted if r.topic_id != ZERO_UUID]
+        if names or ids:
+            await self.gateway.topics_deleted(names, ids)
         return payload
 
     async def _upstream(self) -> UpstreamConnection:

@@ -8,6 +8,7 @@ can serve a connection from a context of its own.
 
 from __future__ import annotations
 
+import uuid
 from typing import Protocol
 
 from groupcoord.coordinator.gateway.cluster import ClusterView
@@ -63,6 +64,11 @@ class GatewayContext(Protocol):
 
     def connection_closed(self, connection_id: str) -> None:
         """A client connection closed, after its last group request was answered."""
+        ...
+
+    async def topics_deleted(self, names: list[str], topic_ids: list[uuid.UUID]) -> None:
+        """The cluster answered a DeleteTopics relayed here with these topics deleted; returns
+        once the coordinator has taken it in (its answer waits for that)."""
         ...
 
     async def connect_upstream(

@@ -13,7 +13,8 @@ import contextlib
 import logging
 import ssl
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 
 from groupcoord.coordinator.gateway.client_stream import ClientStream
@@ -141,6 +142,10 @@ class GatewayServer:
         # Told the id of each client connection that closed (Kafka's ConnectionDisconnectListener:
         # the share data path drops the sessions it opened and releases their records).
         self.disconnect_listeners: list[Callable[[str], None]] = []
+        # Told the topics (names, ids) a DeleteTopics relayed here deleted, before its answer is
+        # released: the coordinator drops them at once, as Kafka's learns of a deletion from its
+        # metadata image, rather than at its next metadata refreshes.
+        self.deletion_listeners: list[Callable[[list[str], list[uuid.UUID]], Awaitable[None]]] = []
         self.listener_tls = config.listener_tls.server_context() if config.listener_tls else None
         self.upstream_tls = config.upstream_tls.client_context() if config.upstream_tls else None
         self.cluster = ClusterView(
@@ -196,6 +201,13 @@ class GatewayServer:
                 listener(connection_id)
             except Exception:
                 log.exception("a disconnect listener failed")
+
+    async def topics_deleted(self, names: list[str], topic_ids: list[uuid.UUID]) -> None:
+        for listener in self.deletion_listeners:
+            try:
+                await listener(names, topic_ids)
+            except Exception:
+                log.exception("a topic deletion listener failed")
 
     # --- lifecycle -----------------------------------------------------------------------------
 

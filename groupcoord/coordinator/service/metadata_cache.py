@@ -105,6 +105,9 @@ class MetadataCache:
         self.image = TopicsImage.empty()
         # Topics missing from the last refresh; declared deleted if still missing from the next.
         self._missing: dict[str, TopicInfo] = {}
+        # Topics a DeleteTopics relayed by this process deleted: declared deleted by the first
+        # refresh that misses them (the cluster said so; this is no bad answer).
+        self._confirmed: set[str] = set()
         self._deletion_listeners: list[Callable[[list[TopicInfo]], Awaitable[None]]] = []
         self._soon: asyncio.Task[None] | None = None
         self._on_demand = asyncio.Lock()
@@ -173,13 +176,26 @@ class MetadataCache:
                 continue
             if now is not None:
                 deleted.append(old)  # re-created: the old incarnation is gone for sure
-            elif name in self._missing:
+            elif name in self._missing or name in self._confirmed:
                 deleted.append(old)
             else:
                 still_missing[name] = old
                 published[name] = old
         self._missing = still_missing
+        # A confirmed deletion the cluster does not show yet waits for the next refresh.
+        self._confirmed = {n for n in self._confirmed if n in fetched and n in self.topics}
         return deleted, published
+
+    async def deleted_by_request(self, names: list[str], topic_ids: list[uuid.UUID]) -> None:
+        """A DeleteTopics relayed by this process deleted these topics (by name or id): refresh
+        now, and drop those the cluster no longer shows at once, their deletion listeners run,
+        rather than after two refreshes missing them (``_settle``)."""
+        known = {n for n in names if n in self.topics}
+        known |= {info.name for i in topic_ids if (info := self._by_id.get(i)) is not None}
+        if not known:
+            return
+        self._confirmed |= known
+        await self._refreshed_since(time.monotonic())
 
     async def _refresh_if_stale(self, min_age_s: float = 1.0) -> None:
         if time.monotonic() - self._last_refresh >= min_age_s:

@@ -77,7 +77,7 @@ from groupcoord.coordinator.service.share_fetcher import (
     PartitionFetch,
     ShareRecordFetcher,
 )
-from groupcoord.coordinator.service.share_read_cache import CacheKey, ShareReadCache
+from groupcoord.coordinator.service.share_read_cache import CacheKey, ShareReadCache, limited
 from groupcoord.coordinator.service.share_waiters import ShareWaiters
 from groupcoord.coordinator.share import shard_ops
 from groupcoord.coordinator.share.auto_offset_reset import reset_timestamp
@@ -476,10 +476,14 @@ class ShareDataPath:
                 [(p.topic, p.partition) for p in requested if not p.error],
                 [(p.topic, p.partition) for p in forgotten if not p.error],
                 context.connection_id if context is not None else "",
+                topic_ids={p.topic: p.topic_id for p in requested if not p.error},
+                forgotten_ids=[(p.topic_id, p.partition) for p in forgotten if p.error],
             )
             if outcome.error or outcome.session is None:
                 return wire_sf.ShareFetchResponse(error_code=outcome.error)
-            session_parts = list(outcome.session.partitions)
+            session_ids = dict(outcome.session.partitions)
+            session_parts = list(session_ids)
+            stale = await self._stale(session_ids)
             if outcome.closing:
                 ack_errors = await self._acknowledge(shard, group, member, acks, renew) if acks else {}
                 keys = [SharePartitionKey(group, t, p) for t, p in session_parts]
@@ -491,14 +495,20 @@ class ShareDataPath:
                 # KIP-1222: a renew-only fetch applies its acknowledgements and fetches nothing.
                 ack_errors = await self._acknowledge(shard, group, member, acks, renew) if acks else {}
                 acquired, fetch_errors, lock_ms = {}, {}, self._lock_ms(shard, group)
+            elif request.max_bytes <= 0:
+                # Kafka 4.2 reads nothing for a ShareFetch whose MaxBytes is 0 or less (its per-partition
+                # byte split refuses a request budget below 1) and answers at once, records left
+                # available, acknowledgements applied; librdkafka's fetch.max.bytes=0 relies on it.
+                ack_errors = await self._acknowledge(shard, group, member, acks, renew) if acks else {}
+                acquired, fetch_errors, lock_ms = {}, {}, self._lock_ms(shard, group)
             else:
                 max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
-                max_bytes = min(MAX_FETCH_BYTES, request.max_bytes if request.max_bytes > 0 else MAX_FETCH_BYTES)
+                max_bytes = min(MAX_FETCH_BYTES, request.max_bytes)
                 ack_errors, acquired, fetch_errors, lock_ms = await self._fetch(
                     shard,
                     group,
                     member,
-                    session_parts,
+                    [tp for tp in session_parts if tp not in stale],
                     acks,
                     max_records,
                     max_bytes,
@@ -508,10 +518,28 @@ class ShareDataPath:
         except ShardNotAvailable as exc:
             return wire_sf.ShareFetchResponse(error_code=_unavailable(exc))
         ids = {p.topic: p.topic_id for p in requested if not p.error}
-        for topic, _ in [*acquired, *fetch_errors]:
+        for topic, partition in [*acquired, *fetch_errors]:
             if topic not in ids:
-                ids[topic] = await self.topics.uuid_of(topic) or uuid.UUID(int=0)
-        return self._fetch_answer(requested, ids, ack_errors, acquired, fetch_errors, lock_ms)
+                known = session_ids.get((topic, partition))
+                ids[topic] = known or await self.topics.uuid_of(topic) or uuid.UUID(int=0)
+        gone = {(tid, p): int(ErrorCode.UNKNOWN_TOPIC_ID) for (_, p), tid in stale.items()}
+        return self._fetch_answer(requested, ids, ack_errors, acquired, fetch_errors, lock_ms, gone)
+
+    async def _stale(self, session_ids: dict[tuple[str, int], uuid.UUID | None]) -> dict[tuple[str, int], uuid.UUID]:
+        """The session's partitions whose topic, by the id the client added them with, is no longer
+        the topic of that name (deleted, or deleted and re-created): not fetched, answered
+        UNKNOWN_TOPIC_ID, as Kafka answers for a topic id it no longer has; the client then
+        refreshes its metadata and fetches the new topic by its new id."""
+        current: dict[str, uuid.UUID | None] = {}
+        stale: dict[tuple[str, int], uuid.UUID] = {}
+        for tp, tid in session_ids.items():
+            if tid is None:
+                continue
+            if tp[0] not in current:
+                current[tp[0]] = await self.topics.uuid_of(tp[0])
+            if current[tp[0]] != tid:
+                stale[tp] = tid
+        return stale
 
     async def _fetch(
         self,
@@ -862,7 +890,8 @@ class ShareDataPath:
                 if got is not None:
                     keep = self.read_cache.put_ahead if ahead else self.read_cache.put
                     keep((topic, partition, read_committed), got, now)
-                    answered.append((topic, partition, offset, got))
+                    # All of it is kept for the next fetches; this one gets what fits its MaxBytes.
+                    answered.append((topic, partition, offset, limited(got, 0, max_bytes)))
         return _fetched_from(group, answered, errors)
 
     def _read_kept(
@@ -892,6 +921,7 @@ class ShareDataPath:
         acquired: dict[tuple[str, int], tuple[bytes, tuple[AcquiredRecords, ...]]],
         fetch_errors: dict[tuple[str, int], int],
         lock_ms: int,
+        gone: dict[tuple[uuid.UUID, int], int] | None = None,
     ) -> wire_sf.ShareFetchResponse:
         by_topic: dict[uuid.UUID, dict[int, wire_sf.ShareFetchResponsePartitionData]] = defaultdict(dict)
 
@@ -912,6 +942,8 @@ class ShareDataPath:
             e.acknowledge_error_code = ack_errors.get((part.topic_id, part.partition), ErrorCode.NONE)
         for (topic, partition), code in fetch_errors.items():
             entry(names[topic], partition).error_code = code
+        for (topic_id, partition), code in (gone or {}).items():
+            entry(topic_id, partition).error_code = code
         for (topic, partition), (records, ranges) in acquired.items():
             e = entry(names[topic], partition)
             e.records = records

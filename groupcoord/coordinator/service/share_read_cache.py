@@ -99,16 +99,27 @@ class ShareReadCache:
         batches = entry.fetched.batches
         if offset < batches[0].first or offset > entry.lasts[-1]:
             return None
-        start = bisect.bisect_left(entry.lasts, offset)
-        end, size = start + 1, len(batches[start].data)
-        while end < len(batches) and size + len(batches[end].data) <= max_bytes:
-            size += len(batches[end].data)
-            end += 1
-        first, last = batches[start].first, batches[end - 1].last
-        return PartitionFetch(
-            entry.fetched.error_code,
-            batches[start:end],
-            [a for a in entry.fetched.archive if a.last >= first and a.first <= last],
-            entry.fetched.log_start_offset,
-            entry.fetched.high_watermark,
-        )
+        return limited(entry.fetched, bisect.bisect_left(entry.lasts, offset), max_bytes)
+
+
+def limited(fetched: PartitionFetch, start: int, max_bytes: int) -> PartitionFetch:
+    """The batches from index ``start`` that fit in ``max_bytes``, the first whatever its size (a
+    broker's Fetch never splits a batch and always sends the first), with the archive ranges they
+    cover. A broker may send more than asked (Tansu ignores a partition's MaxBytes)."""
+    batches = fetched.batches
+    if start == 0 and len(batches) < 2:
+        return fetched
+    end, size = start + 1, len(batches[start].data)
+    while end < len(batches) and size + len(batches[end].data) <= max_bytes:
+        size += len(batches[end].data)
+        end += 1
+    if start == 0 and end == len(batches):
+        return fetched
+    first, last = batches[start].first, batches[end - 1].last
+    return PartitionFetch(
+        fetched.error_code,
+        batches[start:end],
+        [a for a in fetched.archive if a.last >= first and a.first <= last],
+        fetched.log_start_offset,
+        fetched.high_watermark,
+    )

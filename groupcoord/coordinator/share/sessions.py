@@ -22,7 +22,8 @@ to another sidecar process gets SHARE_SESSION_NOT_FOUND and opens a new one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from groupcoord.coordinator.errors import ErrorCode
@@ -46,7 +47,10 @@ class ShareSession:
     group: str
     member: str
     epoch: int
-    partitions: dict[TopicPartition, None] = field(default_factory=dict)  # ordered set
+    # In the order added, each with the topic id the client named it by (Kafka keys a session's
+    # partitions by topic id): a topic deleted and re-created under the same name is another
+    # topic, and the session's partition of the old one is answered UNKNOWN_TOPIC_ID.
+    partitions: dict[TopicPartition, uuid.UUID | None] = field(default_factory=dict)
     # The client connection that opened it (for a relayed request: the client's connection at
     # the process that relayed it); "" for none.
     connection: str = ""
@@ -93,9 +97,13 @@ class ShareSessionCache:
         wanted: Iterable[TopicPartition],
         forgotten: Iterable[TopicPartition],
         connection: str = "",
+        topic_ids: Mapping[str, uuid.UUID] | None = None,
+        forgotten_ids: Iterable[tuple[uuid.UUID, int]] = (),
     ) -> SessionOutcome:
         """Open, advance or close the member's session for a ShareFetch (that came on
-        ``connection``: the one a new session belongs to)."""
+        ``connection``: the one a new session belongs to). ``topic_ids`` are the ids the request
+        named the ``wanted`` topics by; ``forgotten_ids`` are forgotten partitions of topics no
+        longer known by name (deleted), dropped from the session by the id they were added with."""
         error = self.check_fetch(group, member, epoch, has_acks)
         if error is not ErrorCode.NONE:
             return SessionOutcome(error)
@@ -112,8 +120,13 @@ class ShareSessionCache:
             session.epoch = next_epoch(session.epoch)
         for tp in forgotten:
             session.partitions.pop(tp, None)
+        gone = set(forgotten_ids)
+        if gone:
+            for tp in [tp for tp, tid in session.partitions.items() if tid is not None and (tid, tp[1]) in gone]:
+                del session.partitions[tp]
+        ids = topic_ids or {}
         for tp in wanted:
-            session.partitions[tp] = None
+            session.partitions[tp] = ids.get(tp[0])
         return SessionOutcome(ErrorCode.NONE, session)
 
     def acknowledge(self, group: str, member: str, epoch: int) -> SessionOutcome:

@@ -403,3 +403,33 @@ def delete_topics_state(state: ShareDataState, group: str, topics: Iterable[str]
     records += partition_metadata_record(state, group, removed_topics=wanted)
     timers: list[TimerOp] = [CancelTimer(lock_timer_key(k)) for k in keys]
     return Result(None, records, timers)
+
+
+def deleted_topics_state(state: ShareDataState, topics: Iterable[tuple[str, str]]) -> Result[None]:
+    """A topic incarnation (name, topic id) was deleted from the cluster: tombstones for every
+    group's share-partitions of it, and record 15 without it, as Kafka 4.2 deletes the share state
+    of deleted topics. A share-partition of the same name holding another incarnation's id (the
+    topic re-created, its new share-partitions made already) is kept; one holding no id is taken to
+    be of the deleted one."""
+    records: list[CoordinatorRecord] = []
+    keys: list[SharePartitionKey] = []
+    removed: dict[str, set[str]] = {}  # group -> topic names leaving its record 15
+    for name, topic_id in topics:
+        mine = sorted(
+            (
+                k
+                for k, durable in state.store.partitions.items()
+                if k.topic == name and durable.topic_id in (None, topic_id)
+            ),
+            key=repr,
+        )
+        keys += mine
+        records += [r for k in mine for r in state.store.delete_records(k)]
+        for group, initialized in state.initialized.items():
+            held = initialized.get(name)
+            if held is not None and held[0] in (None, topic_id):
+                removed.setdefault(group, set()).add(name)
+    for group, names in sorted(removed.items()):
+        records += partition_metadata_record(state, group, removed_topics=names)
+    timers: list[TimerOp] = [CancelTimer(lock_timer_key(k)) for k in keys]
+    return Result(None, records, timers)
