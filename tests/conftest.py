@@ -71,3 +71,15 @@ def dead_address() -> Iterator[str]:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
         held.bind(("127.0.0.1", 0))
         yield f"127.0.0.1:{held.getsockname()[1]}"
+
+
+@pytest.fixture
+def berlin(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process in UTC+1 (November in Berlin), as an operator's machine may be."""
+    import time
+
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

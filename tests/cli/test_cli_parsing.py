@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,18 +32,6 @@ def test_iso_durations(text: str, ms: int) -> None:
 def test_bad_durations_are_refused(text: str) -> None:
     with pytest.raises(CliError, match="ISO-8601 duration"):
         parse_duration_ms(text)
-
-
-@pytest.fixture
-def berlin(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """This process in UTC+1 (November in Berlin), as an operator's machine may be."""
-    import time
-
-    monkeypatch.setenv("TZ", "Europe/Berlin")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 def test_datetimes_without_a_zone_are_local_time_and_say_so(berlin: None) -> None:

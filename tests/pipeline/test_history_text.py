@@ -2,23 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from types import SimpleNamespace
 
-import pytest
-
 from groupcoord.pipeline.jobs import partition_names, utc_text
-
-
-@pytest.fixture
-def berlin(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    import time
-
-    monkeypatch.setenv("TZ", "Europe/Berlin")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 def test_instants_are_utc_with_a_zone_whatever_the_local_zone(berlin: None) -> None:
