@@ -392,15 +392,12 @@ class GroupCoordinatorShard:
         now_ms: int,
         context: RequestContext,
     ) -> Result[ShareGroupHeartbeatResponse]:
-        result = routing.share_group_heartbeat(state, request, self.context(now_ms, context, state, request.group_id))
-        response = result.response
-        left = request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
-        if left and isinstance(response, ShareGroupHeartbeatResponse) and response.error_code == ErrorCode.NONE:
-            # A member that leaves gives its acquired records back at once (Kafka's
-            # ShareGroupListener.onMemberLeave), in the same batch as its leaving.
-            released = share_ops.release_records(state.share_data, request.group_id, request.member_id)
-            result.records = [*result.records, *released]
-        return result
+        # A member leaving the group keeps the records it acquired: Kafka 4.2 gives them back when
+        # its share session ends (a ShareFetch or ShareAcknowledge of the final epoch, or its
+        # connection closing: the share session cache calls ShareGroupListener.onMemberLeave),
+        # not on the leave heartbeat. librdkafka sends a closing consumer's last acknowledgements
+        # after its leave heartbeat; released here, they would be refused and redelivered.
+        return routing.share_group_heartbeat(state, request, self.context(now_ms, context, state, request.group_id))
 
     # --- group configs -----------------------------------------------------------------------
 

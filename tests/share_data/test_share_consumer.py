@@ -455,6 +455,19 @@ def test_share_fetch_and_acknowledge_on_the_wire(shared_serve: ServeProcess, boo
         reopened = await fetch(member, 0)  # a new session fetches at once
         acquired = reopened.responses[0].partitions[0].acquired_records
         assert [(a.first_offset, a.last_offset, a.delivery_count) for a in acquired] == [(3, 3, 2)]
+        # Leaving the group keeps the session and what it holds (Kafka 4.2 releases on the session's
+        # end): the final ShareAcknowledge after the leave heartbeat still accepts offset 3.
+        leave = sgh.ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1)
+        left = await client.call(SHARE_HEARTBEAT, 1, leave)
+        assert isinstance(left, sgh.ShareGroupHeartbeatResponse) and left.error_code == 0
+        assert partition_error(await ack(member, -1, 3, 3, 1)) == 0
+        other = str(uuid.uuid4())
+        rejoin = sgh.ShareGroupHeartbeatRequest(
+            group_id=group, member_id=other, member_epoch=0, subscribed_topic_names=[topic]
+        )
+        rejoined = await client.call(SHARE_HEARTBEAT, 1, rejoin)
+        assert isinstance(rejoined, sgh.ShareGroupHeartbeatResponse) and rejoined.error_code == 0
+        assert not (await fetch(other, 0)).responses[0].partitions[0].acquired_records  # 3 stays accepted
         await client.close()
 
     asyncio.run(run())
@@ -809,3 +822,31 @@ def test_room_an_acknowledging_fetch_frees_goes_to_the_member_already_waiting(
         await waiter.close()
 
     asyncio.run(run())
+
+
+def test_acknowledgements_a_closing_consumer_sends_after_leaving_the_group_count(
+    shared_serve: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """librdkafka sends a closing consumer's pending acknowledgements (its final ShareAcknowledge)
+    after its leave heartbeat. As in Kafka 4.2, the member's records go back when its share session
+    ends, not when it leaves the group: those acknowledgements count and nothing it ACCEPTed is
+    delivered again. (In implicit mode librdkafka 2.16 acknowledges nothing of its last poll at
+    close: those records do come back, as they would from Kafka.)"""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    (first,) = _joined(shared_serve, group, topic, 1, **{"share.acknowledgement.mode": "explicit"})
+    values = _produce(bootstrap, topic, 100, 1)
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(got) < len(values):
+        for m in first.poll(0.5):
+            if m.error() is None:
+                got.append(value_of(m))
+                first.acknowledge(m, AcknowledgeType.ACCEPT)  # not committed: sent by close()
+    first.close()
+    assert sorted(got) == sorted(values)
+    second = _consumer(shared_serve.bootstrap, group)
+    second.subscribe([topic])
+    again = _drain([second], 1, timeout=6)
+    second.close()
+    assert again == []

@@ -430,10 +430,8 @@ class CoordinatorApiHandler:
         self, context: ConnectionContext, request: wire_sgh.ShareGroupHeartbeatRequest
     ) -> Message:
         await self._learn_new_topics(request.subscribed_topic_names or (), False)
-        answer = await self.service.share_group_heartbeat(request, _facts(context))
-        if request.member_epoch == -1 and self.share_data is not None and not answer.error_code:
-            self.share_data.sessions.drop_member(request.group_id, request.member_id)
-        return answer
+        # A leave keeps the member's share session (see GroupCoordinatorShard.share_group_heartbeat).
+        return await self.service.share_group_heartbeat(request, _facts(context))
 
     async def share_fetch(self, context: ConnectionContext, request: wire_share_fetch.ShareFetchRequest) -> Message:
         if self.share_data is None:

@@ -144,9 +144,6 @@ class ShareSessionCache:
         session.epoch = next_epoch(session.epoch)
         return SessionOutcome(ErrorCode.NONE, session)
 
-    def drop_member(self, group: str, member: str) -> ShareSession | None:
-        return self._pop((group, member))
-
     def drop_connection(self, connection: str) -> list[ShareSession]:
         """The sessions ``connection`` opened, removed: it closed."""
         return [s for key in self._by_connection.pop(connection, ()) if (s := self._pop(key)) is not None]

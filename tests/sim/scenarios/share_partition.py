@@ -366,6 +366,8 @@ class Simulation:
             self.answer(seq, deliver, m)
 
     def leave(self, m: Member) -> None:
+        """The member closes its share session (final epoch, or its connection): what it holds goes
+        back. (Leaving the group alone releases nothing, as in Kafka 4.2.)"""
         m.held.clear()
         m.session += 1
         m.waiting = False
