@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 import socket
 
@@ -48,3 +49,7 @@ def test_serve_names_the_setting_when_the_embedded_broker_port_is_taken() -> Non
     assert result.returncode != 0
     (line,) = result.stderr.strip().splitlines()
     assert f"127.0.0.1:{port} is already in use" in line and "GROUPCOORD_EMBEDDED_BROKER_LISTEN=HOST:PORT" in line, line
+    # serve's rate limit on client-driven lines does not outlive the command in this process.
+    from groupcoord.coordinator import logs
+
+    assert all(logs.client_rate_limit not in logging.getLogger(n).filters for n in logs.CLIENT_DRIVEN_LOGGERS)
