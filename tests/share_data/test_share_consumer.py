@@ -195,36 +195,11 @@ def test_records_a_member_holds_past_its_lock_go_to_another(
     topic_id = _topic_id(bootstrap, topic)
 
     async def hold() -> list[tuple[int, int, int]]:
-        client = await WireClient.connect("127.0.0.1", shared_serve.port)
-        member = str(uuid.uuid4())
-        await client.call(
-            SHARE_HEARTBEAT,
-            1,
-            sgh.ShareGroupHeartbeatRequest(
-                group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]
-            ),
-        )
-        held: list[tuple[int, int, int]] = []
-        for epoch in (0, 1):
-            if epoch:
-                _produce(bootstrap, topic, 5, 1)
-            partition = sf.ShareFetchRequestFetchPartition(partition_index=0)
-            request = sf.ShareFetchRequest(
-                group_id=group,
-                member_id=member,
-                share_session_epoch=epoch,
-                max_wait_ms=500,
-                max_records=100,
-                topics=[sf.ShareFetchRequestFetchTopic(topic_id=topic_id, partitions=[partition])],
-            )
-            answer = await client.call(SHARE_FETCH, 1, request)
-            assert isinstance(answer, sf.ShareFetchResponse)
-            held += [
-                (a.first_offset, a.last_offset, a.delivery_count)
-                for t in answer.responses
-                for p in t.partitions
-                for a in p.acquired_records
-            ]
+        client, member = await _wire_member(shared_serve.port, group, topic)
+        ids = (group, member, topic_id)
+        assert await _wire_fetch(client, ids, 0, max_wait_ms=500) == []
+        _produce(bootstrap, topic, 5, 1)
+        held = await _wire_fetch(client, ids, 1, max_wait_ms=500, max_records=100)
         await client.close()  # the member stays in the group: its records stay locked
         return held
 
@@ -672,6 +647,17 @@ async def _wire_fetch(
     ]
 
 
+async def _opened(
+    port: int, group: str, topic: str, topic_id: uuid.UUID
+) -> tuple[WireClient, tuple[str, str, uuid.UUID]]:
+    """A member on the wire whose first ShareFetch (epoch 0) created the share-partition of
+    ``topic`` partition 0 at its end (share.auto.offset.reset=latest): produce after this."""
+    client, member = await _wire_member(port, group, topic)
+    ids = (group, member, topic_id)
+    assert await _wire_fetch(client, ids, 0) == []
+    return client, ids
+
+
 def test_a_share_fetch_writes_its_acknowledgements_and_never_its_acquisition(
     shared_serve: ServeProcess, bootstrap: str, unique_name: str
 ) -> None:
@@ -683,9 +669,7 @@ def test_a_share_fetch_writes_its_acknowledgements_and_never_its_acquisition(
     topic_id, log_topic = _topic_id(bootstrap, topic), shared_serve.args[-3]
 
     async def run() -> None:
-        client, member = await _wire_member(shared_serve.port, group, topic)
-        ids = (group, member, topic_id)
-        assert await _wire_fetch(client, ids, 0) == []  # creates the share-partition at the end
+        client, ids = await _opened(shared_serve.port, group, topic, topic_id)
         _produce(bootstrap, topic, 6, 1, batch_records=3)
         ends = _log_ends(bootstrap, log_topic)
         assert await _wire_fetch(client, ids, 1) == [(0, 2, 1)]
@@ -708,9 +692,7 @@ def test_a_share_fetch_with_max_bytes_zero_acquires_nothing_and_applies_its_ackn
     topic_id = _topic_id(bootstrap, topic)
 
     async def run() -> None:
-        client, member = await _wire_member(shared_serve.port, group, topic)
-        ids = (group, member, topic_id)
-        assert await _wire_fetch(client, ids, 0) == []  # creates the share-partition at the end
+        client, ids = await _opened(shared_serve.port, group, topic, topic_id)
         _produce(bootstrap, topic, 6, 1, batch_records=3)
         assert await _wire_fetch(client, ids, 1, max_wait_ms=5000) == [(0, 2, 1)]
         for epoch in (2, 3):  # the second one carries no acknowledgement
@@ -736,9 +718,7 @@ def test_a_share_fetch_gets_no_more_record_batches_than_its_max_bytes_holds(
     topic_id = _topic_id(bootstrap, topic)
 
     async def run() -> None:
-        client, member = await _wire_member(shared_serve.port, group, topic)
-        ids = (group, member, topic_id)
-        assert await _wire_fetch(client, ids, 0) == []  # creates the share-partition at the end
+        client, ids = await _opened(shared_serve.port, group, topic, topic_id)
         _produce(bootstrap, topic, 3, 1, prefix="x" * 1000, batch_records=1)
         got = [await _wire_fetch(client, ids, epoch, max_wait_ms=5000, max_bytes=1500) for epoch in (1, 2, 3)]
         assert got == [[(0, 0, 1)], [(1, 1, 1)], [(2, 2, 1)]]
@@ -758,18 +738,17 @@ def test_a_waiting_share_fetch_is_woken_when_records_are_released(
     topic_id = _topic_id(bootstrap, topic)
 
     async def run() -> None:
-        holder, first = await _wire_member(shared_serve.port, group, topic)
+        holder, held = await _opened(shared_serve.port, group, topic, topic_id)
         waiter, second = await _wire_member(shared_serve.port, group, topic)
-        assert await _wire_fetch(holder, (group, first, topic_id), 0) == []
         _produce(bootstrap, topic, 3, 1)
-        assert await _wire_fetch(holder, (group, first, topic_id), 1) == [(0, 2, 1)]
+        assert await _wire_fetch(holder, held, 1) == [(0, 2, 1)]
         assert await _wire_fetch(waiter, (group, second, topic_id), 0) == []
         waiting = asyncio.ensure_future(_wire_fetch(waiter, (group, second, topic_id), 1, max_wait_ms=30_000))
         await asyncio.sleep(0.5)  # (lets it arrive first; it is answered either way)
         batch = sa.ShareAcknowledgeRequestAcknowledgementBatch(first_offset=0, last_offset=2, acknowledge_types=[2])
         release = sa.ShareAcknowledgeRequest(
             group_id=group,
-            member_id=first,
+            member_id=held[1],
             share_session_epoch=2,
             topics=[
                 sa.ShareAcknowledgeRequestAcknowledgeTopic(
@@ -804,18 +783,17 @@ def test_room_an_acknowledging_fetch_frees_goes_to_the_member_already_waiting(
     _set_group_config(shared_serve.bootstrap, group, "share.partition.max.record.locks", "100")  # the least
 
     async def run() -> None:
-        holder, first = await _wire_member(shared_serve.port, group, topic)
+        holder, held = await _opened(shared_serve.port, group, topic, topic_id)
         waiter, second = await _wire_member(shared_serve.port, group, topic)
-        assert await _wire_fetch(holder, (group, first, topic_id), 0) == []
         _produce(bootstrap, topic, 200, 1, batch_records=100)
-        assert await _wire_fetch(holder, (group, first, topic_id), 1, max_records=100) == [(0, 99, 1)]
+        assert await _wire_fetch(holder, held, 1, max_records=100) == [(0, 99, 1)]
         assert await _wire_fetch(waiter, (group, second, topic_id), 0) == []
         # The window is full: the waiter waits for room.
         waiting = asyncio.ensure_future(
             _wire_fetch(waiter, (group, second, topic_id), 1, max_wait_ms=30_000, max_records=100)
         )
         await asyncio.sleep(0.5)  # (lets it arrive and wait first)
-        acked = await _wire_fetch(holder, (group, first, topic_id), 2, acks=[(0, 99, 1)], max_records=100)
+        acked = await _wire_fetch(holder, held, 2, acks=[(0, 99, 1)], max_records=100)
         assert await waiting == [(100, 199, 1)]
         assert acked == []
         await holder.close()

@@ -5,22 +5,21 @@ relayed), so a share consumer bootstrapped at any sidecar gets its records where
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import AcknowledgeType, ShareConsumer
+from confluent_kafka import ShareConsumer
 
 from groupcoord.coordinator.messages import share_acknowledge as sa
 from groupcoord.coordinator.messages import share_fetch as sf
 from groupcoord.coordinator.messages import share_group_heartbeat as sgh
 from groupcoord.coordinator.service.partitioning import partition_for
-from tests.client_records import value_of
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
 from tests.ha.sidecars import Sidecar, stop_all, wait_for
 from tests.share_data.test_share_consumer import (
+    _drain,
     _produce,
     _set_group_config,
     _topic_id,
@@ -77,15 +76,7 @@ def test_a_consumer_at_the_process_that_does_not_own_the_group_gets_every_record
         {"bootstrap.servers": first.address, "group.id": group, "share.acknowledgement.mode": "explicit"}
     )
     consumer.subscribe([topic])
-    deadline = time.monotonic() + 30
-    got: list[bytes] = []
-    while time.monotonic() < deadline and len(got) < len(values):
-        messages = [m for m in consumer.poll(0.5) if m.error() is None]
-        for m in messages:
-            got.append(value_of(m))
-            consumer.acknowledge(m, AcknowledgeType.ACCEPT)
-        if messages:
-            consumer.commit_sync(15)
+    got = [value for _, value, _ in _drain([consumer], len(values), ack=True)]
     consumer.close()
     assert sorted(got) == sorted(values)
     failed = [r for r in first.records() if "relaying" in str(r.get("msg"))]
