@@ -732,6 +732,7 @@ async def _serving_with(
             on_back=placement.reannounce,
         )
         watch.start()
+        gateway.settle_file_limit()
         # Report readiness once the first assignment is loaded (bounded: with more processes
         # than shards this one may own none and still route).
         deadline = loop.time() + 3 * settings.placement.session_timeout_ms / 1000 + 10

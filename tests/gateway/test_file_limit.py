@@ -17,7 +17,7 @@ from tests.gateway.wire_client import WireClient
 from tests.integration.serve_process import ServeProcess, serving
 
 # serve, with its soft and hard RLIMIT_NOFILE set to LIMIT before it starts.
-LIMIT = 200
+LIMIT = 300
 _LIMITED = (
     "import resource, runpy, sys; "
     f"resource.setrlimit(resource.RLIMIT_NOFILE, ({LIMIT}, {LIMIT})); "
@@ -30,6 +30,18 @@ def test_the_ceiling_keeps_headroom_and_admits_at_least_one() -> None:
     assert connection_ceiling(None, 50) is None
     assert connection_ceiling(1024, 40) == (1024 - 40 - 128) // 2
     assert connection_ceiling(100, 90) == 1
+
+
+def test_the_clients_own_descriptors_do_not_count_against_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Counted again once serve runs everything (settle_file_limit), with clients already connected:
+    # what those hold is theirs, what the process's own cluster clients hold is not.
+    from groupcoord.coordinator.gateway import file_limit
+
+    monkeypatch.setattr(file_limit, "raise_soft_limit", lambda: 1024)
+    monkeypatch.setattr(file_limit, "open_descriptors", lambda: 96 + 2 * 10)
+    assert file_limit.admissible_connections(1000, clients_open=10) == (1024 - 96 - 128) // 2
+    assert file_limit.admissible_connections(1000) == (1024 - 116 - 128) // 2
+    assert file_limit.admissible_connections(100, clients_open=10) == 100
 
 
 @pytest.mark.integration

@@ -23,8 +23,10 @@ except ImportError:  # not on POSIX: nothing to raise or read
 log = logging.getLogger(__name__)
 
 DESCRIPTORS_PER_CONNECTION = 2
-# Kept free for what else opens files while serving: the cluster clients' sockets (more brokers,
-# reconnections), broker listeners opened later, share reads, metrics requests, TLS files.
+# Kept free for what else opens files while serving: one burst of accepts (server.LISTEN_BACKLOG,
+# each accepted before it can be refused), the cluster clients' sockets (more brokers,
+# reconnections), broker listeners opened later, the log reader's relay, share reads, metrics
+# requests, TLS files.
 HEADROOM = 128
 # Where the hard limit is "unlimited": Linux's default fs.nr_open.
 _UNLIMITED_TARGET = 1 << 20
@@ -60,18 +62,21 @@ def connection_ceiling(soft_limit: int | None, in_use: int) -> int | None:
     return max(1, (soft_limit - in_use - HEADROOM) // DESCRIPTORS_PER_CONNECTION)
 
 
-def admissible_connections(max_connections: int) -> int:
-    """``max_connections``, lowered to what the open-file limit (raised first) can carry."""
+def admissible_connections(max_connections: int, clients_open: int = 0, warn: bool = True) -> int:
+    """``max_connections``, lowered to what the open-file limit (raised first) can carry beside the
+    descriptors the process holds now, less those of its ``clients_open`` client connections."""
     soft = raise_soft_limit()
-    ceiling = connection_ceiling(soft, open_descriptors())
+    in_use = max(0, open_descriptors() - DESCRIPTORS_PER_CONNECTION * clients_open)
+    ceiling = connection_ceiling(soft, in_use)
     if ceiling is None or ceiling >= max_connections:
         return max_connections
-    log.warning(
-        "the open-file limit (%s) carries about %d client connections, not max_connections=%d: "
-        "connections beyond %d are refused; raise the limit (ulimit -n, LimitNOFILE=) to admit more",
-        soft,
-        ceiling,
-        max_connections,
-        ceiling,
-    )
+    if warn:
+        log.warning(
+            "the open-file limit (%s) carries about %d client connections, not max_connections=%d: "
+            "connections beyond %d are refused; raise the limit (ulimit -n, LimitNOFILE=) to admit more",
+            soft,
+            ceiling,
+            max_connections,
+            ceiling,
+        )
     return ceiling

@@ -34,6 +34,12 @@ from groupcoord.coordinator.messages.metadata import MetadataResponseBroker
 
 log = logging.getLogger(__name__)
 
+# Kafka's socket.listen.backlog.size. asyncio also accepts up to this many connections in one turn
+# of the loop, each a descriptor, before any is refused: a burst of connections beyond the
+# open-file ceiling needs that many at once, so it has to fit in file_limit.HEADROOM (asyncio's
+# default, 100, left a few descriptors for everything else).
+LISTEN_BACKLOG = 50
+
 
 class Listener:
     """A sidecar port; ``node_id`` is None for the bootstrap/coordinator port."""
@@ -54,6 +60,7 @@ class Listener:
             lambda: ClientStream(loop, self._accept, tls),
             config.listen_host,
             port,
+            backlog=LISTEN_BACKLOG,
         )
         self.port = int(self.server.sockets[0].getsockname()[1])
 
@@ -212,9 +219,17 @@ class GatewayServer:
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.max_connections = admissible_connections(self.config.max_connections)
+        # Provisional: the process's own cluster clients (placement, the metadata refresh, ACLs,
+        # the transaction bridge: librdkafka's sockets and wake-up pipes, 40-60 descriptors) mostly
+        # start after the listener; ``settle_file_limit`` counts again once they run.
+        self.max_connections = admissible_connections(self.config.max_connections, warn=False)
         await self.bootstrap_listener.start(self.config.listen_port)
         log.info("gateway listening on %s:%s", self.config.listen_host, self.bootstrap_listener.port)
+
+    def settle_file_limit(self) -> None:
+        """Once the process runs everything it starts: the client connections the open-file limit
+        carries beside what the process itself holds now (said once if below max_connections)."""
+        self.max_connections = admissible_connections(self.config.max_connections, len(self.connections))
 
     async def stop(self) -> None:
         listeners = [self.bootstrap_listener, *self.broker_listeners.values(), *self.alias_listeners.values()]
