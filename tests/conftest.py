@@ -19,6 +19,11 @@ from hypothesis import settings
 
 from groupcoord.local_broker import LocalBroker, free_port
 
+# Shared checkers assert too: rewritten so a failure shows its operands. Registered here, before
+# any test module is collected: tests in other directories import them before their own
+# directory's conftest would run (pytest then warns that it cannot rewrite them).
+pytest.register_assert_rewrite("tests.clients.driven", "tests.clients.support", "tests.txn.eos")
+
 BOOTSTRAP_ENV = "GROUPCOORD_TEST_BOOTSTRAP"
 
 # Property tests check behaviour, never speed: no per-example deadline, so a loaded machine does

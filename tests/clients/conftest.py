@@ -17,9 +17,6 @@ import pytest
 from groupcoord.local_broker import free_port
 from tests.integration.serve_process import ServeProcess, serving
 
-# The shared scenario and checker assert too; show their operands when they fail.
-pytest.register_assert_rewrite("tests.clients.driven", "tests.clients.support")
-
 # Parsed by pydantic-settings as JSON into Settings.group (groupcoord/coordinator/config.py).
 GROUP_SETTINGS = {
     "group.consumer.heartbeat.interval.ms": "1000",

@@ -11,8 +11,6 @@ import pytest
 from groupcoord.local_broker import free_port
 from tests.integration.serve_process import ServeProcess, serving
 
-pytest.register_assert_rewrite("tests.txn.eos")
-
 
 @pytest.fixture(scope="package")
 def sidecar(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
