@@ -64,7 +64,6 @@ from groupcoord.records.definitions import PendingTxnOffset
 from groupcoord.records.offset_commit_decoding import KeptTimestamps
 
 RETENTION_TIMER = "offsets-retention"
-LEAVE_GROUP_MEMBER_EPOCH = -1
 
 
 @dataclass(frozen=True, slots=True)
