@@ -68,12 +68,19 @@ async def one_round(
     writes: int,
     flood: int,
     on_written: Callable[[], None] | None = None,
+    on_behind: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     config = {"bootstrap.servers": bootstrap}
     handlers = GroupCoordinatorShard()
     spec = LogTopicSpec(name=f"bench-relay-{uuid.uuid4().hex[:8]}", partitions=1)
     runtime = CoordinatorRuntime(
-        config, spec, handlers, owner_id="bench-relay", reader_config=reader_config, on_written=on_written
+        config,
+        spec,
+        handlers,
+        owner_id="bench-relay",
+        reader_config=reader_config,
+        on_written=on_written,
+        on_behind=on_behind,
     )
     await runtime.start()
     await runtime.wait_loaded(60)
@@ -147,15 +154,18 @@ def main() -> None:
             plain = {"bootstrap.servers": bootstrap}
             # relay_waking: as serve runs it, the reader's fetches waiting in the relay for the
             # writer's reports (``ReaderRelay.kick``) instead of at the broker.
-            modes: dict[str, tuple[dict[str, Any], Callable[[], None] | None]] = {
-                "direct": (plain, None),
-                "relay": (relay.reader_config(plain), None),
-                "relay_waking": (relay.reader_config(plain, tails=True), relay.kick),
+            Hook = Callable[[], None] | None
+            modes: dict[str, tuple[dict[str, Any], Hook, Hook]] = {
+                "direct": (plain, None, None),
+                "relay": (relay.reader_config(plain), None, None),
+                "relay_waking": (relay.reader_config(plain, tails=True), relay.kick, relay.behind),
             }
             for _ in range(args.rounds):
-                for mode, (reader_config, on_written) in modes.items():
+                for mode, (reader_config, on_written, on_behind) in modes.items():
                     relay_cpu, process_cpu = thread_cpu_ms(relay.native_id), process_cpu_ms()
-                    run = asyncio.run(one_round(bootstrap, reader_config, args.writes, args.flood, on_written))
+                    run = asyncio.run(
+                        one_round(bootstrap, reader_config, args.writes, args.flood, on_written, on_behind)
+                    )
                     run["process_cpu_ms"] = process_cpu_ms() - process_cpu
                     run["relay_thread_cpu_ms"] = thread_cpu_ms(relay.native_id) - relay_cpu
                     runs[mode].append(run)

@@ -517,6 +517,7 @@ async def _serving_with(
         # The log reader's fetches wait in the relay for the writes to land (reader_relay.py).
         reader_config=relay.reader_config(client_config, tails=True) if relay is not None else reader_config,
         on_written=relay.kick if relay is not None else None,
+        on_behind=relay.behind if relay is not None else None,
     )
     runtime.stuck_warning_ms = settings.stuck_shard_warning_ms
     runtime.stuck_reload_ms = settings.stuck_shard_reload_ms

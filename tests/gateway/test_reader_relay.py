@@ -318,12 +318,12 @@ def test_the_log_readers_fetch_goes_on_when_a_write_lands(bootstrap: str, unique
         relay.close()
 
 
-def _fetch_v12(correlation_id: int, topic: str, wait_ms: int) -> bytes:
-    """Fetch v12 of partition 0 from offset 0, as librdkafka writes one (no fetch session)."""
+def _fetch_v12(correlation_id: int, topic: str, wait_ms: int, offset: int = 0) -> bytes:
+    """Fetch v12 of partition 0 from ``offset``, as librdkafka writes one (no fetch session)."""
     name = topic.encode()
     body = struct.pack(">iiiibii", -1, wait_ms, 1, 1 << 20, 0, 0, -1)
     body += b"\x02" + bytes([len(name) + 1]) + name  # one topic
-    body += b"\x02" + struct.pack(">iiqiqi", 0, -1, 0, -1, -1, 1 << 20) + b"\x00"  # one partition
+    body += b"\x02" + struct.pack(">iiqiqi", 0, -1, offset, -1, -1, 1 << 20) + b"\x00"  # one partition
     body += b"\x00" + b"\x01" + b"\x01" + b"\x00"  # topic tags, no forgotten topics, rack "", tags
     header = struct.pack(">hhih", ApiKey.FETCH, 12, correlation_id, 4) + b"test" + b"\x00"
     return struct.pack(">i", len(header) + len(body)) + header + body
@@ -357,6 +357,42 @@ def test_another_request_is_not_kept_behind_a_held_fetch(bootstrap: str, unique_
 
     try:
         assert asyncio.run(answered_in_order()) == [1, 2, 3]
+    finally:
+        relay.close()
+
+
+def test_a_held_fetch_of_a_reader_behind_goes_on_with_its_own_wait(bootstrap: str, unique_name: str) -> None:
+    """Told the reader is behind, the relay lets its held fetch go to the broker with the wait it
+    asked for, not 1 ms: a broker may spend the wait finding the records (Tansu's memory store lists
+    a partition's batches within it, and a 1 ms fetch of a long partition comes back empty). Seen
+    by what the broker does with the wait: the fetch, for the record after the last one, waits at
+    the broker and is answered with the record written while it waited there."""
+    ensure_topic(bootstrap, unique_name)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(unique_name, value=b"first", partition=0)
+    assert producer.flush(10) == 0
+    relay = ReaderRelay(bootstrap).start()
+    host, port = relay.tail_bootstrap.split(",")[0].rsplit(":", 1)
+
+    async def answer_after_behind() -> bytes:
+        client = await WireClient.connect(host, int(port))
+        try:
+            client.send_raw(_fetch_v12(1, unique_name, 3_000))  # the record is there: at once, small
+            await client.read_frame(20)
+            client.send_raw(_fetch_v12(2, unique_name, 3_000, offset=1))  # the same fetch again: held
+            await asyncio.sleep(0.2)
+            relay.behind()
+            await asyncio.sleep(0.3)  # at the broker now, waiting (at 1 ms it would be answered)
+            producer.produce(unique_name, value=b"written-while-waiting", partition=0)
+            assert producer.flush(10) == 0
+            return await client.read_frame(20)
+        finally:
+            await client.close()
+
+    try:
+        answer = asyncio.run(answer_after_behind())
+        assert struct.unpack_from(">i", answer)[0] == 2
+        assert b"written-while-waiting" in answer, "the held fetch went to the broker without its wait"
     finally:
         relay.close()
 

@@ -287,3 +287,35 @@ def test_a_load_ends_at_the_high_watermark_of_the_fetch_that_read_it_without_the
         assert isinstance(result, LoadResult) and result.records_read == 30 and result.next_offset == 30
     finally:
         tailer.close()
+
+
+def test_a_reader_finding_nothing_while_the_broker_tells_of_more_says_it_is_behind(
+    bootstrap: str, unique_name: str
+) -> None:
+    """A poll that finds nothing although the broker's last answer put the partition's end past the
+    reader means the broker cut its fetch short (Tansu's memory store answers a 1 ms fetch of a
+    partition of thousands of batches with nothing): the reader says so, and serve's relay sends
+    its next fetch with its full wait (reader_relay). Caught up, it says nothing. The broker's
+    answer is stood in for by the high watermark the reader sees; the rest is the real reader."""
+    commits_log(bootstrap, unique_name, 10, 5)
+    behind = threading.Event()
+    loaded = threading.Event()
+    tailer = LogTailer(
+        {"bootstrap.servers": bootstrap},
+        unique_name,
+        on_records=lambda p, g, msgs: None,
+        on_loaded=lambda p, g, outcome: loaded.set(),
+        on_error=lambda p, g, err: None,
+        on_behind=behind.set,
+    )
+    try:
+        tailer.load(0, 1, new_load())
+        assert loaded.wait(30)
+        # Caught up (the load read all 10), tailing: empty polls, nothing said.
+        assert not behind.wait(0.3)
+        assert tailer._pacing.next_offset(0) == 10
+        seen_end = tailer._high_watermark
+        tailer._high_watermark = lambda partition: seen_end(partition) + 5  # type: ignore[method-assign]
+        assert behind.wait(5), "the reader did not say it is behind"
+    finally:
+        tailer.close()

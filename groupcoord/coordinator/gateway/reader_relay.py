@@ -35,7 +35,15 @@ a 4 ms commit. The relay knows when the sidecar's own writes land (``kick``, fro
 writer's delivery reports), so a fetch of the reader that asks again for the partitions of an
 answer without much in it (the reader has caught up) is held here until a write lands or its own
 wait ends, and then sent with a wait of 1 ms: the broker answers at once, with the records just
-written. (Not 0: Tansu answers a Fetch that may not wait with no partitions at all.) A fetch
+written. (Not 0: Tansu answers a Fetch that may not wait with no partitions at all.) The one
+exception is a reader that is behind (``behind``, told by the log reader when a poll found
+nothing although the broker's last answer told of records past it): its next fetch goes on with
+the wait it asked for. A broker may spend the wait finding the records: Tansu's memory store
+lists every record batch of the partition on each fetch and stops listing when the fetch's wait
+is over, so once a partition holds a few thousand batches a 1 ms fetch comes back empty however
+many records lie past the reader, and with only 1 ms fetches a 5,000-member join stalled on its
+read-back for a minute (docs/benchmarks.md, "A read-back starved by a short broker wait"). A fetch
+afterA fetch
 after an answer with more in it, or for other partitions (a shard to load), goes through at once
 as it came, and any other request of the connection lets a held fetch go first, so requests
 still reach the broker in order. Records other processes write are read as before, within the
@@ -158,6 +166,9 @@ class ReaderRelay:
         # read by the relay's; the pipes holding a fetch, on the relay's thread.
         self._kicks = 0
         self._holding: set[_Pipe] = set()
+        # Set by the log reader's thread (``behind``), cleared by the relay's once a fetch goes on
+        # with its own wait.
+        self._behind = False
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="reader-relay", daemon=True)
         # Bound before the thread runs, so the bootstrap addresses are known at once.
@@ -187,9 +198,24 @@ class ReaderRelay:
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(self._release_all)
 
+    def behind(self) -> None:
+        """The log reader found nothing to read though the broker's last answer told of records
+        past it (any thread): its next fetch, or the one held here, goes to the broker with the
+        wait it asked for (module docstring)."""
+        self._behind = True
+        if self._holding:
+            with contextlib.suppress(RuntimeError):  # a relay closing meanwhile
+                self._loop.call_soon_threadsafe(self._release_behind)
+
     def _release_all(self) -> None:
         for pipe in list(self._holding):
             pipe.release()
+
+    def _release_behind(self) -> None:
+        if self._behind and self._holding:
+            self._behind = False
+            for pipe in list(self._holding):
+                pipe.release(behind=True)
 
     @property
     def native_id(self) -> int:
@@ -286,7 +312,8 @@ class _Pipe:
         self.closed = False
         # The log reader's connection: its fetches may wait here (``send``).
         self.tails = tails
-        self.held: bytes | None = None  # a fetch waiting for a write to land, already at no wait
+        self.held: bytes | None = None  # a fetch waiting here for a write to land, as it came
+        self.held_wait_at = 0  # where its MaxWaitMs is
         self.held_timer: asyncio.TimerHandle | None = None
         self.kicks_seen = 0  # the relay's kicks when this pipe last sent a fetch on
         self.fetch_id: int | None = None  # the correlation id of the last fetch sent on
@@ -306,24 +333,31 @@ class _Pipe:
             same = len(frame) == self.fetch_size
             self.fetch_size = len(frame)
             offset = max_wait_offset(frame) if self.hold_next and same else None
+            if relay._behind:
+                # The reader is behind: this fetch goes on as it came (module docstring).
+                relay._behind = False
+                offset = None
             if offset is not None and (wait := max_wait_ms(frame, offset)) > _BROKER_WAIT_MS:
                 # It waits here, if at all: the broker answers it at once.
-                frame = with_max_wait(frame, offset, _BROKER_WAIT_MS)
                 self.fetch_id = correlation_id
                 if self.kicks_seen == relay._kicks:  # nothing written since its last answer
-                    self.held = frame
+                    self.held, self.held_wait_at = frame, offset
                     relay._holding.add(self)
                     self.held_timer = relay._loop.call_later(wait / 1000, self.release)
                     if self.kicks_seen != relay._kicks:  # a write landed while this was held
                         self.release()
                     return
+                frame = with_max_wait(frame, offset, _BROKER_WAIT_MS)
             self.fetch_id = correlation_id
             self.kicks_seen = relay._kicks
         self.broker.write(frame)
 
-    def release(self) -> None:
-        """The held fetch goes to the broker now."""
+    def release(self, behind: bool = False) -> None:
+        """The held fetch goes to the broker now, at 1 ms, or with its own wait if the reader
+        is ``behind``."""
         held, self.held = self.held, None
+        if held is not None and not behind:
+            held = with_max_wait(held, self.held_wait_at, _BROKER_WAIT_MS)
         self.relay._holding.discard(self)
         if self.held_timer is not None:
             self.held_timer.cancel()

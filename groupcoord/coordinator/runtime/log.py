@@ -315,8 +315,13 @@ class LogTailer:
         on_loaded: LoadedCallback,
         on_error: ErrorCallback,
         group_id: str = "groupcoord-tailer",
+        on_behind: Callable[[], None] | None = None,
     ) -> None:
         self.topic = topic
+        # Told (on this thread) when a poll found nothing although the broker's last answer
+        # told of records past where a tailed partition is read: the reader relay then sends the
+        # next fetch with its full wait (``ReaderRelay.kick``; see ``_behind``).
+        self._on_behind = on_behind
         self._on_records = on_records
         self._on_loaded = on_loaded
         self._on_error = on_error
@@ -446,6 +451,8 @@ class LogTailer:
             log.warning("log tailer consume failed: %s", exc)
             time.sleep(0.1)
             return False
+        if not messages and self._on_behind is not None and self._behind():
+            self._on_behind()
         if not self._deliver_plain(messages):
             self._deliver_mixed(messages)
         self._pacing.step(self._assigned, self._loading)
@@ -526,6 +533,20 @@ class LogTailer:
             # Where reading goes on: the record after the last one read (the high watermark,
             # unless the cached one were older than these records).
             self._end_load(partition, generation, last + 1)
+
+    def _behind(self) -> bool:
+        """Whether a partition being tailed (not loading, not paused) has records past the one
+        to read next, by the high watermark of the broker's last answer. A broker that cuts its
+        work short at the fetch's wait answers such a fetch with nothing (Tansu's memory store,
+        see ``reader_relay``): caught up, the reader would never ask with a longer wait."""
+        paused = self._pacing.paused
+        for partition in self._assigned:
+            if partition in self._loading or partition in paused:
+                continue
+            position = self._pacing.next_offset(partition)
+            if position is not None and self._high_watermark(partition) > position:
+                return True
+        return False
 
     def _high_watermark(self, partition: int) -> int:
         """The end of ``partition`` as of the last fetch (no request: librdkafka's cached value), or -1."""
@@ -659,6 +680,11 @@ class _Pacing:
                 offset, epoch = position
                 self._consumer.seek(TopicPartition(self._topic, p, offset, leader_epoch=epoch))
                 return
+
+    def next_offset(self, partition: int) -> int | None:
+        """The offset after the last record delivered of ``partition``, if one was."""
+        position = self._positions.get(partition)
+        return None if position is None else position[0]
 
     def consumed(self, partition: int, last: Message) -> None:
         """The last record delivered of ``partition`` (on the tailer's thread)."""

@@ -69,10 +69,13 @@ class CoordinatorRuntime(Generic[S]):
         owner_id: str | None = None,
         reader_config: dict[str, Any] | None = None,
         on_written: Callable[[], None] | None = None,
+        on_behind: Callable[[], None] | None = None,
     ) -> None:
         self.client_config = dict(client_config)
         # Told (on the writer's thread) whenever records are written: the reader relay's ``kick``.
         self.on_written = on_written
+        # Told (on the reader's thread) when the reader is behind: the reader relay's ``behind``.
+        self.on_behind = on_behind
         # The log reader's (a consumer's) config: serve points it at a relay that keeps
         # librdkafka off the Fetch versions it crashes on (groupcoord/coordinator/gateway/reader_relay.py).
         self.reader_config = dict(reader_config if reader_config is not None else client_config)
@@ -118,6 +121,7 @@ class CoordinatorRuntime(Generic[S]):
             on_loaded=self._from_reader("on_loaded"),
             on_error=self._from_reader("on_error"),
             group_id=f"groupcoord-tailer-{self.owner_id}",
+            on_behind=self.on_behind,
         )
         wanted = range(self.partitions) if partitions is None else partitions
         for p in wanted:
