@@ -38,16 +38,16 @@ wait ends, and then sent with a wait of 1 ms: the broker answers at once, with t
 written. (Not 0: Tansu answers a Fetch that may not wait with no partitions at all.) The one
 exception is a reader that is behind (``behind``, told by the log reader when a poll found
 nothing although the broker's last answer told of records past it): its next fetch goes on with
-the wait it asked for. A broker may spend the wait finding the records: Tansu's memory store
-lists every record batch of the partition on each fetch and stops listing when the fetch's wait
-is over, so once a partition holds a few thousand batches a 1 ms fetch comes back empty however
-many records lie past the reader, and with only 1 ms fetches a 5,000-member join stalled on its
-read-back for a minute (docs/benchmarks.md, "A read-back starved by a short broker wait"). A fetch
-afterA fetch
+a wait of at least 100 ms. The records are there, so a broker answers it once it has found them,
+and a broker may spend the wait finding them: Tansu's memory store lists every record batch of the
+partition on each fetch and stops listing when the fetch's wait is over, so once a partition holds
+a few thousand batches a 1 ms fetch comes back empty however many records lie past the reader
+(with only 1 ms fetches a 5,000-member join stalled on its read-back for a minute), and 10 ms
+do not list ~20,000 (docs/benchmarks.md, "A read-back starved by a short broker wait"). A fetch
 after an answer with more in it, or for other partitions (a shard to load), goes through at once
 as it came, and any other request of the connection lets a held fetch go first, so requests
-still reach the broker in order. Records other processes write are read as before, within the
-reader's wait.
+still reach the broker in order. Records other processes write are read within the reader's
+wait, or, on such a broker, once the reader sees it is behind them.
 """
 
 from __future__ import annotations
@@ -92,6 +92,9 @@ _REWRITTEN = frozenset({ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.FIND_COORDI
 _HOLD_AFTER_BYTES_BELOW = 64 * 1024
 # The wait a held fetch is sent with: not 0, which Tansu answers with no partitions at all.
 _BROKER_WAIT_MS = 1
+# The least wait of a fetch of a reader that is behind (module docstring): a Tansu memory store
+# lists ~20,000 batches of a partition in 10-30 ms here.
+_BEHIND_WAIT_MS = 100
 
 
 def relayable(client_config: dict[str, Any]) -> bool:
@@ -334,9 +337,10 @@ class _Pipe:
             self.fetch_size = len(frame)
             offset = max_wait_offset(frame) if self.hold_next and same else None
             if relay._behind:
-                # The reader is behind: this fetch goes on as it came (module docstring).
+                # The reader is behind: this fetch goes on at once, with time to find the records.
                 relay._behind = False
                 offset = None
+                frame = _with_wait_at_least(frame, _BEHIND_WAIT_MS)
             if offset is not None and (wait := max_wait_ms(frame, offset)) > _BROKER_WAIT_MS:
                 # It waits here, if at all: the broker answers it at once.
                 self.fetch_id = correlation_id
@@ -353,11 +357,14 @@ class _Pipe:
         self.broker.write(frame)
 
     def release(self, behind: bool = False) -> None:
-        """The held fetch goes to the broker now, at 1 ms, or with its own wait if the reader
-        is ``behind``."""
+        """The held fetch goes to the broker now, at 1 ms, or with time to find the records if
+        the reader is ``behind`` (module docstring)."""
         held, self.held = self.held, None
-        if held is not None and not behind:
-            held = with_max_wait(held, self.held_wait_at, _BROKER_WAIT_MS)
+        if held is not None:
+            if behind:
+                held = _with_wait_at_least(held, _BEHIND_WAIT_MS)
+            else:
+                held = with_max_wait(held, self.held_wait_at, _BROKER_WAIT_MS)
         self.relay._holding.discard(self)
         if self.held_timer is not None:
             self.held_timer.cancel()
@@ -553,6 +560,14 @@ class _BrokerSide(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.pipe.close()
+
+
+def _with_wait_at_least(frame: bytes, wait_ms: int) -> bytes:
+    """``frame``, a Fetch request, asking the broker to wait at least ``wait_ms``."""
+    offset = max_wait_offset(frame)
+    if offset is None or max_wait_ms(frame, offset) >= wait_ms:
+        return frame
+    return with_max_wait(frame, offset, wait_ms)
 
 
 def _no_delay(transport: asyncio.BaseTransport) -> None:

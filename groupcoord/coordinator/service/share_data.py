@@ -197,6 +197,22 @@ def _overlapping(batches: list[Batch], acquired: tuple[AcquiredRecords, ...]) ->
     return bytes(out)
 
 
+def log_read_wait_ms(at_ends: list[bool], all_at_end: bool, wait_ms: int) -> int:
+    """The wait of one leader's Fetch of share-partitions read at ``at_ends`` (whether each is
+    read at its end), ``wait_ms`` being what is left of the ShareFetch's own wait.
+
+    It waits for new records only when ``all_at_end`` (every partition of the ShareFetch is read
+    at its end, none answered from its last read). Where a partition is not at its end, records
+    are there: the broker answers once it has found them, and the wait is its time to find them
+    (Tansu's memory store lists a partition's batches within it, so a 10 ms fetch of a topic of
+    ~20,000 batches came back empty: docs/benchmarks.md, "A read-back starved by a short broker
+    wait"). Otherwise (at its end, while other partitions were answered) it does not wait.
+    """
+    if all_at_end or not all(at_ends):
+        return max(MIN_FETCH_WAIT_MS, wait_ms)
+    return MIN_FETCH_WAIT_MS
+
+
 class ShareDataPath:
     def __init__(self, service: GroupCoordinatorService, topics: TopicNames, fetcher: ShareRecordFetcher) -> None:
         self.service = service
@@ -861,9 +877,8 @@ class ShareDataPath:
                 errors[(key.topic, key.partition)] = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 continue
             by_leader[leader].append((key.topic, key.partition, offset))
-        # The broker waits for new records only when every partition is read at its end (nothing
-        # available again below); otherwise records are there and it answers at once.
-        at_end = not answered and all(end for _, end in offsets.values())
+        ends = {(key.topic, key.partition): end for key, (_, end) in offsets.items()}
+        all_at_end = not answered and all(ends.values())
         COUNTS.share_log_reads += sum(len(wanted) for wanted in by_leader.values())
         answers = await asyncio.gather(
             *(
@@ -871,7 +886,7 @@ class ShareDataPath:
                     leader,
                     wanted,
                     min(max_bytes, PARTITION_MAX_BYTES),
-                    max(MIN_FETCH_WAIT_MS, wait_ms if at_end else 0),
+                    log_read_wait_ms([ends[(topic, partition)] for topic, partition, _ in wanted], all_at_end, wait_ms),
                     read_committed,
                 )
                 for leader, wanted in by_leader.items()
