@@ -319,8 +319,8 @@ class LogTailer:
     ) -> None:
         self.topic = topic
         # Told (on this thread) when a poll found nothing although the broker's last answer
-        # told of records past where a tailed partition is read: the reader relay then sends the
-        # next fetch with its full wait (``ReaderRelay.kick``; see ``_behind``).
+        # told of records past where a partition is read: the reader relay then sends the next
+        # fetch with time to find them (``ReaderRelay.behind``; see ``_behind``).
         self._on_behind = on_behind
         self._on_records = on_records
         self._on_loaded = on_loaded
@@ -535,13 +535,14 @@ class LogTailer:
             self._end_load(partition, generation, last + 1)
 
     def _behind(self) -> bool:
-        """Whether a partition being tailed (not loading, not paused) has records past the one
-        to read next, by the high watermark of the broker's last answer. A broker that cuts its
-        work short at the fetch's wait answers such a fetch with nothing (Tansu's memory store,
-        see ``reader_relay``): caught up, the reader would never ask with a longer wait."""
+        """Whether a partition being read (loaded or tailed, not paused) has records past the
+        one to read next, by the high watermark of the broker's last answer. A broker that cuts
+        its work short at the fetch's wait answers such a fetch with nothing (Tansu's memory
+        store, see ``reader_relay``), a load's as much as a tail's: asking again the same way,
+        the reader would never get them."""
         paused = self._pacing.paused
         for partition in self._assigned:
-            if partition in self._loading or partition in paused:
+            if partition in paused:
                 continue
             position = self._pacing.next_offset(partition)
             if position is not None and self._high_watermark(partition) > position:
