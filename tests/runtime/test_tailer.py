@@ -319,3 +319,33 @@ def test_a_reader_finding_nothing_while_the_broker_tells_of_more_says_it_is_behi
         assert behind.wait(5), "the reader did not say it is behind"
     finally:
         tailer.close()
+
+
+def test_a_load_that_got_nothing_while_the_broker_tells_of_records_says_it_is_behind(
+    bootstrap: str, unique_name: str, monkeypatch: Any
+) -> None:
+    """A load's first fetch can come back empty too (Tansu lists a partition's batches within the
+    fetch's wait, and a 5 ms fetch of a partition of 30,000 batches finds none): with no record
+    delivered, the load reads from offset 0, so a high watermark past 0 means it is behind. Here an
+    empty partition whose load never ends (no end-of-partition event) stands in for it, the high
+    watermark the reader sees raised past 0."""
+    monkeypatch.setitem(TAILER_SETTINGS, "enable.partition.eof", False)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(unique_name, 1, 1)])[unique_name].result(30)
+    behind = threading.Event()
+    tailer = LogTailer(
+        {"bootstrap.servers": bootstrap},
+        unique_name,
+        on_records=lambda p, g, msgs: None,
+        on_loaded=lambda p, g, outcome: None,
+        on_error=lambda p, g, err: None,
+        on_behind=behind.set,
+    )
+    try:
+        tailer.load(0, 1, new_load())
+        assert wait_for(lambda: 0 in tailer._loading)
+        assert not behind.wait(0.3)  # nothing there: not behind
+        tailer._high_watermark = lambda partition: 5  # type: ignore[method-assign]
+        assert behind.wait(5), "the load did not say it is behind"
+    finally:
+        tailer.close()

@@ -545,6 +545,8 @@ class LogTailer:
             if partition in paused:
                 continue
             position = self._pacing.next_offset(partition)
+            if position is None and partition in self._loading:
+                position = 0  # nothing delivered yet: a load reads from offset 0 (``_apply_commands``)
             if position is not None and self._high_watermark(partition) > position:
                 return True
         return False
