@@ -329,18 +329,24 @@ def _fetch_v12(correlation_id: int, topic: str, wait_ms: int, offset: int = 0) -
     return struct.pack(">i", len(header) + len(body)) + header + body
 
 
-def test_another_request_is_not_kept_behind_a_held_fetch(bootstrap: str, unique_name: str) -> None:
-    """Answers come in the order of the requests, as from a broker: a request that follows a held
-    fetch lets it go first."""
-    ensure_topic(bootstrap, unique_name)
+def _relay_after_one_record(bootstrap: str, topic: str) -> tuple[Producer, ReaderRelay, str, int]:
+    """A relay, its log readers' listener, and ``topic`` holding one record ("first") at offset 0."""
+    ensure_topic(bootstrap, topic)
     producer = Producer({"bootstrap.servers": bootstrap})
-    producer.produce(unique_name, value=b"first", partition=0)
+    producer.produce(topic, value=b"first", partition=0)
     assert producer.flush(10) == 0
     relay = ReaderRelay(bootstrap).start()
     host, port = relay.tail_bootstrap.split(",")[0].rsplit(":", 1)
+    return producer, relay, host, int(port)
+
+
+def test_another_request_is_not_kept_behind_a_held_fetch(bootstrap: str, unique_name: str) -> None:
+    """Answers come in the order of the requests, as from a broker: a request that follows a held
+    fetch lets it go first."""
+    producer, relay, host, port = _relay_after_one_record(bootstrap, unique_name)
 
     async def answered_in_order() -> list[int]:
-        client = await WireClient.connect(host, int(port))
+        client = await WireClient.connect(host, port)
         try:
             # The record is there: answered at once, and small. The same fetch again waits (a
             # minute) in the relay, until the next request comes.
@@ -369,15 +375,10 @@ def test_a_held_fetch_of_a_reader_behind_goes_on_with_time_to_find_the_records(
     store lists a partition's batches within it, and a 1 ms fetch of a long partition comes back
     empty). Seen by what the broker does with the wait: the fetch, for the record after the last
     one, waits at the broker and is answered with the record written while it waited there."""
-    ensure_topic(bootstrap, unique_name)
-    producer = Producer({"bootstrap.servers": bootstrap})
-    producer.produce(unique_name, value=b"first", partition=0)
-    assert producer.flush(10) == 0
-    relay = ReaderRelay(bootstrap).start()
-    host, port = relay.tail_bootstrap.split(",")[0].rsplit(":", 1)
+    producer, relay, host, port = _relay_after_one_record(bootstrap, unique_name)
 
     async def answer_after_behind() -> bytes:
-        client = await WireClient.connect(host, int(port))
+        client = await WireClient.connect(host, port)
         try:
             client.send_raw(_fetch_v12(1, unique_name, 3_000))  # the record is there: at once, small
             await client.read_frame(20)

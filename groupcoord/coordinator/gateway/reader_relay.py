@@ -203,8 +203,8 @@ class ReaderRelay:
 
     def behind(self) -> None:
         """The log reader found nothing to read though the broker's last answer told of records
-        past it (any thread): its next fetch, or the one held here, goes to the broker with the
-        wait it asked for (module docstring)."""
+        past it (any thread): its next fetch, or the one held here, goes to the broker with time
+        to find them, ``_BEHIND_WAIT_MS`` at least (module docstring)."""
         self._behind = True
         if self._holding:
             with contextlib.suppress(RuntimeError):  # a relay closing meanwhile
