@@ -380,7 +380,14 @@ class GroupCoordinatorShard:
         now_ms: int,
         context: RequestContext,
     ) -> Result[ConsumerGroupHeartbeatResponse]:
-        return routing.consumer_group_heartbeat(state, request, self.context(now_ms, context, state, request.group_id))
+        ctx = self.context(now_ms, context, state, request.group_id)
+        result = routing.consumer_group_heartbeat(state, request, ctx)
+        again = result.again
+        if again is not None:
+            # The answer read the topic metadata of the moment: a new image may bump the epoch.
+            image, metadata = ctx.image, self.metadata
+            result.again = lambda now_ms: again(now_ms) if metadata() is image else None
+        return result
 
     # --- share groups ------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import struct
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from groupcoord.coordinator import steady_answers
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway import group_configs, routing, topic_split
 from groupcoord.coordinator.gateway.answers import CloseConnection, IdleConnection, Slot, ready, spawn
@@ -143,6 +144,9 @@ class ClientConnection:
         self._at_once_memo = RequestMemo()
         # The last answer encoded there: a steady heartbeat's answer repeats it too.
         self._answer_memo = ResponseMemo()
+        # An answer given there that a repeat of its request gets again while it stands
+        # (``steady_answers``): with the frame written and the request's API key.
+        self._steady: tuple[steady_answers.SteadyAnswer, bytes, int] | None = None
 
     async def run(self) -> None:
         if self._answer_now is not None:
@@ -512,11 +516,22 @@ class ClientConnection:
         if previous is not None and not previous.done():
             return False
         memo = self._at_once_memo
+        may_repeat = self.gateway.config.authentication != "required" or self.session.authenticated
+        steady = self._steady
+        if steady is not None:
+            # The frame of the answer's request again, and the answer still stands: given again
+            # without the handlers (``steady_answers``), with this request's correlation id.
+            if may_repeat and memo.repeats(frame) and steady[0].again():
+                self.gateway.observer.request(steady[2])
+                answer_frame = steady[1]
+                self.stream.write(b"".join((answer_frame[:4], frame[4:8], answer_frame[8:])))
+                return True
+            self._steady = None
         # A steady heartbeat repeats the frame routing took last time on this connection: the
         # same decision, as long as the connection may still send it (its authentication; the
         # rest of what routing checks is the bytes and the gateway's configuration).
         request = memo.repeated(frame)
-        if request is None or (self.gateway.config.authentication == "required" and not self.session.authenticated):
+        if request is None or not may_repeat:
             try:
                 key, version, _ = peek_request(frame)
             except FrameError:
@@ -529,6 +544,7 @@ class ClientConnection:
         key = request.header.api_key
         context = self._context(request.header)
         answer: AnswerNow | asyncio.Future[Message]
+        steady_answers.refuse()
         try:
             answer = answer_now(context, request.body)
         except Exception as exc:
@@ -538,10 +554,15 @@ class ClientConnection:
         self.gateway.observer.request(key)
         if isinstance(answer, Message):
             try:
-                self.stream.write(self._encoded(context, _checked(context, answer), self._answer_memo.encode))
-                return True
+                encoded = self._encoded(context, _checked(context, answer), self._answer_memo.encode)
             except CloseConnection as exc:
                 answer = _failed(exc)
+            else:
+                self.stream.write(encoded)
+                offered = steady_answers.take(answer)
+                if offered is not None:
+                    self._steady = (offered, encoded, key)
+                return True
         task = spawn(self._answered_later(context, answer))
         self._last_local = task
         self.outstanding += 1

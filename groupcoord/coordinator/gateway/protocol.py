@@ -100,6 +100,11 @@ class RequestMemo:
             return None
         return self._again(payload, bytes(payload[:4]), bytes(payload[8:]))
 
+    def repeats(self, payload: bytes | bytearray) -> bool:
+        """``repeated`` would give a request (the frame routing took last, with another
+        correlation id), without making it."""
+        return self._routed and payload[8:] == self._tail and payload[:4] == self._head
+
     def _again(self, payload: bytes | bytearray, head: bytes, tail: bytes) -> Request | None:
         last = self._request
         if last is None or tail != self._tail or head != self._head:

@@ -33,6 +33,7 @@ from prometheus_client import Gauge
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from groupcoord.coordinator import steady_answers
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway.handler import AnswerNow, answer_now_of
 from groupcoord.coordinator.gateway.observer import GatewayObserver
@@ -339,7 +340,10 @@ class MeteredHandler:
         if answer is None:
             return None
         if isinstance(answer, Message):
-            return self._count(context, started, answer)
+            self._count(context, started, answer)
+            # A repeat is counted as this one was (its handling: the repeat's few microseconds).
+            steady_answers.vouch(answer, renew=lambda: self._count(context, time.perf_counter(), answer))
+            return answer
         return self._counted(context, started, answer)
 
     async def _counted(self, context: ConnectionContext, started: float, answer: Awaitable[Message]) -> Message:

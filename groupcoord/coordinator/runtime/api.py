@@ -13,7 +13,7 @@ for them in ``Result.timers`` and the runtime delivers the ``event`` back to the
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -57,6 +57,10 @@ class Result(Generic[T]):
     timers: list[TimerOp] = field(default_factory=list)
     # Answers to parked requests, released (like ``response``) once ``records`` are committed.
     completions: list[tuple[Hashable, Any]] = field(default_factory=list)
+    # Set by a handler whose answer, given with no records, the same request would get again
+    # while the state it read is unchanged (a steady heartbeat): at a later ``now_ms``, the timers
+    # that repeat sets, or None once its answer no longer stands. Pure, as the handler.
+    again: Callable[[int], list[TimerOp] | None] | None = None
 
 
 class ShardState(Protocol):

@@ -31,6 +31,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from confluent_kafka import KafkaError, Message
 
+from groupcoord.coordinator import steady_answers
 from groupcoord.coordinator.runtime.api import (
     CancelTimer,
     Park,
@@ -728,7 +729,43 @@ class Shard(Generic[S]):
         observer.processed(self.live, result.records, None, time.perf_counter() - started, result.response)
         self._apply_timers(result.timers, now)
         observer.released(0.0)
+        if result.again is not None:
+            self._offer_again(result.response, result.again)
         return result.response
+
+    def _offer_again(self, response: object, again: Callable[[int], list[TimerOp] | None]) -> None:
+        """Offer ``response``, answered at once, for repeats of its request (``steady_answers``):
+        it stands while the shard serves, nothing is queued or waits to be read back (``write_now``
+        would put the repeat behind it), no record was replayed into the live state since, and
+        the handler's own ``again`` still gives its timers."""
+        live, changes, generation = self.live, self._live_changes, self.generation
+        timers: list[TimerOp] = []
+
+        def holds() -> bool:
+            if (
+                self.status is not ShardStatus.ACTIVE
+                or self.generation != generation
+                or self._live_changes != changes
+                or self.live is not live
+                or self._queue
+                or self._pending
+                or self.next_offset > self.committed_offset
+            ):
+                return False
+            again_timers = again(self.host.clock.now_ms())
+            if again_timers is None:
+                return False
+            timers[:] = again_timers
+            return True
+
+        def renew() -> None:
+            observer = self.observer
+            observer.dequeued(0.0)
+            observer.processed(live, (), None, 0.0, response)
+            self._apply_timers(timers, self.host.clock.now_ms())
+            observer.released(0.0)
+
+        steady_answers.offer(response, holds, renew)
 
     def read(self, fn: Callable[[S], T]) -> T:
         """Run ``fn`` on the committed state."""

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from groupcoord.coordinator import steady_answers
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway.handler import AnswerNow, ConnectionContext
 from groupcoord.coordinator.group_shard import txn_commit_response
@@ -399,11 +400,15 @@ class CoordinatorApiHandler:
         ``heartbeat_now``). Anything else: None."""
         if type(request) is wire_heartbeat.HeartbeatRequest:
             return self.service.heartbeat_now(request, _facts(context))
-        if type(request) is not wire_cgh.ConsumerGroupHeartbeatRequest or self._needs_refresh(
-            request.subscribed_topic_names or (), bool(request.subscribed_topic_regex)
-        ):
+        if type(request) is not wire_cgh.ConsumerGroupHeartbeatRequest:
             return None
-        return self.service.consumer_group_heartbeat_now(request, _facts(context))
+        names = request.subscribed_topic_names or ()
+        if self._needs_refresh(names, bool(request.subscribed_topic_regex)):
+            return None
+        answer = self.service.consumer_group_heartbeat_now(request, _facts(context))
+        if names:  # a repeat names the same topics: each must still be known
+            steady_answers.vouch(answer, lambda: not self._needs_refresh(names, False))
+        return answer
 
     def _needs_refresh(self, names: Iterable[str], regex: bool) -> bool:
         if not names:  # a steady heartbeat names no topic: no generator for it

@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import fields, is_dataclass
 from typing import Any
 
+from groupcoord.coordinator import steady_answers
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway.framing import RequestHeader
 from groupcoord.coordinator.gateway.handler import AnswerNow, ConnectionContext, GroupApiHandler, answer_now_of
@@ -138,7 +139,11 @@ class HandoverRelay:
         if answer_now is None or (self._stopping and self.enabled and not self._gave_up):
             return None
         answer = answer_now(context, request)
-        if answer is None or isinstance(answer, Message):
+        if answer is None:
+            return None
+        if isinstance(answer, Message):
+            # A repeat is relayed (``handle``) once the process begins to stop, as this one would be.
+            steady_answers.vouch(answer, lambda: not (self._stopping and self.enabled and not self._gave_up))
             return answer
         # Taken, answered once its records are read back: the stop may have begun by then.
         return self._relayed_if_moved(context, request, answer)

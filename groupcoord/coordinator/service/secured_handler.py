@@ -39,6 +39,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
+from groupcoord.coordinator import steady_answers
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway import configs
 from groupcoord.coordinator.gateway.handler import AnswerNow, ConnectionContext, GroupApiHandler, answer_now_of
@@ -161,8 +162,14 @@ class SecuredHandler:
         answer_now = answer_now_of(self.inner)
         if answer_now is None or type(request) in self._routes:
             return None
-        refusal, context = self._checked(context, request)
-        return refusal if refusal is not None else answer_now(context, request)
+        refusal, checked = self._checked(context, request)
+        if refusal is not None:
+            return refusal
+        answer = answer_now(checked, request)
+        if isinstance(answer, Message):
+            # A repeat is authorized again, against the ACLs of its moment.
+            steady_answers.vouch(answer, lambda: self._checked(context, request)[0] is None)
+        return answer
 
     def _checked(self, context: ConnectionContext, request: Message) -> tuple[Message | None, ConnectionContext]:
         """(the refusal of a request naming one group, if refused; the context to pass it on with)."""
