@@ -92,6 +92,21 @@ def _empty_image() -> TopicsImage:
     return TopicsImage.empty()
 
 
+class _OnImage:
+    """A ``Result.again`` that stands only while the topic metadata is the ``image`` its answer
+    read (the image is replaced when the topics change). Slotted, as the answers it guards."""
+
+    __slots__ = ("again", "image", "metadata")
+
+    def __init__(
+        self, again: Callable[[int], list[TimerOp] | None], image: TopicsImage, metadata: Callable[[], TopicsImage]
+    ) -> None:
+        self.again, self.image, self.metadata = again, image, metadata
+
+    def __call__(self, now_ms: int) -> list[TimerOp] | None:
+        return self.again(now_ms) if self.metadata() is self.image else None
+
+
 @dataclass(frozen=True)
 class GroupCoordinatorShard:
     """Kafka's GroupCoordinatorShard: the runtime's view of one partition's groups (state
@@ -382,11 +397,9 @@ class GroupCoordinatorShard:
     ) -> Result[ConsumerGroupHeartbeatResponse]:
         ctx = self.context(now_ms, context, state, request.group_id)
         result = routing.consumer_group_heartbeat(state, request, ctx)
-        again = result.again
-        if again is not None:
+        if result.again is not None:
             # The answer read the topic metadata of the moment: a new image may bump the epoch.
-            image, metadata = ctx.image, self.metadata
-            result.again = lambda now_ms: again(now_ms) if metadata() is image else None
+            result.again = _OnImage(result.again, ctx.image, self.metadata)
         return result
 
     # --- share groups ------------------------------------------------------------------------

@@ -322,6 +322,31 @@ def _error_name(code: int) -> str:
 _ERROR_NAMES: dict[int, str] = {}
 
 
+class _RepeatCounter:
+    """Counts an answer given again (``steady_answers``) under its API and error code, handled
+    in no measurable time."""
+
+    __slots__ = ("api", "name")
+
+    def __init__(self, api: _Api, name: str) -> None:
+        self.api, self.name = api, name
+
+    def __call__(self) -> None:
+        api = self.api
+        api.handled.observe(0.0)
+        api.responses[self.name] = api.responses.get(self.name, 0) + 1
+
+
+_REPEAT_COUNTERS: dict[tuple[int, int], _RepeatCounter] = {}
+
+
+def _repeat_counter(api_key: int, error_code: int) -> _RepeatCounter:
+    counter = _REPEAT_COUNTERS.get((api_key, error_code))
+    if counter is None:
+        counter = _REPEAT_COUNTERS[(api_key, error_code)] = _RepeatCounter(_api(api_key), _error_name(error_code))
+    return counter
+
+
 class MeteredHandler:
     """A ``GroupApiHandler`` that counts the error codes of the answers of the one it wraps."""
 
@@ -341,8 +366,11 @@ class MeteredHandler:
             return None
         if isinstance(answer, Message):
             self._count(context, started, answer)
-            # A repeat is counted as this one was (its handling: the repeat's few microseconds).
-            steady_answers.vouch(answer, renew=lambda: self._count(context, time.perf_counter(), answer))
+            if _code_paths(type(answer)) is _TOP_LEVEL_CODE:
+                # A repeat is counted as this one was, by one counter shared by all such answers.
+                steady_answers.vouch(answer, renew=_repeat_counter(context.header.api_key, answer.error_code))  # type: ignore[attr-defined]
+            else:
+                steady_answers.refuse()
             return answer
         return self._counted(context, started, answer)
 

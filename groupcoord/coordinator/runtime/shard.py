@@ -332,6 +332,47 @@ class _Precomputed(Generic[S, T]):
         return self.op(state, now)
 
 
+class _Repeat:
+    """A repeat of a request ``Shard.write_now`` answered at once with ``response``: it stands
+    while the shard serves in the same generation (a closed shard never serves again), nothing
+    is queued or waits to be read back (``write_now`` would put the repeat behind it), no record
+    was replayed into the live state since, and the handler's own ``again`` still gives its
+    timers. One per steady member's connection, so slotted, with no closure."""
+
+    __slots__ = ("shard", "response", "again", "live", "changes", "generation", "timers")
+
+    def __init__(self, shard: Shard[Any], response: object, again: Callable[[int], list[TimerOp] | None]) -> None:
+        self.shard, self.response, self.again = shard, response, again
+        self.live, self.changes, self.generation = shard.live, shard._live_changes, shard.generation
+        self.timers: list[TimerOp] = []
+
+    def holds(self) -> bool:
+        shard = self.shard
+        if (
+            shard.phase is not ShardPhase.ACTIVE
+            or shard.generation != self.generation
+            or shard._live_changes != self.changes
+            or shard.live is not self.live
+            or shard._queue
+            or shard._pending
+            or shard.next_offset > shard.committed_offset
+        ):
+            return False
+        timers = self.again(shard.host.clock.now_ms())
+        if timers is None:
+            return False
+        self.timers = timers
+        return True
+
+    def renew(self) -> None:
+        shard = self.shard
+        observer = shard.observer
+        observer.dequeued(0.0)
+        observer.processed(self.live, (), None, 0.0, self.response)
+        shard._apply_timers(self.timers, shard.host.clock.now_ms())
+        observer.released(0.0)
+
+
 class Shard(Generic[S]):
     def __init__(self, host: ShardHost, partition: int, handlers: ShardHandlers[S]) -> None:
         self.host = host
@@ -734,38 +775,9 @@ class Shard(Generic[S]):
         return result.response
 
     def _offer_again(self, response: object, again: Callable[[int], list[TimerOp] | None]) -> None:
-        """Offer ``response``, answered at once, for repeats of its request (``steady_answers``):
-        it stands while the shard serves, nothing is queued or waits to be read back (``write_now``
-        would put the repeat behind it), no record was replayed into the live state since, and
-        the handler's own ``again`` still gives its timers."""
-        live, changes, generation = self.live, self._live_changes, self.generation
-        timers: list[TimerOp] = []
-
-        def holds() -> bool:
-            if (
-                self.status is not ShardStatus.ACTIVE
-                or self.generation != generation
-                or self._live_changes != changes
-                or self.live is not live
-                or self._queue
-                or self._pending
-                or self.next_offset > self.committed_offset
-            ):
-                return False
-            again_timers = again(self.host.clock.now_ms())
-            if again_timers is None:
-                return False
-            timers[:] = again_timers
-            return True
-
-        def renew() -> None:
-            observer = self.observer
-            observer.dequeued(0.0)
-            observer.processed(live, (), None, 0.0, response)
-            self._apply_timers(timers, self.host.clock.now_ms())
-            observer.released(0.0)
-
-        steady_answers.offer(response, holds, renew)
+        """Offer ``response``, answered at once, for repeats of its request (``steady_answers``)."""
+        repeat = _Repeat(self, response, again)
+        steady_answers.offer(response, repeat.holds, repeat.renew)
 
     def read(self, fn: Callable[[S], T]) -> T:
         """Run ``fn`` on the committed state."""

@@ -112,6 +112,8 @@ class HandoverRelay:
         self._serving: set[int] = set()  # shards whose successor answered without a coordinator error
         self._last_request = 0.0
         self.relayed = 0
+        # The check a steady answer given here keeps (``steady_answers``): one for every answer.
+        self._serving_here = self._serves_here
 
     def stopping(self, shards: Iterable[int]) -> None:
         """The process stops: ``shards`` are being handed over (call before they stop serving)."""
@@ -130,20 +132,23 @@ class HandoverRelay:
                 return
             await asyncio.sleep(min(quiet_s, deadline - now) / 3)
 
+    def _serves_here(self) -> bool:
+        return not (self._stopping and self.enabled and not self._gave_up)
+
     def answer_now(self, context: ConnectionContext, request: Message) -> AnswerNow:
         """The wrapped handler's ``answer_now`` while the process does not stop; None (so
         ``handle``, which relays) from the moment it does. Without it every request the gateway
         offers as it arrives (a steady ConsumerGroupHeartbeat) was decoded, refused here, and
         decoded again by the reader: the at-once path never ran in ``serve``."""
         answer_now = answer_now_of(self.inner)
-        if answer_now is None or (self._stopping and self.enabled and not self._gave_up):
+        if answer_now is None or not self._serves_here():
             return None
         answer = answer_now(context, request)
         if answer is None:
             return None
         if isinstance(answer, Message):
             # A repeat is relayed (``handle``) once the process begins to stop, as this one would be.
-            steady_answers.vouch(answer, lambda: not (self._stopping and self.enabled and not self._gave_up))
+            steady_answers.vouch(answer, self._serving_here)
             return answer
         # Taken, answered once its records are read back: the stop may have begun by then.
         return self._relayed_if_moved(context, request, answer)

@@ -14,7 +14,6 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import Protocol, TypeVar
 
-from groupcoord.coordinator import steady_answers
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.group_shard import (
     GroupCoordinatorShard,
@@ -166,22 +165,13 @@ class GroupCoordinatorService:
 
     def _write_now(self, group_id: str, op: Op[T], on_error: Callable[[ErrorCode], T]) -> T | Awaitable[T]:
         """``_write``, with the answer at once when the write changes nothing (``Shard.write_now``)."""
+        # An answer the shard offers for repeats (``steady_answers``) needs nothing more from
+        # here: a group's shard is fixed, and a shard let go never serves again.
         try:
-            shard = self.shard_for(group_id)
-            answer = shard.write_now(op)
+            answer = self.shard_for(group_id).write_now(op)
         except ShardNotAvailable as exc:
             return on_error(error_for(exc))
-        if isinstance(answer, asyncio.Future):
-            return self._settled(answer, on_error)
-        steady_answers.vouch(answer, lambda: self._serves(group_id, shard))
-        return answer
-
-    def _serves(self, group_id: str, shard: Shard[GroupCoordinatorState]) -> bool:
-        """``shard`` is still the one that holds ``group_id`` here."""
-        try:
-            return self.shard_for(group_id) is shard
-        except ShardNotAvailable:
-            return False
+        return self._settled(answer, on_error) if isinstance(answer, asyncio.Future) else answer
 
     @staticmethod
     async def _settled(answer: Awaitable[T], on_error: Callable[[ErrorCode], T]) -> T:

@@ -15,7 +15,6 @@ Nothing here mutates the state: the result's records, replayed by the runtime, d
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
 
 from groupcoord.coordinator.errors import ErrorCode, GroupError
 from groupcoord.coordinator.groups.consumer import log_records
@@ -177,31 +176,35 @@ def _heartbeat(
     if not records and len(timers) == 1 and not group.regex_counts and group.members.get(member_id) is member:
         # Only the session timer moved: a steady heartbeat. Regex subscriptions are refreshed on
         # a heartbeat once their time is due, so a group with any is never answered so.
-        result.again = _steady(state, group, member, config.session_timeout_ms)
+        result.again = _Steady(state, group, member, config.session_timeout_ms)
     return result
 
 
-def _steady(
-    state: ConsumerGroupsState, group: ConsumerGroup, member: ConsumerGroupMember, session_timeout_ms: int
-) -> Callable[[int], list[TimerOp] | None]:
+class _Steady:
     """``Result.again`` of a steady heartbeat: it stands while the group, its epochs and the
     member are the ones it was computed from (the runtime also drops it on any record replayed
-    and on a new topic image); a repeat moves the session timer from its own time."""
-    group_id, member_id = group.group_id, member.member_id
-    group_epoch, assignment_epoch = group.group_epoch, group.assignment_epoch
+    and on a new topic image); a repeat moves the session timer from its own time. Slotted: one
+    is kept per steady member's connection."""
 
-    def again(now_ms: int) -> list[TimerOp] | None:
+    __slots__ = ("state", "group", "member", "group_epoch", "assignment_epoch", "session_timeout_ms")
+
+    def __init__(
+        self, state: ConsumerGroupsState, group: ConsumerGroup, member: ConsumerGroupMember, session_timeout_ms: int
+    ) -> None:
+        self.state, self.group, self.member, self.session_timeout_ms = state, group, member, session_timeout_ms
+        self.group_epoch, self.assignment_epoch = group.group_epoch, group.assignment_epoch
+
+    def __call__(self, now_ms: int) -> list[TimerOp] | None:
+        group, member = self.group, self.member
         if (
-            state.group(group_id) is not group
-            or group.members.get(member_id) is not member
-            or group.group_epoch != group_epoch
-            or group.assignment_epoch != assignment_epoch
+            self.state.group(group.group_id) is not group
+            or group.members.get(member.member_id) is not member
+            or group.group_epoch != self.group_epoch
+            or group.assignment_epoch != self.assignment_epoch
             or group.regex_counts
         ):
             return None
-        return [schedule_session(group_id, member_id, now_ms, session_timeout_ms)]
-
-    return again
+        return [schedule_session(group.group_id, member.member_id, now_ms, self.session_timeout_ms)]
 
 
 # Groups of at least this many members have their heartbeats spread (``member_heartbeat_interval``);
