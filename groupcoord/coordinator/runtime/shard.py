@@ -353,9 +353,7 @@ class _Repeat:
             or shard.generation != self.generation
             or shard._live_changes != self.changes
             or shard.live is not self.live
-            or shard._queue
-            or shard._pending
-            or shard.next_offset > shard.committed_offset
+            or shard._answers_wait()
         ):
             return False
         timers = self.again(shard.host.clock.now_ms())
@@ -366,11 +364,7 @@ class _Repeat:
 
     def renew(self) -> None:
         shard = self.shard
-        observer = shard.observer
-        observer.dequeued(0.0)
-        observer.processed(self.live, (), None, 0.0, self.response)
-        shard._apply_timers(self.timers, shard.host.clock.now_ms())
-        observer.released(0.0)
+        shard._answered_now((), self.response, self.timers, shard.host.clock.now_ms(), 0.0)
 
 
 class Shard(Generic[S]):
@@ -747,13 +741,9 @@ class Shard(Generic[S]):
         first in that flush."""
         if self.status is not ShardStatus.ACTIVE:
             raise ShardNotAvailable(self.partition, self.status, self.error or "")
-        if transient:
-            # A result computed now must stand when its flush takes it: nothing else queued
-            # may have been computed before it.
-            ahead = any(isinstance(entry[0], _Precomputed) for entry in self._queue)
-        else:
-            ahead = bool(self._queue or self._pending or self.next_offset > self.committed_offset)
-        if ahead:
+        # Transient: a result computed now must stand when its flush takes it, so nothing else
+        # queued may have been computed before it.
+        if any(isinstance(entry[0], _Precomputed) for entry in self._queue) if transient else self._answers_wait():
             return self.submit(op)  # behind what is queued or unreleased, in order
         now = self.host.clock.now_ms()
         started = time.perf_counter()
@@ -765,19 +755,27 @@ class Shard(Generic[S]):
                 # It ran on the live state before the queued handlers run: first in the flush.
                 self._queue.insert(0, self._queue.pop())
             return fut
-        observer = self.observer
-        observer.dequeued(0.0)
-        observer.processed(self.live, result.records, None, time.perf_counter() - started, result.response)
-        self._apply_timers(result.timers, now)
-        observer.released(0.0)
+        self._answered_now(result.records, result.response, result.timers, now, time.perf_counter() - started)
         if result.again is not None:
-            self._offer_again(result.response, result.again)
+            # Its repeats may be answered the same while it stands (``steady_answers``).
+            repeat = _Repeat(self, result.response, result.again)
+            steady_answers.offer(result.response, repeat.holds, repeat.renew)
         return result.response
 
-    def _offer_again(self, response: object, again: Callable[[int], list[TimerOp] | None]) -> None:
-        """Offer ``response``, answered at once, for repeats of its request (``steady_answers``)."""
-        repeat = _Repeat(self, response, again)
-        steady_answers.offer(response, repeat.holds, repeat.renew)
+    def _answers_wait(self) -> bool:
+        """Whether an answer given now could rest on something not durable yet: handlers queued
+        for the next flush, or records appended and not read back."""
+        return bool(self._queue or self._pending or self.next_offset > self.committed_offset)
+
+    def _answered_now(
+        self, records: Sequence[CoordinatorRecord], response: object, timers: list[TimerOp], now: int, seconds: float
+    ) -> None:
+        """The bookkeeping of a write answered at once (``write_now``, or a repeat of one)."""
+        observer = self.observer
+        observer.dequeued(0.0)
+        observer.processed(self.live, records, None, seconds, response)
+        self._apply_timers(timers, now)
+        observer.released(0.0)
 
     def read(self, fn: Callable[[S], T]) -> T:
         """Run ``fn`` on the committed state."""
