@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 import ssl
 import time
 import uuid
@@ -34,11 +36,34 @@ from groupcoord.coordinator.messages.metadata import MetadataResponseBroker
 
 log = logging.getLogger(__name__)
 
-# Kafka's socket.listen.backlog.size. asyncio also accepts up to this many connections in one turn
-# of the loop, each a descriptor, before any is refused: a burst of connections beyond the
-# open-file ceiling needs that many at once, so it has to fit in file_limit.HEADROOM (asyncio's
-# default, 100, left a few descriptors for everything else).
+# Kafka's socket.listen.backlog.size. asyncio accepts up to this many connections in one turn of
+# the loop, each a descriptor, before any is refused: a burst of connections beyond the open-file
+# ceiling needs that many at once, so it has to fit in file_limit.HEADROOM (asyncio's default,
+# 100, left a few descriptors for everything else).
 LISTEN_BACKLOG = 50
+
+
+def accept_queue_length(max_connections: int) -> int:
+    """How many connections the kernel may hold for a listener until the loop accepts them.
+
+    Kafka's 50 is drained by an acceptor thread that does nothing else; here the event loop
+    accepts between its other work, and a turn that handles a burst of joins takes a second or
+    more. A queue of 50 then overflows, and Linux drops the SYNs and ignores the last ACK of
+    handshakes that do not fit: the client believes it is connected, and its first request waits
+    for the SYN-ACK to be sent again, 1, 2, 4, 8, 16 s later (large_group_bench, 5,000 members
+    connecting together: ~1,350 overflows a run, a join answered after 52 s once). Queued
+    connections hold no descriptor, so the queue holds as many as the gateway admits at once;
+    the kernel caps it at ``net.core.somaxconn``."""
+    return max(LISTEN_BACKLOG, max_connections)
+
+
+def _deepen_accept_queue(server: asyncio.Server, length: int) -> None:
+    # asyncio.Server listens with the backlog it accepts per turn; listen() again on a listening
+    # socket only changes the queue's length (through a duplicate: the server's socket object
+    # offers no listen()).
+    for transport_socket in server.sockets:
+        with socket.socket(fileno=os.dup(transport_socket.fileno())) as sock:
+            sock.listen(length)
 
 
 class Listener:
@@ -62,6 +87,7 @@ class Listener:
             port,
             backlog=LISTEN_BACKLOG,
         )
+        _deepen_accept_queue(self.server, accept_queue_length(config.max_connections))
         self.port = int(self.server.sockets[0].getsockname()[1])
 
     async def _accept(self, writer: ClientStream) -> None:
