@@ -1,0 +1,213 @@
+"""The topic-metadata refresh describes only what its listing shows changed, on a large cluster.
+
+A fake admin client stands for librdkafka's: ``list_topics`` gives names, partitions and replicas;
+``describe_topics`` gives ids and racks, and counts what it was asked to describe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from groupcoord.coordinator.service.metadata_cache import MetadataCache, TopicInfo
+
+
+@dataclass
+class _Topic:
+    id: uuid.UUID
+    partitions: int
+    replicas: tuple[int, ...] = (1,)
+
+
+class _ClientUuid:
+    def __init__(self, value: uuid.UUID) -> None:
+        self.value = value
+
+    def get_most_significant_bits(self) -> int:
+        return self.value.int >> 64
+
+    def get_least_significant_bits(self) -> int:
+        return self.value.int & (2**64 - 1)
+
+
+@dataclass
+class _Node:
+    id: int
+    rack: str | None = None
+
+
+@dataclass
+class _Listed:
+    topic: str
+    partitions: dict[int, Any]
+    error: Any = None
+
+
+@dataclass
+class _ListedPartition:
+    id: int
+    replicas: list[int]
+
+
+@dataclass
+class _Described:
+    name: str
+    topic_id: _ClientUuid
+    partitions: list[Any]
+
+
+@dataclass
+class _DescribedPartition:
+    id: int
+    replicas: list[_Node]
+
+
+@dataclass
+class _Cluster:
+    topics: dict[str, _Listed]
+
+
+@dataclass
+class FakeAdmin:
+    topics: dict[str, _Topic] = field(default_factory=dict)
+    described: list[list[str]] = field(default_factory=list)
+    listings: int = 0
+    described_at: list[int] = field(default_factory=list)  # the listing each description followed
+
+    def list_topics(self, timeout: float) -> _Cluster:
+        self.listings += 1
+        return _Cluster(
+            {
+                name: _Listed(name, {p: _ListedPartition(p, list(t.replicas)) for p in range(t.partitions)})
+                for name, t in self.topics.items()
+            }
+        )
+
+    def describe_topics(self, collection: Any) -> dict[str, Future[_Described]]:
+        names = list(collection.topic_names)
+        self.described.append(sorted(names))
+        self.described_at.append(self.listings)
+        out: dict[str, Future[_Described]] = {}
+        for name in names:
+            t = self.topics[name]
+            future: Future[_Described] = Future()
+            parts = [_DescribedPartition(p, [_Node(b, f"rack-{b}") for b in t.replicas]) for p in range(t.partitions)]
+            future.set_result(_Described(name, _ClientUuid(t.id), parts))
+            out[name] = future
+        return out
+
+    def poll(self, timeout: float) -> int:  # what drain() calls
+        return 0
+
+
+def _cache(admin: FakeAdmin) -> MetadataCache:
+    cache = MetadataCache({"bootstrap.servers": "127.0.0.1:1"})
+    cache._admin = admin  # type: ignore[assignment]
+    return cache
+
+
+def _big(admin: FakeAdmin) -> None:
+    admin.topics["big"] = _Topic(uuid.uuid4(), MetadataCache.DESCRIBE_CHANGED_FROM_PARTITIONS)
+    admin.topics["small"] = _Topic(uuid.uuid4(), 3)
+
+
+def test_a_large_cluster_is_described_only_where_the_listing_changed() -> None:
+    async def main() -> None:
+        admin = FakeAdmin()
+        _big(admin)
+        cache = _cache(admin)
+        await cache.refresh(full=False)  # nothing known yet: all of them
+        assert admin.described == [["big", "small"]]
+        big = cache.topics["big"]
+
+        await cache.refresh(full=False)  # nothing changed: nothing described
+        assert admin.described[1:] == []
+        assert cache.topics["big"] is big and cache.version == 1
+
+        admin.topics["small"].partitions = 5  # partitions added
+        admin.topics["new"] = _Topic(uuid.uuid4(), 1)
+        admin.topics["big"].replicas = (2,)  # reassigned: the racks may differ
+        await cache.refresh(full=False)
+        assert admin.described[1:] == [["big", "new", "small"]]
+        assert cache.topics["small"].partitions == 5
+        assert cache.topics["big"].partition_racks[0] == ("rack-2",)
+        assert cache.topics["new"].topic_id == admin.topics["new"].id
+
+    asyncio.run(main())
+
+
+def test_a_topic_recreated_alike_is_found_by_the_next_full_refresh() -> None:
+    async def main() -> None:
+        admin = FakeAdmin()
+        _big(admin)
+        cache = _cache(admin)
+        deleted: list[TopicInfo] = []
+
+        async def on_deleted(topics: list[TopicInfo]) -> None:
+            deleted.extend(topics)
+
+        cache.on_topics_deleted(on_deleted)
+        await cache.refresh()
+        old = admin.topics["small"].id
+        admin.topics["small"].id = uuid.uuid4()  # deleted and re-created between two listings
+
+        await cache.refresh(full=False)  # the listing cannot tell
+        assert cache.topics["small"].topic_id == old and deleted == []
+
+        await cache.refresh()
+        assert cache.topics["small"].topic_id == admin.topics["small"].id
+        assert [(t.name, t.topic_id) for t in deleted] == [("small", old)]
+
+    asyncio.run(main())
+
+
+def test_a_lookup_by_an_unknown_id_describes_every_topic() -> None:
+    async def main() -> None:
+        admin = FakeAdmin()
+        _big(admin)
+        cache = _cache(admin)
+        await cache.refresh()
+        admin.topics["small"].id = new = uuid.uuid4()
+        await cache.refresh(full=False)  # a partial refresh since does not answer the lookup
+        found = await cache.lookup("", new)
+        assert found is not None and found.name == "small"
+        assert admin.described[-1] == ["big", "small"]
+
+    asyncio.run(main())
+
+
+def test_a_small_cluster_is_described_whole_every_time() -> None:
+    async def main() -> None:
+        admin = FakeAdmin()
+        admin.topics["a"] = _Topic(uuid.uuid4(), 3)
+        cache = _cache(admin)
+        await cache.refresh(full=False)
+        admin.topics["a"].id = new = uuid.uuid4()
+        await cache.refresh(full=False)
+        assert admin.described == [["a"], ["a"]]
+        assert cache.topics["a"].topic_id == new
+
+    asyncio.run(main())
+
+
+def test_the_periodic_refresh_describes_all_every_so_often() -> None:
+    async def main() -> None:
+        admin = FakeAdmin()
+        _big(admin)
+        cache = MetadataCache({"bootstrap.servers": "127.0.0.1:1"}, refresh_interval_s=0.001)
+        cache._admin = admin  # type: ignore[assignment]
+        cache.start()
+        try:
+            while len(admin.described) < 2:
+                await asyncio.sleep(0.001)
+        finally:
+            await cache.stop()
+        # The first refresh and the DESCRIBE_ALL_EVERY-th one after it describe everything;
+        # the partial ones in between find nothing changed and describe nothing.
+        assert admin.described[:2] == [["big", "small"], ["big", "small"]]
+        assert admin.described_at[:2] == [1, 1 + MetadataCache.DESCRIBE_ALL_EVERY]
+
+    asyncio.run(main())
