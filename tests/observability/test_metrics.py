@@ -163,6 +163,28 @@ def test_runtime_latencies_are_observed() -> None:
         assert latency.histogram.count > counts[latency.name], latency.name
 
 
+def test_a_repeat_is_counted_as_an_event_answered_at_once() -> None:
+    """``ShardMetrics.repeated`` (a steady heartbeat answered again) counts what the three hooks
+    of an event answered at once count, without calling them."""
+    from groupcoord.coordinator.runtime.shard import ShardObserver
+
+    def snapshot() -> list[tuple[list[int], float]]:
+        return [(list(latency.histogram.counts), latency.histogram.total) for latency in metrics.LATENCIES]
+
+    observer = metrics.ShardMetrics()
+    state = GroupCoordinatorShard().create_state()
+    before = snapshot()
+    ShardObserver.repeated(observer, state, HeartbeatResponse())  # the three hooks, one by one
+    by_hooks = snapshot()
+    observer.repeated(state, HeartbeatResponse())
+    after = snapshot()
+    moved_by_hooks = [[b - a for a, b in zip(x[0], y[0], strict=True)] for x, y in zip(before, by_hooks, strict=True)]
+    moved = [[b - a for a, b in zip(x[0], y[0], strict=True)] for x, y in zip(by_hooks, after, strict=True)]
+    assert moved == moved_by_hooks
+    assert sum(map(sum, moved)) == 3  # queue, processing and purgatory time, one event each
+    assert [t for _, t in after] == [t for _, t in before]
+
+
 def test_histograms_are_in_seconds_and_cumulative() -> None:
     histogram = Histogram((0.001, 0.01, 0.1))
     for seconds in (0.0005, 0.001, 0.005, 0.05, 3.0):

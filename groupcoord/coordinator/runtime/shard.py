@@ -201,6 +201,14 @@ class ShardObserver:
     def flushed(self, seconds: float) -> None:
         """A batch of appends was acknowledged by the log ``seconds`` after it was handed over."""
 
+    def repeated(self, state: Any, response: object) -> None:
+        """A repeat was answered at once (``_Repeat``): an event that waited for nothing, took no
+        time and wrote nothing. What the three hooks above report of it, in one call (a steady
+        member's heartbeats are most of a big group's events)."""
+        self.dequeued(0.0)
+        self.processed(state, (), None, 0.0, response)
+        self.released(0.0)
+
 
 _NO_OBSERVER = ShardObserver()
 
@@ -364,7 +372,8 @@ class _Repeat:
 
     def renew(self) -> None:
         shard = self.shard
-        shard._answered_now((), self.response, self.timers, shard.host.clock.now_ms(), 0.0)
+        shard.observer.repeated(shard.live, self.response)
+        shard._apply_timers(self.timers, shard.host.clock.now_ms())
 
 
 class Shard(Generic[S]):
@@ -770,7 +779,8 @@ class Shard(Generic[S]):
     def _answered_now(
         self, records: Sequence[CoordinatorRecord], response: object, timers: list[TimerOp], now: int, seconds: float
     ) -> None:
-        """The bookkeeping of a write answered at once (``write_now``, or a repeat of one)."""
+        """The bookkeeping of a write answered at once (``write_now``; a repeat of one reports
+        itself with ``ShardObserver.repeated``)."""
         observer = self.observer
         observer.dequeued(0.0)
         observer.processed(self.live, records, None, seconds, response)

@@ -47,7 +47,7 @@ from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
-from groupcoord.coordinator.runtime.api import CancelTimer, Result, TimerOp
+from groupcoord.coordinator.runtime.api import CancelTimer, Result, ScheduleTimer, TimerOp
 from groupcoord.records import CoordinatorRecord
 
 
@@ -186,13 +186,16 @@ class _Steady:
     and on a new topic image); a repeat moves the session timer from its own time. Slotted: one
     is kept per steady member's connection."""
 
-    __slots__ = ("state", "group", "member", "group_epoch", "assignment_epoch", "session_timeout_ms")
+    __slots__ = ("state", "group", "member", "group_epoch", "assignment_epoch", "session_timeout_ms", "session")
 
     def __init__(
         self, state: ConsumerGroupsState, group: ConsumerGroup, member: ConsumerGroupMember, session_timeout_ms: int
     ) -> None:
         self.state, self.group, self.member, self.session_timeout_ms = state, group, member, session_timeout_ms
         self.group_epoch, self.assignment_epoch = group.group_epoch, group.assignment_epoch
+        # The session timer's key and event, made once: a repeat only moves its deadline
+        # (making them was most of what a repeat's group check cost).
+        self.session = schedule_session(group.group_id, member.member_id, 0, 0)
 
     def __call__(self, now_ms: int) -> list[TimerOp] | None:
         group, member = self.group, self.member
@@ -204,7 +207,8 @@ class _Steady:
             or group.regex_counts
         ):
             return None
-        return [schedule_session(group.group_id, member.member_id, now_ms, self.session_timeout_ms)]
+        session = self.session
+        return [ScheduleTimer(session.key, now_ms + self.session_timeout_ms, session.event)]
 
 
 # Groups of at least this many members have their heartbeats spread (``member_heartbeat_interval``);
