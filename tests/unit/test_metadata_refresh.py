@@ -12,6 +12,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import KafkaError, KafkaException
+
 from groupcoord.coordinator.service.metadata_cache import MetadataCache, TopicInfo
 
 
@@ -76,6 +78,7 @@ class FakeAdmin:
     described: list[list[str]] = field(default_factory=list)
     listings: int = 0
     described_at: list[int] = field(default_factory=list)  # the listing each description followed
+    missing_on_describe: set[str] = field(default_factory=set)  # deleted between listing and describing
 
     def list_topics(self, timeout: float) -> _Cluster:
         self.listings += 1
@@ -94,6 +97,10 @@ class FakeAdmin:
         for name in names:
             t = self.topics[name]
             future: Future[_Described] = Future()
+            if name in self.missing_on_describe:
+                future.set_exception(KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)))
+                out[name] = future
+                continue
             parts = [_DescribedPartition(p, [_Node(b, f"rack-{b}") for b in t.replicas]) for p in range(t.partitions)]
             future.set_result(_Described(name, _ClientUuid(t.id), parts))
             out[name] = future
@@ -209,5 +216,54 @@ def test_the_periodic_refresh_describes_all_every_so_often() -> None:
         # the partial ones in between find nothing changed and describe nothing.
         assert admin.described[:2] == [["big", "small"], ["big", "small"]]
         assert admin.described_at[:2] == [1, 1 + MetadataCache.DESCRIBE_ALL_EVERY]
+
+    asyncio.run(main())
+
+
+def test_a_topic_described_with_no_answer_is_described_again() -> None:
+    async def main() -> None:
+        admin = FakeAdmin()
+        _big(admin)
+        cache = _cache(admin)
+        await cache.refresh()
+        old = cache.topics["small"].topic_id
+        admin.topics["small"].partitions = 4  # listed changed (re-created with 4 partitions)...
+        admin.missing_on_describe = {"small"}  # ...and gone again when described
+        await cache.refresh(full=False)
+        assert cache.topics["small"].topic_id == old  # kept as missing once (``_settle``)
+        admin.topics["small"].id = new = uuid.uuid4()  # there again, the listing as just before
+        admin.missing_on_describe = set()
+        await cache.refresh(full=False)
+        assert admin.described[-1] == ["small"] and cache.topics["small"].topic_id == new
+
+    asyncio.run(main())
+
+
+def test_a_full_refresh_that_failed_is_tried_again_by_the_next() -> None:
+    async def main() -> None:
+        admin = FakeAdmin()
+        _big(admin)
+        cache = MetadataCache({"bootstrap.servers": "127.0.0.1:1"}, refresh_interval_s=0.001)
+        cache._admin = admin  # type: ignore[assignment]
+        await cache.refresh()  # listing 1, full
+        every = MetadataCache.DESCRIBE_ALL_EVERY
+        original = admin.list_topics
+
+        def failing_when_full_is_due(timeout: float) -> _Cluster:
+            if admin.listings + 1 == 1 + every:  # the periodic full one
+                admin.listings += 1
+                raise KafkaException(KafkaError(KafkaError._TRANSPORT, "down"))
+            return original(timeout)
+
+        admin.list_topics = failing_when_full_is_due  # type: ignore[method-assign]
+        cache.start()
+        try:
+            while len(admin.described) < 2:
+                await asyncio.sleep(0.001)
+        finally:
+            await cache.stop()
+        # Partial refreshes (nothing changed, nothing described) until the full one, which
+        # failed; the next refresh is full.
+        assert admin.described_at[:2] == [1, 2 + every]
 
     asyncio.run(main())

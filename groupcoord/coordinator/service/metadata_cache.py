@@ -136,7 +136,8 @@ class MetadataCache:
         self._last_start = 0.0  # when the latest refresh started
         self._completed_start = 0.0  # when the latest completed full refresh started
         self._shapes: dict[str, _Shape] = {}  # each topic's listing as of the latest refresh
-        self.described = 0  # topics described so far (what the partial refreshes save)
+        # Periodic refreshes since the last full one completed: the first one is full.
+        self._since_full = self.DESCRIBE_ALL_EVERY - 1
 
     def on_topics_deleted(self, listener: Callable[[list[TopicInfo]], Awaitable[None]]) -> None:
         self._deletion_listeners.append(listener)
@@ -162,7 +163,6 @@ class MetadataCache:
                 out[name] = known
         if not names:
             return out, shapes
-        self.described += len(names)
         for name, future in self._admin.describe_topics(TopicCollection(names)).items():
             try:
                 d = future.result(timeout=10)
@@ -172,7 +172,9 @@ class MetadataCache:
                 raise  # a partial picture would look like deleted topics
             racks = tuple(tuple(node.rack or "" for node in p.replicas) for p in d.partitions)
             out[name] = TopicInfo(name, _uuid_from_client(d.topic_id), len(d.partitions), racks)
-        return out, shapes
+        # The listing of a topic described with no answer is not taken as known: it is described
+        # again next time, not kept as it is.
+        return out, {n: shape for n, shape in shapes.items() if n in out}
 
     async def refresh(self, full: bool = True) -> None:
         """Refresh the picture; ``full=False`` (the periodic refresh): describe only the topics
@@ -186,6 +188,9 @@ class MetadataCache:
                 return
             if full:
                 self._completed_start = started
+                self._since_full = 0
+            else:
+                self._since_full += 1
             deleted, topics = self._settle(topics)
             if topics != self.topics:
                 self.version += 1
@@ -241,10 +246,9 @@ class MetadataCache:
 
     def start(self) -> None:
         async def loop() -> None:
-            count = 0
             while True:
-                await self.refresh(full=count % self.DESCRIBE_ALL_EVERY == 0)
-                count += 1
+                # A full refresh that failed is tried again by the next one.
+                await self.refresh(full=self._since_full >= self.DESCRIBE_ALL_EVERY - 1)
                 await asyncio.sleep(self.refresh_interval_s)
 
         self._task = asyncio.get_running_loop().create_task(loop())
