@@ -111,21 +111,33 @@ class FakeAdmin:
 
 
 def _cache(admin: FakeAdmin) -> MetadataCache:
-    cache = MetadataCache({"bootstrap.servers": "127.0.0.1:1"})
+    # A 1 ms interval for the tests of the periodic refresh (``_periodic``).
+    cache = MetadataCache({"bootstrap.servers": "127.0.0.1:1"}, refresh_interval_s=0.001)
     cache._admin = admin  # type: ignore[assignment]
     return cache
 
 
-def _big(admin: FakeAdmin) -> None:
+def _big() -> tuple[FakeAdmin, MetadataCache]:
+    """A cluster of DESCRIBE_CHANGED_FROM_PARTITIONS partitions and more, and a cache of it."""
+    admin = FakeAdmin()
     admin.topics["big"] = _Topic(uuid.uuid4(), MetadataCache.DESCRIBE_CHANGED_FROM_PARTITIONS)
     admin.topics["small"] = _Topic(uuid.uuid4(), 3)
+    return admin, _cache(admin)
+
+
+async def _periodic(admin: FakeAdmin, cache: MetadataCache, descriptions: int) -> None:
+    """The periodic refresh run until it has described ``descriptions`` times."""
+    cache.start()
+    try:
+        while len(admin.described) < descriptions:
+            await asyncio.sleep(0.001)
+    finally:
+        await cache.stop()
 
 
 def test_a_large_cluster_is_described_only_where_the_listing_changed() -> None:
     async def main() -> None:
-        admin = FakeAdmin()
-        _big(admin)
-        cache = _cache(admin)
+        admin, cache = _big()
         await cache.refresh(full=False)  # nothing known yet: all of them
         assert admin.described == [["big", "small"]]
         big = cache.topics["big"]
@@ -148,9 +160,7 @@ def test_a_large_cluster_is_described_only_where_the_listing_changed() -> None:
 
 def test_a_topic_recreated_alike_is_found_by_the_next_full_refresh() -> None:
     async def main() -> None:
-        admin = FakeAdmin()
-        _big(admin)
-        cache = _cache(admin)
+        admin, cache = _big()
         deleted: list[TopicInfo] = []
 
         async def on_deleted(topics: list[TopicInfo]) -> None:
@@ -173,9 +183,7 @@ def test_a_topic_recreated_alike_is_found_by_the_next_full_refresh() -> None:
 
 def test_a_lookup_by_an_unknown_id_describes_every_topic() -> None:
     async def main() -> None:
-        admin = FakeAdmin()
-        _big(admin)
-        cache = _cache(admin)
+        admin, cache = _big()
         await cache.refresh()
         admin.topics["small"].id = new = uuid.uuid4()
         await cache.refresh(full=False)  # a partial refresh since does not answer the lookup
@@ -202,16 +210,8 @@ def test_a_small_cluster_is_described_whole_every_time() -> None:
 
 def test_the_periodic_refresh_describes_all_every_so_often() -> None:
     async def main() -> None:
-        admin = FakeAdmin()
-        _big(admin)
-        cache = MetadataCache({"bootstrap.servers": "127.0.0.1:1"}, refresh_interval_s=0.001)
-        cache._admin = admin  # type: ignore[assignment]
-        cache.start()
-        try:
-            while len(admin.described) < 2:
-                await asyncio.sleep(0.001)
-        finally:
-            await cache.stop()
+        admin, cache = _big()
+        await _periodic(admin, cache, 2)
         # The first refresh and the DESCRIBE_ALL_EVERY-th one after it describe everything;
         # the partial ones in between find nothing changed and describe nothing.
         assert admin.described[:2] == [["big", "small"], ["big", "small"]]
@@ -222,9 +222,7 @@ def test_the_periodic_refresh_describes_all_every_so_often() -> None:
 
 def test_a_topic_described_with_no_answer_is_described_again() -> None:
     async def main() -> None:
-        admin = FakeAdmin()
-        _big(admin)
-        cache = _cache(admin)
+        admin, cache = _big()
         await cache.refresh()
         old = cache.topics["small"].topic_id
         admin.topics["small"].partitions = 4  # listed changed (re-created with 4 partitions)...
@@ -241,10 +239,7 @@ def test_a_topic_described_with_no_answer_is_described_again() -> None:
 
 def test_a_full_refresh_that_failed_is_tried_again_by_the_next() -> None:
     async def main() -> None:
-        admin = FakeAdmin()
-        _big(admin)
-        cache = MetadataCache({"bootstrap.servers": "127.0.0.1:1"}, refresh_interval_s=0.001)
-        cache._admin = admin  # type: ignore[assignment]
+        admin, cache = _big()
         await cache.refresh()  # listing 1, full
         every = MetadataCache.DESCRIBE_ALL_EVERY
         original = admin.list_topics
@@ -256,12 +251,7 @@ def test_a_full_refresh_that_failed_is_tried_again_by_the_next() -> None:
             return original(timeout)
 
         admin.list_topics = failing_when_full_is_due  # type: ignore[method-assign]
-        cache.start()
-        try:
-            while len(admin.described) < 2:
-                await asyncio.sleep(0.001)
-        finally:
-            await cache.stop()
+        await _periodic(admin, cache, 2)
         # Partial refreshes (nothing changed, nothing described) until the full one, which
         # failed; the next refresh is full.
         assert admin.described_at[:2] == [1, 2 + every]
