@@ -23,6 +23,8 @@ asks for (5 s by default). Phases, all against one serve process and a fresh loc
   process on the same machine and its own delays are in what it sees;
 - rolling restart: members leave (epoch -1) and rejoin as new members, ``--restart-batch`` at a
   time, each batch once the previous one has rejoined; the time until the group converges again.
+Each phase also reports ``gc_pauses``: the pauses of the serve process's cyclic collector that began
+in it (serve runs under bench/gc_pauses.py), as each one holds the event loop every answer waits for.
 Beside them, the same run's raw figure: the broker's produce -> consume round trip, and the distinct member epochs members saw (about how many target assignments were computed; the
 assignment interval batches a mass join into a few). ``--assignment-interval-ms 0`` shows the
 cost without that batching. And the floor under the steady figure (bench/asyncio_floor.py): a bare
@@ -51,6 +53,7 @@ from typing import Any
 
 from asyncio_floor import floor
 from confluent_kafka.admin import AdminClient, NewTopic
+from gc_pauses import pause_figures, read_pauses
 from runtime_bench import ROOT, cluster, percentile, print_serve_tail, raw_figures
 
 from groupcoord.coordinator.errors import ErrorCode
@@ -110,6 +113,16 @@ def thread_cpu_delta(before: dict[str, float], after: dict[str, float], heartbea
 
 # serve pid -> the URL of its /metrics (see ``serve_process``)
 _METRICS: dict[int, str] = {}
+# serve pid -> the file its collector's pauses are logged to (see ``serve_process``)
+_GC_LOG: dict[int, Path] = {}
+
+
+def gc_during(pid: int, start: float, end: float) -> dict[str, Any]:
+    """The serve process's collector pauses that began between two ``time.time()`` readings
+    (``gc_pauses.pause_figures``): a pause holds the event loop, so every heartbeat waiting then."""
+    return pause_figures(read_pauses(_GC_LOG[pid]), start, end)
+
+
 _HANDLED = "groupcoord_gateway_handled_latency_seconds_bucket"
 
 
@@ -357,10 +370,11 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
         # Mass join: every member's first heartbeat at once.
         handled0 = handled_counts(pid, HB_API)
         threads0 = thread_cpu(pid)
-        cpu0, start = cpu_seconds(pid), time.perf_counter()
+        cpu0, start, wall0 = cpu_seconds(pid), time.perf_counter(), time.time()
         tasks = [asyncio.create_task(m.run()) for m in members]
         join_s = await wait_converged(describe, group, args.members, start, args.timeout, tasks)
         result["mass_join"] = {"converge_s": join_s, **summary(stats, cpu_seconds(pid) - cpu0, join_s)}
+        result["mass_join"]["gc_pauses"] = gc_during(pid, wall0, time.time())
         # The event loop's thread apart (gateway, group logic, read-back): what a join costs the
         # one thread every answer waits for.
         result["mass_join"]["serve_cpu_ms_per_heartbeat_by_thread"] = thread_cpu_delta(
@@ -368,6 +382,9 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
         )
         result["mass_join"]["serve_handled_ms"] = handled_quantiles(handled0, handled_counts(pid, HB_API))
         print("mass join", json.dumps(result["mass_join"]), flush=True)
+        # Every pause since the process started (its imports and load among them): a log with
+        # none would mean the pauses are not being logged at all.
+        result["serve_gc_until_converged"] = gc_during(pid, 0.0, time.time())
 
         # Steady state: the heartbeat interval alone, no describes. First the interval after the
         # group converged, in which each member's first heartbeat without an acknowledgement is
@@ -377,9 +394,10 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
             stats.__init__()  # type: ignore[misc]
             handled0 = handled_counts(pid, HB_API)
             threads0 = thread_cpu(pid)
-            cpu0, start = cpu_seconds(pid), time.perf_counter()
+            cpu0, start, wall0 = cpu_seconds(pid), time.perf_counter(), time.time()
             await asyncio.sleep(seconds)
             phase = summary(stats, cpu_seconds(pid) - cpu0, time.perf_counter() - start)
+            phase["gc_pauses"] = gc_during(pid, wall0, time.time())
             phase["serve_cpu_ms_per_heartbeat_by_thread"] = thread_cpu_delta(
                 threads0, thread_cpu(pid), stats.heartbeats
             )
@@ -397,7 +415,7 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
         # Rolling restart: each member leaves and rejoins as a new member, a batch at a time.
         stats.__init__()  # type: ignore[misc]
         handled0 = handled_counts(pid, HB_API)
-        cpu0, start = cpu_seconds(pid), time.perf_counter()
+        cpu0, start, wall0 = cpu_seconds(pid), time.perf_counter(), time.time()
         order = list(members)
         random.Random(7).shuffle(order)
         for i in range(0, len(order), args.restart_batch):
@@ -413,6 +431,7 @@ async def drive(args: argparse.Namespace, sidecar: tuple[str, int], topic: str, 
             "converge_s": restart_s,
             **summary(stats, cpu_seconds(pid) - cpu0, restart_s),
             "serve_handled_ms": handled_quantiles(handled0, handled_counts(pid, HB_API)),
+            "gc_pauses": gc_during(pid, wall0, time.time()),
         }
         print("rolling restart", json.dumps(result["rolling_restart"]), flush=True)
     finally:
@@ -435,6 +454,11 @@ def serve_process(bootstrap: str, members: int, env: dict[str, str]) -> Iterator
     ((host, port) it listens on, its pid). Its log's tail is printed if the run fails."""
     port, metrics_port = free_port(), free_port()
     serve_log = tempfile.TemporaryFile()  # noqa: SIM115 (closed once serve has stopped)
+    # Every collection of its cyclic collector logged as it ends (``bench/gc_pauses.py``, one
+    # callback per collection): each phase reports the pauses that held its loop.
+    fd, gc_name = tempfile.mkstemp(prefix="large-group-gc-", suffix=".log")
+    os.close(fd)
+    gc_log = Path(gc_name)
     env = {
         **os.environ,
         "GROUPCOORD_METRICS_LISTEN": f"127.0.0.1:{metrics_port}",
@@ -443,13 +467,15 @@ def serve_process(bootstrap: str, members: int, env: dict[str, str]) -> Iterator
         **env,
     }
     serve = subprocess.Popen(
-        [sys.executable, "-m", "groupcoord.cli.main", "serve", "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
+        [sys.executable, str(ROOT / "bench" / "gc_pauses.py"), str(gc_log), "groupcoord.cli.main", "serve",
+         "-b", bootstrap, "--listen", f"127.0.0.1:{port}",
          "--log-topic", f"large-log-{uuid.uuid4().hex[:6]}", "--partitions", "1"],
         stdout=subprocess.PIPE, stderr=serve_log, text=True, cwd=ROOT, env=env,
     )  # fmt: skip
     try:
         assert serve.stdout is not None and serve.stdout.readline().startswith("listening on")
         _METRICS[serve.pid] = f"http://127.0.0.1:{metrics_port}/metrics"
+        _GC_LOG[serve.pid] = gc_log
         yield ("127.0.0.1", port), serve.pid
     except BaseException:
         print_serve_tail(serve_log)
@@ -458,6 +484,7 @@ def serve_process(bootstrap: str, members: int, env: dict[str, str]) -> Iterator
         serve.terminate()
         serve.wait(30)
         serve_log.close()
+        gc_log.unlink(missing_ok=True)
 
 
 def main() -> None:

@@ -51,7 +51,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from gc_pauses import read_pauses
+from gc_pauses import pause_figures, read_pauses
 from large_group_bench import HB_KEY, HB_VERSION, Connection, cpu_seconds
 from loop_stalls import read_stalls
 from rich.progress import Progress
@@ -488,22 +488,6 @@ def load_figures(rounds: list[dict[str, Any]], groups: int, offsets: int) -> dic
             "bytes_per_group": grown / groups,
         },
     }
-
-
-def pause_figures(pauses: list[tuple[float, float, int, int, int]], start: float, end: float) -> dict[str, Any]:
-    """The collector's pauses that began in [start, end), by generation."""
-    inside = [p for p in pauses if start <= p[0] < end]
-    out: dict[str, Any] = {"collections": len(inside), "max_ms": max((p[1] for p in inside), default=0.0)}
-    for generation in (0, 1, 2):
-        ms = [p[1] for p in inside if p[2] == generation]
-        out[f"gen{generation}"] = (
-            {"count": len(ms), "p50_ms": percentile(ms, 0.5), "max_ms": max(ms), "total_ms": sum(ms)}
-            if ms
-            else {"count": 0}
-        )
-    # [seconds after ``start``, ms, generation, objects freed, the youngest generation's count]
-    out["over_10ms"] = [[round(p[0] - start, 2), p[1], p[2], p[3], p[4]] for p in inside if p[1] >= 10]
-    return out
 
 
 def stall_sites(stall: dict[str, Any]) -> list[str]:

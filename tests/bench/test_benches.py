@@ -85,6 +85,10 @@ def test_large_group_bench(tmp_path: Path, bootstrap: str) -> None:
         assert figures["heartbeats"] > 0
         assert figures["latency_ms"]["p99"] >= figures["latency_ms"]["p50"] > 0
         assert figures["errors"] == {}
+        # The collector's pauses that held the serve process's loop in the phase (bench/gc_pauses.py).
+        pauses = figures["gc_pauses"]
+        assert pauses["collections"] == sum(pauses[f"gen{g}"]["count"] for g in (0, 1, 2))
+    assert result["serve_gc_until_converged"]["collections"] > 0
     assert result["mass_join"]["converge_s"] > 0
     assert result["rolling_restart"]["converge_s"] >= result["rolling_restart"]["all_restarted_s"] > 0
 
