@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import runpy
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -56,18 +57,13 @@ def pause_figures(pauses: list[tuple[float, float, int, int, int]], start: float
     for generation in (0, 1, 2):
         ms = [p[1] for p in inside if p[2] == generation]
         out[f"gen{generation}"] = (
-            {"count": len(ms), "p50_ms": _median(ms), "max_ms": max(ms), "total_ms": sum(ms)} if ms else {"count": 0}
+            {"count": len(ms), "p50_ms": statistics.median_high(ms), "max_ms": max(ms), "total_ms": sum(ms)}
+            if ms
+            else {"count": 0}
         )
     # [seconds after ``start``, ms, generation, objects freed, the youngest generation's count]
     out["over_10ms"] = [[round(p[0] - start, 2), p[1], p[2], p[3], p[4]] for p in inside if p[1] >= 10]
     return out
-
-
-def _median(values: list[float]) -> float:
-    """The nearest-rank median, as ``runtime_bench.percentile`` takes it (not imported: this
-    module also runs inside the serve process, as its ``__main__``)."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, len(ordered) // 2)]
 
 
 if __name__ == "__main__":
