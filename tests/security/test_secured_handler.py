@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import struct
 import uuid
+from collections.abc import Collection
 
 import pytest
 
@@ -69,7 +70,7 @@ class NoTopics:
     async def lookup(self, name: str, topic_id: uuid.UUID | None) -> TopicInfo | None:
         return None
 
-    def refresh_soon(self) -> asyncio.Task[None]:
+    def refresh_soon(self, names: Collection[str] = (), regex: bool = False) -> asyncio.Task[None]:
         raise AssertionError("not asked")
 
     def knows(self, name: str) -> bool:

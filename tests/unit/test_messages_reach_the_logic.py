@@ -15,6 +15,7 @@ import asyncio
 import dataclasses
 import itertools
 import uuid
+from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
@@ -104,7 +105,7 @@ class Topics:
             return TopicInfo(f"named-{topic_id}", topic_id, 2**31 - 1)
         return TopicInfo(name, self.id_of_name(name), 2**31 - 1)
 
-    def refresh_soon(self) -> asyncio.Task[None]:
+    def refresh_soon(self, names: Collection[str] = (), regex: bool = False) -> asyncio.Task[None]:
         return asyncio.ensure_future(asyncio.sleep(0))
 
     def knows(self, name: str) -> bool:

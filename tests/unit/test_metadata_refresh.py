@@ -95,12 +95,13 @@ class FakeAdmin:
         self.described_at.append(self.listings)
         out: dict[str, Future[_Described]] = {}
         for name in names:
-            t = self.topics[name]
+            t = self.topics.get(name)
             future: Future[_Described] = Future()
-            if name in self.missing_on_describe:
+            if t is None or name in self.missing_on_describe:
                 future.set_exception(KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)))
                 out[name] = future
                 continue
+            assert t is not None
             parts = [_DescribedPartition(p, [_Node(b, f"rack-{b}") for b in t.replicas]) for p in range(t.partitions)]
             future.set_result(_Described(name, _ClientUuid(t.id), parts))
             out[name] = future
@@ -255,5 +256,107 @@ def test_a_full_refresh_that_failed_is_tried_again_by_the_next() -> None:
         # Partial refreshes (nothing changed, nothing described) until the full one, which
         # failed; the next refresh is full.
         assert admin.described_at[:2] == [1, 2 + every]
+
+    asyncio.run(main())
+
+
+# --- what requests ask for is bounded by what they name (a client cannot make the sidecar
+# describe the whole cluster over and over) ---
+
+
+def test_a_lookup_of_an_unknown_name_describes_that_name_alone() -> None:
+    async def main() -> None:
+        admin, cache = _big()
+        await cache.refresh()
+        admin.topics["new"] = _Topic(uuid.uuid4(), 2)
+        found = await cache.lookup("new", None)
+        assert found is not None and found.topic_id == admin.topics["new"].id and found.partitions == 2
+        assert await cache.lookup("made-up", None) is None
+        # Neither lookup listed or described the cluster: each asked for its own name only.
+        assert admin.listings == 1
+        assert admin.described[1:] == [["new"], ["made-up"]]
+        assert cache.knows("new") and cache.image.topic("new") is not None
+        # The next partial refresh has no listing of "new": it describes it once more.
+        await cache.refresh(full=False)
+        assert admin.described[-1] == ["new"]
+
+    asyncio.run(main())
+
+
+def test_lookups_asked_for_together_are_one_description_of_the_names() -> None:
+    async def main() -> None:
+        admin, cache = _big()
+        await cache.refresh()
+        names = [f"nope-{i}" for i in range(50)]
+        found = await asyncio.gather(*(cache.lookup(n, None) for n in names))
+        assert found == [None] * 50
+        assert admin.listings == 1
+        # The first lookup takes its own name; the other 49, asked for while it ran, go in one.
+        assert len(admin.described) - 1 <= 2
+        assert sorted(n for d in admin.described[1:] for n in d) == sorted(names)
+
+    asyncio.run(main())
+
+
+def test_a_name_no_topic_can_have_is_not_looked_up() -> None:
+    async def main() -> None:
+        admin, cache = _big()
+        await cache.refresh()
+        for name in ("", ".", "..", "a/b", "x" * 250, "caf\u00e9"):
+            assert await cache.lookup(name, None) is None
+        await cache.refresh_soon(["", "a b"])
+        assert admin.described[1:] == [] and admin.listings == 1
+
+    asyncio.run(main())
+
+
+def test_a_heartbeat_naming_unknown_topics_learns_them_without_listing_the_cluster() -> None:
+    async def main() -> None:
+        admin, cache = _big()
+        await cache.refresh()
+        admin.topics["orders"] = _Topic(uuid.uuid4(), 4)
+        await cache.refresh_soon(["orders", "made-up"])
+        assert cache.topics["orders"].partitions == 4
+        assert admin.listings == 1 and admin.described[1:] == [["made-up", "orders"]]
+
+    asyncio.run(main())
+
+
+def test_a_regex_subscription_lists_the_cluster_and_describes_only_what_changed() -> None:
+    async def main() -> None:
+        admin = FakeAdmin()  # a small cluster: the periodic refresh would describe it whole
+        admin.topics["a"] = _Topic(uuid.uuid4(), 3)
+        cache = _cache(admin)
+        await cache.refresh()
+        admin.topics["events-1"] = _Topic(uuid.uuid4(), 1)
+        await cache.refresh_soon((), regex=True)
+        assert cache.knows("events-1")
+        assert admin.listings == 2 and admin.described[1:] == [["events-1"]]
+
+    asyncio.run(main())
+
+
+def test_refreshes_asked_for_by_unknown_ids_are_shared() -> None:
+    async def main() -> None:
+        admin, cache = _big()
+        await cache.refresh()
+        ids = [uuid.uuid4() for _ in range(20)]
+        found = await asyncio.gather(*(cache.lookup("", i) for i in ids))
+        assert found == [None] * 20
+        # Twenty requests naming ids the cluster lacks: one whole refresh (the first lookup's),
+        # perhaps a second for those that asked while it ran; never one each.
+        assert admin.listings - 1 <= 2
+
+    asyncio.run(main())
+
+
+def test_names_asked_for_unknown_ids_share_one_refresh() -> None:
+    async def main() -> None:
+        admin, cache = _big()
+        await cache.refresh()
+        cache._last_refresh -= 2  # older than the second name_of waits for
+        names = await asyncio.gather(*(cache.name_of(uuid.uuid4()) for _ in range(20)))
+        assert names == [None] * 20
+        assert admin.listings == 2  # one refresh for all twenty, not one each
 
     asyncio.run(main())

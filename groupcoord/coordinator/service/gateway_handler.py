@@ -420,8 +420,10 @@ class CoordinatorApiHandler:
         periodic refresh to be assigned: learn about it now, so that this very heartbeat can be
         answered with an assignment as a broker would (bounded wait)."""
         if self._needs_refresh(names, regex):
+            unknown = [n for n in names if not self.topics.knows(n)]
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self.topics.refresh_soon()), SUBSCRIPTION_REFRESH_WAIT_S)
+                learned = self.topics.refresh_soon(unknown, regex)
+                await asyncio.wait_for(asyncio.shield(learned), SUBSCRIPTION_REFRESH_WAIT_S)
 
     async def consumer_group_describe(
         self, context: ConnectionContext, request: wire_cgd.ConsumerGroupDescribeRequest

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -68,7 +70,7 @@ def _image(topics: dict[str, TopicInfo], version: int) -> TopicsImage:
 class TopicNames(Protocol):
     async def lookup(self, name: str, topic_id: uuid.UUID | None) -> TopicInfo | None: ...
 
-    def refresh_soon(self) -> asyncio.Task[None]: ...
+    def refresh_soon(self, names: Collection[str] = (), regex: bool = False) -> asyncio.Task[None]: ...
 
     def knows(self, name: str) -> bool: ...
 
@@ -77,6 +79,15 @@ class TopicNames(Protocol):
     async def id_of(self, name: str) -> str | None: ...
 
     async def uuid_of(self, name: str) -> uuid.UUID | None: ...
+
+
+# Kafka's legal topic names (``Topic.validate``): at most 249 of these characters, neither "." nor
+# "..". A name outside it can never be a topic, so it is never looked up.
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def legal_topic_name(name: str) -> bool:
+    return name not in (".", "..") and _LEGAL_TOPIC.fullmatch(name) is not None
 
 
 # What a listing shows of a topic: its partitions and their replicas' broker ids.
@@ -97,13 +108,28 @@ class MetadataCache:
     cost. So once the cluster holds ``DESCRIBE_CHANGED_FROM_PARTITIONS`` partitions, the periodic
     refresh describes only the topics that are new or whose listing changed (partitions, replicas)
     and keeps the rest as they were; every ``DESCRIBE_ALL_EVERY``-th one, and every refresh a
-    request asks for (a topic or topic id the picture lacks, a relayed DeleteTopics), describes
-    them all. What the listing cannot show waits for that full refresh, up to a minute with the
+    request asks for by a topic id the picture lacks or a relayed DeleteTopics, describes them
+    all. What the listing cannot show waits for that full refresh, up to a minute with the
     defaults: a topic deleted and re-created between two listings with the same partitions on the
-    same brokers (its new id), and a broker's rack changed by its restart."""
+    same brokers (its new id), and a broker's rack changed by its restart.
 
-    # On-demand refreshes (a request naming a topic the picture lacks) happen at most this often.
+    What requests ask for is bounded by what they name, as a broker answers from the metadata it
+    holds: a topic name the picture lacks is looked up alone (``learn``: one Metadata request for
+    the names asked for meanwhile, at most every ``ON_DEMAND_GAP_S``), never by describing the
+    whole cluster, which any client could otherwise make ten times a second by naming topics that
+    do not exist (3,000 partitions kept `serve` at half a core that way). Only an unknown topic id
+    (a name the listing gives, the id only a description) and a new regex subscription (any topic
+    may match) refresh the whole picture on demand, at most every ``ON_DEMAND_WHOLE_GAP_S``; a
+    regex's refresh describes only what its listing shows new or changed, whatever the cluster's
+    size."""
+
+    # Lookups of topic names the picture lacks happen at most this often.
     ON_DEMAND_GAP_S = 0.1
+    # The most names one lookup describes: more wait for the next.
+    MAX_NAMES_PER_LOOKUP = 1000
+    # Whole refreshes a request asks for (an unknown topic id, a new regex, a relayed
+    # DeleteTopics) happen at most this often.
+    ON_DEMAND_WHOLE_GAP_S = 1.0
     DESCRIBE_CHANGED_FROM_PARTITIONS = 10_000
     DESCRIBE_ALL_EVERY = 6
 
@@ -131,10 +157,13 @@ class MetadataCache:
         # refresh that misses them (the cluster said so; this is no bad answer).
         self._confirmed: set[str] = set()
         self._deletion_listeners: list[Callable[[list[TopicInfo]], Awaitable[None]]] = []
-        self._soon: asyncio.Task[None] | None = None
         self._on_demand = asyncio.Lock()
         self._last_start = 0.0  # when the latest refresh started
         self._completed_start = 0.0  # when the latest completed full refresh started
+        self._listed_start = 0.0  # when the latest completed refresh of either kind started
+        self._wanted: dict[str, None] = {}  # names asked for, not taken by a lookup yet (in order)
+        self._lookups = asyncio.Lock()
+        self._last_lookup = 0.0  # when the latest lookup of names began
         self._shapes: dict[str, _Shape] = {}  # each topic's listing as of the latest refresh
         # Periodic refreshes since the last full one completed: the first one is full.
         self._since_full = self.DESCRIBE_ALL_EVERY - 1
@@ -142,17 +171,18 @@ class MetadataCache:
     def on_topics_deleted(self, listener: Callable[[list[TopicInfo]], Awaitable[None]]) -> None:
         self._deletion_listeners.append(listener)
 
-    def _fetch(self, full: bool) -> tuple[dict[str, TopicInfo], dict[str, _Shape]]:
+    def _fetch(self, full: bool, small_whole: bool = True) -> tuple[dict[str, TopicInfo], dict[str, _Shape]]:
         try:
-            return self._fetch_topics(full)
+            return self._fetch_topics(full, small_whole)
         finally:
             drain(self._admin)  # its queued librdkafka log lines
 
-    def _fetch_topics(self, full: bool) -> tuple[dict[str, TopicInfo], dict[str, _Shape]]:
+    def _fetch_topics(self, full: bool, small_whole: bool) -> tuple[dict[str, TopicInfo], dict[str, _Shape]]:
         listed = {n: t for n, t in self._admin.list_topics(timeout=10).topics.items() if t.error is None}
         shapes = {n: _shape(t) for n, t in listed.items()}
-        if not full and sum(len(t.partitions) for t in listed.values()) < self.DESCRIBE_CHANGED_FROM_PARTITIONS:
-            full = True  # describing them all costs little
+        partitions = sum(len(t.partitions) for t in listed.values())
+        if not full and small_whole and partitions < self.DESCRIBE_CHANGED_FROM_PARTITIONS:
+            full = True  # describing them all costs little (once every interval)
         out: dict[str, TopicInfo] = {}
         names: list[str] = []
         for name, shape in shapes.items():
@@ -176,32 +206,37 @@ class MetadataCache:
         # again next time, not kept as it is.
         return out, {n: shape for n, shape in shapes.items() if n in out}
 
-    async def refresh(self, full: bool = True) -> None:
+    async def refresh(self, full: bool = True, small_whole: bool = True) -> None:
         """Refresh the picture; ``full=False`` (the periodic refresh): describe only the topics
-        whose listing changed, where the cluster is large (see the class docstring)."""
+        whose listing changed, where the cluster is large (see the class docstring), or whatever
+        its size when not ``small_whole``."""
         async with self._lock:
             started = self._last_start = time.monotonic()
             try:
-                topics, self._shapes = await asyncio.to_thread(self._fetch, full)
+                topics, self._shapes = await asyncio.to_thread(self._fetch, full, small_whole)
             except KafkaException as exc:
                 log.warning("topic metadata refresh failed: %s", exc)
                 return
+            self._listed_start = started
             if full:
                 self._completed_start = started
                 self._since_full = 0
             else:
                 self._since_full += 1
             deleted, topics = self._settle(topics)
-            if topics != self.topics:
-                self.version += 1
-                self.image = _image({n: t for n, t in topics.items() if n not in self.hidden_topics}, self.version)
-            self.topics = topics
-            self._by_id = {t.topic_id: t for t in topics.values()}
+            self._publish(topics)
             self._last_refresh = time.monotonic()
         if deleted:
             log.info("topics deleted: %s", ", ".join(f"{t.name}({t.id_string})" for t in deleted))
             for listener in self._deletion_listeners:
                 await listener(deleted)
+
+    def _publish(self, topics: dict[str, TopicInfo]) -> None:
+        if topics != self.topics:
+            self.version += 1
+            self.image = _image({n: t for n, t in topics.items() if n not in self.hidden_topics}, self.version)
+        self.topics = topics
+        self._by_id = {t.topic_id: t for t in topics.values()}
 
     def _settle(self, fetched: dict[str, TopicInfo]) -> tuple[list[TopicInfo], dict[str, TopicInfo]]:
         """(deleted incarnations, picture to publish).
@@ -240,10 +275,6 @@ class MetadataCache:
         self._confirmed |= known
         await self._refreshed_since(time.monotonic())
 
-    async def _refresh_if_stale(self, min_age_s: float = 1.0) -> None:
-        if time.monotonic() - self._last_refresh >= min_age_s:
-            await self.refresh()
-
     def start(self) -> None:
         async def loop() -> None:
             while True:
@@ -270,37 +301,97 @@ class MetadataCache:
 
         info = find()
         if info is None:
-            await self._refreshed_since(time.monotonic())
+            if by_id:
+                await self._refreshed_since(time.monotonic())
+            else:
+                await self.learn((name,))
             info = find()
         return info
 
-    def refresh_soon(self) -> asyncio.Task[None]:
-        """A client subscribed to a topic the picture lacks: refresh now rather than at the next
-        interval, so its first assignment does not wait up to ``refresh_interval_s``. Returns
-        the refresh, which callers may wait for."""
-        if self._soon is None or self._soon.done():
-            self._soon = asyncio.get_running_loop().create_task(self._refreshed_since(time.monotonic()))
-        return self._soon
+    def refresh_soon(self, names: Collection[str] = (), regex: bool = False) -> asyncio.Task[None]:
+        """A client subscribed to topics the picture lacks (``names``), or by a regex: learn of
+        them now rather than at the next interval, so its first assignment does not wait up to
+        ``refresh_interval_s``. Returns the lookup, which callers may wait for."""
+        since = time.monotonic()
 
-    async def _refreshed_since(self, since: float) -> None:
-        """Return once a refresh that started at or after ``since`` has completed. On-demand
-        refreshes go one at a time and at most every ``ON_DEMAND_GAP_S``, so requests naming
-        topics that do not exist cannot flood the cluster with metadata requests."""
+        async def learned() -> None:
+            if names:
+                await self.learn(names)
+            if regex:
+                await self._refreshed_since(since, full=False)
+
+        return asyncio.get_running_loop().create_task(learned())
+
+    async def learn(self, names: Iterable[str]) -> None:
+        """Look up the named topics the picture lacks, and only those (a name no topic can have
+        is not looked up). Returns once a lookup that began after this call has taken each of
+        them. Lookups go one at a time, at most every ``ON_DEMAND_GAP_S``, each taking up to
+        ``MAX_NAMES_PER_LOOKUP`` of the names asked for until it began, and the topics found join
+        the picture at once; the next refresh describes them again (it has no listing of them)."""
+        mine = {n for n in names if n not in self.topics and legal_topic_name(n)}
+        if not mine:
+            return
+        self._wanted.update(dict.fromkeys(sorted(mine)))
+        while not mine.isdisjoint(self._wanted):
+            async with self._lookups:
+                if mine.isdisjoint(self._wanted):
+                    return  # taken by a lookup that began after this call
+                wait = self._last_lookup + self.ON_DEMAND_GAP_S - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                batch = list(itertools.islice(self._wanted, self.MAX_NAMES_PER_LOOKUP))
+                for name in batch:
+                    del self._wanted[name]
+                self._last_lookup = time.monotonic()
+                # Shielded: others wait on these names too, and the caller may be cancelled.
+                await asyncio.shield(self._look_up(batch))
+
+    async def _look_up(self, names: list[str]) -> None:
+        found = await asyncio.to_thread(self._describe, names)
+        if found:
+            async with self._lock:  # never inside a refresh: it publishes a whole picture
+                self._publish({**self.topics, **{t.name: t for t in found}})
+
+    def _describe(self, names: list[str]) -> list[TopicInfo]:
+        """The named topics the cluster has (a name it lacks, or that this principal may not
+        describe, is left out)."""
+        out: list[TopicInfo] = []
+        try:
+            futures = self._admin.describe_topics(TopicCollection(names))
+            for future in futures.values():
+                try:
+                    d = future.result(timeout=10)
+                except KafkaException:
+                    continue  # UNKNOWN_TOPIC_OR_PART and the like: no such topic here
+                racks = tuple(tuple(node.rack or "" for node in p.replicas) for p in d.partitions)
+                out.append(TopicInfo(d.name, _uuid_from_client(d.topic_id), len(d.partitions), racks))
+        except (KafkaException, ValueError) as exc:
+            log.warning("topic lookup failed: %s", exc)
+        finally:
+            drain(self._admin)
+        return out
+
+    async def _refreshed_since(self, since: float, full: bool = True) -> None:
+        """Return once a refresh that started at or after ``since`` has completed: a full one,
+        or when not ``full`` one of either kind, itself describing only what its listing shows
+        new or changed. Refreshes asked for go one at a time and at most every
+        ``ON_DEMAND_WHOLE_GAP_S``, so requests cannot make the sidecar describe the cluster
+        over and over."""
         async with self._on_demand:
-            if self._completed_start >= since:
+            if (self._completed_start if full else self._listed_start) >= since:
                 return
-            wait = self._last_start + self.ON_DEMAND_GAP_S - time.monotonic()
+            wait = self._last_start + self.ON_DEMAND_WHOLE_GAP_S - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
-            await self.refresh()
+            await self.refresh(full=full, small_whole=full)
 
     def knows(self, name: str) -> bool:
         return name in self.topics
 
     async def name_of(self, topic_id: uuid.UUID) -> str | None:
         info = self._by_id.get(topic_id)
-        if info is None:
-            await self._refresh_if_stale()
+        if info is None and time.monotonic() - self._last_refresh >= 1.0:
+            await self._refreshed_since(time.monotonic())
             info = self._by_id.get(topic_id)
         return info.name if info else None
 
