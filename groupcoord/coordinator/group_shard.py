@@ -462,6 +462,11 @@ def _txn_group_error(
     consumer_group = state.consumer.group(request.group_id)
     if consumer_group is None:
         return ErrorCode.NONE
+    if request.generation_id == -1 and request.member_id == "" and request.group_instance_id is None:
+        # A TxnOffsetCommit need not name a member (the producer's group id alone, before
+        # KIP-447: kafka-python, the Java producer's String overload): the member fields are
+        # checked only when one is given, as Kafka's ConsumerGroup.validateOffsetCommit does.
+        return ErrorCode.NONE
     partitions = [(topic_ids.get(t.name) or "", p.partition_index) for t in request.topics for p in t.partitions]
     error = consumer_group.offset_commit_error(request.member_id, request.generation_id, partitions)
     return ErrorCode.ILLEGAL_GENERATION if error == ErrorCode.STALE_MEMBER_EPOCH else error

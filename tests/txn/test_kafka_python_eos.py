@@ -1,6 +1,7 @@
 """Issue #24 with kafka-python (its installed version has transactions: ``send_offsets_to_transaction``
 with ``consumer.group_metadata()``): the exactly-once scenario through ``groupcoord serve``, classic
-protocol (kafka-python has no other)."""
+protocol (kafka-python has no other); and its producer committing offsets by group id alone into a
+KIP-848 group (a confluent-kafka member)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import time
 from collections import Counter
 
 import pytest
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
@@ -103,3 +106,42 @@ def test_kafka_python_exactly_once(bootstrap: str, sidecar: ServeProcess, unique
         consumer.close()
         producer.close(timeout=5)
     check_outcome(bootstrap, sidecar.bootstrap, inputs, source, sink, group)
+
+
+def test_offsets_sent_with_the_group_id_alone_commit_into_a_consumer_protocol_group(
+    bootstrap: str, sidecar: ServeProcess, unique_name: str
+) -> None:
+    """kafka-python's ``send_offsets_to_transaction(offsets, "group")`` (the form before KIP-447:
+    generation -1, no member id, no instance id) into a KIP-848 group that has a member: Kafka
+    takes it (the member fields are checked only when one is given), and so must the sidecar."""
+    source, group = f"{unique_name}-in", f"{unique_name}-g"
+    ensure_topic(bootstrap, source, PARTITIONS)
+    member = Consumer({"bootstrap.servers": sidecar.bootstrap, "group.id": group, "group.protocol": "consumer"})
+    member.subscribe([source])
+    producer = _producer(sidecar.bootstrap, f"{unique_name}-tx")
+    admin = AdminClient({"bootstrap.servers": sidecar.bootstrap})
+
+    def committed() -> int:
+        asked = [ConsumerGroupTopicPartitions(group, [TopicPartition(source, 1)])]
+        return admin.list_consumer_group_offsets(asked, request_timeout=10)[group].result(10).topic_partitions[0].offset
+
+    try:
+        deadline = time.monotonic() + 60
+        while not member.assignment():
+            assert time.monotonic() < deadline, "the member never got an assignment"
+            member.poll(0.2)
+        for offset, commit in ((7, True), (9, False)):
+            producer.begin_transaction()
+            offsets = {KTopicPartition(source, 1): OffsetAndMetadata(offset, "", -1)}
+            producer.send_offsets_to_transaction(offsets, group)
+            if commit:
+                producer.commit_transaction()
+            else:
+                producer.abort_transaction()
+            deadline = time.monotonic() + 10
+            while committed() != 7:
+                assert time.monotonic() < deadline, f"committed offset {committed()}, expected 7"
+                time.sleep(0.1)
+    finally:
+        member.close()
+        producer.close(timeout=5)

@@ -197,6 +197,14 @@ def test_validation_as_kafka() -> None:
     assert check(txn("cg", {0: 1}, generation=epoch, member="other")) == ErrorCode.UNKNOWN_MEMBER_ID
     # A stale (newer than known) member epoch: STALE_MEMBER_EPOCH is answered ILLEGAL_GENERATION through v4.
     assert check(txn("cg", {0: 1}, generation=epoch + 5, member="m1")) == ErrorCode.ILLEGAL_GENERATION
+    # No member fields at all (the group id alone, as before KIP-447): taken by a group with
+    # members, as Kafka takes it; any one field given makes them all checked.
+    assert check(txn("cg", {0: 1})) == ErrorCode.NONE
+    assert check(txn("cg", {0: 1}, member="other")) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert check(txn("cg", {0: 1}, generation=epoch + 5)) == ErrorCode.UNKNOWN_MEMBER_ID
+    with_instance = txn("cg", {0: 1})
+    with_instance.group_instance_id = "static-1"
+    assert check(with_instance) == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_a_refused_staging_writes_nothing() -> None:
