@@ -33,6 +33,7 @@ from groupcoord.cli.common import (
     describe_error,
     fail,
     parse_topic_spec,
+    usage,
     watermarks,
 )
 from groupcoord.cli.group_results import (
@@ -85,7 +86,7 @@ def parse_states(given: list[str]) -> set[str]:
         state = _STATE_SPELLINGS.get(_squash(s))
         if state is None:
             kafka = ", ".join("".join(w.capitalize() for w in s.split("_")) for s in STATES)
-            fail(f"--state {s!r}: expected one of {kafka} (any case)")
+            usage(f"--state {s!r}: expected one of {kafka} (any case)")
         states.add(state)
     return states
 
@@ -227,7 +228,7 @@ def list_groups(
     states = parse_states(state or [])
     types = {t.lower() for t in type_ or []}
     for t in types - set(_TYPES):
-        fail(f"--type {t!r}: expected one of {', '.join(_TYPES)}")
+        usage(f"--type {t!r}: expected one of {', '.join(_TYPES)}")
     c, admin = _connect(bootstrap, command_config, timeout)
     rows = [
         g
@@ -527,8 +528,8 @@ def delete_offsets(
     from kafka.errors import KafkaError as PyKafkaError
 
     logging.getLogger("kafka").setLevel(logging.CRITICAL + 1)
-    c, admin = _connect(bootstrap, command_config, timeout)
     wanted = dict(parse_topic_spec(t) for t in topic)
+    c, admin = _connect(bootstrap, command_config, timeout)
     commits = committed(c, admin, group)
     tps: list[tuple[str, int]] = []
     for t, parts in wanted.items():

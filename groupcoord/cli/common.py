@@ -151,18 +151,19 @@ class Conn:
 
 
 def parse_topic_spec(spec: str) -> tuple[str, list[int] | None]:
-    """``topic`` or ``topic:0,1,2`` (Kafka's --topic syntax for resets)."""
+    """``topic`` or ``topic:0,1,2`` (Kafka's --topic syntax for resets). A spec that means nothing
+    is a bad command line (exit code 2): parse every --topic before connecting."""
     topic, sep, parts = spec.partition(":")
     if not topic:
-        fail(f"--topic {spec!r}: empty topic name")
+        usage(f"--topic {spec!r}: empty topic name")
     if not sep:
         return topic, None
     try:
         partitions = sorted({int(p) for p in parts.split(",") if p.strip()})
     except ValueError:
-        fail(f"--topic {spec!r}: partitions must be comma-separated numbers")
+        usage(f"--topic {spec!r}: partitions must be comma-separated numbers")
     if not partitions or partitions[0] < 0:
-        fail(f"--topic {spec!r}: partitions must be numbers >= 0")
+        usage(f"--topic {spec!r}: partitions must be numbers >= 0")
     return topic, partitions
 
 

@@ -330,7 +330,7 @@ def group_words(code: int, message: str | None, unknown: str = NOT_FOUND) -> str
 def parse_states(given: list[str]) -> set[str]:
     states = {s.lower() for s in given}
     for s in sorted(states - set(STATES)):
-        fail(f"--state {s!r}: expected one of Empty, Stable, Dead (any case)")
+        usage(f"--state {s!r}: expected one of Empty, Stable, Dead (any case)")
     return states
 
 
@@ -550,21 +550,15 @@ def reset_share_offsets(
     when_ms = datetime_ms(to_datetime, o.note) if to_datetime is not None else None
     if bool(topic) == all_topics:
         usage("give --topic (one or more) or --all-topics")
+    wanted: dict[str, list[int] | None] = dict(parse_topic_spec(spec) for spec in topic or [])
     admin = ShareAdmin(bootstrap, command_config, timeout)
     current = admin.offsets([group])[group]
     if isinstance(current, str):
         fail(f"group {group!r}: {current}")
     if all_topics:
-        wanted: dict[str, list[int] | None] = {
-            t.topic_name: sorted(p.partition_index for p in t.partitions) for t in current.topics
-        }
+        wanted = {t.topic_name: sorted(p.partition_index for p in t.partitions) for t in current.topics}
         if not wanted:
             fail(f"share group {group!r} has no share-partition state: name the topics with --topic")
-    else:
-        wanted = {}
-        for spec in topic or []:
-            name, parts = parse_topic_spec(spec)
-            wanted[name] = parts
     c = admin.conn
     counts = topic_partitions(c.admin(), c, list(wanted))
     tps = check_partitions(counts, wanted)

@@ -85,7 +85,7 @@ def test_list_describe_and_delete_share_groups(serve: ServeProcess, bootstrap: s
     assert as_json("share-groups", "list", "-b", b)["items"] == [{"group": group, "state": "stable"}]
     assert as_json("share-groups", "list", "--state", "Empty", "-b", b)["items"] == []
     bad_state = cli("share-groups", "list", "--state", "rebalancing", "-b", b)
-    assert bad_state.returncode == 1 and "expected one of Empty, Stable, Dead" in bad_state.stderr
+    assert bad_state.returncode == 2 and "expected one of Empty, Stable, Dead" in bad_state.stderr  # a bad command line
 
     (state,) = as_json("share-groups", "describe", group, "-b", b)["items"]
     assert state == {

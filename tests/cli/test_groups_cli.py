@@ -1,0 +1,94 @@
+"""``groupcoord groups|offsets|migrate`` against a real ``groupcoord serve`` (share groups on) in
+front of the local broker: what the QA operators' round found (an empty ``--all-groups``, a share
+group deleted by ``groups delete``, results only on stderr, a reset to before 1970 timing out,
+``--to-offset -5`` refused, the metadata of a migration's check left unsaid, a sidecar that cannot
+reach its cluster blamed for not listening)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from groupcoord.local_broker import free_port
+from tests.cli.test_share_groups_cli import beat
+from tests.inprocess_cli import cli
+from tests.integration.serve_process import ServeProcess
+from tests.integration.test_cli_ops import make_topic
+
+pytestmark = pytest.mark.integration
+
+# No health endpoint: these sidecars need none, and the default address is the host's to give.
+SERVE_ENV = {"GROUPCOORD_SHARE_GROUPS_ENABLED": "true", "GROUPCOORD_METRICS_LISTEN": "off"}
+
+
+def started(bootstrap: str, topic: str, log: Path) -> ServeProcess:
+    return ServeProcess(bootstrap, free_port(), topic, partitions=1, log=log).start(env=SERVE_ENV)
+
+
+@pytest.fixture(scope="module")
+def sidecar(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """One serve for the tests below that bring their own topics and groups."""
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    serve = started(bootstrap, f"gc-cli-groups-{uuid.uuid4().hex[:10]}", log)
+    try:
+        yield serve
+    finally:
+        serve.stop()
+
+
+def as_json(*args: str) -> dict[str, Any]:
+    done = cli(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert isinstance(document, dict)
+    return document
+
+
+def commit(sidecar: str, group: str, offsets: list[TopicPartition]) -> None:
+    c = Consumer({"bootstrap.servers": sidecar, "group.id": group, "enable.auto.commit": False})
+    c.commit(offsets=offsets, asynchronous=False)
+    c.close()
+
+
+def empty_share_group(serve: ServeProcess, group: str, topic: str) -> None:
+    member = str(uuid.uuid4())
+    beat(serve.port, group, member, 0, [topic])
+    beat(serve.port, group, member, -1)
+
+
+def test_resets_before_the_epoch_and_below_the_log_start_go_to_the_earliest(
+    sidecar: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """Kafka's tool: the first record at or after the instant (for 1960, the earliest; it timed out
+    after 10 s on a negative ListOffsets timestamp) and --to-offset clamped to [earliest, latest]
+    as --help says (-5 was refused); offsets reset and share-groups reset-offsets alike."""
+    b, topic, group, share = sidecar.bootstrap, f"{unique_name}-t", f"{unique_name}-g", f"{unique_name}-sq"
+    make_topic(bootstrap, topic, 2, 4)
+    commit(b, group, [TopicPartition(topic, 0, 3), TopicPartition(topic, 1, 2)])
+    reset = ["offsets", "reset", "--group", group, "--topic", topic, "-b", b, "--timeout", "10"]
+    for strategy in (["--to-datetime", "1960-01-01T00:00:00Z"], ["--to-offset", "-5"]):
+        started_at = time.monotonic()
+        plan = as_json(*reset, *strategy)
+        assert [(r["partition"], r["new_offset"]) for r in plan["items"]] == [(0, 0), (1, 0)], strategy
+        assert time.monotonic() - started_at < 10, strategy
+    assert plan["executed"] is False
+    assert as_json(*reset, "--to-datetime", "1960-01-01T00:00:00Z")["to_datetime"] == "1970-01-01T00:00:00.000Z"
+    done = as_json(*reset, "--to-offset", "-5", "--execute")
+    assert [r["new_offset"] for r in done["items"]] == [0, 0]
+    naive = cli(*reset, "--to-datetime", "0001-01-01T00:00:00")  # year 0 in UTC east of Greenwich
+    assert naive.returncode == 0 and "Traceback" not in naive.stderr, naive.stderr
+
+    empty_share_group(sidecar, share, topic)
+    shared = as_json(
+        "share-groups", "reset-offsets", "--group", share, "--topic", topic, "--to-datetime", "1960-01-01T00:00:00Z",
+        "-b", b,
+    )  # fmt: skip
+    assert [(r["partition"], r["new_offset"]) for r in shared["items"]] == [(0, 0), (1, 0)]
+    assert shared["to_datetime"] == "1970-01-01T00:00:00.000Z"
