@@ -115,7 +115,9 @@ class ShareAdmin:
     client does: ListGroups goes to every node Metadata names (a node lists only the groups it
     coordinates), ShareGroupDescribe and DeleteGroups to each group's coordinator."""
 
-    def __init__(self, bootstrap: str, command_config: Path | None, timeout: float) -> None:
+    def __init__(self, bootstrap: str, command_config: Path | None, timeout: float, required: bool = True) -> None:
+        """``required``: fail in one line when the sidecar does not serve share groups; otherwise
+        ``serves_share_groups`` says so."""
         self.conn = Conn(bootstrap, command_config, timeout)
         self.props = {k: v for k, v in self.conn.config().items() if isinstance(v, str)}
         self.clients: dict[str, WireClient] = {}
@@ -134,7 +136,10 @@ class ShareAdmin:
             1, min(_VERSIONS[ApiKey.METADATA], offered.get(ApiKey.METADATA, (0, 0))[1])
         )
         missing = [key for key in _VERSIONS if not _offers(offered, key, self.versions[key])]
-        if ApiKey.SHARE_GROUP_DESCRIBE in missing:
+        self.serves_share_groups = ApiKey.SHARE_GROUP_DESCRIBE not in missing
+        if not self.serves_share_groups:
+            if not required:
+                return
             fail(f"{bootstrap} does not serve share groups (the sidecar's share_groups_enabled is off)")
         if missing:
             fail(f"{bootstrap} does not offer " + ", ".join(f"{ApiKey(k).name} v{self.versions[k]}" for k in missing))
@@ -461,6 +466,21 @@ def delete_share_groups(
     for g, answer in (admin.delete(shares) if shares else {}).items():
         why[g] = answer if isinstance(answer, str) else words(answer) if answer else None
     print_deletions(o, why, "share group")
+
+
+def share_groups_among(bootstrap: str, command_config: Path | None, timeout: float, groups: list[str]) -> set[str]:
+    """The ids of ``groups`` that are share groups (none where the sidecar serves no share
+    groups), asked as ``share-groups delete`` asks: ShareGroupDescribe at each group's coordinator.
+    For ``groups delete``, which leaves share groups to ``share-groups delete`` as that leaves
+    consumer and classic groups to it."""
+    admin = ShareAdmin(bootstrap, command_config, timeout, required=False)
+    try:
+        if not admin.serves_share_groups or not groups:
+            return set()
+        return {g for g, d in admin.describe(groups).items() if not isinstance(d, str)}
+    finally:
+        for client in admin.clients.values():
+            client.close()
 
 
 # --- offsets ----------------------------------------------------------------------------------

@@ -63,6 +63,84 @@ def empty_share_group(serve: ServeProcess, group: str, topic: str) -> None:
     beat(serve.port, group, member, -1)
 
 
+def test_a_sidecar_without_consumer_groups(bootstrap: str, unique_name: str, tmp_path: Path) -> None:
+    """describe --all-groups is empty as groups list is: confluent-kafka refused the empty request
+    with a traceback. A share group is not one of theirs."""
+    topic, share = f"{unique_name}-t", f"{unique_name}-sq"
+    serve = started(bootstrap, unique_name, tmp_path / "serve.log")
+    try:
+        b = serve.bootstrap
+        make_topic(bootstrap, topic, 1, 1)
+        empty_share_group(serve, share, topic)
+        assert as_json("groups", "list", "-b", b)["items"] == []
+        for view in ([], ["--members"], ["--state"], ["--offsets"]):
+            assert as_json("groups", "describe", "--all-groups", *view, "-b", b) == {"items": [], "errors": []}
+            piped = cli("groups", "describe", "--all-groups", *view, "-b", b)
+            assert piped.returncode == 0 and piped.stderr == "", piped.stderr
+            (header,) = piped.stdout.splitlines()  # the header of an empty table, as groups list prints
+            assert header.startswith("GROUP ")
+    finally:
+        serve.stop()
+
+
+def test_groups_delete_leaves_share_groups_to_share_groups_delete(
+    sidecar: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """groups delete deleted a share group, although groups describe says no such group exists;
+    share-groups delete refuses the other types as theirs, and groups delete now refuses it back."""
+    b, topic, share, plain = sidecar.bootstrap, f"{unique_name}-t", f"{unique_name}-sq", f"{unique_name}-g"
+    make_topic(bootstrap, topic, 1, 1)
+    empty_share_group(sidecar, share, topic)
+    refused = cli("groups", "delete", share, "-b", b)
+    assert refused.returncode == 1
+    assert refused.stderr == (
+        f"error: cannot delete group '{share}': it is a share group (delete it with 'groupcoord share-groups delete')\n"
+    )
+    assert as_json("share-groups", "describe", share, "-b", b)["items"][0]["state"] == "empty"
+    # Each id its own result, in the order given: a classic group beside it is deleted.
+    commit(b, plain, [TopicPartition(topic, 0, 1)])
+    mixed = cli("groups", "delete", plain, share, "nope", "-b", b, "--json")
+    assert mixed.returncode == 1
+    assert json.loads(mixed.stdout)["items"] == [
+        {"group": plain, "deleted": True, "error": None},
+        {
+            "group": share,
+            "deleted": False,
+            "error": "it is a share group (delete it with 'groupcoord share-groups delete')",
+        },
+        {"group": "nope", "deleted": False, "error": "the group does not exist"},
+    ]
+    assert as_json("share-groups", "describe", share, "-b", b)["items"][0]["state"] == "empty"
+    assert cli("share-groups", "delete", share, "-b", b).returncode == 0
+
+
+def test_deletions_print_their_results_on_stdout(sidecar: ServeProcess, bootstrap: str, unique_name: str) -> None:
+    """Piped, stdout carries the result (plain columns) and stderr nothing; --json the same rows.
+    Both printed their results only as notes, which go to stderr when stdout is not a terminal."""
+    b, topic, group = sidecar.bootstrap, f"{unique_name}-t", f"{unique_name}-g"
+    make_topic(bootstrap, topic, 3, 3)
+    # A group whose last offset goes is gone: one is left for groups delete.
+    commit(b, group, [TopicPartition(topic, p, 1) for p in range(3)])
+
+    deleted = cli("offsets", "delete", "--group", group, "--topic", f"{topic}:0", "-b", b)
+    assert deleted.returncode == 0 and deleted.stderr == "", deleted.stderr
+    assert [line.split() for line in deleted.stdout.splitlines()] == [
+        ["GROUP", "TOPIC", "PARTITION", "DELETED", "ERROR"],
+        [group, topic, "0", "true", "-"],
+    ]
+    assert as_json("offsets", "delete", "--group", group, "--topic", f"{topic}:1", "-b", b)["items"] == [
+        {"group": group, "topic": topic, "partition": 1, "deleted": True, "error": None}
+    ]
+
+    gone = cli("groups", "delete", group, "-b", b)
+    assert gone.returncode == 0 and gone.stderr == "", gone.stderr
+    assert [line.split() for line in gone.stdout.splitlines()] == [["GROUP", "DELETED", "ERROR"], [group, "true", "-"]]
+    again = cli("groups", "delete", group, "-b", b)
+    assert again.returncode == 1
+    assert again.stdout.splitlines()[1].split() == [group, "false", "the", "group", "does", "not", "exist"]
+    assert again.stderr == f"error: cannot delete group '{group}': the group does not exist\n"
+
+
 def test_resets_before_the_epoch_and_below_the_log_start_go_to_the_earliest(
     sidecar: ServeProcess, bootstrap: str, unique_name: str
 ) -> None:

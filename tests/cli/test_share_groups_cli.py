@@ -169,6 +169,11 @@ def test_list_describe_and_delete_share_groups(serve: ServeProcess, bootstrap: s
     _reset_describe_and_delete_offsets(b, bootstrap, group, topic)
     deleted = cli("share-groups", "delete", group, "-b", b)
     assert deleted.returncode == 0, deleted.stderr
+    # The result on stdout (plain columns, piped), not a note on stderr.
+    assert [line.split() for line in deleted.stdout.splitlines()] == [
+        ["GROUP", "DELETED", "ERROR"],
+        [group, "true", "-"],
+    ]
     assert as_json("share-groups", "list", "-b", b)["items"] == []
     gone = cli("share-groups", "delete", group, "-b", b)
     assert gone.returncode == 1 and "the group does not exist" in gone.stderr
