@@ -49,7 +49,14 @@ from groupcoord.cli.group_results import (
 )
 from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.cli.reset import datetime_ms, instant, offsets_for_time
-from groupcoord.cli.wire import CLIENT_ID, CLIENT_SOFTWARE_VERSION, WireClient
+from groupcoord.cli.wire import (
+    CLIENT_ID,
+    CLIENT_SOFTWARE_VERSION,
+    CLOSED,
+    NOTHING_LISTENS,
+    WireClient,
+    closed_words,
+)
 from groupcoord.cli.wire_security import AuthenticationError
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.kafka_words import describe_error
@@ -121,6 +128,7 @@ class ShareAdmin:
         self.conn = Conn(bootstrap, command_config, timeout)
         self.props = {k: v for k, v in self.conn.config().items() if isinstance(v, str)}
         self.clients: dict[str, WireClient] = {}
+        self.answered: set[str] = set()  # the nodes that answered a request: they speak Kafka to us
         self.first = bootstrap.split(",")[0].strip()
         self.bootstrap = bootstrap
         self.versions = {**_VERSIONS, **_OFFSETS_VERSIONS}
@@ -154,7 +162,11 @@ class ShareAdmin:
             fail(f"cannot connect to {node}: {exc}")
         except ssl.SSLError as exc:
             fail(f"cannot connect to {node}: TLS: {exc.reason or exc}")
-        except OSError as exc:  # refused, unresolvable, timed out, or closed during the SASL login
+        except CLOSED:  # during the TLS handshake or the SASL login
+            fail(closed_words(node, answered=False))
+        except ConnectionRefusedError as exc:
+            fail(f"cannot reach {node} within {self.conn.timeout:g}s: {NOTHING_LISTENS} ({exc.strerror or exc})")
+        except OSError as exc:  # unresolvable, or timed out
             fail(f"cannot reach {node} within {self.conn.timeout:g}s: {exc.strerror or exc}")
         except ValueError as exc:
             fail(f"cannot connect to {node}: {exc}")
@@ -163,11 +175,17 @@ class ShareAdmin:
     def call(self, node: str, key: ApiKey, request: Message) -> Message:
         client = self._client(node)
         try:
-            return client.call(key, self.versions[key], request)
-        except OSError as exc:  # a timeout, or closed (as a broker closes it for an API it does not offer)
+            answer = client.call(key, self.versions[key], request)
+        except CLOSED:
+            # Not an API refused by closing, as a broker does: each request here is ApiVersions or
+            # one it offers. The sidecar closes what it cannot forward while its cluster is away.
+            fail(closed_words(node, answered=node in self.answered))
+        except OSError as exc:  # a timeout
             fail(f"no answer from {node} within {self.conn.timeout:g}s: {exc.strerror or exc}")
         except ValueError as exc:
             fail(f"unreadable answer from {node}: {exc}")
+        self.answered.add(node)
+        return answer
 
     def nodes(self) -> list[str]:
         response = self.call(self.first, ApiKey.METADATA, MetadataRequest(topics=[]))

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from groupcoord.local_broker import free_port
+from groupcoord.local_broker import LocalBroker, free_port
 from tests.cli.test_share_groups_cli import beat
 from tests.inprocess_cli import cli
 from tests.integration.serve_process import ServeProcess
@@ -170,3 +170,34 @@ def test_resets_before_the_epoch_and_below_the_log_start_go_to_the_earliest(
     )  # fmt: skip
     assert [(r["partition"], r["new_offset"]) for r in shared["items"]] == [(0, 0), (1, 0)]
     assert shared["to_datetime"] == "1970-01-01T00:00:00.000Z"
+
+
+def test_a_sidecar_that_cannot_reach_its_cluster_is_not_called_unreachable(unique_name: str, tmp_path: Path) -> None:
+    """The sidecar listens, but closes every connection whose requests it cannot forward (its log:
+    ``cannot reach the cluster``): the CLI said "cannot reach 127.0.0.1:PORT ...: no connection",
+    as if nothing listened there. Once it is gone too, that is what is said."""
+    broker = LocalBroker(port=free_port(), log_file=tmp_path / "broker.log").start()
+    serve = started(broker.bootstrap, unique_name, tmp_path / "serve.log")
+    try:
+        b = serve.bootstrap
+        assert cli("groups", "list", "-b", b).returncode == 0
+        broker.stop(graceful=False)
+        closed = (
+            f"error: {b} accepted the connection and closed it without an answer: the sidecar there may not reach"
+            " its cluster (see its log)\n"
+        )
+        for command in ("groups", "share-groups"):
+            deadline = time.monotonic() + 30
+            while True:  # until the sidecar notices (its own connections to the broker are gone)
+                done = cli(command, "list", "-b", b, "--timeout", "4")
+                if done.returncode != 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            assert done.returncode == 1 and done.stderr == closed, done.stderr
+    finally:
+        broker.stop(graceful=False)
+        serve.kill9()
+    for command in ("groups", "share-groups"):
+        down = cli(command, "list", "-b", b, "--timeout", "2")
+        assert down.returncode == 1
+        assert down.stderr == f"error: cannot reach {b} within 2s: nothing listens there (Connection refused)\n"
