@@ -172,6 +172,23 @@ def test_resets_before_the_epoch_and_below_the_log_start_go_to_the_earliest(
     assert shared["to_datetime"] == "1970-01-01T00:00:00.000Z"
 
 
+def test_a_migration_check_names_the_metadata_that_differs(
+    sidecar: ServeProcess, bootstrap: str, unique_name: str
+) -> None:
+    """The local broker keeps no commit metadata: export's read-back check fails there, and said
+    "returns 7 after writing 7", as if nothing differed."""
+    b, topic, group = sidecar.bootstrap, f"{unique_name}-t", f"{unique_name}-metag"
+    make_topic(bootstrap, topic, 1, 8)
+    commit(b, group, [TopicPartition(topic, 0, 7, "meta-a")])
+    export = cli("migrate", "export", "--cluster", bootstrap, "-b", b, "--group", group, "--execute")
+    if export.returncode == 0:
+        return  # a cluster that keeps metadata (GROUPCOORD_TEST_BOOTSTRAP): nothing differs
+    assert export.stderr == (
+        f"error: group '{group}' {topic}-0: the cluster returns offset 7 with metadata '' after writing 7 with"
+        " metadata 'meta-a'\n"
+    )
+
+
 def test_a_sidecar_that_cannot_reach_its_cluster_is_not_called_unreachable(unique_name: str, tmp_path: Path) -> None:
     """The sidecar listens, but closes every connection whose requests it cannot forward (its log:
     ``cannot reach the cluster``): the CLI said "cannot reach 127.0.0.1:PORT ...: no connection",
