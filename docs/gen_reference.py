@@ -80,6 +80,10 @@ def _field_comments(model: type[BaseModel]) -> dict[str, str]:
 
 
 def _default(field: FieldInfo) -> str:
+    extra = field.json_schema_extra
+    if isinstance(extra, dict) and isinstance(extra.get("reference_default"), str):
+        # A default decided at run time (log_format: by whether stderr is a terminal), in words.
+        return str(extra["reference_default"])
     if field.default_factory is not None:
         value: Any = field.default_factory()  # type: ignore[call-arg]
         if isinstance(value, BaseModel):

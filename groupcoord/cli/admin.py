@@ -27,12 +27,15 @@ from confluent_kafka.admin import AdminClient, ConsumerGroupDescription
 from groupcoord.cli.common import (
     DEFAULT_TIMEOUT,
     Bootstrap,
+    CliError,
     CommandConfig,
     Conn,
     Timeout,
     describe_error,
+    error_line,
     fail,
     parse_topic_spec,
+    usage,
     watermarks,
 )
 from groupcoord.cli.group_results import (
@@ -85,7 +88,7 @@ def parse_states(given: list[str]) -> set[str]:
         state = _STATE_SPELLINGS.get(_squash(s))
         if state is None:
             kafka = ", ".join("".join(w.capitalize() for w in s.split("_")) for s in STATES)
-            fail(f"--state {s!r}: expected one of {kafka} (any case)")
+            usage(f"--state {s!r}: expected one of {kafka} (any case)")
         states.add(state)
     return states
 
@@ -128,6 +131,10 @@ def kafka_state(name: str) -> str:
 
 def describe(c: Conn, admin: AdminClient, groups: list[str]) -> dict[str, ConsumerGroupDescription | str]:
     """Each group's description, or why it could not be described (in words)."""
+    if not groups:
+        # confluent-kafka refuses an empty request (ValueError); --all-groups on a sidecar without
+        # consumer or classic groups describes none, an empty result as `groups list` gives.
+        return {}
     futures = admin.describe_consumer_groups(groups, request_timeout=c.timeout)
     result: dict[str, ConsumerGroupDescription | str] = {}
     for group in groups:
@@ -227,7 +234,7 @@ def list_groups(
     states = parse_states(state or [])
     types = {t.lower() for t in type_ or []}
     for t in types - set(_TYPES):
-        fail(f"--type {t!r}: expected one of {', '.join(_TYPES)}")
+        usage(f"--type {t!r}: expected one of {', '.join(_TYPES)}")
     c, admin = _connect(bootstrap, command_config, timeout)
     rows = [
         g
@@ -445,21 +452,49 @@ def delete_groups(
     fmt: FormatOption = None,
     as_json: AsJson = False,
 ) -> None:
-    """Delete empty groups and their offsets; each group gets its own result."""
+    """Delete empty groups and their offsets; each group gets its own result. A share group is
+    refused here (delete it with 'groupcoord share-groups delete')."""
     o = Output.of(fmt, as_json)
     c, admin = _connect(bootstrap, command_config, timeout)
     names = list(dict.fromkeys(groups))
-    futures = admin.delete_consumer_groups(names, request_timeout=c.timeout)
-    why_not: dict[str, str | None] = {}
-    for group in names:
+    refused = _not_consumer_groups(c, admin, names)
+    sent = [g for g in names if g not in refused]
+    futures = admin.delete_consumer_groups(sent, request_timeout=c.timeout) if sent else {}
+    answered: dict[str, str | None] = {}
+    for group in sent:
         try:
             futures[group].result(timeout=c.timeout)
-            why_not[group] = None
+            answered[group] = None
         except TimeoutError:
-            why_not[group] = f"no answer within {c.timeout:g}s"
+            answered[group] = f"no answer within {c.timeout:g}s"
         except Exception as exc:
-            why_not[group] = describe_error(exc.args[0] if exc.args else exc)
-    print_deletions(o, why_not, "group")
+            answered[group] = describe_error(exc.args[0] if exc.args else exc)
+    print_deletions(o, {g: refused[g] if g in refused else answered[g] for g in names}, "group")
+
+
+SHARE_GROUP = "it is a share group (delete it with 'groupcoord share-groups delete')"
+
+
+def _not_consumer_groups(c: Conn, admin: AdminClient, names: list[str]) -> dict[str, str]:
+    """The ids not to send DeleteGroups for, and why (in words). DeleteGroups deletes a group of
+    any type, so, as ``share-groups delete`` sends only the ids ShareGroupDescribe finds, this
+    sends only consumer and classic groups: an id DescribeGroups does not know (as Kafka, it
+    answers a share group as a group that does not exist) is not sent, and is named a share
+    group when ShareGroupDescribe finds one there."""
+    from groupcoord.cli.share import share_groups_among  # share imports this module (via reset)
+
+    unsure = {g: d for g, d in describe(c, admin, names).items() if isinstance(d, str)}
+    if not unsure:
+        return {}
+    try:
+        shares = share_groups_among(c.bootstrap, c.command_config, c.timeout, list(unsure))
+    except CliError:
+        # Cannot ask (settings the wire client lacks): delete nothing DescribeGroups did not find.
+        return dict(unsure)
+    refused = {g: SHARE_GROUP for g in unsure if g in shares}
+    # Another error (an ACL for DESCRIBE only, a coordinator loading): DeleteGroups answers for itself.
+    refused |= {g: why for g, why in unsure.items() if g not in shares and why == "the group does not exist"}
+    return refused
 
 
 # --- offsets show / delete ------------------------------------------------------------------
@@ -527,8 +562,8 @@ def delete_offsets(
     from kafka.errors import KafkaError as PyKafkaError
 
     logging.getLogger("kafka").setLevel(logging.CRITICAL + 1)
-    c, admin = _connect(bootstrap, command_config, timeout)
     wanted = dict(parse_topic_spec(t) for t in topic)
+    c, admin = _connect(bootstrap, command_config, timeout)
     commits = committed(c, admin, group)
     tps: list[tuple[str, int]] = []
     for t, parts in wanted.items():
@@ -549,14 +584,16 @@ def delete_offsets(
     rows = []
     for tp, error in sorted(result.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
         words = None if error is None or getattr(error, "errno", 0) == 0 else _py_error_words(error)
-        rows.append({"group": group, "topic": tp.topic, "partition": tp.partition, "error": words})
+        rows.append(
+            {"group": group, "topic": tp.topic, "partition": tp.partition, "deleted": not words, "error": words}
+        )
     errors = [r for r in rows if r["error"]]
-    if o.is_structured:
-        o.result(["group", "topic", "partition", "error"], rows, errors=errors)
-    for r in rows:
-        status = "deleted" if r["error"] is None else f"not deleted: {r['error']}"
-        o.note(f"{group} {r['topic']}-{r['partition']}: {status}")
-    if any(r["error"] for r in rows):
+    # One result per partition on stdout, as share-groups delete-offsets prints its own; the
+    # failures also as error lines on stderr.
+    o.result(["group", "topic", "partition", "deleted", "error"], rows, errors=errors)
+    for r in errors:
+        error_line(f"cannot delete the offset of group {group!r} for {r['topic']}-{r['partition']}: {r['error']}")
+    if errors:
         raise typer.Exit(1)
 
 

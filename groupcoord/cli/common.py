@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient
 from rich.console import Console
 from rich.markup import escape
 
+from groupcoord.cli.wire import CLOSED_AT_ONCE, CLOSED_LATER, NOTHING_LISTENS, REFUSED, closed_words, probe
 from groupcoord.coordinator.kafka_words import LastLine, describe_error
 from groupcoord.properties import PropertiesError, parse_properties
 
@@ -136,7 +137,28 @@ class Conn:
         except KafkaException as exc:
             admin.poll(0)  # librdkafka's queued log lines are handed over on poll
             reason = _last_line.reason()
-            fail(f"cannot reach {self.bootstrap} within {self.timeout:g}s: {describe_error(exc.args[0])}{reason}")
+            error = exc.args[0]
+            if isinstance(error, KafkaError) and error.code() in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
+                fate = self._probe()
+                if fate is not None:
+                    fail(fate)
+            fail(f"cannot reach {self.bootstrap} within {self.timeout:g}s: {describe_error(error)}{reason}")
+
+    def _probe(self) -> str | None:
+        """Why no connection held, when a connection of our own tells: librdkafka says "no
+        connection" alike for an address where nothing listens and for a sidecar that accepts and
+        then closes (as it does while it cannot reach its cluster), which are opposite fixes."""
+        props = {k: v for k, v in self.config().items() if isinstance(v, str)}
+        addresses = [a.strip() for a in self.bootstrap.split(",") if a.strip()]
+        # Quick: both fates show at once; the client has already waited out the timeout.
+        fates = {a: probe(a, min(self.timeout, 2.0), props) for a in addresses[:3]}
+        for fate in (CLOSED_LATER, CLOSED_AT_ONCE):
+            closed = [a for a, found in fates.items() if found == fate]
+            if closed:
+                return closed_words(closed[0], answered=fate == CLOSED_LATER)
+        if fates and all(fate == REFUSED for fate in fates.values()):
+            return f"cannot reach {self.bootstrap} within {self.timeout:g}s: {NOTHING_LISTENS} (Connection refused)"
+        return None
 
     def wait(self, future: Any, what: str) -> Any:
         try:
@@ -151,18 +173,19 @@ class Conn:
 
 
 def parse_topic_spec(spec: str) -> tuple[str, list[int] | None]:
-    """``topic`` or ``topic:0,1,2`` (Kafka's --topic syntax for resets)."""
+    """``topic`` or ``topic:0,1,2`` (Kafka's --topic syntax for resets). A spec that means nothing
+    is a bad command line (exit code 2): parse every --topic before connecting."""
     topic, sep, parts = spec.partition(":")
     if not topic:
-        fail(f"--topic {spec!r}: empty topic name")
+        usage(f"--topic {spec!r}: empty topic name")
     if not sep:
         return topic, None
     try:
         partitions = sorted({int(p) for p in parts.split(",") if p.strip()})
     except ValueError:
-        fail(f"--topic {spec!r}: partitions must be comma-separated numbers")
+        usage(f"--topic {spec!r}: partitions must be comma-separated numbers")
     if not partitions or partitions[0] < 0:
-        fail(f"--topic {spec!r}: partitions must be numbers >= 0")
+        usage(f"--topic {spec!r}: partitions must be numbers >= 0")
     return topic, partitions
 
 

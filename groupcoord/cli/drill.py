@@ -94,7 +94,13 @@ class ServeChild:
 
     def start(self) -> None:
         env = {
-            **os.environ,
+            # The settings read GROUPCOORD_* names in any case: an inherited metrics_listen in any
+            # spelling would beat or join the one below.
+            **{k: v for k, v in os.environ.items() if k.upper() != "GROUPCOORD_METRICS_LISTEN"},
+            # No health/metrics endpoint: every child would take the same address (an inherited
+            # GROUPCOORD_METRICS_LISTEN, or the default 127.0.0.1:9095 that anything on the host
+            # may hold), and a serve told an address it cannot bind exits. The drill reads none of it.
+            "GROUPCOORD_METRICS_LISTEN": "off",
             "GROUPCOORD_PLACEMENT__SESSION_TIMEOUT_MS": str(self.session_timeout_ms),
             "GROUPCOORD_PLACEMENT__HEARTBEAT_INTERVAL_MS": str(max(100, self.session_timeout_ms // 10)),
             # Shard moves are INFO lines (JSON): the breakdown of each recovery is read from them.

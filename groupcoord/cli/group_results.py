@@ -47,11 +47,9 @@ def print_deletions(o: Output, why_not: Mapping[str, str | None], kind: str) -> 
     not, in words; ``kind``: "group" or "share group"); exit 1 if any was not deleted."""
     results = [{"group": g, "deleted": why is None, "error": why} for g, why in why_not.items()]
     errors = [{"group": g, "error": why} for g, why in why_not.items() if why is not None]
-    if o.is_structured:
-        o.result(["group", "deleted", "error"], results, errors=errors)
-    for g, why in why_not.items():
-        if why is None:
-            o.note(f"deleted {kind} {g!r}")
+    # The results are the command's output, on stdout in every format (a script piping it reads
+    # which groups went); the failures are also diagnostics, on stderr.
+    o.result(["group", "deleted", "error"], results, errors=errors)
     for e in errors:
         error_line(f"cannot delete {kind} {e['group']!r}: {e['error']}")
     if errors:

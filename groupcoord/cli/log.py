@@ -120,6 +120,15 @@ def _row(msg: Any) -> tuple[dict[str, Any], CoordinatorRecord | None]:
     return row, record
 
 
+def _record_text(row: dict[str, Any]) -> str:
+    """The record a dry run would skip, in words: why it is unreadable, or (with --force) its type,
+    key and value as JSON as ``log dump`` prints them, never Python's reprs (None, {'k': ...})."""
+    if row["type"] == "UNREADABLE":
+        return f"unreadable: {row['value']}"
+    value = "tombstone" if row["value"] is None else f"value {json.dumps(row['value'])}"
+    return f"a readable {row['type']} record, key {json.dumps(row['key'])}, {value}"
+
+
 @log_app.command("dump")
 def dump(
     partition: Annotated[int | None, typer.Option(help="Log partition (shard) to read.", min=0)] = None,
@@ -207,9 +216,10 @@ def skip(
             o.result(list(decided), [decided])
             return
         out.print(
-            f"would write to {topic}-{partition}: skip offset {offset} ({row['value']}), by {decision.operator},"
+            f"would write to {topic}-{partition}: skip offset {offset} ({_record_text(row)}), by {decision.operator},"
             f" reason {reason!r}\ndry run: nothing changed (add --execute to write the decision)",
             highlight=False,
+            markup=False,
         )
         return
     key, value = encode(CoordinatorRecord(RecordType.LOG_SKIP, LogSkipKey(offset), decision))

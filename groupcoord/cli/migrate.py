@@ -111,9 +111,14 @@ def _move(
             for tp in mine:
                 got = back.get((tp.topic, tp.partition))
                 if got is None or got.offset != tp.offset or (got.metadata or "") != (tp.metadata or ""):
+                    # Offset and metadata both: an equal offset alone reads as no difference at
+                    # all (a cluster that keeps no metadata, as the local broker, differs there).
+                    returned = (
+                        "no offset" if got is None else f"offset {got.offset} with metadata {got.metadata or ''!r}"
+                    )
                     fail(
-                        f"group {g!r} {tp.topic}-{tp.partition}: the {dst_name} returns "
-                        f"{None if got is None else got.offset} after writing {tp.offset}"
+                        f"group {g!r} {tp.topic}-{tp.partition}: the {dst_name} returns {returned}"
+                        f" after writing {tp.offset} with metadata {tp.metadata or ''!r}"
                     )
     columns = ["group", "topic", "partition", "offset", "metadata", f"{dst_name}-now"]
     o.result(columns, rows, executed=execute, verified=execute, skipped_groups=skipped)

@@ -12,7 +12,7 @@ import csv
 import io
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -37,6 +37,8 @@ from groupcoord.cli.common import (
 from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.coordinator.share.auto_offset_reset import parse_duration_ms as duration_ms
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
 
 def parse_duration_ms(text: str) -> int:
     """ISO-8601 durations as Kafka's --by-duration takes them (Java's Duration.parse: PnDTnHnMn.nS)."""
@@ -45,7 +47,7 @@ def parse_duration_ms(text: str) -> int:
     except ValueError:
         ms = -1
     if ms < 0:
-        fail(f"--by-duration {text!r}: expected an ISO-8601 duration such as PT1H30M or P1DT2H")
+        usage(f"--by-duration {text!r}: expected an ISO-8601 duration such as PT1H30M or P1DT2H")
     return ms
 
 
@@ -56,24 +58,55 @@ def parse_datetime(text: str) -> tuple[datetime, bool]:
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        fail(f"--to-datetime {text!r}: expected YYYY-MM-DDTHH:mm:SS[.sss][+HH:MM]")
-    if when.tzinfo is None:
+        usage(f"--to-datetime {text!r}: expected YYYY-MM-DDTHH:mm:SS[.sss][+HH:MM]")
+    if when.tzinfo is not None:
+        return when, True
+    try:
         return when.astimezone(), False  # a naive datetime's astimezone() reads it as local time
-    return when, True
+    except (OverflowError, ValueError, OSError):
+        # Local midnight of 0001-01-01 east of UTC is in year 0, which datetime cannot hold, so the
+        # local zone cannot be looked up there ("year 0 is out of range"); its offset a year later
+        # or earlier is the same (such old times have the zone's fixed LMT offset anyway).
+        near = when.replace(year=min(max(when.year, 2), 9998))
+        return when.replace(tzinfo=near.astimezone().tzinfo), False
+
+
+def _epoch_ms(when: datetime) -> int:
+    # timedelta arithmetic, valid for every aware datetime (year 1 included), unlike a conversion.
+    return (when - EPOCH) // timedelta(milliseconds=1)
+
+
+def _resolved_ms(text: str, when: datetime, say: Callable[[str], None] | None = None) -> int:
+    """The instant ListOffsets is asked for. Kafka's tool resets to the first offset whose record
+    is at or after the instant, the earliest offset for any instant before every record; no record
+    is older than the epoch (and ListOffsets takes negative timestamps as special values, or times
+    out on them), so an earlier instant is the epoch. One past what an instant can be written as
+    (year 9999 in UTC) is refused: the plan could not state it."""
+    ms = _epoch_ms(when)
+    if ms < 0:
+        if say is not None:
+            say(f"--to-datetime {text} is before {instant(0)}, older than any record: read as {instant(0)}")
+        return 0
+    try:
+        instant(ms)
+    except (OverflowError, ValueError, OSError):
+        usage(f"--to-datetime {text!r}: out of range (after 9999-12-31T23:59:59.999Z in UTC)")
+    return ms
 
 
 def parse_datetime_ms(text: str) -> int:
-    return int(parse_datetime(text)[0].timestamp() * 1000)
+    when, _ = parse_datetime(text)
+    return _resolved_ms(text, when)
 
 
 def datetime_ms(text: str, say: Callable[[str], None]) -> int:
-    """``--to-datetime`` as epoch milliseconds; a time without a zone is read as local time, and
-    ``say`` tells the person so (the same text names another instant on a machine in another
-    zone)."""
+    """``--to-datetime`` as epoch milliseconds (instants before the epoch read as the epoch); a
+    time without a zone is read as local time, and ``say`` tells the person so (the same text
+    names another instant on a machine in another zone)."""
     when, zoned = parse_datetime(text)
     if not zoned:
         say(zone_note(text, when))
-    return int(when.timestamp() * 1000)
+    return _resolved_ms(text, when, say)
 
 
 def instant(ms: int) -> str:
@@ -81,11 +114,26 @@ def instant(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _utc_text(when: datetime) -> str:
+    try:
+        return instant(_epoch_ms(when))
+    except (OverflowError, ValueError, OSError):  # year 0 or 10000 in UTC
+        return "before 0001-01-01T00:00:00.000Z" if when.year == 1 else "after 9999-12-31T23:59:59.999Z"
+
+
+def _offset_text(when: datetime) -> str:
+    """UTC+01:00; with seconds where the zone has them (the local mean time of old dates, +00:53:28)."""
+    offset = when.utcoffset() or timedelta(0)
+    seconds = int(offset.total_seconds())
+    hours, rest = divmod(abs(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"UTC{'-' if seconds < 0 else '+'}{hours:02d}:{minutes:02d}" + (f":{secs:02d}" if secs else "")
+
+
 def zone_note(text: str, when: datetime) -> str:
-    offset = when.strftime("%z")
     return (
-        f"--to-datetime {text} has no zone: read as local time {when.tzname()} (UTC{offset[:3]}:{offset[3:]}),"
-        f" as kafka-consumer-groups.sh does; that is {instant(int(when.timestamp() * 1000))}"
+        f"--to-datetime {text} has no zone: read as local time {when.tzname()} ({_offset_text(when)}),"
+        f" as kafka-consumer-groups.sh does; that is {_utc_text(when)}"
     )
 
 
@@ -231,11 +279,12 @@ def reset_offsets(
         usage("give --group GROUP (repeatable) or --all-groups")
     if from_file is None and bool(topic) == all_topics:
         usage("give --topic TOPIC[:P,...] (repeatable) or --all-topics")
-    if to_offset is not None and to_offset < 0:
-        fail(f"--to-offset must be >= 0, got {to_offset}")
     when_ms = datetime_ms(to_datetime, o.note) if to_datetime is not None else None
     if by_duration is not None:
-        when_ms = int(time.time() * 1000) - parse_duration_ms(by_duration)
+        # A duration longer than the time since the epoch reaches back before every record.
+        when_ms = max(int(time.time() * 1000) - parse_duration_ms(by_duration), 0)
+
+    topics = dict(parse_topic_spec(t) for t in topic or [])
 
     c, admin = _connect(bootstrap, command_config, timeout)
     groups = [g["group"] for g in list_group_ids(c, admin)] if all_groups else list(dict.fromkeys(group or []))
@@ -261,7 +310,7 @@ def reset_offsets(
                 scope.setdefault(t, [])
                 scope[t].append(p)  # type: ignore[union-attr]
         else:
-            scope = dict(parse_topic_spec(t) for t in topic or [])
+            scope = dict(topics)
         wanted[g] = scope
     for pg, _, _ in from_plan:
         if pg not in groups:

@@ -49,7 +49,14 @@ from groupcoord.cli.group_results import (
 )
 from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.cli.reset import datetime_ms, instant, offsets_for_time
-from groupcoord.cli.wire import CLIENT_ID, CLIENT_SOFTWARE_VERSION, WireClient
+from groupcoord.cli.wire import (
+    CLIENT_ID,
+    CLIENT_SOFTWARE_VERSION,
+    CLOSED,
+    NOTHING_LISTENS,
+    WireClient,
+    closed_words,
+)
 from groupcoord.cli.wire_security import AuthenticationError
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.kafka_words import describe_error
@@ -115,10 +122,13 @@ class ShareAdmin:
     client does: ListGroups goes to every node Metadata names (a node lists only the groups it
     coordinates), ShareGroupDescribe and DeleteGroups to each group's coordinator."""
 
-    def __init__(self, bootstrap: str, command_config: Path | None, timeout: float) -> None:
+    def __init__(self, bootstrap: str, command_config: Path | None, timeout: float, required: bool = True) -> None:
+        """``required``: fail in one line when the sidecar does not serve share groups; otherwise
+        ``serves_share_groups`` says so."""
         self.conn = Conn(bootstrap, command_config, timeout)
         self.props = {k: v for k, v in self.conn.config().items() if isinstance(v, str)}
         self.clients: dict[str, WireClient] = {}
+        self.answered: set[str] = set()  # the nodes that answered a request: they speak Kafka to us
         self.first = bootstrap.split(",")[0].strip()
         self.bootstrap = bootstrap
         self.versions = {**_VERSIONS, **_OFFSETS_VERSIONS}
@@ -134,7 +144,10 @@ class ShareAdmin:
             1, min(_VERSIONS[ApiKey.METADATA], offered.get(ApiKey.METADATA, (0, 0))[1])
         )
         missing = [key for key in _VERSIONS if not _offers(offered, key, self.versions[key])]
-        if ApiKey.SHARE_GROUP_DESCRIBE in missing:
+        self.serves_share_groups = ApiKey.SHARE_GROUP_DESCRIBE not in missing
+        if not self.serves_share_groups:
+            if not required:
+                return
             fail(f"{bootstrap} does not serve share groups (the sidecar's share_groups_enabled is off)")
         if missing:
             fail(f"{bootstrap} does not offer " + ", ".join(f"{ApiKey(k).name} v{self.versions[k]}" for k in missing))
@@ -149,7 +162,11 @@ class ShareAdmin:
             fail(f"cannot connect to {node}: {exc}")
         except ssl.SSLError as exc:
             fail(f"cannot connect to {node}: TLS: {exc.reason or exc}")
-        except OSError as exc:  # refused, unresolvable, timed out, or closed during the SASL login
+        except CLOSED:  # during the TLS handshake or the SASL login
+            fail(closed_words(node, answered=False))
+        except ConnectionRefusedError as exc:
+            fail(f"cannot reach {node} within {self.conn.timeout:g}s: {NOTHING_LISTENS} ({exc.strerror or exc})")
+        except OSError as exc:  # unresolvable, or timed out
             fail(f"cannot reach {node} within {self.conn.timeout:g}s: {exc.strerror or exc}")
         except ValueError as exc:
             fail(f"cannot connect to {node}: {exc}")
@@ -158,11 +175,17 @@ class ShareAdmin:
     def call(self, node: str, key: ApiKey, request: Message) -> Message:
         client = self._client(node)
         try:
-            return client.call(key, self.versions[key], request)
-        except OSError as exc:  # a timeout, or closed (as a broker closes it for an API it does not offer)
+            answer = client.call(key, self.versions[key], request)
+        except CLOSED:
+            # Not an API refused by closing, as a broker does: each request here is ApiVersions or
+            # one it offers. The sidecar closes what it cannot forward while its cluster is away.
+            fail(closed_words(node, answered=node in self.answered))
+        except OSError as exc:  # a timeout
             fail(f"no answer from {node} within {self.conn.timeout:g}s: {exc.strerror or exc}")
         except ValueError as exc:
             fail(f"unreadable answer from {node}: {exc}")
+        self.answered.add(node)
+        return answer
 
     def nodes(self) -> list[str]:
         response = self.call(self.first, ApiKey.METADATA, MetadataRequest(topics=[]))
@@ -330,7 +353,7 @@ def group_words(code: int, message: str | None, unknown: str = NOT_FOUND) -> str
 def parse_states(given: list[str]) -> set[str]:
     states = {s.lower() for s in given}
     for s in sorted(states - set(STATES)):
-        fail(f"--state {s!r}: expected one of Empty, Stable, Dead (any case)")
+        usage(f"--state {s!r}: expected one of Empty, Stable, Dead (any case)")
     return states
 
 
@@ -463,6 +486,21 @@ def delete_share_groups(
     print_deletions(o, why, "share group")
 
 
+def share_groups_among(bootstrap: str, command_config: Path | None, timeout: float, groups: list[str]) -> set[str]:
+    """The ids of ``groups`` that are share groups (none where the sidecar serves no share
+    groups), asked as ``share-groups delete`` asks: ShareGroupDescribe at each group's coordinator.
+    For ``groups delete``, which leaves share groups to ``share-groups delete`` as that leaves
+    consumer and classic groups to it."""
+    admin = ShareAdmin(bootstrap, command_config, timeout, required=False)
+    try:
+        if not admin.serves_share_groups or not groups:
+            return set()
+        return {g for g, d in admin.describe(groups).items() if not isinstance(d, str)}
+    finally:
+        for client in admin.clients.values():
+            client.close()
+
+
 # --- offsets ----------------------------------------------------------------------------------
 
 
@@ -550,21 +588,15 @@ def reset_share_offsets(
     when_ms = datetime_ms(to_datetime, o.note) if to_datetime is not None else None
     if bool(topic) == all_topics:
         usage("give --topic (one or more) or --all-topics")
+    wanted: dict[str, list[int] | None] = dict(parse_topic_spec(spec) for spec in topic or [])
     admin = ShareAdmin(bootstrap, command_config, timeout)
     current = admin.offsets([group])[group]
     if isinstance(current, str):
         fail(f"group {group!r}: {current}")
     if all_topics:
-        wanted: dict[str, list[int] | None] = {
-            t.topic_name: sorted(p.partition_index for p in t.partitions) for t in current.topics
-        }
+        wanted = {t.topic_name: sorted(p.partition_index for p in t.partitions) for t in current.topics}
         if not wanted:
             fail(f"share group {group!r} has no share-partition state: name the topics with --topic")
-    else:
-        wanted = {}
-        for spec in topic or []:
-            name, parts = parse_topic_spec(spec)
-            wanted[name] = parts
     c = admin.conn
     counts = topic_partitions(c.admin(), c, list(wanted))
     tps = check_partitions(counts, wanted)

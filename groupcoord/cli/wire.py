@@ -24,10 +24,12 @@ from groupcoord.cli.wire_security import protocol_of, sasl_login, tls_context
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.gateway.framing import RequestHeader
 from groupcoord.coordinator.gateway.protocol import decode_response, encode_request
+from groupcoord.coordinator.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from groupcoord.coordinator.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
 )
+from groupcoord.coordinator.messages.metadata import MetadataRequest
 from groupcoord.coordinator.messages.schema import Message
 
 _MEMBER_TYPES = {0: "classic", 1: "consumer"}
@@ -45,12 +47,20 @@ class ConsumerGroupInfo:
     state: str = ""  # Kafka's name: Empty, Assigning, Reconciling, Stable, Dead
 
 
+class ConnectionClosed(OSError):
+    """The peer closed the connection before its answer was whole."""
+
+
+# The peer dropped a connection it had accepted (an orderly close, or a reset).
+CLOSED = (ConnectionClosed, ConnectionResetError, BrokenPipeError)
+
+
 def _read_exactly(sock: socket.socket, n: int) -> bytes:
     data = bytearray()
     while len(data) < n:
         chunk = sock.recv(n - len(data))
         if not chunk:
-            raise OSError("connection closed")
+            raise ConnectionClosed("connection closed")
         data += chunk
     return bytes(data)
 
@@ -112,3 +122,55 @@ def describe_consumer_groups(bootstrap: str, groups: list[str], timeout: float) 
             info.members[m.member_id] = (_MEMBER_TYPES.get(m.member_type, "unknown"), m.member_epoch)
         found[g.group_id] = info
     return found
+
+
+NOTHING_LISTENS = "nothing listens there"
+# probe's findings: the connection was refused; closed before any answer; closed after one.
+REFUSED, CLOSED_AT_ONCE, CLOSED_LATER = "refused", "closed at once", "closed later"
+
+
+def closed_words(address: str, answered: bool = True) -> str:
+    """A connection accepted and then closed unanswered. A sidecar does that to every request it
+    would forward while it cannot reach its cluster (its log: ``closing client connection ...
+    cannot reach the cluster``): the address is right, the cluster behind it is not there. Closed
+    before any answer (``answered`` false), it may as well be a listener that speaks TLS to a
+    plaintext client, or the other way round."""
+    other = "" if answered else ", or its listener expects another security.protocol"
+    return (
+        f"{address} accepted the connection and closed it without an answer: the sidecar there may not"
+        f" reach its cluster (see its log){other}"
+    )
+
+
+def probe(address: str, timeout: float, props: dict[str, str] | None = None) -> str | None:
+    """What ApiVersions and a Metadata request (a client's first two) to ``address`` meet, to say
+    why a client gave up on it: ``REFUSED`` (nothing listens), ``CLOSED_AT_ONCE`` (accepted, then
+    closed before any answer), ``CLOSED_LATER`` (ApiVersions answered, Metadata not); None when
+    both are answered, time out, or cannot be tried. Metadata is forwarded to the cluster: a
+    sidecar that cannot reach it answers ApiVersions from what it learnt before, then closes."""
+    try:
+        client = WireClient(address, timeout, props)
+    except ConnectionRefusedError:
+        return REFUSED
+    except CLOSED:  # during the TLS handshake or the SASL login
+        return CLOSED_AT_ONCE
+    except Exception:  # unresolvable, TLS or login settings this client lacks: the client's words stand
+        return None
+    answered = False
+    try:
+        request = ApiVersionsRequest(client_software_name=CLIENT_ID, client_software_version=CLIENT_SOFTWARE_VERSION)
+        versions = client.call(int(ApiKey.API_VERSIONS), 3, request)
+        answered = True
+        assert isinstance(versions, ApiVersionsResponse)
+        offered = {k.api_key: k.max_version for k in versions.api_keys}
+        # Any version from 1 asks for the brokers alone (an empty topic list), as a client's first.
+        version = min(12, offered.get(int(ApiKey.METADATA), 1))
+        if version >= 1:
+            client.call(int(ApiKey.METADATA), version, MetadataRequest(topics=[]))
+    except CLOSED:
+        return CLOSED_LATER if answered else CLOSED_AT_ONCE
+    except Exception:
+        return None
+    finally:
+        client.close()
+    return None

@@ -220,7 +220,11 @@ class Settings(BaseSettings):
     log_format: str = Field(
         "json",
         pattern="^(json|text)$",
-        description="json: one JSON object a line; unset: text when stderr is a terminal, else json.",
+        description="json: one JSON object a line; text: plain lines for a person. Unset, serve picks text "
+        "when its stderr is a terminal, else json.",
+        # What the reference (docs/gen_reference.py) gives as the default: serve decides when it is
+        # unset (groupcoord.cli.main), the model's "json" is only what a Settings built elsewhere gets.
+        json_schema_extra={"reference_default": "`text` when stderr is a terminal, else `json`"},
     )
     metrics_listen: str = Field(
         "127.0.0.1:9095", description='HOST:PORT of the HTTP health/metrics endpoint; "" or "off" disables it.'

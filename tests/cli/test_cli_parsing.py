@@ -11,6 +11,7 @@ import pytest
 from groupcoord.cli.common import CliError, read_properties
 from groupcoord.cli.common import parse_topic_spec as topic_spec
 from groupcoord.cli.reset import (
+    datetime_ms,
     instant,
     parse_datetime,
     parse_datetime_ms,
@@ -150,3 +151,73 @@ def test_options_that_do_not_go_together_are_a_bad_command_line(args: list[str])
     assert result.returncode == 2, result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("error: give ") or line.startswith("error: name one or more groups"), line
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["groups", "list", "--type", "bogus"],
+        ["groups", "list", "--state", "Bogus"],
+        ["share-groups", "list", "--state", "Rebalancing"],
+        ["offsets", "delete", "--group", "g", "--topic", "orders:"],
+        ["offsets", "delete", "--group", "g", "--topic", "orders:a"],
+        ["offsets", "reset", "--group", "g", "--topic", "orders:", "--to-earliest"],
+        ["offsets", "reset", "--group", "g", "--topic", "orders:a", "--to-earliest"],
+        ["share-groups", "reset-offsets", "--group", "g", "--topic", "orders:-1", "--to-earliest"],
+        ["offsets", "reset", "--group", "g", "--all-topics", "--by-duration", "1h"],
+        ["offsets", "reset", "--group", "g", "--all-topics", "--to-datetime", "yesterday"],
+    ],
+    ids=" ".join,
+)
+def test_a_bad_value_is_a_bad_command_line(args: list[str]) -> None:
+    """Exit code 2 as the docs promise for every bad command line (these exited 1, as a refusal of
+    the sidecar does), said in one line before anything connects: the address is dead, so a
+    connection attempt would fail with another line."""
+    from tests.inprocess_cli import cli
+
+    result = cli(*args, "-b", "127.0.0.1:1", "--timeout", "1")
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: --") and ("expected" in line or "must be" in line), line
+
+
+def test_instants_before_the_epoch_read_as_the_epoch(berlin: None) -> None:
+    """Kafka's tool resets to the first record at or after the instant: the earliest for any
+    instant before every record. 0001-01-01 local time (in UTC+1, year 0 in UTC) crashed the
+    conversion to local time; 1960 reached ListOffsets as a negative timestamp, which timed out."""
+    assert parse_datetime_ms("0001-01-01T00:00:00") == 0
+    assert parse_datetime_ms("0001-01-01T00:00:00+05:00") == 0
+    assert parse_datetime_ms("1960-01-01T00:00:00Z") == 0
+    said: list[str] = []
+    assert datetime_ms("0001-01-01T00:00:00", said.append) == 0
+    assert said == [
+        "--to-datetime 0001-01-01T00:00:00 has no zone: read as local time LMT (UTC+00:53:28), as"
+        " kafka-consumer-groups.sh does; that is before 0001-01-01T00:00:00.000Z",
+        "--to-datetime 0001-01-01T00:00:00 is before 1970-01-01T00:00:00.000Z, older than any record:"
+        " read as 1970-01-01T00:00:00.000Z",
+    ]
+    assert parse_datetime_ms("1970-01-01T00:00:00.001Z") == 1
+    assert parse_datetime_ms("9999-12-31T23:59:59.999Z") == 253_402_300_799_999
+
+
+@pytest.mark.parametrize("command", [("offsets", "reset"), ("share-groups", "reset-offsets")])
+@pytest.mark.parametrize("when", ["9999-12-31T23:59:59-05:00", "9999-12-31T23:00:00"])
+def test_a_datetime_past_what_an_instant_can_be_is_a_bad_command_line(
+    command: tuple[str, ...], when: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Year 10000 in UTC: one line and exit code 2, not a traceback (New York: the zone-less one
+    is past it too)."""
+    import time
+
+    from tests.inprocess_cli import cli
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        result = cli(*command, "--group", "g", "--topic", "t", "--to-datetime", when, "--json", "-b", "127.0.0.1:1")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line == f"error: --to-datetime {when!r}: out of range (after 9999-12-31T23:59:59.999Z in UTC)"

@@ -79,3 +79,37 @@ def test_the_skip_record_round_trips() -> None:
     record = decode(key, value)
     assert record.type is RecordType.LOG_SKIP
     assert record.value == LogSkipValue(9, "ops@host", 1_700_000_000_000, "corrupt by a bad producer")
+
+
+@pytest.mark.integration
+def test_the_dry_run_says_what_it_would_skip_in_words(bootstrap: str, unique_name: str) -> None:
+    """It printed Python's reprs: ``skip offset 1 (None)`` for a tombstone and ``({'topic': ...})``
+    for a readable record (with --force). Now the JSON ``log dump`` prints, and "tombstone"."""
+    from confluent_kafka import Producer
+
+    from tests.client_records import log_headers
+    from tests.inprocess_cli import cli
+    from tests.topics import ensure_topic
+
+    ensure_topic(bootstrap, unique_name)
+    key, value = encode(CoordinatorRecord(RecordType.OFFSET_COMMIT, OffsetCommitKey("g", "t", 0), None))
+    _, committed = commit("g", 5)[:2]
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for v in (committed, value):  # a commit, then its tombstone
+        producer.produce(unique_name, v, key, partition=0, headers=log_headers(1, 0, 1))
+    producer.produce(unique_name, BAD_BODY[1], BAD_BODY[0], partition=0, headers=log_headers(1, 0, 1))
+    assert producer.flush(15) == 0
+
+    said = []
+    for offset in range(3):
+        args = ["--partition", "0", "--offset", str(offset), "--reason", "test [x]", "-b", bootstrap]
+        done = cli("log", "skip", *args, "--topic", unique_name, "--force")
+        assert done.returncode == 0, done.stderr
+        said.append(done.stdout.splitlines()[0])
+    key_text = '{"group": "g", "topic": "t", "partition": 0}'
+    assert said[0].startswith(
+        f"would write to {unique_name}-0: skip offset 0 (a readable OFFSET_COMMIT record, key {key_text}, value {{"
+    )
+    assert f"skip offset 1 (a readable OFFSET_COMMIT record, key {key_text}, tombstone), by " in said[1]
+    assert "skip offset 2 (unreadable: " in said[2]
+    assert all("None" not in line and "{'" not in line and "reason 'test [x]'" in line for line in said), said

@@ -85,7 +85,7 @@ def test_list_describe_and_delete_share_groups(serve: ServeProcess, bootstrap: s
     assert as_json("share-groups", "list", "-b", b)["items"] == [{"group": group, "state": "stable"}]
     assert as_json("share-groups", "list", "--state", "Empty", "-b", b)["items"] == []
     bad_state = cli("share-groups", "list", "--state", "rebalancing", "-b", b)
-    assert bad_state.returncode == 1 and "expected one of Empty, Stable, Dead" in bad_state.stderr
+    assert bad_state.returncode == 2 and "expected one of Empty, Stable, Dead" in bad_state.stderr  # a bad command line
 
     (state,) = as_json("share-groups", "describe", group, "-b", b)["items"]
     assert state == {
@@ -169,6 +169,11 @@ def test_list_describe_and_delete_share_groups(serve: ServeProcess, bootstrap: s
     _reset_describe_and_delete_offsets(b, bootstrap, group, topic)
     deleted = cli("share-groups", "delete", group, "-b", b)
     assert deleted.returncode == 0, deleted.stderr
+    # The result on stdout (plain columns, piped), not a note on stderr.
+    assert [line.split() for line in deleted.stdout.splitlines()] == [
+        ["GROUP", "DELETED", "ERROR"],
+        [group, "true", "-"],
+    ]
     assert as_json("share-groups", "list", "-b", b)["items"] == []
     gone = cli("share-groups", "delete", group, "-b", b)
     assert gone.returncode == 1 and "the group does not exist" in gone.stderr

@@ -69,3 +69,14 @@ def test_cli_help_points_only_at_what_is_shipped() -> None:
     assert not (ROOT / "DESIGN.md").exists()
     page = cli_reference()
     assert "groupcoord pipeline audit" in page and "DESIGN.md" not in page
+
+
+def test_a_default_decided_at_run_time_is_said_as_it_is() -> None:
+    """log_format's model default is "json", but serve picks text when its stderr is a terminal
+    unless it is set: the reference gave `'json'` beside a description saying otherwise."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    from gen_reference import config_reference
+
+    (row,) = [line for line in config_reference().splitlines() if line.startswith("| `log_format` |")]
+    default = row.split(" | ")[2]
+    assert default == "`text` when stderr is a terminal, else `json`", row

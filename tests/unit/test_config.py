@@ -54,3 +54,17 @@ def test_shipped_example_configuration_loads() -> None:
     example = Path(__file__).resolve().parents[2] / "deploy" / "groupcoord.example.toml"
     s = load_settings(example)
     assert s.log_replication_factor == 3 and s.listen == "0.0.0.0:9094"
+
+
+@pytest.mark.parametrize("name", ["metrics_listen", "share_groups_enabled"])
+def test_the_example_configuration_shows_a_setting_commented_with_its_default(name: str) -> None:
+    """Each a commented line an operator uncomments, with the model's default and a why above it."""
+    import tomllib
+
+    from groupcoord.coordinator.config import Settings
+
+    example = Path(__file__).resolve().parents[2] / "deploy" / "groupcoord.example.toml"
+    lines = example.read_text().splitlines()
+    (number,) = [i for i, line in enumerate(lines) if line.startswith(f"# {name} = ")]
+    assert tomllib.loads(lines[number][2:])[name] == Settings.model_fields[name].default
+    assert lines[number - 1].startswith("# ") and " = " not in lines[number - 1]
