@@ -10,6 +10,7 @@ import contextlib
 import csv
 import logging
 import os
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -146,13 +147,26 @@ def _spark(master: str | None, quiet: bool) -> Iterator[SparkSession]:
         signal.signal(signal.SIGTERM, previous)
 
 
+# The line of a Python traceback that names the exception ("AttributeError: ...").
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b")
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc)
     for line in text.splitlines():
         for marker in ("ClusterError: ", "RecordDecodeError: "):
             if marker in line:
                 return line.split(marker, 1)[1]
-    return text.splitlines()[0] if text else repr(exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return repr(exc)
+    if "Python worker" in lines[0]:
+        # Spark's first line says only where it was thrown ("An exception was thrown from the
+        # Python worker: ..."); what was thrown is the last line of the worker's traceback.
+        raised = [line for line in lines[1:] if _RAISED.match(line)]
+        if raised:
+            return f"a Spark worker failed: {raised[-1]}"
+    return lines[0]
 
 
 class _Progress:

@@ -76,6 +76,8 @@ class _PartitionAudit:
         if row.status == "unreadable":
             self.violation("decode", None, offset, str(row.error))
             return
+        if row.status == "skipped":
+            return  # unreadable, and an operator's LogSkip says loads pass over it: decided
         type_id = int(row.record_type_id)
         group = None if _missing(row.group_id) else str(row.group_id)
         if group is None:

@@ -60,6 +60,7 @@ def with_status(log: DataFrame) -> DataFrame:
         F.col("value.shard_epoch.epoch").alias("se_epoch"),
         F.col("value.batch_abort.first_offset").alias("abort_first"),
         F.col("value.batch_abort.last_offset").alias("abort_last"),
+        F.col("value.log_skip.offset").alias("skip_offset"),
         "error",
     )
     assert slim.columns == STATUS_COLUMNS

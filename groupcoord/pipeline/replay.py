@@ -11,8 +11,10 @@ which offsets it applies. Every record gets a status:
 - ``aborted``: part of an atomic batch that was cut short (named by a BatchAbort, or cut by a
   later batch start);
 - ``pending``: part of a batch still open at the end of the log (a loader would abort it);
-- ``runtime``: a ShardEpoch or BatchAbort record (rules, not state);
-- ``unreadable``: could not be decoded (a coordinator would refuse to load this shard).
+- ``runtime``: a ShardEpoch, BatchAbort or LogSkip record (rules, not state);
+- ``unreadable``: could not be decoded (a coordinator would refuse to load this shard);
+- ``skipped``: could not be decoded, and an operator's LogSkip record names it (``groupcoord log
+  skip``): a coordinator loads the shard without it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pandas as pd
 from groupcoord.coordinator.runtime.headers import make_headers
 from groupcoord.coordinator.runtime.replayer import LogReplayer
 from groupcoord.records import CoordinatorRecord, RecordType
-from groupcoord.records.definitions import BatchAbortValue, ShardEpochValue
+from groupcoord.records.definitions import BatchAbortValue, LogSkipValue, ShardEpochValue
 
 STATUS_COLUMNS = [
     "partition",
@@ -37,11 +39,12 @@ STATUS_COLUMNS = [
     "se_epoch",
     "abort_first",
     "abort_last",
+    "skip_offset",
     "error",
 ]
 STATUS_SCHEMA = "partition int, offset long, status string, batch_start long"
 
-_RUNTIME = {int(RecordType.SHARD_EPOCH), int(RecordType.BATCH_ABORT)}
+_RUNTIME = {int(RecordType.SHARD_EPOCH), int(RecordType.BATCH_ABORT), int(RecordType.LOG_SKIP)}
 
 
 class _Recorder:
@@ -81,6 +84,12 @@ def statuses(pdf: pd.DataFrame) -> pd.DataFrame:
             value = ShardEpochValue(int(row.se_epoch), "", 0)
         elif type_id == int(RecordType.BATCH_ABORT) and not row.tombstone:
             value = BatchAbortValue(int(row.abort_first), int(row.abort_last), epoch)
+        elif type_id == int(RecordType.LOG_SKIP) and not row.tombstone:
+            # The replayer reads the decision's offset; who and why matter to no rule.
+            skipped_at = int(row.skip_offset)
+            value = LogSkipValue(skipped_at, "", 0, "")
+            if status.get(skipped_at) == "unreadable":
+                status[skipped_at] = "skipped"
         elif not row.tombstone:
             value = True  # only "is it a tombstone" matters to the rules
         skipped = replayer.skipped

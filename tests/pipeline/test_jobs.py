@@ -16,12 +16,14 @@ from typer.testing import CliRunner
 from groupcoord.cli.main import app
 from groupcoord.pipeline.cluster import read_range, topic_names, watermarks
 from groupcoord.pipeline.jobs import audit, history, lag, load_log, snapshot_tables, with_status, write_tables
-from groupcoord.records import RecordType, encode_key, encode_value
+from groupcoord.records import CoordinatorRecord, RecordType, encode, encode_key, encode_value
 from groupcoord.records.definitions import (
     ConsumerGroupMemberKey,
     ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
     ConsumerGroupTargetAssignmentMemberValue,
+    LogSkipKey,
+    LogSkipValue,
     TopicPartitions,
 )
 from tests.client_records import log_headers
@@ -230,6 +232,57 @@ def test_audit_names_forged_records(spark: SparkSession, written_log: WrittenLog
         ("epoch-backwards", backwards_at),
         ("member-epoch-above-group", backwards_at),
     }
+
+
+def test_jobs_read_a_log_skip_decision_as_a_load_does(spark: SparkSession, written_log: WrittenLog) -> None:
+    """An unreadable record under the shard's epoch, then the decision ``log skip --execute``
+    writes: the audit passes and the snapshot builds (before, every job failed on the decision)."""
+    from groupcoord.coordinator.service.partitioning import partition_for
+    from groupcoord.records import decode
+
+    wl = written_log
+    source = partition_for(wl.live_group, LOG_PARTITIONS)
+    config = {"bootstrap.servers": wl.bootstrap}
+    end = watermarks(config, [(wl.log_topic, source)])[(wl.log_topic, source)][1]
+    topic = f"gc-pl-skip-{uuid.uuid4().hex[:8]}"
+    create_topic(wl.bootstrap, topic, 1)
+    producer = Producer({"bootstrap.servers": wl.bootstrap, "enable.idempotence": True})
+    shard_epoch = 0
+    for msg in read_range(config, wl.log_topic, source, 0, end):
+        producer.produce(topic, key=msg.key(), value=msg.value(), headers=msg.headers(), partition=0)
+        rec = decode(msg.key(), msg.value())
+        if rec.type == RecordType.SHARD_EPOCH and rec.value is not None:
+            shard_epoch = rec.value.epoch
+    assert producer.flush(30) == 0
+    garbage_at: list[int] = []
+    # An OffsetCommit key type with a body that does not decode, written under the current epoch.
+    garbage_key = int(RecordType.OFFSET_COMMIT).to_bytes(2, "big") + b"\xff\xfe"
+    producer.produce(
+        topic,
+        key=garbage_key,
+        value=b"\x00",
+        headers=log_headers(shard_epoch, 0, 1),
+        partition=0,
+        on_delivery=lambda err, msg: garbage_at.append(msg.offset()),
+    )
+    assert producer.flush(30) == 0 and len(garbage_at) == 1
+    key, value = encode(
+        CoordinatorRecord(
+            RecordType.LOG_SKIP, LogSkipKey(garbage_at[0]), LogSkipValue(garbage_at[0], "test@host", 0, "garbage")
+        )
+    )
+    producer.produce(topic, key=key, value=value, partition=0)
+    assert producer.flush(30) == 0
+
+    forged = _status_log(spark, wl, topic).persist()
+    statuses = {r.offset: r.status for r in forged.select("offset", "status").collect()}
+    assert statuses[garbage_at[0]] == "skipped" and statuses[garbage_at[0] + 1] == "runtime"
+    assert audit(forged).collect() == []
+    tables = snapshot_tables(spark, forged, {})
+    assert tables["offsets"].count() > 0
+    forged.unpersist()
+    result = runner.invoke(app, ["pipeline", "audit", "-b", wl.bootstrap, "--topic", topic, "--json"])
+    assert result.exit_code == 0, result.output
 
 
 def test_lag_matches_offset_fetch_and_high_watermarks(
