@@ -263,7 +263,7 @@ def test_jobs_read_a_log_skip_decision_as_a_load_does(spark: SparkSession, writt
         value=b"\x00",
         headers=log_headers(shard_epoch, 0, 1),
         partition=0,
-        on_delivery=lambda err, msg: garbage_at.append(msg.offset()),
+        on_delivery=lambda err, msg: garbage_at.append(msg.offset() or 0),
     )
     assert producer.flush(30) == 0 and len(garbage_at) == 1
     key, value = encode(
