@@ -11,6 +11,7 @@ import csv
 import logging
 import os
 import re
+import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,10 +20,10 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from groupcoord.cli.output import print_document
+from groupcoord.cli.output import plain, print_document, table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -206,12 +207,12 @@ def _step(quiet: bool, message: str) -> None:
 
 
 def _table(title: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
-    table = Table(title=title)
-    for c in columns:
-        table.add_column(c)
-    for r in rows:
-        table.add_row(*("" if r.get(c) is None else str(r.get(c)) for c in columns))
-    out.print(table)
+    """A table on a terminal (long values folded, never cut); plain whitespace-aligned columns
+    when piped, whole values and no title, as every other command prints them."""
+    if sys.stdout.isatty():
+        out.print(table(title, columns, rows))
+    else:
+        print(plain(columns, rows), flush=True)
 
 
 @pipeline_app.command()
@@ -418,14 +419,19 @@ def import_offsets(
         }
         for g in plan
     ]
+    # Why each partition failed: the errors of the document, and one line each on stderr.
+    errors = [{"group": g.group, "error": why} for g in plan for why in g.failures]
     if as_json:
-        print_document(summary, executed=execute)
+        print_document(summary, errors, executed=execute)
     else:
         _table(
             "import" + ("" if execute else " (dry run: add --execute to commit)"),
             summary,
             ["group", "partitions", "action", "failed"],
         )
+        for e in errors:
+            line = escape(f"group {e['group']!r}: {e['error']}")
+            err.print(f"[red]error:[/red] {line}", highlight=False, soft_wrap=True)
     if any(g.refusal for g in plan) or any((result or {}).values()):
         raise typer.Exit(1)
 

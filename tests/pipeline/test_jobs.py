@@ -367,3 +367,23 @@ def test_import_commits_through_the_sidecar(written_log: WrittenLog, tmp_path: P
         "imported offsets",
     )
     assert _offset_fetch(admin, wl.live_group) == before_live
+
+
+def test_import_names_each_failure_and_prints_plain_columns_when_piped(written_log: WrittenLog, tmp_path: Path) -> None:
+    """A partition the cluster refuses is named (stderr, and the document's errors), not only
+    counted; the summary piped is whitespace-aligned columns, nothing cut."""
+    wl = written_log
+    group = f"gc-pl-import-failing-{uuid.uuid4().hex[:24]}"  # longer than a narrow table's column
+    source = tmp_path / "offsets.csv"
+    source.write_text(f"group,topic,partition,offset\n{group},{wl.data_topic},0,5\n{group},{wl.data_topic},97,5\n")
+    done = runner.invoke(app, ["pipeline", "import", "--from", str(source), "-s", wl.sidecar, "--execute", "--json"])
+    assert done.exit_code == 1, done.output
+    report = json.loads(done.stdout)
+    assert report["items"][0]["failed"] == 1
+    assert len(report["errors"]) == 1 and f"{wl.data_topic}-97" in report["errors"][0]["error"]
+    text = runner.invoke(app, ["pipeline", "import", "--from", str(source), "-s", wl.sidecar, "--execute"])
+    assert text.exit_code == 1
+    lines = text.stdout.splitlines()
+    assert lines[0].split() == ["GROUP", "PARTITIONS", "ACTION", "FAILED"], text.stdout
+    assert lines[1].split() == [group, "2", "committed", "1"], text.stdout
+    assert f"{wl.data_topic}-97" in text.stderr
