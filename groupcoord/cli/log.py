@@ -25,7 +25,7 @@ from groupcoord.cli.common import (
     usage,
     watermarks,
 )
-from groupcoord.cli.output import AsJson, FormatOption, Output, out
+from groupcoord.cli.output import AsJson, FormatOption, Output, note
 from groupcoord.coordinator.runtime.headers import parse_headers
 from groupcoord.coordinator.service.partitioning import partition_for
 from groupcoord.coordinator.share.partition_types import RecordState
@@ -215,11 +215,10 @@ def skip(
             decided = {**shown, "record": row["value"]}
             o.result(list(decided), [decided])
             return
-        out.print(
+        # Sentences for a person: stdout at a terminal, stderr when piped (the result is none).
+        note(
             f"would write to {topic}-{partition}: skip offset {offset} ({_record_text(row)}), by {decision.operator},"
-            f" reason {reason!r}\ndry run: nothing changed (add --execute to write the decision)",
-            highlight=False,
-            markup=False,
+            f" reason {reason!r}\ndry run: nothing changed (add --execute to write the decision)"
         )
         return
     key, value = encode(CoordinatorRecord(RecordType.LOG_SKIP, LogSkipKey(offset), decision))
@@ -239,8 +238,7 @@ def skip(
         written = {**shown, "written_at": msg.offset()}
         o.result(list(written), [written])
         return
-    out.print(
+    note(
         f"wrote the decision to skip {topic}-{partition} offset {offset} at offset {msg.offset()};"
-        " the shard loads past it on its next load (restart the coordinator if the shard is failed)",
-        highlight=False,
+        " the shard loads past it on its next load (restart the coordinator if the shard is failed)"
     )

@@ -105,7 +105,9 @@ def test_the_dry_run_says_what_it_would_skip_in_words(bootstrap: str, unique_nam
         args = ["--partition", "0", "--offset", str(offset), "--reason", "test [x]", "-b", bootstrap]
         done = cli("log", "skip", *args, "--topic", unique_name, "--force")
         assert done.returncode == 0, done.stderr
-        said.append(done.stdout.splitlines()[0])
+        # Sentences for a person, so on stderr when piped (docs/cli.md); nothing on stdout.
+        assert done.stdout == "", done.stdout
+        said.append(done.stderr.splitlines()[0])
     key_text = '{"group": "g", "topic": "t", "partition": 0}'
     assert said[0].startswith(
         f"would write to {unique_name}-0: skip offset 0 (a readable OFFSET_COMMIT record, key {key_text}, value {{"
