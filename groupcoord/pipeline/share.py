@@ -461,7 +461,9 @@ class ShareHistory:
     (a new share-partition, its start offset resolved from share.auto.offset.reset), reset (a new
     state epoch: AlterShareGroupOffsets), deleted (DeleteShareGroupOffsets, group deletion), and
     records archived (rejected, or at the delivery-count limit). Acquisitions and acknowledgements
-    are not listed one by one: a busy queue writes one record per fetch."""
+    are not listed one by one: a busy queue writes one record per fetch. A record archived at the
+    head of the window is not named either: its record moves the start offset past it and keeps
+    no state below it (as Kafka's share state), so an ACCEPT and a REJECT there read alike."""
 
     def __init__(self) -> None:
         self.epochs: dict[tuple[str, int], int] = {}
