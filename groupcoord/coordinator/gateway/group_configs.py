@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol
 
@@ -34,6 +35,9 @@ from groupcoord.coordinator.messages.schema import Message
 log = logging.getLogger(__name__)
 
 COORDINATOR_NOT_AVAILABLE = 15
+# How long a group config request waits to learn the owner of a group's shard, and how often it looks.
+OWNER_LOOKUP_S = 2.0
+OWNER_RETRY_S = 0.05
 TOPIC_AUTHORIZATION_FAILED = 29
 
 
@@ -113,7 +117,7 @@ async def answer_configs(
         rest_payload = encode_request(request.header, rest)[4:]  # without its length prefix
         if cluster_supports(connection, key, version):
             upstream = await connection.forward(rest_payload, key, version, request.header.correlation_id)
-    local, remote = _by_owner(gateway, request.header, groups) if configs.names_groups(groups) else (None, [])
+    local, remote = await _by_owner(gateway, request.header, groups) if configs.names_groups(groups) else (None, [])
     relayed = [
         asyncio.ensure_future(_relayed(gateway, request.header, host, port, part)) for (host, port), part in remote
     ]
@@ -122,13 +126,16 @@ async def answer_configs(
     return True, asyncio.shield(spawn(merged))
 
 
-def _by_owner(
+async def _by_owner(
     gateway: GatewayContext, header: RequestHeader, groups: Message
 ) -> tuple[Message | None, list[tuple[tuple[str, int], Message]]]:
     """The GROUP resources this process answers, and those relayed to the owner of their group.
 
     Only plain connections are relayed: with TLS listeners or required authentication the
-    peer would refuse an anonymous relay, so the local answer (NOT_COORDINATOR) stands."""
+    peer would refuse an anonymous relay, so the local answer (NOT_COORDINATOR) stands. A group
+    whose owner this process does not know yet (placement learns it from its directory a moment
+    after a start or a move) is waited for, up to ``OWNER_LOOKUP_S``: Kafka answers group configs
+    from any broker, and admin clients do not retry NOT_COORDINATOR for them."""
     resources = groups.resources  # type: ignore[attr-defined]
     config = gateway.config
     if is_relayed(header.client_id) or config.listener_tls is not None or config.authentication != "none":
@@ -136,8 +143,17 @@ def _by_owner(
     own = config.coordinator_node_id
     local: list[Any] = []
     remote: dict[tuple[str, int], list[Any]] = {}
+    locate = gateway.locator.locate
+    deadline: float | None = None
     for resource in resources:
-        where = gateway.locator.locate(resource.resource_name) if resource.resource_name else None
+        where = locate(resource.resource_name) if resource.resource_name else None
+        while where is not None and where.error_code == COORDINATOR_NOT_AVAILABLE:
+            now = time.monotonic()
+            deadline = now + OWNER_LOOKUP_S if deadline is None else deadline
+            if now >= deadline:
+                break
+            await asyncio.sleep(OWNER_RETRY_S)
+            where = locate(resource.resource_name)
         if where is None or where.error_code or where.node_id == own:
             local.append(resource)
         else:
