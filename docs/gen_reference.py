@@ -94,6 +94,8 @@ def _default(field: FieldInfo) -> str:
         return "required"
     if value is None:
         return "none"
+    if isinstance(value, bool):
+        return "`true`" if value else "`false`"  # as TOML writes them, not Python's True/False
     if value in ({}, []):
         return "empty"
     return f"`{value!r}`" if isinstance(value, str) else f"`{value}`"

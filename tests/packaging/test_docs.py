@@ -80,3 +80,13 @@ def test_a_default_decided_at_run_time_is_said_as_it_is() -> None:
     (row,) = [line for line in config_reference().splitlines() if line.startswith("| `log_format` |")]
     default = row.split(" | ")[2]
     assert default == "`text` when stderr is a terminal, else `json`", row
+
+
+def test_boolean_defaults_read_as_toml_writes_them() -> None:
+    sys.path.insert(0, str(ROOT / "docs"))
+    from gen_reference import config_reference
+
+    page = config_reference()
+    row = next(line for line in page.splitlines() if line.startswith("| `share_groups_enabled`"))
+    assert "| `false` |" in row, row
+    assert "`False`" not in page and "`True`" not in page
