@@ -11,9 +11,11 @@ tens of them. Here the same ``app`` runs through the same ``_App.__call__`` (ref
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 import sys
+from typing import Any
 from unittest import mock
 
 from typer.testing import CliRunner
@@ -53,3 +55,12 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
         for name, filters in limited.items():
             logging.getLogger(name).filters[:] = filters
     return subprocess.CompletedProcess(["groupcoord", *args], code, stdout, stderr)
+
+
+def as_json(*args: str) -> dict[str, Any]:
+    """``groupcoord *args --json``, which must succeed: its JSON document."""
+    done = cli(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert isinstance(document, dict)
+    return document

@@ -11,14 +11,13 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from groupcoord.local_broker import LocalBroker, free_port
 from tests.cli.test_share_groups_cli import beat
-from tests.inprocess_cli import cli
+from tests.inprocess_cli import as_json, cli
 from tests.integration.serve_process import ServeProcess
 from tests.integration.test_cli_ops import make_topic
 
@@ -41,14 +40,6 @@ def sidecar(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         yield serve
     finally:
         serve.stop()
-
-
-def as_json(*args: str) -> dict[str, Any]:
-    done = cli(*args, "--json")
-    assert done.returncode == 0, done.stderr
-    document = json.loads(done.stdout)
-    assert isinstance(document, dict)
-    return document
 
 
 def commit(sidecar: str, group: str, offsets: list[TopicPartition]) -> None:

@@ -12,7 +12,6 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -24,20 +23,12 @@ from groupcoord.local_broker import free_port
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
 from tests.ha.sidecars import Sidecar, wait_for
-from tests.inprocess_cli import cli
+from tests.inprocess_cli import as_json, cli
 from tests.integration.serve_process import ServeProcess
 
 pytestmark = pytest.mark.integration
 
 SHARE_HEARTBEAT = 76
-
-
-def as_json(*args: str) -> dict[str, Any]:
-    done = cli(*args, "--json")
-    assert done.returncode == 0, done.stderr
-    document = json.loads(done.stdout)
-    assert isinstance(document, dict)
-    return document
 
 
 def beat(port: int, group: str, member: str, epoch: int, topics: list[str] | None = None) -> int:

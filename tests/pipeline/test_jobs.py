@@ -149,33 +149,46 @@ def test_audit_passes_on_the_real_log(real_log: DataFrame) -> None:
     assert audit(real_log).collect() == []
 
 
-def _forge(wl: WrittenLog) -> tuple[str, int, int]:
-    """A copy of the live group's log partition plus two forged records; (topic, offset1, offset2)."""
+def _copy_live_partition(wl: WrittenLog, name: str) -> tuple[str, Producer, list[CoordinatorRecord]]:
+    """The live group's log partition copied whole into a new one-partition topic named after
+    ``name``: (the topic, the producer that wrote it, to write more, the records copied in order)."""
     from groupcoord.coordinator.service.partitioning import partition_for
+    from groupcoord.records import decode
 
     source = partition_for(wl.live_group, LOG_PARTITIONS)
     config = {"bootstrap.servers": wl.bootstrap}
     end = watermarks(config, [(wl.log_topic, source)])[(wl.log_topic, source)][1]
-    topic = f"gc-pl-forged-{uuid.uuid4().hex[:8]}"
+    topic = f"gc-pl-{name}-{uuid.uuid4().hex[:8]}"
     create_topic(wl.bootstrap, topic, 1)
     producer = Producer({"bootstrap.servers": wl.bootstrap, "enable.idempotence": True})
-    shard_epoch = 0
+    records = []
+    for msg in read_range(config, wl.log_topic, source, 0, end):
+        producer.produce(topic, key=msg.key(), value=msg.value(), headers=msg.headers(), partition=0)
+        records.append(decode(msg.key(), msg.value()))
+    assert producer.flush(30) == 0
+    return topic, producer, records
+
+
+def _shard_epoch(records: list[CoordinatorRecord]) -> int:
+    """The last shard epoch ``records`` (a log partition, in order) set."""
+    epochs = [r.value.epoch for r in records if r.type == RecordType.SHARD_EPOCH and r.value is not None]
+    return epochs[-1] if epochs else 0
+
+
+def _forge(wl: WrittenLog) -> tuple[str, int, int]:
+    """A copy of the live group's log partition plus two forged records; (topic, offset1, offset2)."""
+    topic, producer, records = _copy_live_partition(wl, "forged")
+    shard_epoch = _shard_epoch(records)
     group_epoch = 0
     target_of_a: ConsumerGroupTargetAssignmentMemberValue | None = None
     member_a = ""
-    from groupcoord.records import decode
-
-    for msg in read_range(config, wl.log_topic, source, 0, end):
-        producer.produce(topic, key=msg.key(), value=msg.value(), headers=msg.headers(), partition=0)
-        rec = decode(msg.key(), msg.value())
-        if rec.type == RecordType.SHARD_EPOCH and rec.value is not None:
-            shard_epoch = rec.value.epoch
+    for rec in records:
         if rec.value is not None and getattr(rec.key, "group", None) == wl.live_group:
             if rec.type == RecordType.CONSUMER_GROUP_METADATA:
                 group_epoch = rec.value.epoch
             if rec.type == RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER and rec.value.topic_partitions:
                 target_of_a, member_a = rec.value, rec.key.member_id
-    assert producer.flush(30) == 0 and target_of_a is not None and group_epoch > 1
+    assert target_of_a is not None and group_epoch > 1
     offsets: list[int] = []
 
     def delivered(err: object, msg: object) -> None:
@@ -237,23 +250,9 @@ def test_audit_names_forged_records(spark: SparkSession, written_log: WrittenLog
 def test_jobs_read_a_log_skip_decision_as_a_load_does(spark: SparkSession, written_log: WrittenLog) -> None:
     """An unreadable record under the shard's epoch, then the decision ``log skip --execute``
     writes: the audit passes and the snapshot builds (before, every job failed on the decision)."""
-    from groupcoord.coordinator.service.partitioning import partition_for
-    from groupcoord.records import decode
-
     wl = written_log
-    source = partition_for(wl.live_group, LOG_PARTITIONS)
-    config = {"bootstrap.servers": wl.bootstrap}
-    end = watermarks(config, [(wl.log_topic, source)])[(wl.log_topic, source)][1]
-    topic = f"gc-pl-skip-{uuid.uuid4().hex[:8]}"
-    create_topic(wl.bootstrap, topic, 1)
-    producer = Producer({"bootstrap.servers": wl.bootstrap, "enable.idempotence": True})
-    shard_epoch = 0
-    for msg in read_range(config, wl.log_topic, source, 0, end):
-        producer.produce(topic, key=msg.key(), value=msg.value(), headers=msg.headers(), partition=0)
-        rec = decode(msg.key(), msg.value())
-        if rec.type == RecordType.SHARD_EPOCH and rec.value is not None:
-            shard_epoch = rec.value.epoch
-    assert producer.flush(30) == 0
+    topic, producer, records = _copy_live_partition(wl, "skip")
+    shard_epoch = _shard_epoch(records)
     garbage_at: list[int] = []
     # An OffsetCommit key type with a body that does not decode, written under the current epoch.
     garbage_key = int(RecordType.OFFSET_COMMIT).to_bytes(2, "big") + b"\xff\xfe"
