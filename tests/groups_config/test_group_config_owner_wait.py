@@ -12,6 +12,7 @@ import pytest
 
 from groupcoord.coordinator.gateway import group_configs
 from groupcoord.coordinator.gateway.config import GatewayConfig
+from groupcoord.coordinator.gateway.configs import GROUP_RESOURCE
 from groupcoord.coordinator.gateway.framing import RequestHeader
 from groupcoord.coordinator.gateway.handler import CoordinatorAddress
 from groupcoord.coordinator.messages.incremental_alter_configs import (
@@ -19,7 +20,6 @@ from groupcoord.coordinator.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequestAlterConfigsResource,
 )
 
-GROUP_RESOURCE = 16
 UNKNOWN = CoordinatorAddress(-1, "", -1, group_configs.COORDINATOR_NOT_AVAILABLE, "shard owner not known yet")
 OWNER = CoordinatorAddress(2, "127.0.0.1", 19094)
 
