@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from groupcoord.coordinator.errors import ErrorCode, GroupError
@@ -59,6 +60,7 @@ from groupcoord.coordinator.offsets.retention import (
 )
 from groupcoord.coordinator.runtime.api import Result, ScheduleTimer, TimerOp
 from groupcoord.coordinator.share import shard_ops as share_ops
+from groupcoord.coordinator.share.partition_types import SharePartitionConfig
 from groupcoord.records import CoordinatorRecord
 from groupcoord.records.definitions import PendingTxnOffset
 from groupcoord.records.offset_commit_decoding import KeptTimestamps
@@ -107,6 +109,15 @@ class _OnImage:
         return self.again(now_ms) if self.metadata() is self.image else None
 
 
+def _share_partition_config(cfg: ShareGroupConfig) -> SharePartitionConfig:
+    return SharePartitionConfig(
+        delivery_count_limit=cfg.delivery_count_limit,
+        record_lock_duration_ms=cfg.record_lock_duration_ms,
+        max_in_flight_records=cfg.partition_max_record_locks,
+        renew_enabled=cfg.renew_acknowledge_enable,
+    )
+
+
 @dataclass(frozen=True)
 class GroupCoordinatorShard:
     """Kafka's GroupCoordinatorShard: the runtime's view of one partition's groups (state
@@ -122,6 +133,20 @@ class GroupCoordinatorShard:
 
     def create_state(self) -> GroupCoordinatorState:
         return GroupCoordinatorState()
+
+    def share_partition_config(self, state: GroupCoordinatorState, group_id: str) -> SharePartitionConfig:
+        """The limits the group's share-partitions run under now: its ``share.*`` configs over the
+        broker defaults. Taken at every use (acquisition, acknowledgement, release, lock expiry),
+        as Kafka's SharePartition reads the group's configs when it uses them, so a change applies
+        to share-partitions already live."""
+        overrides = state.group_configs.configs.get(group_id)
+        if not overrides:  # most groups: one object, so a live share-partition's check is ``is``
+            return self._broker_share_partition_config
+        return _share_partition_config(group_config.effective_share(self.share_config, overrides))
+
+    @cached_property
+    def _broker_share_partition_config(self) -> SharePartitionConfig:
+        return _share_partition_config(self.share_config)
 
     def context(
         self,
@@ -182,11 +207,13 @@ class GroupCoordinatorShard:
         if classic.is_classic_timer(event):
             return classic.classic_on_timer(state.classic, event, now_ms, self.classic_config)
         if isinstance(event, share_ops.ShareLockExpiry):
-            return share_ops.expire_locks(state.share_data, event.key, now_ms)
+            config = self.share_partition_config(state, event.key.group)
+            return share_ops.expire_locks(state.share_data, event.key, now_ms, config)
         if isinstance(event, ShareSessionTimeout):
             result = routing.on_timer(state, event, self.context(now_ms, None, state, event.group_id))
             if result.records:  # the member was removed: its records go back
-                released = share_ops.release_records(state.share_data, event.group_id, event.member_id)
+                config = self.share_partition_config(state, event.group_id)
+                released = share_ops.release_records(state.share_data, event.group_id, event.member_id, config)
                 result.records = [*result.records, *released]
             return result
         return routing.on_timer(state, event, self.context(now_ms, None, state, getattr(event, "group_id", None)))

@@ -123,6 +123,45 @@ def test_lock_expiry_timer_releases_and_archives_at_the_limit() -> None:
     assert shard.durable_matches_live()
 
 
+def test_the_groups_configs_of_now_apply_to_a_live_share_partition() -> None:
+    """Kafka's SharePartition reads the group's configs where it uses them: the record-lock limit
+    at each acquisition, the lock duration at each lock, the delivery-count limit at each release
+    or lock expiry (the timer included). The shard passes the configs it reads now to each."""
+    from groupcoord.coordinator.group_shard import GroupCoordinatorShard
+    from groupcoord.coordinator.groups import group_config as gc
+
+    handlers = GroupCoordinatorShard()
+    shard = Shard()
+    data = shard.state.share_data
+    broker = handlers.share_partition_config(shard.state, "g")
+    assert broker is handlers.share_partition_config(shard.state, "g")  # no override: one object
+    shard.run(ops.ensure(data, [(KEY, broker, None, 0)]))
+    changes = [
+        gc.ConfigChange(name, gc.ConfigOp.SET, value)
+        for name, value in (
+            ("share.partition.max.record.locks", "100"),
+            ("share.record.lock.duration.ms", "15000"),
+            ("share.delivery.count.limit", "2"),
+        )
+    ]
+    shard.run(handlers.alter_group_config(shard.state, "g", changes, None, False))
+    now = handlers.share_partition_config(shard.state, "g")
+    assert (now.max_in_flight_records, now.record_lock_duration_ms, now.delivery_count_limit) == (100, 15_000, 2)
+    # 500 records in batches of 50: the acquisition stops at the new limit of 100 (2,000 before).
+    batches = tuple(OffsetRange(first, first + 49) for first in range(0, 500, 50))
+    result = ops.acquire(data, "m1", [ops.Fetched(KEY, 0, batches)], 1000, 0, True, now)
+    assert ScheduleTimer(ops.lock_timer_key(KEY), 15_000, ops.ShareLockExpiry(KEY)) in result.timers
+    assert shard.run(result) == {KEY: (AcquiredRecords(0, 99, 1),)}
+    shard.run(handlers.on_timer(shard.state, ops.ShareLockExpiry(KEY), 15_000))
+    assert shard.run(ops.acquire(data, "m1", [ops.Fetched(KEY, 0, batches)], 1000, 15_000, True, now)) == {
+        KEY: (AcquiredRecords(0, 99, 2),)
+    }
+    # The lock timer, at count 2 = the new limit: archived, the start past them.
+    shard.run(handlers.on_timer(shard.state, ops.ShareLockExpiry(KEY), 30_000))
+    assert data.live[KEY].start_offset == 100
+    assert shard.durable_matches_live()
+
+
 def test_release_member_and_reload_from_the_records() -> None:
     shard = Shard()
     data = shard.state.share_data

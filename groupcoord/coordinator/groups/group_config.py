@@ -10,8 +10,9 @@ group's own step, which is what ``false`` means in Kafka.
 
 Share groups (KIP-932) have Kafka 4.2's ``share.*`` configs: ``share.session.timeout.ms`` and
 ``share.heartbeat.interval.ms`` (applied by membership), ``share.record.lock.duration.ms``,
-``share.delivery.count.limit``, ``share.partition.max.record.locks``, ``share.auto.offset.reset``
-and ``share.isolation.level`` (validated and stored, for the share-partition data path), each
+``share.auto.offset.reset`` and ``share.isolation.level``, and KIP-1240's (Kafka 4.3)
+``share.delivery.count.limit`` and ``share.partition.max.record.locks`` (validated and stored, for
+the share-partition data path, which reads them at each use: ``GroupCoordinatorShard.share_partition_config``), each
 bounded by its ``group.share.*`` broker setting (``ShareGroupConfig``), and Kafka 4.3's
 ``share.renew.acknowledge.enable`` (a BOOLEAN, default true: false refuses RENEW acknowledgements
 with INVALID_RECORD_STATE, as Kafka's SharePartition does). Configs for features this coordinator

@@ -141,13 +141,7 @@ class _Part:
 
 def partition_config(handlers: GroupCoordinatorShard, state: GroupCoordinatorState, group: str) -> SharePartitionConfig:
     """The group's share-partition limits: its ``share.*`` configs over the broker defaults."""
-    cfg = group_config.effective_share(handlers.share_config, state.group_configs.configs.get(group))
-    return SharePartitionConfig(
-        delivery_count_limit=cfg.delivery_count_limit,
-        record_lock_duration_ms=cfg.record_lock_duration_ms,
-        max_in_flight_records=cfg.partition_max_record_locks,
-        renew_enabled=cfg.renew_acknowledge_enable,
-    )
+    return handlers.share_partition_config(state, group)
 
 
 def _ack_batches(
@@ -331,7 +325,12 @@ class ShareDataPath:
     async def _release(
         self, shard: Shard[GroupCoordinatorState], group: str, member: str, keys: list[SharePartitionKey]
     ) -> None:
-        await shard.write(lambda state, now: shard_ops.release_member(state.share_data, group, member, keys))
+        handlers = self.service.handlers
+        await shard.write(
+            lambda state, now: shard_ops.release_member(
+                state.share_data, group, member, keys, partition_config(handlers, state, group)
+            )
+        )
 
     async def _relayed(
         self, context: ConnectionContext | None, group: str, request: Message, answer_type: type[R], wait_ms: int = 0
@@ -642,7 +641,13 @@ class ShareDataPath:
                     # be read back (``Shard.write_now``, transient).
                     acquiring = shard.write_now(
                         lambda s, now, fetched=fetched: shard_ops.acquire(
-                            s.share_data, member, fetched, max_records, now, batch_optimized
+                            s.share_data,
+                            member,
+                            fetched,
+                            max_records,
+                            now,
+                            batch_optimized,
+                            partition_config(handlers, s, group),
                         ),  # type: ignore[misc]
                         transient=True,
                     )

@@ -15,7 +15,7 @@ caller (``service/share_data.py``) fetches from the cluster and passes the batch
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from groupcoord.coordinator.errors import ErrorCode
@@ -242,6 +242,15 @@ class Fetched:
     log_start_offset: int | None = None
 
 
+def configure(sp: SharePartition, config: SharePartitionConfig | None) -> None:
+    """Run ``sp`` under the group's configs of now (``None``: as it is). Kafka's SharePartition
+    reads the group's configs where it uses them (the lock duration at each acquisition, the
+    delivery-count limit at each release, the record-lock limit at each fetch), so a change
+    applies to share-partitions already live: each operation here passes the configs it read."""
+    if config is not None and sp.config is not config and sp.config != config:
+        sp.config = config
+
+
 def acquire(
     state: ShareDataState,
     member: str,
@@ -249,6 +258,7 @@ def acquire(
     max_records: int,
     now: int,
     batch_optimized: bool = False,
+    config: SharePartitionConfig | None = None,
 ) -> Result[dict[SharePartitionKey, tuple[AcquiredRecords, ...]]]:
     """Acquire for ``member`` what the fetches returned, at most ``max_records`` over all (a soft
     limit when ``batch_optimized``: a fetched batch begun is acquired to its end,
@@ -256,7 +266,7 @@ def acquire(
     the limit) and a start offset moved over them: an acquisition itself is not written
     (``partition`` module docstring)."""
     changes = _Changes(state)
-    return changes.result(_acquire(changes, member, fetched, max_records, now, batch_optimized))
+    return changes.result(_acquire(changes, member, fetched, max_records, now, batch_optimized, config))
 
 
 def _acquire(
@@ -266,6 +276,7 @@ def _acquire(
     max_records: int,
     now: int,
     batch_optimized: bool = False,
+    config: SharePartitionConfig | None = None,
 ) -> dict[SharePartitionKey, tuple[AcquiredRecords, ...]]:
     got: dict[SharePartitionKey, tuple[AcquiredRecords, ...]] = {}
     remaining = max_records
@@ -273,6 +284,7 @@ def _acquire(
         sp = changes.state.live.get(f.key)
         if sp is None:
             continue
+        configure(sp, config)
         if not f.batches:
             # Nothing fetched; the log's start may have passed the share-partition's (retention,
             # DeleteRecords: the fetch was out of range): move with it.
@@ -315,10 +327,7 @@ def _acknowledge(changes: _Changes, member: str, acks: Acks, now: int) -> dict[S
         if sp is None:
             errors[key] = ErrorCode.INVALID_RECORD_STATE
             continue
-        if sp.config.renew_enabled != config.renew_enabled:
-            # share.renew.acknowledge.enable is read at each acknowledgement, as Kafka reads its group
-            # config: a change applies to share-partitions already live.
-            sp.config = replace(sp.config, renew_enabled=config.renew_enabled)
+        configure(sp, config)
         result = sp.acknowledge(member, batches, now)
         errors[key] = result.error
         if result.error is ErrorCode.NONE:
@@ -327,7 +336,11 @@ def _acknowledge(changes: _Changes, member: str, acks: Acks, now: int) -> dict[S
 
 
 def release_member(
-    state: ShareDataState, group: str, member: str, keys: Iterable[SharePartitionKey] | None = None
+    state: ShareDataState,
+    group: str,
+    member: str,
+    keys: Iterable[SharePartitionKey] | None = None,
+    config: SharePartitionConfig | None = None,
 ) -> Result[None]:
     """The member's records go back (AVAILABLE, or ARCHIVED at the delivery-count limit): it left
     the group, its session timed out, or it closed its share session (``keys``: that session's
@@ -336,13 +349,16 @@ def release_member(
     chosen = state.partitions_of(group) if keys is None else [(k, state.live[k]) for k in keys if k in state.live]
     for key, sp in chosen:
         if sp.holds(member):
+            configure(sp, config)
             changes.add(key, sp, sp.release_member(member))
     return changes.result(None)
 
 
-def release_records(state: ShareDataState, group: str, member: str) -> Sequence[CoordinatorRecord]:
+def release_records(
+    state: ShareDataState, group: str, member: str, config: SharePartitionConfig | None = None
+) -> Sequence[CoordinatorRecord]:
     """``release_member`` for a membership handler that appends the records to its own."""
-    return release_member(state, group, member).records
+    return release_member(state, group, member, None, config).records
 
 
 def delete_group_state(state: ShareDataState, group: str) -> list[CoordinatorRecord]:
@@ -356,13 +372,16 @@ def delete_group_state(state: ShareDataState, group: str) -> list[CoordinatorRec
     return records
 
 
-def expire_locks(state: ShareDataState, key: SharePartitionKey, now: int) -> Result[int]:
+def expire_locks(
+    state: ShareDataState, key: SharePartitionKey, now: int, config: SharePartitionConfig | None = None
+) -> Result[int]:
     """The share-partition's locks that ran out by ``now``; answers how many records they held
     (for the runtime's metrics: Kafka's acquisition lock timeouts)."""
     changes = _Changes(state)
     sp = state.live.get(key)
     expired = 0
     if sp is not None:
+        configure(sp, config)
         expired = sp.locks_due(now)
         changes.add(key, sp, sp.expire_locks(now))
     return changes.result(expired)
