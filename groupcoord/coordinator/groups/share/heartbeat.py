@@ -103,8 +103,12 @@ def _unknown_member(group: ShareGroup, member_id: str) -> GroupError:
 
 def _throw_if_member_epoch_invalid(member: ShareGroupMember, received: int) -> None:
     """Kafka's throwIfShareGroupMemberEpochIsInvalid: the member's epoch, or its previous one (the
-    answer that bumped it was lost), epoch 0 included; a share member owns nothing exclusively,
-    so no owned partitions are compared."""
+    answer that bumped it was lost); a share member owns nothing exclusively, so no owned
+    partitions are compared. Epoch 0 is a rejoin of a member that lost its state (it was fenced,
+    or its client restarted with the same id), as KIP-848 specifies and Kafka allows since
+    KAFKA-19233 (consumer groups already did here): it gets its current epoch and assignment."""
+    if received == 0:
+        return
     if received > member.member_epoch:
         raise GroupError(
             ErrorCode.FENCED_MEMBER_EPOCH,
