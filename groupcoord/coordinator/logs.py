@@ -125,7 +125,16 @@ rate_limit = RateLimit()
 # connections) or an accept that failed (asyncio, EMFILE). Unbounded, one attacker's loop wrote
 # about 465 lines a second (one per malformed connection), and a full descriptor table tens of
 # megabytes a minute of accept tracebacks. A few lines of a kind per interval, then a count.
-CLIENT_DRIVEN_LOGGERS = ("groupcoord.coordinator.gateway.connection", "asyncio")
+# A request relayed to the process that owns its group fails with a line each while that owner is
+# dead and not yet replaced; share consumers retry ShareFetch at once, so a rolling restart wrote
+# ~600 such lines a second and buried the lines an operator needs then.
+CLIENT_DRIVEN_LOGGERS = (
+    "groupcoord.coordinator.gateway.connection",
+    "asyncio",
+    "groupcoord.coordinator.service.share_data",
+    "groupcoord.coordinator.service.handover_relay",
+    "groupcoord.coordinator.gateway.group_configs",
+)
 client_rate_limit = RateLimit(burst=20, interval=10.0)
 _null = logging.NullHandler()
 # librdkafka's last line, kept to say why the cluster could not be reached (as the CLI does).
