@@ -70,6 +70,24 @@ def test_unknown_group_config_name_is_invalid_config() -> None:
     assert refused(change("share.no.such.config", "1")) == "Unknown group config name: share.no.such.config"
 
 
+def test_a_stored_config_this_release_does_not_know_blocks_no_change() -> None:
+    """A newer release stored a config this one does not know (a rollback, or both running during
+    a rolling upgrade): it is kept and left out of describe, and changes of the group's other
+    configs, or its deletion, still work (they all failed with INVALID_CONFIG before)."""
+    stored = {"share.from.a.later.release": "7", "streams.num.standby.replicas": "1", gc.SESSION_TIMEOUT: "30000"}
+    assert gc.incremental_alter(stored, [change(gc.HEARTBEAT_INTERVAL, "2000")], BROKER) == {
+        **stored,
+        gc.HEARTBEAT_INTERVAL: "2000",
+    }
+    assert gc.incremental_alter(stored, [change("share.from.a.later.release", None, DELETE)], BROKER) == {
+        "streams.num.standby.replicas": "1",
+        gc.SESSION_TIMEOUT: "30000",
+    }
+    # Setting such a name is still refused.
+    assert refused(change("share.from.a.later.release", "8")) == "Unknown group config name: share.from.a.later.release"
+    assert "share.from.a.later.release" not in {d.name for d in gc.describe(stored, BROKER)}
+
+
 def test_assignor_offload_is_accepted_stored_and_described_as_kafka_does() -> None:
     """Kafka 4.4 accepts consumer.assignor.offload.enable (a BOOLEAN); tools copying a group's
     configs from Kafka must not fail. It changes nothing here (the assignor runs in the step)."""

@@ -239,13 +239,17 @@ def _invalid(message: str) -> GroupError:
     return GroupError(ErrorCode.INVALID_CONFIG, message)
 
 
+def _known(name: str) -> bool:
+    return name in GROUP_CONFIGS or name in STORED_CONFIGS or name in STRING_CONFIGS | SHARE_BOOLEAN_CONFIGS
+
+
 def _check_name(name: str) -> None:
     if name in NOT_SERVED:
         raise _invalid(
             f"Group config {name} is for streams groups or a share-group feature, which this coordinator "
             "does not serve; set it on the cluster's own group coordinator."
         )
-    if name not in GROUP_CONFIGS and name not in STORED_CONFIGS and name not in STRING_CONFIGS | SHARE_BOOLEAN_CONFIGS:
+    if not _known(name):
         raise _invalid(f"Unknown group config name: {name}")
 
 
@@ -300,12 +304,16 @@ def _broker_of(d: GroupConfigDef, broker: ConsumerGroupConfig, share: ShareGroup
 def validate(
     overrides: Mapping[str, str], broker: ConsumerGroupConfig, share: ShareGroupConfig = DEFAULT_SHARE
 ) -> None:
-    """A group's complete set of overrides against the broker-level bounds (Kafka's GroupConfig.validate)."""
-    for name in overrides:
-        _check_name(name)
+    """A group's complete set of overrides against the broker-level bounds (Kafka's GroupConfig.validate).
+
+    The names being set were checked by the caller (``_check_name``). A stored name this release
+    does not know was written by a newer one (a rolling upgrade, or a rollback after it): it is
+    kept as it is and not validated, as Kafka's ConfigDef ignores undefined keys, so it cannot
+    make every later change of the group's configs fail."""
     parsed = {name: _parse_int(name, value) for name, value in overrides.items() if name in GROUP_CONFIGS}
     for name in overrides.keys() - parsed.keys():
-        _parse(name, overrides[name])
+        if _known(name):
+            _parse(name, overrides[name])
     for name, value in parsed.items():
         d = GROUP_CONFIGS[name]
         source = _broker_of(d, broker, share)
@@ -339,7 +347,8 @@ def incremental_alter(
     """The group's overrides after IncrementalAlterConfigs, validated as a whole."""
     out = dict(current)
     for change in changes:
-        _check_name(change.name)
+        if not (change.op == ConfigOp.DELETE and change.name in current):  # a stored one may go, known or not
+            _check_name(change.name)
         if change.op == ConfigOp.SET:
             if change.value is None:
                 raise _invalid(f"Null value not supported for : {change.name}")
