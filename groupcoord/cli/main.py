@@ -82,11 +82,30 @@ def fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def source_commit() -> str | None:
+    """The commit of the git checkout this package runs from (an editable install), else None:
+    every commit of main says 0.1.0, and an operator rolling an upgrade needs to tell them apart."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
 def _version(value: bool) -> None:
     if value:
         from groupcoord import __version__
 
-        print(f"groupcoord {__version__}")
+        commit = source_commit()
+        print(f"groupcoord {__version__}" + (f" (commit {commit})" if commit else ""))
         raise typer.Exit(0)
 
 

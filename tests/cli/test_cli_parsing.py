@@ -221,3 +221,21 @@ def test_a_datetime_past_what_an_instant_can_be_is_a_bad_command_line(
     assert result.returncode == 2, result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert line == f"error: --to-datetime {when!r}: out of range (after 9999-12-31T23:59:59.999Z in UTC)"
+
+
+def test_version_names_the_commit_of_a_git_checkout() -> None:
+    """Every commit of main says 0.1.0: an operator rolling an upgrade tells two apart by the
+    commit, printed when the package runs from a git checkout (an editable install)."""
+    from typer.testing import CliRunner
+
+    import groupcoord
+    from groupcoord.cli.main import app
+
+    root = Path(__file__).resolve().parents[2]
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
+    printed = CliRunner().invoke(app, ["--version"])
+    assert printed.exit_code == 0
+    if head.returncode == 0:
+        assert printed.stdout == f"groupcoord {groupcoord.__version__} (commit {head.stdout.strip()})\n"
+    else:  # not a checkout: the version alone
+        assert "(commit" not in printed.stdout
