@@ -245,12 +245,12 @@ class GroupCoordinatorShard:
         self, state: GroupCoordinatorState, request: OffsetDeleteRequest, now_ms: int
     ) -> Result[OffsetDeleteResponse]:
         group = state.group(request.group_id)
-        if group is None:
-            return delete_offsets(state.offsets, request, None)
-        error = group.validate_offset_delete()
-        if error != ErrorCode.NONE:
+        if group is not None and (error := group.validate_offset_delete()) != ErrorCode.NONE:
             return Result(OffsetDeleteResponse(error_code=error))
-        return delete_offsets(state.offsets, request, group.retention_view())
+        pending = frozenset(state.txn.pending_partitions(request.group_id))
+        result = delete_offsets(state.offsets, request, None if group is None else group.retention_view(), pending)
+        result.records = [*result.records, *txn.deleting_records(state.txn, result.records)]
+        return result
 
     def expire_offsets(self, state: GroupCoordinatorState, now_ms: int) -> Result[None]:
         """The periodic sweep: expired offsets become tombstones; a group left empty with no
@@ -281,7 +281,10 @@ class GroupCoordinatorShard:
         deleted = list(topics)
         records: list[CoordinatorRecord] = []
         for name, topic_id in deleted:
-            records += offsets_of_deleted_topic(state.offsets, name, topic_id)
+            records += offsets_of_deleted_topic(
+                state.offsets, name, topic_id, state.txn.pending_of_topic(name, topic_id)
+            )
+        records += txn.deleting_records(state.txn, records)
         # Share groups' state of the deleted incarnations goes too (Kafka 4.2 deletes it): a topic
         # re-created under the same name starts its share-partitions afresh, from
         # share.auto.offset.reset, not from the old incarnation's offsets.
@@ -368,12 +371,14 @@ class GroupCoordinatorShard:
             group = state.group(group_id)
             if group is not None:
                 error = group.validate_delete()
-            elif state.offsets.has_group(group_id):
-                error = ErrorCode.NONE
+            elif state.offsets.has_group(group_id) or state.txn.group_has_pending(group_id):
+                error = ErrorCode.NONE  # a group of offsets only (staged ones too: Kafka created it)
             else:
                 error = ErrorCode.GROUP_ID_NOT_FOUND
             if error == ErrorCode.NONE:
-                records += delete_group_offsets(state.offsets, group_id)
+                tombstones = delete_group_offsets(state.offsets, group_id, state.txn.pending_partitions(group_id))
+                records += tombstones
+                records += txn.deleting_records(state.txn, tombstones)
                 records += self._delete_group_records(state, group_id)
                 if group_id in state.group_configs.configs:
                     # A deleted group's dynamic configs go with it.

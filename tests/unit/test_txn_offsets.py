@@ -17,7 +17,7 @@ from groupcoord.coordinator.messages.txn_offset_commit import (
 from groupcoord.coordinator.offsets.handlers import fetch_offsets
 from groupcoord.coordinator.offsets.transactions import Sequence
 from groupcoord.coordinator.runtime.api import Result
-from groupcoord.records import CoordinatorRecord, decode, encode
+from groupcoord.records import CoordinatorRecord, RecordType, decode, encode
 from tests.answers import answered
 from tests.unit.test_group_shard import HANDLERS, IMAGE, apply, commit, commit_at, join_consumer
 
@@ -251,3 +251,75 @@ def test_the_superseded_partition_survives_compaction() -> None:
     assert fresh.snapshot() == state.snapshot()
     marker(fresh, 7, at=4, committed=True)
     assert committed(fresh, "g") == 20
+
+
+def _offset_delete(group: str, partitions: list[int]) -> Any:
+    from groupcoord.coordinator.messages.offset_delete import (
+        OffsetDeleteRequest,
+        OffsetDeleteRequestPartition,
+        OffsetDeleteRequestTopic,
+    )
+
+    topic = OffsetDeleteRequestTopic(
+        name="t", partitions=[OffsetDeleteRequestPartition(partition_index=p) for p in partitions]
+    )
+    return OffsetDeleteRequest(group_id=group, topics=[topic])
+
+
+def test_offset_delete_removes_a_staged_offset_as_kafka_does() -> None:
+    """Kafka's deleteOffsets writes a tombstone for a committed or a pending offset, and replaying
+    it removes the pending ones: the partition is stable at once and the COMMIT leaves it empty.
+    A group of staged offsets only exists (Kafka's TxnOffsetCommit created it)."""
+    state = GroupCoordinatorState()
+    apply(state, commit_at(state, commit("g", {0: 3}), 0))
+    stage(state, txn("g", {0: 10, 1: 4, 2: 5}), txn_offset=5)
+    records = written(state, lambda: HANDLERS.delete_offsets(state, _offset_delete("g", [0, 1]), 0))
+    assert not state.txn.has_pending("g", "t", 0) and not state.txn.has_pending("g", "t", 1)
+    assert state.txn.has_pending("g", "t", 2)
+    # The staged record is written again without the deleted partitions: it outlives the tombstones.
+    (restaged,) = [r for r in records if r.type == RecordType.PENDING_TXN_OFFSETS]
+    assert [o.partition for o in restaged.value.offsets] == [2]
+    marker(state, 7, at=6, committed=True)
+    assert (committed(state, "g"), committed(state, "g", 1), committed(state, "g", 2)) == (None, None, 5)
+
+    only_staged = GroupCoordinatorState()
+    stage(only_staged, txn("h", {0: 10}), txn_offset=5)
+    answer = apply(only_staged, HANDLERS.delete_offsets(only_staged, _offset_delete("h", [0]), 0))
+    assert answer.error_code == ErrorCode.NONE and [p.error_code for p in answer.topics[0].partitions] == [0]
+    assert not only_staged.txn.group_has_pending("h")
+    marker(only_staged, 7, at=6, committed=True)
+    assert committed(only_staged, "h") is None
+
+
+def test_delete_groups_removes_staged_offsets_and_finds_a_group_of_staged_offsets_only() -> None:
+    state = GroupCoordinatorState()
+    apply(state, commit_at(state, commit("g", {0: 3}), 0))
+    stage(state, txn("g", {0: 10, 1: 4}), txn_offset=5)
+    stage(state, txn("h", {0: 7}, pid=8), txn_offset=6)
+    assert apply(state, HANDLERS.delete_groups(state, ["g", "h", "nobody"], 0)) == [
+        ("g", ErrorCode.NONE),
+        ("h", ErrorCode.NONE),
+        ("nobody", ErrorCode.GROUP_ID_NOT_FOUND),
+    ]
+    assert not state.txn.group_has_pending("g") and not state.txn.group_has_pending("h")
+    marker(state, 7, at=9, committed=True)
+    marker(state, 8, at=9, committed=True)
+    assert (committed(state, "g"), committed(state, "g", 1), committed(state, "h")) == (None, None, None)
+
+
+def test_a_deleted_topic_takes_its_staged_offsets_with_it_and_a_reload_agrees() -> None:
+    """Kafka's onPartitionsDeleted tombstones pending offsets too: the COMMIT after the deletion
+    must not give a re-created topic of the same name the old incarnation's offset."""
+    state = GroupCoordinatorState()
+    records = written(
+        state,
+        lambda: HANDLERS.stage_txn_offsets(state, txn("g", {0: 10, 1: 4}), 5, Sequence(0, 0), IDS, 0),
+        lambda: HANDLERS.topics_deleted(state, [("t", IDS["t"])]),
+    )
+    assert not state.txn.group_has_pending("g")
+    latest = {encode(r)[0]: r for r in records}  # compaction leaves the last record of each key
+    fresh = replayed([r for r in records if latest[encode(r)[0]] is r])
+    assert fresh.snapshot() == state.snapshot()
+    for s in (state, fresh):
+        marker(s, 7, at=6, committed=True)
+        assert (committed(s, "g"), committed(s, "g", 1)) == (None, None)

@@ -6,6 +6,7 @@ the group (``GroupRetentionView``) and return tombstones.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from groupcoord.coordinator.errors import ErrorCode
@@ -93,33 +94,44 @@ def all_offsets_expire(state: OffsetsState, group_id: str, expiring: list[Coordi
     return total == len(expiring)
 
 
-def delete_group_offsets(state: OffsetsState, group_id: str) -> list[CoordinatorRecord]:
-    return [
-        _tombstone(group_id, topic, partition)
-        for topic, partitions in sorted(state.group_offsets(group_id).items())
-        for partition in sorted(partitions)
+def delete_group_offsets(
+    state: OffsetsState, group_id: str, pending: Iterable[tuple[str, int]] = ()
+) -> list[CoordinatorRecord]:
+    """Tombstones for every committed offset of the group and every partition with only a staged
+    transactional offset (``pending``), as Kafka's deleteAllOffsets."""
+    committed = [
+        (topic, partition) for topic, partitions in state.group_offsets(group_id).items() for partition in partitions
     ]
+    return [_tombstone(group_id, topic, partition) for topic, partition in sorted({*committed, *pending})]
 
 
-def offsets_of_deleted_topic(state: OffsetsState, topic: str, topic_id: str | None) -> list[CoordinatorRecord]:
-    """Tombstones for offsets of a deleted topic incarnation.
+def offsets_of_deleted_topic(
+    state: OffsetsState, topic: str, topic_id: str | None, pending: Iterable[tuple[str, int]] = ()
+) -> list[CoordinatorRecord]:
+    """Tombstones for offsets of a deleted topic incarnation, committed or staged (``pending``:
+    (group, partition) of the incarnation's staged offsets), as Kafka's onPartitionsDeleted.
 
     Offsets recorded with another topic id belong to a re-created topic of the same name and
     are kept; offsets recorded without any id cannot be told apart and go with the name.
     """
-    out = []
-    for group, topics in sorted(state.offsets.items()):
-        for partition, value in sorted(topics.get(topic, {}).items()):
+    found = set(pending)
+    for group, topics in state.offsets.items():
+        for partition, value in topics.get(topic, {}).items():
             if topic_id is None or value.topic_id is None or value.topic_id == topic_id:
-                out.append(_tombstone(group, topic, partition))
-    return out
+                found.add((group, partition))
+    return [_tombstone(group, topic, partition) for group, partition in sorted(found)]
 
 
 def delete_offsets(
-    state: OffsetsState, request: OffsetDeleteRequest, view: GroupRetentionView | None
+    state: OffsetsState,
+    request: OffsetDeleteRequest,
+    view: GroupRetentionView | None,
+    pending: Collection[tuple[str, int]] = (),
 ) -> Result[OffsetDeleteResponse]:
-    """OffsetDelete: refused per partition for topics the group subscribes to."""
-    if view is None and not state.has_group(request.group_id):
+    """OffsetDelete: refused per partition for topics the group subscribes to. A partition gets a
+    tombstone when it has a committed offset or a staged transactional one (``pending``), as in
+    Kafka, where a group with only staged offsets exists (its TxnOffsetCommit created it)."""
+    if view is None and not state.has_group(request.group_id) and not pending:
         return Result(OffsetDeleteResponse(error_code=ErrorCode.GROUP_ID_NOT_FOUND))
     records = []
     topics = []
@@ -134,7 +146,7 @@ def delete_offsets(
                     )
                 )
                 continue
-            if state.get(request.group_id, t.name, partition) is not None:
+            if state.get(request.group_id, t.name, partition) is not None or (t.name, partition) in pending:
                 records.append(_tombstone(request.group_id, t.name, partition))
             rows.append(OffsetDeleteResponsePartition(partition_index=partition, error_code=ErrorCode.NONE))
         topics.append(OffsetDeleteResponseTopic(name=t.name, partitions=rows))

@@ -21,6 +21,13 @@ Kafka compares record offsets of staged offsets from different producers too; he
 transactions committing the same partition of one group apply in the order their markers were
 resolved (two live producers committing one group's partition are zombies of each other, which the
 cluster's fencing already stops).
+
+Deletion (Kafka's OffsetMetadataManager.replay of a tombstone: "remove all the pending offset
+commits related to the tombstone"): OffsetDelete, DeleteGroups and a deleted topic write a
+tombstone for every partition with a committed *or* a staged offset, and a staged offset of such a
+partition is removed, so the transaction's COMMIT leaves the partition without an offset. The
+removal is written on the staged records themselves (``deleting_records``, in the tombstones'
+batch), for the same reason as the mark above: compaction drops tombstones.
 """
 
 from __future__ import annotations
@@ -97,8 +104,8 @@ class TxnOffsetsState:
 
     def _plain_commit(self, record: CoordinatorRecord) -> None:
         """A plain commit replayed after staged offsets of the same partition overtakes them; a
-        value a committed transaction wrote does not (its marker is that ordering), nor does a
-        deletion (Kafka applies a staged offset over an absent one)."""
+        value a committed transaction wrote does not (its marker is that ordering). A deletion's
+        batch carries the staged records it changed (``deleting_records``)."""
         key: OffsetCommitKey = record.key
         if record.value is None or record.value.producer_id >= 0:
             return
@@ -128,6 +135,21 @@ class TxnOffsetsState:
 
     def group_has_pending(self, group: str) -> bool:
         return bool(self.open_by_partition.get(group))
+
+    def pending_partitions(self, group: str) -> list[tuple[str, int]]:
+        """The (topic, partition)s of ``group`` with a staged offset, sorted."""
+        return sorted(self.open_by_partition.get(group, ()))
+
+    def pending_of_topic(self, topic: str, topic_id: str | None) -> list[tuple[str, int]]:
+        """(group, partition) of every staged offset of ``topic``'s incarnation ``topic_id`` (an
+        offset staged without an id goes with the name, as a committed one does), sorted."""
+        found: set[tuple[str, int]] = set()
+        for staged in self.pending.values():
+            for commit in staged.values():
+                for o in commit.value.offsets:
+                    if o.topic == topic and (topic_id is None or o.topic_id is None or o.topic_id == topic_id):
+                        found.add((commit.key.group, o.partition))
+        return sorted(found)
 
     def commits_of(self, producer_id: int) -> list[StagedCommit]:
         """The producer's staged commits, in the order their records sit in the transaction topic."""
@@ -259,6 +281,37 @@ def overtaking_records(
         records.append(
             CoordinatorRecord(RecordType.PENDING_TXN_OFFSETS, commit.key, replace(commit.value, superseded=indexes))
         )
+    return records
+
+
+def deleting_records(state: TxnOffsetsState, written: Iterable[CoordinatorRecord]) -> list[CoordinatorRecord]:
+    """The staged records holding an offset of a partition that the OffsetCommit tombstones in
+    ``written`` delete, rewritten without it (a tombstone of the staged record when nothing is
+    left): they go in the same batch, after the tombstones. Kafka removes a deleted partition's
+    pending offsets at once (so OffsetFetch's require_stable no longer waits for the transaction)
+    and its COMMIT then writes nothing there."""
+    deleted: dict[str, set[tuple[str, int]]] = {}
+    for record in written:
+        if record.type == RecordType.OFFSET_COMMIT and record.value is None:
+            key: OffsetCommitKey = record.key
+            if (key.topic, key.partition) in state.open_by_partition.get(key.group, {}):
+                deleted.setdefault(key.group, set()).add((key.topic, key.partition))
+    records: list[CoordinatorRecord] = []
+    for producer_id in sorted(state.pending):
+        for (_, group), commit in sorted(state.pending[producer_id].items()):
+            gone = deleted.get(group)
+            offsets = commit.value.offsets
+            if not gone or not any((o.topic, o.partition) in gone for o in offsets):
+                continue
+            kept = [i for i, o in enumerate(offsets) if (o.topic, o.partition) not in gone]
+            if not kept:
+                records.append(CoordinatorRecord(RecordType.PENDING_TXN_OFFSETS, commit.key, None))
+                continue
+            superseded = [
+                n for n, i in enumerate(kept) if (offsets[i].topic, offsets[i].partition) in commit.superseded
+            ]
+            value = replace(commit.value, offsets=[offsets[i] for i in kept], superseded=superseded)
+            records.append(CoordinatorRecord(RecordType.PENDING_TXN_OFFSETS, commit.key, value))
     return records
 
 
