@@ -278,7 +278,7 @@ def test_offset_delete_removes_a_staged_offset_as_kafka_does() -> None:
     assert state.txn.has_pending("g", "t", 2)
     # The staged record is written again without the deleted partitions: it outlives the tombstones.
     (restaged,) = [r for r in records if r.type == RecordType.PENDING_TXN_OFFSETS]
-    assert [o.partition for o in restaged.value.offsets] == [2]
+    assert restaged.value is not None and [o.partition for o in restaged.value.offsets] == [2]
     marker(state, 7, at=6, committed=True)
     assert (committed(state, "g"), committed(state, "g", 1), committed(state, "g", 2)) == (None, None, 5)
 
@@ -314,7 +314,7 @@ def test_a_deleted_topic_takes_its_staged_offsets_with_it_and_a_reload_agrees() 
     records = written(
         state,
         lambda: HANDLERS.stage_txn_offsets(state, txn("g", {0: 10, 1: 4}), 5, Sequence(0, 0), IDS, 0),
-        lambda: HANDLERS.topics_deleted(state, [("t", IDS["t"])]),
+        lambda: HANDLERS.topics_deleted(state, [("t", str(IDS["t"]))]),
     )
     assert not state.txn.group_has_pending("g")
     latest = {encode(r)[0]: r for r in records}  # compaction leaves the last record of each key
