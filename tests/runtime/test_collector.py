@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import gc
 
-from groupcoord.coordinator.runtime.collector import SurvivorFreezer, collector_paused, release_freed_heap
+from groupcoord.coordinator.runtime.collector import (
+    FREEZE_ANSWER_MIN_ROWS,
+    SurvivorFreezer,
+    collector_paused,
+    release_freed_heap,
+)
 from groupcoord.coordinator.runtime.log import CollectorPause
 
 
@@ -151,6 +156,45 @@ def test_a_load_freezes_what_it_built_and_a_thaw_waits_for_a_full_collection() -
     finally:
         freezer.uninstall()
     assert gc.get_freeze_count() == 0
+
+
+def test_a_small_answer_freezes_nothing_so_garbage_cycles_are_still_collected() -> None:
+    """A soak probe: ListGroups froze at every call whatever its size, and with it the young
+    garbage cycles of closed connections; polled every 10 s, serve grew by ~1 GB in 20 minutes."""
+    freezer = SurvivorFreezer(thaw_every_s=3600)
+    freezer.install()
+    try:
+        gc.collect()  # (which freezes its survivors: the freezer is installed)
+        frozen, freezes = gc.get_freeze_count(), freezer.freezes
+        cycle: list[object] = [bytearray(1 << 16)]
+        cycle.append(cycle)
+        del cycle
+        freezer.freeze_answer(rows=3)
+        assert (gc.get_freeze_count(), freezer.freezes) == (frozen, freezes)
+        assert gc.collect(0) >= 1  # the cycle is still the collector's to free
+        rows = [[i] for i in range(FREEZE_ANSWER_MIN_ROWS)]  # (lists: the collector tracks them)
+        freezer.freeze_answer(rows=len(rows))
+        assert freezer.freezes == freezes + 1 and gc.get_freeze_count() >= frozen + len(rows)
+    finally:
+        freezer.uninstall()
+    assert gc.get_freeze_count() == 0
+
+
+def test_freezing_does_the_backstop_thaw_when_it_is_due() -> None:
+    """A freeze restarts the generations' counts, so a process freezing often (loads, large
+    listings) may never reach the collection of generation 1 that looks at the backstop: the
+    freeze itself does the thaw when it is due."""
+    freezer = SurvivorFreezer(thaw_every_s=3600)
+    freezer.install()
+    try:
+        kept = [{"state": [i]} for i in range(1000)]
+        freezer.freeze_now()
+        assert gc.get_freeze_count() >= len(kept) and freezer.thaws == 0
+        freezer.thaw_every_s = 0.0
+        freezer.freeze_now()
+        assert freezer.thaws == 1 and gc.get_freeze_count() == 0
+    finally:
+        freezer.uninstall()
 
 
 def test_fired_and_cancelled_shard_timers_leave_no_cycle() -> None:

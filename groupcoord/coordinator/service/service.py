@@ -282,7 +282,7 @@ class GroupCoordinatorService:
                     continue
                 answers.append(await take_in_slices(listing))
             answer = await list_groups_answer(answers)
-            collector.SHARED.freeze_answer()
+            collector.SHARED.freeze_answer(len(answer[1]))
         return answer
 
     async def describe_groups(
