@@ -44,6 +44,7 @@ from groupcoord.coordinator.messages.share_group_heartbeat import (
 from groupcoord.coordinator.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from groupcoord.coordinator.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
     TxnOffsetCommitResponse,
     TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
@@ -305,14 +306,14 @@ class GroupCoordinatorShard:
         fenced = txn.stale_epoch(state.txn, request.producer_id, request.producer_epoch)
         if fenced != ErrorCode.NONE:
             return fenced, sequence
-        limit = self.offsets_config.offset_metadata_max_bytes
-        if any(
-            p.committed_metadata is not None and java_length(p.committed_metadata) > limit
-            for t in request.topics
-            for p in t.partitions
-        ):
+        if all(self._metadata_too_large(p) for t in request.topics for p in t.partitions):
+            # Nothing to stage (Kafka refuses such a partition alone): nothing is written either.
             return ErrorCode.OFFSET_METADATA_TOO_LARGE, sequence
         return _txn_group_error(state, request, topic_ids), sequence
+
+    def _metadata_too_large(self, p: TxnOffsetCommitRequestPartition) -> bool:
+        limit = self.offsets_config.offset_metadata_max_bytes
+        return p.committed_metadata is not None and java_length(p.committed_metadata) > limit
 
     def stage_txn_offsets(
         self,
@@ -325,10 +326,16 @@ class GroupCoordinatorShard:
     ) -> Result[TxnOffsetCommitResponse]:
         """Stage the offsets once their record of the client's transaction is in the transaction
         topic at ``txn_offset``: checked again (the group may have moved on meanwhile; the record
-        then stays undecided in the transaction topic and is never applied)."""
+        then stays undecided in the transaction topic and is never applied). A partition whose
+        metadata is too large is refused alone, the others staged (Kafka's commitTransactionalOffset)."""
         error, _ = self.validate_txn_commit(state, request, topic_ids)
         if error != ErrorCode.NONE:
             return Result(txn_commit_response(request, error))
+        response = txn_commit_response(request, ErrorCode.NONE)
+        for t, answered in zip(request.topics, response.topics, strict=True):
+            for p, partition in zip(t.partitions, answered.partitions, strict=True):
+                if self._metadata_too_large(p):
+                    partition.error_code = int(ErrorCode.OFFSET_METADATA_TOO_LARGE)
         offsets = [
             PendingTxnOffset(
                 t.name,
@@ -340,11 +347,12 @@ class GroupCoordinatorShard:
             )
             for t in request.topics
             for p in t.partitions
+            if not self._metadata_too_large(p)
         ]
         records = txn.staging_records(
             request.group_id, request.producer_id, txn_offset, request.transactional_id, written, offsets, now_ms
         )
-        return Result(txn_commit_response(request, ErrorCode.NONE), records)
+        return Result(response, records)
 
     def resolve_txn(
         self, state: GroupCoordinatorState, producer_id: int, marker_offset: int, committed: bool, now_ms: int

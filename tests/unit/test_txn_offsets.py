@@ -323,3 +323,26 @@ def test_a_deleted_topic_takes_its_staged_offsets_with_it_and_a_reload_agrees() 
     for s in (state, fresh):
         marker(s, 7, at=6, committed=True)
         assert (committed(s, "g"), committed(s, "g", 1)) == (None, None)
+
+
+def test_metadata_too_large_refuses_that_partition_alone() -> None:
+    """Kafka's commitTransactionalOffset refuses a partition whose metadata is too large and
+    stages the others; a request with no partition left is refused before anything is written."""
+    from groupcoord.coordinator.messages.txn_offset_commit import TxnOffsetCommitRequestPartition
+
+    state = GroupCoordinatorState()
+    request = txn("g", {0: 10, 1: 11})
+    big, small = request.topics[0].partitions
+    request.topics[0].partitions = [
+        TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=10, committed_metadata="x" * 5000),
+        small,
+    ]
+    del big
+    answer = stage(state, request, txn_offset=5)
+    assert [(p.partition_index, p.error_code) for p in answer.topics[0].partitions] == [
+        (0, ErrorCode.OFFSET_METADATA_TOO_LARGE),
+        (1, ErrorCode.NONE),
+    ]
+    assert not state.txn.has_pending("g", "t", 0) and state.txn.has_pending("g", "t", 1)
+    marker(state, 7, at=6, committed=True)
+    assert (committed(state, "g"), committed(state, "g", 1)) == (None, 11)
