@@ -379,8 +379,8 @@ class GroupCoordinatorShard:
             group = state.group(group_id)
             if group is not None:
                 error = group.validate_delete()
-            elif state.offsets.has_group(group_id) or state.txn.group_has_pending(group_id):
-                error = ErrorCode.NONE  # a group of offsets only (staged ones too: Kafka created it)
+            elif state.has_simple_group(group_id):
+                error = ErrorCode.NONE
             else:
                 error = ErrorCode.GROUP_ID_NOT_FOUND
             if error == ErrorCode.NONE:
@@ -552,8 +552,13 @@ def group_listing(
         *live.share.groups.values(),
         *live.classic.groups.values(),
     ]
-    # Groups that only ever committed offsets are listed as empty classic groups, like Kafka.
-    simple = list(live.offsets.offsets) if (not types or CLASSIC in types) and (not states or "empty" in states) else []
+    # Groups that only ever committed offsets (or staged them in a transaction) are listed as
+    # empty classic groups, like Kafka.
+    simple = (
+        list(dict.fromkeys([*live.offsets.offsets, *live.txn.open_by_partition]))
+        if (not types or CLASSIC in types) and (not states or "empty" in states)
+        else []
+    )
 
     def listing() -> Iterator[GroupSummary | None]:
         for g in groups:
@@ -584,7 +589,7 @@ def describe_classic_groups(
                     group_state="Dead",
                 )
             )
-        elif live.group_type(group_id) is None and live.offsets.has_group(group_id):
+        elif live.group_type(group_id) is None and live.has_simple_group(group_id):
             out.append(DescribeGroupsResponseDescribedGroup(group_id=group_id, group_state="Empty"))
         else:
             out.extend(classic.describe_groups(live.classic, [group_id], api_version))

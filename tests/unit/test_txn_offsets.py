@@ -8,6 +8,7 @@ from typing import Any
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.group_shard import GroupCoordinatorState
+from groupcoord.coordinator.groups.group import CLASSIC, GroupSummary
 from groupcoord.coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchRequestTopics
 from groupcoord.coordinator.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
@@ -346,3 +347,17 @@ def test_metadata_too_large_refuses_that_partition_alone() -> None:
     assert not state.txn.has_pending("g", "t", 0) and state.txn.has_pending("g", "t", 1)
     marker(state, 7, at=6, committed=True)
     assert (committed(state, "g"), committed(state, "g", 1)) == (None, 11)
+
+
+def test_a_group_of_staged_offsets_only_is_listed_and_described_as_an_empty_classic_group() -> None:
+    """Kafka's TxnOffsetCommit with generation -1 creates the group (an empty classic group
+    without a protocol type), as a plain commit does."""
+    from groupcoord.coordinator.group_shard import describe_classic_groups, group_listing
+
+    state = GroupCoordinatorState()
+    stage(state, txn("h", {0: 7}), txn_offset=5)
+    assert [g for g in group_listing(state, (), ()) if g is not None] == [GroupSummary("h", "", "Empty", CLASSIC)]
+    (described,) = describe_classic_groups(state, ["h"], 5)
+    assert (described.error_code, described.group_state) == (0, "Empty")
+    marker(state, 7, at=6, committed=False)
+    assert [g for g in group_listing(state, (), ()) if g is not None] == []

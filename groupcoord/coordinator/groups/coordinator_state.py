@@ -154,7 +154,12 @@ class GroupCoordinatorState:
         return None if group is None else group.type
 
     def group_known(self, group_id: str) -> bool:
-        return self.group(group_id) is not None or self.offsets.has_group(group_id)
+        return self.group(group_id) is not None or self.has_simple_group(group_id)
+
+    def has_simple_group(self, group_id: str) -> bool:
+        """A group of offsets only, committed or staged by a transaction: Kafka holds it as an
+        empty classic group, which its OffsetCommit or TxnOffsetCommit created."""
+        return self.offsets.has_group(group_id) or self.txn.group_has_pending(group_id)
 
     def retention_view(self, group_id: str) -> GroupRetentionView:
         group = self.group(group_id)
