@@ -114,7 +114,12 @@ class _Runtime:
         self.shards = {0: _Shard(state)}
 
 
-def test_the_rows_of_a_listing_are_frozen_and_never_walked_by_a_young_collection(state: GroupCoordinatorState) -> None:
+def test_the_rows_of_a_listing_are_frozen_and_never_walked_by_a_young_collection(
+    state: GroupCoordinatorState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A listing this long is frozen (``FREEZE_ANSWER_MIN_ROWS``, 10,000 in serve: smaller ones
+    # are left to young collections, which walk them in well under a millisecond).
+    monkeypatch.setattr(collector, "FREEZE_ANSWER_MIN_ROWS", GROUPS)
     service = GroupCoordinatorService(_Runtime(state), GroupCoordinatorShard())  # type: ignore[arg-type]
     collections: list[int] = []
 
