@@ -276,6 +276,8 @@ class GroupCoordinatorShard:
                 and all_offsets_expire(state.offsets, group_id, expiring)
             ):
                 records += self._delete_group_records(state, group_id)
+        # Producers idle past transactional.id.expiration.ms with nothing staged: their sequences go.
+        records += txn.expired_producers(state.txn, now_ms, self.offsets_config.transactional_id_expiration_ms)
         return Result(None, records, [self._retention_timer(now_ms)])
 
     def topics_deleted(self, state: GroupCoordinatorState, topics: Iterable[tuple[str, str]]) -> Result[None]:

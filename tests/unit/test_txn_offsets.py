@@ -361,3 +361,24 @@ def test_a_group_of_staged_offsets_only_is_listed_and_described_as_an_empty_clas
     assert (described.error_code, described.group_state) == (0, "Empty")
     marker(state, 7, at=6, committed=False)
     assert [g for g in group_listing(state, (), ()) if g is not None] == []
+
+
+def test_an_idle_producer_with_nothing_staged_is_forgotten_after_the_expiration() -> None:
+    """A soak probe: one TxnProducer record per transactional producer that ever committed offsets
+    stayed in the log for good. The retention sweep drops those idle for
+    transactional.id.expiration.ms (7 days, Kafka's) with nothing left staged."""
+    from groupcoord.coordinator.group_shard import RetentionSweep
+
+    week = HANDLERS.offsets_config.transactional_id_expiration_ms
+    state = GroupCoordinatorState()
+    stage(state, txn("g", {0: 10}, pid=7), txn_offset=5, now=0)
+    stage(state, txn("g", {1: 10}, pid=8), txn_offset=6, now=0)
+    marker(state, 7, at=7, committed=True)  # producer 8's transaction stays open
+    apply(state, HANDLERS.on_timer(state, RetentionSweep(), week - 1))
+    assert set(state.txn.producers) == {7, 8}
+    records = HANDLERS.on_timer(state, RetentionSweep(), week).records
+    apply(state, Result(None, records))
+    assert set(state.txn.producers) == {8}
+    assert [r.key.producer_id for r in records if r.type == RecordType.TXN_PRODUCER] == [7]
+    # A later transaction of producer 7 (a new epoch, as the cluster expired it too) starts at 0.
+    assert HANDLERS.validate_txn_commit(state, txn("g", {0: 11}, pid=7, epoch=1), IDS)[1] == Sequence(1, 0)

@@ -315,6 +315,18 @@ def deleting_records(state: TxnOffsetsState, written: Iterable[CoordinatorRecord
     return records
 
 
+def expired_producers(state: TxnOffsetsState, now_ms: int, expiration_ms: int) -> list[CoordinatorRecord]:
+    """Tombstones for the producers whose last staging is ``expiration_ms`` old and that have
+    nothing staged any more (Kafka's transactional.id.expiration.ms: the cluster has forgotten
+    such a producer's state by then, so its next transaction comes with a new epoch, whose
+    sequence starts at 0 whether or not this shard remembers the old one)."""
+    return [
+        CoordinatorRecord(RecordType.TXN_PRODUCER, TxnProducerKey(producer_id), None)
+        for producer_id, value in sorted(state.producers.items())
+        if producer_id not in state.pending and now_ms - value.timestamp >= expiration_ms
+    ]
+
+
 def stale_epoch(state: TxnOffsetsState, producer_id: int, producer_epoch: int) -> ErrorCode:
     """A producer epoch older than one this shard already wrote for the producer is a zombie's
     (Kafka's ProducerAppendInfo.checkProducerEpoch: INVALID_PRODUCER_EPOCH); the cluster checks it
