@@ -282,8 +282,18 @@ class _UpstreamProtocol(asyncio.BufferedProtocol):
             self._drained.set_result(None)
         if not self.closed.done():
             self.closed.set_result(None)
-        if self.upstream is not None:
-            self.upstream._lost(exc)
+        upstream = self.upstream
+        if upstream is not None:
+            upstream._lost(exc)
+        # The upstream connection and this protocol refer to each other: a cycle, which only the
+        # cyclic collector would free, and it runs rarely here (runtime/collector.py), so every
+        # closed connection held its 64 KiB scratch buffer until then (a process opening and
+        # closing many client connections held hundreds of MB). Nothing is read after this, so
+        # the cycle is broken and what was being read dropped: reference counting frees them now.
+        self.upstream = None
+        self._scratch = bytearray()
+        self._start = self._end = 0
+        self._answer = self._view = None
 
     def pause_writing(self) -> None:
         self._write_paused = True
@@ -378,9 +388,11 @@ class UpstreamConnection:
         self._closed: BaseException | None = None
         self._loop = asyncio.get_running_loop()
         self._writing = asyncio.Lock()
-        protocol.upstream = self
         if protocol.closed.done():
+            # Lost already: connection_lost has run, and will not drop this reference (a cycle).
             self._lost(None)
+        else:
+            protocol.upstream = self
 
     @classmethod
     async def open(
