@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import re
+import struct
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 import pytest
 
 from groupcoord.coordinator.gateway import GatewayServer
+from groupcoord.coordinator.gateway import upstream as upstream_module
 from groupcoord.coordinator.gateway.upstream import UpstreamConnection
 from tests.gateway.test_streaming import FETCH, LOOPS, ScriptedBroker, body_for, framed, request, run
 from tests.gateway.wire_client import WireClient
@@ -115,3 +118,152 @@ def test_a_client_connection_closed_frees_its_upstream_connection_at_once(
             assert await freed(refs), _held(refs)
 
     run(answer_each, test, loop)
+
+
+# --- answers to Produce with acks=0 -----------------------------------------------------------------
+#
+# Kafka never answers a Produce with acks=0; Tansu (the local broker) does. Either way every other
+# answer must reach its request, and the connection stay up.
+
+PRODUCE = 0
+# Requests as a client sends them: (correlation id, whether an answer is owed; False: acks=0).
+MIXED = [(1, False), (2, False), (3, True), (4, False), (5, True), (6, True), (7, False), (8, False), (9, True)]
+
+
+def answer_size(correlation_id: int) -> int:
+    # Some answers larger than the connection's 64 KiB read-ahead buffer, so dropping one spans reads.
+    return 200_000 if correlation_id % 4 == 0 else 40 + correlation_id % 1000
+
+
+def answering(acks_zero_too: bool, pieces: int = 7, only_even: bool = False) -> Any:
+    """A broker answering in order; ``acks_zero_too``: Produce with acks=0 too, as Tansu does
+    (``only_even``: those with an even correlation id only)."""
+
+    async def respond(correlation_id: int, payload: bytes, writer: asyncio.StreamWriter) -> None:
+        (api_key,) = struct.unpack_from(">h", payload)
+        if api_key == PRODUCE and (not acks_zero_too or (only_even and correlation_id % 2)):
+            return
+        data = framed(body_for(correlation_id, answer_size(correlation_id), correlation_id))
+        for at in range(0, len(data), len(data) // pieces + 1):
+            writer.write(data[at : at + len(data) // pieces + 1])
+            await writer.drain()
+
+    return respond
+
+
+async def send_all(upstream: UpstreamConnection, requests: list[tuple[int, bool]]) -> None:
+    answers = []
+    for correlation_id, owed in requests:
+        payload = request(FETCH if owed else PRODUCE, correlation_id)[4:]
+        answers.append((correlation_id, owed, await upstream.send(payload, correlation_id, owed)))
+    for correlation_id, owed, answer in answers:
+        got = await asyncio.wait_for(answer, 10)
+        assert got == (body_for(correlation_id, answer_size(correlation_id), correlation_id) if owed else b"")
+
+
+@pytest.mark.parametrize("broker_kind", ["tansu", "kafka", "some"])
+@pytest.mark.parametrize(
+    "requests",
+    [
+        MIXED,
+        [(1, False), (2, False), (3, False)],  # nothing owed when the answers come
+        [(1, True), (2, False)],
+        [(2**31 - 1, False), (0, True)],  # ids wrap
+    ],
+)
+def test_answers_to_acks_zero_produce_are_dropped_and_the_rest_paired(
+    broker_kind: str, requests: list[tuple[int, bool]]
+) -> None:
+    async def main() -> None:
+        respond = answering(acks_zero_too=broker_kind != "kafka", only_even=broker_kind == "some")
+        async with ScriptedBroker(respond) as broker:
+            upstream = await UpstreamConnection.open(("127.0.0.1", broker.port), None, 5.0)
+            try:
+                await send_all(upstream, requests)
+                # Then another round on the same connection: nothing left over from the first.
+                await send_all(upstream, [((cid + 100) % 2**31, owed) for cid, owed in requests] + [(500, True)])
+                await asyncio.sleep(0.1)
+                assert not upstream.closed
+                assert broker.requests == [cid for cid, _ in requests] + [
+                    (cid + 100) % 2**31 for cid, _ in requests
+                ] + [500]
+            finally:
+                await upstream.close()
+
+    asyncio.run(main())
+
+
+def _answer_then(correlation_ids: list[int]) -> Any:
+    """A broker that answers the first request with the answers of ``correlation_ids``."""
+
+    async def respond(correlation_id: int, payload: bytes, writer: asyncio.StreamWriter) -> None:
+        if correlation_id == 1:
+            for answered in correlation_ids:
+                writer.write(framed(body_for(answered, 64, answered)))
+            await writer.drain()
+
+    return respond
+
+
+@pytest.mark.parametrize(
+    ("requests", "answered"),
+    [
+        ([(1, True)], [9, 1]),  # an answer to nothing this connection sent
+        ([(1, False), (2, True)], [2, 1]),  # the acks=0 answer after a later request's: out of order
+        ([(1, True), (2, False)], [2, 1]),  # an acks=0 request's answer before one owed earlier
+    ],
+)
+def test_any_other_answer_out_of_order_still_fails_the_connection(
+    requests: list[tuple[int, bool]], answered: list[int]
+) -> None:
+    async def main() -> None:
+        async with ScriptedBroker(_answer_then(answered)) as broker:
+            upstream = await UpstreamConnection.open(("127.0.0.1", broker.port), None, 5.0)
+            try:
+                for correlation_id, expect in requests:
+                    payload = request(FETCH if expect else PRODUCE, correlation_id)[4:]
+                    await upstream.send(payload, correlation_id, expect)
+                for _ in range(500):
+                    if upstream.closed:
+                        break
+                    await asyncio.sleep(0.01)
+                assert re.search("correlation id|no request outstanding", str(upstream._closed))
+            finally:
+                await upstream.close()
+
+    asyncio.run(main())
+
+
+def test_a_request_reusing_an_acks_zero_id_gets_the_answer_when_the_broker_does_not_answer_acks_zero() -> None:
+    # Kafka: the acks=0 Produce (id 0) is not answered, so the answer carrying 0 is the next request's.
+    async def main() -> None:
+        async with ScriptedBroker(answering(acks_zero_too=False)) as broker:
+            upstream = await UpstreamConnection.open(("127.0.0.1", broker.port), None, 5.0)
+            try:
+                await send_all(upstream, [(0, False), (0, True), (0, True)])
+                assert not upstream.closed
+            finally:
+                await upstream.close()
+
+    asyncio.run(main())
+
+
+def test_acks_zero_ids_are_remembered_in_runs_the_last_ones_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(upstream_module, "ACKS_ZERO_REMEMBERED", 3)
+
+    async def main() -> None:
+        async with ScriptedBroker(answering(acks_zero_too=False)) as broker:
+            upstream = await UpstreamConnection.open(("127.0.0.1", broker.port), None, 5.0)
+            try:
+                # Consecutive ids: one run, however many (Kafka answers none of them).
+                await send_all(upstream, [(cid, False) for cid in range(1, 1001)])
+                assert list(upstream._acks_zero_sent) == [(1, 1000, 0)]
+                # Ids apart: a run each, and only the last ACKS_ZERO_REMEMBERED kept.
+                await send_all(upstream, [(cid, False) for cid in range(2000, 2010, 2)])
+                assert [first for first, _, _ in upstream._acks_zero_sent] == [2004, 2006, 2008]
+                await send_all(upstream, [(3000, True)])
+                assert not upstream.closed
+            finally:
+                await upstream.close()
+
+    asyncio.run(main())
