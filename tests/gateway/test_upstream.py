@@ -267,3 +267,28 @@ def test_acks_zero_ids_are_remembered_in_runs_the_last_ones_only(monkeypatch: py
                 await upstream.close()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_client_connection_reset_frees_its_upstream_connection_at_once(
+    loop: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The client closes with an answer unread: its socket resets the connection, and the gateway's
+    # reads fail with ConnectionResetError, raised from what the client stream stored.
+    refs = _tracked(monkeypatch)
+
+    async def large(correlation_id: int, payload: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(framed(body_for(correlation_id, 500_000, correlation_id)))
+        await writer.drain()
+
+    async def test(server: GatewayServer, client: WireClient, broker: ScriptedBroker) -> None:
+        with no_cyclic_collection():
+            for correlation_id in range(3):
+                other = await WireClient.connect("127.0.0.1", server.port)
+                other.send_raw(request(FETCH, correlation_id))
+                await asyncio.wait_for(other.reader.readexactly(1000), 10)
+                other.writer.transport.abort()
+            assert len(refs) == 6
+            assert await freed(refs), _held(refs)
+
+    run(large, test, loop)
