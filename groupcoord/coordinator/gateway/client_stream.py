@@ -13,6 +13,7 @@ raises ``asyncio.IncompleteReadError`` at EOF); the write side the StreamWriter'
 from __future__ import annotations
 
 import asyncio
+import copy
 import ssl
 from collections.abc import Callable, Coroutine
 from typing import Any, cast
@@ -219,12 +220,24 @@ class ClientStream(asyncio.BufferedProtocol):
             while self._frame_filled < n:
                 if self._eof:
                     if self._error is not None:
-                        raise self._error
+                        raise self._lost_error()
                     raise asyncio.IncompleteReadError(bytes(frame[: self._frame_filled]), n)
                 await self._wait(deadline)
         finally:
             self._frame = self._frame_view = None
         return frame
+
+    def _lost_error(self) -> Exception:
+        """How the connection was lost, a new exception each time it is raised. The stored one,
+        raised, would keep in its traceback the frames it passed (the client connection's, which
+        hold this stream): a reference cycle, which only the cyclic collector frees (rarely:
+        runtime/collector.py), holding the connection's buffers and its upstream connection."""
+        error = self._error
+        assert error is not None
+        try:
+            return copy.copy(error)
+        except Exception:  # an exception that cannot be made again from its arguments
+            return ConnectionError(str(error))
 
     def _grow(self) -> None:
         # A new buffer, never a resize: the transport may still hold a view of the old one.
@@ -248,7 +261,7 @@ class ClientStream(asyncio.BufferedProtocol):
             while self._end - self._start < n:
                 if self._eof:
                     if self._error is not None:
-                        raise self._error
+                        raise self._lost_error()
                     if not complete:
                         return
                     raise asyncio.IncompleteReadError(bytes(self._buf[self._start : self._end]), n)

@@ -81,6 +81,16 @@ _SCRATCH_BYTES = 64 * 1024
 # copy to one piece instead of the rest of a many-MB Fetch answer.
 _PIECE = 256 * 1024
 
+# Kafka never answers a Produce with acks=0, and the client expects no answer; some brokers answer
+# anyway: Tansu (the local broker, ``groupcoord.local_broker``) does. Answers are paired with
+# requests strictly in order, so such an answer was taken for the next one's (or for none) and the
+# connection failed: librdkafka lost most of an acks=0 producer's records through the sidecar.
+# The correlation ids of the acks=0 Produce requests sent are remembered, so their answers are
+# recognised and dropped (``UpstreamConnection._answers_acks_zero``): as runs of consecutive ids
+# (clients count them up), so a producer sending only acks=0 to Kafka, which answers none, holds a
+# few runs, not an entry per request. At most this many runs, the oldest forgotten first.
+ACKS_ZERO_REMEMBERED = 1024
+
 
 class AnswerSink(Protocol):
     """Where a streamed answer is written: the client connection's transport, and its flow control."""
@@ -235,6 +245,7 @@ class _UpstreamProtocol(asyncio.BufferedProtocol):
         self._filled = 0
         self._granted = False  # budget taken for the frame at _start
         self._budget_wait: asyncio.Task[None] | None = None
+        self._skip = 0  # bytes still to drop of an answer to an acks=0 Produce (ACKS_ZERO_REMEMBERED)
         self._write_paused = False
         self._drained: asyncio.Future[None] | None = None
 
@@ -282,8 +293,18 @@ class _UpstreamProtocol(asyncio.BufferedProtocol):
             self._drained.set_result(None)
         if not self.closed.done():
             self.closed.set_result(None)
-        if self.upstream is not None:
-            self.upstream._lost(exc)
+        upstream = self.upstream
+        if upstream is not None:
+            upstream._lost(exc)
+        # The upstream connection and this protocol refer to each other: a cycle, which only the
+        # cyclic collector would free, and it runs rarely here (runtime/collector.py), so every
+        # closed connection held its 64 KiB scratch buffer until then (a process opening and
+        # closing many client connections held hundreds of MB). Nothing is read after this, so
+        # the cycle is broken and what was being read dropped: reference counting frees them now.
+        self.upstream = None
+        self._scratch = bytearray()
+        self._start = self._end = 0
+        self._answer = self._view = None
 
     def pause_writing(self) -> None:
         self._write_paused = True
@@ -302,6 +323,10 @@ class _UpstreamProtocol(asyncio.BufferedProtocol):
 
     def _parse(self) -> None:
         scratch = self._scratch
+        if self._skip:
+            dropped = min(self._skip, self._end - self._start)
+            self._start += dropped
+            self._skip -= dropped
         # 8 bytes: the length prefix and the correlation id every answer starts with.
         while self._end - self._start >= 8 and self._budget_wait is None:
             start = self._start
@@ -309,6 +334,15 @@ class _UpstreamProtocol(asyncio.BufferedProtocol):
             if size < 4:
                 raise FrameError(f"answer of {size} bytes is shorter than its correlation id")
             if not self._granted:
+                if self._answers_acks_zero(scratch, start + 4):
+                    # Owed to no one (see ACKS_ZERO_REMEMBERED): dropped unread, so no budget.
+                    end = start + 4 + size
+                    if end <= self._end:
+                        self._start = end
+                        continue
+                    self._skip = end - self._end
+                    self._start = self._end = 0
+                    return
                 if self.budget is not None and not self.budget.try_acquire(size):
                     self._wait_for_budget(size)
                     return
@@ -328,6 +362,10 @@ class _UpstreamProtocol(asyncio.BufferedProtocol):
                 self._filled = answer._filled
                 return
 
+    def _answers_acks_zero(self, scratch: bytearray, payload_at: int) -> bool:
+        upstream = self.upstream
+        return upstream is not None and upstream._answers_acks_zero(int(_LEN.unpack_from(scratch, payload_at)[0]))
+
     def _next_answer(self, scratch: bytearray, payload_at: int) -> Answer:
         upstream = self.upstream
         if upstream is None or not upstream._pending:
@@ -337,6 +375,7 @@ class _UpstreamProtocol(asyncio.BufferedProtocol):
         if got != answer.correlation_id:
             raise FrameError(f"correlation id {got} where {answer.correlation_id} was due")
         upstream._pending.popleft()
+        upstream._owed_answered += 1
         return answer
 
     def _wait_for_budget(self, size: int) -> None:
@@ -375,12 +414,21 @@ class UpstreamConnection:
         self._transport = transport
         # Answers owed, in request order (a broker answers one connection's requests in order).
         self._pending: deque[Answer] = deque()
+        # Answers owed so far, and received so far: every request's place in the order of answers.
+        self._owed_sent = 0
+        self._owed_answered = 0
+        # Produce requests with acks=0 sent, which a broker may answer all the same (Tansu does,
+        # Kafka never does; see ACKS_ZERO_REMEMBERED), in runs of consecutive correlation ids:
+        # (first id, how many, answers owed before them).
+        self._acks_zero_sent: deque[tuple[int, int, int]] = deque(maxlen=ACKS_ZERO_REMEMBERED)
         self._closed: BaseException | None = None
         self._loop = asyncio.get_running_loop()
         self._writing = asyncio.Lock()
-        protocol.upstream = self
         if protocol.closed.done():
+            # Lost already: connection_lost has run, and will not drop this reference (a cycle).
             self._lost(None)
+        else:
+            protocol.upstream = self
 
     @classmethod
     async def open(
@@ -419,8 +467,10 @@ class UpstreamConnection:
             answer = Answer(correlation_id, self._loop.create_future())
             if expect_response:
                 self._pending.append(answer)
+                self._owed_sent += 1
             else:
                 answer._whole(b"")
+                self._sent_acks_zero(correlation_id)
             # The prefix joined with the first bytes (a small request whole), then the rest a piece
             # at a time, each once the transport has room, so what the socket does not take at
             # once is never copied whole into the transport's own buffer.
@@ -431,6 +481,42 @@ class UpstreamConnection:
                 self._transport.write(view[at : at + _PIECE])
             await self._protocol.drain()
         return answer
+
+    def _sent_acks_zero(self, correlation_id: int) -> None:
+        sent = self._acks_zero_sent
+        if sent:
+            first, count, owed_before = sent[-1]
+            if owed_before == self._owed_sent and correlation_id == first + count:
+                sent[-1] = (first, count + 1, owed_before)
+                return
+        sent.append((correlation_id, 1, self._owed_sent))
+
+    def _answers_acks_zero(self, correlation_id: int) -> bool:
+        """Whether the answer arriving next, carrying ``correlation_id``, is a broker's answer to a
+        Produce with acks=0 (Tansu answers them, Kafka does not: ACKS_ZERO_REMEMBERED), to be
+        dropped. Brokers answer in order, so it can only answer an acks=0 request sent after the
+        last request whose answer has come and before the next one owed; those before it that
+        were not answered never will be. Everything else is paired strictly as before, and when
+        the request owed next carries the same correlation id (a client reusing ids), it wins, as
+        Kafka would have it."""
+        sent = self._acks_zero_sent
+        while sent:
+            first, count, owed_before = sent[0]
+            if owed_before > self._owed_answered:
+                return False  # sent after the request owed next: its answer comes after that one
+            end = first + count
+            if owed_before == self._owed_answered and first <= correlation_id < end:
+                pending = self._pending
+                if pending and pending[0].correlation_id == correlation_id:
+                    return False
+                # Answered; the run's ids before it were not, and never will be.
+                if correlation_id + 1 < end:
+                    sent[0] = (correlation_id + 1, end - correlation_id - 1, owed_before)
+                else:
+                    sent.popleft()
+                return True
+            sent.popleft()  # not answered, and never will be (Kafka)
+        return False
 
     def _lost(self, exc: BaseException | None) -> None:
         if exc is not None:
