@@ -91,6 +91,21 @@ def simple_group_commit_verdict(
     return CommitVerdict(ErrorCode.UNKNOWN_MEMBER_ID)
 
 
+def _empty_groups_without_offsets(state: GroupCoordinatorState) -> list[str]:
+    """The empty classic and consumer groups that hold no committed offset, sorted (the sweep's
+    records do not depend on hash order). A look-up or two per group: only these few are sorted."""
+    offsets, consumer, share = state.offsets.offsets, state.consumer.groups, state.share.groups
+    found = [gid for gid, g in consumer.items() if g.is_empty() and gid not in offsets]
+    # An id names one group (``GroupCoordinatorState.group``): a classic group under an id a
+    # consumer or share group holds is not the group of that id.
+    found += [
+        gid
+        for gid, g in state.classic.groups.items()
+        if g.is_empty() and gid not in offsets and gid not in consumer and gid not in share
+    ]
+    return sorted(found)
+
+
 def _empty_image() -> TopicsImage:
     return TopicsImage.empty()
 
@@ -254,8 +269,15 @@ class GroupCoordinatorShard:
         return result
 
     def expire_offsets(self, state: GroupCoordinatorState, now_ms: int) -> Result[None]:
-        """The periodic sweep: expired offsets become tombstones; a group left empty with no
-        offsets is deleted (Kafka's cleanupGroupMetadata)."""
+        """The periodic sweep (Kafka's cleanupGroupMetadata), over every group of the shard: its
+        expired offsets become tombstones; a group whose offsets all expired, or that never had
+        any, is deleted if it is empty (a classic group in Empty; a consumer group with no
+        members at all: its classic members, and static members that left with epoch -2 to come
+        back, are members) and no transaction of it is open. Share groups (which hold no
+        offsets) are left alone, as Kafka 4.1+ leaves them (ShareGroup.shouldExpire is false).
+        Groups with offsets come first, then those without (each in sorted order): only the
+        former have offsets to walk, the latter cost a look-up or two each (100,000 of them:
+        ~10 ms a sweep)."""
         retention_ms = self.offsets_config.offsets_retention_minutes * 60_000
         records: list[CoordinatorRecord] = []
         timestamps = KeptTimestamps()  # one for the sweep: the timestamps' bytes repeat across groups
@@ -275,6 +297,10 @@ class GroupCoordinatorShard:
                 and not state.txn.group_has_pending(group_id)
                 and all_offsets_expire(state.offsets, group_id, expiring)
             ):
+                records += self._delete_group_records(state, group_id)
+        # Groups without offsets: Kafka's cleanupExpiredOffsets counts them as all expired.
+        for group_id in _empty_groups_without_offsets(state):
+            if not state.txn.group_has_pending(group_id):
                 records += self._delete_group_records(state, group_id)
         # Producers idle past transactional.id.expiration.ms with nothing staged: their sequences go.
         records += txn.expired_producers(state.txn, now_ms, self.offsets_config.transactional_id_expiration_ms)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.group_shard import (
     GroupCoordinatorShard,
@@ -28,9 +30,12 @@ from groupcoord.coordinator.messages.join_group import JoinGroupResponse
 from groupcoord.coordinator.messages.offset_commit import OffsetCommitRequest
 from groupcoord.coordinator.offsets.config import OffsetsConfig
 from groupcoord.coordinator.runtime.api import Park, Result, ScheduleTimer
-from groupcoord.records import decode, encode
+from groupcoord.records import CoordinatorRecord, RecordType, decode, encode
 from groupcoord.records.definitions import ClassicMemberInConsumerGroup, ClassicProtocol
-from tests.groups_migration.harness import Shard, assignment, classic_group_record
+from tests.groups_migration.harness import FOO, GROUP, Shard, assignment, classic_group_record
+from tests.groups_share.harness import Coordinator
+from tests.groups_share.harness import image as share_image
+from tests.groups_share.harness import topic as share_topic
 from tests.messages import (
     by_topic_id,
     cg_request,
@@ -293,6 +298,164 @@ def test_retention_sweep_expires_and_deletes_empty_groups() -> None:
     # The subscribed topic's offset stays; the unsubscribed one expires; the group stays (it has members).
     assert state.offsets.get("live", "t", 0) is not None and state.offsets.get("live", "u", 0) is None
     assert state.group_type("live") == "consumer"
+
+
+# --- the sweep deletes empty groups, with or without offsets (Kafka's cleanupGroupMetadata) -------
+#
+# A consumer that joins and closes (or dies) without committing leaves an empty group with no
+# offsets: Kafka deletes it at the next sweep (no offsets count as all expired), so its records
+# do not pile up. Each test below has such a group deleted beside the one it keeps.
+
+
+def sweep(
+    state: GroupCoordinatorState, now: int, log: list[CoordinatorRecord] | None = None
+) -> list[CoordinatorRecord]:
+    """One RetentionSweep at ``now``, its records replayed into ``state`` (and added to ``log``)."""
+    result = HANDLERS.on_timer(state, RetentionSweep(), now)
+    for record in result.records:
+        decoded = decode(*encode(record))
+        state.replay(decoded)
+        if log is not None:
+            log.append(decoded)
+    return list(result.records)
+
+
+def compacted(log: list[CoordinatorRecord]) -> list[CoordinatorRecord]:
+    """What compaction leaves of ``log`` in the end: each key's last value, tombstones gone."""
+    latest = {encode(r)[0]: r for r in log}
+    return [r for r in latest.values() if r.value is not None]
+
+
+def groups_in(records: list[CoordinatorRecord]) -> set[str]:
+    return {r.key.group for r in records}
+
+
+def empty_consumer_group(s: Shard, group: str, member: str = "gone-m") -> None:
+    """A KIP-848 consumer joins ``group`` and leaves it, committing nothing."""
+    join = cg_request(group, member, 0, rebalance_timeout_ms=30_000, subscribed_topic_names=[FOO], topic_partitions=[])
+    assert s.cg_heartbeat(join).error_code == ErrorCode.NONE
+    assert s.cg_heartbeat(cg_request(group, member, -1)).error_code == ErrorCode.NONE
+    cgroup = s.state.consumer.group(group)
+    assert cgroup is not None and not cgroup.members and not s.state.offsets.has_group(group)
+
+
+def stable_classic_group(s: Shard) -> str:
+    """A classic consumer in GROUP, joined and synced (Stable); its member id."""
+    member = s.join("").member_id
+    token = s.join(member)
+    s.advance(0)
+    s.sync(member, s.answer(token).generation_id, {member: assignment([0, 1])})
+    assert s.classic_group().state is ClassicGroupState.STABLE
+    return str(member)
+
+
+@pytest.mark.parametrize("ending", ["close", "kill"])
+def test_the_sweep_deletes_an_empty_classic_group_that_never_committed(ending: str) -> None:
+    s = Shard()
+    member = stable_classic_group(s)
+    if ending == "close":
+        s.leave(member)
+    else:  # SIGKILLed: no LeaveGroup, the session runs out
+        s.advance(30_000)
+    assert s.classic_group().state is ClassicGroupState.EMPTY and not s.state.offsets.has_group(GROUP)
+    records = sweep(s.state, s.now, s.log)
+    assert [(r.type, r.key.group, r.value) for r in records] == [(RecordType.GROUP_METADATA, GROUP, None)]
+    assert s.state.group(GROUP) is None
+    s.check_replay()
+    assert GROUP not in groups_in(compacted(s.log))
+    assert sweep(s.state, s.now + 1, s.log) == []  # nothing left to delete
+
+
+@pytest.mark.parametrize("ending", ["close", "kill"])
+def test_the_sweep_deletes_an_empty_consumer_group_that_never_committed(ending: str) -> None:
+    s = Shard()
+    assert s.cg_join("A").error_code == ErrorCode.NONE
+    if ending == "close":
+        s.cg_heartbeat(cg_request(GROUP, "A", -1))
+    else:  # SIGKILLed: no leave heartbeat, the session runs out
+        s.advance(60_000)
+    cgroup = s.state.consumer.group(GROUP)
+    assert cgroup is not None and not cgroup.members and not s.state.offsets.has_group(GROUP)
+    records = sweep(s.state, s.now, s.log)
+    assert records and groups_in(records) == {GROUP} and all(r.value is None for r in records)
+    assert s.state.group(GROUP) is None
+    s.check_replay()
+    assert GROUP not in groups_in(compacted(s.log))
+    assert sweep(s.state, s.now + 1, s.log) == []
+
+
+def test_the_sweep_keeps_a_stable_classic_group() -> None:
+    s = Shard()
+    stable_classic_group(s)
+    empty_consumer_group(s, "gone")
+    assert groups_in(sweep(s.state, s.now, s.log)) == {"gone"}
+    assert s.classic_group().state is ClassicGroupState.STABLE and s.state.group("gone") is None
+    s.check_replay()
+
+
+@pytest.mark.parametrize("member", ["consumer", "static-member-gone-with-minus-2", "classic-member"])
+def test_the_sweep_keeps_a_consumer_group_with_a_member(member: str) -> None:
+    """Kafka's ConsumerGroup.isEmpty: no members at all. A static member that left with epoch -2
+    (it may come back within its session) and a classic member of a consumer group are members."""
+    s = Shard(policy="upgrade")  # a consumer group left with classic members only stays one
+    if member == "classic-member":
+        s.load(classic_group_record(5, {"B": [0, 1, 2]}))
+        assert s.cg_join("A").error_code == ErrorCode.NONE and s.kind() == "consumer"
+        s.cg_heartbeat(cg_request(GROUP, "A", -1))
+        assert list(s.cgroup().members) == ["B"] and s.cgroup().members["B"].uses_classic_protocol
+    elif member == "static-member-gone-with-minus-2":
+        join = cg_request(
+            GROUP,
+            "A",
+            0,
+            instance_id="i-1",
+            rebalance_timeout_ms=30_000,
+            subscribed_topic_names=[FOO],
+            topic_partitions=[],
+        )
+        assert s.cg_heartbeat(join).error_code == ErrorCode.NONE
+        assert s.cg_heartbeat(cg_request(GROUP, "A", -2, instance_id="i-1")).error_code == ErrorCode.NONE
+        assert s.members()["A"][0] == -2
+    else:
+        assert s.cg_join("A").error_code == ErrorCode.NONE
+    empty_consumer_group(s, "gone")
+    assert groups_in(sweep(s.state, s.now, s.log)) == {"gone"}
+    assert s.kind() == "consumer" and s.cgroup().members and s.state.group("gone") is None
+    s.check_replay()
+
+
+def test_the_sweep_keeps_an_empty_group_until_its_offsets_expire() -> None:
+    s = Shard()
+    member = stable_classic_group(s)
+    assert s.commit(member, s.classic_group().generation_id, {0: 7}) == [ErrorCode.NONE]
+    s.leave(member)
+    empty_consumer_group(s, "gone")
+    # Not yet a retention period (1 minute here) since the group became empty: kept, offset too.
+    assert groups_in(sweep(s.state, s.now + MINUTE - 1, s.log)) == {"gone"}
+    assert s.classic_group().state is ClassicGroupState.EMPTY and s.state.offsets.get(GROUP, FOO, 0) is not None
+    # Then the offset expires, and the group with it.
+    records = sweep(s.state, s.now + MINUTE, s.log)
+    assert [(r.type, r.key.group) for r in records] == [
+        (RecordType.OFFSET_COMMIT, GROUP),
+        (RecordType.GROUP_METADATA, GROUP),
+    ]
+    assert s.state.group(GROUP) is None and not s.state.offsets.has_group(GROUP)
+    s.check_replay()
+    assert not groups_in(compacted(s.log)) & {GROUP, "gone"}
+
+
+def test_the_sweep_leaves_empty_share_groups_alone() -> None:
+    """Kafka 4.1+'s ShareGroup.shouldExpire is false: the sweep neither expires nor deletes a
+    share group (its share-partitions are its progress), empty or not."""
+    c = Coordinator(share_image(share_topic(FOO, 2)))
+    assert c.join("s1", [FOO], group="sg").member_epoch == 1
+    c.beat("s1", -1, group="sg")
+    assert c.state.share.group("sg") is not None and not c.group("sg").members
+    join = cg_request("gone", "m", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=[FOO], topic_partitions=[])
+    c.apply(HANDLERS.consumer_group_heartbeat(c.state, join, c.now, RequestContext(api_version=1)))
+    c.apply(HANDLERS.consumer_group_heartbeat(c.state, cg_request("gone", "m", -1), c.now, RequestContext(1)))
+    assert groups_in(sweep(c.state, c.now + MINUTE, c.log)) == {"gone"}
+    assert c.state.group_type("sg") == "share"
 
 
 def list_groups(state: GroupCoordinatorState, states: tuple[str, ...], types: tuple[str, ...]) -> list[GroupSummary]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.group_shard import GroupCoordinatorState
+from groupcoord.coordinator.groups.context import RequestContext
 from groupcoord.coordinator.groups.group import CLASSIC, GroupSummary
 from groupcoord.coordinator.messages.offset_fetch import OffsetFetchRequestGroup, OffsetFetchRequestTopics
 from groupcoord.coordinator.messages.txn_offset_commit import (
@@ -20,6 +21,7 @@ from groupcoord.coordinator.offsets.transactions import Sequence
 from groupcoord.coordinator.runtime.api import Result
 from groupcoord.records import CoordinatorRecord, RecordType, decode, encode
 from tests.answers import answered
+from tests.messages import cg_request
 from tests.unit.test_group_shard import HANDLERS, IMAGE, apply, commit, commit_at, join_consumer
 
 IDS = {"t": IMAGE.topic_id("t"), "u": IMAGE.topic_id("u")}
@@ -232,6 +234,30 @@ def test_an_offset_with_a_staged_transaction_over_it_does_not_expire() -> None:
     marker(state, 7, at=6, committed=False)
     apply(state, HANDLERS.on_timer(state, RetentionSweep(), MINUTE))
     assert not state.offsets.has_group("g")
+
+
+def test_an_empty_group_with_an_open_transaction_is_not_deleted() -> None:
+    """Kafka's cleanupExpiredOffsets: a group with no committed offsets counts as all expired, but
+    one with an open transaction is kept; once the transaction is decided, the next sweep deletes
+    it (the empty group beside it, with neither, goes at once)."""
+    from groupcoord.coordinator.group_shard import RetentionSweep
+    from tests.unit.test_group_shard import MINUTE
+
+    state = GroupCoordinatorState()
+    for group in ("cg", "gone"):
+        join_consumer(state, group)
+        apply(state, HANDLERS.consumer_group_heartbeat(state, cg_request(group, "m1", -1), 0, RequestContext(1)))
+    stage(state, txn("cg", {0: 10}), txn_offset=5)
+    assert not state.offsets.has_group("cg") and state.txn.group_has_pending("cg")
+    sweep = HANDLERS.on_timer(state, RetentionSweep(), MINUTE)
+    apply(state, sweep)
+    assert {r.key.group for r in sweep.records} == {"gone"}
+    assert state.group_type("cg") == "consumer" and state.group("gone") is None
+    marker(state, 7, at=6, committed=False)
+    sweep = HANDLERS.on_timer(state, RetentionSweep(), MINUTE)
+    apply(state, sweep)
+    assert sweep.records and {r.key.group for r in sweep.records} == {"cg"}
+    assert state.group("cg") is None
 
 
 def test_the_superseded_partition_survives_compaction() -> None:

@@ -1,7 +1,9 @@
 """Offset expiration, OffsetDelete and topic deletion (Kafka's cleanupExpiredOffsets & co).
 
 All pure: they read an ``OffsetsState`` plus what the group's membership protocol says about
-the group (``GroupRetentionView``) and return tombstones.
+the group (``GroupRetentionView``) and return tombstones. The periodic sweep over a shard's groups,
+which also deletes the empty groups left without offsets (those that never had any included), is
+``GroupCoordinatorShard.expire_offsets``.
 """
 
 from __future__ import annotations
