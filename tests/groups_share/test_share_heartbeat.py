@@ -102,13 +102,18 @@ def test_member_epochs_are_fenced_as_kafka_does(epoch: int, previous_ok: bool) -
         assert len(c.log) == before
 
 
-def test_an_epoch_older_than_the_previous_one_is_fenced() -> None:
+def _member_a_at_epoch_3() -> Coordinator:
     c = Coordinator(image(topic("t", 2)))
     c.join("m-a", ["t"])
     c.join("m-b", ["t"])
     c.beat("m-a", 1)
     c.join("m-c", ["t"])
     c.beat("m-a", 2)  # epoch 3, previous 2
+    return c
+
+
+def test_an_epoch_older_than_the_previous_one_is_fenced() -> None:
+    c = _member_a_at_epoch_3()
     before = len(c.log)
     assert c.beat("m-a", 1).error_code == ErrorCode.FENCED_MEMBER_EPOCH
     assert len(c.log) == before
@@ -118,12 +123,7 @@ def test_a_fenced_member_rejoins_with_epoch_zero_under_its_own_id() -> None:
     """KIP-848's rejoin, which Kafka's share groups allow since KAFKA-19233 (before it, such a
     member was fenced again until its session expired): the member's current epoch and its
     assignment, nothing written when nothing changed."""
-    c = Coordinator(image(topic("t", 2)))
-    c.join("m-a", ["t"])
-    c.join("m-b", ["t"])
-    c.beat("m-a", 1)
-    c.join("m-c", ["t"])
-    c.beat("m-a", 2)  # epoch 3, previous 2
+    c = _member_a_at_epoch_3()
     assert c.beat("m-a", 1).error_code == ErrorCode.FENCED_MEMBER_EPOCH
     before = len(c.log)
     rejoined = c.join("m-a", ["t"])

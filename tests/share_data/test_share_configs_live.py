@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 
 import pytest
 
@@ -28,16 +29,21 @@ pytestmark = pytest.mark.integration
 RELEASE = 2
 
 
+def _earliest_group(serve: ServeProcess, bootstrap: str, unique_name: str) -> tuple[str, str, uuid.UUID]:
+    """A new one-partition topic and a share group that starts at its earliest record."""
+    topic, group = unique_name, f"{unique_name}-sg"
+    create_topic(bootstrap, topic, 1)
+    _set_group_config(serve.bootstrap, group, "share.auto.offset.reset", "earliest")
+    return topic, group, _topic_id(bootstrap, topic)
+
+
 def test_a_changed_lock_duration_applies_to_the_next_acquisition(
     shared_serve: ServeProcess,  # noqa: F811
     bootstrap: str,
     unique_name: str,
 ) -> None:
     serve = shared_serve
-    topic, group = unique_name, f"{unique_name}-sg"
-    create_topic(bootstrap, topic, 1)
-    topic_id = _topic_id(bootstrap, topic)
-    _set_group_config(serve.bootstrap, group, "share.auto.offset.reset", "earliest")
+    topic, group, topic_id = _earliest_group(serve, bootstrap, unique_name)
     _set_group_config(serve.bootstrap, group, "share.record.lock.duration.ms", "1000")
 
     async def run() -> None:
@@ -77,10 +83,7 @@ def test_a_lowered_delivery_count_limit_archives_at_the_next_release(
     unique_name: str,
 ) -> None:
     serve = shared_serve
-    topic, group = unique_name, f"{unique_name}-sg"
-    create_topic(bootstrap, topic, 1)
-    topic_id = _topic_id(bootstrap, topic)
-    _set_group_config(serve.bootstrap, group, "share.auto.offset.reset", "earliest")
+    topic, group, topic_id = _earliest_group(serve, bootstrap, unique_name)
 
     async def run() -> None:
         client, member_id = await _wire_member(serve.port, group, topic)
