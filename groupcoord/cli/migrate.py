@@ -10,6 +10,10 @@ would commit over the copied offsets (source) or be fenced by the write (destina
 ``--all-groups`` leaves out the sidecar's own groups on the cluster (its placement group and the
 directory's, ``groupcoord-placement-*``): they are not an application's, and are live while a
 sidecar runs.
+
+Before anything, the two addresses are told apart: ``-b`` must be a groupcoord sidecar and
+``--cluster`` not (``_check_sides``), else a swapped pair would copy the wrong way and say it
+copied "to the sidecar".
 """
 
 from __future__ import annotations
@@ -19,11 +23,20 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ClusterMetadata
 
 from groupcoord.cli.admin import SIDECAR, _connect, activity, committed, list_group_ids
-from groupcoord.cli.common import DEFAULT_TIMEOUT, CommandConfig, Conn, Timeout, fail, usage
+from groupcoord.cli.common import (
+    DEFAULT_TIMEOUT,
+    CliUsageError,
+    CommandConfig,
+    Conn,
+    Timeout,
+    describe_error,
+    fail,
+    usage,
+)
 from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.coordinator.config import is_internal_group
 
@@ -47,6 +60,97 @@ ClusterConfig = Annotated[
     Path | None,
     typer.Option("--cluster-config", help="librdkafka properties for the cluster (default: --command-config)."),
 ]
+
+# The group probed for each address's group coordinator when no --group is given: the CLI's own
+# client group id (``Conn.consumer``), which nothing commits to.
+_PROBE_GROUP = "groupcoord-cli"
+
+
+# --- which address is the sidecar -----------------------------------------------------------
+
+
+def _hosting(md: ClusterMetadata) -> set[int]:
+    """The node ids that lead or hold a replica of a partition: the cluster's brokers. The sidecar
+    forwards Metadata with its partitions as the cluster answers them; its own group coordinator
+    is a node it adds to the list of brokers, and leads nothing."""
+    ids: set[int] = set()
+    for topic in md.topics.values():
+        for partition in topic.partitions.values():
+            ids.update(i for i in (partition.leader, *partition.replicas) if i >= 0)
+    return ids
+
+
+def _side(c: Conn, admin: AdminClient, probe: str) -> tuple[ClusterMetadata, int] | str:
+    """An address's Metadata and the node its group coordinator is, or why they cannot be read."""
+    try:
+        # Described first: on Kafka, finding the coordinator creates __consumer_offsets, whose
+        # partitions the coordinator then holds in the Metadata read next.
+        described = admin.describe_consumer_groups([probe], request_timeout=c.timeout)[probe].result(timeout=c.timeout)
+        md = admin.list_topics(timeout=c.timeout)
+    except KafkaException as exc:
+        return describe_error(exc.args[0] if exc.args else exc)
+    except TimeoutError:
+        return f"no answer within {c.timeout:g}s"
+    if described.coordinator is None:
+        return "its answer names no group coordinator"
+    return md, described.coordinator.id
+
+
+def sidecars(first: tuple[ClusterMetadata, int], second: tuple[ClusterMetadata, int]) -> tuple[bool, bool]:
+    """Whether each of two addresses, given its Metadata and its group coordinator's node id, is
+    a groupcoord sidecar (``_check_sides``)."""
+    (md1, coordinator1), (md2, coordinator2) = first, second
+    brokers = _hosting(md1) | _hosting(md2)
+
+    def sidecar(coordinator: int, other: ClusterMetadata, others: int) -> bool:
+        if coordinator in brokers:
+            return False
+        # A coordinator that holds no partition: a sidecar's, unless the other address lists it
+        # among its brokers under a coordinator of its own (a broker holding nothing yet, which a
+        # sidecar lists as it forwards the cluster's Metadata).
+        return coordinator not in other.brokers or coordinator == others
+
+    return sidecar(coordinator1, md2, coordinator2), sidecar(coordinator2, md1, coordinator1)
+
+
+def _check_sides(cluster: tuple[Conn, AdminClient], sidecar: tuple[Conn, AdminClient], probe: str, o: Output) -> None:
+    """Refuse (exit code 2) unless ``-b`` is a groupcoord sidecar and ``--cluster`` is not.
+
+    What tells them apart: a sidecar answers every group request itself, as a group coordinator
+    that is a node of its own (``coordinator_node_id``, 1000000 and up in serve), listed in its
+    Metadata beside the cluster's brokers but leading no partition; the cluster's group
+    coordinator is one of its brokers. (ApiVersions cannot tell: only its request names a
+    software, and the sidecar answers with the cluster's versions merged with its own.)"""
+    (cc, cadmin), (sc, sadmin) = cluster, sidecar
+    seen_cluster, seen_sidecar = _side(cc, cadmin, probe), _side(sc, sadmin, probe)
+    for name, c, seen in (("--cluster", cc, seen_cluster), ("-b", sc, seen_sidecar)):
+        if isinstance(seen, str):
+            o.note(f"cannot tell whether {name} {c.bootstrap} is the sidecar ({seen}); going on")
+            return
+    assert not isinstance(seen_cluster, str) and not isinstance(seen_sidecar, str)
+    (cmd, _), (smd, scoord) = seen_cluster, seen_sidecar
+    if cmd.cluster_id and smd.cluster_id and cmd.cluster_id != smd.cluster_id:
+        raise CliUsageError(
+            f"-b {sc.bootstrap} fronts another cluster (cluster id {smd.cluster_id}) than --cluster"
+            f" {cc.bootstrap} (cluster id {cmd.cluster_id}): offsets are positions in one cluster's partitions"
+        )
+    cluster_is, sidecar_is = sidecars(seen_cluster, seen_sidecar)
+    # Raised after connecting, but a bad command line all the same (exit code 2): nothing was read.
+    if cluster_is and not sidecar_is:
+        raise CliUsageError(
+            f"--cluster {cc.bootstrap} is a groupcoord sidecar and -b {sc.bootstrap} is not (swapped?):"
+            " --cluster names the cluster's own brokers, -b the sidecar"
+        )
+    if cluster_is:
+        raise CliUsageError(
+            f"--cluster {cc.bootstrap} is a groupcoord sidecar, as -b {sc.bootstrap} is:"
+            " --cluster must name the cluster's own brokers"
+        )
+    if not sidecar_is:
+        raise CliUsageError(
+            f"-b {sc.bootstrap} is not a groupcoord sidecar (its group coordinator is the cluster's broker"
+            f" {scoord}), nor is --cluster {cc.bootstrap}: -b must name the sidecar"
+        )
 
 
 def _move(
@@ -145,12 +249,14 @@ def _copy_command(source: str, dest: str) -> Callable[..., None]:
         fmt: FormatOption = None,
         as_json: AsJson = False,
     ) -> None:
+        o = Output.of(fmt, as_json)
         if bool(group) == all_groups:
             usage("give --group GROUP (repeatable) or --all-groups")
         sides = {"cluster": (cluster, cluster_config or command_config), "sidecar": (sidecar, command_config)}
-        from_side = _connect(*sides[source], timeout)
-        to_side = _connect(*sides[dest], timeout)
-        _move(from_side, to_side, (source, dest), group, all_groups, execute, force, Output.of(fmt, as_json))
+        connected = {source: _connect(*sides[source], timeout)}
+        connected[dest] = _connect(*sides[dest], timeout)
+        _check_sides(connected["cluster"], connected["sidecar"], group[0] if group else _PROBE_GROUP, o)
+        _move(connected[source], connected[dest], (source, dest), group, all_groups, execute, force, o)
 
     return copy_offsets
 
