@@ -13,7 +13,6 @@ SIDECAR_NODE = 1_258_955
 
 def metadata(brokers: list[int], leaders: list[int]) -> ClusterMetadata:
     md = ClusterMetadata()
-    md.cluster_id = "c1"
     for node in brokers:
         broker = BrokerMetadata()
         broker.id = node
