@@ -437,19 +437,16 @@ def _move(m: _Move, groups: list[str] | None, all_groups: bool, execute: bool, o
     kept = sum(r["action"] == "keep" and r["status"] != "refused" for r in rows)
     if kept:
         o.note(
-            f"kept {kept} offset(s) the {m.dst} has for partitions the {m.src} has none for (ACTION keep):"
-            " --replace deletes them"
+            f"{'kept' if execute else 'would keep'} {kept} offset(s) the {m.dst} has for partitions the {m.src}"
+            " has none for (ACTION keep): --replace deletes them"
         )
     if execute:
         done = [e for e in moves if e.status == "verified"]
         if done:
             copied = sum(r["action"] in ("copy", "rewind") for e in done for r in e.rows)
             deleted = sum(r["action"] == "delete" for e in done for r in e.rows)
-            also = f", deleted {deleted} the {m.src} has none for," if deleted else ""
-            o.note(f"copied and verified {copied} offset(s){also} of {len(done)} group(s) to the {m.dst}")
-        failed = [e.name for e in moves if e.status == "failed"]
-        if failed:
-            o.note(f"{len(failed)} group(s) failed: the STATUS column says what of them was written")
+            also = f", and deleted {deleted} there the {m.src} has none for" if deleted else ""
+            o.note(f"copied and verified {copied} offset(s) of {len(done)} group(s) to the {m.dst}{also}")
     elif any(e.status == "planned" for e in moves):
         o.note("plan only: nothing changed (add --execute to copy these offsets)")
     if errors:
