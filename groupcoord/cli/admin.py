@@ -556,12 +556,6 @@ def delete_offsets(
     """Delete a group's committed offsets for some partitions (OffsetDelete). Refused for partitions
     the group's members are subscribed to."""
     o = Output.of(fmt, as_json)
-    import logging
-
-    from kafka import KafkaAdminClient
-    from kafka.errors import KafkaError as PyKafkaError
-
-    logging.getLogger("kafka").setLevel(logging.CRITICAL + 1)
     wanted = dict(parse_topic_spec(t) for t in topic)
     c, admin = _connect(bootstrap, command_config, timeout)
     commits = committed(c, admin, group)
@@ -571,22 +565,11 @@ def delete_offsets(
         tps += [(t, p) for p in (parts if parts is not None else have)]
     if not tps:
         fail(f"group {group!r} has no committed offsets for {', '.join(wanted)}")
-    try:
-        client = KafkaAdminClient(**_kafka_python_config(c))
-    except PyKafkaError as exc:
-        fail(f"cannot connect to {c.bootstrap}: {exc}")
-    try:
-        result = client.delete_group_offsets(group, [_py_tp(t, p) for t, p in tps])
-    except PyKafkaError as exc:
-        fail(f"cannot delete offsets of group {group!r}: {_py_error_words(exc)}")
-    finally:
-        client.close()
-    rows = []
-    for tp, error in sorted(result.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
-        words = None if error is None or getattr(error, "errno", 0) == 0 else _py_error_words(error)
-        rows.append(
-            {"group": group, "topic": tp.topic, "partition": tp.partition, "deleted": not words, "error": words}
-        )
+    result = delete_group_offsets(c, group, tps)
+    rows = [
+        {"group": group, "topic": t, "partition": p, "deleted": not words, "error": words}
+        for (t, p), words in sorted(result.items())
+    ]
     errors = [r for r in rows if r["error"]]
     # One result per partition on stdout, as share-groups delete-offsets prints its own; the
     # failures also as error lines on stderr.
@@ -595,6 +578,35 @@ def delete_offsets(
         error_line(f"cannot delete the offset of group {group!r} for {r['topic']}-{r['partition']}: {r['error']}")
     if errors:
         raise typer.Exit(1)
+
+
+def delete_group_offsets(
+    c: Conn, group: str, tps: list[tuple[str, int]], where: str = ""
+) -> dict[tuple[str, int], str | None]:
+    """OffsetDelete of ``tps`` (through kafka-python: confluent-kafka has no call for it): per
+    partition None when deleted, else why not (in words). A request that fails as a whole (no
+    connection, an API the cluster does not offer, the group not empty) is a ``CliError``, its
+    line naming ``where`` after the group (`` on the cluster``)."""
+    import logging
+
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError as PyKafkaError
+
+    logging.getLogger("kafka").setLevel(logging.CRITICAL + 1)
+    try:
+        client = KafkaAdminClient(**_kafka_python_config(c))
+    except PyKafkaError as exc:
+        fail(f"cannot connect to {c.bootstrap}: {exc}")
+    try:
+        result = client.delete_group_offsets(group, [_py_tp(t, p) for t, p in tps])
+    except PyKafkaError as exc:
+        fail(f"cannot delete offsets of group {group!r}{where}: {_py_error_words(exc)}")
+    finally:
+        client.close()
+    return {
+        (tp.topic, tp.partition): None if error is None or getattr(error, "errno", 0) == 0 else _py_error_words(error)
+        for tp, error in result.items()
+    }
 
 
 def _py_tp(topic: str, partition: int) -> Any:
@@ -610,5 +622,8 @@ def _py_error_words(error: Any) -> str:
         "GroupIdNotFoundError": "the group does not exist",
         "NonEmptyGroupError": "the group still has active members (stop its consumers first)",
         "UnknownTopicOrPartitionError": "the topic or partition does not exist",
+        # An API the broker does not offer (the local broker, Tansu, has no OffsetDelete).
+        "IncompatibleBrokerVersion": "the broker does not offer this request (OffsetDelete)",
+        "UnsupportedVersionError": "the broker does not offer this request (OffsetDelete)",
     }
     return words.get(name, getattr(error, "description", None) or name)

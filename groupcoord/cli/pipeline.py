@@ -365,9 +365,13 @@ def _read_offsets(source: Path, master: str | None, quiet: bool) -> list[tuple[s
                 if len(fields) < 4:
                     _fail(f"{source}:{number}: expected group,topic,partition,offset")
                 try:
-                    rows.append((fields[0], fields[1], int(fields[2]), int(fields[3]), ""))
+                    partition, offset = int(fields[2]), int(fields[3])
                 except ValueError:
                     _fail(f"{source}:{number}: partition and offset must be numbers")
+                if partition < 0 or offset < 0:
+                    # A commit cannot carry one (confluent-kafka raised ValueError, a traceback).
+                    _fail(f"{source}:{number}: partition and offset must not be negative, got {partition},{offset}")
+                rows.append((fields[0], fields[1], partition, offset, ""))
         return rows
     table = source / "offsets" if (source / "offsets").is_dir() else source
     if not table.is_dir():

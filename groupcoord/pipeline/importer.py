@@ -61,6 +61,11 @@ def import_plan(
 ) -> list[GroupImport]:
     """One entry per group, refused if the sidecar reports members in it (answers awaited ``timeout`` s)."""
     plan = [GroupImport(g, sorted(offsets[g])) for g in sorted(offsets)]
+    for entry in plan:
+        negative = [f"{t}-{p} at {o}" for t, p, o, _ in entry.offsets if p < 0 or o < 0]
+        if negative:
+            # No commit can carry one (a snapshot row of an offset -1 committed by some client).
+            entry.refusal = f"refused: negative partition or offset ({', '.join(negative[:3])})"
     if not plan:
         return plan
     admin = _admin(config)
@@ -77,7 +82,7 @@ def import_plan(
             raise ImportError_(_no_answer(config, timeout, entry.group)) from None
         except Exception as exc:
             raise ImportError_(f"sidecar did not answer for {entry.group}: {exc!r}") from None
-        if described.members:
+        if described.members and entry.refusal is None:
             entry.refusal = f"refused: {len(described.members)} active members"
     return plan
 

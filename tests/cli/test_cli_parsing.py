@@ -239,3 +239,16 @@ def test_version_names_the_commit_of_a_git_checkout() -> None:
         assert printed.stdout == f"groupcoord {groupcoord.__version__} (commit {head.stdout.strip()})\n"
     else:  # not a checkout: the version alone
         assert "(commit" not in printed.stdout
+
+
+def test_pipeline_import_names_the_line_of_a_negative_offset(tmp_path: Path) -> None:
+    """A negative offset (or partition) in the CSV is refused in one line naming it, before
+    anything connects; it ended in a traceback (confluent-kafka's ValueError) with --execute."""
+    from tests.inprocess_cli import cli
+
+    source = tmp_path / "offsets.csv"
+    source.write_text("group,topic,partition,offset\ng,orders,0,5\ng,orders,1,-7\n")
+    result = cli("pipeline", "import", "--from", str(source), "-s", "127.0.0.1:1", "--execute")
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line == f"error: {source}:3: partition and offset must not be negative, got 1,-7"

@@ -8,7 +8,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from groupcoord.coordinator.service.partitioning import partition_for
@@ -55,6 +55,37 @@ def consume(bootstrap: str, group: str, topic: str, expect: int, commit: bool) -
     finally:
         c.close()
     return seen
+
+
+def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit from outside the group, as an admin tool does; retried while the sidecar has not seen
+    a new topic yet (it refuses commits for topics it does not know)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    deadline = time.monotonic() + 30
+    try:
+        while True:
+            try:
+                c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+                return
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+    finally:
+        c.close()
+
+
+def shown(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    """The group's committed offsets as ``offsets show`` reads them (none for an unknown group)."""
+    done = cli("offsets", "show", group, "-b", bootstrap, "--json")
+    if done.returncode != 0:
+        assert "the group does not exist" in done.stderr, done.stderr
+        return {}
+    return {(r["topic"], r["partition"]): r["offset"] for r in json.loads(done.stdout)["items"]}
+
+
+def errors(result: object) -> list[str]:
+    return [line for line in getattr(result, "stderr", "").splitlines() if line.startswith("error: ")]
 
 
 def test_import_then_a_consumer_through_the_sidecar_resumes_exactly_there(
@@ -116,8 +147,18 @@ def test_import_refuses_a_group_with_active_members(bootstrap: str, sidecar: Ser
             cli("migrate", "import", "--cluster", bootstrap, "--sidecar", sidecar.bootstrap, "--group", group)
         )
         assert f"group {group!r} has 1 active member(s) on the sidecar" in line
+        # --force is for the source's members: with members on the destination the write was sent
+        # anyway and failed as librdkafka's raw KafkaError{code=UNKNOWN_MEMBER_ID,...}.
+        commit(bootstrap, group, {(topic, 0): 3})
+        b = ["--cluster", bootstrap, "-b", sidecar.bootstrap, "--group", group]
+        line = one_error_line(cli("migrate", "import", *b, "--execute", "--force"))
+        assert line == (
+            f"error: group {group!r} has 1 active member(s) on the sidecar; stop its consumers first"
+            " (--force applies to the cluster side only)"
+        )
     finally:
         c.close()
+    assert shown(sidecar.bootstrap, group) == {}
 
 
 def test_export_refuses_a_group_still_running_on_the_cluster(
@@ -140,6 +181,156 @@ def test_export_refuses_a_group_still_running_on_the_cluster(
         assert f"group {group!r} " in line and "on the cluster; stop its consumers first" in line
     finally:
         c.close()
+
+
+def test_an_offset_is_never_moved_back_unless_allowed(bootstrap: str, sidecar: ServeProcess, unique_name: str) -> None:
+    """A second import, after the application moved on through the sidecar, wrote the cluster's
+    older offset back ("copied and verified", exit code 0): the application read those records
+    again. Now the plan marks it, --execute refuses the group (nothing of it written) unless
+    --allow-rewind; export alike."""
+    topic, group = unique_name, f"{unique_name}-rerun"
+    ensure_topic(bootstrap, topic, 2)
+    commit(bootstrap, group, {(topic, 0): 10, (topic, 1): 7})
+    b = ["--cluster", bootstrap, "-b", sidecar.bootstrap, "--group", group]
+    first = cli("migrate", "import", *b, "--execute")
+    assert first.returncode == 0, first.stderr
+    commit(sidecar.bootstrap, group, {(topic, 0): 15, (topic, 1): 7})  # the application moved on
+
+    plan = cli("migrate", "import", *b, "--json")
+    assert plan.returncode == 1, plan.stderr
+    rows = {
+        r["partition"]: (r["offset"], r["sidecar_now"], r["action"], r["status"])
+        for r in json.loads(plan.stdout)["items"]
+    }
+    assert rows == {0: (10, 15, "rewind", "refused"), 1: (7, 7, "copy", "refused")}
+
+    refused = cli("migrate", "import", *b, "--execute")
+    assert refused.returncode == 1
+    (line,) = errors(refused)
+    assert line == (
+        f"error: group {group!r}: copying would move the sidecar's committed offsets back ({topic}-0 from 15 to 10),"
+        " and its consumers would read those records again; nothing of the group is written (--allow-rewind to"
+        " copy anyway)"
+    )
+    assert shown(sidecar.bootstrap, group) == {(topic, 0): 15, (topic, 1): 7}
+
+    allowed = cli("migrate", "import", *b, "--execute", "--allow-rewind")
+    assert allowed.returncode == 0, allowed.stderr
+    assert shown(sidecar.bootstrap, group) == {(topic, 0): 10, (topic, 1): 7}
+
+    # The way back: the cluster's group moved on meanwhile (its own consumers, started early).
+    commit(bootstrap, group, {(topic, 1): 12})
+    back = cli("migrate", "export", *b, "--execute")
+    assert back.returncode == 1
+    (line,) = errors(back)
+    assert f"the cluster's committed offsets back ({topic}-1 from 12 to 7)" in line
+    assert shown(bootstrap, group) == {(topic, 0): 10, (topic, 1): 12}
+
+
+def test_swapped_or_equal_addresses_are_refused_before_anything(
+    bootstrap: str, sidecar: ServeProcess, unique_name: str
+) -> None:
+    """--cluster SIDECAR -b BROKER copied the broker's group onto the cluster ("copied and
+    verified ... to the sidecar"), and --cluster S -b S "succeeded" doing nothing: the sidecar is
+    told apart (its group coordinator is a node of its own) and the command line refused."""
+    topic, group = unique_name, f"{unique_name}-swap"
+    ensure_topic(bootstrap, topic)
+    commit(sidecar.bootstrap, group, {(topic, 0): 5})
+    commit(bootstrap, group, {(topic, 0): 18})
+    s, k = sidecar.bootstrap, bootstrap
+    for command in ("import", "export"):
+        swapped = cli("migrate", command, "--cluster", s, "-b", k, "--group", group, "--execute")
+        assert swapped.returncode == 2, swapped.stderr
+        assert errors(swapped) == [
+            f"error: --cluster {s} is a groupcoord sidecar and -b {k} is not (swapped?): --cluster names the"
+            " cluster's own brokers, -b the sidecar"
+        ]
+    both = cli("migrate", "import", "--cluster", s, "-b", s, "--group", group, "--execute")
+    assert both.returncode == 2
+    assert errors(both) == [
+        f"error: --cluster {s} is a groupcoord sidecar, as -b {s} is: --cluster must name the cluster's own brokers"
+    ]
+    neither = cli("migrate", "import", "--cluster", k, "-b", k, "--all-groups", "--execute")
+    assert neither.returncode == 2
+    (line,) = errors(neither)
+    assert line.startswith(f"error: -b {k} is not a groupcoord sidecar (its group coordinator is the cluster's broker")
+    assert line.endswith(f"nor is --cluster {k}: -b must name the sidecar")
+    assert shown(bootstrap, group) == {(topic, 0): 18} and shown(sidecar.bootstrap, group) == {(topic, 0): 5}
+
+
+def test_what_the_source_lacks_is_listed_and_kept_or_with_replace_deleted(
+    bootstrap: str, sidecar: ServeProcess, unique_name: str
+) -> None:
+    """The sidecar's offsets for partitions the cluster's group has none for were kept without a
+    word (the application then skipped what it would have reset for): the plan lists them (ACTION
+    keep) and says so; --replace deletes them (OffsetDelete) and verifies they are gone."""
+    topic, group = unique_name, f"{unique_name}-dup"
+    ensure_topic(bootstrap, topic, 2)
+    commit(sidecar.bootstrap, group, {(topic, 0): 10, (topic, 1): 4})
+    commit(bootstrap, group, {(topic, 1): 15})
+    b = ["--cluster", bootstrap, "-b", sidecar.bootstrap, "--group", group]
+    plan = cli("migrate", "import", *b, "--json")
+    assert plan.returncode == 0, plan.stderr
+    rows = {r["partition"]: (r["offset"], r["sidecar_now"], r["action"]) for r in json.loads(plan.stdout)["items"]}
+    assert rows == {0: (None, 10, "keep"), 1: (15, 4, "copy")}
+
+    kept = cli("migrate", "import", *b, "--execute")
+    assert kept.returncode == 0, kept.stderr
+    assert "kept 1 offset(s) the sidecar has for partitions the cluster has none for" in kept.stderr
+    assert "--replace deletes them" in kept.stderr
+    assert shown(sidecar.bootstrap, group) == {(topic, 0): 10, (topic, 1): 15}
+
+    replaced = cli("migrate", "import", *b, "--execute", "--replace", "--json")
+    assert replaced.returncode == 0, replaced.stderr
+    document = json.loads(replaced.stdout)
+    assert {r["partition"]: (r["action"], r["status"]) for r in document["items"]} == {
+        0: ("delete", "verified"),
+        1: ("copy", "verified"),
+    }
+    assert document["verified"] is True and document["errors"] == []
+    assert shown(sidecar.bootstrap, group) == {(topic, 1): 15}
+
+
+def test_each_group_is_reported_and_one_failing_leaves_the_next_going(
+    bootstrap: str, sidecar: ServeProcess, unique_name: str
+) -> None:
+    """A group failing part way stopped the command: the groups after it were not moved and
+    --json printed nothing. Now each offset's STATUS says what was written and verified, the
+    failure is in ``errors`` (and on stderr), the next group is moved, and the exit code is 1.
+    The failure: an offset for the sidecar's own log topic, which the cluster keeps and the
+    sidecar refuses (not authorized)."""
+    topic = unique_name
+    log_topic = sidecar.args[sidecar.args.index("--log-topic") + 1]
+    ensure_topic(bootstrap, topic)
+    bad, good = f"{unique_name}-a-bad", f"{unique_name}-b-good"
+    commit(bootstrap, bad, {(log_topic, 0): 3, (topic, 0): 1})
+    commit(bootstrap, good, {(topic, 0): 4})
+    b = ["--cluster", bootstrap, "-b", sidecar.bootstrap, "--group", bad, "--group", good, "--execute"]
+    done = cli("migrate", "import", *b, "--json")
+    assert done.returncode == 1, done.stderr
+    document = json.loads(done.stdout)
+    assert {(r["group"], r["topic"]): r["status"] for r in document["items"]} == {
+        (bad, log_topic): "failed",
+        (bad, topic): "verified",
+        (good, topic): "verified",
+    }
+    (error,) = document["errors"]
+    assert (error["group"], error["topic"], error["partition"]) == (bad, log_topic, 0)
+    assert error["error"] == (
+        f"cannot write the offset of group {bad!r} for {log_topic}-0 to the sidecar: not authorized for this topic"
+    )
+    assert document["executed"] is True and document["verified"] is False
+    assert errors(done) == [f"error: {error['error']}"]
+    assert shown(sidecar.bootstrap, good) == {(topic, 0): 4}
+    assert shown(sidecar.bootstrap, bad) == {(topic, 0): 1}
+
+    text = cli("migrate", "import", *b)
+    assert text.returncode == 1
+    lines = text.stdout.splitlines()
+    assert lines[0].split() == ["GROUP", "TOPIC", "PARTITION", "OFFSET", "METADATA", "SIDECAR-NOW", "ACTION", "STATUS"]
+    assert [line.split()[-1] for line in lines[1:]] == ["failed", "verified", "verified"]
+    assert "copied and verified 1 offset(s) of 1 group(s) to the sidecar" in text.stderr
+    assert errors(text) == [f"error: {error['error']}"]  # a failure is its error line alone
 
 
 def test_log_skip_lets_a_shard_with_an_unreadable_record_load(bootstrap: str, unique_name: str) -> None:
