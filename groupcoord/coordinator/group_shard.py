@@ -360,23 +360,22 @@ class GroupCoordinatorShard:
         if error != ErrorCode.NONE:
             return Result(txn_commit_response(request, error))
         response = txn_commit_response(request, ErrorCode.NONE)
+        offsets = []
         for t, answered in zip(request.topics, response.topics, strict=True):
             for p, partition in zip(t.partitions, answered.partitions, strict=True):
                 if self._metadata_too_large(p):
                     partition.error_code = int(ErrorCode.OFFSET_METADATA_TOO_LARGE)
-        offsets = [
-            PendingTxnOffset(
-                t.name,
-                p.partition_index,
-                p.committed_offset,
-                p.committed_leader_epoch,
-                p.committed_metadata or "",
-                topic_ids.get(t.name),
-            )
-            for t in request.topics
-            for p in t.partitions
-            if not self._metadata_too_large(p)
-        ]
+                    continue
+                offsets.append(
+                    PendingTxnOffset(
+                        t.name,
+                        p.partition_index,
+                        p.committed_offset,
+                        p.committed_leader_epoch,
+                        p.committed_metadata or "",
+                        topic_ids.get(t.name),
+                    )
+                )
         records = txn.staging_records(
             request.group_id, request.producer_id, txn_offset, request.transactional_id, written, offsets, now_ms
         )

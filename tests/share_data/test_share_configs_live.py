@@ -37,6 +37,12 @@ def _earliest_group(serve: ServeProcess, bootstrap: str, unique_name: str) -> tu
     return topic, group, _topic_id(bootstrap, topic)
 
 
+async def _member(serve: ServeProcess, group: str, topic: str, topic_id: uuid.UUID) -> Member:
+    """A member of the share group on a connection of its own."""
+    client, member_id = await _wire_member(serve.port, group, topic)
+    return Member(client, group, member_id, topic_id)
+
+
 def test_a_changed_lock_duration_applies_to_the_next_acquisition(
     shared_serve: ServeProcess,  # noqa: F811
     bootstrap: str,
@@ -47,11 +53,7 @@ def test_a_changed_lock_duration_applies_to_the_next_acquisition(
     _set_group_config(serve.bootstrap, group, "share.record.lock.duration.ms", "1000")
 
     async def run() -> None:
-        async def member() -> Member:
-            client, member_id = await _wire_member(serve.port, group, topic)
-            return Member(client, group, member_id, topic_id)
-
-        mine, theirs = await member(), await member()
+        mine, theirs = [await _member(serve, group, topic, topic_id) for _ in range(2)]
         _produce(bootstrap, topic, 5, 1, batch_records=5)
         got = await mine.fetch(max_wait_ms=5000, max_records=100)  # the share-partition goes live
         assert acquired_ranges(got) == [(0, 4, 1)] and got.acquisition_lock_timeout_ms == 1000
@@ -86,8 +88,7 @@ def test_a_lowered_delivery_count_limit_archives_at_the_next_release(
     topic, group, topic_id = _earliest_group(serve, bootstrap, unique_name)
 
     async def run() -> None:
-        client, member_id = await _wire_member(serve.port, group, topic)
-        mine = Member(client, group, member_id, topic_id)
+        mine = await _member(serve, group, topic, topic_id)
         _produce(bootstrap, topic, 1, 1)
         assert acquired_ranges(await mine.fetch(max_wait_ms=5000, max_records=10)) == [(0, 0, 1)]  # live, limit 5
         _set_group_config(serve.bootstrap, group, "share.delivery.count.limit", "2")
