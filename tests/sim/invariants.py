@@ -16,6 +16,7 @@ Besides these, ``invariant_shard_life``: every shard moves only along its transi
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -24,7 +25,7 @@ from groupcoord.coordinator.groups.classic import ClassicGroupsState
 from groupcoord.coordinator.runtime.shard import TRANSITIONS, Shard, ShardPhase
 from groupcoord.records import RecordType, decode
 from tests.sim.clients import TP, ConsumerClient
-from tests.sim.kernel import SimLog, TransitionLog
+from tests.sim.kernel import Entry, InvariantViolation, SimLog, TransitionLog
 
 Fail = Callable[[str], None]
 
@@ -118,15 +119,68 @@ def invariant_2_generation(name: str, last: int | None, generation: int | None, 
 
 def invariant_2_logged_generations(log: SimLog, partition: int, cursor: list[int], fail: Fail) -> None:
     """2. The generations a classic group's records carry never go back in the log (``cursor``
-    holds the entries already checked and the highest generation seen)."""
+    holds the entries already checked and the highest generation seen), until the group is
+    deleted (its tombstone): one created again starts from generation 0, as in Kafka."""
     entries = log.entries.get(partition, [])
     for entry in entries[cursor[0] :]:
         record = decode(entry.key, entry.value)
-        if record.type is RecordType.GROUP_METADATA and record.value is not None:
+        if record.type is not RecordType.GROUP_METADATA:
+            continue
+        if record.value is None:
+            cursor[1] = 0
+        else:
             if record.value.generation < cursor[1] and record.value.members:
                 fail(f"2. logged generation went back to {record.value.generation}")
             cursor[1] = max(cursor[1], record.value.generation)
     cursor[0] = len(entries)
+
+
+_GROUP_METADATA = (RecordType.GROUP_METADATA, RecordType.CONSUMER_GROUP_METADATA)
+
+
+def _offset(entry: Entry) -> int:
+    return entry.offset
+
+
+class Deletions:
+    """How many times a group was deleted (its metadata record tombstoned: the retention sweep
+    deleting it empty, DeleteGroups) in what a log partition holds so far. A deleted group is
+    created again by the next join from epoch (generation) 0, as Kafka's is: the invariants that
+    an epoch never goes back hold within one life of the group (``within_one_life``)."""
+
+    def __init__(self, log: SimLog, partition: int, group_id: str) -> None:
+        self.log, self.partition, self.group_id = log, partition, group_id
+        self.scanned = -1
+        self.count = 0
+
+    def seen(self) -> int:
+        entries = self.log.entries.get(self.partition, [])
+        for entry in entries[bisect.bisect_right(entries, self.scanned, key=_offset) :]:
+            self.scanned = entry.offset
+            if entry.value is None:
+                record = decode(entry.key, None)
+                if record.type in _GROUP_METADATA and record.key.group == self.group_id:
+                    self.count += 1
+        return self.count
+
+
+def within_one_life(
+    deletions: Deletions, forgotten: list[int], check: Callable[[], None], forget: Callable[[], None]
+) -> None:
+    """Run ``check`` (epoch invariants over state read back from the log). If it fails after the
+    group was deleted again (``forgotten[0]``: the deletions seen when its memory was last
+    forgotten), that is the group's next life: ``forget`` what the check remembers of the last
+    one, and check again. Forgetting only once the check fails keeps a state read back before the
+    deletion (the tombstone is written before it is read back) from being taken for the new life."""
+    try:
+        check()
+    except InvariantViolation:
+        deleted = deletions.seen()
+        if deleted == forgotten[0]:
+            raise
+        forgotten[0] = deleted
+        forget()
+        check()
 
 
 # --- the shard's life -----------------------------------------------------------------------------

@@ -7,8 +7,9 @@ An operation is what ``Shard.submit`` takes: ``(state, now_ms) -> Result``.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Hashable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from groupcoord.coordinator.errors import ErrorCode
@@ -35,6 +36,7 @@ from groupcoord.coordinator.offsets.handlers import commit_response
 from groupcoord.coordinator.runtime.api import Result
 from groupcoord.coordinator.runtime.shard import Shard, ShardNotAvailable
 from groupcoord.coordinator.service.service import error_for
+from groupcoord.records import RecordType
 from tests.messages import wire_id
 
 R = TypeVar("R")
@@ -45,13 +47,43 @@ CONTEXT = RequestContext(1, "sim", "/sim")
 COMMIT_CONTEXT = RequestContext(9, "sim", "/sim")
 
 
+# Retention sweep intervals the scenarios draw from (ms; None: Kafka's 10 minutes, which no
+# scenario lasts): half of them sweep every second or few, among their joins, leaves and faults.
+SWEEPS: tuple[int | None, ...] = (None, None, 1_000, 7_000)
+
+
+@dataclass(frozen=True)
+class SimShardHandlers(GroupCoordinatorShard):
+    """The shard's handlers, counting the groups each retention sweep deletes as it makes their
+    tombstones: the live state loses the group then, long before the records are read back, and a
+    join in the same flush may create it again from epoch 0."""
+
+    swept: Counter[str] = field(default_factory=Counter)
+
+    def expire_offsets(self, state: GroupCoordinatorState, now_ms: int) -> Result[None]:
+        result = super().expire_offsets(state, now_ms)
+        for record in result.records:
+            if record.value is None and record.type in (RecordType.GROUP_METADATA, RecordType.CONSUMER_GROUP_METADATA):
+                self.swept[record.key.group] += 1
+        return result
+
+
 def handlers(
     metadata: Callable[[], TopicsImage],
     consumer_config: ConsumerGroupConfig,
     classic_config: ClassicGroupConfig | None = None,
-) -> GroupCoordinatorShard:
-    return GroupCoordinatorShard(
-        offsets_config=OffsetsConfig(),
+    retention_check_ms: int | None = None,
+) -> SimShardHandlers:
+    """The handlers of a simulated shard. ``retention_check_ms`` runs the retention sweep (Kafka's
+    cleanupGroupMetadata) that often instead of every 10 minutes, so a scenario of a few simulated
+    minutes has its empty groups deleted, and re-created by the next join, among everything else."""
+    offsets = (
+        OffsetsConfig()
+        if retention_check_ms is None
+        else OffsetsConfig(offsets_retention_check_interval_ms=retention_check_ms)
+    )
+    return SimShardHandlers(
+        offsets_config=offsets,
         classic_config=classic_config or ClassicGroupConfig(initial_rebalance_delay_ms=0),
         consumer_config=consumer_config,
         metadata=metadata,

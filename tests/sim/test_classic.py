@@ -28,6 +28,7 @@ def test_simulated_scenarios_keep_the_invariants() -> None:
     assert stats["join:MEMBER_ID_REQUIRED"] > 0, stats
     assert stats["lost:join"] > 0 and stats["lost:sync"] > 0, stats
     assert stats["fatal:GROUP_MAX_SIZE_REACHED"] > 0, stats
+    assert stats["deleted_by_sweep"] > 0, stats  # emptied, deleted by the retention sweep, and joined again
 
 
 @pytest.mark.slow

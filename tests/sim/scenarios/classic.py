@@ -60,6 +60,7 @@ class Scenario:
     chaos_ms: int
     faults: int
     loss_rate: float  # chance that a JoinGroup/SyncGroup answer never reaches the client
+    retention_check_ms: int | None = None  # the retention sweep's interval (None: Kafka's 10 minutes)
 
     @classmethod
     def random(cls, seed: int, chaos_ms: int = 60_000) -> Scenario:
@@ -76,6 +77,7 @@ class Scenario:
             chaos_ms=chaos_ms,
             faults=rng.randint(0, 25),
             loss_rate=rng.choice([0.0, 0.0, 0.05, 0.2]),
+            retention_check_ms=rng.choice(shard_api.SWEEPS),
         )
 
 
@@ -84,7 +86,8 @@ class Simulation:
         self.sc = sc
         self.rng = random.Random(sc.seed * 7919 + 1)
         config = ClassicGroupConfig(initial_rebalance_delay_ms=sc.initial_delay_ms, max_size=sc.max_size)
-        self.handlers = shard_api.handlers(TopicsImage.empty, ConsumerGroupConfig(), config)
+        self.handlers = shard_api.handlers(TopicsImage.empty, ConsumerGroupConfig(), config, sc.retention_check_ms)
+        self.swept = 0  # times the sweep deleted the group (the live state lost it at once)
         self.loop = sim_loop()
         self.log = SimLog()
         self.host = SimHost(self.log, self.loop, "sim", random.Random(sc.seed))
@@ -333,6 +336,12 @@ class Simulation:
             return
         group = self.state.group(GROUP)
         generation = None if group is None else group.generation_id
+        if self.handlers.swept[GROUP] != self.swept:
+            # Deleted by the retention sweep, empty: the next join creates it again from
+            # generation 0, as in Kafka.
+            self.swept = self.handlers.swept[GROUP]
+            self.stats["deleted_by_sweep"] += 1
+            self.last_generation = None
         if shard.generation != self.shard_generation:
             # Reloaded: a rebalance in progress is soft state, so the generation may go back to
             # the last persisted one (as in Kafka); the log's generations never go back.

@@ -55,6 +55,7 @@ class Scenario:
     fault_rate: float
     reloads: bool
     check_purity_every: int
+    retention_check_ms: int | None = None  # the retention sweep's interval (None: Kafka's 10 minutes)
 
     @classmethod
     def random(cls, seed: int, max_members: int = 50, max_partitions: int = 200, chaos_ms: int = 10_000) -> Scenario:
@@ -80,6 +81,7 @@ class Scenario:
             fault_rate=rng.choice([0.0, 0.02, 0.05, 0.15]),
             reloads=rng.random() < 0.5,
             check_purity_every=25,
+            retention_check_ms=rng.choice(shard_api.SWEEPS),
         )
 
 
@@ -100,8 +102,10 @@ class Simulation(ConsumerDriver):
         self.metadata = TopicsImage.of(topics, self.topic_version)
         self.config = ConsumerGroupConfig(**SIM_CONFIG_BASE, assignment_interval_ms=sc.assignment_interval_ms)
         self.heartbeat_interval_ms = self.config.heartbeat_interval_ms
-        self.handlers = shard_api.handlers(lambda: self.metadata, self.config)
+        self.handlers = shard_api.handlers(lambda: self.metadata, self.config, retention_check_ms=sc.retention_check_ms)
         self.log = SimLog()
+        self.deletions = invariants.Deletions(self.log, 0, GROUP)
+        self.forgotten = [0]
         self.host = SimHost(self.log, self.loop, "sim", self.rng)
         self.shard = self.host.shard(0, self.handlers)
         self.shard.load()
@@ -351,13 +355,22 @@ class Simulation(ConsumerDriver):
             invariants.invariant_3_replay_matches(
                 shard, self.log, self.fail, full=False, view=lambda s: s.consumer.snapshot()
             )
-            invariants.invariant_2_epochs(shard.committed, GROUP, self.epochs, self.fail)
+            invariants.within_one_life(self.deletions, self.forgotten, lambda: self.check_epochs(group), self.forget)
             if group is not None:
-                invariants.invariant_2_member_epochs(group, self.member_epochs, self.fail)
                 invariants.invariant_1_coordinator_holders(group, self.fail)
         if group is not None:
             invariants.invariant_1_exclusive_ownership(self.clients, group.members, self.fail)
         return True
+
+    def check_epochs(self, group: Any) -> None:
+        invariants.invariant_2_epochs(self.shard.committed, GROUP, self.epochs, self.fail)
+        if group is not None:
+            invariants.invariant_2_member_epochs(group, self.member_epochs, self.fail)
+
+    def forget(self) -> None:
+        self.stats["group_recreated"] += 1
+        self.epochs.clear()
+        self.member_epochs.clear()
 
     def converged(self) -> bool:
         group = self.state.group(GROUP)

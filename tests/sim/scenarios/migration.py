@@ -58,6 +58,7 @@ class Scenario:
     crash_rate: float
     reload_rate: float
     graceful_share: float
+    retention_check_ms: int | None = None  # the retention sweep's interval (None: Kafka's 10 minutes)
 
     @classmethod
     def random(cls, seed: int) -> Scenario:
@@ -70,6 +71,7 @@ class Scenario:
             crash_rate=rng.choice([0.0, 0.002, 0.01]),
             reload_rate=rng.choice([0.0, 0.003, 0.01]),
             graceful_share=rng.choice([1.0, 0.7, 0.3]),
+            retention_check_ms=rng.choice(shard_api.SWEEPS),
         )
 
 
@@ -108,6 +110,7 @@ class Simulation:
                 assignment_interval_ms=0,
                 migration_policy="bidirectional",  # production's default path
             ),
+            retention_check_ms=sc.retention_check_ms,
         )
         self.loop = sim_loop()
         self.log = SimLog()

@@ -55,6 +55,7 @@ class Scenario:
     reloads: int
     oversize: bool
     chaos_ms: int = 8_000
+    retention_check_ms: int | None = None  # the retention sweep's interval (None: Kafka's 10 minutes)
 
     @classmethod
     def random(cls, seed: int, chaos_ms: int = 8_000) -> Scenario:
@@ -72,6 +73,7 @@ class Scenario:
             reloads=rng.choice([0, 1]),
             oversize=rng.random() < 0.3,
             chaos_ms=chaos_ms,
+            retention_check_ms=rng.choice(shard_api.SWEEPS),
         )
 
 
@@ -87,7 +89,7 @@ class Simulation(ConsumerDriver):
         topics = [TopicImage("t0", T0_ID, sc.partitions)]
         self.image = TopicsImage.of(topics, 1)
         self.all_partitions: set[TP] = {(T0_ID, p) for p in range(sc.partitions)}
-        self.handlers = shard_api.handlers(lambda: self.image, CONFIG)
+        self.handlers = shard_api.handlers(lambda: self.image, CONFIG, retention_check_ms=sc.retention_check_ms)
         self.heartbeat_interval_ms = CONFIG.heartbeat_interval_ms
         self.owner = 0  # the process clients are sent to when they look the coordinator up
         self.route: dict[int, int] = {}
@@ -96,6 +98,8 @@ class Simulation(ConsumerDriver):
         self.commit_seq = 0
         self.acked: dict[tuple[str, int], int] = {}
         self.epochs: dict[str, int] = {}
+        self.deletions = invariants.Deletions(self.log, PARTITION, GROUP)
+        self.forgotten = [0]
         self.steps = 0
         self.trace: list[str] = []
         self.stats: Counter[str] = Counter()
@@ -303,7 +307,12 @@ class Simulation(ConsumerDriver):
             shard.load()
         if shard.status is not ShardStatus.ACTIVE:
             return
-        invariants.invariant_2_epochs(shard.committed, GROUP, self.epochs, self.fail)
+        invariants.within_one_life(
+            self.deletions,
+            self.forgotten,
+            lambda: invariants.invariant_2_epochs(shard.committed, GROUP, self.epochs, self.fail),
+            self.forget,
+        )
         invariants.invariant_3_replay_matches(shard, self.log, self.fail, full=self.steps % 50 == 0)
         if shard.caught_up:
             invariants.invariant_4_acknowledged_commits_survive(shard.committed, GROUP, self.acked, self.fail)
@@ -311,6 +320,10 @@ class Simulation(ConsumerDriver):
             zombie = other.shards.get(PARTITION)
             if zombie is not None and zombie is not shard and zombie.status is ShardStatus.ACTIVE:
                 self.stats["zombie-steps"] += 1
+
+    def forget(self) -> None:
+        self.stats["group_recreated"] += 1
+        self.epochs.clear()
 
     def converged(self) -> bool:
         shard = self.shard(self.owner)

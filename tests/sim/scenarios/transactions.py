@@ -59,6 +59,7 @@ class Scenario:
     moves: int
     reloads: int
     plain_commits: int
+    retention_check_ms: int | None = None  # the retention sweep's interval (None: Kafka's 10 minutes)
 
     @classmethod
     def random(cls, seed: int) -> Scenario:
@@ -71,6 +72,7 @@ class Scenario:
             moves=rng.choice([0, 1, 2, 3]),
             reloads=rng.choice([0, 1, 2]),
             plain_commits=rng.choice([0, 3, 8]),
+            retention_check_ms=rng.choice(shard_api.SWEEPS),
         )
 
 
@@ -95,7 +97,9 @@ class Simulation:
         self.log = SimLog(clock=self.loop.clock)
         self.hosts = [SimHost(self.log, self.loop, f"owner-{i}", self.rng) for i in range(2)]
         image = TopicsImage.of([TopicImage(TOPIC, TOPIC_ID, sc.partitions)], 1)
-        self.handlers = shard_api.handlers(lambda: image, ConsumerGroupConfig(assignment_interval_ms=0))
+        self.handlers = shard_api.handlers(
+            lambda: image, ConsumerGroupConfig(assignment_interval_ms=0), retention_check_ms=sc.retention_check_ms
+        )
         self.owner = 0
         self.txn_topic: list[TxnEntry] = []
         self.epochs = {pid: 0 for pid in range(1, sc.producers + 1)}
