@@ -89,3 +89,34 @@ def test_metadata_and_describe_cluster_above_the_cluster_close_the_connection() 
         assert all(struct.unpack_from(">h", p)[0] != ApiKey.DESCRIBE_CLUSTER for p in broker.payloads)
 
     run(test)
+
+
+def test_a_broker_port_not_yet_asked_for_its_versions_checks_the_cluster_s() -> None:
+    """A broker port whose broker no client has asked ApiVersions through yet checks requests
+    against the bootstrap servers' versions (serve reads them before it takes clients), not
+    against nothing."""
+
+    async def test(server: GatewayServer, broker: ScriptedBroker) -> None:
+        client = await WireClient.connect("127.0.0.1", server.port)
+        try:
+            await client.call_as(MetadataResponse, ApiKey.METADATA, METADATA_MAX, MetadataRequest())
+        finally:
+            await client.close()
+        port = server.broker_ports[1]
+        client = await WireClient.connect("127.0.0.1", port)
+        try:
+            client.send(ApiKey.METADATA, METADATA_MAX + 3, MetadataRequest())
+            assert await client.closed_by_peer()
+        finally:
+            await client.close()
+        client = await WireClient.connect("127.0.0.1", port)
+        try:
+            # Fetch v13 (above the cluster's v12), as its raw bytes: closed before it is sent on.
+            client.send_raw(struct.pack(">ihhih", 10, ApiKey.FETCH, 13, 5, -1))
+            assert await client.closed_by_peer()
+        finally:
+            await client.close()
+        assert metadata_requests(broker) == [METADATA_MAX]
+        assert all(struct.unpack_from(">h", p)[0] != ApiKey.FETCH for p in broker.payloads)
+
+    run(test)
