@@ -138,6 +138,36 @@ def test_apis_or_versions_the_cluster_does_not_offer_close_the_connection() -> N
     )
 
 
+def test_rewritten_requests_at_versions_the_cluster_does_not_offer_close_the_connection() -> None:
+    """Metadata, DescribeCluster and FindCoordinator for transactions are forwarded (and their
+    answers rewritten) only at versions ApiVersions offers, as every forwarded request: a client
+    that skipped ApiVersions gets the connection closed, as from a broker."""
+    from groupcoord.coordinator.messages.describe_cluster import DescribeClusterRequest
+
+    ranges = {ApiKey.METADATA: (0, 9), ApiKey.DESCRIBE_CLUSTER: (0, 0), ApiKey.FIND_COORDINATOR: (0, 3)}
+    assert decide(ApiKey.METADATA, 12, MetadataRequest(), cluster_ranges=ranges) == routing.Close(
+        f"unsupported version: API {ApiKey.METADATA} v12"
+    )
+    assert decide(ApiKey.METADATA, 9, MetadataRequest(), cluster_ranges=ranges) == routing.Forward(rewrite=True)
+    assert decide(ApiKey.DESCRIBE_CLUSTER, 1, DescribeClusterRequest(), cluster_ranges=ranges) == routing.Close(
+        f"unsupported version: API {ApiKey.DESCRIBE_CLUSTER} v1"
+    )
+    assert decide(ApiKey.DESCRIBE_CLUSTER, 0, DescribeClusterRequest(), cluster_ranges=ranges) == routing.Forward(
+        rewrite=True
+    )
+    no_describe_cluster = {ApiKey.METADATA: (0, 9)}
+    assert decide(
+        ApiKey.DESCRIBE_CLUSTER, 0, DescribeClusterRequest(), cluster_ranges=no_describe_cluster
+    ) == routing.Close(f"unsupported API key {ApiKey.DESCRIBE_CLUSTER}")
+    transaction = FindCoordinatorRequest(key_type=1, coordinator_keys=["t"])
+    assert decide(ApiKey.FIND_COORDINATOR, 4, transaction, cluster_ranges=ranges) == routing.Close(
+        f"unsupported version: API {ApiKey.FIND_COORDINATOR} v4"
+    )
+    # Groups are the sidecar's at every version it reads, whatever the cluster has.
+    group = FindCoordinatorRequest(key_type=0, coordinator_keys=["g"])
+    assert decide(ApiKey.FIND_COORDINATOR, 4, group, cluster_ranges=ranges) == routing.LocateGroups(group)
+
+
 def test_config_requests_fall_back_to_the_forward_decision() -> None:
     request = DescribeConfigsRequest(resources=[DescribeConfigsResource(resource_type=2, resource_name=LOG)])
     assert decide(ApiKey.DESCRIBE_CONFIGS, 4, request) == routing.Configs(fallback=routing.ForwardSplit())

@@ -59,6 +59,8 @@ class ClientStream(asyncio.BufferedProtocol):
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
         self._eof = False
+        # No request is read after the one being read (``end_requests``); answers still are written.
+        self._requests_ended = False
         self._error: Exception | None = None  # how the connection was lost, if not by a clean close
         self._lost = False
         self._read_paused = False
@@ -172,15 +174,28 @@ class ClientStream(asyncio.BufferedProtocol):
     # manager's bookkeeping was a tenth of the forwarding CPU.
 
     async def read_start(self, deadline: float | None = None) -> bool:
-        """Wait for the next byte; False at end of stream. Frames answered at once meanwhile
-        (``answer_at_once``) are not seen here: each moves ``deadline`` on by the idle time."""
-        if self._end == self._start:
+        """Wait for the next byte; False at end of stream, or once requests have ended
+        (``end_requests``). Frames answered at once meanwhile (``answer_at_once``) are not seen
+        here: each moves ``deadline`` on by the idle time."""
+        if self._end == self._start and not self._requests_ended:
             self._at_frame_start = True
             try:
                 await self._wait_for(1, deadline, complete=False)
             finally:
                 self._at_frame_start = False
-        return self._end > self._start
+        return self._end > self._start and not self._requests_ended
+
+    @property
+    def requests_ended(self) -> bool:
+        return self._requests_ended
+
+    def end_requests(self) -> None:
+        """Read no further request: ``read_start`` returns False from now on, as at the end of the
+        stream (a reader waiting in it is woken), while answers are still written. No frame is
+        offered to ``answer_at_once`` any more."""
+        self._requests_ended = True
+        self._at_once = None
+        self._wake()
 
     def answer_at_once(self, answer: Callable[[bytes], bool] | None, idle_s: float = 0.0) -> None:
         """Offer ``answer`` each request frame (the payload, without its length) that arrives
@@ -259,6 +274,8 @@ class ClientStream(asyncio.BufferedProtocol):
         self._wanted = n
         try:
             while self._end - self._start < n:
+                if self._requests_ended and not complete:
+                    return
                 if self._eof:
                     if self._error is not None:
                         raise self._lost_error()

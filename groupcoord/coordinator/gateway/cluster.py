@@ -75,8 +75,12 @@ class ClusterView:
         return list(self.bootstrap)
 
     def cached_ranges(self, node_id: int | None) -> dict[int, tuple[int, int]] | None:
-        """api key -> (min, max) from the last ApiVersions answer, if there was one."""
-        return self._ranges.get(node_id)
+        """api key -> (min, max) from the last ApiVersions answer of the broker behind the listener,
+        or, until that broker has given one (a client asks for it through the broker's port only
+        when it asks ApiVersions there, and one that skips ApiVersions never does), of the
+        bootstrap servers (read by serve before it takes clients); None if neither was read."""
+        ranges = self._ranges.get(node_id)
+        return ranges if ranges is not None else self._ranges.get(None)
 
     def cached_transaction_v2(self, node_id: int | None) -> bool:
         """Whether the last ApiVersions answer allows TxnOffsetCommit v5 (``rewrite.transaction_v2``):

@@ -240,9 +240,11 @@ class ClientConnection:
             raise CloseConnection(f"frame not complete within request_read_timeout_ms={seconds * 1000:.0f}") from exc
 
     async def _next_frame_start(self) -> bool:
-        """Whether another frame starts (False at EOF); closes a connection idle for too long."""
+        """Whether another frame starts (False at EOF, or once the upstream connection is lost:
+        ``_upstream_lost``); closes a connection idle for too long."""
         if self.stream.buffered:
-            return True  # pipelined requests: no idle deadline to arm
+            # Pipelined requests: no idle deadline to arm.
+            return not self.stream.requests_ended
         idle_s = self.gateway.config.connections_max_idle_ms / 1000
         while True:
             try:
@@ -710,7 +712,19 @@ class ClientConnection:
                 self.upstream = await self.gateway.connect_upstream(self.listener, self.budget)
             except (TimeoutError, OSError, ssl.SSLError) as exc:
                 raise CloseConnection(f"cannot reach the cluster: {exc}") from exc
+            self.upstream.on_lost(self._upstream_lost)
         return self.upstream
+
+    def _upstream_lost(self) -> None:
+        """The broker closed this connection's upstream connection, or it failed. It was this
+        client's own (its SASL login, the broker's per-connection state) and is never opened
+        again, so the client is told as a broker's client would be: its connection closes. As at
+        the client's own EOF, no further request is read and the answers already owed are written
+        in order first (a forwarded one among them fails, and closes the connection there); a
+        client with nothing owed (idle) is closed at once instead of at its next request."""
+        if not self.stream.requests_ended:
+            log.info("closing client connection peer=%s:%s reason=its broker connection ended", *self.peer)
+        self.stream.end_requests()
 
     async def _rewritten(self, fut: Awaitable[bytes], key: int, version: int, named: bool = False) -> bytes:
         payload = await fut

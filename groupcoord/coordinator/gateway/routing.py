@@ -224,7 +224,8 @@ def _group(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> 
         assert isinstance(request.body, FindCoordinatorRequest)
         if version == 0 or request.body.key_type == _GROUP_KEY_TYPE:
             return LocateGroups(request.body)
-        return Forward(rewrite=True)
+        # Transaction coordinators are the cluster's: at a version it offers only.
+        return _not_offered(key, version, facts) or Forward(rewrite=True)
     return CallHandler(request)
 
 
@@ -232,6 +233,11 @@ def _rewritten(key: int, version: int, payload: bytes | bytearray, facts: Facts)
     spec = APIS[key]
     if not spec.supports(version):
         return Close(f"{spec.name} v{version} is beyond what the gateway can rewrite")
+    # As any forwarded request: a client that skipped ApiVersions (kcat with
+    # api.version.request=false, raw tools) may send a version the cluster lacks.
+    refused = _not_offered(key, version, facts)
+    if refused is not None:
+        return refused
     # A request that names the protected topic gets TOPIC_AUTHORIZATION_FAILED for it; in any
     # other answer (all topics) it is left out. Decoded as a broker reads it: clients send bytes
     # no schema declares after the message (librdkafka's Metadata v12 ends with three), and
@@ -250,15 +256,24 @@ def _configs(key: int, version: int, payload: bytes | bytearray, facts: Facts) -
     return Configs(fallback)
 
 
-def _forwarded(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
-    # Only what ApiVersions offers is forwarded; anything else closes the connection, as a Kafka
-    # broker closes it for an API (or version) it does not expose.
+def _not_offered(key: int, version: int, facts: Facts) -> Close | None:
+    """Close, unless ApiVersions offers ``key`` at ``version`` (the cluster's versions as far as the
+    gateway reads them: ``forwarded_range``): only that is forwarded, whether or not the client
+    asked ApiVersions, and anything else closes the connection, as a Kafka broker closes it for an
+    API (or version) it does not expose. Unknown cluster versions leave what the gateway reads."""
     known = facts.cluster_ranges
     offered = forwarded_range(key, known.get(key) if known is not None else (0, 0x7FFF))
     if offered is None:
         return Close(f"unsupported API key {key}")
     if not offered[0] <= version <= offered[1]:
         return Close(f"unsupported version: API {key} v{version}")
+    return None
+
+
+def _forwarded(key: int, version: int, payload: bytes | bytearray, facts: Facts) -> Decision:
+    refused = _not_offered(key, version, facts)
+    if refused is not None:
+        return refused
     protected = facts.protected
     expect = True
     if key == ApiKey.PRODUCE:

@@ -422,6 +422,8 @@ class UpstreamConnection:
         # (first id, how many, answers owed before them).
         self._acks_zero_sent: deque[tuple[int, int, int]] = deque(maxlen=ACKS_ZERO_REMEMBERED)
         self._closed: BaseException | None = None
+        # Told once the connection is lost (``on_lost``); never when the gateway closes it.
+        self._on_lost: Callable[[], None] | None = None
         self._loop = asyncio.get_running_loop()
         self._writing = asyncio.Lock()
         if protocol.closed.done():
@@ -453,6 +455,16 @@ class UpstreamConnection:
     @property
     def closed(self) -> bool:
         return self._closed is not None
+
+    def on_lost(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback`` once, when the connection is lost: the broker closed or reset it, or
+        it failed (at once if it is lost already); not when the gateway closes it (``close``).
+        The answers owed have failed by then."""
+        if self._closed is not None:
+            if callback is not None:
+                callback()
+            return
+        self._on_lost = callback
 
     async def send(self, request: bytes | bytearray, correlation_id: int, expect_response: bool) -> Answer:
         """Write one request (its payload; the length prefix is added) and return its answer.
@@ -534,8 +546,13 @@ class UpstreamConnection:
         while self._pending:
             self._pending.popleft()._fail(reason)
         self._transport.close()
+        # Dropped as it is called: it refers to the client connection, which refers to this one.
+        callback, self._on_lost = self._on_lost, None
+        if callback is not None:
+            callback()
 
     async def close(self) -> None:
+        self._on_lost = None  # closed by its own client connection: nobody to tell
         self._fail(UpstreamClosed("upstream connection closed by the gateway"))
         with contextlib.suppress(OSError, ssl.SSLError):
             await self._protocol.closed
