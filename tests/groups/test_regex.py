@@ -157,3 +157,21 @@ def test_deleted_and_recreated_topic_is_a_new_topic() -> None:
     assert [(topic_id_string(tp.topic_id), tp.partitions) for tp in r.assignment.topic_partitions] == [
         (tid("foo-2"), [0, 1])
     ]
+
+
+def test_compiled_patterns_are_bounded_by_their_length_as_well_as_their_number() -> None:
+    """A client may send 32 KB patterns, each ~1.3 MB compiled: 4,096 of them (the count bound
+    alone) would hold gigabytes. The longest are dropped first by length, the shortest stay."""
+    from groupcoord.coordinator.groups.consumer.regex import _Compiled
+
+    compiled = _Compiled(entries=4096, chars=1 << 20)
+    short = compiled("orders-.*")
+    for i in range(100):
+        compiled(f"(t{i}|" + "|".join(f"x{j}" for j in range(6000)) + ")")
+        assert compiled._chars <= 1 << 20 or len(compiled._kept) == 1
+        assert compiled("orders-.*") is short  # used between the long ones: kept, not compiled again
+    assert len(compiled._kept) < 40
+    few = _Compiled(entries=3, chars=1 << 20)
+    for regex in ("a.*", "b.*", "c.*", "d.*"):
+        few(regex)
+    assert list(few._kept) == ["b.*", "c.*", "d.*"]

@@ -63,3 +63,11 @@ def test_reset_values_as_kafka_validates_them() -> None:
 def test_reset_timestamp() -> None:
     assert reset_timestamp("by_duration:PT1M", 1_000_000) == 940_000
     assert reset_timestamp("latest", 1_000_000) is None and reset_timestamp("earliest", 5) is None
+
+
+@pytest.mark.parametrize("duration", ["P30000D", "PT9223372036854775807S", "P99999999999999D"])
+def test_a_duration_reaching_past_1970_starts_at_the_first_record(duration: str) -> None:
+    # Accepted (as Kafka accepts it), then looked up as timestamp 0: a negative one is not a time
+    # to ListOffsets (-1/-2 mean latest/earliest) and one past 64 bits is not encodable at all.
+    assert parse_reset(f"by_duration:{duration}") == f"by_duration:{duration}"
+    assert reset_timestamp(f"by_duration:{duration}", 1_764_000_000_000) == 0

@@ -148,3 +148,60 @@ def test_delete_needs_read_on_the_group_and_each_topic() -> None:
     }
     (seen,) = inner.seen
     assert isinstance(seen, delete.DeleteShareGroupOffsetsRequest) and [t.topic_name for t in seen.topics] == ["t"]
+
+
+class EchoTopics:
+    """Answers each group entry with the topics that entry asked for, in order, as the service does."""
+
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
+        assert isinstance(request, describe.DescribeShareGroupOffsetsRequest)
+        return describe.DescribeShareGroupOffsetsResponse(
+            groups=[
+                describe.DescribeShareGroupOffsetsResponseGroup(
+                    group_id=g.group_id,
+                    topics=[
+                        describe.DescribeShareGroupOffsetsResponseTopic(
+                            topic_name=t.topic_name,
+                            partitions=[
+                                describe.DescribeShareGroupOffsetsResponsePartition(partition_index=p, start_offset=p)
+                                for p in t.partitions
+                            ],
+                        )
+                        for t in g.topics or ()
+                    ],
+                )
+                for g in request.groups
+            ]
+        )
+
+
+def test_describe_answers_a_group_named_twice_once_for_each_entry() -> None:
+    """Each entry of a group named more than once asks for its own topics and gets them (the
+    answers were paired by group id, so every entry got the last one's)."""
+
+    def entry(group: str, topic: str, partitions: list[int]) -> describe.DescribeShareGroupOffsetsRequestGroup:
+        return describe.DescribeShareGroupOffsetsRequestGroup(
+            group_id=group,
+            topics=[describe.DescribeShareGroupOffsetsRequestTopic(topic_name=topic, partitions=partitions)],
+        )
+
+    request = describe.DescribeShareGroupOffsetsRequest(
+        groups=[entry("g", "t", [0]), entry("other", "t", [0]), entry("g", "t", [1, 2]), entry("g", "nope", [0])]
+    )
+    handler = SecuredHandler(EchoTopics(), NoTopics(), _handler(Inner()).authorizer, frozenset({"__log"}))
+    answer = _call(handler, 90, 1, request)
+    assert isinstance(answer, describe.DescribeShareGroupOffsetsResponse)
+    shown = [
+        (
+            g.group_id,
+            g.error_code,
+            [(t.topic_name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in g.topics],
+        )
+        for g in answer.groups
+    ]
+    assert shown == [
+        ("g", 0, [("t", [(0, 0)])]),
+        ("other", DENIED_GROUP, []),
+        ("g", 0, [("t", [(1, 0), (2, 0)])]),
+        ("g", 0, [("nope", [(0, DENIED_TOPIC)])]),  # no DESCRIBE on it
+    ]

@@ -68,6 +68,11 @@ from groupcoord.coordinator.security.sasl import SaslRefused, SaslSession
 log = logging.getLogger(__name__)
 
 _LEN = struct.Struct(">i")
+# Bytes of a connection's answers built here (group, share and admin APIs) it may have unwritten
+# before its next such request waits for them to be written: far above what a client that reads
+# its answers has in flight (a pipelined commit's answer is some hundred bytes), so only a client
+# that stops reading is held, at about this much plus one answer (ShareFetch: ~1 MB).
+UNWRITTEN_ANSWER_BYTES = 1 << 20
 # DescribeCluster can list controllers instead (KIP-919); clients reaching controllers directly do
 # not go through the sidecar, so only broker lists are rewritten.
 _BROKER_ENDPOINTS = 1
@@ -131,6 +136,12 @@ class ClientConnection:
         config = gateway.config
         self.budget = ConnectionBudget(ByteBudget(config.max_buffered_bytes_per_connection), gateway.buffer_budget)
         self._last_local: asyncio.Task[Any] | None = None
+        # Answers built here (``_local``) and not yet written, and their bytes: past
+        # UNWRITTEN_ANSWER_BYTES the next group request waits for them (``_answers_written``).
+        self._local_answers: set[Awaitable[bytes]] = set()
+        self._unwritten_local = 0
+        self._written: asyncio.Future[None] | None = None
+        self._closing = False
         self.session = SaslSession()
         # Unguessable: a relayed request names its client's connection by it (gateway/relay.py).
         self.id = secrets.token_hex(12)
@@ -187,6 +198,8 @@ class ClientConnection:
                 self.gateway.connection_closed(self.id)
 
     async def _close(self) -> None:
+        self._closing = True
+        self._wake_written()  # a group request waiting for its predecessors' answers goes on
         self.stream.answer_at_once(None)
         while not self.queue.empty():
             slot = self.queue.get_nowait()
@@ -286,6 +299,11 @@ class ClientConnection:
                     raise CloseConnection(f"answers unread for connections_max_idle_ms={idle_s * 1000:.0f}") from None
             if not framed:
                 self.budget.release_for(size)
+            elif pending in self._local_answers:
+                self._local_answers.discard(pending)
+                self._unwritten_local -= size
+                if self._unwritten_local < UNWRITTEN_ANSWER_BYTES:
+                    self._wake_written()
             self.outstanding -= 1
 
     async def _dispatch(self, payload: bytes | bytearray) -> Slot | None:
@@ -436,7 +454,25 @@ class ClientConnection:
         # A broker finishes a request whose client has gone and drops the answer; shielding keeps
         # a disconnect from cancelling the handler halfway through (say, between its log append
         # and its reply).
-        return asyncio.shield(task)
+        answer = asyncio.shield(task)
+        self._local_answers.add(answer)
+        return answer
+
+    def _wake_written(self) -> None:
+        waiter, self._written = self._written, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _answers_written(self) -> None:
+        """Wait until this connection's answers built here and still unwritten hold fewer than
+        UNWRITTEN_ANSWER_BYTES (or it closes). A Kafka broker mutes a connection until its answer
+        is sent; here up to ``max_in_flight_per_connection`` requests are read ahead, which a
+        client that pipelines ShareFetch or describes and never reads their answers turned into
+        as many answers held at once (~1 MB each: 52-66 MB per connection, measured)."""
+        while self._unwritten_local >= UNWRITTEN_ANSWER_BYTES and not self._closing:
+            if self._written is None:
+                self._written = asyncio.get_running_loop().create_future()
+            await self._written
 
     def answer_here(self, header: RequestHeader, body: Message) -> asyncio.Task[Message]:
         """The handler's answer to a part of a request (the GROUP resources of a config request),
@@ -454,7 +490,9 @@ class ClientConnection:
         self, previous: asyncio.Task[Any] | None, context: ConnectionContext, body: object
     ) -> bytes:
         response = await self._handler_answer(previous, context, body)
-        return self._encoded(context, await self._arrays_ahead(context, response))
+        data = self._encoded(context, await self._arrays_ahead(context, response))
+        self._unwritten_local += len(data)
+        return data
 
     @staticmethod
     async def _arrays_ahead(context: ConnectionContext, response: Message) -> Message:
@@ -474,6 +512,12 @@ class ClientConnection:
         # task still builds its waiter, a tenth of a steady heartbeat's serve CPU (profiled).
         if previous is not None and not previous.done():
             await asyncio.wait({previous})
+        if self._unwritten_local >= UNWRITTEN_ANSWER_BYTES:
+            await self._answers_written()
+            if self._closing:
+                # Not begun: its client stopped reading, then left. A broker, which reads a
+                # request only once it has answered the last, would never have read it.
+                raise CloseConnection("closed with the request unread by a broker's rules")
         assert isinstance(body, APIS[context.api_key].request)
         try:
             response = await self.gateway.handler.handle(context, body)

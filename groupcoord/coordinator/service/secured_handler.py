@@ -438,18 +438,15 @@ class SecuredHandler:
         """Kafka's KafkaApis.handleDescribeShareGroupOffsetsRequest: DESCRIBE on each group (the
         group refused whole), DESCRIBE on each topic (its partitions TOPIC_AUTHORIZATION_FAILED,
         nothing of them shown)."""
-        allowed = [
-            g for g in request.groups if self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g.group_id)
-        ]
+        permitted = [self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, g.group_id) for g in request.groups]
+        allowed = [g for g, ok in zip(request.groups, permitted, strict=True) if ok]
         answer = await self.inner.handle(context, dataclasses.replace(request, groups=allowed)) if allowed else None
-        found = (
-            {g.group_id: g for g in answer.groups}
-            if isinstance(answer, wire_desc_sgo.DescribeShareGroupOffsetsResponse)
-            else {}
-        )
+        # The inner handler answers every entry in order, a group named twice once for each entry
+        # (each may ask for other topics): paired by position, not by group id.
+        answered = iter(answer.groups if isinstance(answer, wire_desc_sgo.DescribeShareGroupOffsetsResponse) else ())
         out = []
-        for wanted in request.groups:
-            g = found.get(wanted.group_id)
+        for wanted, ok in zip(request.groups, permitted, strict=True):
+            g = next(answered, None) if ok else None
             if g is None:
                 out.append(
                     wire_desc_sgo.DescribeShareGroupOffsetsResponseGroup(

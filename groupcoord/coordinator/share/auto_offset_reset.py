@@ -63,7 +63,11 @@ def parse_reset(value: str) -> str:
 
 def reset_timestamp(reset: str, now_ms: int) -> int | None:
     """For ``by_duration:``, the timestamp whose first record a new share-partition starts at (the
-    caller looks its offset up); None for ``earliest`` and ``latest``."""
+    caller looks its offset up); None for ``earliest`` and ``latest``. A duration reaching back
+    past 1970 starts at the first record (timestamp 0): Kafka accepts such a value (its validator
+    refuses only a negative one) and then fails on it at use; a ListOffsets of the negative
+    timestamp would ask for something else (-1 and -2 name the latest and the earliest offsets)
+    or not be encodable at all, leaving the share-partition unread."""
     if not reset.startswith(BY_DURATION + ":"):
         return None
-    return now_ms - parse_duration_ms(reset[len(BY_DURATION) + 1 :])
+    return max(0, now_ms - parse_duration_ms(reset[len(BY_DURATION) + 1 :]))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any
 
 import re2
@@ -16,9 +16,33 @@ _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False
 
 
-@lru_cache(maxsize=4096)
-def _compile(regex: str) -> Any:
-    return re2.compile(regex, _OPTIONS)
+class _Compiled:
+    """Compiled patterns, the least recently used dropped first, bounded by their number and by
+    their patterns' total length: a compiled RE2 program grows with its pattern (a 32 KB pattern
+    ~1.3 MB, measured), so 4,096 of the longest a client may send would hold gigabytes, where a
+    count alone bounds ordinary patterns well. A pattern RE2 refuses is not kept (it raises)."""
+
+    def __init__(self, entries: int, chars: int) -> None:
+        self.entries, self.chars = entries, chars
+        self._kept: OrderedDict[str, Any] = OrderedDict()
+        self._chars = 0
+
+    def __call__(self, regex: str) -> Any:
+        kept = self._kept
+        compiled = kept.get(regex)
+        if compiled is not None:
+            kept.move_to_end(regex)
+            return compiled
+        compiled = re2.compile(regex, _OPTIONS)
+        kept[regex] = compiled
+        self._chars += len(regex)
+        while len(kept) > 1 and (len(kept) > self.entries or self._chars > self.chars):
+            dropped, _ = kept.popitem(last=False)
+            self._chars -= len(dropped)
+        return compiled
+
+
+_compile = _Compiled(entries=4096, chars=1 << 20)
 
 
 # The error message names the regex, but only its start: a client's (up to 32 KB) pattern is not
