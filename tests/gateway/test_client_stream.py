@@ -167,3 +167,21 @@ def test_a_client_pipelining_past_the_starting_buffer_gets_the_grown_one_not_a_p
         stream.connection_lost(None)
 
     asyncio.run(run())
+
+
+def test_drain_raises_once_the_transport_is_closing_before_connection_lost_comes() -> None:
+    """A failed send closes the transport at once and reports ``connection_lost`` a loop turn
+    later: the writer must stop at its drain then, not write the answers queued behind it into a
+    closed transport (asyncio logs a WARNING per such write past the fifth)."""
+
+    class Closing(Transport):
+        def is_closing(self) -> bool:
+            return True
+
+    async def run() -> None:
+        stream = ClientStream(asyncio.get_running_loop(), _nothing, tls=False)
+        stream.connection_made(Closing())
+        with pytest.raises(ConnectionResetError):
+            await stream.drain()
+
+    asyncio.run(run())

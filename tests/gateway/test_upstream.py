@@ -292,3 +292,43 @@ def test_a_client_connection_reset_frees_its_upstream_connection_at_once(
             assert await freed(refs), _held(refs)
 
     run(large, test, loop)
+
+
+def test_a_streamed_answer_stops_writing_once_a_send_fails() -> None:
+    """A send that fails closes the transport at once (``connection_lost`` comes a turn later):
+    the rest of an answer that has arrived is not written piece by piece into it, which asyncio
+    drops with a WARNING per write past the fifth (bursts of 20+ lines seen at shard moves)."""
+    from groupcoord.coordinator.gateway.upstream import _PIECE, Answer
+
+    class FailingTransport(asyncio.WriteTransport):
+        def __init__(self) -> None:
+            super().__init__()
+            self.writes = 0
+            self.closing = False
+
+        def write(self, data: Any) -> None:
+            self.writes += 1
+            self.closing = True  # the send failed: closed, as asyncio's transport does
+
+        def is_closing(self) -> bool:
+            return self.closing
+
+    class Sink:
+        def __init__(self) -> None:
+            self.transport = FailingTransport()
+            self.write_paused = False
+
+        def on_resume(self, callback: Any) -> None:
+            pass
+
+    async def main() -> tuple[int, int]:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        answer = Answer(1, done)
+        sink = Sink()
+        answer._whole(b"x" * (40 * _PIECE))  # arrived whole: one flush writes it all
+        size = await asyncio.wait_for(answer.stream_to(sink), 5)
+        return size, sink.transport.writes
+
+    size, writes = asyncio.run(main())
+    assert size == 40 * _PIECE
+    assert writes == 1

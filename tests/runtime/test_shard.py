@@ -673,3 +673,36 @@ def test_write_now_on_a_shard_that_does_not_serve_raises_not_available() -> None
     shard = world.shard()
     with pytest.raises(ShardNotAvailable):
         shard.write_now(write(response="x"))
+
+
+def test_the_loaded_hooks_write_failing_as_the_shard_stops_leaves_no_unretrieved_error() -> None:
+    """Nobody awaits the write of ``on_loaded`` (its timers, a classic group's completions): a
+    shard closed or fenced before it is read back fails it, and that must count as retrieved,
+    not end as asyncio's "Future exception was never retrieved" ERROR (seen in a chaos run at
+    every fenced handover)."""
+
+    class RecordOnLoad(Handlers):
+        def on_loaded(self, state: Recorder, now_ms: int) -> Result[None]:
+            return Result(None, [big_commit(1)])  # waits for its read-back
+
+    w = World()
+    shard = w.hosts[0].shard(0, RecordOnLoad())
+    submitted: list[Any] = []
+    submit = shard.submit
+
+    def recording(op: Any, cause: object = None) -> Any:
+        fut = submit(op, cause)
+        submitted.append(fut)
+        w.loop.call_soon(shard.close)  # stops before the hook's write is flushed
+        return fut
+
+    shard.submit = recording  # type: ignore[method-assign]
+    shard.load()
+    w.run()
+    (hook,) = submitted
+    # Looked at first: asking for the exception below retrieves it.
+    assert hook.done() and not hook._log_traceback  # asyncio logs a dropped future that has it
+    assert isinstance(hook.exception(), ShardNotAvailable)
+    fresh = submit(lambda state, now: Result(None))  # the closed shard fails a new write at once
+    assert fresh._log_traceback  # which, nobody retrieving it, asyncio would log
+    fresh.exception()

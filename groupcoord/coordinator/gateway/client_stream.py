@@ -348,7 +348,8 @@ class ClientStream(asyncio.BufferedProtocol):
         self._on_resume = callback
 
     async def drain(self) -> None:
-        if self._lost:
+        # Closing: a failed send closes the transport at once, ``connection_lost`` a turn later.
+        if self._lost or self.transport.is_closing():
             raise ConnectionResetError("Connection lost")
         if self._write_paused:
             waiter = self._loop.create_future()

@@ -273,6 +273,11 @@ class ClientConnection:
             if slot is None:
                 return
             framed, pending = slot
+            if self.stream.transport.is_closing():
+                # Lost (or closing) with answers still queued: asyncio drops what is written to
+                # such a transport and logs a WARNING for each write past the fifth, dozens of
+                # lines when a client leaves with its answers in flight (seen at shard moves).
+                raise ConnectionResetError("connection lost with answers unwritten")
             try:
                 if isinstance(pending, Answer):
                     # Forwarded as it is: streamed to the client as it arrives. Nothing else is

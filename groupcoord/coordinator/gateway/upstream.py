@@ -209,12 +209,14 @@ class Answer:
             sent = min(filled, _SCRATCH_BYTES)
             transport.write(_LEN.pack(self.size) + self._buf[:sent])
         view = memoryview(self._buf)
-        while sent < filled and not sink.write_paused:
+        # A send that fails closes the transport at once: the pieces after it are not written
+        # (asyncio would drop each and log a WARNING per write past the fifth).
+        while sent < filled and not sink.write_paused and not transport.is_closing():
             end = min(filled, sent + _PIECE)
             transport.write(view[sent:end])
             sent = end
         self._sent = sent
-        if sent == self.size:
+        if sent == self.size or transport.is_closing():
             self._finish_writing()
 
     def _finish_writing(self) -> None:

@@ -553,7 +553,9 @@ class Shard(Generic[S]):
             steps.get("written", seconds),
         )
         self.observer.loaded(self.partition, self.load_report.seconds)
-        self.submit(lambda state, now: self.handlers.on_loaded(state, now))
+        # Nobody awaits the loaded hook's write: a shard fenced or closed before it is read back
+        # fails it (ShardNotAvailable), which is the shard's news, not an unretrieved error.
+        self.submit(lambda state, now: self.handlers.on_loaded(state, now)).add_done_callback(_log_hook_failure)
 
     def on_records(self, generation: int, messages: list[Message]) -> None:
         """Records read after the load's end: ours (their offsets were noted at the append, so
@@ -1056,8 +1058,18 @@ class Shard(Generic[S]):
         return self.committed_offset >= self.next_offset
 
 
-def _log_timer_failure(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled() and fut.exception() is not None:
-        exc = fut.exception()
-        if not isinstance(exc, ShardNotAvailable):
-            log.error("timer handler failed: %r", exc)
+def _logging_failure(what: str) -> Callable[[asyncio.Future[Any]], None]:
+    """A done callback for a write nobody awaits: its ShardNotAvailable (the shard stopped) is
+    dropped, anything else logged, and either way the exception counts as retrieved."""
+
+    def done(fut: asyncio.Future[Any]) -> None:
+        if not fut.cancelled() and fut.exception() is not None:
+            exc = fut.exception()
+            if not isinstance(exc, ShardNotAvailable):
+                log.error("%s failed: %r", what, exc)
+
+    return done
+
+
+_log_timer_failure = _logging_failure("timer handler")
+_log_hook_failure = _logging_failure("loaded hook")
