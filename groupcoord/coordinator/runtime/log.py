@@ -293,10 +293,16 @@ _IDLE_POLL_S = 0.01
 # spans several fetch waits, so a record another process wrote (a new owner's shard epoch, a
 # ``groupcoord log`` write, a partition error) is read within about a peek's period and length
 # (0.25 s) of an idle time; one of this process's own appends resumes its partition as soon as
-# the append is delivered (``expect``), before any answer waits on its read-back.
+# the append is delivered (``expect``), before any answer waits on its read-back, and it is not
+# paused again until that append's last record is read back: with a round trip to the broker
+# longer than ``TAILER_HOT_S`` (130 ms one-way, with a fetch already on its way, in a chaos probe)
+# it was, the pause dropped the fetch answer bringing the record (librdkafka's version barrier),
+# and no 25 ms peek could be answered again, so the write waited until the shard was reloaded.
 TAILER_HOT_S = 1.0
 TAILER_PEEK_EVERY_S = 0.2
 TAILER_PEEK_S = 0.025
+# A peek lasts at least twice the recent read-backs (``_Pacing.step``), which count for at most this.
+_READ_BACK_CAP_S = 2.5
 
 
 class LogTailer:
@@ -360,10 +366,11 @@ class LogTailer:
         self._commands.put(("unassign", partition, -1, None))
         self._wake.set()
 
-    def expect(self, partition: int) -> None:
+    def expect(self, partition: int, offset: int | None = None) -> None:
         """This process has appended to ``partition`` (called from any thread, once the append
-        is delivered): read it continuously from now, resuming it at once if it was paused."""
-        self._pacing.expect(partition)
+        is delivered), its last record at ``offset`` if known: read it continuously from now,
+        resuming it at once if it was paused, and not paused again before that record is read."""
+        self._pacing.expect(partition, offset)
 
     @property
     def paused(self) -> frozenset[int]:
@@ -595,6 +602,12 @@ class _Pacing:
         self._paused: set[int] = set()
         # partition -> (offset after the last record delivered, that record's leader epoch)
         self._positions: dict[int, tuple[int, int]] = {}
+        # partition -> (the last offset this process appended to it and has not read back yet,
+        # when the first of those appends was reported): never paused meanwhile (``step``).
+        self._owed: dict[int, tuple[int, float]] = {}
+        # How long the latest read-backs took from their append's report to the record (a
+        # round trip to the broker or two): a peek lasts at least twice that (``step``).
+        self._read_back_s = 0.0
         self._next_step = 0.0
         self._next_peek = 0.0
         self._peek_ends = 0.0
@@ -605,9 +618,13 @@ class _Pacing:
         with self._lock:
             return frozenset(self._paused)
 
-    def expect(self, partition: int) -> None:
+    def expect(self, partition: int, offset: int | None = None) -> None:
         with self._lock:
-            self._last_active[partition] = time.monotonic()
+            now = time.monotonic()
+            self._last_active[partition] = now
+            if offset is not None and offset >= 0:
+                owed = self._owed.get(partition)
+                self._owed[partition] = (offset, now) if owed is None else (max(owed[0], offset), owed[1])
             if partition in self._paused and not self._closed:
                 self._paused.discard(partition)
                 self._resume([partition])
@@ -621,6 +638,7 @@ class _Pacing:
         with self._lock:
             self._last_active.pop(partition, None)
             self._positions.pop(partition, None)
+            self._owed.pop(partition, None)
             if partition in self._paused:
                 self._paused.discard(partition)
                 self._consumer.resume([TopicPartition(self._topic, partition)])
@@ -642,7 +660,10 @@ class _Pacing:
             if self._paused and now >= self._next_peek:
                 self._resume(sorted(self._paused))
                 self._paused.clear()
-                self._peek_ends = now + TAILER_PEEK_S
+                # A peek reads only if a fetch of the partition is answered before it ends: a
+                # pause drops the answer of a fetch still on its way (librdkafka's version
+                # barrier), so a peek shorter than the round trip to the broker reads nothing.
+                self._peek_ends = now + max(TAILER_PEEK_S, 2 * self._read_back_s)
             if now < self._peek_ends:
                 return
             cold = now - TAILER_HOT_S
@@ -656,6 +677,7 @@ class _Pacing:
                 if p not in self._paused
                 and p not in loading
                 and p in self._positions
+                and p not in self._owed
                 and self._last_active.get(p, now) <= cold
             ]
             if idle:
@@ -695,6 +717,16 @@ class _Pacing:
         offset = last.offset()
         if epoch is not None and epoch >= 0 and offset is not None:
             self._positions[partition] = (offset + 1, epoch)
+        if partition in self._owed and offset is not None:
+            with self._lock:
+                owed = self._owed.get(partition)
+                if owed is not None and offset >= owed[0]:
+                    del self._owed[partition]
+                    # Capped: a read-back that waited out a broker outage says nothing of the
+                    # round trip, and peeks that long would read an idle process continuously.
+                    took = min(time.monotonic() - owed[1], _READ_BACK_CAP_S)
+                    # A slower link is believed at once, a faster one over a few read-backs.
+                    self._read_back_s = took if took > self._read_back_s else (self._read_back_s + took) / 2
 
     def close(self) -> None:
         with self._lock:

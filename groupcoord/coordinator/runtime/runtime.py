@@ -172,7 +172,7 @@ class CoordinatorRuntime(Generic[S]):
             # The reader is told here, on the writer's thread, and not at the append: a paused
             # partition resumed once its record is in the log is answered by the first fetch,
             # where one resumed earlier waits out a whole fetch wait at the broker.
-            expect(partition)
+            expect(partition, offset if error is None else None)
             # One hand-over to the loop per append (see ``LogWriter.append``).
             loop.call_soon_threadsafe(self._delivered, writer, on_delivered, count, error, offset)
 
