@@ -534,8 +534,10 @@ class Shard(Generic[S]):
         self._load_steps["decoded"] = time.perf_counter() - self._load_started
 
     def _claimed(self, generation: int, fut: asyncio.Future[Any]) -> None:
-        # Done callbacks run later: a reload may have started a new load meanwhile.
-        if generation != self.generation or fut.cancelled() or fut.exception() is not None:
+        # Done callbacks run later: a reload may have started a new load meanwhile. The
+        # exception is looked at first, whatever the generation: a claim failed with its shard
+        # (an unreadable record after it) is otherwise an unretrieved exception asyncio logs.
+        if fut.cancelled() or fut.exception() is not None or generation != self.generation:
             return
         self._transition_to(ShardPhase.ACTIVE)
         steps = self._load_steps
