@@ -13,7 +13,7 @@ from groupcoord.local_broker import free_port
 
 
 def test_a_set_stop_ends_the_wait_for_an_unreachable_cluster() -> None:
-    query = GroupOffsetsQuery({"bootstrap.servers": f"127.0.0.1:{free_port()}", "log_level": 0}, "g")
+    query = GroupOffsetsQuery({"bootstrap.servers": f"127.0.0.1:{free_port()}", "log_level": 0}, "g", "t")
     stop = threading.Event()
     threading.Timer(0.5, stop.set).start()
     began = time.monotonic()
@@ -24,6 +24,6 @@ def test_a_set_stop_ends_the_wait_for_an_unreachable_cluster() -> None:
 
 
 def test_without_a_stop_the_timeout_still_ends_the_wait() -> None:
-    query = GroupOffsetsQuery({"bootstrap.servers": f"127.0.0.1:{free_port()}", "log_level": 0}, "g")
+    query = GroupOffsetsQuery({"bootstrap.servers": f"127.0.0.1:{free_port()}", "log_level": 0}, "g", "t")
     with pytest.raises(TimeoutError):
         query.ask(timeout=0.5)

@@ -1,27 +1,24 @@
-"""One group's committed offsets (ListConsumerGroupOffsets), asked so that an outage cannot abort the process.
+"""One group's committed offsets on one topic, asked so that neither an outage nor a coordinator
+move can abort the process.
 
-librdkafka (2.16.0, the confluent-kafka wheel's; the code is unchanged on its master) aborts the
-whole process with ``rd_kafka_enq_once_del_source_return: Assertion 'eonce->refcnt > 0'`` after
-this sequence: an admin request to a group coordinator (ListConsumerGroupOffsets,
-DescribeConsumerGroups, ...) reaches its ``request_timeout`` while the coordinator cannot be
-reached (the request waits in librdkafka's coordinator-request queue), and later the coordinator
-comes back up. The queued request then wakes, finds its admin request gone, frees the request's
-enqueue-once object (``rd_kafka_admin_coord_request``) and hands the same, freed, object to the
-response handler (``rd_kafka_admin_coord_response_parse``). A ``kill -9`` of the broker under
-``groupcoord serve`` did exactly that through placement's owner refresh, every few seconds.
+Asked through a consumer of the group that never subscribes, not through the admin API:
+librdkafka (2.16.0) crashes the whole process (SIGSEGV, librdkafka issue 5040) when an admin
+ListConsumerGroupOffsets is answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE, as a Kafka
+cluster answers while the group's coordinator moves (a broker restarted, the offsets partition
+offline): its OffsetFetch handler asks the client's consumer group, which an admin client lacks,
+to look the coordinator up again. A consumer has that group, looks the coordinator up again and
+fails the call with the error (seen against a sidecar whose shard failed to load: the admin call
+exits 139, the consumer's raises COORDINATOR_NOT_AVAILABLE). Its ``committed`` names the
+partitions, so the topic's are listed first.
 
-So a request's own timeout never expires before the coordinator answers: it is librdkafka's
-longest (an hour), the caller waits a bounded time for the answer, and while a request is in
-flight no other is sent (the next caller waits on the same one). A request unanswered for
-``renew_after`` seconds stays with its client, which is then replaced: destroying a client fails
-its queued coordinator requests without the faulty path (checked against a broker killed and
-restarted).
-
-The replacement is needed well before the hour: in about one restart of the broker in ten, the
-same librdkafka keeps the handle of the coordinator's old connection "terminating" forever (its
-refcount held by the queued request) after the restarted broker's node id is added again, and the
-request then never leaves its queue. Without a new client, a placement owner refresh stayed blind
-for the rest of the hour.
+An earlier version used the admin client and worked around another of its bugs (an admin request
+whose own timeout expired while the coordinator was unreachable aborted the process in
+``rd_kafka_enq_once_del_source_return`` once the coordinator came back): ``committed`` has no such
+request object, so its timeout is an ordinary one here. What is kept: one request in flight at a
+time (the next caller waits on the same one), and a client replaced once a request has waited
+``renew_after`` (in about one restart of the broker in ten, librdkafka keeps the coordinator's
+old connection "terminating" forever after the restarted broker's node id is added again, and a
+coordinator request then never leaves its queue).
 """
 
 from __future__ import annotations
@@ -31,15 +28,11 @@ import time
 from concurrent.futures import Future, wait
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 
 from groupcoord.coordinator.logs import drain
 
-# The longest request_timeout librdkafka accepts (rd_kafka_AdminOptions_set_request_timeout).
-REQUEST_TIMEOUT_S = 3600.0
-# A request this old is abandoned with its client (far below REQUEST_TIMEOUT_S, so its own
-# timeout never expires; a healthy coordinator answers in milliseconds).
+# A request this old is abandoned with its client (a healthy coordinator answers in milliseconds).
 RENEW_AFTER_S = 30.0
 # How often a wait looks at its stop event.
 STOP_POLL_S = 0.1
@@ -57,13 +50,18 @@ def _settled(pending: Future[Any], deadline: float, stop: threading.Event | None
 
 
 class GroupOffsetsQuery:
-    """Committed offsets of ``group_id``, through one admin client kept for the process's life."""
+    """Committed offsets of ``group_id`` on ``topic``, through one consumer of that group (never
+    subscribed) kept until a request waits ``renew_after``; each request runs on a thread of its
+    own, so a caller never waits longer than it asks to."""
 
-    def __init__(self, client_config: dict[str, Any], group_id: str, renew_after: float = RENEW_AFTER_S) -> None:
-        self._config = dict(client_config)
+    def __init__(
+        self, client_config: dict[str, Any], group_id: str, topic: str, renew_after: float = RENEW_AFTER_S
+    ) -> None:
+        self._config = {**client_config, "group.id": group_id, "enable.auto.commit": False}
         self.group_id = group_id
-        self._renew_after = min(renew_after, REQUEST_TIMEOUT_S / 2)
-        self._admin = AdminClient(self._config)
+        self.topic = topic
+        self._renew_after = renew_after
+        self._consumer = Consumer(self._config)
         self._lock = threading.Lock()
         self._pending: Future[ConsumerGroupTopicPartitions] | None = None
         self._answered: Future[ConsumerGroupTopicPartitions] | None = None  # the last one ``answer`` returned
@@ -108,16 +106,38 @@ class GroupOffsetsQuery:
         sent before ``since``, or has waited ``renew_after``. (Holds ``_lock``.)"""
         pending = self._pending
         if pending is not None and not pending.done() and since - self._sent_at > self._renew_after:
-            # Dropping the last reference destroys the old client here, once, on this thread.
-            self._admin = AdminClient(self._config)
+            # The old consumer is closed by its request's thread once that returns (``_fetch``).
+            self._consumer = Consumer(self._config)
             pending = None
         if pending is None or (pending.done() and self._sent_at < since):
-            request = ConsumerGroupTopicPartitions(self.group_id)
-            futures = self._admin.list_consumer_group_offsets([request], request_timeout=REQUEST_TIMEOUT_S)
-            pending = self._pending = futures[self.group_id]
+            pending = self._pending = Future()
             self._sent_at = time.monotonic()
+            thread = threading.Thread(
+                target=self._fetch, args=(self._consumer, pending), name="group-offsets", daemon=True
+            )
+            thread.start()
         return pending
 
+    def _fetch(self, consumer: Consumer, answer: Future[ConsumerGroupTopicPartitions]) -> None:
+        """One request (on its own thread): the topic's partitions, then their committed offsets.
+        Each call is bounded by ``renew_after``, so the thread ends even when nothing answers."""
+        answer.set_running_or_notify_cancel()
+        try:
+            listed = consumer.list_topics(self.topic, timeout=self._renew_after).topics.get(self.topic)
+            if listed is None or listed.error is not None:
+                error = listed.error if listed is not None else None
+                raise KafkaException(error or KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, self.topic))
+            partitions = [TopicPartition(self.topic, p) for p in sorted(listed.partitions)]
+            committed = consumer.committed(partitions, timeout=self._renew_after)
+            answer.set_result(ConsumerGroupTopicPartitions(self.group_id, committed))
+        except Exception as exc:  # the caller gets what went wrong, KafkaException mostly
+            answer.set_exception(exc)
+        finally:
+            with self._lock:
+                replaced = consumer is not self._consumer
+            if replaced:
+                consumer.close()
+
     def drain(self) -> None:
-        """Hand over the admin client's queued log lines (it is polled nowhere else)."""
-        drain(self._admin)
+        """Hand over the consumer's queued log lines (it is polled nowhere else)."""
+        drain(self._consumer)

@@ -239,7 +239,7 @@ class Placement:
             }
         )
         self._directory.assign([TopicPartition(self.config.directory_topic, 0, OFFSET_BEGINNING)])
-        self._owners_query = GroupOffsetsQuery(self.client_config, self.config.group_id)
+        self._owners_query = GroupOffsetsQuery(self.client_config, self.config.group_id, self.config.log_topic)
         if before_join is not None:
             before_join()
         consumer_config: dict[str, Any] = {
