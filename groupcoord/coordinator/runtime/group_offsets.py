@@ -22,6 +22,15 @@ same librdkafka keeps the handle of the coordinator's old connection "terminatin
 refcount held by the queued request) after the restarted broker's node id is added again, and the
 request then never leaves its queue. Without a new client, a placement owner refresh stayed blind
 for the rest of the hour.
+
+The client never re-bootstraps (``metadata.recovery.strategy=none``). librdkafka's default
+(KIP-1102, ``rebootstrap``) starts a re-bootstrap whenever all the brokers it knows are down at
+once, which a single reset of its connections does on a one-broker cluster or behind a proxy, and
+2.16 decommissions the known brokers when it starts one. The coordinator cache still names the
+decommissioned broker, and a coordinator request (ours) waits on it until something else changes
+a broker's state (librdkafka issues 5511 and 5512): seen as every owners query after a few TCP
+resets going unanswered until the client was replaced, while the cluster answered everyone else.
+Without the re-bootstrap the known broker just reconnects and the request is sent again.
 """
 
 from __future__ import annotations
@@ -60,7 +69,8 @@ class GroupOffsetsQuery:
     """Committed offsets of ``group_id``, through one admin client kept for the process's life."""
 
     def __init__(self, client_config: dict[str, Any], group_id: str, renew_after: float = RENEW_AFTER_S) -> None:
-        self._config = dict(client_config)
+        # No re-bootstrap (librdkafka's KIP-1102 default, ``rebootstrap``): see the module docstring.
+        self._config = {**client_config, "metadata.recovery.strategy": "none"}
         self.group_id = group_id
         self._renew_after = min(renew_after, REQUEST_TIMEOUT_S / 2)
         self._admin = AdminClient(self._config)
