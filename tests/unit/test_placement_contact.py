@@ -62,6 +62,19 @@ def test_heartbeats_answered_keep_the_shards_while_the_owners_query_gets_no_answ
     assert held.assigned == {1, 4}
 
 
+def test_a_rebalance_held_by_the_coordinator_a_while_ago_does_not_hold_the_heartbeats_back() -> None:
+    """A JoinGroup answered after 3 s (the coordinator waits for the group) says nothing of the
+    heartbeats answered in milliseconds afterwards."""
+    moves: list[tuple[str, list[int]]] = []
+    held = placement(moves)
+    held._consumer_stats(stats(100.5, 0.1, 20.0, rtt_s=3.0), now=100.5)
+    for second in range(1, 12):
+        now = 100.5 + second
+        held._consumer_stats(stats(now, 0.4, 20.0), now=now)
+        held._check_session(now)
+    assert moves == []
+
+
 def test_a_coordinator_that_answers_nothing_stops_the_shards_after_the_session() -> None:
     moves: list[tuple[str, list[int]]] = []
     held = placement(moves)

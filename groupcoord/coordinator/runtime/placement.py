@@ -657,8 +657,8 @@ class Placement:
         the consumer's own connection to the group's coordinator, which carries its heartbeats,
         received an answer ``rxidle`` before the statistics were taken (``ts``, librdkafka's clock,
         CLOCK_MONOTONIC as ``time.monotonic()``). The request it answered was sent no later than a
-        round trip before that; taking the longest round trip of that connection over the last
-        session, the coordinator answered a request sent at or after that time, as the owners
+        round trip before that; taking the longest round trip of that connection's answers since
+        then, the coordinator answered a request sent at or after that time, as the owners
         query's answers say (the contact clock holds send times). So a stuck owners query alone
         never stops a process whose heartbeats are answered, and a process the coordinator does not
         answer (partitioned, or paused: statistics taken before the pause carry their own old time)
@@ -682,7 +682,11 @@ class Placement:
                 return  # (no answer yet; or a clock that is not ``time.monotonic()``'s)
             received = taken_s - idle / 1e6
             up_since = taken_s - int(coordinator["stateage"]) / 1e6
-            sent = received - max((r for _, r in rtts), default=0.0)
+            # The round trips of the statistics taken since that answer came (each covers the
+            # answers received since the one before), so that a JoinGroup the coordinator held for
+            # seconds a while ago does not hold the heartbeats back; none there: all of them.
+            since = [r for t, r in rtts if t >= received] or [r for _, r in rtts]
+            sent = received - max(since, default=0.0)
             if sent < up_since:
                 return
             self._contact = max(self._contact, min(sent, now))
