@@ -19,6 +19,15 @@ time (the next caller waits on the same one), and a client replaced once a reque
 ``renew_after`` (in about one restart of the broker in ten, librdkafka keeps the coordinator's
 old connection "terminating" forever after the restarted broker's node id is added again, and a
 coordinator request then never leaves its queue).
+
+The client never re-bootstraps (``metadata.recovery.strategy=none``). librdkafka's default
+(KIP-1102, ``rebootstrap``) starts a re-bootstrap whenever all the brokers it knows are down at
+once, which a single reset of its connections does on a one-broker cluster or behind a proxy, and
+2.16 decommissions the known brokers when it starts one. The coordinator cache still names the
+decommissioned broker, and a coordinator request (ours) waits on it until something else changes
+a broker's state (librdkafka issues 5511 and 5512): seen as every owners query after a few TCP
+resets going unanswered until the client was replaced, while the cluster answered everyone else.
+Without the re-bootstrap the known broker just reconnects and the request is sent again.
 """
 
 from __future__ import annotations
@@ -57,7 +66,13 @@ class GroupOffsetsQuery:
     def __init__(
         self, client_config: dict[str, Any], group_id: str, topic: str, renew_after: float = RENEW_AFTER_S
     ) -> None:
-        self._config = {**client_config, "group.id": group_id, "enable.auto.commit": False}
+        # No re-bootstrap (librdkafka's KIP-1102 default, ``rebootstrap``): see the module docstring.
+        self._config = {
+            **client_config,
+            "group.id": group_id,
+            "enable.auto.commit": False,
+            "metadata.recovery.strategy": "none",
+        }
         self.group_id = group_id
         self.topic = topic
         self._renew_after = renew_after

@@ -203,6 +203,9 @@ class Placement:
         # When the placement group's coordinator last answered (time.monotonic(); the send time of
         # the request it answered): this process's own clock of its session.
         self._contact = time.monotonic()
+        # The longest round trip of the consumer's coordinator connection lately, with when it was
+        # seen (librdkafka's monotonic seconds): ``_consumer_stats``.
+        self._coordinator_rtts: list[tuple[float, float]] = []
         self._polled = time.monotonic()  # the placement thread's last poll of the consumer
         # Set once this process stopped serving on its own clock: the group must assign afresh.
         self._rejoin = threading.Event()
@@ -239,7 +242,7 @@ class Placement:
             }
         )
         self._directory.assign([TopicPartition(self.config.directory_topic, 0, OFFSET_BEGINNING)])
-        self._owners_query = GroupOffsetsQuery(self.client_config, self.config.group_id, self.config.log_topic)
+        self._owners_query = self._new_owners_query()
         if before_join is not None:
             before_join()
         consumer_config: dict[str, Any] = {
@@ -258,6 +261,9 @@ class Placement:
             "auto.offset.reset": "latest",
             # Ownership commits are asynchronous (the loop must keep polling); their outcome comes here.
             "on_commit": self._committed,
+            # When the coordinator last answered the consumer itself (its heartbeats): ``_consumer_stats``.
+            "statistics.interval.ms": min(1000, max(100, self.config.session_timeout_ms // 6)),
+            "stats_cb": self._consumer_stats,
         }
         if self.config.instance_id:
             consumer_config["group.instance.id"] = self.config.instance_id
@@ -268,6 +274,17 @@ class Placement:
         self._thread.start()
         self._watchdog = threading.Thread(target=self._watch_session, name="placement-session", daemon=True)
         self._watchdog.start()
+
+    def _new_owners_query(self) -> GroupOffsetsQuery:
+        """A query unanswered for a whole session is stuck, not slow (a coordinator answers an
+        OffsetFetch in milliseconds): it is asked again on a new client then, not after
+        ``RENEW_AFTER_S``."""
+        return GroupOffsetsQuery(
+            self.client_config,
+            self.config.group_id,
+            self.config.log_topic,
+            renew_after=self.config.session_timeout_ms / 1000,
+        )
 
     def _subscribe(self, consumer: Consumer) -> None:
         consumer.subscribe([self.config.log_topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._lost)
@@ -611,26 +628,73 @@ class Placement:
         that never returns keeps from coming). The group then assigns afresh (``_subscribe_again``)."""
         session_s = self.config.session_timeout_ms / 1000
         while not self._stop.wait(min(0.25, session_s / 8)):
-            silent = time.monotonic() - self._contact
-            if silent <= session_s or not (self.assigned or self.taken):
-                continue
-            with self._moves:
-                held = sorted(self.assigned | set(self.taken))
-                if not held or self._stop.is_set():
-                    continue
-                log.warning(
-                    "placement: no answer from the placement group's coordinator for %.1fs, longer than "
-                    "the session (%.1fs); shards %s stop here, another process may own them by now (%s)",
-                    silent,
-                    session_s,
-                    held,
-                    self._where(),
-                )
-                self.assigned = frozenset()
-                self.taken = {}
-                self._announce -= set(held)
-                self._rejoin.set()
-                self._on_revoked(held, True)
+            self._check_session(time.monotonic())
+
+    def _check_session(self, now: float) -> None:
+        """One look of ``_watch_session`` at the clock (``now``: ``time.monotonic()``)."""
+        session_s = self.config.session_timeout_ms / 1000
+        silent = now - self._contact
+        if silent <= session_s or not (self.assigned or self.taken):
+            return
+        with self._moves:
+            held = sorted(self.assigned | set(self.taken))
+            if not held or self._stop.is_set():
+                return
+            log.warning(
+                "placement: no answer from the placement group's coordinator for %.1fs (neither to the "
+                "consumer's heartbeats nor to the owners query), longer than the session (%.1fs); shards %s "
+                "stop here, another process may own them by now (%s)",
+                silent,
+                session_s,
+                held,
+                self._where(),
+            )
+            self.assigned = frozenset()
+            self.taken = {}
+            self._announce -= set(held)
+            self._rejoin.set()
+            self._on_revoked(held, True)
+
+    def _consumer_stats(self, raw: str, now: float | None = None) -> None:
+        """librdkafka's statistics of the placement consumer (at a poll, on the placement thread):
+        the consumer's own connection to the group's coordinator, which carries its heartbeats,
+        received an answer ``rxidle`` before the statistics were taken (``ts``, librdkafka's clock,
+        CLOCK_MONOTONIC as ``time.monotonic()``). The request it answered was sent no later than a
+        round trip before that; taking the longest round trip of that connection's answers since
+        then, the coordinator answered a request sent at or after that time, as the owners
+        query's answers say (the contact clock holds send times). So a stuck owners query alone
+        never stops a process whose heartbeats are answered, and a process the coordinator does not
+        answer (partitioned, or paused: statistics taken before the pause carry their own old time)
+        still stops in time. Answers on a connection that came up after its request was sent
+        (the handshake of a reconnection) say nothing of the group, and are not counted."""
+        now = time.monotonic() if now is None else now
+        try:
+            stats = json.loads(raw)
+            taken_s = float(stats["ts"]) / 1e6
+            coordinator = stats["brokers"].get("GroupCoordinator")
+            if coordinator is None or stats.get("cgrp", {}).get("state") != "up":
+                return
+            rtt = coordinator.get("rtt", {})
+            session_s = self.config.session_timeout_ms / 1000
+            rtts = [(t, r) for t, r in self._coordinator_rtts if t > taken_s - session_s]
+            if int(rtt.get("cnt", 0)) > 0:
+                rtts.append((taken_s, float(rtt["max"]) / 1e6))
+            self._coordinator_rtts = rtts
+            idle = int(coordinator["rxidle"])
+            if coordinator.get("state") != "UP" or idle < 0 or taken_s > now + 1:
+                return  # (no answer yet; or a clock that is not ``time.monotonic()``'s)
+            received = taken_s - idle / 1e6
+            up_since = taken_s - int(coordinator["stateage"]) / 1e6
+            # The round trips of the statistics taken since that answer came (each covers the
+            # answers received since the one before), so that a JoinGroup the coordinator held for
+            # seconds a while ago does not hold the heartbeats back; none there: all of them.
+            since = [r for t, r in rtts if t >= received] or [r for _, r in rtts]
+            sent = received - max(since, default=0.0)
+            if sent < up_since:
+                return
+            self._contact = max(self._contact, min(sent, now))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.debug("placement consumer statistics: %r", exc)
 
     def _where(self) -> str:
         """Where the placement thread is, for a log line about it."""
