@@ -238,7 +238,31 @@ def snapshot_tables(spark: SparkSession, status_log: DataFrame, names: Mapping[s
         gm.leader.alias("leader"),
         F.col("partition").alias("log_partition"),
     )
-    groups = consumer_groups.unionByName(classic_groups)
+    share = share_membership(live, topics)
+    # A group that only ever had offsets committed (an admin tool, an assign()-ed consumer, a
+    # transaction's TxnOffsetCommit) has no metadata record: the coordinator serves it as an
+    # empty classic group with no protocol type, as Kafka does (ListGroups, DescribeGroups), and
+    # so the snapshot lists it.
+    described = consumer_groups.select("group_id").unionByName(classic_groups.select("group_id"))
+    simple_groups = (
+        live.where(of_type(RecordType.OFFSET_COMMIT) | of_type(RecordType.PENDING_TXN_OFFSETS))
+        .select("group_id", F.col("partition").alias("log_partition"))
+        .distinct()
+        .join(described.unionByName(share["groups"].select("group_id")), "group_id", "left_anti")
+        .select(
+            "group_id",
+            F.lit("classic").alias("type"),
+            F.lit("Empty").alias("state"),
+            F.lit(0).cast("int").alias("group_epoch"),
+            F.lit(None).cast("int").alias("assignment_epoch"),
+            F.lit(0).cast("int").alias("members"),
+            F.lit("").alias("protocol_type"),
+            F.lit(None).cast("string").alias("protocol"),
+            F.lit(None).cast("string").alias("leader"),
+            "log_partition",
+        )
+    )
+    groups = consumer_groups.unionByName(classic_groups).unionByName(simple_groups)
 
     tm = F.col("value.consumer_group_target_assignment_member")
     target = (
@@ -282,7 +306,6 @@ def snapshot_tables(spark: SparkSession, status_log: DataFrame, names: Mapping[s
         .join(F.broadcast(topics), "topic_id", "left")
         .select("group_id", "member_id", "topic_id", "topic", "partition", "assignment_epoch", "pending_revocation")
     )
-    share = share_membership(live, topics)
     return {
         "offsets": offsets,
         "groups": groups.unionByName(share["groups"]),

@@ -18,6 +18,7 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark", reason="the pipeline tests need the spark extra: pip install -e '.[spark]'")
 
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
 from groupcoord.local_broker import free_port  # noqa: E402
@@ -40,6 +41,7 @@ class WrittenLog:
     live_group: str  # KIP-848, two members still in it
     gone_group: str  # KIP-848, member left after committing
     classic_group: str  # classic, member left after committing
+    simple_group: str = ""  # offsets committed by an assign()-ed consumer only: no metadata record
     members: list[Member] = field(default_factory=list)
     committed: dict[str, dict[int, int]] = field(default_factory=dict)
 
@@ -108,6 +110,11 @@ def written_log(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         wl.committed[wl.gone_group] = dict(own.committed)
         _, own = _run_group(serve.bootstrap, wl.classic_group, wl.data_topic, classic, ["classic-a"], close=True)
         wl.committed[wl.classic_group] = dict(own.committed)
+        wl.simple_group = f"gc-pl-simple-{tag}"
+        committer = Consumer({"bootstrap.servers": serve.bootstrap, "group.id": wl.simple_group})
+        committer.commit(offsets=[TopicPartition(wl.data_topic, 0, 7)], asynchronous=False)
+        committer.close()
+        wl.committed[wl.simple_group] = {0: 7}
         # Nothing polls the live members after this: librdkafka makes a member that has not polled
         # for max.poll.interval.ms (5 min by default) leave: a run of the pipeline tests slower than
         # that (a loaded machine) would find the live group Empty, not Stable with two members.

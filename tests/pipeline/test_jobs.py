@@ -111,6 +111,13 @@ def test_snapshot_equals_what_the_coordinator_serves(
         }, g
     live = snap_groups[wl.live_group]
     assert live.state == "Stable" and live.members == 2 and live.group_epoch == live.assignment_epoch
+    # A group of committed offsets only: listed as the empty classic group the sidecar serves.
+    (simple,) = [r for r in tables["groups"] if r.group_id == wl.simple_group]
+    assert (simple.type, simple.state, simple.members, simple.protocol_type) == ("classic", "Empty", 0, "")
+    assert {(r.partition, r.committed_offset) for r in tables["offsets"] if r.group_id == wl.simple_group} == {(0, 7)}
+    assert _offset_fetch(admin, wl.simple_group) == {(wl.data_topic, 0): 7}
+    (listed,) = [g for g in admin.list_consumer_groups().result(30).valid if g.group_id == wl.simple_group]
+    assert listed.is_simple_consumer_group
     # A stable group's target assignment is what its members own.
     target = {(r.member_id, r.topic, r.partition) for r in tables["target_assignments"] if r.group_id == wl.live_group}
     owned_live = {
@@ -247,7 +254,9 @@ def test_audit_names_forged_records(spark: SparkSession, written_log: WrittenLog
     }
 
 
-def test_jobs_read_a_log_skip_decision_as_a_load_does(spark: SparkSession, written_log: WrittenLog) -> None:
+def test_jobs_read_a_log_skip_decision_as_a_load_does(
+    spark: SparkSession, written_log: WrittenLog, tmp_path: Path
+) -> None:
     """An unreadable record under the shard's epoch, then the decision ``log skip --execute``
     writes: the audit passes and the snapshot builds (before, every job failed on the decision)."""
     wl = written_log
@@ -265,6 +274,17 @@ def test_jobs_read_a_log_skip_decision_as_a_load_does(spark: SparkSession, writt
         on_delivery=lambda err, msg: garbage_at.append(msg.offset() or 0),
     )
     assert producer.flush(30) == 0 and len(garbage_at) == 1
+    # Before the decision, the snapshot builds without that record and says so.
+    result = runner.invoke(
+        app, ["pipeline", "snapshot", "-b", wl.bootstrap, "--topic", topic, "--out", str(tmp_path / "a"), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["unreadable"] == 1
+    said = " ".join(result.stderr.split())
+    assert (
+        f"1 log records could not be read and are left out of the tables, the first at partition 0 offset {garbage_at[0]}"
+        in said
+    )
     key, value = encode(
         CoordinatorRecord(
             RecordType.LOG_SKIP, LogSkipKey(garbage_at[0]), LogSkipValue(garbage_at[0], "test@host", 0, "garbage")
@@ -276,6 +296,10 @@ def test_jobs_read_a_log_skip_decision_as_a_load_does(spark: SparkSession, writt
     forged = _status_log(spark, wl, topic).persist()
     statuses = {r.offset: r.status for r in forged.select("offset", "status").collect()}
     assert statuses[garbage_at[0]] == "skipped" and statuses[garbage_at[0] + 1] == "runtime"
+    result = runner.invoke(
+        app, ["pipeline", "snapshot", "-b", wl.bootstrap, "--topic", topic, "--out", str(tmp_path / "b"), "--json"]
+    )
+    assert result.exit_code == 0 and json.loads(result.stdout)["unreadable"] == 0, result.output
     assert audit(forged).collect() == []
     tables = snapshot_tables(spark, forged, {})
     assert tables["offsets"].count() > 0
