@@ -15,7 +15,7 @@ import random
 import shutil
 import ssl
 import struct
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +111,11 @@ def run(
                 finally:
                     await client.close()
 
+    run_on(loop, main)
+
+
+def run_on(loop: str, main: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run ``main()`` on the event loop named ``loop`` (one of ``LOOPS``)."""
     if loop == "uvloop":
         import uvloop
 

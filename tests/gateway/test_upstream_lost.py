@@ -19,7 +19,7 @@ from groupcoord.coordinator.gateway.connection import ClientConnection
 from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from groupcoord.coordinator.messages.schema import Message
 from tests.gateway.test_server import HEARTBEAT, ScriptedHandler, heartbeat
-from tests.gateway.test_streaming import FETCH, LOOPS, ScriptedBroker, body_for, framed, request
+from tests.gateway.test_streaming import FETCH, LOOPS, ScriptedBroker, body_for, framed, request, run_on
 from tests.gateway.wire_client import WireClient
 
 
@@ -54,13 +54,7 @@ def run(test: Any, loop: str, handler: ScriptedHandler | None = None) -> None:
                 finally:
                     await client.close()
 
-    if loop == "uvloop":
-        import uvloop
-
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(main())
-    else:
-        asyncio.run(main())
+    run_on(loop, main)
 
 
 def the_connection(server: GatewayServer) -> ClientConnection:

@@ -18,6 +18,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from groupcoord.coordinator.runtime.placement import Node, Placement, PlacementConfig
 from groupcoord.local_broker import free_port
 from tests.processes import popen
 
@@ -172,6 +173,17 @@ def stop_all(sidecars: Sequence[Sidecar]) -> None:
     for s in sidecars:
         if s.alive:
             s.kill9()
+
+
+def recording_placement(bootstrap: str, config: PlacementConfig, moves: list[tuple[str, list[int]]]) -> Placement:
+    """A placement of one process (node 1,000,001) that notes each move of its shards in ``moves``."""
+    return Placement(
+        {"bootstrap.servers": bootstrap},
+        config,
+        Node(1_000_001, "127.0.0.1", free_port()),
+        lambda shards: moves.append(("assigned", shards)),
+        lambda shards, lost: moves.append(("lost" if lost else "revoked", shards)),
+    )
 
 
 def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:

@@ -18,9 +18,9 @@ import time
 
 import pytest
 
-from groupcoord.coordinator.runtime.placement import Node, Placement, PlacementConfig
+from groupcoord.coordinator.runtime.placement import Placement, PlacementConfig
 from groupcoord.local_broker import LocalBroker, free_port
-from tests.ha.sidecars import SESSION_TIMEOUT_MS, wait_for
+from tests.ha.sidecars import SESSION_TIMEOUT_MS, recording_placement, wait_for
 from tests.topics import ensure_topic
 
 
@@ -96,13 +96,7 @@ def test_connections_reset_and_made_again_cost_no_shard(unique_name: str) -> Non
         config = PlacementConfig(
             unique_name, f"{unique_name}-p", f"{unique_name}-d", None, SESSION_TIMEOUT_MS, 1000, "roundrobin", 1000
         )
-        placement = Placement(
-            {"bootstrap.servers": bootstrap},
-            config,
-            Node(1_000_001, "127.0.0.1", free_port()),
-            lambda shards: moves.append(("assigned", shards)),
-            lambda shards, lost: moves.append(("lost" if lost else "revoked", shards)),
-        )
+        placement = recording_placement(bootstrap, config, moves)
         placement.start()
         wait_for(lambda: placement is not None and placement.assigned == {0, 1}, 30, "the first assignment")
         for _ in range(5):

@@ -11,9 +11,8 @@ import threading
 
 import pytest
 
-from groupcoord.coordinator.runtime.placement import Node, Placement, PlacementConfig
-from groupcoord.local_broker import free_port
-from tests.ha.sidecars import wait_for
+from groupcoord.coordinator.runtime.placement import PlacementConfig
+from tests.ha.sidecars import recording_placement, wait_for
 from tests.topics import ensure_topic
 
 
@@ -24,13 +23,7 @@ def test_a_stuck_placement_thread_stops_serving_after_the_session_then_joins_aga
     ensure_topic(bootstrap, unique_name, partitions=2)
     config = PlacementConfig(unique_name, f"{unique_name}-p", f"{unique_name}-d", None, 3000, 300, "roundrobin", 1000)
     moves: list[tuple[str, list[int]]] = []
-    placement = Placement(
-        {"bootstrap.servers": bootstrap},
-        config,
-        Node(1_000_001, "127.0.0.1", free_port()),
-        lambda shards: moves.append(("assigned", shards)),
-        lambda shards, lost: moves.append(("lost" if lost else "revoked", shards)),
-    )
+    placement = recording_placement(bootstrap, config, moves)
     placement.start()
     stuck = threading.Event()
     try:
