@@ -42,6 +42,7 @@ from groupcoord.coordinator.group_shard import GroupCoordinatorShard, GroupCoord
 from groupcoord.coordinator.kafka_words import describe_error
 from groupcoord.coordinator.observability.gateway import GatewayMetrics, MeteredHandler
 from groupcoord.coordinator.observability.http import HealthServer, Readiness, shard_states
+from groupcoord.coordinator.observability.placement_health import PlacementHealth, settle_bound_s
 from groupcoord.coordinator.observability.registry import REGISTRY
 from groupcoord.coordinator.observability.serve import ServeMetrics
 from groupcoord.coordinator.runtime.cluster_watch import ClusterWatch
@@ -736,7 +737,9 @@ async def _serving_with(
         gateway.settle_file_limit()
         # Report readiness once the first assignment is loaded (bounded: with more processes
         # than shards this one may own none and still route).
-        deadline = loop.time() + 3 * settings.placement.session_timeout_ms / 1000 + 10
+        session_s = settings.placement.session_timeout_ms / 1000
+        deadline = loop.time() + settle_bound_s(session_s)
+        settled = PlacementHealth(settle_bound_s(session_s), started=loop.time())
         while not moves.all_active() and loop.time() < deadline and not stop.is_set():
             await asyncio.sleep(0.05)
         # Ready from here on while every owned shard is active (the listener is bound by now);
@@ -748,6 +751,9 @@ async def _serving_with(
             # The HTTP thread reads a copy, never the runtime's own dict.
             readiness.set_shards(shard_states(shard_statuses(runtime)))
             readiness.set_cluster_problem(watch.problem)
+            readiness.set_placement_problem(
+                settled.look(placement.unowned(runtime.partitions), placement.silent_s(), session_s, loop.time())
+            )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 0.2)
         say.info("stopping: handing the shards over")  # the start of a graceful stop, for its timeline

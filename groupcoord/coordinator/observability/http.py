@@ -1,7 +1,9 @@
 """A tiny HTTP server on its own thread, off the coordinator's event loop.
 
 ``/healthz`` answers 200 while the process is alive. ``/readyz`` answers 503 until the listeners are
-bound and every owned shard is loaded, then 200; its JSON body names the owned shards and their state.
+bound and every owned shard is loaded, then 200 while the cluster can be used and placement has
+settled (``placement_health``); its JSON body names the owned shards and their state, and why not
+ready.
 ``/metrics`` serves a Prometheus registry (``groupcoord.coordinator.observability.metrics``) when one is given.
 """
 
@@ -27,6 +29,12 @@ class Readiness:
         self._listening = False
         self._shards: dict[int, ShardState] = {}
         self._cluster_problem: str | None = None
+        self._placement_problem: str | None = None
+
+    def set_placement_problem(self, problem: str | None) -> None:
+        """Why placement cannot route every shard (``placement_health``), or None."""
+        with self._lock:
+            self._placement_problem = problem
 
     def set_cluster_problem(self, problem: str | None) -> None:
         """Why the backing cluster cannot be used (unreachable, a topic missing), or None."""
@@ -46,7 +54,10 @@ class Readiness:
             shards = dict(self._shards)
             listening = self._listening
             problem = self._cluster_problem
-        ready = listening and problem is None and all(state == "active" for state in shards.values())
+            placement = self._placement_problem
+        ready = (
+            listening and problem is None and placement is None and all(state == "active" for state in shards.values())
+        )
         body: dict[str, object] = {
             "ready": ready,
             "listening": listening,
@@ -54,6 +65,8 @@ class Readiness:
         }
         if problem is not None:
             body["cluster"] = problem
+        if placement is not None:
+            body["placement"] = placement
         return ready, body
 
 

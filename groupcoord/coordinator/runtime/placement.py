@@ -328,7 +328,15 @@ class Placement:
 
     def in_contact(self) -> bool:
         """Whether the placement group's coordinator answered within the last session."""
-        return time.monotonic() - self._contact <= self.config.session_timeout_ms / 1000
+        return self.silent_s() <= self.config.session_timeout_ms / 1000
+
+    def silent_s(self) -> float:
+        """Seconds since the placement group's coordinator last answered."""
+        return time.monotonic() - self._contact
+
+    def unowned(self, partitions: int) -> list[int]:
+        """The shards among the first ``partitions`` that no process is known to own now."""
+        return [p for p in range(partitions) if self.owner(p) is None]
 
     def _wait_s(self, timeout_s: float) -> float:
         """How long a stop waits on the cluster: ``timeout_s``, or a second once out of contact."""
