@@ -1,7 +1,8 @@
 """``groupcoord groups`` and ``groupcoord offsets``: inspect, reset and delete groups through the sidecar.
 
 These talk Kafka to the sidecar's listener (confluent-kafka's AdminClient, kafka-python for
-OffsetDelete, which confluent-kafka lacks), exactly as any operator tool would, so they show what
+OffsetDelete, which confluent-kafka lacks, and OffsetFetch over the wire, ``groupcoord.cli.offsets_wire``,
+where librdkafka's offset listing crashes), exactly as any operator tool would, so they show what
 clients see. Output as ``groupcoord.cli.output`` describes (``--format text|wide|json|yaml``); the column
 names follow kafka-consumer-groups.sh.
 """
@@ -16,7 +17,6 @@ from typing import Annotated, Any
 import typer
 from confluent_kafka import (
     ConsumerGroupState,
-    ConsumerGroupTopicPartitions,
     ConsumerGroupType,
     KafkaError,
     KafkaException,
@@ -44,6 +44,7 @@ from groupcoord.cli.group_results import (
     group_errors,
     print_deletions,
 )
+from groupcoord.cli.offsets_wire import CommittedOffset, fetch_committed
 from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.cli.wire import ConsumerGroupInfo, describe_consumer_groups
 
@@ -153,16 +154,12 @@ def describe(c: Conn, admin: AdminClient, groups: list[str]) -> dict[str, Consum
     return result
 
 
-def committed(c: Conn, admin: AdminClient, group: str) -> dict[tuple[str, int], TopicPartition]:
-    # Ask DescribeGroups first: confluent-kafka's offset listing crashes the process (SIGSEGV) on a
-    # group-level error such as COORDINATOR_NOT_AVAILABLE from a shard that failed to load.
-    d = describe(c, admin, [group])[group]
-    if isinstance(d, str) and d != "the group does not exist":
-        fail(f"group {group!r}: {d}")
-    future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=c.timeout)[group]
-    result = c.wait(future, f"cannot read the offsets of group {group!r}")
-    offsets: dict[tuple[str, int], TopicPartition] = {}
-    for tp in result.topic_partitions:
+def committed(c: Conn, group: str) -> dict[tuple[str, int], CommittedOffset]:
+    """The group's committed offsets (partitions without one left out), read from its coordinator
+    over the wire (``groupcoord.cli.offsets_wire``: never librdkafka's admin offset listing, which
+    crashes the process while the coordinator moves). A partition-level error fails the command."""
+    offsets: dict[tuple[str, int], CommittedOffset] = {}
+    for tp in fetch_committed(c, group):
         if tp.error is not None:
             fail(f"group {group!r}: {tp.topic}-{tp.partition}: {describe_error(tp.error)}")
         if tp.offset >= 0:
@@ -170,16 +167,13 @@ def committed(c: Conn, admin: AdminClient, group: str) -> dict[tuple[str, int], 
     return offsets
 
 
-def staged_transactional(c: Conn, admin: AdminClient, group: str) -> set[tuple[str, int]]:
+def staged_transactional(c: Conn, group: str) -> set[tuple[str, int]]:
     """The committed partitions with transactional offsets staged over them: asked with
     require_stable, they answer UNSTABLE_OFFSET_COMMIT until their transaction ends."""
-    request = [ConsumerGroupTopicPartitions(group)]
-    future = admin.list_consumer_group_offsets(request, require_stable=True, request_timeout=c.timeout)[group]
-    result = c.wait(future, f"cannot read the offsets of group {group!r}")
     return {
         (tp.topic, tp.partition)
-        for tp in result.topic_partitions
-        if tp.error is not None and tp.error.code() == KafkaError.UNSTABLE_OFFSET_COMMIT
+        for tp in fetch_committed(c, group, require_stable=True)
+        if tp.error_code == KafkaError.UNSTABLE_OFFSET_COMMIT
     }
 
 
@@ -267,8 +261,8 @@ def _offset_rows(c: Conn, admin: AdminClient, found: dict[str, ConsumerGroupDesc
         for member in d.members:
             for tp in _assignment(member):
                 owner[tp] = member
-        per_group.append((group, owner, committed(c, admin, group)))
-        pending[group] = staged_transactional(c, admin, group)
+        per_group.append((group, owner, committed(c, group)))
+        pending[group] = staged_transactional(c, group)
     every = sorted({key for _, owner, commits in per_group for key in set(commits) | set(owner)})
     try:
         known = admin.list_topics(timeout=c.timeout).topics
@@ -517,7 +511,7 @@ def show_offsets(
         fail(f"group {group!r}: {found}")
     rows = [
         {"group": group, "topic": t, "partition": p, "offset": tp.offset, "metadata": tp.metadata or ""}
-        for (t, p), tp in sorted(committed(c, admin, group).items())
+        for (t, p), tp in sorted(committed(c, group).items())
     ]
     o.result(["group", "topic", "partition", "offset", "metadata"], rows, title=f"offsets of {group}")
 
@@ -558,7 +552,7 @@ def delete_offsets(
     o = Output.of(fmt, as_json)
     wanted = dict(parse_topic_spec(t) for t in topic)
     c, admin = _connect(bootstrap, command_config, timeout)
-    commits = committed(c, admin, group)
+    commits = committed(c, group)
     tps: list[tuple[str, int]] = []
     for t, parts in wanted.items():
         have = sorted(p for (ct, p) in commits if ct == t)

@@ -261,8 +261,8 @@ def _plan(m: _Move, g: str, required: bool) -> _Group | None:
     try:
         busy_dest = activity(dc, dadmin, g)
         busy_source = activity(sc, sadmin, g)
-        have = committed(sc, sadmin, g)
-        now = committed(dc, dadmin, g) if have or required else {}
+        have = committed(sc, g)
+        now = committed(dc, g) if have or required else {}
     except CliError as exc:
         entry.failed(str(exc))
         return entry
@@ -381,8 +381,8 @@ def _execute(m: _Move, entry: _Group) -> None:
 
 def _verify(m: _Move, entry: _Group, done: list[dict[str, Any]]) -> None:
     """The destination must now return exactly what was written, and nothing where it was deleted."""
-    dc, dadmin = m.dest
-    back = committed(dc, dadmin, entry.name)
+    dc, _ = m.dest
+    back = committed(dc, entry.name)
     for r in done:
         if r["status"] != "written":
             continue

@@ -293,7 +293,7 @@ def reset_offsets(
         if why:
             fail(f"cannot reset offsets of group {g!r}: it {why}; stop its consumers first")
     from_plan = read_plan_file(from_file, groups) if from_file is not None else {}
-    current = {g: committed(c, admin, g) for g in groups}
+    current = {g: committed(c, g) for g in groups}
 
     # Which partitions of which groups.
     wanted: dict[str, dict[str, list[int] | None]] = {}

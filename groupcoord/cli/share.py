@@ -17,7 +17,6 @@ the group's coordinator. ``describe`` shows the ``--state`` view by default (Kaf
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,9 +52,9 @@ from groupcoord.cli.wire import (
     CLIENT_ID,
     CLIENT_SOFTWARE_VERSION,
     CLOSED,
-    NOTHING_LISTENS,
     WireClient,
     closed_words,
+    connect_failure,
 )
 from groupcoord.cli.wire_security import AuthenticationError
 from groupcoord.coordinator.gateway.apis import ApiKey
@@ -158,18 +157,8 @@ class ShareAdmin:
             return client
         try:
             client = self.clients[node] = WireClient(node, self.conn.timeout, self.props)
-        except AuthenticationError as exc:
-            fail(f"cannot connect to {node}: {exc}")
-        except ssl.SSLError as exc:
-            fail(f"cannot connect to {node}: TLS: {exc.reason or exc}")
-        except CLOSED:  # during the TLS handshake or the SASL login
-            fail(closed_words(node, answered=False))
-        except ConnectionRefusedError as exc:
-            fail(f"cannot reach {node} within {self.conn.timeout:g}s: {NOTHING_LISTENS} ({exc.strerror or exc})")
-        except OSError as exc:  # unresolvable, or timed out
-            fail(f"cannot reach {node} within {self.conn.timeout:g}s: {exc.strerror or exc}")
-        except ValueError as exc:
-            fail(f"cannot connect to {node}: {exc}")
+        except (AuthenticationError, OSError, ValueError) as exc:
+            fail(connect_failure(node, exc, self.conn.timeout))
         return client
 
     def call(self, node: str, key: ApiKey, request: Message) -> Message:

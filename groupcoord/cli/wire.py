@@ -5,6 +5,8 @@
 - the share-group admin requests (``groupcoord.cli.share``): librdkafka 2.16 ships a share
   consumer but no share-group admin call (no share type in ``list_consumer_groups``, no
   ``describe_share_groups``).
+- OffsetFetch at a group's coordinator (``groupcoord.cli.offsets_wire``): confluent-kafka has a
+  call for it, but librdkafka 2.16 crashes the process on it while the coordinator moves.
 
 ``WireClient`` speaks TLS and SASL as the properties say (``groupcoord.cli.wire_security``); the
 consumer-group columns are read on PLAINTEXT listeners only (with TLS or SASL settings the CLI shows
@@ -15,12 +17,13 @@ from __future__ import annotations
 
 import re
 import socket
+import ssl
 import struct
 from dataclasses import dataclass, field
 from types import TracebackType
 
 from groupcoord import __version__
-from groupcoord.cli.wire_security import protocol_of, sasl_login, tls_context
+from groupcoord.cli.wire_security import AuthenticationError, protocol_of, sasl_login, tls_context
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.gateway.framing import RequestHeader
 from groupcoord.coordinator.gateway.protocol import decode_response, encode_request
@@ -140,6 +143,21 @@ def closed_words(address: str, answered: bool = True) -> str:
         f"{address} accepted the connection and closed it without an answer: the sidecar there may not"
         f" reach its cluster (see its log){other}"
     )
+
+
+def connect_failure(address: str, exc: Exception, timeout: float) -> str:
+    """Why ``WireClient(address, ...)`` failed, in words (its exceptions, as its docstring lists them)."""
+    if isinstance(exc, AuthenticationError):
+        return f"cannot connect to {address}: {exc}"
+    if isinstance(exc, ssl.SSLError):
+        return f"cannot connect to {address}: TLS: {exc.reason or exc}"
+    if isinstance(exc, CLOSED):  # during the TLS handshake or the SASL login
+        return closed_words(address, answered=False)
+    if isinstance(exc, ConnectionRefusedError):
+        return f"cannot reach {address} within {timeout:g}s: {NOTHING_LISTENS} ({exc.strerror or exc})"
+    if isinstance(exc, OSError):  # unresolvable, or timed out
+        return f"cannot reach {address} within {timeout:g}s: {exc.strerror or exc}"
+    return f"cannot connect to {address}: {exc}"
 
 
 def probe(address: str, timeout: float, props: dict[str, str] | None = None) -> str | None:

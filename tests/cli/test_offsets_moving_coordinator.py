@@ -1,0 +1,213 @@
+"""The CLI's offset reads while the group's coordinator moves: an error in one line, or the
+offsets once it has settled; never a crash. librdkafka's admin ListConsumerGroupOffsets, which
+the CLI used, crashes the process (SIGSEGV, librdkafka issue 5040) on a group-level
+NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE, which a sidecar answers while a shard moves between
+its processes and a Kafka cluster while a broker restarts: ``offsets show`` exited 139 there.
+
+A gateway in front of the test broker stands for that coordinator, as in
+``tests/integration/test_group_offsets_coordinator_error.py``: its group handler describes the
+group as an empty consumer group (ConsumerGroupDescribe, DescribeGroups) and answers OffsetFetch with a coordinator error, every time or
+for the first few asks only. FindCoordinator is the gateway's own answer (itself)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from groupcoord.cli import offsets_wire
+from groupcoord.cli.common import CliError, Conn
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.gateway import ConnectionContext, GatewayConfig, TlsSettings
+from groupcoord.coordinator.messages import consumer_group_describe as cgd
+from groupcoord.coordinator.messages import describe_groups as dg
+from groupcoord.coordinator.messages import offset_fetch as of
+from groupcoord.coordinator.messages.schema import Message
+from tests.gateway.conftest import GatewayThread
+from tests.gateway.fakes import FakeGroupHandler
+from tests.gateway.test_integration import _make_cert
+from tests.inprocess_cli import cli
+from tests.topics import ensure_topic
+
+pytestmark = pytest.mark.integration
+
+GROUP, TOPIC = "g-moving", "t-moving"
+
+
+class MovingCoordinator(FakeGroupHandler):
+    """The first ``moving`` OffsetFetch answers carry ``code`` at the group level (every one when
+    ``moving`` is None); the others the offsets committed here. DescribeGroups finds the group."""
+
+    def __init__(self, code: int, moving: int | None = None) -> None:
+        super().__init__()
+        self.code, self.moving = code, moving
+        self.fetches = 0
+        self.versions: set[int] = set()  # of the OffsetFetch requests
+
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
+        if isinstance(request, cgd.ConsumerGroupDescribeRequest):  # librdkafka describes with it first
+            return cgd.ConsumerGroupDescribeResponse(
+                groups=[
+                    cgd.ConsumerGroupDescribeResponseDescribedGroup(
+                        group_id=g, group_state="Empty", group_epoch=1, assignment_epoch=1, assignor_name="uniform"
+                    )
+                    for g in request.group_ids
+                ]
+            )
+        if isinstance(request, dg.DescribeGroupsRequest):
+            return dg.DescribeGroupsResponse(
+                groups=[
+                    dg.DescribeGroupsResponseDescribedGroup(group_id=g, group_state="Empty", protocol_type="consumer")
+                    for g in request.groups
+                ]
+            )
+        if isinstance(request, of.OffsetFetchRequest):
+            self.fetches += 1
+            self.versions.add(context.api_version)
+            if self.moving is None or self.fetches <= self.moving:
+                if context.api_version >= 8:
+                    return of.OffsetFetchResponse(
+                        groups=[
+                            of.OffsetFetchResponseGroup(group_id=g.group_id, error_code=self.code)
+                            for g in request.groups
+                        ]
+                    )
+                return of.OffsetFetchResponse(error_code=self.code)
+            return self._all_offsets(request, context.api_version)
+        return await super().handle(context, request)
+
+    def _all_offsets(self, request: of.OffsetFetchRequest, version: int) -> of.OffsetFetchResponse:
+        """Every offset committed here (the request names no topics: all of them)."""
+        if version < 8:
+            assert request.topics is None
+            return of.OffsetFetchResponse(
+                topics=[
+                    of.OffsetFetchResponseTopic(
+                        name=t,
+                        partitions=[
+                            of.OffsetFetchResponsePartition(partition_index=p, committed_offset=o, metadata="m")
+                            for p, o in parts
+                        ],
+                    )
+                    for t, parts in self._committed(request.group_id).items()
+                ]
+            )
+        groups = []
+        for g in request.groups:
+            assert g.topics is None
+            topics = [
+                of.OffsetFetchResponseTopics(
+                    name=t,
+                    partitions=[
+                        of.OffsetFetchResponsePartitions(partition_index=p, committed_offset=o, metadata="m")
+                        for p, o in parts
+                    ],
+                )
+                for t, parts in self._committed(g.group_id).items()
+            ]
+            groups.append(of.OffsetFetchResponseGroup(group_id=g.group_id, topics=topics))
+        return of.OffsetFetchResponse(groups=groups)
+
+    def _committed(self, group: str) -> dict[str, list[tuple[int, int]]]:
+        topics: dict[str, list[tuple[int, int]]] = {}
+        for (g, t, p), o in sorted(self.offsets.items()):
+            if g == group:
+                topics.setdefault(t, []).append((p, o))
+        return topics
+
+
+def _gateway(bootstrap: str, handler: MovingCoordinator, tls: TlsSettings | None = None) -> GatewayThread:
+    ensure_topic(bootstrap, TOPIC)
+    handler.offsets[(GROUP, TOPIC, 0)] = 42
+    config = GatewayConfig(bootstrap_servers=bootstrap, listen_port=0, listener_tls=tls)
+    return GatewayThread(config, handler)
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        (ErrorCode.NOT_COORDINATOR, "the coordinator moved; try again"),
+        (ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator is not available (is its shard loaded?)"),
+        (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "the coordinator is still loading; try again"),
+    ],
+)
+def test_a_coordinator_that_keeps_moving_is_one_error_line_within_the_timeout(
+    bootstrap: str, code: int, words: str
+) -> None:
+    handler = MovingCoordinator(code)
+    with _gateway(bootstrap, handler) as gateway:
+        shown = cli("offsets", "show", GROUP, "-b", gateway.bootstrap, "--timeout", "2")
+    assert shown.returncode == 1, (shown.stdout, shown.stderr)
+    (line,) = shown.stderr.strip().splitlines()
+    assert line == f"error: cannot read the offsets of group {GROUP!r}: {words} (still so after 2s)"
+    assert handler.fetches > 2  # asked again, with a backoff, until the timeout
+
+
+@pytest.mark.parametrize(
+    ("offset_fetch", "find_coordinator"),
+    [
+        ((2, 9), (1, 6)),  # what the gateway offers: OffsetFetch v9, FindCoordinator v6 (batched)
+        ((2, 7), (1, 3)),  # a cluster before Kafka 3.0: one group per OffsetFetch and FindCoordinator
+    ],
+)
+def test_offsets_are_read_once_the_coordinator_has_settled(
+    bootstrap: str, monkeypatch: pytest.MonkeyPatch, offset_fetch: tuple[int, int], find_coordinator: tuple[int, int]
+) -> None:
+    monkeypatch.setattr(offsets_wire, "OFFSET_FETCH_VERSIONS", offset_fetch)
+    monkeypatch.setattr(offsets_wire, "FIND_COORDINATOR_VERSIONS", find_coordinator)
+    handler = MovingCoordinator(ErrorCode.NOT_COORDINATOR, moving=3)
+    with _gateway(bootstrap, handler) as gateway:
+        shown = cli("offsets", "show", GROUP, "-b", gateway.bootstrap, "--timeout", "10", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["items"] == [
+        {"group": GROUP, "topic": TOPIC, "partition": 0, "offset": 42, "metadata": "m"}
+    ]
+    assert handler.fetches == 4
+    assert handler.versions == {offset_fetch[1]}
+
+
+def test_the_cli_process_is_not_killed(bootstrap: str, tmp_path: Path) -> None:
+    """The same in a process of its own: the old CLI died of SIGSEGV here (exit code -11)."""
+    root = str(Path(__file__).resolve().parents[2])
+    with _gateway(bootstrap, MovingCoordinator(ErrorCode.COORDINATOR_NOT_AVAILABLE)) as gateway:
+        done = subprocess.run(
+            [sys.executable, "-m", "groupcoord.cli.main", "offsets", "show", GROUP, "-b", gateway.bootstrap]
+            + ["--timeout", "2"],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            cwd=tmp_path,
+            env={"PYTHONPATH": root, "PATH": "/usr/bin:/bin"},
+        )
+    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
+    assert f"cannot read the offsets of group {GROUP!r}" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+def test_offsets_are_read_over_tls_as_the_command_config_says(bootstrap: str, tmp_path: Path) -> None:
+    cert, key = _make_cert(tmp_path)
+    handler = MovingCoordinator(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, moving=1)
+    props = tmp_path / "client.properties"
+    props.write_text(f"security.protocol=SSL\nssl.ca.location={cert}\n")
+    with _gateway(bootstrap, handler, TlsSettings(certfile=cert, keyfile=key)) as gateway:
+        shown = cli("offsets", "show", GROUP, "-b", gateway.bootstrap, "--command-config", str(props), "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert [(r["topic"], r["offset"]) for r in json.loads(shown.stdout)["items"]] == [(TOPIC, 42)]
+    assert handler.fetches == 2
+
+
+def test_a_coordinator_that_cannot_be_reached_is_asked_until_the_timeout_only(dead_address: str) -> None:
+    """Refused connections are tried again (a broker restarting), within --timeout all told."""
+    started = time.monotonic()
+    with pytest.raises(CliError) as failed:
+        offsets_wire.fetch_committed(Conn(dead_address, timeout=1.0), GROUP)
+    assert 0.9 < time.monotonic() - started < 3
+    assert str(failed.value) == (
+        f"cannot read the offsets of group {GROUP!r}: cannot reach {dead_address} within 1s: nothing listens"
+        " there (Connection refused) (still so after 1s)"
+    )
