@@ -285,9 +285,12 @@ class SharePartition:
         if error is not ErrorCode.NONE:
             return Acknowledged(error)
         plan: list[tuple[InFlightRecord, int, int]] = []  # record, offset, acknowledge type
+        planned: dict[int, int] = {}  # offset -> the type an earlier range of the list gave it
         for batch in batches:
             if batch.last_offset < self.start_offset:
                 continue
+            if self.end_offset == self.start_offset:
+                return Acknowledged(ErrorCode.INVALID_RECORD_STATE)  # no record in flight
             if batch.last_offset >= self.end_offset:
                 return Acknowledged(ErrorCode.INVALID_REQUEST)  # past anything ever acquired
             for offset in range(max(batch.first_offset, self.start_offset), batch.last_offset + 1):
@@ -296,7 +299,10 @@ class SharePartition:
                     continue  # no record at this offset: nothing to acknowledge
                 if rec.state != RecordState.ACQUIRED or rec.member != member:
                     return Acknowledged(ErrorCode.INVALID_RECORD_STATE)
+                if planned.get(offset, AcknowledgeType.RENEW) != AcknowledgeType.RENEW:
+                    return Acknowledged(ErrorCode.INVALID_RECORD_STATE)  # acknowledged already
                 ack = batch.types[0] if len(batch.types) == 1 else batch.types[offset - batch.first_offset]
+                planned[offset] = ack
                 plan.append((rec, offset, ack))
         before = self.start_offset
         touched: _Touched = {}

@@ -146,11 +146,11 @@ def test_start_offset_moves_over_done_records_only() -> None:
     [
         ([ack(3, 2, ACCEPT)], "first after last"),
         ([ack(0, 3, ACCEPT, ACCEPT)], "types neither one nor one per offset"),
-        ([ack(0, 1, ACCEPT), ack(1, 2, ACCEPT)], "overlapping batches"),
+        ([ack(0, 2, ACCEPT), ack(1, 3, ACCEPT)], "a batch beginning below the previous one's last offset"),
         ([ack(2, 3, ACCEPT), ack(0, 1, ACCEPT)], "batches out of order"),
         ([ack(0, 1, 7)], "unknown acknowledge type"),
         ([AcknowledgementBatch(0, 1, ())], "no type"),
-        ([ack(-1, 1, ACCEPT)], "negative offset"),
+        ([ack(-2, 1, ACCEPT)], "first offset below -1"),
         ([ack(8, 12, ACCEPT)], "past anything ever acquired"),
     ],
 )
@@ -190,6 +190,60 @@ def test_acknowledging_what_the_member_does_not_hold_is_invalid_record_state(
     before, writes = states(h), len(h.log)
     assert h.ack(member, [batch], now=LOCK).error == ErrorCode.INVALID_RECORD_STATE
     assert states(h) == before and len(h.log) == writes
+
+
+@pytest.mark.parametrize(
+    "batches",
+    [
+        [ack(0, 4, ACCEPT), ack(4, 9, ACCEPT)],
+        [ack(0, 4, RELEASE), ack(4, 4, ACCEPT)],
+        [ack(2, 4, REJECT, GAP, ACCEPT), ack(4, 6, ACCEPT)],
+    ],
+)
+def test_a_batch_beginning_at_the_previous_ones_last_offset_is_invalid_record_state(
+    batches: list[AcknowledgementBatch],
+) -> None:
+    # Kafka 4.2's validateAcknowledgementBatches refuses a batch beginning BELOW the previous one's
+    # last offset only; SharePartition.acknowledge then finds the shared offset already in a state
+    # transition (acknowledged by the batch before): INVALID_RECORD_STATE, for the partition.
+    h = Harness()
+    h.acquire("m1", [OffsetRange(0, 9)], 100, now=0)
+    before, writes = states(h), len(h.log)
+    assert h.ack("m1", batches, now=1).error == ErrorCode.INVALID_RECORD_STATE
+    assert states(h) == before and len(h.log) == writes
+
+
+def test_a_renewal_then_an_acknowledgement_of_the_same_offset_is_applied() -> None:
+    # A RENEW starts no state transition in Kafka: the next batch may acknowledge that offset.
+    h = Harness(SharePartitionConfig(renew_enabled=True))
+    h.acquire("m1", [OffsetRange(0, 9)], 100, now=0)
+    assert h.ack("m1", [ack(0, 4, RENEW), ack(4, 9, ACCEPT)], now=1).error == ErrorCode.NONE
+    assert states(h)[4] == ("ACKNOWLEDGED", 1, None)
+    assert states(h)[3] == ("ACQUIRED", 1, "m1") and h.sp.next_lock_deadline() == 1 + LOCK
+
+
+def test_a_first_offset_of_minus_one_is_below_any_start_offset() -> None:
+    # Kafka's validation starts from a "previous last offset" of -1: a first offset of -1 passes,
+    # and lies below the start offset like any other.
+    h = Harness()
+    h.acquire("m1", [OffsetRange(0, 9)], 100, now=0)
+    assert h.ack("m1", [ack(-1, 1, ACCEPT)], now=1).error == ErrorCode.NONE
+    assert h.sp.start_offset == 2
+
+
+@pytest.mark.parametrize("batch", [ack(10, 12, ACCEPT), ack(0, 3, ACCEPT), ack(9, 9, ACCEPT)])
+def test_acknowledging_with_nothing_in_flight_is_invalid_record_state(batch: AcknowledgementBatch) -> None:
+    # Kafka finds no cached batch at or below the range's first offset: INVALID_RECORD_STATE, even
+    # past SPEO (where, with records in flight, the range is INVALID_REQUEST).
+    h = Harness()
+    assert h.ack("m1", [batch], now=1).error == ErrorCode.INVALID_RECORD_STATE
+    h.acquire("m1", [OffsetRange(0, 9)], 100, now=0)
+    h.ack("m1", [ack(0, 9, ACCEPT)], now=1)
+    assert h.sp.start_offset == h.sp.end_offset == 10
+    writes = len(h.log)
+    expected = ErrorCode.NONE if batch.last_offset < 10 else ErrorCode.INVALID_RECORD_STATE
+    assert h.ack("m1", [batch], now=2).error == expected
+    assert len(h.log) == writes
 
 
 def test_acknowledging_below_the_start_offset_is_skipped() -> None:

@@ -101,9 +101,10 @@ class Twin:
         self.same((new.error, new.change), (old.error, old.change), f"acknowledge {batches}")
         self.h.write(new.change)
 
-    def held_ack(self, member: str, kinds: list[int], cut: int) -> None:
+    def held_ack(self, member: str, kinds: list[int], cut: int, overlap: bool = False) -> None:
         """An acknowledgement of what the member holds, as ranges: one batch per held stretch cut
-        at ``cut`` offsets, each with one type, or one type per offset when ``kinds`` has several."""
+        at ``cut`` offsets, each with one type, or one type per offset when ``kinds`` has several.
+        ``overlap``: a batch that continues the one before begins at its last offset instead."""
         held = self.h.sp.acquired_by(member)
         if not held:
             return
@@ -118,7 +119,11 @@ class Twin:
                 types: tuple[int, ...] = (kinds[0],)
             else:
                 types = tuple(kinds[(first + i) % len(kinds)] for i in range(span))
-            batches.append(AcknowledgementBatch(first, prev, types))
+            if overlap and batches and batches[-1].last_offset + 1 == first:
+                extra = () if len(types) == 1 else (kinds[(first - 1) % len(kinds)],)
+                batches.append(AcknowledgementBatch(first - 1, prev, extra + types))
+            else:
+                batches.append(AcknowledgementBatch(first, prev, types))
             if o is not None:
                 first = prev = o
         self.ack(member, batches)
@@ -182,11 +187,18 @@ op = st.one_of(
         st.booleans(),
         st.tuples(st.integers(0, 10), st.integers(-1, 3)),
     ),
-    st.tuples(st.just("held"), member, st.lists(st.integers(0, 4), min_size=1, max_size=3), st.integers(1, 20)),
+    st.tuples(
+        st.just("held"),
+        member,
+        st.lists(st.integers(0, 4), min_size=1, max_size=3),
+        st.integers(1, 12),
+        st.booleans(),
+    ),
     st.tuples(
         st.just("ack"),
         member,
-        st.lists(st.tuples(st.integers(0, 6), st.integers(0, 8), st.lists(st.integers(0, 4), min_size=1, max_size=3))),
+        # A gap of -1 begins a range at the previous one's last offset (or just below SPSO).
+        st.lists(st.tuples(st.integers(-1, 6), st.integers(0, 8), st.lists(st.integers(0, 4), min_size=1, max_size=3))),
     ),
     st.tuples(st.just("time"), st.integers(0, 2 * LOCK)),
     st.tuples(st.just("leave"), member),
@@ -206,9 +218,10 @@ def run(ops: list[tuple], limit: int, window: int, renew: bool) -> None:
         elif kind == "fetch":
             t.fetch(o[1], o[2], o[3], o[4], o[5])
         elif kind == "held":
-            t.held_ack(o[1], o[2], o[3])
+            t.held_ack(o[1], o[2], o[3], o[4])
         elif kind == "ack":
-            # Ranges from SPSO on, gaps between them; types one per batch or one per offset.
+            # Ranges from SPSO on, gaps between them (or sharing an offset with the one before);
+            # types one per batch or one per offset.
             batches, at = [], t.h.sp.start_offset
             for gap, width, kinds in o[2]:
                 first = at + gap

@@ -90,3 +90,18 @@ def test_a_session_keeps_the_topic_id_each_partition_was_added_by() -> None:
     cache.fetch("g", "m", 2, False, [], [], forgotten_ids=[(old, 1), (other, 1)])
     session = cache.get("g", "m")
     assert session is not None and session.partitions == {("t", 0): new, ("u", 0): other}
+
+
+def test_checking_a_share_acknowledge_moves_nothing() -> None:
+    """The data path checks the session before the member (Kafka keys sessions by member id: a
+    wrong member id is SHARE_SESSION_NOT_FOUND), then advances it: the check changes nothing."""
+    cache = ShareSessionCache()
+    cache.fetch("g", "m", 0, False, [("t", 0)], [])
+    assert cache.check_acknowledge("g", "stranger", 1) == ErrorCode.SHARE_SESSION_NOT_FOUND
+    assert cache.check_acknowledge("g", "m", 0) == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    assert cache.check_acknowledge("g", "m", 2) == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    assert cache.check_acknowledge("g", "m", 1) == ErrorCode.NONE
+    assert cache.check_acknowledge("g", "m", FINAL_EPOCH) == ErrorCode.NONE
+    session = cache.get("g", "m")
+    assert session is not None and session.epoch == 1
+    assert cache.acknowledge("g", "m", 1).error == ErrorCode.NONE and session.epoch == 2

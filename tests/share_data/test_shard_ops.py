@@ -96,10 +96,32 @@ def test_refused_acknowledgements_write_nothing() -> None:
         ("m1", [AcknowledgementBatch(0, 9, (ACCEPT,))], ErrorCode.INVALID_REQUEST),  # past anything acquired
     ]:
         assert shard.run(ops.acknowledge(data, member, [(KEY, CONFIG, batches)], now=1)) == {KEY: code}
-    other = SharePartitionKey("g", "t", 1)
-    assert shard.run(ops.acknowledge(data, "m1", [(other, CONFIG, [AcknowledgementBatch(0, 0, (1,))])], 1)) == {
-        other: ErrorCode.INVALID_RECORD_STATE
+    assert len(shard.log) == before
+
+
+def test_acknowledging_a_share_partition_no_fetch_made_live_is_unknown_topic_or_partition() -> None:
+    """Kafka 4.2's SharePartitionManager.acknowledge answers a share-partition not in its cache
+    (this broker has not fetched it since it became the leader) UNKNOWN_TOPIC_OR_PARTITION: here
+    one no fetch has made live since the shard's load, with state written or none. Nothing is
+    written; an empty acknowledgement list is NONE (Kafka answers it before looking)."""
+    shard = Shard()
+    data = shard.state.share_data
+    shard.run(ops.ensure(data, [(KEY, CONFIG, None, 0)]))
+    shard.run(ops.acquire(data, "m1", [_fetched(0, 4)], 10, now=0))
+    before = len(shard.log)
+    never = SharePartitionKey("g", "t", 1)
+    batch = [AcknowledgementBatch(0, 0, (ACCEPT,))]
+    assert shard.run(ops.acknowledge(data, "m1", [(never, CONFIG, batch), (KEY, CONFIG, [])], 1)) == {
+        never: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        KEY: ErrorCode.NONE,
     }
+    # After a reload (a failover) KEY has state written but is not live until a fetch.
+    reloaded = shard.reloaded().share_data
+    assert KEY not in reloaded.live and reloaded.store.get(KEY) is not None
+    refused = ops.acknowledge(reloaded, "m1", [(KEY, CONFIG, batch)], 1)
+    assert refused.response == {KEY: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION} and not refused.records
+    empty = ops.acknowledge(reloaded, "m1", [(never, CONFIG, [])], 1)
+    assert empty.response == {never: ErrorCode.NONE} and not empty.records
     assert len(shard.log) == before
 
 

@@ -131,3 +131,58 @@ def test_share_acknowledge_needs_read_on_the_group_and_its_topics() -> None:
     assert codes == {ALLOWED: 0, DENIED: ErrorCode.TOPIC_AUTHORIZATION_FAILED}
     (seen,) = inner.seen
     assert isinstance(seen, sa.ShareAcknowledgeRequest) and [t.topic_id for t in seen.topics] == [ALLOWED]
+
+
+def test_malformed_acknowledgements_of_a_denied_topic_are_invalid_request() -> None:
+    """Kafka 4.2's KafkaApis validates the acknowledgement batches (validateAcknowledgementBatches)
+    before it checks READ on their topics: a malformed list on a topic the caller may not read is
+    INVALID_REQUEST, a well-formed one TOPIC_AUTHORIZATION_FAILED; neither reaches the coordinator."""
+    inner = Inner()
+    handler = _handler(inner)
+    overlapping = [(0, 5, [1]), (3, 9, [1])]
+    cases = {0: overlapping, 1: [(0, 0, [1])], 2: [(0, 0, [4])], 3: []}  # RENEW without IsRenewAck: malformed
+    topics = [
+        sa.ShareAcknowledgeRequestAcknowledgeTopic(
+            topic_id=DENIED,
+            partitions=[
+                sa.ShareAcknowledgeRequestAcknowledgePartition(
+                    partition_index=p,
+                    acknowledgement_batches=[
+                        sa.ShareAcknowledgeRequestAcknowledgementBatch(
+                            first_offset=f, last_offset=la, acknowledge_types=t
+                        )
+                        for f, la, t in batches
+                    ],
+                )
+                for p, batches in cases.items()
+            ],
+        )
+    ]
+    answer = _call(
+        handler, 79, sa.ShareAcknowledgeRequest(group_id="g", member_id="m", share_session_epoch=1, topics=topics)
+    )
+    assert isinstance(answer, sa.ShareAcknowledgeResponse)
+    codes = {p.partition_index: p.error_code for t in answer.responses for p in t.partitions}
+    denied, invalid = ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.INVALID_REQUEST
+    assert codes == {0: invalid, 1: denied, 2: invalid, 3: denied}
+    fetch_topics = [
+        sf.ShareFetchRequestFetchTopic(
+            topic_id=DENIED,
+            partitions=[
+                sf.ShareFetchRequestFetchPartition(
+                    partition_index=0,
+                    acknowledgement_batches=[
+                        sf.ShareFetchRequestAcknowledgementBatch(first_offset=f, last_offset=la, acknowledge_types=t)
+                        for f, la, t in overlapping
+                    ],
+                )
+            ],
+        )
+    ]
+    fetched = _call(
+        handler, 78, sf.ShareFetchRequest(group_id="g", member_id="m", share_session_epoch=1, topics=fetch_topics)
+    )
+    assert isinstance(fetched, sf.ShareFetchResponse)
+    (partition,) = [p for t in fetched.responses for p in t.partitions]
+    assert (partition.error_code, partition.acknowledge_error_code) == (denied, invalid)
+    assert all(isinstance(m, sa.ShareAcknowledgeRequest | sf.ShareFetchRequest) and not m.topics for m in inner.seen)

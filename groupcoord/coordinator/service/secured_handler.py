@@ -72,6 +72,8 @@ from groupcoord.coordinator.security.authorizer import CLUSTER_NAME, AclAuthoriz
 from groupcoord.coordinator.service import offset_delete_answers
 from groupcoord.coordinator.service.answer_budget import kept_in_slices
 from groupcoord.coordinator.service.metadata_cache import TopicNames
+from groupcoord.coordinator.share.partition import acknowledgement_error
+from groupcoord.coordinator.share.partition_types import AcknowledgementBatch
 
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -382,7 +384,9 @@ class SecuredHandler:
                     wire_share_fetch.ShareFetchResponsePartitionData(
                         partition_index=p.partition_index,
                         error_code=TOPIC_DENIED,
-                        acknowledge_error_code=TOPIC_DENIED if p.acknowledgement_batches else 0,
+                        acknowledge_error_code=_denied_acknowledgements(p.acknowledgement_batches, request.is_renew_ack)
+                        if p.acknowledgement_batches
+                        else 0,
                         records=b"",
                     )
                     for p in t.partitions
@@ -399,7 +403,8 @@ class SecuredHandler:
                 topic_id=t.topic_id,
                 partitions=[
                     wire_share_ack.ShareAcknowledgeResponsePartitionData(
-                        partition_index=p.partition_index, error_code=TOPIC_DENIED
+                        partition_index=p.partition_index,
+                        error_code=_denied_acknowledgements(p.acknowledgement_batches, request.is_renew_ack),
                     )
                     for p in t.partitions
                 ],
@@ -668,3 +673,11 @@ class SecuredHandler:
                     p.committed_offset, p.metadata, p.error_code = -1, "", TOPIC_DENIED
             kept.append(t)
         return kept
+
+
+def _denied_acknowledgements(batches: Iterable[Any], renew_ack: bool) -> int:
+    """The acknowledgement error of a partition of a topic the caller may not READ: Kafka 4.2's
+    KafkaApis validates the acknowledgements before the topic's ACL, so malformed ones are
+    INVALID_REQUEST there too; the others TOPIC_AUTHORIZATION_FAILED."""
+    acks = [AcknowledgementBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types)) for b in batches]
+    return int(acknowledgement_error(acks, renew_ack) or TOPIC_DENIED)

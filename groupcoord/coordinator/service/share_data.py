@@ -4,9 +4,10 @@ Kafka's SharePartitionManager, over this project's runtime. For one request:
 
 1. The share session (``share/sessions.py``, per process) is opened, advanced or closed; its
    errors (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, INVALID_REQUEST for
-   acknowledgements in a new session) are answered before anything is written.
-2. The member must be a member of the share group (UNKNOWN_MEMBER_ID otherwise), read from the
-   committed state of the group's shard.
+   acknowledgements in a new session) are answered before anything is written, and first, as
+   Kafka's (a wrong member id has no session).
+2. Unless it closes its session, the member must be a member of the share group
+   (UNKNOWN_MEMBER_ID otherwise), read from the committed state of the group's shard.
 3. For each share-partition of the session: made live (created at ``share.auto.offset.reset``,
    looked up with ListOffsets, or loaded from its records), then its records are fetched from the
    partition's leader (``share_fetcher.py``) from ``next_fetch_offset``, or taken from the last
@@ -81,8 +82,8 @@ from groupcoord.coordinator.service.share_read_cache import CacheKey, ShareReadC
 from groupcoord.coordinator.service.share_waiters import ShareWaiters
 from groupcoord.coordinator.share import shard_ops
 from groupcoord.coordinator.share.auto_offset_reset import reset_timestamp
+from groupcoord.coordinator.share.partition import acknowledgement_error
 from groupcoord.coordinator.share.partition_types import (
-    ACK_TYPE_IDS,
     AcknowledgementBatch,
     AcquiredRecords,
     OffsetRange,
@@ -150,12 +151,6 @@ def _ack_batches(
     ],
 ) -> list[AcknowledgementBatch]:
     return [AcknowledgementBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types)) for b in batches]
-
-
-def _valid_types(batches: Sequence[AcknowledgementBatch], renew: bool) -> bool:
-    # RENEW (4) is a v2 acknowledgement type (KIP-1222), allowed only in a request that says it
-    # carries renewals (IsRenewAck, which a v1 request never has): INVALID_REQUEST otherwise.
-    return all(t in ACK_TYPE_IDS and (renew or t != 4) for b in batches for t in b.types)
 
 
 def renew_fetch_error(request: wire_sf.ShareFetchRequest) -> ErrorCode:
@@ -268,16 +263,25 @@ class ShareDataPath:
     def _checked_acks(
         self, acks: list[tuple[_Part, list[AcknowledgementBatch]]], renew: bool = False
     ) -> tuple[dict[tuple[uuid.UUID, int], int], list[tuple[_Part, list[AcknowledgementBatch]]]]:
-        """The acknowledgements refused before anything is written (malformed types, unknown
-        topics: their error per (topic id, partition)), and the rest."""
+        """The acknowledgements answered before anything is written, with their error per
+        (topic id, partition), and the rest. In Kafka 4.2's order (KafkaApis: the topic id, then
+        ``validateAcknowledgementBatches``, then the partition, then an empty list): an unknown
+        topic id is UNKNOWN_TOPIC_ID, malformed acknowledgements INVALID_REQUEST (on a partition the
+        topic does not have too), a partition the topic does not have UNKNOWN_TOPIC_OR_PARTITION,
+        and no acknowledgement at all NONE."""
         COUNTS.share_acknowledgements += 1
         errors: dict[tuple[uuid.UUID, int], int] = {}
         valid: list[tuple[_Part, list[AcknowledgementBatch]]] = []
         for part, batches in acks:
-            if part.error:
-                errors[(part.topic_id, part.partition)] = part.error
-            elif not _valid_types(batches, renew):
-                errors[(part.topic_id, part.partition)] = ErrorCode.INVALID_REQUEST
+            key = (part.topic_id, part.partition)
+            if part.error == ErrorCode.UNKNOWN_TOPIC_ID:
+                errors[key] = part.error
+            elif malformed := acknowledgement_error(batches, renew):
+                errors[key] = malformed
+            elif part.error:
+                errors[key] = part.error
+            elif not batches:
+                errors[key] = ErrorCode.NONE
             else:
                 valid.append((part, batches))
         return errors, valid
@@ -422,10 +426,13 @@ class ShareDataPath:
         batches = [_ack_batches(p.acknowledgement_batches) for t in request.topics for p in t.partitions]
         try:
             shard = self._shard(group)
-            if request.share_session_epoch != -1:
+            # The session first, as Kafka keys it by member id (a wrong member id has none:
+            # SHARE_SESSION_NOT_FOUND), then the membership the sidecar also asks for.
+            error = self.sessions.check_acknowledge(group, member, request.share_session_epoch)
+            if not error and request.share_session_epoch != -1:
                 error = self._member_error(shard, group, member)
-                if error:
-                    return wire_ack.ShareAcknowledgeResponse(error_code=error)
+            if error:
+                return wire_ack.ShareAcknowledgeResponse(error_code=error)
             outcome = self.sessions.acknowledge(group, member, request.share_session_epoch)
             if outcome.error:
                 return wire_ack.ShareAcknowledgeResponse(error_code=outcome.error)
@@ -479,10 +486,13 @@ class ShareDataPath:
         forgotten = await self._parts([(t.topic_id, t.partitions) for t in request.forgotten_topics_data])
         try:
             shard = self._shard(group)
-            if epoch != -1:
+            # The session rules first (Kafka's newContext: a wrong member id has no session), then
+            # the membership the sidecar also asks for (a new session only for a member).
+            error = self.sessions.check_fetch(group, member, epoch, bool(acks))
+            if not error and epoch != -1:
                 error = self._member_error(shard, group, member)
-                if error:
-                    return wire_sf.ShareFetchResponse(error_code=error)
+            if error:
+                return wire_sf.ShareFetchResponse(error_code=error)
             outcome = self.sessions.fetch(
                 group,
                 member,

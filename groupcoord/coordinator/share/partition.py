@@ -154,15 +154,21 @@ class Acknowledged:
     change: ShareStateChange | None = None
 
 
-def validate_acknowledgements(batches: Sequence[AcknowledgementBatch], renew_enabled: bool) -> ErrorCode:
-    """INVALID_REQUEST for a malformed acknowledgement list (ranges out of order or overlapping,
-    types not one or one per offset, an unknown type); INVALID_RECORD_STATE for RENEW where
-    renewals are off; else NONE."""
+def validate_acknowledgements(batches: Sequence[AcknowledgementBatch], renew_enabled: bool = True) -> ErrorCode:
+    """INVALID_REQUEST for a malformed acknowledgement list, as Kafka 4.2's
+    ``KafkaApis.validateAcknowledgementBatches`` judges it (ranges out of order, one beginning
+    below the previous one's last offset, types not one or one per offset, an unknown type);
+    INVALID_RECORD_STATE for RENEW where renewals are off; else NONE.
+
+    A range beginning AT the previous one's last offset passes, as in Kafka: that offset is
+    acknowledged twice, which ``SharePartition.acknowledge`` answers INVALID_RECORD_STATE (unless
+    the first was a RENEW). The first range may begin at -1 (Kafka's first "previous last"), which
+    is below any start offset: skipped like any offset below it."""
     previous_last = -1
     renew = False
     for b in batches:
         span = b.last_offset - b.first_offset + 1
-        if b.first_offset < 0 or span <= 0 or b.first_offset <= previous_last:
+        if span <= 0 or b.first_offset < previous_last:
             return ErrorCode.INVALID_REQUEST
         if len(b.types) != 1 and len(b.types) != span:
             return ErrorCode.INVALID_REQUEST
@@ -172,6 +178,20 @@ def validate_acknowledgements(batches: Sequence[AcknowledgementBatch], renew_ena
         previous_last = b.last_offset
     if renew and not renew_enabled:
         return ErrorCode.INVALID_RECORD_STATE
+    return ErrorCode.NONE
+
+
+def acknowledgement_error(batches: Sequence[AcknowledgementBatch], renew_ack: bool) -> ErrorCode:
+    """INVALID_REQUEST for one share-partition's malformed acknowledgements in a ShareFetch or
+    ShareAcknowledge, as Kafka 4.2's ``KafkaApis.validateAcknowledgementBatches`` refuses them
+    before anything else is looked at (the topic's ACL, whether the partition exists): a range
+    ending before it begins or beginning below the previous range's last offset, no type or
+    neither one type nor one per offset, an unknown type, or RENEW (4, KIP-1222) in a request
+    that does not say IsRenewAck (which a v1 request never does). Else NONE."""
+    if validate_acknowledgements(batches) is not ErrorCode.NONE:
+        return ErrorCode.INVALID_REQUEST
+    if not renew_ack and any(AcknowledgeType.RENEW in b.types for b in batches):
+        return ErrorCode.INVALID_REQUEST
     return ErrorCode.NONE
 
 
@@ -509,22 +529,39 @@ class SharePartition:
 
     # --- acknowledging -------------------------------------------------------------------------
     def acknowledge(self, member: str, batches: Sequence[AcknowledgementBatch], now: int) -> Acknowledged:
-        """Apply a member's acknowledgements, all or nothing: INVALID_REQUEST for a malformed batch
-        list, INVALID_RECORD_STATE when an offset is not acquired by ``member`` (never acquired,
-        acquired by another member, its lock expired, already acknowledged). Offsets below SPSO
-        are skipped (they are done already), as Kafka does."""
+        """Apply a member's acknowledgements, all or nothing, with the errors of Kafka 4.2's
+        ``SharePartition.acknowledge`` (its sub-map lookup, then each record): INVALID_REQUEST for
+        a malformed batch list or a range past anything ever acquired; INVALID_RECORD_STATE when
+        nothing is in flight at all (Kafka finds no cached batch), or an offset is not acquired by
+        ``member`` (never acquired, acquired by another member, its lock expired, already
+        acknowledged, or acknowledged by the range before it in this same list: Kafka's record is
+        then in a state transition). Offsets below SPSO are skipped (they are done already)."""
         error = validate_acknowledgements(batches, self.config.renew_enabled)
         if error is not ErrorCode.NONE:
             return Acknowledged(error)
         runs = self._runs
         plan: list[tuple[int, int, int]] = []  # first, last, acknowledge type
+        previous: AcknowledgementBatch | None = None
         for batch in batches:
+            prior, previous = previous, batch
             if batch.last_offset < self.start_offset:
                 continue
+            if self.end_offset == self.start_offset:
+                return Acknowledged(ErrorCode.INVALID_RECORD_STATE)  # no record in flight
             if batch.last_offset >= self.end_offset:
                 return Acknowledged(ErrorCode.INVALID_REQUEST)  # past anything ever acquired
             lo = max(batch.first_offset, self.start_offset)
             i = self._index(lo)
+            if (
+                prior is not None
+                and lo == prior.last_offset
+                and prior.types[-1] != AcknowledgeType.RENEW
+                and i < len(runs)
+                and runs[i].first <= lo
+            ):
+                # The offset the range shares with the one before (validation lets a range begin
+                # at the previous one's last offset) was acknowledged by it: not acquired any more.
+                return Acknowledged(ErrorCode.INVALID_RECORD_STATE)
             while i < len(runs) and runs[i].first <= batch.last_offset:
                 r = runs[i]  # offsets in no run hold no record: nothing to acknowledge
                 if r.state is not _ACQUIRED or r.member != member:

@@ -129,18 +129,26 @@ class ShareSessionCache:
             session.partitions[tp] = ids.get(tp[0])
         return SessionOutcome(ErrorCode.NONE, session)
 
+    def check_acknowledge(self, group: str, member: str, epoch: int) -> ErrorCode:
+        """The error a ShareAcknowledge gets before anything is done (NONE: it may proceed)."""
+        if epoch == INITIAL_EPOCH:
+            return ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        session = self.sessions.get((group, member))
+        if session is None:
+            return ErrorCode.SHARE_SESSION_NOT_FOUND
+        if epoch != FINAL_EPOCH and epoch != session.epoch:
+            return ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        return ErrorCode.NONE
+
     def acknowledge(self, group: str, member: str, epoch: int) -> SessionOutcome:
         """Check and advance (or close) the member's session for a ShareAcknowledge."""
-        if epoch == INITIAL_EPOCH:
-            return SessionOutcome(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
+        error = self.check_acknowledge(group, member, epoch)
+        if error is not ErrorCode.NONE:
+            return SessionOutcome(error)
         key = (group, member)
-        session = self.sessions.get(key)
-        if session is None:
-            return SessionOutcome(ErrorCode.SHARE_SESSION_NOT_FOUND)
         if epoch == FINAL_EPOCH:
             return SessionOutcome(ErrorCode.NONE, self._pop(key), closing=True)
-        if epoch != session.epoch:
-            return SessionOutcome(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
+        session = self.sessions[key]
         session.epoch = next_epoch(session.epoch)
         return SessionOutcome(ErrorCode.NONE, session)
 

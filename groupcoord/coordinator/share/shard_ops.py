@@ -313,9 +313,11 @@ Acks = Sequence[tuple[SharePartitionKey, SharePartitionConfig, Sequence[Acknowle
 
 
 def acknowledge(state: ShareDataState, member: str, acks: Acks, now: int) -> Result[dict[SharePartitionKey, ErrorCode]]:
-    """Apply a member's acknowledgements, each share-partition all or nothing. A share-partition
-    with no live state has no record acquired by anyone (a load expires every lock): its
-    acknowledgements are INVALID_RECORD_STATE, as Kafka answers an expired lock."""
+    """Apply a member's acknowledgements, each share-partition all or nothing. An empty list
+    changes nothing (NONE). A share-partition with no live state (no fetch has made it live since
+    the shard's load: a load expires every lock) is UNKNOWN_TOPIC_OR_PARTITION, as Kafka 4.2's
+    ``SharePartitionManager.acknowledge`` answers a share-partition not in its cache (one this
+    broker has not fetched since it became the leader)."""
     changes = _Changes(state)
     return changes.result(_acknowledge(changes, member, acks, now))
 
@@ -323,9 +325,12 @@ def acknowledge(state: ShareDataState, member: str, acks: Acks, now: int) -> Res
 def _acknowledge(changes: _Changes, member: str, acks: Acks, now: int) -> dict[SharePartitionKey, ErrorCode]:
     errors: dict[SharePartitionKey, ErrorCode] = {}
     for key, config, batches in acks:
+        if not batches:
+            errors[key] = ErrorCode.NONE
+            continue
         sp = changes.state.live.get(key)
         if sp is None:
-            errors[key] = ErrorCode.INVALID_RECORD_STATE
+            errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             continue
         configure(sp, config)
         result = sp.acknowledge(member, batches, now)
