@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from confluent_kafka import KafkaError
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, TopicPartition
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_exponential
 
 from groupcoord.cli.common import Conn, describe_error, fail
@@ -45,6 +45,7 @@ from groupcoord.coordinator.messages.offset_fetch import (
     OffsetFetchResponseTopics,
 )
 from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.security.cluster_login import LOGIN_MECHANISMS
 
 # The answers of a coordinator that is moving or loading: asked again, the coordinator looked up again.
 COORDINATOR_MOVING = frozenset(
@@ -279,7 +280,66 @@ class OffsetReader:
             node.client.close()
 
 
+# Settings of ``--command-config`` that the wire client cannot follow (``wire_security``), but
+# librdkafka can: GSSAPI logins, PKCS#12 keystores, PEM given inline.
+_LIBRDKAFKA_ONLY_TLS = ("ssl.keystore.location", "ssl.ca.pem", "ssl.certificate.pem", "ssl.key.pem")
+
+
+def librdkafka_only(props: dict[str, str]) -> str | None:
+    """Why the wire client cannot use these settings (None: it can)."""
+    protocol = props.get("security.protocol", "PLAINTEXT").upper()
+    if protocol.startswith("SASL"):
+        mechanism = props.get("sasl.mechanism", props.get("sasl.mechanisms", "GSSAPI")).upper()
+        if mechanism not in LOGIN_MECHANISMS:
+            return f"sasl.mechanism={mechanism}"
+    if protocol.endswith("SSL"):
+        named = [key for key in _LIBRDKAFKA_ONLY_TLS if props.get(key)]
+        if named:
+            return named[0]
+    return None
+
+
+def _c_metadata(tp: TopicPartition) -> str | None:
+    """librdkafka's commit metadata: it reads it as a C string, so metadata another client
+    committed without a trailing NUL (Java's) comes back with whatever memory follows, or fails to
+    decode; left out then (the wire reads have it exactly)."""
+    try:
+        return tp.metadata  # type: ignore[no-any-return]
+    except UnicodeDecodeError:
+        return None
+
+
+def _through_librdkafka(conn: Conn, group: str, require_stable: bool) -> list[CommittedOffset]:
+    """The offsets through librdkafka's admin listing, for settings only librdkafka follows. It
+    crashes the process on a coordinator that moves (librdkafka #5040), so the group is described
+    first: a coordinator that errs there fails the command in words, which leaves only a move
+    between the two requests to the crash (as every version before the wire reads)."""
+    admin = conn.admin()
+    conn.wait(
+        admin.describe_consumer_groups([group], request_timeout=conn.timeout)[group], f"cannot describe group {group!r}"
+    )
+    future = admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group)], require_stable=require_stable, request_timeout=conn.timeout
+    )[group]
+    result = conn.wait(future, f"cannot read the offsets of group {group!r}")
+    return [
+        CommittedOffset(
+            tp.topic,
+            tp.partition,
+            tp.offset,
+            _c_metadata(tp),
+            tp.leader_epoch,
+            tp.error.code() if tp.error is not None else 0,
+        )
+        for tp in result.topic_partitions
+    ]
+
+
 def fetch_committed(conn: Conn, group: str, require_stable: bool = False) -> list[CommittedOffset]:
-    """``OffsetReader.fetch`` on connections of its own."""
+    """``OffsetReader.fetch`` on connections of its own; through librdkafka where only it can use
+    the settings (``librdkafka_only``)."""
+    props = {k: v for k, v in conn.config().items() if isinstance(v, str)}
+    if librdkafka_only(props) is not None:
+        return _through_librdkafka(conn, group, require_stable)
     with OffsetReader(conn) as reader:
         return reader.fetch(group, require_stable)

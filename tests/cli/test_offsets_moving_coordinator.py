@@ -43,6 +43,10 @@ class MovingCoordinator(FakeGroupHandler):
     """The first ``moving`` OffsetFetch answers carry ``code`` at the group level (every one when
     ``moving`` is None); the others the offsets committed here. DescribeGroups finds the group."""
 
+    # As a Java client commits it; confluent-kafka commits "m\0" (a C string), and reads back
+    # only what ends in a NUL.
+    metadata = "m"
+
     def __init__(self, code: int, moving: int | None = None) -> None:
         super().__init__()
         self.code, self.moving = code, moving
@@ -90,7 +94,9 @@ class MovingCoordinator(FakeGroupHandler):
                     of.OffsetFetchResponseTopic(
                         name=t,
                         partitions=[
-                            of.OffsetFetchResponsePartition(partition_index=p, committed_offset=o, metadata="m")
+                            of.OffsetFetchResponsePartition(
+                                partition_index=p, committed_offset=o, metadata=self.metadata
+                            )
                             for p, o in parts
                         ],
                     )
@@ -104,7 +110,7 @@ class MovingCoordinator(FakeGroupHandler):
                 of.OffsetFetchResponseTopics(
                     name=t,
                     partitions=[
-                        of.OffsetFetchResponsePartitions(partition_index=p, committed_offset=o, metadata="m")
+                        of.OffsetFetchResponsePartitions(partition_index=p, committed_offset=o, metadata=self.metadata)
                         for p, o in parts
                     ],
                 )
@@ -211,3 +217,36 @@ def test_a_coordinator_that_cannot_be_reached_is_asked_until_the_timeout_only(de
         f"cannot read the offsets of group {GROUP!r}: cannot reach {dead_address} within 1s: nothing listens"
         " there (Connection refused) (still so after 1s)"
     )
+
+
+@pytest.mark.parametrize(
+    ("props", "reason"),
+    [
+        ({"security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI"}, "sasl.mechanism=GSSAPI"),
+        ({"security.protocol": "SASL_PLAINTEXT"}, "sasl.mechanism=GSSAPI"),  # librdkafka's default
+        ({"security.protocol": "SSL", "ssl.keystore.location": "/k.p12"}, "ssl.keystore.location"),
+        ({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "ssl.ca.pem": "..."}, "ssl.ca.pem"),
+        ({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"}, None),
+        ({"security.protocol": "PLAINTEXT", "ssl.keystore.location": "/k.p12"}, None),  # not used
+        ({}, None),
+    ],
+)
+def test_settings_only_librdkafka_follows(props: dict[str, str], reason: str | None) -> None:
+    assert offsets_wire.librdkafka_only(props) == reason
+
+
+def test_settings_only_librdkafka_follows_read_through_it(bootstrap: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Kerberos user still reads offsets: through librdkafka's listing, as before the wire reads."""
+    monkeypatch.setattr(offsets_wire, "librdkafka_only", lambda props: "sasl.mechanism=GSSAPI")
+    handler = MovingCoordinator(ErrorCode.NOT_COORDINATOR, moving=0)
+    handler.metadata = "m\0"
+    with _gateway(bootstrap, handler) as gateway:
+        shown = cli("offsets", "show", GROUP, "-b", gateway.bootstrap, "--timeout", "10", "--json")
+        found = offsets_wire.fetch_committed(Conn(gateway.bootstrap, timeout=10), GROUP, require_stable=True)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["items"] == [
+        {"group": GROUP, "topic": TOPIC, "partition": 0, "offset": 42, "metadata": "m"}
+    ]
+    assert [(o.topic, o.partition, o.offset, o.error) for o in found] == [(TOPIC, 0, 42, None)]
+    # librdkafka asks with the topics named (after a DescribeGroups), never as the wire reads do.
+    assert handler.fetches == 2
