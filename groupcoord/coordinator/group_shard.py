@@ -572,7 +572,7 @@ def group_listing(
     deleted meanwhile still listed, as in any listing of many shards. A group the filters leave
     out is a None, so that a caller counts every group looked at (``take_in_slices``): a filter
     matching few of 100,000 groups would otherwise look at all of them in one slice."""
-    states = {s.lower() for s in states_filter}
+    states = {s.lower().strip() for s in states_filter}  # as Kafka, trimmed too
     types = {t.lower() for t in types_filter}
     groups: list[Group] = [
         *live.consumer.groups.values(),

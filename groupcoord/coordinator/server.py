@@ -177,6 +177,19 @@ class PlacementLocator:
             return _NOT_AVAILABLE
         return CoordinatorAddress(owner.node_id, owner.host, owner.port)
 
+    def listing_gap(self) -> ErrorCode:
+        """COORDINATOR_NOT_AVAILABLE while some shard's groups are listed by no process: before
+        placement started, out of contact with the placement group (this process has stopped
+        its shards, and knows nothing current of the others'), or while a shard has no known
+        owner. Kafka's admin clients ask ListGroups of every node and retry this error; an empty
+        or partial list without an error would have a monitoring tool forget those groups."""
+        placement = self.placement
+        if placement is None or not self.runtime.partitions:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if not placement.in_contact() or placement.unowned(self.runtime.partitions):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.NONE
+
     def peers(self) -> list[CoordinatorAddress]:
         """Every process that owns a shard, even one found dead (killed: its listener refuses), as
         Kafka lists a dead broker until its leaderships move, and for ``DEPARTED_LISTED_S`` those
@@ -546,6 +559,7 @@ async def _serving_with(
         say.warning(f"{exc}: TxnOffsetCommit will be answered COORDINATOR_NOT_AVAILABLE")
         bridged = False
     locator = PlacementLocator(runtime)
+    service.listing_gap = locator.listing_gap
     api_handler = CoordinatorApiHandler(service, metadata)
     # At a graceful stop, requests for the shards handed over are relayed to their successors.
     handover_relay = HandoverRelay(api_handler, service.partition_for)

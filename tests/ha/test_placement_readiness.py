@@ -1,5 +1,6 @@
 """``/readyz`` says so when placement cannot route every shard, not only when this process's own
-shards are loading.
+shards are loading, and ListGroups answers COORDINATOR_NOT_AVAILABLE then rather than a list that
+silently lacks the groups of the shards nobody serves.
 
 Seen on the local broker after graceful restarts: the placement group never completed a
 rebalance, no shard had an owner and every FindCoordinator was answered COORDINATOR_NOT_AVAILABLE,
@@ -14,16 +15,35 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, TopicPartition
 
+from groupcoord.cli.wire import WireClient
+from groupcoord.coordinator.errors import ErrorCode
+from groupcoord.coordinator.gateway.apis import ApiKey
+from groupcoord.coordinator.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from groupcoord.coordinator.observability.placement_health import settle_bound_s
 from groupcoord.local_broker import free_port
 from tests.ha.sidecars import SESSION_TIMEOUT_MS, Sidecar, readiness, wait_for
+from tests.topics import ensure_topic
 
 
-def test_readyz_is_503_while_shards_have_no_owner_and_200_once_they_do(
-    bootstrap: str, unique_name: str, tmp_path: Path
-) -> None:
+def _listed(address: str) -> tuple[int, set[str]]:
+    with WireClient(address, 10) as client:
+        answer = client.call(ApiKey.LIST_GROUPS, 4, ListGroupsRequest())
+    assert isinstance(answer, ListGroupsResponse)
+    return answer.error_code, {g.group_id for g in answer.groups}
+
+
+def _commit(address: str, topic: str, groups: list[str]) -> None:
+    for group in groups:
+        consumer = Consumer({"bootstrap.servers": address, "group.id": group, "enable.auto.commit": False})
+        try:
+            consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+        finally:
+            consumer.close()
+
+
+def test_readyz_and_list_groups_while_shards_have_no_owner(bootstrap: str, unique_name: str, tmp_path: Path) -> None:
     health = f"127.0.0.1:{free_port()}"
     sidecar = Sidecar(
         bootstrap,
@@ -57,8 +77,16 @@ def test_readyz_is_503_while_shards_have_no_owner_and_200_once_they_do(
     closed = False
     try:
         wait_for(lambda: readiness(health)[0] == 200, 60, "the sidecar ready")
+        # Groups on every shard (16 of them over 4 shards).
+        groups = [f"g{i}" for i in range(16)]
+        ensure_topic(bootstrap, f"{unique_name}-data")
+        _commit(sidecar.address, f"{unique_name}-data", groups)
+        assert _listed(sidecar.address) == (ErrorCode.NONE, set(groups))
         thread.start()
         wait_for(lambda: bool(held), 60, "the intruder to be given shards")
+        # Nobody serves the intruder's shards: not listed silently, but a retriable error.
+        wait_for(lambda: _listed(sidecar.address)[0] == ErrorCode.COORDINATOR_NOT_AVAILABLE, 30, "ListGroups refused")
+        assert _listed(sidecar.address) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, set())
         # Ownerless for longer than any rebalance takes: not ready, and the body says why.
         settle_s = settle_bound_s(SESSION_TIMEOUT_MS / 1000)
         wait_for(lambda: readiness(health)[0] == 503, settle_s + 30, "the sidecar not ready")
@@ -73,6 +101,7 @@ def test_readyz_is_503_while_shards_have_no_owner_and_200_once_they_do(
         intruder.close()
         closed = True
         wait_for(lambda: readiness(health)[0] == 200, 60, "the sidecar ready again once it owns every shard")
+        assert _listed(sidecar.address) == (ErrorCode.NONE, set(groups))
     finally:
         stop.set()
         if thread.is_alive():

@@ -149,3 +149,11 @@ def test_the_rows_of_a_listing_are_frozen_and_never_walked_by_a_young_collection
         gc.callbacks.remove(seen)
         gc.set_threshold(*thresholds)
         collector.SHARED.uninstall()
+
+
+def test_a_state_filter_is_trimmed_and_case_blind_as_in_kafka() -> None:
+    """GroupMetadataManager.listGroups lower-cases and trims each state filter."""
+    state = GroupCoordinatorState()
+    apply(state, commit_at(state, commit("simple", {0: 1}), 0))
+    listed = [g for g in group_listing(state, [" Empty "], []) if g is not None]
+    assert [g.group_id for g in listed] == ["simple"]

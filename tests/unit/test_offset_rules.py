@@ -76,6 +76,15 @@ def test_offset_delete_on_a_consumer_protocol_classic_group_with_unknown_subscri
     assert state.offsets.get("g", "t", 0) is not None
 
 
+def test_offset_delete_with_an_empty_group_id_is_an_invalid_group_id() -> None:
+    """As GroupCoordinatorService.deleteOffsets checks before the shard (was GROUP_ID_NOT_FOUND)."""
+    state = GroupCoordinatorState()
+    apply(state, commit_at(state, commit("", {0: 5}), 0))
+    answer = HANDLERS.delete_offsets(state, delete_request("", [delete_topic("t", [0])]), 0)
+    assert answered(answer.response).error_code == ErrorCode.INVALID_GROUP_ID
+    assert answer.records == []
+
+
 A = GroupSummary("a", "consumer", "Stable", "consumer")
 B = GroupSummary("b", "consumer", "Empty", "classic")
 

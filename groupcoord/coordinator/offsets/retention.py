@@ -132,7 +132,10 @@ def delete_offsets(
 ) -> Result[OffsetDeleteResponse]:
     """OffsetDelete: refused per partition for topics the group subscribes to. A partition gets a
     tombstone when it has a committed offset or a staged transactional one (``pending``), as in
-    Kafka, where a group with only staged offsets exists (its TxnOffsetCommit created it)."""
+    Kafka, where a group with only staged offsets exists (its TxnOffsetCommit created it). An
+    empty group id is INVALID_GROUP_ID, as GroupCoordinatorService.deleteOffsets checks first."""
+    if not request.group_id:
+        return Result(OffsetDeleteResponse(error_code=ErrorCode.INVALID_GROUP_ID))
     if view is None and not state.has_group(request.group_id) and not pending:
         return Result(OffsetDeleteResponse(error_code=ErrorCode.GROUP_ID_NOT_FOUND))
     records = []

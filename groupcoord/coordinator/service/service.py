@@ -108,6 +108,10 @@ async def list_groups_answer(answers: list[ErrorCode | list[GroupSummary]]) -> t
     return int(ErrorCode.NONE), await sorted_in_slices(groups, _GROUP_ID)
 
 
+def _no_gap() -> ErrorCode:
+    return ErrorCode.NONE
+
+
 def error_for(exc: ShardNotAvailable) -> ErrorCode:
     if isinstance(exc, AppendFailed):  # as Kafka maps MESSAGE_TOO_LARGE from its log
         return ErrorCode.UNKNOWN_SERVER_ERROR
@@ -146,6 +150,10 @@ class GroupCoordinatorService:
         # TxnOffsetCommit's way into the cluster's transactions (``groupcoord.coordinator.txn.bridge.TxnBridge``),
         # set by ``groupcoord serve``; without one TxnOffsetCommit is answered COORDINATOR_NOT_AVAILABLE.
         self.txn: TxnCommitter | None = None
+        # Why this process's part of a listing would leave groups out that no other process lists
+        # either (NONE: it would not), as Kafka's ``isActive``: set by ``groupcoord serve`` from
+        # placement (``listing_gap`` there).
+        self.listing_gap: Callable[[], ErrorCode] = _no_gap
 
     def partition_for(self, group_id: str) -> int:
         if not self.runtime.partitions:
@@ -263,13 +271,18 @@ class GroupCoordinatorService:
     async def list_groups(
         self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
     ) -> tuple[int, list[GroupSummary]]:
-        """All groups of the shards this process owns (see ``list_groups_answer``).
+        """All groups of the shards this process owns (see ``list_groups_answer``), or the
+        error of ``listing_gap``: COORDINATOR_NOT_AVAILABLE (retriable) rather than a list that
+        silently lacks the groups of shards nobody serves now.
 
         A row per group, 100,000 of them for as many groups, all alive until the answer is
         sent: the young collection that their making set off walked them all (13-17 ms on the
         event loop, seen with a loop-stall detector in ``serve``). So the collector is held off
         while they are made, and they are frozen once made (``collector.freeze_answer``): no
         collection walks them, and reference counting frees them once the answer is sent."""
+        gap = self.listing_gap()
+        if gap:
+            return int(gap), []
         states, types = tuple(states_filter), tuple(types_filter)
         answers: list[ErrorCode | list[GroupSummary]] = []
         with collector.collector_paused():
