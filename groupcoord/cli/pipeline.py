@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import logging
 import os
 import re
@@ -372,20 +373,26 @@ def _read_offsets(source: Path, master: str | None, quiet: bool) -> list[tuple[s
     """(group, topic, partition, offset, metadata) from a snapshot directory or a CSV file."""
     if source.is_file():
         rows: list[tuple[str, str, int, int, str]] = []
-        with source.open(newline="") as f:
-            for number, fields in enumerate(csv.reader(f), 1):
-                if not fields or (number == 1 and not fields[-1].strip().lstrip("-").isdigit()):
-                    continue  # blank line or header
-                if len(fields) < 4:
-                    _fail(f"{source}:{number}: expected group,topic,partition,offset")
-                try:
-                    partition, offset = int(fields[2]), int(fields[3])
-                except ValueError:
-                    _fail(f"{source}:{number}: partition and offset must be numbers")
-                if partition < 0 or offset < 0:
-                    # A commit cannot carry one (confluent-kafka raised ValueError, a traceback).
-                    _fail(f"{source}:{number}: partition and offset must not be negative, got {partition},{offset}")
-                rows.append((fields[0], fields[1], partition, offset, ""))
+        try:
+            # (utf-8-sig: a byte-order mark, as spreadsheets write, is not part of the first group id.)
+            text = source.read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            _fail(f"{source}: cannot read it as UTF-8 text: {exc}")
+        for number, fields in enumerate(csv.reader(io.StringIO(text, newline="")), 1):
+            # A header names its columns: its partition column is no number (a data row with
+            # a bad offset is an error, not a header).
+            if not fields or (number == 1 and len(fields) >= 3 and not fields[2].strip().lstrip("-").isdigit()):
+                continue  # blank line or header
+            if len(fields) < 4:
+                _fail(f"{source}:{number}: expected group,topic,partition,offset")
+            try:
+                partition, offset = int(fields[2]), int(fields[3])
+            except ValueError:
+                _fail(f"{source}:{number}: partition and offset must be numbers")
+            if partition < 0 or offset < 0:
+                # A commit cannot carry one (confluent-kafka raised ValueError, a traceback).
+                _fail(f"{source}:{number}: partition and offset must not be negative, got {partition},{offset}")
+            rows.append((fields[0], fields[1], partition, offset, ""))
         return rows
     table = source / "offsets" if (source / "offsets").is_dir() else source
     if not table.is_dir():

@@ -140,9 +140,12 @@ def zone_note(text: str, when: datetime) -> str:
 def read_plan_file(path: Path, groups: list[str]) -> dict[tuple[str, str, int], int]:
     """``topic,partition,offset`` (one group) or ``group,topic,partition,offset`` lines."""
     try:
-        text = path.read_text()
+        # (utf-8-sig: a byte-order mark, as spreadsheets write, is not part of the first topic.)
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         fail(f"cannot read --from-file {path}: {exc.strerror or exc}")
+    except UnicodeDecodeError as exc:
+        fail(f"cannot read --from-file {path} as UTF-8 text: {exc}")
     plan: dict[tuple[str, str, int], int] = {}
     for number, row in enumerate(csv.reader(io.StringIO(text)), 1):
         if not row or not "".join(row).strip():

@@ -69,6 +69,7 @@ def import_plan(
     if not plan:
         return plan
     admin = _admin(config)
+    _refuse_unknown_partitions(admin, plan, config, timeout)
     futures = admin.describe_consumer_groups([g.group for g in plan], request_timeout=timeout)
     for entry in plan:
         try:
@@ -85,6 +86,30 @@ def import_plan(
         if described.members and entry.refusal is None:
             entry.refusal = f"refused: {len(described.members)} active members"
     return plan
+
+
+def _refuse_unknown_partitions(
+    admin: AdminClient, plan: Sequence[GroupImport], config: Mapping[str, Any], timeout: float
+) -> None:
+    """Refuse, whole, a group naming a topic or partition the cluster does not have: the dry run
+    says so, and an execute commits none of the group's offsets (its commit would be refused per
+    partition, after the others were written)."""
+    try:
+        topics = admin.list_topics(timeout=timeout).topics
+    except KafkaException as exc:
+        raise ImportError_(f"cannot list the cluster's topics through the sidecar: {exc.args[0].str()}") from None
+    for entry in plan:
+        if entry.refusal is not None:
+            continue
+        unknown = [
+            f"{t}-{p}"
+            for t, p, _, _ in entry.offsets
+            if t not in topics or topics[t].error is not None or p not in topics[t].partitions
+        ]
+        if unknown:
+            entry.refusal = (
+                f"refused: no such topic or partition ({', '.join(unknown[:3])}{', ...' if len(unknown) > 3 else ''})"
+            )
 
 
 def run_import(config: Mapping[str, Any], plan: Sequence[GroupImport], batch_size: int) -> dict[str, int]:

@@ -85,6 +85,17 @@ def test_reset_plan_files_with_and_without_the_group_column(tmp_path: Path) -> N
         read_plan_file(plan, ["g"])
 
 
+def test_reset_plan_files_that_are_not_plain_utf8(tmp_path: Path) -> None:
+    """A spreadsheet's byte-order mark is no part of the first topic; a binary file is one error
+    line, not a traceback (both found by an operator probe)."""
+    plan = tmp_path / "plan.csv"
+    plan.write_bytes("orders,0,5\n".encode("utf-8-sig"))
+    assert read_plan_file(plan, ["g"]) == {("g", "orders", 0): 5}
+    plan.write_bytes(b"\xff\xfe\x00\x01")
+    with pytest.raises(CliError, match="cannot read --from-file .*plan.csv as UTF-8 text"):
+        read_plan_file(plan, ["g"])
+
+
 def test_topic_specs() -> None:
     assert topic_spec("orders") == ("orders", None)
     assert topic_spec("orders:2,0,2") == ("orders", [0, 2])

@@ -327,3 +327,24 @@ def test_a_commit_to_a_shard_paused_as_idle_is_answered(
             assert committed_offset(service, "idle", "t", 0) == 9
 
     asyncio.run(main())
+
+
+def test_a_shard_count_unlike_the_existing_log_topic_is_said_and_the_topic_wins(
+    bootstrap: str, unique_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The log topic's partition count is fixed at its creation; a different setting later is
+    not applied, and a process started with one says so (found by an operator probe)."""
+
+    async def main() -> None:
+        async with running_service(bootstrap, unique_name, partitions=2):
+            pass
+        with caplog.at_level("WARNING", logger="groupcoord.coordinator.runtime.runtime"):
+            async with running_service(bootstrap, unique_name, partitions=3) as service:
+                assert service.runtime.partitions == 2
+        said = [r.getMessage() for r in caplog.records if "applies only when the topic is created" in r.getMessage()]
+        assert said == [
+            f"log topic {unique_name} has 2 partitions: the setting partitions=3 applies only when the topic is "
+            "created; serving 2 shards"
+        ]
+
+    asyncio.run(main())

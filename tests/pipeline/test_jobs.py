@@ -392,21 +392,51 @@ def test_import_commits_through_the_sidecar(written_log: WrittenLog, tmp_path: P
     assert _offset_fetch(admin, wl.live_group) == before_live
 
 
-def test_import_names_each_failure_and_prints_plain_columns_when_piped(written_log: WrittenLog, tmp_path: Path) -> None:
-    """A partition the cluster refuses is named (stderr, and the document's errors), not only
-    counted; the summary piped is whitespace-aligned columns, nothing cut."""
+def test_import_refuses_a_group_naming_a_partition_the_cluster_lacks_and_writes_none_of_it(
+    written_log: WrittenLog, tmp_path: Path
+) -> None:
+    """A partition the cluster does not have is named, in the dry run already, and the group's
+    other offsets are not written either (an operator probe saw the dry run say "would commit,
+    FAILED 0" and the execute fail after writing the good partition); the summary piped is
+    whitespace-aligned columns, nothing cut."""
     wl = written_log
     group = f"gc-pl-import-failing-{uuid.uuid4().hex[:24]}"  # longer than a narrow table's column
     source = tmp_path / "offsets.csv"
     source.write_text(f"group,topic,partition,offset\n{group},{wl.data_topic},0,5\n{group},{wl.data_topic},97,5\n")
+    dry = runner.invoke(app, ["pipeline", "import", "--from", str(source), "-s", wl.sidecar, "--json"])
+    assert dry.exit_code == 1, dry.output
+    (planned,) = json.loads(dry.stdout)["items"]
+    assert planned["action"] == f"refused: no such topic or partition ({wl.data_topic}-97)", planned
     done = runner.invoke(app, ["pipeline", "import", "--from", str(source), "-s", wl.sidecar, "--execute", "--json"])
     assert done.exit_code == 1, done.output
-    report = json.loads(done.stdout)
-    assert report["items"][0]["failed"] == 1
-    assert len(report["errors"]) == 1 and f"{wl.data_topic}-97" in report["errors"][0]["error"]
+    (report,) = json.loads(done.stdout)["items"]
+    assert report["action"].startswith("refused: no such topic or partition"), report
+    assert _offset_fetch(_admin(wl), group) == {}
     text = runner.invoke(app, ["pipeline", "import", "--from", str(source), "-s", wl.sidecar, "--execute"])
     assert text.exit_code == 1
     lines = text.stdout.splitlines()
     assert lines[0].split() == ["GROUP", "PARTITIONS", "ACTION", "FAILED"], text.stdout
-    assert lines[1].split() == [group, "2", "committed", "1"], text.stdout
-    assert f"{wl.data_topic}-97" in text.stderr
+    assert lines[1].split()[:3] == [group, "2", "refused:"], text.stdout
+    assert f"{wl.data_topic}-97" in text.stdout
+
+
+def test_import_reads_a_file_as_utf8_and_takes_no_bad_row_for_a_header(written_log: WrittenLog, tmp_path: Path) -> None:
+    """Found by an operator probe: a binary file was a traceback, a one-line file with a bad
+    offset was taken for a header (nothing imported, exit 0), and a byte-order mark became part
+    of the first group id."""
+    wl = written_log
+    binary = tmp_path / "binary.csv"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    read = runner.invoke(app, ["pipeline", "import", "--from", str(binary), "-s", wl.sidecar])
+    assert read.exit_code != 0 and "cannot read it as UTF-8 text" in read.output, read.output
+    assert read.exception is None or isinstance(read.exception, SystemExit), read.exception
+    bad = tmp_path / "bad.csv"
+    bad.write_text(f"g,{wl.data_topic},0,x\n")
+    refused = runner.invoke(app, ["pipeline", "import", "--from", str(bad), "-s", wl.sidecar])
+    assert refused.exit_code != 0 and "partition and offset must be numbers" in refused.output, refused.output
+    group = f"gc-pl-import-bom-{uuid.uuid4().hex[:8]}"
+    marked = tmp_path / "bom.csv"
+    marked.write_bytes(f"{group},{wl.data_topic},0,3\n".encode("utf-8-sig"))  # no header: the mark is the group's
+    dry = runner.invoke(app, ["pipeline", "import", "--from", str(marked), "-s", wl.sidecar, "--json"])
+    assert dry.exit_code == 0, dry.output
+    assert [g["group"] for g in json.loads(dry.stdout)["items"]] == [group]

@@ -116,7 +116,8 @@ class LogReadError(RuntimeError):
     def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
         super().__init__(
             f"unreadable record in topic {topic!r} partition {partition} offset {offset}: {reason}"
-            f" (to load the shard without it: groupcoord log skip --partition {partition} --offset {offset})"
+            f" (to load the shard without it: groupcoord log skip --topic {topic} --partition {partition}"
+            f" --offset {offset})"
         )
         self.topic = topic
         self.partition = partition

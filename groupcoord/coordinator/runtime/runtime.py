@@ -110,6 +110,18 @@ class CoordinatorRuntime(Generic[S]):
         self.partitions = await asyncio.to_thread(
             ensure_log_topic, self.client_config, self.topic_spec, self.cluster_wait_s
         )
+        if self.partitions != self.topic_spec.partitions:
+            # The shard count is the log topic's, fixed at its creation (a group's shard is a hash
+            # of its id over it): a different setting is not applied, which an operator who set it
+            # should hear (found by an operator probe: ``--partitions 8`` on a 16-partition log).
+            log.warning(
+                "log topic %s has %d partitions: the setting partitions=%d applies only when the topic is "
+                "created; serving %d shards",
+                self.topic,
+                self.partitions,
+                self.topic_spec.partitions,
+                self.partitions,
+            )
         # The shards' state is long-lived: kept out of the cyclic collector's full walks.
         collector.SHARED.install()
         self._collector_installed = True
