@@ -56,7 +56,9 @@ def epoch(n: int) -> Entry:
 
 @pytest.mark.parametrize("bad", [BAD_BODY, NO_HEADER], ids=["bad-body", "bad-key-header"])
 def test_load_fails_without_a_decision_and_names_the_offset_and_the_fix(bad: Entry) -> None:
-    with pytest.raises(LogReadError, match=r"partition 3 offset 2: .*groupcoord log skip --topic \S+ --partition 3 --offset 2"):
+    with pytest.raises(
+        LogReadError, match=r"partition 3 offset 2: .*groupcoord log skip --topic \S+ --partition 3 --offset 2"
+    ):
         load([epoch(1), commit("a", 5), bad, commit("b", 7)])
 
 
