@@ -23,6 +23,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription
+from tenacity import Retrying, TryAgain, wait_exponential
 
 from groupcoord.cli.common import (
     DEFAULT_TIMEOUT,
@@ -97,10 +98,36 @@ def parse_states(given: list[str]) -> set[str]:
 # --- shared lookups ---------------------------------------------------------------------------
 
 
+# Errors of one node's ListGroups that pass (a coordinator moving or loading, a sidecar process
+# that left between the Metadata and the ListGroups requests): asked again until the timeout, as
+# Kafka's admin client retries them.
+_LISTING_RETRIED = frozenset(
+    {
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError._DESTROY,  # "Broker handle destroyed": the node left the cluster's metadata
+        KafkaError._TRANSPORT,
+    }
+)
+
+
+def _listing_errors(errors: list[Any]) -> list[KafkaError | Any]:
+    return [getattr(e, "args", [e])[0] for e in errors]
+
+
 def list_group_ids(c: Conn, admin: AdminClient) -> list[dict[str, Any]]:
-    result = c.wait(admin.list_consumer_groups(request_timeout=c.timeout), "cannot list groups")
-    if result.errors:
-        fail("listing groups failed: " + "; ".join(describe_error(getattr(e, "args", [e])[0]) for e in result.errors))
+    deadline = time.monotonic() + c.timeout
+    for attempt in Retrying(wait=wait_exponential(multiplier=0.1, max=1.0), reraise=True):
+        with attempt:
+            result = c.wait(admin.list_consumer_groups(request_timeout=c.timeout), "cannot list groups")
+            errors = _listing_errors(result.errors)
+            passing = all(isinstance(e, KafkaError) and e.code() in _LISTING_RETRIED for e in errors)
+            if errors and passing and time.monotonic() < deadline:
+                raise TryAgain
+    if errors:
+        said = "; ".join(dict.fromkeys(describe_error(e) for e in errors))
+        fail(f"listing groups failed: {said}" + (f" (still so after {c.timeout:g}s)" if passing else ""))
     rows = [
         {
             "group": g.group_id,

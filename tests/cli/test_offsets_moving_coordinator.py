@@ -26,6 +26,7 @@ from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway import ConnectionContext, GatewayConfig, TlsSettings
 from groupcoord.coordinator.messages import consumer_group_describe as cgd
 from groupcoord.coordinator.messages import describe_groups as dg
+from groupcoord.coordinator.messages import list_groups as lg
 from groupcoord.coordinator.messages import offset_fetch as of
 from groupcoord.coordinator.messages.schema import Message
 from tests.gateway.conftest import GatewayThread
@@ -250,3 +251,45 @@ def test_settings_only_librdkafka_follows_read_through_it(bootstrap: str, monkey
     assert [(o.topic, o.partition, o.offset, o.error) for o in found] == [(TOPIC, 0, 42, None)]
     # librdkafka asks with the topics named (after a DescribeGroups), never as the wire reads do.
     assert handler.fetches == 2
+
+
+class MovingLister(MovingCoordinator):
+    """The first ``moving`` ListGroups answers carry ``code`` (every one when ``moving`` is None)."""
+
+    def __init__(self, code: int, moving: int | None = None) -> None:
+        super().__init__(code, moving)
+        self.listings = 0
+
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
+        if isinstance(request, lg.ListGroupsRequest):
+            self.listings += 1
+            if self.moving is None or self.listings <= self.moving:
+                return lg.ListGroupsResponse(error_code=self.code)
+            return lg.ListGroupsResponse(
+                groups=[lg.ListGroupsResponseListedGroup(group_id=GROUP, protocol_type="consumer", group_state="Empty")]
+            )
+        return await super().handle(context, request)
+
+
+def test_groups_list_asks_again_while_the_coordinator_is_not_available(bootstrap: str) -> None:
+    """As Kafka's admin client retries a node's COORDINATOR_NOT_AVAILABLE (a shard without an owner
+    for a rebalance), until the timeout; then one line says so."""
+    handler = MovingLister(ErrorCode.COORDINATOR_NOT_AVAILABLE, moving=2)
+    with _gateway(bootstrap, handler) as gateway:
+        listed = cli("groups", "list", "-b", gateway.bootstrap, "--timeout", "10", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [g["group"] for g in json.loads(listed.stdout)["items"]] == [GROUP]
+    assert handler.listings == 3
+    stuck = MovingLister(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    with _gateway(bootstrap, stuck) as gateway:
+        failed = cli("groups", "list", "-b", gateway.bootstrap, "--timeout", "2")
+    assert failed.returncode == 1
+    (line,) = failed.stderr.strip().splitlines()
+    assert line.startswith("error: listing groups failed: the coordinator is not available") and line.endswith(
+        "(still so after 2s)"
+    ), line
+    # A lasting error is no reason to wait: answered at once.
+    denied = MovingLister(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    with _gateway(bootstrap, denied) as gateway:
+        refused = cli("groups", "list", "-b", gateway.bootstrap, "--timeout", "10")
+    assert refused.returncode == 1 and denied.listings == 1, refused.stderr
