@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from groupcoord.coordinator.runtime.cluster_watch import ClusterWatch
 from groupcoord.coordinator.runtime.log import LogTopicSpec, ensure_log_topic
@@ -72,3 +72,37 @@ def test_an_unreachable_cluster_is_reported_until_it_is_back(unique_name: str) -
         assert watch.problem is None
     finally:
         broker.stop(graceful=False)
+
+
+def test_a_log_topic_whose_policy_deletes_records_is_an_error_once(
+    bootstrap: str, unique_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found by an operator probe: ``cleanup.policy=delete`` set on the log topic went unnoticed,
+    while serving and at a restart; on Kafka it would delete the state after the retention."""
+    config: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
+    spec = LogTopicSpec(unique_name, 1, 1)
+    directory = f"{unique_name}-directory"
+    ensure_log_topic(config, spec)
+    ensure_directory_topic(config, directory, 1)
+    watch = ClusterWatch(config, spec, directory, on_recreated=lambda _: None, on_back=lambda: None)
+    with caplog.at_level(logging.INFO, logger="groupcoord.coordinator.runtime.cluster_watch"):
+        watch.check()
+        assert watch.policy == "compact"
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+        admin = AdminClient(config)  # kept: a client dropped at once fails its requests
+        resource = ConfigResource(ResourceType.TOPIC, unique_name)
+        resource.add_incremental_config(
+            ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SET)
+        )
+        admin.incremental_alter_configs([resource])[resource].result(10)
+        watch.check_policy()
+        watch.check_policy()  # the same policy again: said once
+        errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+        assert len(errors) == 1 and f"log topic {unique_name} has cleanup.policy=delete" in errors[0], errors
+        resource = ConfigResource(ResourceType.TOPIC, unique_name)
+        resource.add_incremental_config(
+            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET)
+        )
+        admin.incremental_alter_configs([resource])[resource].result(10)
+        watch.check_policy()
+    assert any(f"log topic {unique_name} has cleanup.policy=compact again" in r.getMessage() for r in caplog.records)

@@ -7,6 +7,12 @@ as at startup, the loss is logged as an ERROR naming the topic, and the process 
 new, empty log: this is what a restart of the process would do, and staying down would bring
 nothing back (see the README, "Broker outages").
 
+It also reads the log topic's ``cleanup.policy`` (at the first round, then every
+``POLICY_EVERY_S``): the state lives in the log only as long as the cluster keeps each key's last
+record, which a compacted topic does forever and a topic with ``delete`` in its policy only for its
+retention. Someone changing it on the cluster (an operator probe set ``cleanup.policy=delete`` and
+``retention.ms=1000`` and nothing said a word) is logged as an ERROR, once per policy seen.
+
 One thread asks; one admin client serves it for the whole life of the process (a client torn
 down and made anew in a loop while requests are in flight is what librdkafka handles worst).
 """
@@ -15,17 +21,21 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from groupcoord.coordinator.logs import drain
 from groupcoord.coordinator.runtime.log import LogTopicSpec, ensure_log_topic_on
 from groupcoord.coordinator.runtime.placement import ensure_directory_topic_on
 
 log = logging.getLogger(__name__)
+
+# How often the log topic's cleanup policy is read again.
+POLICY_EVERY_S = 60.0
 
 # Called on the watch thread with the topics that were created again (by any process) since last seen.
 RecreatedCallback = Callable[[list[str]], None]
@@ -58,6 +68,8 @@ class ClusterWatch:
         self._seen: dict[str, str | None] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="cluster-watch", daemon=True)
+        self._policy_read_at: float | None = None  # time.monotonic() of the last read
+        self.policy: str | None = None  # the log topic's cleanup.policy as last read
 
     def start(self) -> None:
         self._thread.start()
@@ -100,9 +112,42 @@ class ClusterWatch:
         self.reachable, self.problem = True, f"lost and created again: {', '.join(lost)}" if lost else None
         if renewed:
             self._on_recreated(renewed)
+        now = time.monotonic()
+        if self._policy_read_at is None or now - self._policy_read_at >= POLICY_EVERY_S or renewed:
+            self._policy_read_at = now
+            self.check_policy()
         if not was_reachable:
             log.warning("backing cluster reachable again")
             self._on_back()
+
+    def check_policy(self) -> None:
+        """Read the log topic's cleanup.policy; an ERROR when it lets the cluster delete records,
+        once per policy seen (and an INFO line when it is compact again)."""
+        resource = ConfigResource(ResourceType.TOPIC, self.log_topic.name)
+        try:
+            described = self._admin.describe_configs([resource], request_timeout=self.timeout_s)[resource]
+            entries = described.result(timeout=self.timeout_s + 1)
+        except KafkaException as exc:  # a cluster without DescribeConfigs: nothing to say
+            log.debug("cluster watch: cannot read the log topic's configuration: %s", exc.args[0])
+            return
+        entry = entries.get("cleanup.policy")
+        policy = str(entry.value) if entry is not None and entry.value is not None else None
+        if policy is None or policy == self.policy:
+            return
+        was, self.policy = self.policy, policy
+        kinds = {p.strip().lower() for p in policy.split(",")}
+        if "delete" in kinds or "compact" not in kinds:
+            retention = entries.get("retention.ms")
+            log.error(
+                "log topic %s has cleanup.policy=%s: the cluster deletes its records after retention.ms=%s, and "
+                "with them the state of every group and the offsets not committed again since; set "
+                "cleanup.policy=compact on it (as Kafka's __consumer_offsets has)",
+                self.log_topic.name,
+                policy,
+                retention.value if retention is not None else "?",
+            )
+        elif was is not None:
+            log.info("log topic %s has cleanup.policy=%s again", self.log_topic.name, policy)
 
     def _topic_ids(self) -> dict[str, str | None]:
         """Each topic's id, None for a topic the cluster does not have."""
