@@ -26,6 +26,8 @@ PROPERTY_NAMES: dict[str, str] = {
     "group.consumer.migration.policy": "migration_policy",
 }
 
+_PROPERTY_OF = {name: key for key, name in PROPERTY_NAMES.items()}
+
 KNOWN_ASSIGNORS = ("uniform", "range")
 # group.consumer.migration.policy (Kafka's ConsumerGroupMigrationPolicy): which online conversions
 # of a non-empty group between the classic and the consumer protocol are allowed.
@@ -57,18 +59,28 @@ class ConsumerGroupConfig:
                 floor = 0 if f.name in ("assignment_interval_ms", "min_assignment_interval_ms") else 1
                 if not floor <= value <= INT_MAX:
                     raise ValueError(f"{f.name}={value} out of range [{floor}, {INT_MAX}]")
-        _require(self.min_session_timeout_ms <= self.max_session_timeout_ms, "min session timeout > max")
+        # The messages name Kafka's properties and their values: what an operator set.
+        _require(
+            self.min_session_timeout_ms <= self.max_session_timeout_ms,
+            f"{self._said('min_session_timeout_ms')} is above {self._said('max_session_timeout_ms')}",
+        )
         _require(
             self.min_session_timeout_ms <= self.session_timeout_ms <= self.max_session_timeout_ms,
-            "session timeout outside [min, max]",
+            f"{self._said('session_timeout_ms')} is outside [{self._said('min_session_timeout_ms')}, "
+            f"{self._said('max_session_timeout_ms')}]",
         )
-        _require(self.min_heartbeat_interval_ms <= self.max_heartbeat_interval_ms, "min heartbeat interval > max")
+        _require(
+            self.min_heartbeat_interval_ms <= self.max_heartbeat_interval_ms,
+            f"{self._said('min_heartbeat_interval_ms')} is above {self._said('max_heartbeat_interval_ms')}",
+        )
         _require(
             self.min_heartbeat_interval_ms <= self.heartbeat_interval_ms <= self.max_heartbeat_interval_ms,
-            "heartbeat interval outside [min, max]",
+            f"{self._said('heartbeat_interval_ms')} is outside [{self._said('min_heartbeat_interval_ms')}, "
+            f"{self._said('max_heartbeat_interval_ms')}]",
         )
         _require(
-            self.heartbeat_interval_ms < self.session_timeout_ms, "heartbeat interval must be below session timeout"
+            self.heartbeat_interval_ms < self.session_timeout_ms,
+            f"{self._said('heartbeat_interval_ms')} must be below {self._said('session_timeout_ms')}",
         )
         _require(len(self.assignors) > 0, "at least one assignor is required")
         _require(len(set(self.assignors)) == len(self.assignors), "duplicate assignor")
@@ -78,6 +90,10 @@ class ConsumerGroupConfig:
             self.migration_policy in MIGRATION_POLICIES,
             f"migration_policy={self.migration_policy!r} is not one of {', '.join(MIGRATION_POLICIES)}",
         )
+
+    def _said(self, name: str) -> str:
+        """``name`` as an operator sets it: its Kafka property, and its value."""
+        return f"{_PROPERTY_OF[name]}={getattr(self, name)}"
 
     @property
     def upgrade_enabled(self) -> bool:
@@ -108,7 +124,10 @@ class ConsumerGroupConfig:
                 # Kafka parses the policy case-insensitively.
                 kwargs[name] = str(raw).strip().lower()
             else:
-                kwargs[name] = int(raw)
+                try:
+                    kwargs[name] = int(raw)
+                except ValueError:
+                    raise ValueError(f"{key}={raw!r} is not a whole number (of milliseconds or members)") from None
         return cls(**kwargs)
 
 

@@ -446,8 +446,14 @@ class Shard(Generic[S]):
         self.host.unassign(self.partition)
         if phase is not ShardPhase.DRAINING:
             self._loaded.set()
-        if phase in (ShardPhase.FAILED, ShardPhase.FENCED):
+        if phase is ShardPhase.FAILED:
             log.error("shard %d %s: %s", self.partition, phase.value, reason)
+        elif phase is ShardPhase.FENCED:
+            # Part of every shard move under an eager placement rebalance (the old owner serves
+            # until its new assignment arrives, the new owner's epoch record fences it first), and
+            # the zombie rule working: nothing an operator must act on (it was an ERROR, which
+            # paged operators at each planned scale-up).
+            log.warning("shard %d %s: %s", self.partition, phase.value, reason)
 
     def _start_load(self) -> None:
         self._live_changes += 1
