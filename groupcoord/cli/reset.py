@@ -147,6 +147,7 @@ def read_plan_file(path: Path, groups: list[str]) -> dict[tuple[str, str, int], 
     except UnicodeDecodeError as exc:
         fail(f"cannot read --from-file {path} as UTF-8 text: {exc}")
     plan: dict[tuple[str, str, int], int] = {}
+    lines: dict[tuple[str, str, int], int] = {}  # where each partition was given
     for number, row in enumerate(csv.reader(io.StringIO(text)), 1):
         if not row or not "".join(row).strip():
             continue
@@ -156,13 +157,20 @@ def read_plan_file(path: Path, groups: list[str]) -> dict[tuple[str, str, int], 
                     fail(
                         f"{path}:{number}: three columns need exactly one --group (else use group,topic,partition,offset)"
                     )
-                plan[(groups[0], row[0].strip(), int(row[1]))] = int(row[2])
+                key, offset = (groups[0], row[0].strip(), int(row[1])), int(row[2])
             elif len(row) == 4:
-                plan[(row[0].strip(), row[1].strip(), int(row[2]))] = int(row[3])
+                key, offset = (row[0].strip(), row[1].strip(), int(row[2])), int(row[3])
             else:
                 raise ValueError
         except ValueError:
             fail(f"{path}:{number}: expected topic,partition,offset or group,topic,partition,offset, got {row!r}")
+        if key in lines:
+            # Which one was meant is anyone's guess: not the last one, silently.
+            fail(f"{path}:{number}: {key[1]}-{key[2]} of group {key[0]!r} is given again (first on line {lines[key]})")
+        lines[key] = number
+        plan[key] = offset
+    if not plan:
+        fail(f"--from-file {path} names no offsets")
     return plan
 
 
@@ -327,6 +335,7 @@ def reset_offsets(
     )
 
     rows: list[dict[str, Any]] = []
+    clamped: list[str] = []
     for g in groups:
         for tp in per_group[g]:
             key = (tp.topic, tp.partition)
@@ -350,13 +359,18 @@ def reset_offsets(
                 target = by_time[key]
             else:
                 target = from_plan[(g, tp.topic, tp.partition)]
+            new = min(max(target, earliest), latest)
+            if new != target:
+                # As kafka-consumer-groups.sh says it ("New offset (x) is higher than latest offset").
+                side = "above the latest" if target > latest else "below the earliest"
+                clamped.append(f"{g} {tp.topic}-{tp.partition}: {target} is {side} offset, {new} is used")
             rows.append(
                 {
                     "group": g,
                     "topic": tp.topic,
                     "partition": tp.partition,
                     "current-offset": now,
-                    "new-offset": min(max(target, earliest), latest),
+                    "new-offset": new,
                 }
             )
 
@@ -387,5 +401,7 @@ def reset_offsets(
         o.result(["group", "topic", "partition", "current-offset", "new-offset"], rows, executed=execute, **at)
         if when_ms is not None:
             o.note(f"offsets of the first records at or after {instant(when_ms)}")
+        for line in clamped:
+            o.note(line)
         if not execute:
             o.note("dry run: nothing changed (add --execute to commit these offsets)")

@@ -83,6 +83,12 @@ def test_reset_plan_files_with_and_without_the_group_column(tmp_path: Path) -> N
     plan.write_text("orders,zero,5\n")
     with pytest.raises(CliError, match="plan.csv:1: expected"):
         read_plan_file(plan, ["g"])
+    plan.write_text("orders,0,5\norders,1,6\norders,0,7\n")
+    with pytest.raises(CliError, match=r"plan.csv:3: orders-0 of group 'g' is given again \(first on line 1\)"):
+        read_plan_file(plan, ["g"])
+    plan.write_text("\n\n")
+    with pytest.raises(CliError, match="names no offsets"):
+        read_plan_file(plan, ["g"])
 
 
 def test_reset_plan_files_that_are_not_plain_utf8(tmp_path: Path) -> None:

@@ -252,6 +252,8 @@ def test_reset_plans_clamps_and_executes(sidecar: ServeProcess, unique_name: str
     done = cli("offsets", "reset", "--group", group, "--topic", f"{topic}:0,1", "--shift-by", "-70", *b, "--execute")
     assert done.returncode == 0, done.stderr
     assert shown() == {0: 0, 1: 0}  # clamped to the earliest offset
+    # Said, as kafka-consumer-groups.sh says it.
+    assert f"{group} {topic}-0: -20 is below the earliest offset, 0 is used" in done.stderr, done.stderr
 
     exported = cli("offsets", "reset", "--group", group, "--topic", f"{topic}:1", "--to-latest", *b, "--export")
     assert exported.stdout == f"{topic},1,100\n"
