@@ -102,6 +102,10 @@ def test_readyz_and_list_groups_while_shards_have_no_owner(bootstrap: str, uniqu
         closed = True
         wait_for(lambda: readiness(health)[0] == 200, 60, "the sidecar ready again once it owns every shard")
         assert _listed(sidecar.address) == (ErrorCode.NONE, set(groups))
+        # Said in the log too, once each way (not only to a readiness probe).
+        said = [line for line in sidecar.lines() if line.startswith(("not ready: ", "placement settled"))]
+        assert len(said) == 2 and "without an owner" in said[0], said
+        assert said[1] == "placement settled: every shard has an owner", said
     finally:
         stop.set()
         if thread.is_alive():
