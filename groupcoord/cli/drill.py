@@ -79,8 +79,8 @@ _RETRY = {
 class ServeChild:
     """One ``groupcoord serve`` process of the drill."""
 
-    def __init__(self, bootstrap: str, topic: str, session_timeout_ms: int, log: Path) -> None:
-        self.port = free_port()
+    def __init__(self, bootstrap: str, topic: str, session_timeout_ms: int, log: Path, port: int | None = None) -> None:
+        self.port = port or free_port()
         self.bootstrap = bootstrap
         self.topic = topic
         self.session_timeout_ms = session_timeout_ms
@@ -315,21 +315,29 @@ def run_drill(
     seed: int | None = None,
     interrupted: threading.Event | None = None,
     faults: int | None = None,
+    base_port: int | None = None,
 ) -> dict[str, Any]:
     """The drill; it ends early, with the report so far, once ``interrupted`` is set. With
-    ``faults``, the workload runs until that many faults were made (``duration`` is then unused)."""
+    ``faults``, the workload runs until that many faults were made (``duration`` is then unused).
+    ``base_port``: serve process i listens on ``base_port + i`` and the embedded broker on
+    ``base_port + processes`` (else free ports the kernel picks, anywhere in its ephemeral range)."""
     rng = random.Random(seed)
     stopping = interrupted or threading.Event()
     embedded: LocalBroker | None = None
     if bootstrap is None:
-        embedded = LocalBroker(port=free_port(), log_file=workdir / "broker.log")
+        embedded = LocalBroker(
+            port=base_port + processes if base_port else free_port(), log_file=workdir / "broker.log"
+        )
         embedded.start()
         bootstrap = embedded.bootstrap
     run_id = uuid.uuid4().hex[:8]
     log_topic = f"groupcoord-drill-{run_id}"
     data_topic = f"drill-data-{run_id}"
     children = [
-        ServeChild(bootstrap, log_topic, session_timeout_ms, workdir / f"serve{i}.log") for i in range(processes)
+        ServeChild(
+            bootstrap, log_topic, session_timeout_ms, workdir / f"serve{i}.log", base_port + i if base_port else None
+        )
+        for i in range(processes)
     ]
     members: list[Member] = []
     stop_sampling = threading.Event()
@@ -743,6 +751,15 @@ def drill(
     session_timeout_ms: Annotated[int, typer.Option(min=1000, help="placement session timeout.")] = 6000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     seed: Annotated[int | None, typer.Option(help="Seed for the choice of victims.")] = None,
+    base_port: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=65535 - 64,
+            help="serve process i listens on BASE_PORT+i, an embedded broker on BASE_PORT+processes"
+            " (default: free ports).",
+        ),
+    ] = None,
 ) -> None:
     """Run serve processes under client load, kill them one at a time, and check nothing was lost."""
     console = Console(stderr=True)
@@ -774,6 +791,7 @@ def drill(
             seed,
             interrupted,
             faults,
+            base_port,
         )
     except (BrokerStartError, RuntimeError, KafkaException) as exc:
         console.print(f"error: drill could not run: {exc}", highlight=False, soft_wrap=True)
