@@ -754,7 +754,7 @@ async def _serving_with(
         session_s = settings.placement.session_timeout_ms / 1000
         deadline = loop.time() + settle_bound_s(session_s)
         settled = PlacementHealth(settle_bound_s(session_s), started=loop.time())
-        said_unsettled: str | None = None
+        said_unsettled = False
         while not moves.all_active() and loop.time() < deadline and not stop.is_set():
             await asyncio.sleep(0.05)
         # Ready from here on while every owned shard is active (the listener is bound by now);
@@ -766,17 +766,17 @@ async def _serving_with(
             # The HTTP thread reads a copy, never the runtime's own dict.
             readiness.set_shards(shard_states(shard_statuses(runtime)))
             readiness.set_cluster_problem(watch.problem)
-            unsettled = settled.look(
-                placement.unowned(runtime.partitions), placement.silent_s(), session_s, loop.time()
-            )
-            if (unsettled is None) != (said_unsettled is None):
-                # Said once each way (an operator probe found placement stuck 9.5 min, said only by /readyz).
-                if unsettled is not None:
-                    say.warning(f"not ready: {unsettled}")
+            problem = settled.look(placement.unowned(runtime.partitions), placement.silent_s(), session_s, loop.time())
+            if settled.unsettled != said_unsettled:
+                # Said once each way (an operator probe found placement stuck 9.5 min, said only by
+                # /readyz). Being out of contact is not: the lost shards and the unreachable
+                # cluster are said already.
+                if settled.unsettled:
+                    say.warning(f"not ready: {problem}")
                 else:
                     say.info("placement settled: every shard has an owner")
-            said_unsettled = unsettled
-            readiness.set_placement_problem(unsettled)
+                said_unsettled = settled.unsettled
+            readiness.set_placement_problem(problem)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 0.2)
         say.info("stopping: handing the shards over")  # the start of a graceful stop, for its timeline

@@ -69,7 +69,6 @@ def import_plan(
     if not plan:
         return plan
     admin = _admin(config)
-    _refuse_unknown_partitions(admin, plan, config, timeout)
     futures = admin.describe_consumer_groups([g.group for g in plan], request_timeout=timeout)
     for entry in plan:
         try:
@@ -85,6 +84,8 @@ def import_plan(
             raise ImportError_(f"sidecar did not answer for {entry.group}: {exc!r}") from None
         if described.members and entry.refusal is None:
             entry.refusal = f"refused: {len(described.members)} active members"
+    # (After the groups: a sidecar that does not answer is said as such, by the describe.)
+    _refuse_unknown_partitions(admin, plan, config, timeout)
     return plan
 
 

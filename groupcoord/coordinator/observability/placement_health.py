@@ -34,6 +34,8 @@ class PlacementHealth:
         the first look count as ownerless since then."""
         self.settle_s = settle_s
         self._unowned_since: float | None = started
+        # Whether the last look found shards ownerless past ``settle_s`` (whatever the contact).
+        self.unsettled = False
 
     def look(self, unowned: Sequence[int], silent_s: float, session_s: float, now: float) -> str | None:
         """``unowned``: the shards no process is known to own; ``silent_s``: seconds since the
@@ -42,12 +44,14 @@ class PlacementHealth:
             self._unowned_since = None
         elif self._unowned_since is None:
             self._unowned_since = now
+        self.unsettled = self._unowned_since is not None and now - self._unowned_since > self.settle_s
         if silent_s > session_s:
             return (
                 f"no answer from the placement group's coordinator for {silent_s:.0f}s "
                 f"(session {session_s:g}s): this process serves no shard until it has one"
             )
-        if self._unowned_since is not None and now - self._unowned_since > self.settle_s:
+        if self.unsettled:
+            assert self._unowned_since is not None
             shards = ", ".join(str(p) for p in unowned[:16]) + (", ..." if len(unowned) > 16 else "")
             return (
                 f"{len(unowned)} shard(s) without an owner for {now - self._unowned_since:.0f}s "
