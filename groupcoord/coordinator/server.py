@@ -290,7 +290,8 @@ class ShardMoves:
         if await asyncio.to_thread(placement.confirm_owner, partition):
             shard = self.runtime.shards.get(partition)
             if shard is not None and shard.status is ShardStatus.FENCED:
-                self.say(f"shard {partition} reloading ({reason})", warn=True)
+                if shard.reload_logged:  # the same reason again is logged only now and then (``Shard.reload``)
+                    self.say(f"shard {partition} reloading ({reason})", warn=True)
                 started = time.perf_counter()
                 self.runtime.load_shard(partition)
                 await self._report(partition, shard, started)

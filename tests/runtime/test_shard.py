@@ -711,3 +711,51 @@ def test_the_loaded_hooks_write_failing_as_the_shard_stops_leaves_no_unretrieved
     fresh = submit(lambda state, now: Result(None))  # the closed shard fails a new write at once
     assert fresh._log_traceback  # which, nobody retrieving it, asyncio would log
     fresh.exception()
+
+
+def test_reloads_in_a_row_back_off_and_log_quietly_until_a_claim_is_read_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Every append failing at once (a producer failed fatally) had each shard reload ~50 times a
+    # second and log every reload: 40k lines in 2 minutes. Reloads in a row now wait 0, 0.1 s,
+    # doubling up to 5 s, and the same reason is logged again only every few seconds.
+    faults = LogFaults()
+    world = World(faults=faults)
+    shard = world.loaded()
+    loads: list[int] = []  # when each reload's load started (virtual ms)
+    host = world.hosts[0]
+    started = host.load
+
+    def load(partition: int, generation: int, shard_load: Any) -> None:
+        loads.append(world.loop.clock.now_ms())
+        started(partition, generation, shard_load)
+
+    host.load = load  # type: ignore[method-assign, assignment]
+    faults.fail_rate = 1.0
+    caplog.set_level("WARNING", logger="groupcoord.coordinator.runtime.shard")
+    shard.submit(write(commit(0, 1)))
+    world.run(20_000)
+    # 0, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 5, 5, 5 s: 10 loads by 16.3 s, 11 by 21.3 s. Without
+    # backoff, hundreds (each load and failed claim takes a few simulated milliseconds).
+    assert 5 <= len(loads) <= 3 * 11
+    gaps = [b - a for a, b in zip(loads, loads[1:], strict=False)]
+    assert all(gap >= 100 / 3 for gap in gaps[1:]), gaps
+    assert max(gaps) <= 3 * 5_000 and max(gaps) >= 5_000 / 3, gaps
+    reload_lines = [r for r in caplog.records if "reloading from the log" in r.getMessage()]
+    assert 1 <= len(reload_lines) <= 8, [r.getMessage() for r in reload_lines]
+    assert shard.status is ShardStatus.LOADING
+    # The failure ends: the next load claims the shard, and the backoff starts over.
+    faults.fail_rate = 0.0
+    world.run(6_000)
+    assert shard.status is ShardStatus.ACTIVE and shard.reloads == 0
+    fut = shard.submit(write(commit(1, 2)))
+    world.run()
+    assert fut.result() == "ok" and offsets(shard.committed).get(1) == 2
+    faults.fail_rate = 1.0
+    loads.clear()
+    shard.submit(write(commit(2, 3)))
+    world.run(150)  # the first reload of a new run waits for nothing, the second 0.1 s
+    faults.fail_rate = 0.0
+    world.run(1000)
+    assert len(loads) >= 2 and loads[1] - loads[0] < 300, loads
+    assert shard.status is ShardStatus.ACTIVE

@@ -33,6 +33,19 @@ log = logging.getLogger(__name__)
 DeliveryCallback = Callable[[KafkaError | None, int], None]
 
 
+def producer_failed(error: KafkaError | None) -> bool:
+    """Whether ``error`` says the producer can never append again: a fatal error (an idempotent
+    producer fenced, or out of sequence after its topic was created again: _GAPLESS_GUARANTEE),
+    or a call refused because the producer is in that state (_FATAL, which is not itself marked
+    fatal). Only a new producer, with a new producer id, appends again."""
+    return error is not None and (error.fatal() or error.code() == KafkaError._FATAL)
+
+
+def _kafka_error(exc: KafkaException) -> KafkaError:
+    error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+    return error or KafkaError(KafkaError._FAIL, str(exc))
+
+
 # A batch cut short by a crash, or a zombie's records, are the latest of their keys until the next
 # owner's load re-states the valid values (restores, see ``LogReplayer``). Compaction acting in
 # between would remove the valid values for good: an acknowledged commit lost. The next load comes
@@ -108,11 +121,23 @@ def ensure_log_topic_on(admin: AdminClient, spec: LogTopicSpec) -> int:
 class LogWriter:
     """The idempotent producer every shard appends through."""
 
-    def __init__(self, client_config: dict[str, Any], topic: str, on_written: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        client_config: dict[str, Any],
+        topic: str,
+        on_written: Callable[[], None] | None = None,
+        on_fatal: Callable[[LogWriter, KafkaError], None] | None = None,
+    ) -> None:
         self.topic = topic
         # Told on the poll thread whenever an append's records are written (the reader relay
         # then lets the log reader's fetch, waiting for them, go to the broker).
         self.on_written = on_written
+        # Told once, on whichever thread learns it, that the producer failed fatally (raised
+        # from poll() on the poll thread, or produce() refused with _FATAL): the runtime then
+        # appends through a new writer and closes this one. The poll thread goes on serving
+        # the delivery reports of what was in flight (failed) until then.
+        self.on_fatal = on_fatal
+        self.failed: KafkaError | None = None
         self.settings: dict[str, Any] = {
             **client_config,
             "enable.idempotence": True,
@@ -188,8 +213,9 @@ class LogWriter:
                     # Local queue full: wait for the poll thread to drain delivery reports.
                     time.sleep(0.005)
                 except KafkaException as exc:
-                    error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-                    error = error or KafkaError(KafkaError._FAIL, str(exc))
+                    error = _kafka_error(exc)
+                    if producer_failed(error):
+                        self._fail(error)
                     if index == 0:
                         on_delivery(error, -1)
                     else:
@@ -204,13 +230,31 @@ class LogWriter:
             # Briefly: close() joins this thread, and without an answer the first record asks anyway.
             self._producer.list_topics(self.topic, timeout=2)
         while not self._stop.is_set():
-            self._producer.poll(0.05)
+            try:
+                self._producer.poll(0.05)
+            except KafkaException as exc:
+                # librdkafka raises a fatal error (no error_cb is set) from poll(): the thread
+                # must live on, to serve the failed delivery reports of what was in flight.
+                self._fail(_kafka_error(exc))
+                self._stop.wait(0.05)
+            except Exception:  # a delivery report's callback raised: the others still need serving
+                log.exception("log writer: handling a delivery report failed")
             if self._after_drain:
                 # Counted before the queue is looked at: a report added later may have records
                 # queued after the look.
                 waiting = len(self._after_drain)
                 if len(self._producer) == 0:
                     self._report_after_drain(waiting)
+
+    def _fail(self, error: KafkaError) -> None:
+        """The producer failed fatally: said once (to ``on_fatal``, or logged without one)."""
+        if self.failed is not None:
+            return
+        self.failed = error
+        if self.on_fatal is not None:
+            self.on_fatal(self, error)
+        else:
+            log.error("log writer's producer failed fatally (%s); its appends fail from now on", error)
 
     def _report_after_drain(self, count: int) -> None:
         for _ in range(count):
@@ -219,12 +263,20 @@ class LogWriter:
     def close(self, timeout: float = 5.0) -> None:
         """Deliver what can be within ``timeout``, then report the rest failed (purged): every
         append gets its report, so no shard waits for one that never comes. The poll thread is
-        stopped first, so only this thread touches the producer from then on."""
-        self._producer.flush(timeout)
+        stopped first, so only this thread touches the producer from then on. A producer that
+        failed fatally may raise its error from flush() or poll(): that is known already."""
+        with contextlib.suppress(KafkaException):
+            self._producer.flush(timeout)
         self._stop.set()
         self._thread.join()  # it polls in 50 ms steps; the metadata probe takes up to 2 s
         self._producer.purge()
-        self._producer.flush(0)  # serves the purged records' delivery reports
+        deadline = time.monotonic() + 1.0
+        while True:
+            with contextlib.suppress(KafkaException):
+                self._producer.flush(0)  # serves the purged records' delivery reports
+            if len(self._producer) == 0 or time.monotonic() >= deadline:
+                break
+            time.sleep(0.01)
         self._report_after_drain(len(self._after_drain))  # nothing more of theirs is queued
 
 

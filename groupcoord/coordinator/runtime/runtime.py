@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -16,7 +17,7 @@ from groupcoord.coordinator.runtime import collector
 from groupcoord.coordinator.runtime.api import ShardState
 from groupcoord.coordinator.runtime.clock import Clock, SystemClock
 from groupcoord.coordinator.runtime.load import LoadFailed, LoadResult, ShardLoad
-from groupcoord.coordinator.runtime.log import LogTailer, LogTopicSpec, LogWriter, ensure_log_topic
+from groupcoord.coordinator.runtime.log import LogTailer, LogTopicSpec, LogWriter, ensure_log_topic, producer_failed
 from groupcoord.coordinator.runtime.shard import (
     DeliveryReport,
     LoadReport,
@@ -125,7 +126,7 @@ class CoordinatorRuntime(Generic[S]):
         # The shards' state is long-lived: kept out of the cyclic collector's full walks.
         collector.SHARED.install()
         self._collector_installed = True
-        self.writer = LogWriter(self.client_config, self.topic, self.on_written)
+        self.writer = self._new_writer()
         self.tailer = LogTailer(
             self.reader_config,
             self.topic,
@@ -193,7 +194,7 @@ class CoordinatorRuntime(Generic[S]):
     def _delivered(
         self, writer: LogWriter, on_delivered: DeliveryReport, count: int, error: KafkaError | None, offset: int
     ) -> None:
-        if error is not None and error.fatal():
+        if error is not None and producer_failed(error):
             self.replace_writer(writer, error)
         on_delivered(0, count, error, offset)
 
@@ -203,19 +204,31 @@ class CoordinatorRuntime(Generic[S]):
     def unassign(self, partition: int) -> None:
         self.tailer.unassign(partition)
 
+    def _new_writer(self) -> LogWriter:
+        return LogWriter(self.client_config, self.topic, self.on_written, on_fatal=self._writer_failed)
+
+    def _writer_failed(self, writer: LogWriter, error: KafkaError) -> None:
+        """A writer's producer failed fatally (on the writer's thread, or the loop's)."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: so is the runtime
+            self.loop.call_soon_threadsafe(self.replace_writer, writer, error)
+
     def replace_writer(self, failed: LogWriter, error: KafkaError) -> None:
         """An idempotent producer that hit a fatal error (fenced, out of sequence) cannot be
         used again; shards reload from the log and append through a new one."""
         if failed is not self.writer:
             return  # already replaced
-        log.error("log writer failed fatally (%s); replacing it", error)
+        log.error(
+            "log writer's producer failed fatally (%s); replacing it with a new idempotent producer "
+            "(a new producer id); its appends in flight fail and their shards reload",
+            error,
+        )
         self.renew_writer()
 
     def renew_writer(self) -> None:
         """Append through a new producer from now on (a new producer id). The old one is closed
         on another thread; what it still held is reported failed to its shards."""
         old = self.writer
-        self.writer = LogWriter(self.client_config, self.topic, self.on_written)
+        self.writer = self._new_writer()
         self.loop.run_in_executor(None, old.close, 0.0)
 
     def log_recreated(self) -> None:

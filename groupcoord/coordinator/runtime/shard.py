@@ -172,6 +172,23 @@ TRANSITIONS: dict[ShardPhase, frozenset[ShardPhase]] = {
 }
 
 
+# Reloads in a row (no claim read back in between) wait before loading: nothing, then
+# ``RELOAD_BACKOFF_FIRST_S``, doubling up to ``RELOAD_BACKOFF_MAX_S``. A failure that every append
+# meets at once (a producer failed fatally and not yet replaced, a log topic gone) otherwise had
+# each shard reload ~50 times a second, and log as often (40k lines in 2 minutes, seen in a probe).
+RELOAD_BACKOFF_FIRST_S = 0.1
+RELOAD_BACKOFF_MAX_S = 5.0
+# Meanwhile a reload with the reason last logged is logged again at most this often, with a count.
+RELOAD_LOG_EVERY_S = 5.0
+
+
+def reload_delay(reloads: int) -> float:
+    """How long the ``reloads``-th reload in a row waits before loading (the first does not)."""
+    if reloads <= 1:
+        return 0.0
+    return min(RELOAD_BACKOFF_FIRST_S * 2 ** min(reloads - 2, 32), RELOAD_BACKOFF_MAX_S)
+
+
 class IllegalTransition(RuntimeError):
     """A move the transition table does not allow: a bug in the runtime, never a client's doing."""
 
@@ -414,6 +431,17 @@ class Shard(Generic[S]):
         self._unreported = 0
         # Whether the watchdog warned that a written answer waits too long (``check_stuck``).
         self.stuck = False
+        # Reloads since the last claim read back (ACTIVE): how long the next load waits
+        # (``reload_delay``), and the load waiting meanwhile.
+        self.reloads = 0
+        self._delayed_load: asyncio.TimerHandle | None = None
+        # Reload logging, kept quiet while the same reason repeats (``_log_reload``): the reason
+        # last logged, when (the host's clock, s), how many reloads were not logged since; and whether
+        # the latest reload was logged (serve's own reload line follows it).
+        self._reload_reason = ""
+        self._reload_logged_at = 0.0
+        self._reloads_unlogged = 0
+        self.reload_logged = True
 
     @property
     def status(self) -> ShardStatus:
@@ -421,7 +449,7 @@ class Shard(Generic[S]):
 
     # --- lifecycle: one transition table --------------------------------------------------
 
-    def _transition_to(self, phase: ShardPhase, reason: str = "") -> None:
+    def _transition_to(self, phase: ShardPhase, reason: str = "", quiet: bool = False) -> None:
         """Move to ``phase`` and do what entering it entails, all of it here (Kafka's ``transitionTo``)."""
         before = self.phase
         if phase not in TRANSITIONS[before]:
@@ -431,8 +459,16 @@ class Shard(Generic[S]):
         if phase is ShardPhase.CLAIMING:
             return
         if phase is ShardPhase.ACTIVE:
+            if self.reloads > 1:
+                log.warning("shard %d active again after %d reloads in a row", self.partition, self.reloads)
+            self.reloads = 0
+            self._reload_reason = ""
+            self._reloads_unlogged = 0
             self._loaded.set()
             return
+        if self._delayed_load is not None:
+            self._delayed_load.cancel()
+            self._delayed_load = None
         # Every other phase stops what the shard did: callbacks of the old generation are ignored
         # from now on, whatever waits is failed with the new status, timers are dropped.
         self.generation = next(_GENERATIONS)
@@ -441,19 +477,31 @@ class Shard(Generic[S]):
         self._fail_all(phase.status, reason)
         self._cancel_timers()
         if phase is ShardPhase.LOADING:
-            self._start_load()  # assigns the partition anew: no unassign first
+            delay = reload_delay(self.reloads)
+            if delay <= 0:
+                self._start_load()  # assigns the partition anew: no unassign first
+                return
+            # Reloads in a row back off; the reader drops the partition meanwhile.
+            self._loaded.clear()
+            self.host.unassign(self.partition)
+            self._delayed_load = self.host.loop.call_later(delay, self._start_delayed_load, self.generation)
             return
         self.host.unassign(self.partition)
         if phase is not ShardPhase.DRAINING:
             self._loaded.set()
         if phase is ShardPhase.FAILED:
             log.error("shard %d %s: %s", self.partition, phase.value, reason)
-        elif phase is ShardPhase.FENCED:
+        elif phase is ShardPhase.FENCED and not quiet:
             # Part of every shard move under an eager placement rebalance (the old owner serves
             # until its new assignment arrives, the new owner's epoch record fences it first), and
             # the zombie rule working: nothing an operator must act on (it was an ERROR, which
             # paged operators at each planned scale-up).
             log.warning("shard %d %s: %s", self.partition, phase.value, reason)
+
+    def _start_delayed_load(self, generation: int) -> None:
+        self._delayed_load = None
+        if generation == self.generation and self.phase is ShardPhase.LOADING and self._load is None:
+            self._start_load()
 
     def _start_load(self) -> None:
         self._live_changes += 1
@@ -487,14 +535,36 @@ class Shard(Generic[S]):
         """Rebuild both states from the log, e.g. after an append failed (the live state may hold
         records the log does not). Appends still in flight are waited for first (DRAINING): one
         landing after the reader had found the end of the log would reach the committed state only."""
-        log.warning("shard %d reloading from the log: %s", self.partition, reason)
+        self.reloads += 1
+        self._log_reload(reason)
         if not self.host.may_reload(self.partition, reason):
             # A reload claims a new epoch; with several processes only placement may decide that.
-            self._transition_to(ShardPhase.FENCED, f"stopped after {reason}; placement decides whether it reloads")
+            self._transition_to(
+                ShardPhase.FENCED,
+                f"stopped after {reason}; placement decides whether it reloads",
+                quiet=not self.reload_logged,
+            )
         elif self._unreported > 0:
             self._transition_to(ShardPhase.DRAINING, reason)
         else:
             self._transition_to(ShardPhase.LOADING, reason)
+
+    def _log_reload(self, reason: str) -> None:
+        """Log a reload, but the same reason again only every ``RELOAD_LOG_EVERY_S``, with how
+        many reloads were not logged meanwhile (``reload_logged`` says whether this one was)."""
+        now = self.host.clock.now_ms() / 1000
+        if reason == self._reload_reason and now - self._reload_logged_at < RELOAD_LOG_EVERY_S:
+            self._reloads_unlogged += 1
+            self.reload_logged = False
+            return
+        again = ""
+        if reason == self._reload_reason and self._reloads_unlogged:
+            again = f" ({self._reloads_unlogged + 1} times in {now - self._reload_logged_at:.0f}s)"
+        wait = reload_delay(self.reloads)
+        backoff = f"; loading in {wait:.1f}s ({self.reloads} reloads in a row)" if wait > 0 else ""
+        log.warning("shard %d reloading from the log: %s%s%s", self.partition, reason, again, backoff)
+        self._reload_reason, self._reload_logged_at, self._reloads_unlogged = reason, now, 0
+        self.reload_logged = True
 
     def _fail_all(self, status: ShardStatus, detail: str = "") -> None:
         queued, self._queue = self._queue, []
