@@ -45,7 +45,7 @@ from groupcoord.cli.group_results import (
     group_errors,
     print_deletions,
 )
-from groupcoord.cli.offsets_wire import CommittedOffset, fetch_committed
+from groupcoord.cli.offsets_wire import COORDINATOR_MOVING, CommittedOffset, fetch_committed
 from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.cli.wire import ConsumerGroupInfo, describe_consumer_groups
 
@@ -101,15 +101,10 @@ def parse_states(given: list[str]) -> set[str]:
 # Errors of one node's ListGroups that pass (a coordinator moving or loading, a sidecar process
 # that left between the Metadata and the ListGroups requests): asked again until the timeout, as
 # Kafka's admin client retries them.
-_LISTING_RETRIED = frozenset(
-    {
-        KafkaError.COORDINATOR_NOT_AVAILABLE,
-        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.NOT_COORDINATOR,
-        KafkaError._DESTROY,  # "Broker handle destroyed": the node left the cluster's metadata
-        KafkaError._TRANSPORT,
-    }
-)
+_LISTING_RETRIED = COORDINATOR_MOVING | {
+    KafkaError._DESTROY,  # "Broker handle destroyed": the node left the cluster's metadata
+    KafkaError._TRANSPORT,
+}
 
 
 def _listing_errors(errors: list[Any]) -> list[KafkaError | Any]:

@@ -22,6 +22,7 @@ from groupcoord.coordinator.messages import share_group_heartbeat as sgh
 from tests.clients.support import create_topic
 from tests.gateway.wire_client import WireClient
 from tests.integration.serve_process import ServeProcess
+from tests.share_data.acks import Batch, ack_request
 from tests.share_data.test_share_consumer import (
     SHARE_ACK,
     SHARE_FETCH,
@@ -38,36 +39,6 @@ pytestmark = pytest.mark.integration
 
 ACCEPT, RELEASE = 1, 2
 DESCRIBE, ALTER = 90, 91
-# (first, last, types) of one acknowledgement batch.
-Batch = tuple[int, int, list[int]]
-
-
-def _ack_request(
-    group: str, member: str, epoch: int, topics: dict[uuid.UUID, dict[int, list[Batch]]]
-) -> sa.ShareAcknowledgeRequest:
-    return sa.ShareAcknowledgeRequest(
-        group_id=group,
-        member_id=member,
-        share_session_epoch=epoch,
-        topics=[
-            sa.ShareAcknowledgeRequestAcknowledgeTopic(
-                topic_id=tid,
-                partitions=[
-                    sa.ShareAcknowledgeRequestAcknowledgePartition(
-                        partition_index=p,
-                        acknowledgement_batches=[
-                            sa.ShareAcknowledgeRequestAcknowledgementBatch(
-                                first_offset=f, last_offset=la, acknowledge_types=types
-                            )
-                            for f, la, types in batches
-                        ],
-                    )
-                    for p, batches in partitions.items()
-                ],
-            )
-            for tid, partitions in topics.items()
-        ],
-    )
 
 
 def _fetch_request(
@@ -122,7 +93,7 @@ def test_acknowledgement_errors_are_kafkas_and_a_refused_one_writes_nothing(
         async def ack(
             epoch: int, topics: dict[uuid.UUID, dict[int, list[Batch]]], who: str = member
         ) -> sa.ShareAcknowledgeResponse:
-            answer = await client.call(SHARE_ACK, 1, _ack_request(group, who, epoch, topics))
+            answer = await client.call(SHARE_ACK, 1, ack_request(group, who, epoch, topics))
             assert isinstance(answer, sa.ShareAcknowledgeResponse)
             return answer
 

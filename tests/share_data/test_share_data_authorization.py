@@ -24,6 +24,7 @@ from groupcoord.coordinator.security.authorizer import (
 )
 from groupcoord.coordinator.service.secured_handler import SecuredHandler
 from tests.security.test_secured_handler import NoTopics
+from tests.share_data.acks import Batch, ack_request
 
 ALLOWED, DENIED, LOG = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
 
@@ -140,27 +141,13 @@ def test_malformed_acknowledgements_of_a_denied_topic_are_invalid_request() -> N
     inner = Inner()
     handler = _handler(inner)
     overlapping = [(0, 5, [1]), (3, 9, [1])]
-    cases = {0: overlapping, 1: [(0, 0, [1])], 2: [(0, 0, [4])], 3: []}  # RENEW without IsRenewAck: malformed
-    topics = [
-        sa.ShareAcknowledgeRequestAcknowledgeTopic(
-            topic_id=DENIED,
-            partitions=[
-                sa.ShareAcknowledgeRequestAcknowledgePartition(
-                    partition_index=p,
-                    acknowledgement_batches=[
-                        sa.ShareAcknowledgeRequestAcknowledgementBatch(
-                            first_offset=f, last_offset=la, acknowledge_types=t
-                        )
-                        for f, la, t in batches
-                    ],
-                )
-                for p, batches in cases.items()
-            ],
-        )
-    ]
-    answer = _call(
-        handler, 79, sa.ShareAcknowledgeRequest(group_id="g", member_id="m", share_session_epoch=1, topics=topics)
-    )
+    cases: dict[int, list[Batch]] = {
+        0: overlapping,
+        1: [(0, 0, [1])],
+        2: [(0, 0, [4])],
+        3: [],
+    }  # RENEW without IsRenewAck: malformed
+    answer = _call(handler, 79, ack_request("g", "m", 1, {DENIED: cases}))
     assert isinstance(answer, sa.ShareAcknowledgeResponse)
     codes = {p.partition_index: p.error_code for t in answer.responses for p in t.partitions}
     denied, invalid = ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.INVALID_REQUEST
