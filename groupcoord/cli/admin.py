@@ -45,7 +45,7 @@ from groupcoord.cli.group_results import (
     group_errors,
     print_deletions,
 )
-from groupcoord.cli.offsets_wire import COORDINATOR_MOVING, CommittedOffset, fetch_committed
+from groupcoord.cli.offsets_wire import COORDINATOR_MOVING, CommittedOffset, OffsetReader, fetch_committed
 from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.cli.wire import ConsumerGroupInfo, describe_consumer_groups
 
@@ -176,12 +176,13 @@ def describe(c: Conn, admin: AdminClient, groups: list[str]) -> dict[str, Consum
     return result
 
 
-def committed(c: Conn, group: str) -> dict[tuple[str, int], CommittedOffset]:
+def committed(c: Conn, group: str, reader: OffsetReader | None = None) -> dict[tuple[str, int], CommittedOffset]:
     """The group's committed offsets (partitions without one left out), read from its coordinator
     over the wire (``groupcoord.cli.offsets_wire``: never librdkafka's admin offset listing, which
-    crashes the process while the coordinator moves). A partition-level error fails the command."""
+    crashes the process while the coordinator moves), through ``reader``'s connections if given.
+    A partition-level error fails the command."""
     offsets: dict[tuple[str, int], CommittedOffset] = {}
-    for tp in fetch_committed(c, group):
+    for tp in reader.fetch(group) if reader is not None else fetch_committed(c, group):
         if tp.error is not None:
             fail(f"group {group!r}: {tp.topic}-{tp.partition}: {describe_error(tp.error)}")
         if tp.offset >= 0:
@@ -189,14 +190,11 @@ def committed(c: Conn, group: str) -> dict[tuple[str, int], CommittedOffset]:
     return offsets
 
 
-def staged_transactional(c: Conn, group: str) -> set[tuple[str, int]]:
+def staged_transactional(c: Conn, group: str, reader: OffsetReader | None = None) -> set[tuple[str, int]]:
     """The committed partitions with transactional offsets staged over them: asked with
     require_stable, they answer UNSTABLE_OFFSET_COMMIT until their transaction ends."""
-    return {
-        (tp.topic, tp.partition)
-        for tp in fetch_committed(c, group, require_stable=True)
-        if tp.error_code == KafkaError.UNSTABLE_OFFSET_COMMIT
-    }
+    answer = reader.fetch(group, require_stable=True) if reader is not None else fetch_committed(c, group, True)
+    return {(tp.topic, tp.partition) for tp in answer if tp.error_code == KafkaError.UNSTABLE_OFFSET_COMMIT}
 
 
 def activity(c: Conn, admin: AdminClient, group: str) -> str | None:
@@ -278,13 +276,14 @@ def _offset_rows(c: Conn, admin: AdminClient, found: dict[str, ConsumerGroupDesc
     """Kafka's --describe --offsets rows: committed and assigned partitions, with log end and lag."""
     per_group = []
     pending: dict[str, set[tuple[str, int]]] = {}
-    for group, d in found.items():
-        owner: dict[tuple[str, int], Any] = {}
-        for member in d.members:
-            for tp in _assignment(member):
-                owner[tp] = member
-        per_group.append((group, owner, committed(c, group)))
-        pending[group] = staged_transactional(c, group)
+    with OffsetReader(c) as reader:  # one set of connections for every group's two reads
+        for group, d in found.items():
+            owner: dict[tuple[str, int], Any] = {}
+            for member in d.members:
+                for tp in _assignment(member):
+                    owner[tp] = member
+            per_group.append((group, owner, committed(c, group, reader)))
+            pending[group] = staged_transactional(c, group, reader)
     every = sorted({key for _, owner, commits in per_group for key in set(commits) | set(owner)})
     try:
         known = admin.list_topics(timeout=c.timeout).topics

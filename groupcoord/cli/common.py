@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -161,8 +162,12 @@ class Conn:
         return None
 
     def wait(self, future: Any, what: str) -> Any:
+        return self.wait_for(lambda: future.result(timeout=self.timeout), what)
+
+    def wait_for(self, answer: Callable[[], Any], what: str) -> Any:
+        """``answer()``, its Kafka error or its running out of time said in one line."""
         try:
-            return future.result(timeout=self.timeout)
+            return answer()
         except KafkaException as exc:
             fail(f"{what}: {describe_error(exc.args[0])}")
         except TimeoutError:

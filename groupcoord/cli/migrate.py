@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata
 
 from groupcoord.cli.admin import SIDECAR, _connect, activity, committed, delete_group_offsets, list_group_ids
@@ -52,6 +52,7 @@ from groupcoord.cli.common import (
     error_line,
     usage,
 )
+from groupcoord.cli.offsets_alter import alter_offsets
 from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.coordinator.config import is_internal_group
 
@@ -349,11 +350,8 @@ def _execute(m: _Move, entry: _Group) -> None:
                 return
         if copies:
             mine = [TopicPartition(r["topic"], r["partition"], r["offset"], r["metadata"]) for r in copies]
-            future = dadmin.alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(g, mine)], request_timeout=dc.timeout
-            )[g]
             try:
-                result = future.result(timeout=dc.timeout)
+                result = alter_offsets(dadmin, g, mine, dc.timeout)
             except KafkaException as exc:
                 for r in copies:
                     r["status"] = "failed"

@@ -112,11 +112,15 @@ class OffsetReader:
         self.bootstrap = [a.strip() for a in conn.bootstrap.split(",") if a.strip()]
         self.nodes: dict[str, _Node] = {}
         self._deadline = 0.0
+        self._librdkafka_only = librdkafka_only(self.props) is not None
 
     def fetch(self, group: str, require_stable: bool = False) -> list[CommittedOffset]:
         """Every partition the group has an answer for (an offset of -1 where none is committed).
         ``require_stable``: partitions with transactional offsets pending answer
-        UNSTABLE_OFFSET_COMMIT (a node without OffsetFetch v7 cannot be asked: none do)."""
+        UNSTABLE_OFFSET_COMMIT (a node without OffsetFetch v7 cannot be asked: none do).
+        Through librdkafka where only it can use the settings (``librdkafka_only``)."""
+        if self._librdkafka_only:
+            return _through_librdkafka(self.conn, group, require_stable)
         timeout = self.conn.timeout
         self._deadline = time.monotonic() + timeout
         retrying = Retrying(
@@ -336,10 +340,6 @@ def _through_librdkafka(conn: Conn, group: str, require_stable: bool) -> list[Co
 
 
 def fetch_committed(conn: Conn, group: str, require_stable: bool = False) -> list[CommittedOffset]:
-    """``OffsetReader.fetch`` on connections of its own; through librdkafka where only it can use
-    the settings (``librdkafka_only``)."""
-    props = {k: v for k, v in conn.config().items() if isinstance(v, str)}
-    if librdkafka_only(props) is not None:
-        return _through_librdkafka(conn, group, require_stable)
+    """``OffsetReader.fetch`` on connections of its own."""
     with OffsetReader(conn) as reader:
         return reader.fetch(group, require_stable)

@@ -13,11 +13,12 @@ import io
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from groupcoord.cli.admin import SIDECAR, _connect, activity, committed, list_group_ids, offsets_app
 from groupcoord.cli.common import (
@@ -34,6 +35,8 @@ from groupcoord.cli.common import (
     usage,
     watermarks,
 )
+from groupcoord.cli.offsets_alter import alter_offsets
+from groupcoord.cli.offsets_wire import OffsetReader
 from groupcoord.cli.output import AsJson, FormatOption, Output
 from groupcoord.coordinator.share.auto_offset_reset import parse_duration_ms as duration_ms
 
@@ -304,7 +307,8 @@ def reset_offsets(
         if why:
             fail(f"cannot reset offsets of group {g!r}: it {why}; stop its consumers first")
     from_plan = read_plan_file(from_file, groups) if from_file is not None else {}
-    current = {g: committed(c, g) for g in groups}
+    with OffsetReader(c) as reader:
+        current = {g: committed(c, g, reader) for g in groups}
 
     # Which partitions of which groups.
     wanted: dict[str, dict[str, list[int] | None]] = {}
@@ -379,10 +383,9 @@ def reset_offsets(
             mine = [TopicPartition(r["topic"], r["partition"], r["new-offset"]) for r in rows if r["group"] == g]
             if not mine:
                 continue
-            future = admin.alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(g, mine)], request_timeout=c.timeout
-            )[g]
-            result = c.wait(future, f"cannot reset offsets of group {g!r}")
+            result = c.wait_for(
+                partial(alter_offsets, admin, g, mine, c.timeout), f"cannot reset offsets of group {g!r}"
+            )
             failed = [tp for tp in result.topic_partitions if tp.error is not None]
             if failed:
                 fail(

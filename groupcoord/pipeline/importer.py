@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from groupcoord.cli.offsets_alter import alter_offsets
 from groupcoord.pipeline.cluster import kafka_client_config
 
 
@@ -113,6 +114,9 @@ def _refuse_unknown_partitions(
             )
 
 
+_WRITE_TIMEOUT_S = 60.0  # per request of ``batch_size`` partitions, a moving coordinator waited for
+
+
 def run_import(config: Mapping[str, Any], plan: Sequence[GroupImport], batch_size: int) -> dict[str, int]:
     """Commit every non-refused group's offsets, ``batch_size`` partitions per request; failures per group."""
     admin = _admin(config)
@@ -123,16 +127,15 @@ def run_import(config: Mapping[str, Any], plan: Sequence[GroupImport], batch_siz
         failed[entry.group] = 0
         for i in range(0, len(entry.offsets), batch_size):
             chunk = entry.offsets[i : i + batch_size]
-            request = [
-                ConsumerGroupTopicPartitions(
-                    entry.group,
-                    [TopicPartition(t, p, o, metadata=m) if m else TopicPartition(t, p, o) for t, p, o, m in chunk],
-                )
-            ]
+            partitions = [TopicPartition(t, p, o, metadata=m) if m else TopicPartition(t, p, o) for t, p, o, m in chunk]
             try:
-                result = admin.alter_consumer_group_offsets(request, request_timeout=30)[entry.group].result(timeout=60)
+                result = alter_offsets(admin, entry.group, partitions, _WRITE_TIMEOUT_S)
             except KafkaException as exc:
                 entry.failures.append(exc.args[0].str())
+                failed[entry.group] += len(chunk)
+                continue
+            except TimeoutError:  # perhaps written: counted as failed, the import can be run again
+                entry.failures.append(f"no answer within {_WRITE_TIMEOUT_S:g}s")
                 failed[entry.group] += len(chunk)
                 continue
             for tp in result.topic_partitions:

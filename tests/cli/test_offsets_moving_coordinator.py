@@ -27,8 +27,10 @@ from groupcoord.coordinator.gateway import ConnectionContext, GatewayConfig, Tls
 from groupcoord.coordinator.messages import consumer_group_describe as cgd
 from groupcoord.coordinator.messages import describe_groups as dg
 from groupcoord.coordinator.messages import list_groups as lg
+from groupcoord.coordinator.messages import offset_commit as oc
 from groupcoord.coordinator.messages import offset_fetch as of
 from groupcoord.coordinator.messages.schema import Message
+from tests.gateway.clients import produce
 from tests.gateway.conftest import GatewayThread
 from tests.gateway.fakes import FakeGroupHandler
 from tests.gateway.test_integration import _make_cert
@@ -293,3 +295,70 @@ def test_groups_list_asks_again_while_the_coordinator_is_not_available(bootstrap
     with _gateway(bootstrap, denied) as gateway:
         refused = cli("groups", "list", "-b", gateway.bootstrap, "--timeout", "10")
     assert refused.returncode == 1 and denied.listings == 1, refused.stderr
+
+
+class MovingWriter(MovingCoordinator):
+    """Offsets are read at once; the first ``moving`` OffsetCommit answers carry ``code`` on every
+    partition (every one when ``moving`` is None), as librdkafka hands a moving coordinator's
+    answer to AlterConsumerGroupOffsets back."""
+
+    def __init__(self, code: int, moving: int | None = None) -> None:
+        super().__init__(code, moving=0)
+        self.write_code, self.writes_moving = code, moving
+        self.commits = 0
+
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
+        if isinstance(request, oc.OffsetCommitRequest):
+            self.commits += 1
+            if self.writes_moving is None or self.commits <= self.writes_moving:
+                return oc.OffsetCommitResponse(
+                    topics=[
+                        oc.OffsetCommitResponseTopic(
+                            name=t.name,
+                            partitions=[
+                                oc.OffsetCommitResponsePartition(
+                                    partition_index=p.partition_index, error_code=self.code
+                                )
+                                for p in t.partitions
+                            ],
+                        )
+                        for t in request.topics
+                    ]
+                )
+        return await super().handle(context, request)
+
+
+def _reset_to(gateway: GatewayThread, offset: int, timeout: str) -> subprocess.CompletedProcess[str]:
+    return cli(
+        "offsets", "reset", "--group", GROUP, "--topic", TOPIC, "--to-offset", str(offset), "--execute", "-b", gateway.bootstrap,
+        "--timeout", timeout, "--json",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "code", [ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS]
+)
+def test_a_reset_is_written_once_the_coordinator_has_settled(bootstrap: str, code: int) -> None:
+    """As Kafka's admin client asks a moving coordinator again; librdkafka's alter did not, and a
+    reset run while a shard moved failed on every partition."""
+    produce(bootstrap, TOPIC, 3, 1)
+    handler = MovingWriter(code, moving=2)
+    with _gateway(bootstrap, handler) as gateway:
+        done = _reset_to(gateway, 1, "10")
+    assert done.returncode == 0, done.stderr
+    assert handler.commits == 3
+    assert handler.offsets[(GROUP, TOPIC, 0)] == 1
+
+
+def test_a_reset_to_a_coordinator_that_keeps_moving_fails_within_the_timeout(bootstrap: str) -> None:
+    produce(bootstrap, TOPIC, 3, 1)
+    handler = MovingWriter(ErrorCode.NOT_COORDINATOR)
+    started = time.monotonic()
+    with _gateway(bootstrap, handler) as gateway:
+        done = _reset_to(gateway, 1, "2")
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: cannot reset offsets of group {GROUP!r}: {TOPIC}-0: the coordinator moved; try")
+    assert handler.commits > 2
+    assert time.monotonic() - started < 15
+    assert handler.offsets[(GROUP, TOPIC, 0)] == 42
