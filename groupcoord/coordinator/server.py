@@ -26,6 +26,7 @@ from groupcoord.coordinator.errors import ErrorCode
 from groupcoord.coordinator.gateway.apis import ApiKey
 from groupcoord.coordinator.gateway.cluster import ClusterUnavailable
 from groupcoord.coordinator.gateway.config import GatewayConfig
+from groupcoord.coordinator.gateway.context import GroupLookupCheck
 from groupcoord.coordinator.gateway.event_loop import loop_factory
 from groupcoord.coordinator.gateway.handler import CoordinatorAddress
 from groupcoord.coordinator.gateway.member_removal import (
@@ -116,6 +117,13 @@ def group_handler(
     stop. Each layer passes ``answer_now`` on to the next (a layer without it turns the gateway's
     at-once path off: tests/ha/test_handover_relay.py)."""
     return MeteredHandler(SecuredHandler(relay, topics, authorizer, own_topics, own_groups))
+
+
+def group_lookup_check(handler: MeteredHandler) -> GroupLookupCheck:
+    """FindCoordinator's ACL check, by the ACL-checking layer of ``group_handler``'s chain."""
+    secured = handler.inner
+    assert isinstance(secured, SecuredHandler)
+    return secured.may_find_group
 
 
 def run(settings: Settings, console: Console) -> int:
@@ -565,6 +573,7 @@ async def _serving_with(
     # At a graceful stop, requests for the shards handed over are relayed to their successors.
     handover_relay = HandoverRelay(api_handler, service.partition_for)
     host, port = parse_hostport(settings.listen, 9094)
+    group_api = group_handler(handover_relay, metadata, authorizer, own_topics, own_groups)
     gateway = GatewayServer(
         GatewayConfig(
             bootstrap_servers=client_config["bootstrap.servers"],
@@ -576,11 +585,12 @@ async def _serving_with(
             share_groups_enabled=settings.share_groups_enabled,
             **settings.gateway.model_dump(exclude={"authorization", "max_group_response_bytes"}),
         ),
-        group_handler(handover_relay, metadata, authorizer, own_topics, own_groups),
+        group_api,
         locator,
         GatewayMetrics(),
     )
     gateway.peers = locator.peers
+    gateway.may_find_group = group_lookup_check(group_api)
     gateway.deletion_listeners.append(metadata.deleted_by_request)
     # Other processes may front the same cluster: a client must see a coordinator the cluster
     # answers change node when a survivor answers for it (gateway/rewrite.py, coordinator_alias).

@@ -45,8 +45,14 @@ from groupcoord.coordinator.messages import (
     write_txn_markers,
 )
 from groupcoord.coordinator.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from groupcoord.coordinator.messages.metadata import MetadataRequest, MetadataRequestTopic
-from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.messages.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+from groupcoord.coordinator.messages.schema import ZERO_UUID, Message
 
 LOG = "__group_coordinator_log"
 DIRECTORY = f"{LOG}-directory"
@@ -271,8 +277,44 @@ def test_topic_ids_are_found_wherever_a_request_carries_them() -> None:
     )
     assert p.in_request(payload(20, 6, deleted), 20, 6)
     named = MetadataRequest(topics=[MetadataRequestTopic(topic_id=LOG_ID, name=None)])
-    assert p.in_metadata(payload(3, 12, named), 12)
+    assert p.in_metadata(payload(3, 12, named), 12) == {LOG_ID}
     assert not p.in_metadata(payload(3, 12, MetadataRequest(topics=None)), 12)
+
+
+def _cluster_answer() -> MetadataResponse:
+    """What the cluster answers about the log topic and another, however they were asked for."""
+    return MetadataResponse(
+        topics=[
+            MetadataResponseTopic(name=LOG, topic_id=LOG_ID, partitions=[MetadataResponsePartition()]),
+            MetadataResponseTopic(name="orders", topic_id=uuid.UUID(int=7)),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("asked", "version", "refused"),
+    [
+        # As Kafka refuses a topic the caller may not DESCRIBE: asked by name, no id; by id, no
+        # name (a null name from v12); so neither gives the other away.
+        (MetadataRequestTopic(name=LOG), 12, (LOG, ZERO_UUID)),
+        (MetadataRequestTopic(topic_id=LOG_ID, name=None), 12, (None, LOG_ID)),
+        (MetadataRequestTopic(name=LOG), 9, (LOG, ZERO_UUID)),
+    ],
+)
+def test_a_metadata_answer_refuses_the_log_topic_without_linking_its_name_and_id(
+    asked: MetadataRequestTopic, version: int, refused: tuple[str | None, uuid.UUID]
+) -> None:
+    p = protected()
+    request = MetadataRequest(topics=[asked, MetadataRequestTopic(name="orders")])
+    answer = _cluster_answer()
+    p.filter_metadata(p.in_metadata(payload(3, version, request), version), answer, version)
+    (log, orders) = answer.topics
+    assert (log.name, log.topic_id, log.error_code, log.partitions) == (*refused, 29, [])
+    assert (orders.name, orders.error_code) == ("orders", 0)
+    # Asked for every topic: left out.
+    answer = _cluster_answer()
+    p.filter_metadata(p.in_metadata(payload(3, version, MetadataRequest(topics=None)), version), answer, version)
+    assert [t.name for t in answer.topics] == ["orders"]
 
 
 def test_acl_changes_covering_a_protected_topic_or_group_are_found() -> None:

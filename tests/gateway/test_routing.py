@@ -112,8 +112,8 @@ def test_a_broker_port_lists_no_groups() -> None:
 
 def test_metadata_is_rewritten_and_marked_when_it_names_the_log_topic() -> None:
     named = MetadataRequest(topics=[MetadataRequestTopic(name=LOG)])
-    assert decide(ApiKey.METADATA, 12, named) == routing.Forward(rewrite=True, named=True)
-    assert decide(ApiKey.METADATA, 12, MetadataRequest(topics=None)) == routing.Forward(rewrite=True, named=False)
+    assert decide(ApiKey.METADATA, 12, named) == routing.Forward(rewrite=True, named=frozenset({LOG}))
+    assert decide(ApiKey.METADATA, 12, MetadataRequest(topics=None)) == routing.Forward(rewrite=True)
 
 
 def test_produce_to_the_log_topic_is_split_or_closed_with_acks_0() -> None:

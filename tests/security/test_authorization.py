@@ -21,6 +21,7 @@ from groupcoord.coordinator.messages.consumer_group_heartbeat import (
 )
 from groupcoord.coordinator.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from groupcoord.coordinator.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from groupcoord.coordinator.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from groupcoord.coordinator.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from groupcoord.coordinator.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol, JoinGroupResponse
 from groupcoord.coordinator.messages.offset_commit import (
@@ -139,6 +140,16 @@ def test_cross_tenant_attacks(sasl_cluster: SaslCluster, sidecar: Sidecar) -> No
             ),
         )
         assert isinstance(cgh, ConsumerGroupHeartbeatResponse) and cgh.error_code == GROUP_DENIED
+        # FindCoordinator: a group key bob may not DESCRIBE is refused, with no node (Kafka's
+        # KafkaApis.handleFindCoordinatorRequest); batched (v4) per key, one key (v3) at the top.
+        found = await bob.call(10, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=[alice_group, bob_group]))
+        assert isinstance(found, FindCoordinatorResponse)
+        (denied, own) = found.coordinators
+        assert (denied.key, denied.error_code, denied.node_id, denied.port) == (alice_group, GROUP_DENIED, -1, -1)
+        assert (own.key, own.error_code, own.port) == (bob_group, 0, sidecar.port)
+        found = await bob.call(10, 3, FindCoordinatorRequest(key_type=0, key=alice_group))
+        assert isinstance(found, FindCoordinatorResponse)
+        assert (found.error_code, found.node_id, found.host) == (GROUP_DENIED, -1, "")
         # ListGroups shows each tenant only its own groups.
         assert alice_group not in await listed(bob) and bob_group in await listed(bob)
         assert bob_group not in await listed(alice) and alice_group in await listed(alice)

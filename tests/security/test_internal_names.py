@@ -280,10 +280,12 @@ def test_s2_the_directory_cannot_redirect_routing(bootstrap: str, pair: tuple[Si
     assert FORGED_PORT not in {b.port for b in brokers}
     assert _coordinator(p1.port, group).port == p2.port
 
-    # The placement groups are not served through the sidecar.
+    # The placement groups are not served through the sidecar: not even looked up.
     placement = f"groupcoord-placement-{p1.topic}"
     for name in (placement, f"{placement}-directory"):
-        port = _coordinator(p1.port, name).port
+        found = _coordinator(p1.port, name)
+        assert (found.error_code, found.port) == (GROUP_AUTHORIZATION_FAILED, -1)
+        port = p1.port
         described = asyncio.run(call(port, 15, 5, DescribeGroupsRequest(groups=[name])))
         assert isinstance(described, DescribeGroupsResponse)
         assert described.groups[0].error_code == GROUP_AUTHORIZATION_FAILED

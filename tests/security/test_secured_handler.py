@@ -13,6 +13,8 @@ from groupcoord.coordinator.gateway import ConnectionContext
 from groupcoord.coordinator.gateway.codec import write_uvarint
 from groupcoord.coordinator.gateway.framing import RequestHeader, encode_request_header
 from groupcoord.coordinator.gateway.protect import ProtectedTopics, produce_topics
+from groupcoord.coordinator.messages import consumer_group_describe as cgd
+from groupcoord.coordinator.messages import offset_fetch as wire_fetch
 from groupcoord.coordinator.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -284,3 +286,83 @@ def test_heartbeats_carry_what_the_caller_may_describe_and_only_with_an_authoriz
     # Without an authorizer nothing is added: the logic resolves as it always did.
     asyncio.run(SecuredHandler(inner, NoTopics()).handle(context, request))
     assert inner.contexts[-1].may_describe_topic is None
+
+
+class DescribesOneMember:
+    """ConsumerGroupDescribe: every group named has one member, assigned ``orders-eu`` and
+    targeted ``target``."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    async def handle(self, context: ConnectionContext, request: Message) -> Message:
+        assert isinstance(request, cgd.ConsumerGroupDescribeRequest)
+
+        def assignment(topic: str) -> cgd.ConsumerGroupDescribeResponseAssignment:
+            return cgd.ConsumerGroupDescribeResponseAssignment(
+                topic_partitions=[
+                    cgd.ConsumerGroupDescribeResponseTopicPartitions(
+                        topic_id=uuid.uuid4(), topic_name=topic, partitions=[0]
+                    )
+                ]
+            )
+
+        return cgd.ConsumerGroupDescribeResponse(
+            groups=[
+                cgd.ConsumerGroupDescribeResponseDescribedGroup(
+                    group_id=g,
+                    group_state="Stable",
+                    members=[
+                        cgd.ConsumerGroupDescribeResponseMember(
+                            member_id="m",
+                            subscribed_topic_names=["orders-eu", self.target],
+                            assignment=assignment("orders-eu"),
+                            target_assignment=assignment(self.target),
+                        )
+                    ],
+                )
+                for g in request.group_ids
+            ]
+        )
+
+
+@pytest.mark.parametrize("target", ["orders-eu", "payments", "__log"])
+def test_a_consumer_group_describe_hides_members_holding_topics_the_caller_may_not_describe(target: str) -> None:
+    """Kafka 4 (KafkaApis.handleConsumerGroupDescribe): TOPIC_AUTHORIZATION_FAILED for the group,
+    without members, when any member's assignment or target assignment names such a topic."""
+    acls = [
+        Acl(ResourceType.GROUP, "g", PatternType.LITERAL, "User:carol", "*", Operation.DESCRIBE, Permission.ALLOW),
+        Acl(
+            ResourceType.TOPIC, "orders-", PatternType.PREFIXED, "User:carol", "*", Operation.DESCRIBE, Permission.ALLOW
+        ),
+    ]
+    context = ConnectionContext(RequestHeader(69, 1, 1, "c"), "127.0.0.1", 1, 2, principal="carol")
+    secured = SecuredHandler(DescribesOneMember(target), NoTopics(), AclAuthorizer(acls), frozenset({"__log"}))
+    answer = asyncio.run(secured.handle(context, cgd.ConsumerGroupDescribeRequest(group_ids=["g", "h"])))
+    assert isinstance(answer, cgd.ConsumerGroupDescribeResponse)
+    g, h = answer.groups
+    assert (h.group_id, h.error_code, h.members) == ("h", 30, [])  # no DESCRIBE on the group
+    if target == "orders-eu":
+        assert (g.error_code, [m.member_id for m in g.members]) == (0, ["m"])
+    else:
+        assert (g.group_id, g.error_code, g.members) == ("g", 29, [])
+        assert g.error_message == "The group has described topic(s) that the client is not authorized to describe."
+    # Without an authorizer the answer is the coordinator's.
+    request = cgd.ConsumerGroupDescribeRequest(group_ids=["g", "h"])
+    plain = asyncio.run(SecuredHandler(DescribesOneMember(target), NoTopics()).handle(context, request))
+    assert isinstance(plain, cgd.ConsumerGroupDescribeResponse)
+    assert [(d.error_code, len(d.members)) for d in plain.groups] == [(0, 1), (0, 1)]
+
+
+@pytest.mark.parametrize(("version", "listed"), [(1, True), (2, False), (7, False)])
+def test_an_offset_fetch_of_a_group_refused_lists_partitions_only_where_kafka_does(version: int, listed: bool) -> None:
+    """OffsetFetchRequest.getErrorResponse: v0-1 put the refusal on each partition asked for (no
+    top-level error there); from v2 the top-level error alone."""
+    context = ConnectionContext(RequestHeader(9, version, 1, "c"), "10.0.0.9", 1, 2, principal="mallory")
+    request = wire_fetch.OffsetFetchRequest(
+        group_id="g", topics=[wire_fetch.OffsetFetchRequestTopic(name="orders", partition_indexes=[0, 1])]
+    )
+    answer = asyncio.run(SecuredHandler(ContextKeeper(), NoTopics(), AclAuthorizer()).handle(context, request))
+    assert isinstance(answer, wire_fetch.OffsetFetchResponse) and answer.error_code == 30
+    got = [(t.name, p.partition_index, p.error_code) for t in answer.topics for p in t.partitions]
+    assert got == ([("orders", 0, 30), ("orders", 1, 30)] if listed else [])

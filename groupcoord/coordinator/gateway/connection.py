@@ -8,6 +8,7 @@ import logging
 import secrets
 import ssl
 import struct
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -28,7 +29,7 @@ from groupcoord.coordinator.gateway.framing import (
     decode_response_header,
     peek_request,
 )
-from groupcoord.coordinator.gateway.handler import AnswerNow, ConnectionContext, answer_now_of
+from groupcoord.coordinator.gateway.handler import AnswerNow, ConnectionContext, CoordinatorAddress, answer_now_of
 from groupcoord.coordinator.gateway.limits import ByteBudget, ConnectionBudget, truncate_error_messages
 from groupcoord.coordinator.gateway.protocol import (
     Request,
@@ -76,6 +77,14 @@ UNWRITTEN_ANSWER_BYTES = 1 << 20
 # DescribeCluster can list controllers instead (KIP-919); clients reaching controllers directly do
 # not go through the sidecar, so only broker lists are rewritten.
 _BROKER_ENDPOINTS = 1
+# Kafka's answer to a group lookup the caller may not make: no node (Node.noNode), its error's message.
+_GROUP_LOOKUP_DENIED = CoordinatorAddress(
+    node_id=-1,
+    host="",
+    port=-1,
+    error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    error_message="Group authorization failed.",
+)
 
 
 def _certificate_principal(stream: ClientStream) -> str | None:
@@ -419,7 +428,17 @@ class ClientConnection:
         return encode_response(ApiKey.API_VERSIONS, 0, correlation_id, refusal)
 
     def _find_group_coordinator(self, request: FindCoordinatorRequest, version: int, correlation_id: int) -> bytes:
-        locate = self.gateway.locator.locate
+        where_is = self.gateway.locator.locate
+        may_find = self.gateway.may_find_group
+        principal = self.session.principal if self.session.authenticated else None
+        host = self.peer[0]
+
+        def locate(group: str) -> CoordinatorAddress:
+            # Kafka (KafkaApis.handleFindCoordinatorRequest): a group key needs DESCRIBE on the group.
+            if may_find is not None and not may_find(principal, host, group):
+                return _GROUP_LOOKUP_DENIED
+            return where_is(group)
+
         response = FindCoordinatorResponse()
         if version >= 4:
             for key in request.coordinator_keys:
@@ -639,7 +658,7 @@ class ClientConnection:
         correlation_id: int,
         rewrite: bool,
         expect: bool = True,
-        named: bool = False,
+        named: frozenset[str | uuid.UUID] = frozenset(),
     ) -> Awaitable[bytes]:
         self._check_may_forward(key)
         upstream = await self._upstream()
@@ -775,7 +794,9 @@ class ClientConnection:
             log.info("closing client connection peer=%s:%s reason=its broker connection ended", *self.peer)
         self.stream.end_requests()
 
-    async def _rewritten(self, fut: Awaitable[bytes], key: int, version: int, named: bool = False) -> bytes:
+    async def _rewritten(
+        self, fut: Awaitable[bytes], key: int, version: int, named: frozenset[str | uuid.UUID] = frozenset()
+    ) -> bytes:
         payload = await fut
         # The answer is re-encoded below and written as a framed slot; its budget ends here.
         self.budget.release_for(len(payload))
@@ -786,7 +807,7 @@ class ClientConnection:
         gateway = self.gateway
         if isinstance(body, MetadataResponse):
             if gateway.protected:
-                gateway.protected.filter_metadata(named, body)
+                gateway.protected.filter_metadata(named, body, version)
             await gateway.ensure_broker_listeners({b.node_id: (b.host, b.port) for b in body.brokers})
             rewrite_metadata(body, gateway.broker_route, gateway.coordinator_metadata_node())
             body.brokers.extend(gateway.alias_metadata_nodes(body.brokers))

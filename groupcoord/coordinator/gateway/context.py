@@ -9,6 +9,7 @@ can serve a connection from a context of its own.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Protocol
 
 from groupcoord.coordinator.gateway.cluster import ClusterView
@@ -20,6 +21,9 @@ from groupcoord.coordinator.gateway.protect import ProtectedTopics
 from groupcoord.coordinator.gateway.upstream import UpstreamConnection
 from groupcoord.coordinator.messages.describe_cluster import DescribeClusterBroker
 from groupcoord.coordinator.messages.metadata import MetadataResponseBroker
+
+# (principal or None, client host, group id) -> allowed
+GroupLookupCheck = Callable[[str | None, str, str], bool]
 
 
 class ListenerView(Protocol):
@@ -52,6 +56,12 @@ class GatewayContext(Protocol):
     @property
     def protected(self) -> ProtectedTopics:
         """The coordinator's own topics and groups, which clients may not reach."""
+        ...
+
+    @property
+    def may_find_group(self) -> GroupLookupCheck | None:
+        """Whether a principal at a host may look up a group's coordinator (Kafka: DESCRIBE on
+        the group); None: anyone may."""
         ...
 
     @property

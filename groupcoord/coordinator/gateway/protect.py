@@ -30,7 +30,7 @@ from groupcoord.coordinator.gateway.codec import (
 from groupcoord.coordinator.gateway.framing import decode_request_header
 from groupcoord.coordinator.gateway.scan import scan
 from groupcoord.coordinator.messages.metadata import MetadataRequest, MetadataResponse, MetadataResponseTopic
-from groupcoord.coordinator.messages.schema import Message
+from groupcoord.coordinator.messages.schema import ZERO_UUID, Message
 
 TOPIC_AUTHORIZATION_FAILED = 29
 _I16 = struct.Struct(">h")
@@ -84,9 +84,10 @@ class ProtectedTopics:
             raise NotForwardable(f"API {key} is not forwarded by the gateway")
         return any(self._named(item) for item in _scan(spec, payload, key, version))
 
-    def in_metadata(self, payload: bytes | bytearray, version: int) -> bool:
-        """Whether a Metadata request names a protected topic (its answer is then a refusal for it)."""
-        return any(self._named(item) for item in _scan(_METADATA, payload, 3, version))
+    def in_metadata(self, payload: bytes | bytearray, version: int) -> frozenset[str | uuid.UUID]:
+        """The protected topics a Metadata request names, by name or id (its answer is then a
+        refusal for each)."""
+        return frozenset(item for item in _scan(_METADATA, payload, 3, version) if self._named(item))
 
     def in_produce(self, payload: bytes | bytearray, version: int) -> bool:
         try:
@@ -95,21 +96,29 @@ class ProtectedTopics:
             raise CodecError(f"malformed Produce v{version}: {exc}") from exc
         return any(n in self.names for n in names) or any(i in self.ids for i in ids)
 
-    def filter_metadata(self, named: bool, response: MetadataResponse) -> None:
-        """``named``: the request listed topics (rather than asking for all of them)."""
+    def filter_metadata(self, named: frozenset[str | uuid.UUID], response: MetadataResponse, version: int) -> None:
+        """``named``: the protected topics the request listed (``in_metadata``). Each is refused
+        as Kafka refuses a topic the caller may not DESCRIBE: asked by name, without its id;
+        asked by id, without its name (so neither links the other); any other is left out."""
         kept: list[MetadataResponseTopic] = []
         for topic in response.topics:
             if topic.name in self.names or topic.topic_id in self.ids:
                 self.add_id(topic.topic_id)
-                if named:
-                    kept.append(
-                        MetadataResponseTopic(
-                            error_code=TOPIC_AUTHORIZATION_FAILED, name=topic.name, topic_id=topic.topic_id
-                        )
-                    )
+                if topic.topic_id in named:
+                    kept.append(_refused(None if version >= _NULL_NAMES else topic.name, topic.topic_id))
+                elif topic.name in named:
+                    kept.append(_refused(topic.name, ZERO_UUID))
                 continue
             kept.append(topic)
         response.topics = kept
+
+
+# Metadata answers name a topic null from v12 (the first version looking topics up by id).
+_NULL_NAMES = 12
+
+
+def _refused(name: str | None, topic_id: uuid.UUID) -> MetadataResponseTopic:
+    return MetadataResponseTopic(error_code=TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=topic_id)
 
 
 def produce_topics(payload: bytes | bytearray, version: int) -> tuple[list[str], list[uuid.UUID]]:

@@ -24,6 +24,7 @@ The first step is a table (``ROUTES``: API key -> route); each route then has on
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -107,8 +108,8 @@ class CallHandler:
 @dataclass(frozen=True, slots=True)
 class Forward:
     rewrite: bool = False
-    # The request names a protected topic (Metadata): the rewritten answer refuses it.
-    named: bool = False
+    # The protected topics a Metadata request names (by name or id): the rewritten answer refuses them.
+    named: frozenset[str | uuid.UUID] = frozenset()
     # False: no answer comes (Produce with acks=0).
     expect: bool = True
 
@@ -244,7 +245,7 @@ def _rewritten(key: int, version: int, payload: bytes | bytearray, facts: Facts)
     # brokers ignore them.
     protected = facts.protected
     try:
-        named = key == ApiKey.METADATA and bool(protected) and protected.in_metadata(payload, version)
+        named = protected.in_metadata(payload, version) if key == ApiKey.METADATA and protected else frozenset()
     except NotForwardable as exc:
         return Close(str(exc))
     return Forward(rewrite=True, named=named)

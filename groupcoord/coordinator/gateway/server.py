@@ -23,7 +23,7 @@ from groupcoord.coordinator.gateway.client_stream import ClientStream
 from groupcoord.coordinator.gateway.cluster import ClusterView
 from groupcoord.coordinator.gateway.config import GatewayConfig
 from groupcoord.coordinator.gateway.connection import ClientConnection
-from groupcoord.coordinator.gateway.context import ListenerView
+from groupcoord.coordinator.gateway.context import GroupLookupCheck, ListenerView
 from groupcoord.coordinator.gateway.file_limit import admissible_connections
 from groupcoord.coordinator.gateway.handler import CoordinatorAddress, CoordinatorLocator, GroupApiHandler
 from groupcoord.coordinator.gateway.limits import ByteBudget, ConnectionBudget
@@ -201,6 +201,9 @@ class GatewayServer:
         # An eighth is kept for requests of up to 1 MiB (group requests, most data requests).
         self.buffer_budget = ByteBudget(config.max_buffered_bytes, reserve=config.max_buffered_bytes // 8)
         self.protected = ProtectedTopics(config.protected_topics, config.protected_groups)
+        # Set by ``serve`` (with the ACLs): FindCoordinator for a group the caller may not
+        # DESCRIBE is refused, as Kafka refuses it.
+        self.may_find_group: GroupLookupCheck | None = None
         self._last_refusal_log = float("-inf")
         self._refusals_unlogged = 0
         self._listener_lock = asyncio.Lock()

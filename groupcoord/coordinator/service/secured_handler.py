@@ -77,7 +77,11 @@ from groupcoord.coordinator.share.partition_types import AcknowledgementBatch
 
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+# Kafka's message for a described group whose members hold topics the caller may not DESCRIBE.
+_TOPICS_HIDDEN = "The group has described topic(s) that the client is not authorized to describe."
 CHUNK = 100
+# OffsetFetch has a top-level error from v2 (OffsetFetchRequest.getErrorResponse).
+_FETCH_TOP_LEVEL_ERROR = 2
 
 _READ_GROUP_TOP_LEVEL: tuple[type[Message], ...] = (
     wire_join.JoinGroupRequest,
@@ -228,11 +232,21 @@ class SecuredHandler:
         return self.authorizer is None or all(map(self._describe_predicate(context), names))
 
     def _allowed(self, context: ConnectionContext, operation: Operation, resource: ResourceType, name: str) -> bool:
+        return self._permits(context.principal, context.client_host, operation, resource, name)
+
+    def _permits(
+        self, principal: str | None, host: str, operation: Operation, resource: ResourceType, name: str
+    ) -> bool:
         if resource == ResourceType.GROUP and name in self.protected_groups:
             return False
         if self.authorizer is None:
             return True
-        return self.authorizer.authorize(context.principal, context.client_host, operation, resource, name)
+        return self.authorizer.authorize(principal, host, operation, resource, name)
+
+    def may_find_group(self, principal: str | None, host: str, group: str) -> bool:
+        """FindCoordinator for a group (answered by the gateway, not ``handle``): Kafka asks
+        DESCRIBE on the group (KafkaApis.handleFindCoordinatorRequest)."""
+        return self._permits(principal, host, Operation.DESCRIBE, ResourceType.GROUP, group)
 
     async def _group_configs(self, context: ConnectionContext, request: Message) -> Message:
         """Config requests on GROUP resources: each resource needs DESCRIBE_CONFIGS (describe) or
@@ -314,8 +328,29 @@ class SecuredHandler:
             lambda g: wire_cgd.ConsumerGroupDescribeResponseDescribedGroup(
                 group_id=g, error_code=GROUP_DENIED, error_message="Group authorization failed."
             ),
+            lambda described: self._consumer_group_topics_visible(context, described),
         )
         return wire_cgd.ConsumerGroupDescribeResponse(groups=out)
+
+    def _consumer_group_topics_visible(
+        self, context: ConnectionContext, described: wire_cgd.ConsumerGroupDescribeResponseDescribedGroup
+    ) -> wire_cgd.ConsumerGroupDescribeResponseDescribedGroup:
+        """Kafka 4 (KafkaApis.handleConsumerGroupDescribe): a described group with a topic the
+        caller may not DESCRIBE in any member's assignment or target assignment is answered
+        TOPIC_AUTHORIZATION_FAILED, without its members (their topic names, ids and partitions)."""
+        if self.authorizer is None:
+            return described
+        topics = {
+            tp.topic_name
+            for m in described.members
+            for assignment in (m.assignment, m.target_assignment)
+            for tp in assignment.topic_partitions
+        }
+        if self._may_describe_all(context, topics):
+            return described
+        return wire_cgd.ConsumerGroupDescribeResponseDescribedGroup(
+            group_id=described.group_id, error_code=TOPIC_DENIED, error_message=_TOPICS_HIDDEN
+        )
 
     async def _share_group_describe(
         self, context: ConnectionContext, request: wire_sgd.ShareGroupDescribeRequest
@@ -340,7 +375,7 @@ class SecuredHandler:
         return wire_sgd.ShareGroupDescribeResponseDescribedGroup(
             group_id=described.group_id,
             error_code=TOPIC_DENIED,
-            error_message="The group has described topic(s) that the client is not authorized to describe.",
+            error_message=_TOPICS_HIDDEN,
         )
 
     async def _delete_groups(self, context: ConnectionContext, request: wire_delete.DeleteGroupsRequest) -> Message:
@@ -637,6 +672,8 @@ class SecuredHandler:
 
     async def _offset_fetch_single(self, context: ConnectionContext, request: wire_fetch.OffsetFetchRequest) -> Message:
         if not self._allowed(context, Operation.DESCRIBE, ResourceType.GROUP, request.group_id):
+            if context.api_version >= _FETCH_TOP_LEVEL_ERROR:
+                return wire_fetch.OffsetFetchResponse(error_code=GROUP_DENIED)  # no partitions, as Kafka
             # v1 has no top-level error: Kafka puts the refusal on every partition asked for.
             return wire_fetch.OffsetFetchResponse(
                 error_code=GROUP_DENIED,
