@@ -592,6 +592,8 @@ async def _serving_with(
     gateway.peers = locator.peers
     gateway.may_find_group = group_lookup_check(group_api)
     gateway.deletion_listeners.append(metadata.deleted_by_request)
+    gateway.creation_listeners.append(metadata.created_by_request)
+    gateway.metadata_seen = lambda answer: metadata.seen((t.name, t.topic_id, t.error_code) for t in answer.topics)
     # Other processes may front the same cluster: a client must see a coordinator the cluster
     # answers change node when a survivor answers for it (gateway/rewrite.py, coordinator_alias).
     gateway.alias_coordinators = True

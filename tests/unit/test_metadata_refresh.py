@@ -360,3 +360,82 @@ def test_names_asked_for_unknown_ids_share_one_refresh() -> None:
         assert admin.listings == 2  # one refresh for all twenty, not one each
 
     asyncio.run(main())
+
+
+def _recorded(cache: MetadataCache) -> list[TopicInfo]:
+    deleted: list[TopicInfo] = []
+
+    async def on_deleted(topics: list[TopicInfo]) -> None:
+        deleted.extend(topics)
+
+    cache.on_topics_deleted(on_deleted)
+    return deleted
+
+
+def test_a_clients_metadata_answer_showing_a_topic_re_created_replaces_it_before_the_answer() -> None:
+    """Deleted and re-created past the sidecar: the first client told of the new incarnation
+    (a Metadata answer through the gateway) has the picture updated, and the old incarnation's
+    offsets dropped, before it could commit against the old one."""
+
+    async def main() -> None:
+        admin = FakeAdmin()
+        admin.topics["a"] = _Topic(uuid.uuid4(), 3)
+        admin.topics["b"] = _Topic(uuid.uuid4(), 1)
+        cache = _cache(admin)
+        deleted = _recorded(cache)
+        await cache.refresh()
+        old = admin.topics["a"].id
+        # Agreeing answers (and answers by id alone, unknown names, v9- answers without ids) cost nothing.
+        assert cache.seen([("a", old, 0), ("b", admin.topics["b"].id, 0), (None, uuid.uuid4(), 0)]) is None
+        assert cache.seen([("a", uuid.UUID(int=0), 0), ("zzz", uuid.uuid4(), 3)]) is None
+        admin.topics["a"].id = new = uuid.uuid4()
+        taken = cache.seen([("a", new, 0), ("b", admin.topics["b"].id, 0)])
+        assert taken is not None
+        await taken
+        assert cache.topics["a"].topic_id == new
+        assert [(t.name, t.topic_id) for t in deleted] == [("a", old)]
+        assert admin.described[-1] == ["a"]  # only the contradicted topic described
+
+    asyncio.run(main())
+
+
+def test_a_clients_answer_that_a_known_topic_is_unknown_deletes_it_once_a_listing_agrees() -> None:
+    async def main() -> None:
+        admin = FakeAdmin()
+        admin.topics["a"] = _Topic(uuid.uuid4(), 3)
+        cache = _cache(admin)
+        deleted = _recorded(cache)
+        await cache.refresh()
+        old = admin.topics["a"].id
+        # A lagging broker's answer: the cluster still has it, nothing changes.
+        taken = cache.seen([("a", uuid.UUID(int=0), 3)])
+        assert taken is not None
+        await taken
+        assert cache.topics["a"].topic_id == old and deleted == []
+        # Deleted past the sidecar: the client's answer, the description and the listing agree.
+        del admin.topics["a"]
+        taken = cache.seen([("a", uuid.UUID(int=0), 3)])
+        assert taken is not None
+        await taken
+        assert "a" not in cache.topics
+        assert [(t.name, t.topic_id) for t in deleted] == [("a", old)]
+
+    asyncio.run(main())
+
+
+def test_topics_created_through_the_sidecar_are_known_at_once() -> None:
+    async def main() -> None:
+        admin = FakeAdmin()
+        admin.topics["kept"] = _Topic(uuid.uuid4(), 1)
+        cache = _cache(admin)
+        deleted = _recorded(cache)
+        await cache.refresh()
+        old = admin.topics["kept"].id
+        admin.topics["new"] = _Topic(uuid.uuid4(), 2)
+        admin.topics["kept"].id = uuid.uuid4()  # deleted past the sidecar, re-created through it
+        await cache.created_by_request(["new", "kept"])
+        assert cache.topics["new"].partitions == 2
+        assert cache.topics["kept"].topic_id == admin.topics["kept"].id
+        assert [(t.name, t.topic_id) for t in deleted] == [("kept", old)]
+
+    asyncio.run(main())

@@ -49,6 +49,7 @@ from groupcoord.coordinator.gateway.rewrite import (
 from groupcoord.coordinator.gateway.sliced_encoding import encode_arrays_ahead
 from groupcoord.coordinator.gateway.upstream import Answer, UpstreamClosed, UpstreamConnection, write_framed
 from groupcoord.coordinator.messages.api_versions import ApiVersionsResponse, ApiVersionsResponseApiVersion
+from groupcoord.coordinator.messages.create_topics import CreateTopicsResponse
 from groupcoord.coordinator.messages.delete_topics import DeleteTopicsResponse
 from groupcoord.coordinator.messages.describe_cluster import DescribeClusterResponse
 from groupcoord.coordinator.messages.find_coordinator import (
@@ -77,6 +78,9 @@ UNWRITTEN_ANSWER_BYTES = 1 << 20
 # DescribeCluster can list controllers instead (KIP-919); clients reaching controllers directly do
 # not go through the sidecar, so only broker lists are rewritten.
 _BROKER_ENDPOINTS = 1
+# The longest a Metadata answer waits for the coordinator to take in a topic it shows re-created
+# or deleted (a description of those topics and, for a re-created one, its old offsets dropped).
+METADATA_SEEN_WAIT_S = 5.0
 # Kafka's answer to a group lookup the caller may not make: no node (Node.noNode), its error's message.
 _GROUP_LOOKUP_DENIED = CoordinatorAddress(
     node_id=-1,
@@ -339,6 +343,8 @@ class ClientConnection:
                 )
                 if key == ApiKey.DELETE_TOPICS and expect:
                     pending = spawn(self._topics_deleted(pending, version))
+                elif key == ApiKey.CREATE_TOPICS and expect:
+                    pending = spawn(self._topics_created(pending, version))
                 return (rewrite, pending) if expect else None
             case routing.ForwardSplit():
                 # Rare (requests naming the log topic): a copy of a large frame costs nothing here.
@@ -752,6 +758,22 @@ class ClientConnection:
                 raise CloseConnection(str(exc)) from exc
         return payload
 
+    async def _metadata_seen(self, body: MetadataResponse) -> None:
+        """Tell the coordinator what the cluster answered; where that contradicts its topic
+        picture (a topic re-created or deleted past the sidecar), the answer waits, for at most
+        ``METADATA_SEEN_WAIT_S``, until the coordinator has taken it in: the client's next
+        commits then name the topic as it now is."""
+        seen = self.gateway.metadata_seen
+        taken = seen(body) if seen is not None else None
+        if taken is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(taken), METADATA_SEEN_WAIT_S)
+        except TimeoutError:
+            pass  # answered anyway; the picture catches up on its own
+        except Exception:
+            log.exception("taking in the topics of a Metadata answer failed")
+
     async def _topics_deleted(self, fut: Awaitable[bytes], version: int) -> bytes:
         """The cluster's DeleteTopics answer, released once the coordinator has dropped the topics
         it deleted (their offsets, share state, assignments), as Kafka's coordinator has once the
@@ -770,6 +792,26 @@ class ClientConnection:
         ids = [r.topic_id for r in deleted if r.topic_id != ZERO_UUID]
         if names or ids:
             await self.gateway.topics_deleted(names, ids)
+        return payload
+
+    async def _topics_created(self, fut: Awaitable[bytes], version: int) -> bytes:
+        """The cluster's CreateTopics answer, released once the coordinator knows the topics it
+        created (for at most ``METADATA_SEEN_WAIT_S``): a group subscribed to one, by name or
+        regex, is assigned it without waiting for the next metadata refresh. An answer it cannot
+        read is released as it is."""
+        payload = await fut
+        if version not in CreateTopicsResponse.VALID:
+            return payload
+        flexible = version in CreateTopicsResponse.FLEXIBLE
+        try:
+            _, pos = decode_response_header(payload, 1 if flexible else 0)
+            body = decode_struct(CreateTopicsResponse, memoryview(payload)[pos:], version, flexible)
+        except CodecError:
+            return payload
+        names = [t.name for t in body.topics if t.error_code == ErrorCode.NONE and t.name]
+        if names:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.gateway.topics_created(names)), METADATA_SEEN_WAIT_S)
         return payload
 
     async def _upstream(self) -> UpstreamConnection:
@@ -806,6 +848,7 @@ class ClientConnection:
             raise CloseConnection(f"cannot decode the cluster's API {key} v{version} answer: {exc}") from exc
         gateway = self.gateway
         if isinstance(body, MetadataResponse):
+            await self._metadata_seen(body)
             if gateway.protected:
                 gateway.protected.filter_metadata(named, body, version)
             await gateway.ensure_broker_listeners({b.node_id: (b.host, b.port) for b in body.brokers})

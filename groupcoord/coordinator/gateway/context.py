@@ -9,7 +9,7 @@ can serve a connection from a context of its own.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from groupcoord.coordinator.gateway.cluster import ClusterView
@@ -20,10 +20,12 @@ from groupcoord.coordinator.gateway.observer import GatewayObserver
 from groupcoord.coordinator.gateway.protect import ProtectedTopics
 from groupcoord.coordinator.gateway.upstream import UpstreamConnection
 from groupcoord.coordinator.messages.describe_cluster import DescribeClusterBroker
-from groupcoord.coordinator.messages.metadata import MetadataResponseBroker
+from groupcoord.coordinator.messages.metadata import MetadataResponse, MetadataResponseBroker
 
 # (principal or None, client host, group id) -> allowed
 GroupLookupCheck = Callable[[str | None, str, str], bool]
+# A Metadata answer of the cluster's on its way to a client -> what to wait for before sending it, if anything
+MetadataSeen = Callable[[MetadataResponse], Awaitable[None] | None]
 
 
 class ListenerView(Protocol):
@@ -65,6 +67,11 @@ class GatewayContext(Protocol):
         ...
 
     @property
+    def metadata_seen(self) -> MetadataSeen | None:
+        """Told of every Metadata answer the cluster gives a client, before the client has it."""
+        ...
+
+    @property
     def buffer_budget(self) -> ByteBudget:
         """The bytes all connections together may hold."""
         ...
@@ -79,6 +86,11 @@ class GatewayContext(Protocol):
     async def topics_deleted(self, names: list[str], topic_ids: list[uuid.UUID]) -> None:
         """The cluster answered a DeleteTopics relayed here with these topics deleted; returns
         once the coordinator has taken it in (its answer waits for that)."""
+        ...
+
+    async def topics_created(self, names: list[str]) -> None:
+        """The cluster answered a CreateTopics relayed here with these topics created; returns
+        once the coordinator knows them."""
         ...
 
     async def connect_upstream(

@@ -23,7 +23,7 @@ from groupcoord.coordinator.gateway.client_stream import ClientStream
 from groupcoord.coordinator.gateway.cluster import ClusterView
 from groupcoord.coordinator.gateway.config import GatewayConfig
 from groupcoord.coordinator.gateway.connection import ClientConnection
-from groupcoord.coordinator.gateway.context import GroupLookupCheck, ListenerView
+from groupcoord.coordinator.gateway.context import GroupLookupCheck, ListenerView, MetadataSeen
 from groupcoord.coordinator.gateway.file_limit import admissible_connections
 from groupcoord.coordinator.gateway.handler import CoordinatorAddress, CoordinatorLocator, GroupApiHandler
 from groupcoord.coordinator.gateway.limits import ByteBudget, ConnectionBudget
@@ -179,6 +179,8 @@ class GatewayServer:
         # released: the coordinator drops them at once, as Kafka's learns of a deletion from its
         # metadata image, rather than at its next metadata refreshes.
         self.deletion_listeners: list[Callable[[list[str], list[uuid.UUID]], Awaitable[None]]] = []
+        # Told of the topics a CreateTopics relayed here created, as of the ones deleted above.
+        self.creation_listeners: list[Callable[[list[str]], Awaitable[None]]] = []
         self.listener_tls = config.listener_tls.server_context() if config.listener_tls else None
         self.upstream_tls = config.upstream_tls.client_context() if config.upstream_tls else None
         self.cluster = ClusterView(
@@ -204,6 +206,9 @@ class GatewayServer:
         # Set by ``serve`` (with the ACLs): FindCoordinator for a group the caller may not
         # DESCRIBE is refused, as Kafka refuses it.
         self.may_find_group: GroupLookupCheck | None = None
+        # Set by ``serve``: the topic picture learns of re-created and deleted topics from the
+        # cluster's Metadata answers to clients.
+        self.metadata_seen: MetadataSeen | None = None
         self._last_refusal_log = float("-inf")
         self._refusals_unlogged = 0
         self._listener_lock = asyncio.Lock()
@@ -244,6 +249,13 @@ class GatewayServer:
                 await listener(names, topic_ids)
             except Exception:
                 log.exception("a topic deletion listener failed")
+
+    async def topics_created(self, names: list[str]) -> None:
+        for listener in self.creation_listeners:
+            try:
+                await listener(names)
+            except Exception:
+                log.exception("a topic creation listener failed")
 
     # --- lifecycle -----------------------------------------------------------------------------
 

@@ -90,6 +90,9 @@ def legal_topic_name(name: str) -> bool:
     return name not in (".", "..") and _LEGAL_TOPIC.fullmatch(name) is not None
 
 
+# A Metadata answer's error for a topic the cluster does not have.
+_UNKNOWN_TOPIC = 3
+
 # What a listing shows of a topic: its partitions and their replicas' broker ids.
 _Shape = tuple[tuple[int, tuple[int, ...]], ...]
 
@@ -157,6 +160,8 @@ class MetadataCache:
         # refresh that misses them (the cluster said so; this is no bad answer).
         self._confirmed: set[str] = set()
         self._deletion_listeners: list[Callable[[list[TopicInfo]], Awaitable[None]]] = []
+        self._rechecks = asyncio.Lock()
+        self._last_recheck = 0.0  # when the latest recheck of topics a client was told of began
         self._on_demand = asyncio.Lock()
         self._last_start = 0.0  # when the latest refresh started
         self._completed_start = 0.0  # when the latest completed full refresh started
@@ -263,6 +268,72 @@ class MetadataCache:
         # A confirmed deletion the cluster does not show yet waits for the next refresh.
         self._confirmed = {n for n in self._confirmed if n in fetched and n in self.topics}
         return deleted, published
+
+    def seen(self, answered: Iterable[tuple[str | None, uuid.UUID, int]]) -> Awaitable[None] | None:
+        """A client's Metadata answer from the cluster, passing through the gateway: (name, id,
+        error) of each topic. Where it contradicts the picture (a known topic under another id,
+        or unknown to the cluster), those topics are looked at again (``recheck``), which the
+        caller may wait for before the client has the answer. Kafka's coordinator learns a
+        deletion from its metadata image before any client can see the topic re-created; here
+        the first client told of the new incarnation is, so its commits that follow name the
+        new incarnation (a commit resolved against the old one would be dropped with it)."""
+        topics = self.topics
+        stale: list[str] = []
+        for name, topic_id, error in answered:
+            known = topics.get(name) if name else None
+            if known is None:
+                continue
+            if error == _UNKNOWN_TOPIC or (error == 0 and topic_id.int != 0 and topic_id != known.topic_id):
+                stale.append(known.name)
+        if not stale:
+            return None
+        return asyncio.ensure_future(self.recheck(stale))
+
+    async def recheck(self, names: Collection[str]) -> None:
+        """Describe these known topics again: one re-created (another id) replaces the old
+        incarnation at once, its deletion listeners run; one the cluster lacks now is taken as
+        deleted by the next listing that misses it too (the client's answer was the first sign,
+        this description the second: ``_settle`` wants two). One recheck at a time, at most every
+        ``ON_DEMAND_GAP_S``."""
+        async with self._rechecks:
+            wanted = sorted(n for n in names if n in self.topics)
+            if not wanted:
+                return
+            wait = self._last_recheck + self.ON_DEMAND_GAP_S - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            self._last_recheck = time.monotonic()
+            found = {t.name: t for t in await asyncio.to_thread(self._describe, wanted)}
+            deleted: list[TopicInfo] = []
+            gone: list[str] = []
+            async with self._lock:
+                topics = dict(self.topics)
+                for name in wanted:
+                    old, now = topics.get(name), found.get(name)
+                    if old is None or (now is not None and now.topic_id == old.topic_id):
+                        continue
+                    if now is None:
+                        gone.append(name)
+                        continue
+                    deleted.append(old)
+                    topics[name] = now
+                    self._missing.pop(name, None)
+                    self._shapes.pop(name, None)  # described again by the next refresh
+                if deleted:
+                    self._publish(topics)
+            if deleted:
+                log.info("topics re-created: %s", ", ".join(f"{t.name}({t.id_string})" for t in deleted))
+                for listener in self._deletion_listeners:
+                    await listener(deleted)
+            if gone:
+                self._confirmed.update(gone)
+                await self._refreshed_since(time.monotonic(), full=False)
+
+    async def created_by_request(self, names: list[str]) -> None:
+        """A CreateTopics relayed by this process created these topics: learn them now (the name
+        of one still in the picture was deleted past the sidecar: its new incarnation replaces it)."""
+        known = [n for n in names if n in self.topics]
+        await asyncio.gather(self.learn(n for n in names if n not in self.topics), self.recheck(known))
 
     async def deleted_by_request(self, names: list[str], topic_ids: list[uuid.UUID]) -> None:
         """A DeleteTopics relayed by this process deleted these topics (by name or id): refresh
