@@ -39,7 +39,7 @@ from groupcoord.coordinator.gateway.protocol import (
     decode_response,
     encode_response,
 )
-from groupcoord.coordinator.gateway.relay import RelayedFor
+from groupcoord.coordinator.gateway.relay import answered_for
 from groupcoord.coordinator.gateway.rewrite import (
     merge_api_versions,
     rewrite_describe_cluster,
@@ -466,15 +466,10 @@ class ClientConnection:
         return encode_response(ApiKey.FIND_COORDINATOR, version, correlation_id, response)
 
     def _context(self, header: RequestHeader) -> ConnectionContext:
-        principal = self.session.principal if self.session.authenticated else None
-        host, connection = self.peer[0], self.id
-        caller = RelayedFor.parse(header.client_id)
-        if caller is not None:
-            connection = caller.connection
-            relay_principal = self.gateway.config.relay_principal
-            if relay_principal is not None and principal == relay_principal:
-                # Another process of this sidecar, vouching for its client (gateway/relay.py).
-                principal, host = caller.principal, caller.host
+        own = self.session.principal if self.session.authenticated else None
+        principal, host, connection = answered_for(
+            own, self.peer[0], self.id, header.client_id, self.gateway.config.relay_principal
+        )
         return ConnectionContext(header, host, self.peer[1], self.listener.port, principal, connection_id=connection)
 
     def _local(self, header: RequestHeader, body: object) -> Awaitable[bytes]:

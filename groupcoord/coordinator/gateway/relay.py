@@ -15,8 +15,10 @@ then names the caller (``RelayedFor``): the client connection at this process, i
 host. The owner takes the principal and host only from a connection authenticated as the sidecar
 itself (``GatewayConfig.relay_principal``), so a client cannot borrow another principal by
 writing a relay client id: from any other connection the owner keeps the connection's own
-principal. The connection id (unguessable) is taken as given: it only ties share sessions to the
-client connection whose closing releases their records (``service/share_data.py``).
+principal, host and connection id (``answered_for``). The connection id (unguessable) ties share
+sessions to the client connection whose closing releases their records (``service/share_data.py``);
+only where relays are anonymous (plain listeners, no principal to tell them by) is a named one
+taken as given.
 
 Kafka's own forwarding (KIP-590, EnvelopeRequest) is the model: the forwarding broker's principal
 vouches for the serialized principal of the request it carries.
@@ -94,6 +96,27 @@ class RelayedFor:
         if principal is not None and not isinstance(principal, str):
             return None
         return cls(connection, principal, host, described.get("x") is True)
+
+
+def answered_for(
+    principal: str | None, host: str, connection: str, client_id: str | None, relay_principal: str | None
+) -> tuple[str | None, str, str]:
+    """(principal, host, connection id) a request is answered for, on a connection of
+    ``principal`` at ``host``. A relayed request names its caller (``RelayedFor``); where relays
+    log in as the sidecar (``relay_principal``), only a connection authenticated as the sidecar is
+    believed, for all three, and any other keeps its own: a client writing a relay client id
+    neither borrows a principal nor ties its share sessions to another connection's id (nor ends
+    that connection's sessions, ``RelayedFor.closed``). Where relays are anonymous (plain
+    listeners: no principal to tell them by), the caller's connection id is taken as given, its
+    principal and host never."""
+    caller = RelayedFor.parse(client_id)
+    if caller is None:
+        return principal, host, connection
+    if relay_principal is None:
+        return principal, host, caller.connection
+    if principal == relay_principal:
+        return caller.principal, caller.host, caller.connection
+    return principal, host, connection
 
 
 def peer_tls_context(listener: TlsSettings) -> ssl.SSLContext:
