@@ -79,6 +79,7 @@ class FakeAdmin:
     listings: int = 0
     described_at: list[int] = field(default_factory=list)  # the listing each description followed
     missing_on_describe: set[str] = field(default_factory=set)  # deleted between listing and describing
+    timing_out: set[str] = field(default_factory=set)  # described with an error other than "unknown"
 
     def list_topics(self, timeout: float) -> _Cluster:
         self.listings += 1
@@ -97,6 +98,10 @@ class FakeAdmin:
         for name in names:
             t = self.topics.get(name)
             future: Future[_Described] = Future()
+            if name in self.timing_out:
+                future.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
+                out[name] = future
+                continue
             if t is None or name in self.missing_on_describe:
                 future.set_exception(KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)))
                 out[name] = future
@@ -412,6 +417,13 @@ def test_a_clients_answer_that_a_known_topic_is_unknown_deletes_it_once_a_listin
         assert taken is not None
         await taken
         assert cache.topics["a"].topic_id == old and deleted == []
+        # A description that fails for another reason is no sign of anything.
+        admin.timing_out = {"a"}
+        taken = cache.seen([("a", uuid.UUID(int=0), 3)])
+        assert taken is not None
+        await taken
+        assert cache.topics["a"].topic_id == old and deleted == [] and not cache._confirmed
+        admin.timing_out = set()
         # Deleted past the sidecar: the client's answer, the description and the listing agree.
         del admin.topics["a"]
         taken = cache.seen([("a", uuid.UUID(int=0), 3)])

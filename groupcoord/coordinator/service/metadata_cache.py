@@ -303,7 +303,8 @@ class MetadataCache:
             if wait > 0:
                 await asyncio.sleep(wait)
             self._last_recheck = time.monotonic()
-            found = {t.name: t for t in await asyncio.to_thread(self._describe, wanted)}
+            described, unknown = await asyncio.to_thread(self._described, wanted)
+            found = {t.name: t for t in described}
             deleted: list[TopicInfo] = []
             gone: list[str] = []
             async with self._lock:
@@ -313,7 +314,8 @@ class MetadataCache:
                     if old is None or (now is not None and now.topic_id == old.topic_id):
                         continue
                     if now is None:
-                        gone.append(name)
+                        if name in unknown:  # not a failed description: the cluster said so
+                            gone.append(name)
                         continue
                     deleted.append(old)
                     topics[name] = now
@@ -426,21 +428,29 @@ class MetadataCache:
     def _describe(self, names: list[str]) -> list[TopicInfo]:
         """The named topics the cluster has (a name it lacks, or that this principal may not
         describe, is left out)."""
+        return self._described(names)[0]
+
+    def _described(self, names: list[str]) -> tuple[list[TopicInfo], set[str]]:
+        """(the named topics the cluster has, the names it answered it does not have); a name
+        that failed otherwise is in neither, and so is every name when the request failed."""
         out: list[TopicInfo] = []
+        unknown: set[str] = set()
         try:
             futures = self._admin.describe_topics(TopicCollection(names))
-            for future in futures.values():
+            for name, future in futures.items():
                 try:
                     d = future.result(timeout=10)
-                except KafkaException:
-                    continue  # UNKNOWN_TOPIC_OR_PART and the like: no such topic here
+                except KafkaException as exc:
+                    if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                        unknown.add(name)
+                    continue  # no such topic here, or not to be told now
                 racks = tuple(tuple(node.rack or "" for node in p.replicas) for p in d.partitions)
                 out.append(TopicInfo(d.name, _uuid_from_client(d.topic_id), len(d.partitions), racks))
         except (KafkaException, ValueError) as exc:
             log.warning("topic lookup failed: %s", exc)
         finally:
             drain(self._admin)
-        return out
+        return out, unknown
 
     async def _refreshed_since(self, since: float, full: bool = True) -> None:
         """Return once a refresh that started at or after ``since`` has completed: a full one,
