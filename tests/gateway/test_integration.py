@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import shutil
+import socket
 import struct
 import subprocess
 from collections.abc import Awaitable, Callable
@@ -360,3 +363,56 @@ def test_where_broker_ports_are_pinned_only_brokers_with_a_pinned_alias_port_get
         assert (entry.node_id not in brokers) is aliased
         assert entry.port in (alias_ports.values() if aliased else [pinned[entry.node_id]])
         assert len(metadata.brokers) == 1 + len(brokers) * (2 if aliased else 1)
+
+
+@pytest.mark.parametrize("broker_port_taken", [False, True], ids=["alias-port-taken", "both-taken"])
+def test_a_pinned_port_that_cannot_be_bound_is_said_once_and_metadata_is_still_answered(
+    bootstrap: str, gateway: GatewayThread, unique_name: str, caplog: pytest.LogCaptureFixture, broker_port_taken: bool
+) -> None:
+    """A taken pinned port once closed every connection at its first Metadata (the bind raised
+    inside it) while serve ran on: now that listener falls back, with one ERROR naming the port."""
+    ask = _metadata_and_transaction_coordinator(unique_name)
+    wire(gateway, ask)
+    brokers = sorted(gateway.server.broker_ports)
+    with contextlib.ExitStack() as held:
+        taken: dict[int, int] = {}
+        for _ in range(2 * len(brokers)):
+            sock = held.enter_context(socket.socket())
+            sock.bind(("127.0.0.1", 0))
+            sock.listen()
+            taken[len(taken)] = sock.getsockname()[1]
+        broker_ports = {n: taken[i] if broker_port_taken else free_port() for i, n in enumerate(brokers)}
+        alias_ports = {n: taken[len(brokers) + i] for i, n in enumerate(brokers)}
+        config = GatewayConfig(
+            bootstrap_servers=bootstrap,
+            listen_port=0,
+            broker_listen_ports=broker_ports,
+            coordinator_alias_ports=alias_ports,
+        )
+
+        async def twice(client: WireClient) -> tuple[MetadataResponse, MetadataResponse]:
+            first, _ = await ask(client)
+            second, _ = await ask(client)  # on the same connection: it stayed open
+            return first, second
+
+        with (
+            caplog.at_level(logging.ERROR, logger="groupcoord.coordinator.gateway.server"),
+            GatewayThread(config, FakeGroupHandler()) as front,
+        ):
+            front.server.alias_coordinators = True
+            first, second = wire(front, twice)
+            ports = front.server.broker_ports
+    for metadata in (first, second):
+        advertised = {b.node_id: b.port for b in metadata.brokers}
+        # No alias (the broker keeps its own id) and each broker at a port of its own that works.
+        assert advertised == {**ports, config.coordinator_node_id: front.server.port}
+    assert set(ports.values()).isdisjoint(taken.values())
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    if not broker_port_taken:
+        assert ports == broker_ports
+    for node_id in brokers:
+        assert len([m for m in errors if f"port {broker_ports[node_id]} " in m]) == int(broker_port_taken)
+        assert len([m for m in errors if f"port {alias_ports[node_id]} " in m]) == 1
+    assert len(errors) == (2 if broker_port_taken else 1) * len(brokers), errors
+    assert any("gateway.coordinator_alias_ports" in m for m in errors)
+    assert any("gateway.broker_listen_ports" in m for m in errors) is broker_port_taken

@@ -1,7 +1,12 @@
+import http.client
 import json
+import logging
 import os
+import socket
+import struct
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -148,3 +153,70 @@ def test_idle_http_connections_are_bounded_and_time_out() -> None:
         for s in sockets:
             s.close()
         server.close()
+
+
+class _PausedReadiness(Readiness):
+    """Answers only once ``release`` is set, as a paused process answers once it is resumed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = threading.Event()
+        self.release = threading.Event()
+
+    def answer(self) -> tuple[bool, dict[str, object]]:
+        self.asked.set()
+        self.release.wait(5)
+        return super().answer()
+
+
+class _BrokenReadiness(Readiness):
+    def answer(self) -> tuple[bool, dict[str, object]]:
+        raise RuntimeError("readiness exploded")
+
+
+def _wait_until_released(server: HealthServer) -> None:
+    # The server drops a connection from its count after handle_error has run.
+    deadline = time.monotonic() + 5
+    while server._server._open and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_a_client_that_gives_up_before_its_answer_leaves_no_traceback(
+    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    readiness = _PausedReadiness()
+    server = HealthServer("127.0.0.1:0", readiness)
+    try:
+        host, port = server.address.rsplit(":", 1)
+        client = socket.create_connection((host, int(port)), timeout=5)
+        client.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert readiness.asked.wait(5)
+        # A reset rather than a FIN: the server's write then fails at once, as a probe's after a
+        # pause (SIGSTOP, SIGCONT) does.
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.close()
+        with caplog.at_level(logging.DEBUG, logger="groupcoord.coordinator.observability.http"):
+            readiness.release.set()
+            _wait_until_released(server)
+    finally:
+        server.close()
+    assert "Traceback" not in capfd.readouterr().err
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("went away" in r.getMessage() for r in caplog.records)
+
+
+def test_a_failing_request_is_logged_once_not_printed(
+    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    server = HealthServer("127.0.0.1:0", _BrokenReadiness())
+    try:
+        with caplog.at_level(logging.ERROR, logger="groupcoord.coordinator.observability.http"):
+            with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+                urllib.request.urlopen(f"http://{server.address}/readyz", timeout=5)
+            _wait_until_released(server)
+    finally:
+        server.close()
+    assert "Traceback" not in capfd.readouterr().err
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and errors[0].exc_info is not None
+    assert "readiness exploded" in str(errors[0].exc_info[1])

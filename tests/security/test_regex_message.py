@@ -21,3 +21,12 @@ def test_a_short_invalid_regex_is_named_whole() -> None:
     with pytest.raises(GroupError) as raised:
         throw_if_regex_invalid("(orders")
     assert "'(orders'" in (raised.value.message or "")
+
+
+def test_the_reason_is_text_not_a_bytes_repr() -> None:
+    with pytest.raises(GroupError) as raised:
+        throw_if_regex_invalid("(abc")
+    message = raised.value.message or ""
+    assert raised.value.error is ErrorCode.INVALID_REGULAR_EXPRESSION
+    assert "b'" not in message and 'b"' not in message
+    assert message == "SubscribedTopicRegex '(abc' is not a valid RE2 regex: missing ): (abc"

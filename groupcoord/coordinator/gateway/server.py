@@ -213,6 +213,9 @@ class GatewayServer:
         self._refusals_unlogged = 0
         self._listener_lock = asyncio.Lock()
         self._collision_logged = False
+        # Brokers whose pinned alias port could not be bound: they keep their own id (see
+        # _start_alias_listener), and are not tried again at every Metadata answer.
+        self._unbound_aliases: set[int] = set()
 
     def admit(self, host: str) -> str | None:
         """Why a new connection from ``host`` is refused, or None to accept it."""
@@ -374,6 +377,8 @@ class GatewayServer:
         if not self.alias_coordinators or coordinator_alias(config.coordinator_node_id, node_id) == node_id:
             return False
         # Where broker ports are pinned (published one by one), an ephemeral one may be unreachable.
+        if node_id in self._unbound_aliases:
+            return False
         return not config.broker_listen_ports or node_id in config.coordinator_alias_ports
 
     async def ensure_broker_listeners(self, brokers: dict[int, tuple[str, int]]) -> None:
@@ -389,15 +394,68 @@ class GatewayServer:
                 continue
             async with self._listener_lock:
                 if node_id not in self.broker_listeners:
-                    listener = Listener(self, node_id)
-                    await listener.start(self.config.broker_listen_ports.get(node_id, 0))
+                    listener = await self._start_broker_listener(node_id)
                     self.broker_listeners[node_id] = listener
                     log.info("broker listener node=%s port=%s forwards_to=%s:%s", node_id, listener.port, *address)
-                if aliased and node_id not in self.alias_listeners:
-                    alias = Listener(self, node_id)
-                    await alias.start(self.config.coordinator_alias_ports.get(node_id, 0))
+                if self._aliased(node_id) and node_id not in self.alias_listeners:
+                    alias = await self._start_alias_listener(node_id)
+                    if alias is None:
+                        self._unbound_aliases.add(node_id)
+                        continue
                     self.alias_listeners[node_id] = alias
                     log.info("coordinator alias listener node=%s port=%s of broker %s", node_id, alias.port, node_id)
+
+    # A pinned port that cannot be bound (another process holds it, or another of these settings
+    # names it too) fails here, at a client's first Metadata, long after start(): raising would
+    # close that connection and every later one, while the process stays up. Instead each such port
+    # is said once, as an ERROR, and the listener falls back to what an unpinned deployment does.
+    # /readyz does not report it: readiness gates the whole process (its bootstrap port, its
+    # groups), which still works, and the ERROR line names the port and the setting to fix.
+
+    async def _start_broker_listener(self, node_id: int) -> Listener:
+        pinned = self.config.broker_listen_ports.get(node_id, 0)
+        listener = Listener(self, node_id)
+        try:
+            await listener.start(pinned)
+        except OSError as exc:
+            if not pinned:
+                raise
+            # The broker still needs a listener of its own: routed to the bootstrap port, its
+            # partitions' requests would reach other brokers (NOT_LEADER_OR_FOLLOWER, over and
+            # over). An ephemeral port serves it wherever clients can reach one (a host network);
+            # where ports are published one by one they cannot, and the log says so.
+            await listener.start(0)
+            log.error(
+                "cannot bind port %s of broker %s (gateway.broker_listen_ports): %s; the broker is advertised at "
+                "ephemeral port %s instead, which clients reach only if that port is open to them; free the port "
+                "and restart",
+                pinned,
+                node_id,
+                exc,
+                listener.port,
+            )
+        return listener
+
+    async def _start_alias_listener(self, node_id: int) -> Listener | None:
+        pinned = self.config.coordinator_alias_ports.get(node_id, 0)
+        alias = Listener(self, node_id)
+        try:
+            await alias.start(pinned)
+        except OSError as exc:
+            if not pinned:
+                raise
+            # Without its alias the broker keeps its own id, as brokers with no pinned alias port
+            # do (docs/design/multi-process-addresses.md): only a transactional producer's move to
+            # another process after this one dies is lost.
+            log.error(
+                "cannot bind port %s of broker %s's coordinator alias (gateway.coordinator_alias_ports): %s; the "
+                "broker keeps its own node id as coordinator until restart",
+                pinned,
+                node_id,
+                exc,
+            )
+            return None
+        return alias
 
     async def connect_upstream(
         self, listener: ListenerView, budget: ConnectionBudget | None = None

@@ -10,12 +10,17 @@ ready.
 from __future__ import annotations
 
 import json
+import logging
+import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+log = logging.getLogger(__name__)
 
 # stuck: active, but a write has waited too long for its records to be read back (Shard.check_stuck).
 ShardState = Literal["loading", "active", "failed", "stuck"]
@@ -80,6 +85,15 @@ IDLE_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = 256
 PER_ADDRESS = 16
 
+# A client that gave up before its answer was written (a probe's 1 s timeout while the process was
+# paused, a scrape cancelled) is no fault of the server's.
+_CLIENT_GONE: tuple[type[BaseException], ...] = (
+    BrokenPipeError,
+    ConnectionResetError,
+    ConnectionAbortedError,
+    socket.timeout,
+)
+
 
 class _BoundedServer(ThreadingHTTPServer):
     daemon_threads = True
@@ -111,6 +125,14 @@ class _BoundedServer(ThreadingHTTPServer):
             super().process_request_thread(request, client_address)
         finally:
             self._release(str(client_address[0]))
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # socketserver's default prints a raw traceback to stderr, where every line must be JSON.
+        exc = sys.exception()
+        if isinstance(exc, _CLIENT_GONE):
+            log.debug("health/metrics client %s went away: %r", client_address, exc)
+            return
+        log.error("health/metrics request from %s failed", client_address, exc_info=exc)
 
     def _release(self, host: str) -> None:
         with self._lock:

@@ -50,12 +50,18 @@ _compile = _Compiled(entries=4096, chars=1 << 20)
 _SHOWN_CHARS = 100
 
 
+def _reason(exc: Exception) -> str:
+    # google-re2 raises its error with RE2's message as bytes: str() of it is a bytes repr (b'...').
+    arg = exc.args[0] if exc.args else exc
+    return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
+
+
 def throw_if_regex_invalid(regex: str) -> None:
     try:
         _compile(regex)
     except re2.error as exc:
         shown = regex if len(regex) <= _SHOWN_CHARS else f"{regex[:_SHOWN_CHARS]}... ({len(regex)} chars)"
-        reason = str(exc)
+        reason = _reason(exc)
         if len(reason) > _SHOWN_CHARS:
             reason = f"{reason[:_SHOWN_CHARS]}..."
         raise GroupError(
