@@ -19,7 +19,7 @@ from tests.gateway.fakes import FakeGroupHandler
 pytestmark = pytest.mark.integration
 
 
-def test_created_topics_and_metadata_answers_are_taken_in_before_the_client_has_the_answer(bootstrap: str) -> None:
+def test_topic_changes_and_metadata_answers_are_taken_in_before_the_client_has_the_answer(bootstrap: str) -> None:
     topic = f"created-{uuid.uuid4().hex[:8]}"
     events: list[str] = []
     with GatewayThread(GatewayConfig(bootstrap_servers=bootstrap, listen_port=0), FakeGroupHandler()) as gateway:
@@ -49,5 +49,14 @@ def test_created_topics_and_metadata_answers_are_taken_in_before_the_client_has_
         finally:
             client.close()
         events.append("metadata answered")
+
+        async def deleted(names: list[str], ids: list[uuid.UUID]) -> None:
+            await asyncio.sleep(0.3)
+            events.append(f"deleted {','.join(names)}")
+
+        gateway.server.deletion_listeners.append(deleted)
+        admin.delete_topics([topic])[topic].result(10)
+        events.append("delete answered")
     assert events.index(f"created {topic}") < events.index("create answered")
     assert events.index(f"metadata {topic}") < events.index("metadata answered")
+    assert events.index(f"deleted {topic}") < events.index("delete answered")

@@ -10,7 +10,7 @@ import ssl
 import struct
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from groupcoord.coordinator import steady_answers
 from groupcoord.coordinator.errors import ErrorCode
@@ -78,6 +78,7 @@ UNWRITTEN_ANSWER_BYTES = 1 << 20
 # DescribeCluster can list controllers instead (KIP-919); clients reaching controllers directly do
 # not go through the sidecar, so only broker lists are rewritten.
 _BROKER_ENDPOINTS = 1
+_Answer = TypeVar("_Answer", DeleteTopicsResponse, CreateTopicsResponse)
 # The longest a Metadata answer waits for the coordinator to take in a topic it shows re-created
 # or deleted (a description of those topics and, for a re-created one, its old offsets dropped).
 METADATA_SEEN_WAIT_S = 5.0
@@ -89,6 +90,19 @@ _GROUP_LOOKUP_DENIED = CoordinatorAddress(
     error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
     error_message="Group authorization failed.",
 )
+
+
+def _readable(kind: type[_Answer], payload: bytes, version: int) -> _Answer | None:
+    """A forwarded answer of the cluster's, decoded to be looked at (None: a version or bytes the
+    gateway cannot read; the client still gets them as they are)."""
+    if version not in kind.VALID:
+        return None
+    flexible = version in kind.FLEXIBLE
+    try:
+        _, pos = decode_response_header(payload, 1 if flexible else 0)
+        return decode_struct(kind, memoryview(payload)[pos:], version, flexible)
+    except CodecError:
+        return None
 
 
 def _certificate_principal(stream: ClientStream) -> str | None:
@@ -774,13 +788,8 @@ class ClientConnection:
         it deleted (their offsets, share state, assignments), as Kafka's coordinator has once the
         deletion is in its metadata image; an answer it cannot read is released as it is."""
         payload = await fut
-        if version not in DeleteTopicsResponse.VALID:
-            return payload
-        flexible = version in DeleteTopicsResponse.FLEXIBLE
-        try:
-            _, pos = decode_response_header(payload, 1 if flexible else 0)
-            body = decode_struct(DeleteTopicsResponse, memoryview(payload)[pos:], version, flexible)
-        except CodecError:
+        body = _readable(DeleteTopicsResponse, payload, version)
+        if body is None:
             return payload
         deleted = [r for r in body.responses if r.error_code == ErrorCode.NONE]
         names = [r.name for r in deleted if r.name]
@@ -795,13 +804,8 @@ class ClientConnection:
         regex, is assigned it without waiting for the next metadata refresh. An answer it cannot
         read is released as it is."""
         payload = await fut
-        if version not in CreateTopicsResponse.VALID:
-            return payload
-        flexible = version in CreateTopicsResponse.FLEXIBLE
-        try:
-            _, pos = decode_response_header(payload, 1 if flexible else 0)
-            body = decode_struct(CreateTopicsResponse, memoryview(payload)[pos:], version, flexible)
-        except CodecError:
+        body = _readable(CreateTopicsResponse, payload, version)
+        if body is None:
             return payload
         names = [t.name for t in body.topics if t.error_code == ErrorCode.NONE and t.name]
         if names:
