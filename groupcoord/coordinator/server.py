@@ -385,6 +385,23 @@ def removal(
     return remove
 
 
+def removal_of_many(
+    remover: MemberRemover, group_id: str, loop: asyncio.AbstractEventLoop
+) -> Callable[[list[Incarnation], str], dict[str, int] | None]:
+    """``await_takeover``'s way to remove several dead members in one LeaveGroup (None: not now)."""
+
+    def remove(incarnations: list[Incarnation], why: str) -> dict[str, int] | None:
+        members = [Member(group_id, i.member_id, i.instance_id) for i in incarnations if i.member_id is not None]
+        try:
+            codes = asyncio.run_coroutine_threadsafe(remover.remove_many(members, why[:200]), loop).result(30)
+        except (RemovalFailed, TimeoutError, OSError) as exc:
+            log.warning("placement could not remove members %s: %s", [m.member_id for m in members], exc)
+            return None
+        return None if REBALANCE_IN_PROGRESS in codes.values() else codes
+
+    return remove
+
+
 def _authorization(
     settings: Settings, client_config: dict[str, Any]
 ) -> tuple[AclAuthorizer | None, ClusterAclSource | FileAclSource | None]:
@@ -737,7 +754,11 @@ async def _serving_with(
         before_join: Callable[[], None] | None = None
         if remover is not None and fast:
             before_join = _takeover_first(
-                placement, removal(remover, placement.config.group_id, loop), settings.placement, say
+                placement,
+                removal(remover, placement.config.group_id, loop),
+                settings.placement,
+                say,
+                removal_of_many(remover, placement.config.group_id, loop),
             )
         try:
             await asyncio.to_thread(placement.start, before_join)
@@ -827,14 +848,18 @@ async def _serving_with(
 
 
 def _takeover_first(
-    placement: Placement, remove: Callable[[Incarnation, str], int | None], settings: PlacementSettings, say: Say
+    placement: Placement,
+    remove: Callable[[Incarnation, str], int | None],
+    settings: PlacementSettings,
+    say: Say,
+    remove_many: Callable[[list[Incarnation], str], dict[str, int] | None] | None = None,
 ) -> Callable[[], None]:
     """Run before the join (placement's thread): a process restarted on its predecessor's address
     lets the others take the predecessor's shards over first, and no process joins while a dead
     one's removal is due (``await_takeover``)."""
 
     def wait() -> None:
-        if await_takeover(placement, remove, settings.session_timeout_ms / 1000):
+        if await_takeover(placement, remove, settings.session_timeout_ms / 1000, remove_many=remove_many):
             say.info("placement: joining now that the other processes took over the shards of the processes gone")
 
     return wait

@@ -33,6 +33,7 @@ class FakePlacement:
     me_now: Incarnation = Incarnation("mine", "m-1", None, "boot", "127.0.0.1:9000")
     incarnations: dict[int, Incarnation] = field(default_factory=dict)
     predecessors: list[Incarnation] = field(default_factory=list)
+    earlier: dict[int, list[Incarnation]] = field(default_factory=dict)
     owners: dict[int, int] = field(default_factory=dict)
     # what each refresh_owners() finds, in turn (the last one stays)
     owner_reads: list[dict[int, int]] = field(default_factory=list)
@@ -44,6 +45,9 @@ class FakePlacement:
         return [PEER]
 
     def catch_up_directory(self, timeout_s: float) -> None:
+        pass
+
+    def read_directory(self) -> None:
         pass
 
     def refresh_owners(self) -> None:
@@ -221,3 +225,171 @@ def test_only_a_withdrawn_true_in_a_directory_entry_is_a_withdrawal() -> None:
     assert _incarnation({**entry, "withdrawn": "yes"}) == Incarnation("i", "m")
     del entry["withdrawn"]
     assert _incarnation(entry) == Incarnation("i", "m")
+
+
+UNKNOWN_MEMBER = 25  # the cluster's answer to a removal of a member not in the group
+
+
+def test_after_every_process_was_killed_a_restarted_one_does_not_wait_for_a_takeover_nobody_can_make() -> None:
+    """Every process killed with -9, this one restarted first: the other owner (node 2) refuses
+    connections and the cluster says its member is out of the group (its session timed out, or the
+    rebalance this process's removal of its predecessor started dropped it). Nobody is left to take
+    the predecessor's shards over, and no removal is due: join at once, not at the session timeout."""
+    placement = FakePlacement(
+        predecessors=[Incarnation("older", "m-old", None, "boot", "127.0.0.1:9000")],
+        incarnations={2: Incarnation("theirs", "m-2", None, "boot", "127.0.0.1:9001")},
+        owner_reads=[{0: 1, 1: 2}],
+    )
+    asked: list[str] = []
+    probes: list[int] = []
+
+    def remove(incarnation: Incarnation, why: str) -> int | None:
+        asked.append(str(incarnation.member_id))
+        return UNKNOWN_MEMBER
+
+    def refused(host: str, port: int) -> bool:
+        probes.append(port)
+        return True
+
+    assert await_takeover(placement, remove, timeout_s=30, poll_s=0, probe=refused)  # type: ignore[arg-type]
+    assert asked == ["m-old", "m-2"]
+    assert probes == [9001]  # one round
+
+
+def test_after_every_process_was_killed_and_restarted_at_once_none_waits_for_the_others() -> None:
+    """Every process killed and restarted at once: node 2's new process listens but has not joined
+    (its entry names no member), on the address of its predecessor, whose member the cluster says is
+    out. Nobody in the group can take this node's shards over: join at once."""
+    placement = FakePlacement(
+        predecessors=[Incarnation("older", "m-old", None, "boot", "127.0.0.1:9000")],
+        incarnations={2: Incarnation("theirs-now", None, None, "boot", "127.0.0.1:9001")},
+        earlier={2: [Incarnation("theirs", "m-2", None, "boot", "127.0.0.1:9001")]},
+        owner_reads=[{0: 1, 1: 2}],
+    )
+    answers_: list[int | None] = [0, None, UNKNOWN_MEMBER]  # predecessor; then rebalancing; then out
+    asked: list[str] = []
+
+    def remove(incarnation: Incarnation, why: str) -> int | None:
+        asked.append(str(incarnation.member_id))
+        return answers_.pop(0)
+
+    assert await_takeover(placement, remove, timeout_s=30, poll_s=0, probe=answers)  # type: ignore[arg-type]
+    assert asked == ["m-old", "m-2", "m-2"]
+
+
+def test_a_restarted_process_still_waits_for_a_peer_that_is_in_the_group_or_may_be() -> None:
+    """What the takeover wait is for: a peer that joined (its entry names a member), a peer on
+    another machine or address, or one the cluster cannot say is out, takes the shards over first."""
+    cases = [
+        ({2: Incarnation("theirs", "m-2", None, "boot", "127.0.0.1:9001")}, {}, 0),  # joined, answers
+        (
+            {2: Incarnation("theirs-now", None, None, "boot", "127.0.0.1:9001")},
+            {2: [Incarnation("theirs", "m-2", None, "other-boot", "127.0.0.1:9001")]},  # elsewhere
+            UNKNOWN_MEMBER,
+        ),
+        (
+            {2: Incarnation("theirs-now", None, None, "boot", "127.0.0.1:9001")},
+            {2: [Incarnation("theirs", "m-2", None, "boot", "127.0.0.1:9001")]},
+            None,  # the group rebalances: not known to be out
+        ),
+    ]
+    for incarnations, earlier, code in cases:
+        placement = FakePlacement(
+            predecessors=[Incarnation("older", "m-old", None, "boot", "127.0.0.1:9000")],
+            incarnations=incarnations,
+            earlier=earlier,
+            owner_reads=[{0: 1, 1: 2}],
+        )
+        started = time.monotonic()
+        assert await_takeover(placement, lambda i, w, c=code: 0 if i.member_id == "m-old" else c, 0.3, 0.01, answers)  # type: ignore[arg-type,misc]
+        assert time.monotonic() - started >= 0.3
+
+
+def test_a_dead_process_the_cluster_says_is_out_of_the_group_is_no_removal_due() -> None:
+    """The "no join while a removal is due" rule waits on a process that refuses connections only
+    until the cluster says its member is out of the group (UNKNOWN_MEMBER_ID, or removed here): not
+    until the owners stop naming it, which nobody changes when every process is down. While the
+    cluster cannot say (the group rebalances), or its entry names no member, it still waits."""
+    placement = FakePlacement(
+        incarnations={2: Incarnation("theirs", "m-2", None, "boot", "127.0.0.1:9001")}, owner_reads=[{0: 2, 1: 2}]
+    )
+    codes: list[int | None] = [None, None, UNKNOWN_MEMBER]
+    assert await_takeover(placement, lambda i, w: codes.pop(0), timeout_s=30, poll_s=0, probe=lambda h, p: True)  # type: ignore[arg-type]
+    assert codes == []
+    for code, incarnation in [
+        (None, Incarnation("theirs", "m-2", None, "boot", "127.0.0.1:9001")),
+        (0, Incarnation("theirs", "m-2", None, "boot", "127.0.0.1:9001")),  # removed here: a rebalance is due
+        (UNKNOWN_MEMBER, Incarnation("theirs", None, None, "boot", "127.0.0.1:9001")),
+    ]:
+        waiting = FakePlacement(incarnations={2: incarnation}, owner_reads=[{0: 2, 1: 2}])
+        started = time.monotonic()
+        assert await_takeover(waiting, lambda i, w, c=code: c, 0.3, 0.01, lambda h, p: True)  # type: ignore[arg-type,misc]
+        assert time.monotonic() - started >= 0.3
+
+
+def test_after_every_process_was_killed_the_dead_members_are_removed_in_one_leave_group() -> None:
+    """One at a time, the broker waits in the first removal's rebalance for the other dead members
+    until its timeout: a restarted process that finds every other owner gone removes their members
+    with its predecessor's, once."""
+    placement = FakePlacement(
+        predecessors=[Incarnation("older", "m-old", None, "boot", "127.0.0.1:9000")],
+        incarnations={2: Incarnation("theirs", "m-2", None, "boot", "127.0.0.1:9001")},
+        owner_reads=[{0: 1, 1: 2}],
+    )
+    single: list[str] = []
+    batches: list[list[str]] = []
+
+    def remove(incarnation: Incarnation, why: str) -> int | None:
+        single.append(str(incarnation.member_id))
+        return UNKNOWN_MEMBER
+
+    def remove_many(incarnations: list[Incarnation], why: str) -> dict[str, int] | None:
+        batches.append([str(i.member_id) for i in incarnations])
+        return {str(i.member_id): 0 for i in incarnations}
+
+    assert await_takeover(placement, remove, 30, 0, lambda h, p: True, remove_many)  # type: ignore[arg-type]
+    assert batches == [["m-old", "m-2"]]
+    assert single == []  # node 2's member is known to be out: not asked again
+
+
+def test_a_restarted_process_beside_a_live_one_removes_its_predecessor_alone_after_a_short_grace() -> None:
+    placement = FakePlacement(
+        predecessors=[Incarnation("older", "m-old", None, "boot", "127.0.0.1:9000")],
+        incarnations={2: Incarnation("theirs", "m-2", None, "boot", "127.0.0.1:9001")},
+        owner_reads=[{0: 1, 1: 2}, {0: 1, 1: 2}, {0: 2, 1: 2}],
+    )
+    single: list[str] = []
+    batches: list[list[str]] = []
+
+    def remove(incarnation: Incarnation, why: str) -> int | None:
+        single.append(str(incarnation.member_id))
+        return 0
+
+    def remove_many(incarnations: list[Incarnation], why: str) -> dict[str, int] | None:
+        batches.append([str(i.member_id) for i in incarnations])
+        return {}
+
+    started = time.monotonic()
+    assert await_takeover(placement, remove, 0.4, 0.01, answers, remove_many)  # type: ignore[arg-type]
+    assert single == ["m-old"] and batches == []
+    assert time.monotonic() - started >= 0.1  # the grace: a quarter of the session timeout at most
+
+
+def test_a_peer_removes_the_member_a_process_restarted_on_its_address_left() -> None:
+    """A process restarted on the address of one that was killed, before it joins: the killed
+    one's member goes at once (its address answers again, so no refusal would ever remove it)."""
+    placement = FakePlacement(
+        incarnations={2: Incarnation("theirs-now", None, None, "boot", "127.0.0.1:9001")},
+        earlier={2: [Incarnation("theirs", "m-2", None, "boot", "127.0.0.1:9001")]},
+    )
+    w, removed = watch(placement, set(), [])
+    w.check()
+    w.check()
+    assert removed == ["m-2"]
+    elsewhere = FakePlacement(
+        incarnations={2: Incarnation("theirs-now", None, None, "boot", "127.0.0.1:9001")},
+        earlier={2: [Incarnation("theirs", "m-2", None, "other-boot", "127.0.0.1:9001")]},
+    )
+    w, removed = watch(elsewhere, set(), [])
+    w.check()
+    assert removed == []

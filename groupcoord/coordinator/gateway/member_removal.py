@@ -45,6 +45,9 @@ FENCED_INSTANCE_ID = 82
 # member that does not rejoin by itself, and the local broker (Tansu) was seen to stall for minutes
 # when a member was removed in the middle of one. The caller tries again later.
 REBALANCE_IN_PROGRESS = 27
+# Group states with no member (Kafka's names): a removal has nothing to do there, and a group of
+# dead processes (every process killed at once) ends in one of them once their sessions time out.
+_MEMBERLESS = ("Empty", "Dead")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,38 @@ class MemberRemover:
         not there; REBALANCE_IN_PROGRESS: not sent, the group is rebalancing). Raises
         ``RemovalFailed`` when no broker could be asked."""
         return await self._via_any(lambda address: self._remove_via(address, member, reason, only_if_stable), 4)
+
+    async def remove_many(self, members: list[Member], reason: str) -> dict[str, int]:
+        """One LeaveGroup naming every member of ``members`` (all of one group, dynamic), sent only
+        while the group is Stable: member id -> its error code (0: removed; UNKNOWN_MEMBER_ID: was
+        not there); every one REBALANCE_IN_PROGRESS when not sent. Removed together, dead members
+        cost the group one rebalance with nobody to wait for, where one at a time the broker waits
+        for the others in the first one's rebalance, until its timeout. Raises ``RemovalFailed``
+        when no broker could be asked, or when the cluster's LeaveGroup names one member only (v3)."""
+        return await self._via_any(lambda address: self._remove_many_via(address, members, reason), 4)
+
+    async def _remove_many_via(self, address: tuple[str, int], members: list[Member], reason: str) -> dict[str, int]:
+        group_id = members[0].group_id
+        ranges, coordinator, state = await self._described(address, group_id)
+        if state in _MEMBERLESS:
+            return {m.member_id: UNKNOWN_MEMBER_ID for m in members}
+        if state != "Stable":
+            return {m.member_id: REBALANCE_IN_PROGRESS for m in members}
+        leave_version = _version(ranges, ApiKey.LEAVE_GROUP, 5)
+        if leave_version < 3:
+            raise RemovalFailed("the cluster's LeaveGroup predates removing several members (v3)")
+        identities = [
+            LeaveGroupRequestMemberIdentity(member_id=m.member_id, group_instance_id=m.instance_id, reason=reason)
+            for m in members
+        ]
+        answer = await self._call(
+            coordinator, ApiKey.LEAVE_GROUP, leave_version, LeaveGroupRequest(group_id=group_id, members=identities)
+        )
+        assert isinstance(answer, LeaveGroupResponse)
+        if answer.error_code != 0:
+            return {m.member_id: int(answer.error_code) for m in members}
+        codes = {r.member_id: int(r.error_code) for r in answer.members}
+        return {m.member_id: codes.get(m.member_id, UNKNOWN_MEMBER_ID) for m in members}
 
     async def group_state(self, group_id: str) -> str:
         """The group's state as its coordinator describes it ("Stable", "PreparingRebalance", ...;
@@ -111,6 +146,8 @@ class MemberRemover:
 
     async def _remove_via(self, address: tuple[str, int], member: Member, reason: str, only_if_stable: bool) -> int:
         ranges, coordinator, state = await self._described(address, member.group_id)
+        if state in _MEMBERLESS:
+            return UNKNOWN_MEMBER_ID  # no member at all (every one left or timed out): nothing to remove
         if only_if_stable and state != "Stable":
             return REBALANCE_IN_PROGRESS
         leave_version = _version(ranges, ApiKey.LEAVE_GROUP, 5)

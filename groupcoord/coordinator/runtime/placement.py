@@ -184,6 +184,10 @@ class Placement:
         self.incarnations: dict[int, Incarnation] = {}
         # Earlier processes with this node id on this machine and address (restarted after a crash).
         self.predecessors: list[Incarnation] = []
+        # node id -> the earlier processes behind another node id, oldest first (its entries before
+        # its latest): a process restarted after a kill of every process tells from them that the
+        # member a peer's predecessor left in the group is out (``await_takeover``).
+        self.earlier: dict[int, list[Incarnation]] = {}
         self.me_now = Incarnation(uuid.uuid4().hex, None, config.instance_id, boot_id(), config.bound)
         # Shards handed over by a stopping process, to route meanwhile (``handover.py``), and the
         # ones this process took over that way, ahead of the placement rebalance.
@@ -739,6 +743,10 @@ class Placement:
                 return
             read += got
 
+    def read_directory(self) -> None:
+        """Take in the directory's records fetched meanwhile, without waiting. (Before the join.)"""
+        self._read_directory(0)
+
     def refresh_owners(self) -> None:
         """Re-read the owners now. (Placement thread, or before the join.)"""
         self._refresh_owners()
@@ -750,6 +758,7 @@ class Placement:
             return 0
         nodes = dict(self.nodes)
         incarnations = dict(self.incarnations)
+        earlier = dict(self.earlier)
         # node id -> the handover of its latest entry in this batch (None: a later entry has none)
         handed: dict[int, dict[int, Handover] | None] = {}
         for msg in messages:
@@ -784,6 +793,9 @@ class Placement:
             if self._vouched(node):
                 nodes[node_id] = node
                 if incarnation is not None:
+                    before = incarnations.get(node_id)
+                    if before is not None and before.incarnation != incarnation.incarnation:
+                        earlier[node_id] = [*earlier.get(node_id, []), before][-8:]
                     incarnations[node_id] = incarnation
                 else:
                     incarnations.pop(node_id, None)
@@ -797,6 +809,7 @@ class Placement:
         nodes[self.me.node_id] = self.me
         self.nodes = nodes
         self.incarnations = incarnations
+        self.earlier = earlier
         moved = {p: h for p, h in self.handovers.items() if h.leaver not in handed}
         for found in handed.values():
             if found:
