@@ -1,6 +1,6 @@
 """Committed offsets written through librdkafka's AlterConsumerGroupOffsets, asked again while the
-group's coordinator moves: what ``offsets reset --execute``, ``migrate`` and ``pipeline import``
-write with.
+group's coordinator moves: what ``offsets reset --execute`` and ``migrate`` write with
+(``pipeline import`` does not: the pipeline layer knows nothing of the CLI's).
 
 librdkafka hands a coordinator's NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or
 COORDINATOR_LOAD_IN_PROGRESS back as the partitions' errors and does not ask again, where Kafka's

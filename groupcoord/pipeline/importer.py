@@ -12,10 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from groupcoord.cli.offsets_alter import alter_offsets
 from groupcoord.pipeline.cluster import kafka_client_config
 
 
@@ -114,7 +113,7 @@ def _refuse_unknown_partitions(
             )
 
 
-_WRITE_TIMEOUT_S = 60.0  # per request of ``batch_size`` partitions, a moving coordinator waited for
+_WRITE_TIMEOUT_S = 60.0  # per request of ``batch_size`` partitions
 
 
 def run_import(config: Mapping[str, Any], plan: Sequence[GroupImport], batch_size: int) -> dict[str, int]:
@@ -128,8 +127,10 @@ def run_import(config: Mapping[str, Any], plan: Sequence[GroupImport], batch_siz
         for i in range(0, len(entry.offsets), batch_size):
             chunk = entry.offsets[i : i + batch_size]
             partitions = [TopicPartition(t, p, o, metadata=m) if m else TopicPartition(t, p, o) for t, p, o, m in chunk]
+            request = [ConsumerGroupTopicPartitions(entry.group, partitions)]
             try:
-                result = alter_offsets(admin, entry.group, partitions, _WRITE_TIMEOUT_S)
+                future = admin.alter_consumer_group_offsets(request, request_timeout=_WRITE_TIMEOUT_S / 2)
+                result = future[entry.group].result(timeout=_WRITE_TIMEOUT_S)
             except KafkaException as exc:
                 entry.failures.append(exc.args[0].str())
                 failed[entry.group] += len(chunk)
